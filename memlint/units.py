@@ -1,0 +1,28 @@
+"""Byte units. memlint reports binary units only: 1 GiB = 2**30 bytes."""
+
+from __future__ import annotations
+
+KiB = 1024
+MiB = 1024**2
+GiB = 1024**3
+
+
+def gib(n_bytes: float) -> float:
+    """Bytes as GiB (2**30 bytes)."""
+    return n_bytes / GiB
+
+
+def format_gib(n_bytes: float, digits: int = 1) -> str:
+    """``12.3 GiB``; small values keep two decimals so they do not print as 0.0."""
+    value = n_bytes / GiB
+    if 0 < abs(value) < 0.1:
+        digits = max(digits, 2)
+    return f"{value:.{digits}f} GiB"
+
+
+def format_count(n: float) -> str:
+    """Parameter counts the way model cards write them: 6.74B, 494M, 8.4K."""
+    for limit, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if abs(n) >= limit:
+            return f"{n / limit:.3g}{suffix}"
+    return str(int(n))
