@@ -1,0 +1,180 @@
+"""Activation memory of a model under one training setup, per token.
+
+The blocks' saved tensors come from replaying each family's recipe on a symbolic tape
+(``graph.py`` + ``families.py``). Around the blocks sit the embeddings, the final norm and the
+output head; the head's logits and cross-entropy buffers are priced from what transformers'
+``ForCausalLMLoss`` allocates, measured with PyTorch's memory tracker (docs/accuracy.md):
+
+* forward: the logits in the compute dtype, an fp32 upcast of them (when they are not fp32
+  already) and the fp32 ``log_softmax`` output that cross-entropy saves;
+* end of forward: the logits (still referenced by the model output) and the log-softmax;
+* start of backward: the log-softmax plus two fp32 logits-sized gradients (8 bytes/logit).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memlint.estimate.architecture import Architecture
+from memlint.estimate.families import BLOCKS, FINAL_NORM, final_softcap
+from memlint.estimate.graph import Tape, TapeSettings, Value
+from memlint.estimate.policy import POLICIES, PrecisionPolicy
+from memlint.estimate.setup import TrainingSetup
+
+# bytes per token of the input ids and labels (int64 each)
+INPUT_BYTES_PER_TOKEN = 16
+
+
+@dataclass(frozen=True)
+class ActivationProfile:
+    """Bytes per token (per sequence position of the micro-batch) of each activation part."""
+
+    block_saved: float  # all blocks' saved tensors, summed (no checkpointing)
+    largest_block_saved: float  # one block's saved tensors (what checkpointing recomputes)
+    block_input: float  # one block's input: what a checkpointed block keeps
+    checkpointed_blocks: int  # how many blocks keep only their input
+    base_saved: float  # embeddings, final norm, the head's saved input
+    weight_casts: int  # bytes (not per token): autocast's half copies saved for backward
+    logits_forward: float  # per token: the head's forward high point
+    logits_end_of_forward: float
+    logits_backward: float  # per token: log-softmax and the two fp32 gradient buffers
+
+    def stored(self) -> float:
+        """Per-token bytes alive after the forward, before the head (blocks + base)."""
+        if self.checkpointed_blocks:
+            return (
+                self.checkpointed_blocks * self.block_input
+                + (self.block_saved - self.checkpointed_blocks * self.largest_block_saved)
+                + self.base_saved
+            )
+        return self.block_saved + self.base_saved
+
+
+def tape_settings(arch: Architecture, setup: TrainingSetup, block_trains: bool = True) -> TapeSettings:
+    policy = POLICIES[setup.precision]
+    lora = setup.lora
+    base_trains = lora is None and block_trains
+    compute = policy.compute_bytes
+    param_bytes = policy.weight_bytes
+    autocast = policy.autocast
+    if autocast and setup.sharding.value.startswith("fsdp"):
+        # FSDP's mixed-precision policy all-gathers half-precision parameters: the forward
+        # runs in pure half precision (autocast has nothing left to cast).
+        param_bytes, autocast = compute, False
+    if setup.quantized:
+        # prepare_model_for_kbit_training upcasts the non-quantised parameters (norms,
+        # embeddings, head) to fp32; bnb Linear4bit computes in bnb_4bit_compute_dtype.
+        param_bytes = 4
+        compute = 2
+    return TapeSettings(
+        compute_bytes=compute,
+        param_bytes=param_bytes,
+        autocast=autocast,
+        seq_len=setup.seq_len,
+        attention=setup.attention.value,
+        trainable=lambda name: base_trains,
+        lora_targets=lora.applies_to if lora else (lambda name: False),
+        lora_rank=lora.r if lora else 0,
+        lora_dropout=lora.dropout if lora else 0.0,
+        quantized_base=setup.quantized,
+        mask_bytes=setup.dropout_mask_bytes,
+    )
+
+
+def _block_bytes(arch: Architecture, settings: TapeSettings, input_rg: bool) -> tuple[float, float]:
+    """(saved bytes, input bytes) per token of one block whose input needs grad or not."""
+    tape = Tape(settings)
+    x = Value(arch.hidden_size, settings.param_bytes, input_rg)
+    BLOCKS[arch.family](tape, arch, x)
+    return tape.saved_bytes, x.bytes
+
+
+def _head_input(arch: Architecture, settings: TapeSettings, x: Value) -> tuple[Tape, Value]:
+    """Final norm and the head's saved input, on a tape of their own."""
+    tape = Tape(settings)
+    kind = FINAL_NORM[arch.family]
+    if kind == "layer":
+        out = tape.layer_norm(x, "final_norm")
+    else:
+        out = tape.rms_norm(x, "norm", gemma=kind == "gemma")
+    if arch.is_causal_lm:
+        tape.linear(out, arch.vocab_size, "lm_head")
+    return tape, out
+
+
+def _embedding_saved(arch: Architecture, settings: TapeSettings) -> float:
+    """Embedding outputs that backward keeps: GPT-2/OPT/BERT dropout masks; Gemma's scaling."""
+    tape = Tape(settings)
+    trains = settings.trainable("embed_tokens")
+    x = Value(arch.hidden_size, settings.param_bytes, trains)
+    if arch.family in ("gpt2", "opt", "bert", "t5", "phi", "gpt_neox", "falcon"):
+        p = float(arch.config.get("embd_pdrop", arch.dropout) or 0.0)
+        if arch.family == "phi":
+            p = float(arch.config.get("embd_pdrop", 0.0) or 0.0)
+        tape.dropout(x, p)
+    return tape.saved_bytes
+
+
+def logits_bytes_per_token(arch: Architecture, setup: TrainingSetup) -> tuple[float, float, float]:
+    """(forward high point, end of forward, start of backward) bytes per token of the head."""
+    if not arch.is_causal_lm or setup.fused_loss:
+        # fused/chunked cross-entropy never materialises B*T*V logits
+        return 0.0, 0.0, 0.0
+    v = arch.vocab_size
+    policy: PrecisionPolicy = POLICIES[setup.precision]
+    c = 4 if (setup.quantized and policy.weight_bytes == 2) else policy.compute_bytes
+    upcast = 4 if c != 4 else 0
+    softcap = final_softcap(arch)
+    extra = 2 * c if softcap else 0  # logits/cap, tanh (saved), *cap
+    forward = (c + upcast + 4 + extra) * v
+    end = (c + 4 + (c if softcap else 0)) * v
+    backward = (4 + 8 + (c if softcap else 0)) * v
+    if setup.keep_logits:
+        backward += c * v
+    return forward, end, backward
+
+
+def profile(arch: Architecture, setup: TrainingSetup) -> ActivationProfile:
+    settings = tape_settings(arch, setup)
+    frozen_settings = tape_settings(arch, setup, block_trains=False)
+    lora = setup.lora is not None
+    embeddings_train = lora is False and not setup.freeze_embeddings and setup.frozen_layers == 0
+    first_input_rg = embeddings_train or (lora and setup.grad_ckpt)  # enable_input_require_grads
+
+    cache: dict[tuple[bool, bool], tuple[float, float]] = {}
+    total = 0.0
+    largest = 0.0
+    input_bytes = 0.0
+    for index in range(sum(g.count for g in arch.blocks)):
+        frozen = index < setup.frozen_layers
+        rg = first_input_rg if index == 0 else (lora or embeddings_train or index > setup.frozen_layers)
+        key = (frozen, rg)
+        if key not in cache:
+            cache[key] = _block_bytes(arch, frozen_settings if frozen else settings, rg)
+        saved, input_bytes = cache[key]
+        total += saved
+        largest = max(largest, saved)
+
+    head_tape, _ = _head_input(arch, settings, Value(arch.hidden_size, settings.param_bytes, True))
+    base = head_tape.saved_bytes + _embedding_saved(arch, settings)
+
+    casts = 0
+    if settings.autocast:
+        head = arch.lm_head.weight_params if arch.lm_head else (arch.vocab_size * arch.hidden_size if arch.is_causal_lm else 0)
+        casts = settings.compute_bytes * (arch.linear_weight_params + head)
+
+    checkpointed = 0
+    if setup.grad_ckpt:
+        checkpointed = arch.num_layers // setup.grad_ckpt_every if setup.grad_ckpt_every > 1 else arch.num_layers
+    fwd, end, bwd = logits_bytes_per_token(arch, setup)
+    return ActivationProfile(
+        block_saved=total,
+        largest_block_saved=largest,
+        block_input=input_bytes,
+        checkpointed_blocks=checkpointed,
+        base_saved=base,
+        weight_casts=casts,
+        logits_forward=fwd,
+        logits_end_of_forward=end,
+        logits_backward=bwd,
+    )

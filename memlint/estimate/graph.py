@@ -1,0 +1,340 @@
+"""A symbolic autograd tape: which tensors a block's forward keeps alive for its backward.
+
+Activation memory is the sum of the tensors autograd saves, and which ones it saves depends on
+details a closed formula misses: whether a weight trains (a frozen Linear keeps no input, a
+frozen RMSNorm keeps no normalised copy), whether autocast makes a per-consumer bf16 copy of
+an fp32 input, whether ``.to(torch.float32)`` is a no-op, whether dropout runs. So each model
+family writes its block once, as the sequence of operations its Hugging Face implementation
+runs (``families.py``), and this tape applies PyTorch's saving rules to symbolic tensors.
+
+Sizes are elements per token (per position of the micro-batch); attention scores have
+``heads * seq_len`` elements per token. Identical tensors are saved once (by identity).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+
+@dataclass(eq=False)
+class Value:
+    """A symbolic tensor: elements per token, bytes per element, whether it needs grad."""
+
+    numel: float
+    nbytes: int
+    rg: bool
+    # Stored head-major (B, heads, T, d) rather than as a (B, T, heads, d) view of a projection:
+    # true after ``torch.cat`` or ``reshape`` copies. Attention kernels then return a
+    # head-major output, and ``transpose(1, 2).contiguous()`` must copy it.
+    head_major: bool = False
+    # A view (a chunk of a fused qkv output): saving it keeps ``view_of`` alive.
+    view_of: "Value | None" = None
+
+    @property
+    def bytes(self) -> float:
+        return self.numel * self.nbytes
+
+
+@dataclass(frozen=True)
+class TapeSettings:
+    """How one block runs: dtypes, autocast, which weights train, attention kernel."""
+
+    compute_bytes: int  # matmul outputs (2 for bf16/fp16 compute, 4 for fp32)
+    param_bytes: int  # dtype of weights that are not autocast (norms, embeddings)
+    autocast: bool
+    seq_len: int
+    attention: str  # "eager", "sdpa" or "flash"
+    trainable: Callable[[str], bool]  # is this (linear or norm) weight trained?
+    lora_targets: Callable[[str], bool]  # does this linear carry a LoRA adapter?
+    lora_rank: int = 0
+    lora_dropout: float = 0.0
+    lora_bytes: int = 4  # PEFT keeps adapters in fp32 (autocast_adapter_dtype=True)
+    # CUDA's dropout keeps a 1-byte boolean mask (native_dropout); CPU keeps a mask of the
+    # input's dtype (None). memlint prices the CUDA kernel.
+    mask_bytes: int | None = 1
+    quantized_base: bool = False  # bitsandbytes 4/8-bit base linears (QLoRA)
+
+
+class Tape:
+    """Records the tensors saved for backward while a block's ops are replayed."""
+
+    def __init__(self, settings: TapeSettings) -> None:
+        self.s = settings
+        self._saved: dict[int, Value] = {}
+
+    # ----------------------------------------------------------------- bookkeeping
+
+    @property
+    def saved_bytes(self) -> float:
+        return sum(v.bytes for v in self._saved.values())
+
+    def save(self, *values: Value | None) -> None:
+        for value in values:
+            while value is not None and value.view_of is not None:
+                value = value.view_of
+            if value is not None:
+                self._saved[id(value)] = value
+
+    @staticmethod
+    def view(base: Value, numel: float) -> Value:
+        """A chunk of ``base`` (no new storage)."""
+        return Value(numel, base.nbytes, base.rg, view_of=base)
+
+    def new(self, numel: float, nbytes: int, rg: bool) -> Value:
+        return Value(numel, nbytes, rg)
+
+    @staticmethod
+    def promote(*values: Value) -> int:
+        """Type promotion between float tensors: the widest dtype wins."""
+        return max(v.nbytes for v in values)
+
+    # ----------------------------------------------------------------- dtype moves
+
+    def cast(self, x: Value, nbytes: int) -> Value:
+        """``x.to(dtype)``: the same tensor when the dtype already matches; saves nothing."""
+        if x.nbytes == nbytes:
+            return x
+        return self.new(x.numel, nbytes, x.rg)
+
+    def autocast_input(self, x: Value) -> Value:
+        """Autocast casts each fp32 activation per use: copies of activations are not cached."""
+        if self.s.autocast:
+            return self.cast(x, self.s.compute_bytes)
+        return x
+
+    # ----------------------------------------------------------------- elementwise
+
+    def add(self, a: Value, b: Value) -> Value:
+        return self.new(max(a.numel, b.numel), self.promote(a, b), a.rg or b.rg)
+
+    def mul(self, a: Value, b: Value) -> Value:
+        """Each operand is saved when the other one needs its gradient."""
+        if b.rg:
+            self.save(a)
+        if a.rg:
+            self.save(b)
+        return self.new(max(a.numel, b.numel), self.promote(a, b), a.rg or b.rg)
+
+    def scale(self, x: Value) -> Value:
+        """Multiplication by a Python scalar: saves nothing."""
+        return self.new(x.numel, x.nbytes, x.rg)
+
+    def param(self, numel: float, name: str, nbytes: int | None = None) -> Value:
+        """A weight, seen as a broadcast operand (its storage is counted as a parameter)."""
+        return self.new(0.0, nbytes or self.s.param_bytes, self.s.trainable(name))
+
+    def dropout(self, x: Value, p: float) -> Value:
+        if p <= 0.0:
+            return x
+        if x.rg:
+            self.save(self.new(x.numel, self.s.mask_bytes or x.nbytes, False))
+        return self.new(x.numel, x.nbytes, x.rg)
+
+    # ----------------------------------------------------------------- activations
+
+    def silu(self, x: Value) -> Value:
+        if x.rg:
+            self.save(x)
+        return self.new(x.numel, x.nbytes, x.rg)
+
+    gelu = silu  # F.gelu (exact or tanh-approximate) saves its input only
+
+    def relu(self, x: Value) -> Value:
+        out = self.new(x.numel, x.nbytes, x.rg)
+        if x.rg:
+            self.save(out)  # threshold_backward reads the result
+        return out
+
+    def gelu_python(self, x: Value) -> Value:
+        """HF's NewGELUActivation: 0.5*x*(1+tanh(c*(x+0.044715*x**3))) in Python ops.
+
+        CUDA autocast runs ``pow`` in fp32, so under autocast the cube and everything mixed
+        with it become fp32.
+        """
+        x_pow = self.cast(x, 4) if self.s.autocast else x
+        if x.rg:
+            self.save(x_pow)  # pow(x, 3) saves its input
+        cube = self.new(x.numel, x_pow.nbytes, x.rg)
+        inner = self.add(x, self.scale(cube))
+        tanh = self.new(x.numel, inner.nbytes, x.rg)
+        if x.rg:
+            self.save(tanh)  # tanh saves its result
+        one_plus = self.new(x.numel, tanh.nbytes, x.rg)
+        half_x = self.scale(x)
+        return self.mul(half_x, one_plus)
+
+    def activation(self, x: Value, kind: str) -> Value:
+        kind = kind.lower()
+        if kind in ("silu", "swish"):
+            return self.silu(x)
+        if kind in ("relu",):
+            return self.relu(x)
+        if kind in ("gelu_new", "gelu_fast", "quick_gelu", "gelu_accurate"):
+            return self.gelu_python(x)
+        return self.gelu(x)  # gelu, gelu_pytorch_tanh
+
+    # ----------------------------------------------------------------- layers
+
+    def linear(self, x: Value, out_features: int, name: str, in_features: int | None = None) -> Value:
+        """A Linear (or Conv1D) layer, with its LoRA adapter when it has one."""
+        trains = self.s.trainable(name) and not self.s.quantized_base
+        x_in = self.autocast_input(x)
+        if self.s.quantized_base and not self.s.autocast:
+            # bnb Linear4bit casts its input to the compute dtype
+            x_in = self.cast(x, self.s.compute_bytes)
+        if trains:
+            self.save(x_in)  # the weight's gradient is grad_out^T @ input
+        out = self.new(out_features, x_in.nbytes, x.rg or trains)
+        if self.s.lora_targets(name):
+            out = self._lora(x, out, out_features)
+        return out
+
+    def _lora(self, x: Value, base_out: Value, out_features: int) -> Value:
+        """PEFT LoRA: result + lora_B(lora_A(dropout(x.to(adapter dtype)))) * scaling."""
+        r = self.s.lora_rank
+        x_a = self.cast(x, self.s.lora_bytes)
+        x_a = self.dropout(x_a, self.s.lora_dropout)
+        a_in = self.autocast_input(x_a)
+        self.save(a_in)  # lora_A's weight trains
+        a_out = self.new(r, a_in.nbytes, True)
+        b_in = self.autocast_input(a_out)
+        self.save(b_in)
+        b_out = self.new(out_features, b_in.nbytes, True)
+        scaled = self.scale(b_out)
+        total = self.add(base_out, scaled)
+        return self.cast(total, base_out.nbytes)
+
+    def rms_norm(self, x: Value, name: str, gemma: bool = False) -> Value:
+        """Llama-style RMSNorm: fp32 statistics, weight applied in the input dtype.
+
+        Gemma multiplies by (1 + weight) in fp32 and casts back at the end.
+        """
+        h = x.numel
+        x32 = self.cast(x, 4)
+        if x.rg:
+            self.save(x32, self.new(1, 4, True))  # pow/mul read x32; rsqrt's result
+        normed = self.new(h, 4, x.rg)
+        weight = self.param(h, name, nbytes=4 if gemma else self.s.param_bytes)
+        if gemma:
+            return self.cast(self.mul(normed, weight), x.nbytes)
+        return self.mul(self.cast(normed, x.nbytes), weight)
+
+    def layer_norm(self, x: Value, name: str) -> Value:
+        """native_layer_norm saves its input, mean and rstd; CUDA autocast runs it in fp32."""
+        x_in = self.cast(x, 4) if self.s.autocast else x
+        weight_trains = self.s.trainable(name)
+        if x.rg or weight_trains:
+            self.save(x_in, self.new(2, 4, False))
+        return self.new(x.numel, x_in.nbytes, x.rg or weight_trains)
+
+    def rope(
+        self, x: Value, cos_bytes: int, rotary_fraction: float = 1.0, concat: bool = False
+    ) -> Value:
+        """x*cos + rotate_half(x)*sin: cos/sin need no grad, so only they are saved.
+
+        cos/sin have the dtype of the hidden states (fp32 under autocast), so the rotated
+        query is fp32 there. A partial rotary embedding (or Phi-3's, which always splits
+        and concatenates) makes a new head-major tensor.
+        """
+        if rotary_fraction < 1.0 or concat:
+            rotated = self.new(x.numel * rotary_fraction, max(x.nbytes, cos_bytes), x.rg)
+            # cat((rotated, pass_through)) makes a new head-major tensor
+            return Value(x.numel, rotated.nbytes, x.rg, head_major=True)
+        return Value(x.numel, max(x.nbytes, cos_bytes), x.rg, head_major=x.head_major)
+
+    # ----------------------------------------------------------------- attention
+
+    def attention(
+        self,
+        q: Value,
+        k: Value,
+        v: Value,
+        heads: int,
+        kv_heads: int,
+        dropout: float = 0.0,
+        out_numel: float | None = None,
+        softmax: str = "fp32",
+        softcap: bool = False,
+        broadcast_kv: bool = False,
+    ) -> Value:
+        """Attention over roped q, k and v; returns the output in (B, T, heads*d) layout.
+
+        ``out_numel`` is the output size when q is a view of a fused qkv tensor; ``softmax``
+        is the dtype eager attention normalises in: "fp32" (``softmax(dtype=float32)``, most
+        models), "input" (GPT-2, BERT, T5: the scores' dtype) or "hidden" (Falcon: the hidden
+        states' dtype).
+        """
+        out_numel = q.numel if out_numel is None else out_numel
+        if self.s.attention == "eager":
+            return self._eager_attention(
+                q, k, v, heads, kv_heads, dropout, out_numel, softmax, softcap
+            )
+        # SDPA (flash / memory-efficient) and flash-attention: save q, k, v, the output and
+        # an fp32 log-sum-exp per head; GQA keys are not expanded; flash kernels regenerate a
+        # dropout mask from the RNG state instead of keeping it.
+        qc, kc, vc = (self.autocast_input(t) for t in (q, k, v))
+        rg = q.rg or k.rg or v.rg
+        if broadcast_kv and kv_heads != heads:
+            return self._math_sdpa(qc, kc, vc, heads, kv_heads, out_numel)
+        out = self.new(out_numel, qc.nbytes, rg)
+        if rg:
+            self.save(qc, kc, vc, out, self.new(heads, 4, False))
+        if q.head_major:
+            return self.new(out_numel, out.nbytes, rg)  # transpose(1, 2).contiguous() copies
+        return out
+
+    def _math_sdpa(self, q, k, v, heads, kv_heads, out_numel) -> Value:
+        """SDPA's math kernel, taken when k/v have fewer heads and GQA is not requested
+        (Falcon's multi-query attention): half inputs are upcast to fp32, k and v broadcast
+        to every head, and the fp32 probabilities are saved."""
+        rep = heads // max(kv_heads, 1)
+        rg = q.rg or k.rg or v.rg
+        up = 4 if q.nbytes < 4 else q.nbytes
+        if rg:
+            self.save(
+                self.new(q.numel, up, rg),
+                self.new(k.numel * rep, up, rg),
+                self.new(v.numel * rep, up, rg),
+                self.new(heads * self.s.seq_len, up, rg),
+            )
+        return Value(out_numel, q.nbytes, rg, head_major=True)
+
+    def _eager_attention(
+        self, q, k, v, heads, kv_heads, dropout, out_numel, softmax, softcap=False
+    ) -> Value:
+        """HF eager_attention_forward: scores and probabilities of size heads x T per token."""
+        s = self.s
+        n_rep = heads // max(kv_heads, 1)
+        rg = q.rg or k.rg or v.rg
+        def operand(x: Value, repeat: int) -> Value:
+            # matmul on 4-D tensors runs bmm on contiguous (B*h, T, d) copies, unless the
+            # tensor is already head-major; repeat_kv materialises expanded GQA keys/values.
+            x = self.autocast_input(x)
+            if repeat > 1 or not x.head_major:
+                return Value(x.numel * repeat, x.nbytes, x.rg, head_major=True)
+            return x
+
+        q_mm = operand(q, 1)
+        k_mm = operand(k, n_rep)
+        v_mm = operand(v, n_rep)
+        if rg:
+            self.save(q_mm, k_mm)
+        scores_numel = heads * s.seq_len
+        cb = q_mm.nbytes
+        if softcap and rg:  # Gemma 2: tanh(scores / cap) * cap; tanh saves its result
+            self.save(self.new(scores_numel, cb, rg))
+        if s.autocast or softmax == "fp32":
+            softmax_bytes = 4  # CUDA autocast runs softmax in fp32 whatever the code asks
+        elif softmax == "hidden":
+            softmax_bytes = s.param_bytes
+        else:
+            softmax_bytes = cb
+        probs_full = self.new(scores_numel, softmax_bytes, rg)
+        if rg:
+            self.save(probs_full)  # softmax saves its result
+        probs = self.cast(probs_full, cb)
+        probs = self.dropout(probs, dropout)
+        if rg:
+            self.save(probs, v_mm)
+        return self.new(out_numel, cb, rg)  # matmul output, then transpose(1, 2).contiguous()

@@ -1,0 +1,123 @@
+"""The training setup the estimator prices: everything but the architecture and the GPU."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field, replace
+
+from memlint.estimate.policy import Optimizer, Precision
+
+
+class Attention(str, enum.Enum):
+    EAGER = "eager"  # materialises the (T x T) scores and probabilities per head
+    SDPA = "sdpa"  # torch scaled_dot_product_attention (flash / memory-efficient kernels)
+    FLASH = "flash"  # flash-attention 2/3: saves q, k, v, output and log-sum-exp only
+
+    @classmethod
+    def parse(cls, text: str) -> "Attention":
+        key = text.strip().lower()
+        aliases = {"flash_attention_2": "flash", "flash_attention_3": "flash", "fa2": "flash"}
+        key = aliases.get(key, key)
+        for member in cls:
+            if member.value == key:
+                return member
+        raise ValueError(f"unknown attention {text!r}; expected eager, sdpa or flash")
+
+
+class Sharding(str, enum.Enum):
+    NONE = "none"  # DDP or a single GPU: every rank holds everything
+    ZERO1 = "zero1"  # optimizer states (and master weights) sharded
+    ZERO2 = "zero2"  # + gradients sharded
+    ZERO3 = "zero3"  # + parameters sharded, gathered layer by layer
+    FSDP_FULL = "fsdp-full"  # FSDP FULL_SHARD / FSDP2 fully_shard: like ZeRO-3
+    FSDP_GRAD_OP = "fsdp-grad-op"  # FSDP SHARD_GRAD_OP: like ZeRO-2
+    FSDP_HYBRID = "fsdp-hybrid"  # full shard within a node, replicate across nodes
+
+
+@dataclass(frozen=True)
+class Lora:
+    r: int = 16
+    # Module names ("q_proj", "v_proj") or "all-linear" (PEFT: every linear but the head).
+    targets: tuple[str, ...] = ("q_proj", "v_proj")
+    alpha: float = 32.0
+    dropout: float = 0.05
+    quantization: str | None = None  # None, "nf4" (4-bit QLoRA), "fp4", "int8"
+    double_quant: bool = True  # bnb_4bit_use_double_quant
+
+    def applies_to(self, linear_name: str) -> bool:
+        """PEFT's target matching: a module whose name is, or ends with, a target.
+
+        "all-linear" is every Linear but the output head. Mixture-of-experts experts are
+        fused 3-D parameters in transformers 5, not Linear modules, so no target reaches them.
+        """
+        if linear_name.startswith("experts."):
+            return False
+        if any(t in ("all-linear", "all_linear") for t in self.targets):
+            return linear_name != "lm_head"
+        leaf = linear_name.rsplit(".", 1)[-1]
+        return any(
+            linear_name == t or leaf == t or linear_name.endswith("." + t) for t in self.targets
+        )
+
+
+@dataclass(frozen=True)
+class TrainingSetup:
+    micro_batch: int = 1
+    seq_len: int = 2048
+    precision: Precision = Precision.BF16
+    optimizer: Optimizer = Optimizer.ADAMW
+    # 0 = off; k = checkpoint every k-th layer (1 = every layer, HF's gradient_checkpointing)
+    grad_ckpt_every: int = 0
+    attention: Attention = Attention.SDPA
+    lora: Lora | None = None
+    frozen_layers: int = 0  # leading blocks whose parameters do not train (full fine-tuning)
+    freeze_embeddings: bool = False
+    sharding: Sharding = Sharding.NONE
+    world_size: int = 1
+    gpus_per_node: int = 8  # for hybrid sharding / ZeRO++ style partitioning
+    offload_optimizer: bool = False
+    offload_params: bool = False
+    grad_accum: int = 1
+    # Fused / chunked cross-entropy (Liger FLCE, Apple CCE): no full B*T*V logits.
+    fused_loss: bool = False
+    # A custom loop doing ``out = model(...); out.loss.backward()`` keeps logits alive.
+    keep_logits: bool = False
+    # DeepSpeed ZeRO buckets, in elements (None: framework defaults / not applicable).
+    reduce_bucket_elements: float | None = None
+    allgather_bucket_elements: float | None = None
+    prefetch_bucket_elements: float | None = None
+    max_live_parameters: float | None = None
+    # Bytes per element of a saved dropout mask: 1 on CUDA (native_dropout keeps a bool
+    # mask); None = the input's dtype, as PyTorch's CPU kernel keeps a scaled noise tensor.
+    dropout_mask_bytes: int | None = 1
+    # Train the model (default) or run inference (forward only, no optimizer).
+    mode: str = "train"
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        if self.micro_batch < 1:
+            raise ValueError("micro-batch must be at least 1")
+        if self.seq_len < 1:
+            raise ValueError("sequence length must be at least 1")
+        if self.world_size < 1:
+            raise ValueError("world size must be at least 1")
+        if self.grad_ckpt_every < 0:
+            raise ValueError("gradient checkpointing interval must be >= 0")
+        if self.grad_accum < 1:
+            raise ValueError("gradient accumulation steps must be at least 1")
+
+    @property
+    def grad_ckpt(self) -> bool:
+        return self.grad_ckpt_every > 0
+
+    @property
+    def tokens(self) -> int:
+        return self.micro_batch * self.seq_len
+
+    @property
+    def quantized(self) -> bool:
+        return self.lora is not None and self.lora.quantization is not None
+
+    def but(self, **changes) -> "TrainingSetup":
+        """A copy with some fields changed (for what-if suggestions)."""
+        return replace(self, **changes)

@@ -1,0 +1,196 @@
+"""Model states per GPU: weights, gradients, master weights and optimizer states.
+
+Counts come from the architecture (which parameters exist and which train); bytes from the
+precision policy and the optimizer; the division by the world size from the sharding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memlint.estimate.architecture import Architecture, Linear
+from memlint.estimate.policy import (
+    BNB_MIN_8BIT_SIZE,
+    OPTIMIZERS,
+    POLICIES,
+    Optimizer,
+)
+from memlint.estimate.setup import Sharding, TrainingSetup
+
+# bitsandbytes NF4/FP4: 4 bits per weight plus one absmax per 64-weight block, stored as fp32,
+# or with double quantisation as 8 bits plus one fp32 constant per 256 absmax values.
+NF4_BYTES = 0.5 + 4 / 64
+NF4_DOUBLE_QUANT_BYTES = 0.5 + 1 / 64 + 4 / (64 * 256)
+INT8_BYTES = 1.0  # LLM.int8(): int8 weights (+ one fp32 scale per row, negligible)
+
+
+@dataclass(frozen=True)
+class ParameterCounts:
+    total: int  # parameters of the base model
+    trainable: int  # base parameters that train (full fine-tuning)
+    lora: int  # adapter parameters (they always train)
+    quantized: int  # base parameters stored in 4/8 bits (QLoRA)
+    small_tensors: int  # trainable parameters in tensors under 4096 values (norms, biases)
+    largest_tensor: int  # the largest single trainable tensor (for-loop optimizer temps)
+    matrix_sides: int  # sum of rows + columns of trainable matrices (Adafactor's factors)
+
+    @property
+    def optimized(self) -> int:
+        return self.trainable + self.lora
+
+
+def _block_linears(arch: Architecture):
+    for group in arch.blocks:
+        for linear in group.linears:
+            yield group.count, linear
+
+
+def count_parameters(arch: Architecture, setup: TrainingSetup) -> ParameterCounts:
+    lora = setup.lora
+    total = arch.n_params
+    lora_params = 0
+    quantized = arch.linear_weight_params if setup.quantized else 0
+    if lora is not None:
+        adapted = [(c, lin) for c, lin in _block_linears(arch) if lora.applies_to(lin.name)]
+        for count, linear in adapted:
+            lora_params += count * lora.r * (linear.in_features + linear.out_features)
+        largest = max((lora.r * max(lin.in_features, lin.out_features) for _, lin in adapted), default=0)
+        # lora_A is (r x in) and lora_B (out x r): Adafactor keeps r+in and out+r values
+        sides = sum(c * (2 * lora.r + lin.in_features + lin.out_features) for c, lin in adapted)
+        return ParameterCounts(total, 0, lora_params, quantized, 0, largest, sides)
+
+    frozen_blocks = min(setup.frozen_layers, arch.num_layers)
+    frozen = 0
+    if frozen_blocks:
+        per_block = arch.blocks[0].params_per_block
+        frozen = frozen_blocks * per_block
+    if setup.freeze_embeddings:
+        frozen += arch.embedding_params
+    trainable = total - frozen
+    linears: list[tuple[int, Linear]] = list(_block_linears(arch))
+    head = arch.lm_head
+    largest = max(
+        [lin.in_features * lin.out_features for _, lin in linears]
+        + [arch.vocab_size * arch.hidden_size]
+    )
+    biases = sum(count * lin.copies * lin.out_features for count, lin in linears if lin.bias)
+    norms = sum(g.count * g.other_params for g in arch.blocks) + arch.final_params
+    small = biases + norms
+    sides = sum(count * lin.copies * (lin.in_features + lin.out_features) for count, lin in linears)
+    sides += arch.vocab_size + arch.hidden_size  # the embedding matrix
+    if head is not None:
+        sides += head.in_features + head.out_features
+    sides += small  # vectors keep a full second moment
+    return ParameterCounts(total, trainable, 0, quantized, small, largest, sides)
+
+
+@dataclass(frozen=True)
+class StateBytes:
+    """Bytes per GPU of each persistent state, after sharding and offload."""
+
+    weights: float
+    weights_note: str
+    gradients: float
+    master: float
+    fp32_grads: float
+    optimizer: float
+    step_temp: float
+    host: float  # bytes on the host (per node) for offloaded states
+    ddp_buckets: float  # DDP's flat all-reduce buckets (a second copy of the gradients)
+
+
+def shard_factor(setup: TrainingSetup) -> int:
+    if setup.sharding == Sharding.FSDP_HYBRID:
+        return max(1, min(setup.world_size, setup.gpus_per_node))
+    return max(1, setup.world_size)
+
+
+def stage(setup: TrainingSetup) -> int:
+    """The ZeRO stage a sharding corresponds to (FSDP full = 3, SHARD_GRAD_OP = 2)."""
+    return {
+        Sharding.NONE: 0,
+        Sharding.ZERO1: 1,
+        Sharding.ZERO2: 2,
+        Sharding.FSDP_GRAD_OP: 2,
+        Sharding.ZERO3: 3,
+        Sharding.FSDP_FULL: 3,
+        Sharding.FSDP_HYBRID: 3,
+    }[setup.sharding]
+
+
+def state_bytes(arch: Architecture, setup: TrainingSetup, counts: ParameterCounts) -> StateBytes:
+    policy = POLICIES[setup.precision]
+    spec = OPTIMIZERS[setup.optimizer]
+    n = shard_factor(setup)
+    zero = stage(setup) if setup.world_size > 1 else 0
+
+    # ---- weights
+    if setup.quantized:
+        per_q = INT8_BYTES if setup.lora.quantization == "int8" else (
+            NF4_DOUBLE_QUANT_BYTES if setup.lora.double_quant else NF4_BYTES
+        )
+        # prepare_model_for_kbit_training keeps the non-quantised parameters in fp32
+        weights = counts.quantized * per_q + (counts.total - counts.quantized) * 4
+        note = f"{counts.quantized / 1e9:.2f}B quantised to {per_q:.3f} B/param, the rest fp32"
+    else:
+        weights = counts.total * policy.weight_bytes
+        note = f"{policy.weight_bytes} B/param"
+    weights += counts.lora * 4  # PEFT keeps adapters in fp32
+    if zero >= 3:
+        weights /= n
+    if setup.offload_params and zero >= 3:
+        weights = 0.0
+
+    # ---- gradients, master weights, fp32 gradient buffers
+    base_trainable = counts.trainable
+    grads = base_trainable * policy.grad_bytes + counts.lora * 4
+    master = base_trainable * policy.master_bytes
+    fp32_grads = base_trainable * policy.fp32_grad_bytes
+    if zero >= 1:
+        master /= n
+        fp32_grads /= n
+    if zero >= 2:
+        grads /= n
+
+    # ---- optimizer states: fp32 for adapters and for master-weight policies
+    state_elem = policy.state_bytes
+    states = spec.states_per_param * (base_trainable * state_elem + counts.lora * 4)
+    if spec.fixed_state_bytes:  # 8-bit optimizers: small tensors keep 32-bit states
+        big = counts.optimized - counts.small_tensors
+        states += big * spec.fixed_state_bytes + counts.small_tensors * 8
+    if spec.factored:
+        states += counts.matrix_sides * 4
+    if zero >= 1:
+        states /= n
+
+    # ---- optimizer step temporaries
+    temp_elem = 4 if (counts.lora or policy.master_bytes) else state_elem
+    if spec.step_temp == "group":
+        temp = counts.optimized * temp_elem
+        if zero >= 1:
+            temp /= n
+        if policy.master_bytes and setup.optimizer in (Optimizer.ADAMW, Optimizer.ADAM):
+            # DeepSpeed steps with its fused Adam kernels: no multi-tensor temporary
+            temp = 0.0
+    elif spec.step_temp == "largest":
+        temp = spec.step_temp_count * counts.largest_tensor * (4 if spec.factored else temp_elem)
+    else:
+        temp = 0.0
+
+    host = 0.0
+    if setup.offload_optimizer and zero >= 1:
+        # ZeRO-Offload keeps fp32 master weights, gradients and Adam states on the CPU
+        host = (
+            counts.optimized * (policy.master_bytes or 4)
+            + counts.optimized * 4
+            + spec.states_per_param * counts.optimized * 4
+        ) * min(n, setup.gpus_per_node) / n
+        master = fp32_grads = states = temp = 0.0
+    if setup.offload_params and zero >= 3:
+        host += counts.total * policy.weight_bytes * min(n, setup.gpus_per_node) / n
+
+    ddp = 0.0
+    if setup.world_size > 1 and setup.sharding == Sharding.NONE:
+        ddp = grads  # gradient_as_bucket_view=False (the default): buckets copy the grads
+
+    return StateBytes(weights, note, grads, master, fp32_grads, states, temp, host, ddp)

@@ -1,0 +1,206 @@
+"""The peak of a training step, phase by phase.
+
+Persistent state (weights, master weights, optimizer states; gradients while they exist) plus
+the high point of each phase's transient memory:
+
+* forward: every block's saved tensors (or, with checkpointing, each block's input), the
+  head's logits and cross-entropy buffers, autocast's half weight copies;
+* backward, start: the saved tensors plus the loss head's gradient buffers;
+* backward, end: all gradients, plus the block being recomputed under checkpointing;
+* optimizer step: weights + gradients + states + the step's temporaries (Adam allocates its
+  states at the first step, so steps after the first carry them through forward/backward).
+
+Validated against measured peaks of real Hugging Face models (docs/accuracy.md).
+"""
+
+from __future__ import annotations
+
+from memlint.estimate.activations import INPUT_BYTES_PER_TOKEN, profile
+from memlint.estimate.architecture import Architecture
+from memlint.estimate.budget import Budget, Capacity, Component, Phase
+from memlint.estimate.policy import OPTIMIZERS, POLICIES, Precision
+from memlint.estimate.setup import Attention, Sharding, TrainingSetup
+from memlint.estimate.states import count_parameters, shard_factor, stage, state_bytes
+
+# DeepSpeed ZeRO defaults (deepspeed/runtime/zero/config.py): bucket sizes in elements.
+DS_REDUCE_BUCKET = 5e8
+DS_ALLGATHER_BUCKET = 5e8
+DS_PREFETCH_BUCKET = 5e7
+
+
+def _dtype_name(nbytes: int, half: str) -> str:
+    return {4: "fp32", 2: half, 1: "int8"}.get(nbytes, f"{nbytes} B")
+
+
+def effective_setup(arch: Architecture, setup: TrainingSetup) -> tuple[TrainingSetup, list[str]]:
+    """Adjust a setup to what the framework will really run, and say what was assumed."""
+    notes: list[str] = []
+    if arch.model_type == "gemma2" and setup.attention == Attention.SDPA:
+        setup = setup.but(attention=Attention.EAGER)
+        notes.append("Gemma 2 has no SDPA path in transformers 5 (logit soft-capping): eager attention")
+    if not arch.is_causal_lm and setup.attention == Attention.SDPA and arch.family == "t5":
+        setup = setup.but(attention=Attention.EAGER)
+        notes.append("T5's relative position bias runs in eager attention")
+    return setup, notes
+
+
+def _sharding_buffers(
+    arch: Architecture, setup: TrainingSetup
+) -> tuple[list[Component], list[Component], list[Component]]:
+    """Communication and gathering buffers per GPU: (forward, loss-head backward, block backward)."""
+    policy = POLICIES[setup.precision]
+    zero = stage(setup) if setup.world_size > 1 else 0
+    w = 2 if policy.autocast or policy.master_bytes else policy.weight_bytes
+    if setup.precision == Precision.FP32:
+        w = 4
+    block = arch.largest_block_params
+    fwd: list[Component] = []
+    head: list[Component] = []
+    bwd: list[Component] = []
+    fsdp = setup.sharding in (Sharding.FSDP_FULL, Sharding.FSDP_HYBRID)
+    if zero >= 3 and fsdp:
+        root = arch.embedding_params + arch.final_params + (arch.lm_head.params if arch.lm_head else 0)
+        note = "FSDP keeps the root module's embeddings and head unsharded during forward/backward"
+        gathered = Component(
+            "gathered_params", "Unsharded parameters (root module + current layer)",
+            int((root + block) * w), note,
+        )
+        root_only = Component("gathered_params", "Unsharded parameters (root module)", int(root * w), note)
+        prefetch = Component("all_gather", "All-gather buffer (next layer)", int(block * w))
+        fwd += [gathered, prefetch]
+        head += [root_only, prefetch]
+        reduce = Component("reduce_scatter", "Reduce-scatter buffer (one layer)", int(block * w))
+        layer_grads = Component(
+            "unsharded_grads", "Unsharded gradients of the layer in backward", int(block * policy.grad_bytes)
+        )
+        bwd += [gathered, prefetch, reduce, layer_grads]
+    elif zero >= 3:
+        prefetch = setup.prefetch_bucket_elements or DS_PREFETCH_BUCKET
+        head = arch.vocab_size * arch.hidden_size
+        gathered = Component(
+            "gathered_params",
+            "Gathered parameters (current layer + prefetch + embeddings/head)",
+            int((block + prefetch + head) * w),
+            "ZeRO-3 all-gathers each module's parameters before it runs",
+        )
+        reduce = setup.reduce_bucket_elements or DS_REDUCE_BUCKET
+        fwd.append(gathered)
+        head.append(gathered)
+        bwd += [gathered, Component("reduce_bucket", "ZeRO reduce bucket", int(reduce * w))]
+    elif zero in (1, 2) and setup.sharding in (Sharding.ZERO1, Sharding.ZERO2):
+        reduce = setup.reduce_bucket_elements or DS_REDUCE_BUCKET
+        allgather = setup.allgather_bucket_elements or DS_ALLGATHER_BUCKET
+        bwd.append(Component("reduce_bucket", "ZeRO reduce bucket", int(reduce * w)))
+        fwd.append(Component("allgather_bucket", "ZeRO all-gather bucket", int(allgather * w)))
+    return fwd, head, bwd
+
+
+def estimate_training(
+    arch: Architecture, setup: TrainingSetup, capacity: Capacity | None = None
+) -> Budget:
+    setup, notes = effective_setup(arch, setup)
+    policy = POLICIES[setup.precision]
+    spec = OPTIMIZERS[setup.optimizer]
+    counts = count_parameters(arch, setup)
+    states = state_bytes(arch, setup, counts)
+    prof = profile(arch, setup)
+    tokens = setup.tokens
+    fsdp_mixed = policy.autocast and setup.sharding.value.startswith("fsdp")
+    half = policy.half_dtype
+
+    weights = Component("weights", f"Weights ({states.weights_note})", int(states.weights))
+    master = Component("master_weights", "Master weights (fp32)", int(states.master))
+    fp32_grads = Component("fp32_gradients", "fp32 gradient partition", int(states.fp32_grads))
+    opt = Component("optimizer_states", f"Optimizer states ({spec.label})", int(states.optimizer))
+    grad_label = f"Gradients ({_dtype_name(policy.grad_bytes, half)})"
+    grads = Component("gradients", grad_label, int(states.gradients))
+    ddp = Component("ddp_buckets", "DDP all-reduce buckets", int(states.ddp_buckets),
+                    "torch DDP copies gradients into flat buckets (gradient_as_bucket_view=False)")
+    inputs = Component("inputs", "Input ids and labels", int(INPUT_BYTES_PER_TOKEN * tokens))
+    step_temp = Component("optimizer_step_temp", "Optimizer step temporaries", int(states.step_temp),
+                          "torch's foreach AdamW allocates a parameter-sized buffer in step()"
+                          if spec.step_temp == "group" else "")
+
+    stored = prof.stored() * tokens
+    ckpt = prof.checkpointed_blocks > 0
+    act_label = "Activations" + (" (checkpointed: block inputs)" if ckpt else "")
+    activations = Component("activations", act_label, int(stored))
+    if fsdp_mixed:
+        notes.append("FSDP mixed precision: half-precision parameters are all-gathered, no autocast copies")
+    casts = Component(
+        "autocast_weight_copies",
+        f"Autocast {half} weight copies",
+        int(prof.weight_casts),
+        "autocast caches a half copy of each weight during forward; backward keeps them",
+    )
+    logits_fwd = Component("logits", "Logits and cross-entropy (forward)", int(prof.logits_forward * tokens))
+    logits_bwd = Component("logits", "Logits and cross-entropy gradients", int(prof.logits_backward * tokens))
+    recompute = Component(
+        "recompute",
+        "Recomputed block (checkpointing)",
+        int(prof.largest_block_saved * tokens + (prof.weight_casts / max(arch.num_layers, 1))),
+    )
+    accumulated = grads if setup.grad_accum > 1 else None
+    fwd_buffers, head_buffers, bwd_buffers = _sharding_buffers(arch, setup)
+
+    persistent = [weights, master, fp32_grads, opt]
+    forward = persistent + [accumulated, activations, casts, logits_fwd, inputs] + fwd_buffers
+    backward_start = persistent + [accumulated, activations, logits_bwd, inputs] + head_buffers
+    if not ckpt:
+        backward_start.append(casts)  # the half copies stay saved until their block's backward
+    backward_end = persistent + [grads, ddp, inputs] + bwd_buffers
+    if ckpt:
+        backward_end.append(recompute)
+    optimizer = persistent + [grads, ddp, step_temp]
+
+    def phase(name: str, parts) -> Phase:
+        return Phase(name, tuple(c for c in parts if c is not None and c.bytes > 0))
+
+    phases = (
+        phase("forward", forward),
+        phase("backward", max((phase("backward", backward_start), phase("backward", backward_end)),
+                              key=lambda p: p.bytes).components),
+        phase("optimizer_step", optimizer),
+    )
+
+    assumptions = list(notes)
+    assumptions.append(f"micro-batch {setup.micro_batch} x {setup.seq_len} tokens, no padding")
+    if setup.lora and setup.quantized:
+        assumptions.append("QLoRA as set up by prepare_model_for_kbit_training (non-quantised params in fp32)")
+    if setup.lora:
+        assumptions.append("PEFT keeps LoRA adapters in fp32 (autocast_adapter_dtype=True)")
+    if setup.offload_optimizer:
+        assumptions.append("optimizer states, master weights and fp32 gradients offloaded to CPU")
+    return Budget(
+        model=arch.name,
+        parameters=counts.total + counts.lora,
+        trainable_parameters=counts.optimized,
+        phases=phases,
+        assumptions=tuple(assumptions),
+        host_bytes=int(states.host),
+        setup=describe(setup),
+        capacity=capacity,
+    )
+
+
+def describe(setup: TrainingSetup) -> dict:
+    out = {
+        "micro_batch": setup.micro_batch,
+        "seq_len": setup.seq_len,
+        "precision": setup.precision.value,
+        "optimizer": setup.optimizer.value,
+        "grad_ckpt": setup.grad_ckpt_every,
+        "attention": setup.attention.value,
+        "sharding": setup.sharding.value,
+        "world_size": setup.world_size,
+        "grad_accum": setup.grad_accum,
+        "offload_optimizer": setup.offload_optimizer,
+        "offload_params": setup.offload_params,
+    }
+    if setup.lora:
+        out["lora"] = {
+            "r": setup.lora.r,
+            "targets": list(setup.lora.targets),
+            "quantization": setup.lora.quantization,
+        }
+    return out
