@@ -122,7 +122,7 @@ def state_bytes(arch: Architecture, setup: TrainingSetup, counts: ParameterCount
     policy = POLICIES[setup.precision]
     spec = OPTIMIZERS[setup.optimizer]
     n = shard_factor(setup)
-    zero = stage(setup) if setup.world_size > 1 else 0
+    zero = stage(setup)
 
     # ---- weights
     if setup.quantized:

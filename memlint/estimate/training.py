@@ -49,7 +49,7 @@ def _sharding_buffers(
 ) -> tuple[list[Component], list[Component], list[Component]]:
     """Communication and gathering buffers per GPU: (forward, loss-head backward, block backward)."""
     policy = POLICIES[setup.precision]
-    zero = stage(setup) if setup.world_size > 1 else 0
+    zero = stage(setup)
     w = 2 if policy.autocast or policy.master_bytes else policy.weight_bytes
     if setup.precision == Precision.FP32:
         w = 4
@@ -76,11 +76,11 @@ def _sharding_buffers(
         bwd += [gathered, prefetch, reduce, layer_grads]
     elif zero >= 3:
         prefetch = setup.prefetch_bucket_elements or DS_PREFETCH_BUCKET
-        head = arch.vocab_size * arch.hidden_size
+        embedding = arch.vocab_size * arch.hidden_size
         gathered = Component(
             "gathered_params",
             "Gathered parameters (current layer + prefetch + embeddings/head)",
-            int((block + prefetch + head) * w),
+            int((block + prefetch + embedding) * w),
             "ZeRO-3 all-gathers each module's parameters before it runs",
         )
         reduce = setup.reduce_bucket_elements or DS_REDUCE_BUCKET
@@ -111,7 +111,7 @@ def estimate_training(
     weights = Component("weights", f"Weights ({states.weights_note})", int(states.weights))
     master = Component("master_weights", "Master weights (fp32)", int(states.master))
     fp32_grads = Component("fp32_gradients", "fp32 gradient partition", int(states.fp32_grads))
-    opt = Component("optimizer_states", f"Optimizer states ({spec.label})", int(states.optimizer))
+    opt = Component("optimizer_states", f"Optimizer states: {spec.label}", int(states.optimizer))
     grad_label = f"Gradients ({_dtype_name(policy.grad_bytes, half)})"
     grads = Component("gradients", grad_label, int(states.gradients))
     ddp = Component("ddp_buckets", "DDP all-reduce buckets", int(states.ddp_buckets),

@@ -1,0 +1,1 @@
+"""Bundled data with sources: published model configs and GPU capacities."""

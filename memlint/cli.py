@@ -1,0 +1,106 @@
+"""The ``memlint`` command line: check, estimate, rule, lsp, trace, gpus, models.
+
+Exit codes (as ruff): 0 clean, 1 findings at or above the failure threshold, 2 usage or
+configuration error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Sequence
+
+from memlint import __version__
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """A problem with what the user asked for: exit 2 with the message."""
+
+
+def _add_estimate(sub) -> None:
+    from memlint import estimate_cli
+
+    p = sub.add_parser(
+        "estimate",
+        help="print the memory budget sheet of a model and training setup",
+        description="Estimate the per-GPU peak memory of a training step (or a serving setup) "
+        "without a GPU and without downloading weights.",
+    )
+    estimate_cli.add_arguments(p)
+    p.set_defaults(handler=estimate_cli.run)
+
+
+def _add_catalogues(sub) -> None:
+    p = sub.add_parser("gpus", help="list the GPUs memlint knows, with their usable capacity")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.set_defaults(handler=_run_gpus)
+    p = sub.add_parser("models", help="list the bundled model catalogue")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.set_defaults(handler=_run_models)
+
+
+def _run_gpus(args) -> int:
+    from memlint.catalog.gpus import all_gpus
+    from memlint.units import GiB
+
+    gpus = all_gpus()
+    if args.format == "json":
+        print(json.dumps([{"id": g.id, "name": g.name, "total_bytes": g.total_bytes} for g in gpus], indent=2))
+        return EXIT_OK
+    for g in gpus:
+        print(f"{g.id:<22} {g.total_bytes / GiB:8.2f} GiB  {g.name}")
+    return EXIT_OK
+
+
+def _run_models(args) -> int:
+    from memlint.catalog.models import catalog_entries
+    from memlint.estimate import from_config
+    from memlint.units import format_count
+
+    rows = []
+    for entry in catalog_entries():
+        arch = from_config(entry.config, entry.id)
+        rows.append({"id": entry.id, "aliases": list(entry.aliases), "model_type": arch.model_type,
+                     "parameters": arch.n_params})
+    if args.format == "json":
+        print(json.dumps(rows, indent=2))
+        return EXIT_OK
+    for r in rows:
+        print(f"{r['id']:<45} {r['model_type']:<12} {format_count(r['parameters']):>7}  {', '.join(r['aliases'])}")
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="memlint",
+        description="Will this training run fit in GPU memory, and which well-known mistakes does it make?",
+    )
+    parser.add_argument("--version", action="version", version=f"memlint {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _add_estimate(sub)
+    _add_catalogues(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "handler", None):
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        return args.handler(args)
+    except UsageError as error:
+        print(f"memlint: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,127 @@
+"""The cheapest changes that make a run fit, each priced by re-running the estimator.
+
+Changes are tried in the order an engineer would reach for them: free ones first (a fused
+optimizer, SDPA, fused cross-entropy), then ones that cost speed (checkpointing, a smaller
+micro-batch with more accumulation, sharding, offload), then ones that change the training
+itself (8-bit optimizer states, bf16 weights, LoRA, QLoRA).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from memlint.estimate.architecture import Architecture
+from memlint.estimate.budget import Budget
+from memlint.estimate.policy import Optimizer, Precision
+from memlint.estimate.setup import Attention, Lora, Sharding, TrainingSetup
+from memlint.estimate.training import estimate_training
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    key: str  # stable id: "grad_ckpt", "fused_adamw", ...
+    change: str  # for people: "enable gradient checkpointing"
+    how: str  # where to set it: "TrainingArguments(gradient_checkpointing=True)"
+    setup: TrainingSetup
+    peak_bytes: int
+    saves_bytes: int
+    fits: bool | None
+
+    def to_json(self) -> dict:
+        return {
+            "key": self.key,
+            "change": self.change,
+            "how": self.how,
+            "peak_bytes": self.peak_bytes,
+            "saves_bytes": self.saves_bytes,
+            "fits": self.fits,
+        }
+
+
+Candidate = tuple[str, str, str, Callable[[TrainingSetup], TrainingSetup | None]]
+
+
+def _candidates(arch: Architecture, setup: TrainingSetup) -> list[Candidate]:
+    s = setup
+    out: list[Candidate] = []
+
+    def add(key, change, how, make):
+        out.append((key, change, how, make))
+
+    if s.optimizer in (Optimizer.ADAMW, Optimizer.ADAM):
+        add("fused_adamw", "use the fused AdamW kernel",
+            'optim="adamw_torch_fused" or torch.optim.AdamW(..., fused=True)',
+            lambda t: t.but(optimizer=Optimizer.ADAMW_FUSED))
+    if s.attention == Attention.EAGER:
+        add("sdpa", "use SDPA / flash attention", 'attn_implementation="sdpa"',
+            lambda t: t.but(attention=Attention.SDPA))
+    if arch.is_causal_lm and not s.fused_loss:
+        add("fused_loss", "use a fused cross-entropy (no full logits)",
+            "use_liger_kernel=True (Liger fused linear cross-entropy)",
+            lambda t: t.but(fused_loss=True))
+    if not s.grad_ckpt:
+        add("grad_ckpt", "enable gradient checkpointing", "gradient_checkpointing=True",
+            lambda t: t.but(grad_ckpt_every=1))
+    if s.micro_batch > 1:
+        add("micro_batch", f"micro-batch {s.micro_batch // 2} with {s.grad_accum * 2}x gradient accumulation",
+            f"per_device_train_batch_size={s.micro_batch // 2}, gradient_accumulation_steps={s.grad_accum * 2}",
+            lambda t: t.but(micro_batch=t.micro_batch // 2, grad_accum=t.grad_accum * 2))
+    if s.world_size > 1 and s.sharding in (Sharding.NONE, Sharding.ZERO1):
+        add("zero2", "ZeRO stage 2 (shard gradients and optimizer states)",
+            '"zero_optimization": {"stage": 2}', lambda t: t.but(sharding=Sharding.ZERO2))
+    if s.world_size > 1 and s.sharding not in (Sharding.ZERO3, Sharding.FSDP_FULL):
+        add("zero3", "ZeRO stage 3 / FSDP full shard (shard parameters too)",
+            '"zero_optimization": {"stage": 3}  or  fsdp="full_shard"',
+            lambda t: t.but(sharding=Sharding.ZERO3))
+    if s.world_size == 1:
+        add("zero3_8", "shard over 8 GPUs (ZeRO-3 / FSDP)", "--nproc_per_node 8 with ZeRO stage 3",
+            lambda t: t.but(world_size=8, sharding=Sharding.ZERO3))
+    if not s.offload_optimizer and s.lora is None:
+        add("offload_optimizer", "offload optimizer states to CPU (ZeRO-Offload)",
+            '"offload_optimizer": {"device": "cpu"}',
+            lambda t: t.but(offload_optimizer=True,
+                            sharding=t.sharding if t.sharding != Sharding.NONE else Sharding.ZERO2))
+    if s.optimizer in (Optimizer.ADAMW, Optimizer.ADAMW_FUSED, Optimizer.ADAM, Optimizer.ADAMW_FORLOOP):
+        add("adamw_8bit", "8-bit AdamW states (bitsandbytes)", 'optim="adamw_bnb_8bit"',
+            lambda t: t.but(optimizer=Optimizer.ADAMW_8BIT))
+    if s.precision == Precision.FP32:
+        add("amp_bf16", "bf16 mixed precision", "bf16=True",
+            lambda t: t.but(precision=Precision.AMP_BF16))
+    if s.precision in (Precision.FP32, Precision.AMP_BF16, Precision.AMP_FP16) and s.lora is None:
+        add("bf16_weights", "load the model in bf16 (pure bf16 training)",
+            "from_pretrained(..., torch_dtype=torch.bfloat16)",
+            lambda t: t.but(precision=Precision.BF16))
+    if s.lora is None:
+        add("lora", "LoRA r=16 on all linear layers instead of full fine-tuning",
+            'LoraConfig(r=16, target_modules="all-linear")',
+            lambda t: t.but(lora=Lora(r=16, targets=("all-linear",)),
+                            precision=Precision.BF16 if t.precision != Precision.FP32 else t.precision))
+    if s.lora is None or s.lora.quantization is None:
+        base = s.lora or Lora(r=16, targets=("all-linear",))
+        add("qlora", "QLoRA: 4-bit NF4 base weights with LoRA adapters",
+            'BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4")',
+            lambda t: t.but(lora=Lora(r=base.r, targets=base.targets, quantization="nf4"),
+                            precision=Precision.BF16, grad_ckpt_every=max(t.grad_ckpt_every, 1)))
+    return out
+
+
+def suggest(arch: Architecture, setup: TrainingSetup, budget: Budget, limit: int = 6) -> list[Suggestion]:
+    """Changes that lower the peak, those that make it fit first, each with its saving."""
+    results: list[Suggestion] = []
+    for key, change, how, make in _candidates(arch, setup):
+        try:
+            changed = make(setup)
+        except ValueError:
+            continue
+        if changed is None:
+            continue
+        new = estimate_training(arch, changed, budget.capacity)
+        saves = budget.peak_bytes - new.peak_bytes
+        if saves <= 0:
+            continue
+        results.append(Suggestion(key, change, how, changed, new.peak_bytes, saves, new.fits))
+    fitting = [s for s in results if s.fits]
+    others = [s for s in results if not s.fits]
+    others.sort(key=lambda s: -s.saves_bytes)
+    return (fitting + others)[:limit]
