@@ -1,0 +1,74 @@
+"""What a rule sees while it checks one document."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from memlint.estimate import Budget, Capacity, estimate_training, suggest
+from memlint.facts.resolve import ResolvedRun
+from memlint.parsed import ParsedDocument
+from memlint.settings import Settings
+
+if TYPE_CHECKING:
+    from memlint.estimate import Suggestion
+
+
+@dataclass
+class RuleContext:
+    parsed: ParsedDocument
+    settings: Settings
+    capacity: Capacity | None  # the target GPU's capacity, when one is known
+    # the training runs this document takes part in (as entry or as a linked config)
+    runs: list[ResolvedRun] = field(default_factory=list)
+
+    @property
+    def path(self) -> str:
+        return self.parsed.path
+
+    @property
+    def kind(self) -> str:
+        return self.parsed.kind
+
+    @property
+    def python(self):
+        return self.parsed.python
+
+    @property
+    def structured(self):
+        return self.parsed.structured
+
+    def budget(self, run: ResolvedRun) -> Budget | None:
+        return _budget(run, self.capacity)
+
+    def suggestions(self, run: ResolvedRun) -> "list[Suggestion]":
+        budget = self.budget(run)
+        if budget is None or run.arch is None or run.setup is None:
+            return []
+        return _suggestions(run, self.capacity)
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_budget(arch, setup, capacity) -> Budget:
+    return estimate_training(arch, setup, capacity)
+
+
+def _budget(run: ResolvedRun, capacity: Capacity | None) -> Budget | None:
+    if run.arch is None or run.setup is None:
+        return None
+    budget = _cached_budget(run.arch, run.setup, capacity)
+    if run.assumptions:
+        from dataclasses import replace
+
+        budget = replace(budget, assumptions=tuple(run.assumptions) + budget.assumptions)
+    return budget
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_suggestions(arch, setup, capacity) -> tuple:
+    return tuple(suggest(arch, setup, _cached_budget(arch, setup, capacity)))
+
+
+def _suggestions(run: ResolvedRun, capacity: Capacity | None) -> list:
+    return list(_cached_suggestions(run.arch, run.setup, capacity))

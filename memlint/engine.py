@@ -1,0 +1,166 @@
+"""The one lint function: documents in, diagnostics out. The CLI and the language server both
+call it; it never imports either of them.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Iterable
+
+from memlint import suppress
+from memlint.catalog.gpus import UnknownGpu, lookup_gpu
+from memlint.context import RuleContext
+from memlint.diagnostics import Diagnostic, Severity
+from memlint.estimate import Capacity, capacity_for
+from memlint.facts.resolve import RunContext
+from memlint.project import Project
+from memlint.rules.base import Finding, Rule, all_rules
+from memlint.settings import Settings
+from memlint.units import GiB
+from memlint.walk import iter_files
+
+# kinds whose documents can take part in a training run
+RUN_KINDS = ("python", "deepspeed", "hf-args", "accelerate", "axolotl", "llamafactory", "shell")
+
+
+@dataclass
+class LintResult:
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    internal_errors: list[str] = field(default_factory=list)
+
+
+def run_context(settings: Settings) -> RunContext:
+    return RunContext(
+        gpu=settings.gpu,
+        world_size=settings.gpus,
+        seq_len=settings.seq_len,
+        micro_batch=settings.micro_batch,
+        model=settings.model,
+    )
+
+
+def capacity_of(settings: Settings, gpu: str | None = None) -> Capacity | None:
+    name = gpu or settings.gpu
+    if not name:
+        return None
+    try:
+        gpu_info = lookup_gpu(name)
+    except UnknownGpu:
+        return None
+    return capacity_for(gpu_info, int(settings.cuda_context_gib * GiB), settings.headroom)
+
+
+class Linter:
+    """Lints documents of one project; keeps parsed documents cached between calls."""
+
+    def __init__(self, settings: Settings, project: Project | None = None) -> None:
+        self.settings = settings
+        self.project = project or Project(settings)
+        self.rules: list[Rule] = [cls() for code, cls in all_rules().items() if settings.enabled(code)]
+        self.internal_errors: list[str] = []
+
+    def lint_path(self, path: str | Path) -> list[Diagnostic]:
+        parsed = self.project.parsed(path)
+        capacity = capacity_of(self.settings)
+        runs = []
+        needs_runs = parsed.kind in RUN_KINDS and any("run" in r.kinds for r in self.rules)
+        if needs_runs:
+            try:
+                runs = self.project.runs_for(path, run_context(self.settings))
+            except (RecursionError, OSError, ValueError) as error:
+                self._internal(f"linking {path}: {error}")
+        ctx = RuleContext(parsed=parsed, settings=self.settings, capacity=capacity, runs=runs)
+        findings: list[tuple[Rule, Finding]] = []
+        for rule in self.rules:
+            if not (parsed.kind in rule.kinds or "*" in rule.kinds or ("run" in rule.kinds and runs)):
+                continue
+            try:
+                for finding in rule.check(ctx):
+                    findings.append((rule, finding))
+            except Exception as error:  # a rule's bug must not take the run down
+                self._internal(f"rule {rule.code} on {path}: {type(error).__name__}: {error}")
+                if "MEMLINT_DEBUG" in __import__("os").environ:
+                    traceback.print_exc()
+        return self._diagnostics(parsed.path, parsed.document.syntax, parsed.text, findings)
+
+    def _internal(self, message: str) -> None:
+        self.internal_errors.append(message)
+        print(f"memlint: internal error: {message} (please report it)", file=sys.stderr)
+
+    def _diagnostics(self, path: str, syntax: str, text: str, findings) -> list[Diagnostic]:
+        suppressions = suppress.find(text, syntax)
+        key = self.project.key(path)
+        out: list[Diagnostic] = []
+        seen = set()
+        for rule, finding in findings:
+            target = finding.path or path
+            if self.project.key(target) != key:
+                continue  # reported when the document it points into is linted
+            if suppressions.silences(rule.code, finding.range.start.line):
+                continue
+            if self.settings.ignored_in_file(rule.code, Path(target)):
+                continue
+            diagnostic = Diagnostic(
+                code=rule.code,
+                message=finding.message,
+                path=path,
+                range=finding.range,
+                severity=self.settings.severity_of(rule.code, rule.severity),
+                fix=finding.fix,
+                related=finding.related,
+                data=finding.data,
+            )
+            marker = (diagnostic.code, diagnostic.range, diagnostic.message)
+            if marker in seen:
+                continue
+            seen.add(marker)
+            out.append(diagnostic)
+        return sorted(out, key=lambda d: d.sort_key)
+
+
+def expand(paths: Iterable[Path], settings: Settings, project: Project, force_exclude: bool = False) -> list[Path]:
+    """The files to lint: those named or found under directories, plus the documents linked
+    with them both ways (a changed ds_config.json re-checks the scripts that use it)."""
+    files = list(dict.fromkeys(iter_files(paths, settings, explicit_too=not force_exclude)))
+    keys = {project.key(f) for f in files}
+    extra: list[Path] = []
+    for path in files:
+        parsed = project.parsed(path)
+        if parsed.kind not in RUN_KINDS:
+            continue
+        neighbours: list[Path] = []
+        try:
+            neighbours += project.referrers(path)
+            for facts in project.facts(path):
+                refs = [r.value for r in facts.references] + ([facts.launches.value] if facts.launches else [])
+                for ref in refs:
+                    target = project.resolve_reference(str(ref), path)
+                    if target is not None and project.settings.root in target.resolve().parents:
+                        neighbours.append(target)
+        except (OSError, RecursionError):
+            continue
+        for other in neighbours:
+            key = project.key(other)
+            if key not in keys and not settings.is_excluded(other):
+                keys.add(key)
+                extra.append(other)
+    return files + extra
+
+
+def lint(paths: Iterable[Path], settings: Settings, force_exclude: bool = False) -> LintResult:
+    linter = Linter(settings)
+    files = expand(paths, settings, linter.project, force_exclude)
+    result = LintResult()
+    for path in files:
+        result.files.append(str(path))
+        result.diagnostics.extend(linter.lint_path(path))
+    result.internal_errors = linter.internal_errors
+    return result
+
+
+def with_severity(diagnostic: Diagnostic, severity: Severity) -> Diagnostic:
+    return replace(diagnostic, severity=severity)

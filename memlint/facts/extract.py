@@ -1,0 +1,48 @@
+"""The registry of fact extractors: one per document kind.
+
+An extractor turns a parsed document into the ``RunFacts`` it states (usually one; none for a
+file that says nothing about training). Extractors live next to their parsers
+(``memlint.facts.script`` for Python, ``memlint.configs.*`` for configs) and register here.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    from memlint.facts.plan import RunFacts
+    from memlint.parsed import ParsedDocument
+
+Extractor = Callable[["ParsedDocument"], "list[RunFacts]"]
+EXTRACTORS: dict[str, Extractor] = {}
+
+
+def extractor(*kinds: str) -> Callable[[Extractor], Extractor]:
+    def register(function: Extractor) -> Extractor:
+        for kind in kinds:
+            if kind in EXTRACTORS:
+                raise ValueError(f"two extractors for document kind {kind!r}")
+            EXTRACTORS[kind] = function
+        return function
+
+    return register
+
+
+def extract(parsed: "ParsedDocument") -> "list[RunFacts]":
+    load_extractors()
+    function = EXTRACTORS.get(parsed.kind)
+    return function(parsed) if function is not None else []
+
+
+def load_extractors() -> None:
+    """Import the modules that register extractors (once)."""
+    import importlib
+
+    for name in EXTRACTOR_MODULES:
+        importlib.import_module(name)
+
+
+# modules whose import registers extractors; each owner adds its module here
+EXTRACTOR_MODULES: list[str] = [
+    "memlint.configs.trainer_args",
+]

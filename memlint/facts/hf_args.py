@@ -1,0 +1,96 @@
+"""What Hugging Face ``TrainingArguments`` (and TRL / LLaMA-Factory / run_clm spellings) mean
+for memory, shared by every place they appear: a Python call, a JSON/YAML file, a command line.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from memlint.facts.names import ATTENTION, FSDP_STRATEGIES, dtype_name, optimizer_from_hf
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    try:
+        number = int(str(value).strip())
+    except (TypeError, ValueError):
+        return None
+    return number if number >= 0 else None
+
+
+def _bool(value: Any) -> bool | None:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "1", "yes", "on"):
+        return True
+    if text in ("false", "0", "no", "off", "none"):
+        return False
+    return None
+
+
+def _fsdp(value: Any) -> str | None:
+    if isinstance(value, (list, tuple)):
+        words = [str(v).lower() for v in value]
+    else:
+        words = str(value).lower().replace(",", " ").split()
+    for word in words:
+        strategy = FSDP_STRATEGIES.get(word)
+        if strategy and strategy != "none":
+            return strategy
+    return None
+
+
+# field -> (fact name, converter). A converter returns None for values it does not understand.
+FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "per_device_train_batch_size": ("micro_batch", _int),
+    "per_gpu_train_batch_size": ("micro_batch", _int),
+    "micro_batch_size": ("micro_batch", _int),
+    "train_micro_batch_size_per_gpu": ("micro_batch", _int),
+    "gradient_accumulation_steps": ("grad_accum", _int),
+    "gradient_checkpointing": ("grad_ckpt", lambda v: None if _bool(v) is None else int(bool(_bool(v)))),
+    "optim": ("optimizer", lambda v: optimizer_from_hf(str(v))),
+    "max_seq_length": ("seq_len", _int),
+    "max_length": ("seq_len", _int),
+    "cutoff_len": ("seq_len", _int),
+    "block_size": ("seq_len", _int),
+    "model_max_length": ("seq_len", _int),
+    "sequence_len": ("seq_len", _int),
+    "model_name_or_path": ("model", lambda v: str(v) if v else None),
+    "base_model": ("model", lambda v: str(v) if v else None),
+    "torch_dtype": ("load_dtype", lambda v: dtype_name(str(v))),
+    "dtype": ("load_dtype", lambda v: dtype_name(str(v))),
+    "attn_implementation": ("attention", lambda v: ATTENTION.get(str(v))),
+    "fsdp": ("fsdp", _fsdp),
+    "use_liger_kernel": ("fused_loss", _bool),
+    "use_liger": ("fused_loss", _bool),
+    "lora_r": ("lora_r", _int),
+    "lora_rank": ("lora_r", _int),
+    "lora_dropout": ("lora_dropout", lambda v: float(v) if _is_number(v) else None),
+}
+
+
+def _is_number(value: Any) -> bool:
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return False
+    return not isinstance(value, bool)
+
+
+def facts_for(field: str, value: Any) -> dict[str, Any]:
+    """The memlint facts one TrainingArguments-style field sets (``{}`` if none)."""
+    if field in ("bf16", "fp16"):
+        flag = _bool(value)
+        if flag:
+            return {"mixed": field}
+        return {}
+    if field == "deepspeed":
+        return {"__reference__": str(value)} if isinstance(value, str) and value else {}
+    spec = FIELDS.get(field)
+    if spec is None:
+        return {}
+    name, convert = spec
+    converted = convert(value)
+    return {} if converted is None else {name: converted}

@@ -1,0 +1,136 @@
+"""Translating the ecosystem's spellings into memlint's vocabulary.
+
+One table per concept, shared by every extractor (scripts, TrainingArguments JSON/YAML, Axolotl,
+LLaMA-Factory, launchers), so ``optim="adamw_torch_fused"`` means the same everywhere.
+"""
+
+from __future__ import annotations
+
+# transformers.training_args.OptimizerNames (and Axolotl/TRL spellings) -> memlint optimizer
+HF_OPTIMIZERS: dict[str, str] = {
+    "adamw_torch": "adamw",
+    "adamw_torch_fused": "adamw-fused",
+    "adamw_apex_fused": "adamw-fused",
+    "adamw_torch_xla": "adamw",
+    "adamw_torch_npu_fused": "adamw-fused",
+    "adamw_hf": "adamw",
+    "adamw_anyprecision": "adamw-forloop",
+    "adamw_torch_4bit": "adamw-8bit",
+    "adamw_torch_8bit": "adamw-8bit",
+    "adafactor": "adafactor",
+    "adamw_bnb_8bit": "adamw-8bit",
+    "adamw_8bit": "adamw-8bit",
+    "ademamix_8bit": "adamw-8bit",
+    "paged_adamw_8bit": "paged-adamw-8bit",
+    "paged_adamw_32bit": "adamw-fused",
+    "paged_adamw": "adamw-fused",
+    "paged_ademamix_8bit": "paged-adamw-8bit",
+    "lion_8bit": "lion",
+    "lion_32bit": "lion",
+    "paged_lion_8bit": "lion",
+    "paged_lion_32bit": "lion",
+    "sgd": "sgd",
+    "adagrad": "sgd-momentum",
+    "rmsprop": "sgd-momentum",
+    "adamw": "adamw",
+    "adam": "adam",
+}
+
+# torch / bitsandbytes / transformers optimizer classes (qualified names) -> memlint optimizer
+OPTIMIZER_CLASSES: dict[str, str] = {
+    "torch.optim.AdamW": "adamw",
+    "torch.optim.Adam": "adam",
+    "torch.optim.SGD": "sgd",
+    "torch.optim.Adafactor": "adafactor",
+    "transformers.Adafactor": "adafactor",
+    "transformers.optimization.Adafactor": "adafactor",
+    "bitsandbytes.optim.AdamW8bit": "adamw-8bit",
+    "bitsandbytes.optim.Adam8bit": "adamw-8bit",
+    "bitsandbytes.optim.PagedAdamW8bit": "paged-adamw-8bit",
+    "bitsandbytes.optim.PagedAdamW": "adamw-fused",
+    "bitsandbytes.optim.PagedAdamW32bit": "adamw-fused",
+    "bitsandbytes.optim.Lion": "lion",
+    "apex.optimizers.FusedAdam": "adamw-fused",
+    "deepspeed.ops.adam.FusedAdam": "adamw-fused",
+    "deepspeed.ops.adam.DeepSpeedCPUAdam": "adamw-fused",
+}
+
+# DeepSpeed "optimizer": {"type": ...} -> memlint optimizer (DeepSpeed steps with its fused kernels)
+DEEPSPEED_OPTIMIZERS: dict[str, str] = {
+    "adam": "adamw-fused",
+    "adamw": "adamw-fused",
+    "fusedadam": "adamw-fused",
+    "cpuadam": "adamw-fused",
+    "onebitadam": "adamw-fused",
+    "zerooneadam": "adamw-fused",
+    "onebitlamb": "adamw-fused",
+    "lamb": "adamw-fused",
+    "lion": "lion",
+    "muadam": "adamw-fused",
+    "muadamw": "adamw-fused",
+    "sgd": "sgd",
+}
+
+# torch dtype spellings -> memlint dtype name
+DTYPES: dict[str, str] = {
+    "float32": "fp32",
+    "torch.float32": "fp32",
+    "fp32": "fp32",
+    "float": "fp32",
+    "float16": "fp16",
+    "torch.float16": "fp16",
+    "fp16": "fp16",
+    "half": "fp16",
+    "torch.half": "fp16",
+    "bfloat16": "bf16",
+    "torch.bfloat16": "bf16",
+    "bf16": "bf16",
+    "auto": "auto",
+}
+
+# attn_implementation values -> memlint attention
+ATTENTION: dict[str, str] = {
+    "eager": "eager",
+    "sdpa": "sdpa",
+    "flash_attention_2": "flash",
+    "flash_attention_3": "flash",
+    "kernels-community/flash-attn": "flash",
+    "kernels-community/vllm-flash-attn3": "flash",
+    "flex_attention": "sdpa",
+}
+
+# Lightning Trainer(precision=...) -> (policy kind, dtype)
+LIGHTNING_PRECISION: dict[str, str] = {
+    "32": "fp32",
+    "32-true": "fp32",
+    "64": "fp32",
+    "16": "amp-fp16",
+    "16-mixed": "amp-fp16",
+    "bf16": "amp-bf16",
+    "bf16-mixed": "amp-bf16",
+    "16-true": "fp16",
+    "bf16-true": "bf16",
+    "transformer-engine": "amp-bf16",
+}
+
+# FSDP sharding strategy spellings (HF `fsdp`, Accelerate fsdp_sharding_strategy) -> memlint
+FSDP_STRATEGIES: dict[str, str] = {
+    "full_shard": "full",
+    "1": "full",
+    "shard_grad_op": "grad-op",
+    "2": "grad-op",
+    "no_shard": "none",
+    "3": "none",
+    "hybrid_shard": "hybrid",
+    "4": "hybrid",
+    "hybrid_shard_zero2": "hybrid",
+    "5": "hybrid",
+}
+
+
+def optimizer_from_hf(name: str) -> str | None:
+    return HF_OPTIMIZERS.get(str(name).strip().lower())
+
+
+def dtype_name(text: str) -> str | None:
+    return DTYPES.get(str(text).strip().lower())

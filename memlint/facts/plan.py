@@ -1,0 +1,158 @@
+"""What documents say about a training run, each value with the place that said it.
+
+A training script, a DeepSpeed JSON, an Axolotl YAML or a launcher each state some facts about
+a run (``RunFacts``); none states them all. A run's ``TrainingPlan`` merges the facts of its
+entry document with those of the documents it links (``deepspeed="ds.json"``, an accelerate
+config, a launcher's ``--nproc_per_node``). Fields are ``None`` when no document says anything;
+``facts.resolve`` turns a plan into the estimator's inputs and names what it had to assume.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from memlint.diagnostics import Range
+from memlint.sourced import Location, Sourced
+
+
+@dataclass
+class RunFacts:
+    """Facts one document states about a run. Every field is optional."""
+
+    path: str
+    kind: str  # "python", "deepspeed", "hf-args", "accelerate", "axolotl", "shell", ...
+    # Where a run's findings go when no fact points somewhere better (a Trainer(...) call,
+    # the first key of a config).
+    anchor: Location | None = None
+
+    # ---- model
+    model: Sourced[str] | None = None  # Hub id, alias or path as written
+    load_dtype: Sourced[str] | None = None  # "fp32", "bf16", "fp16", "auto"
+    quantization: Sourced[str] | None = None  # "nf4", "fp4", "int8"
+    double_quant: Sourced[bool] | None = None
+    attention: Sourced[str] | None = None  # "eager", "sdpa", "flash"
+
+    # ---- batch and sequence
+    micro_batch: Sourced[int] | None = None
+    seq_len: Sourced[int] | None = None
+    grad_accum: Sourced[int] | None = None
+    global_batch: Sourced[int] | None = None  # DeepSpeed train_batch_size
+
+    # ---- precision, as each framework states it
+    framework: Sourced[str] | None = None  # "hf-trainer", "trl", "accelerate", "lightning", "deepspeed", "plain"
+    mixed: Sourced[str] | None = None  # trainer/accelerate/lightning mixed precision: "bf16", "fp16", "no"
+    autocast: Sourced[str] | None = None  # torch.autocast dtype used in a hand-written loop
+    half_model: Sourced[str] | None = None  # model.half() / model.to(torch.bfloat16): "fp16", "bf16"
+    lightning_precision: Sourced[str] | None = None  # "bf16-mixed", "bf16-true", "16-mixed", "32"
+    ds_bf16: Sourced[bool] | None = None  # DeepSpeed "bf16": {"enabled": ...}
+    ds_fp16: Sourced[bool] | None = None
+
+    # ---- optimizer and memory savers
+    optimizer: Sourced[str] | None = None  # memlint name ("adamw", "adamw-fused", ...)
+    grad_ckpt: Sourced[int] | None = None  # 0 off, 1 every layer, k every k-th
+    fused_loss: Sourced[bool] | None = None
+    keep_logits: Sourced[bool] | None = None
+
+    # ---- adapters
+    lora_r: Sourced[int] | None = None
+    lora_targets: Sourced[tuple[str, ...]] | None = None
+    lora_dropout: Sourced[float] | None = None
+
+    # ---- distribution
+    world_size: Sourced[int] | None = None
+    gpus_per_node: Sourced[int] | None = None
+    zero_stage: Sourced[int] | None = None
+    offload_optimizer: Sourced[bool] | None = None
+    offload_params: Sourced[bool] | None = None
+    fsdp: Sourced[str] | None = None  # "full", "hybrid", "grad-op"
+    reduce_bucket: Sourced[float] | None = None
+    allgather_bucket: Sourced[float] | None = None
+    prefetch_bucket: Sourced[float] | None = None
+    max_live_parameters: Sourced[float] | None = None
+    gpu: Sourced[str] | None = None  # target GPU named in a document (rare)
+
+    # ---- links to other documents and DeepSpeed "auto" placeholders
+    references: list[Sourced[str]] = field(default_factory=list)  # paths as written
+    auto_keys: list[Sourced[str]] = field(default_factory=list)  # DeepSpeed keys set to "auto"
+
+    # ---- command lines: a launcher passes options to a script that parses them
+    # script side: CLI option (without dashes, "-" as "_") -> the facts it sets, e.g.
+    # {"per_device_train_batch_size": ("micro_batch",)} for HfArgumentParser scripts
+    cli_bindings: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # launcher side: the options it passes to the script it runs, values as written
+    cli_args: dict[str, Sourced[str]] = field(default_factory=dict)
+    launches: Sourced[str] | None = None  # the script a launcher runs (path as written)
+
+    def stated(self) -> dict[str, Sourced[Any]]:
+        """The facts this document states (non-None Sourced fields)."""
+        out = {}
+        for name in FACT_NAMES:
+            value = getattr(self, name)
+            if isinstance(value, Sourced):
+                out[name] = value
+        return out
+
+
+NOT_FACTS = ("path", "kind", "anchor", "references", "auto_keys", "cli_bindings", "cli_args", "launches")
+FACT_NAMES = tuple(f.name for f in fields(RunFacts) if f.name not in NOT_FACTS)
+
+
+@dataclass
+class TrainingPlan:
+    """One run: its entry document's facts merged with those of the documents it links."""
+
+    entry: str  # path of the document that defines the run
+    anchor: Location
+    facts: dict[str, Sourced[Any]]
+    documents: tuple[str, ...]  # every document that contributed (entry first)
+    conflicts: list[tuple[str, Sourced[Any], Sourced[Any]]] = field(default_factory=list)
+
+    def get(self, name: str) -> Sourced[Any] | None:
+        return self.facts.get(name)
+
+    def value(self, name: str, default: Any = None) -> Any:
+        fact = self.facts.get(name)
+        return default if fact is None else fact.value
+
+
+# Which document wins when two state the same fact. DeepSpeed's own keys decide what DeepSpeed
+# runs (the HF integration raises on a mismatch anyway); launchers decide the world size.
+_DEEPSPEED_OWNED = {
+    "zero_stage", "offload_optimizer", "offload_params", "ds_bf16", "ds_fp16",
+    "reduce_bucket", "allgather_bucket", "prefetch_bucket", "max_live_parameters",
+}
+
+
+def merge(entry: RunFacts, linked: list[RunFacts], overrides: dict[str, Sourced[Any]] | None = None) -> TrainingPlan:
+    """Merge the entry's facts with linked documents' facts, recording disagreements.
+
+    ``overrides`` (a launcher's command-line options for its script) beat everything else:
+    they replace the defaults the script declares.
+    """
+    facts: dict[str, Sourced[Any]] = dict(overrides or {})
+    overridden = set(facts)
+    conflicts: list[tuple[str, Sourced[Any], Sourced[Any]]] = []
+    ordered = [entry] + linked
+    for doc in ordered:
+        for name, fact in doc.stated().items():
+            if name in overridden:
+                continue
+            current = facts.get(name)
+            if current is None:
+                facts[name] = fact
+                continue
+            if current.value != fact.value:
+                conflicts.append((name, current, fact))
+                if name in _DEEPSPEED_OWNED and doc.kind == "deepspeed":
+                    facts[name] = fact
+                elif name == "world_size" and doc.kind == "shell":
+                    facts[name] = fact
+    anchor = entry.anchor or Location(entry.path, Range.file_start())
+    return TrainingPlan(
+        entry=entry.path,
+        anchor=anchor,
+        facts=facts,
+        documents=tuple(dict.fromkeys(d.path for d in ordered)),
+        conflicts=conflicts,
+    )

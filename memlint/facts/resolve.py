@@ -1,0 +1,221 @@
+"""From a plan's facts to the estimator's inputs, naming every assumption.
+
+Precision is decided the way the framework will run it (see ``policy.py``): DeepSpeed's own
+``bf16``/``fp16`` blocks mean half weights plus an fp32 master copy; HF Trainer / Accelerate
+mixed precision over fp32 weights is autocast; a model loaded (or cast) in half precision
+trains in pure half precision. Values no document states come from the project's settings
+or from the framework's documented defaults, and each such choice is recorded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memlint.catalog.models import UnknownModel, resolve_model
+from memlint.estimate import (
+    Architecture,
+    Attention,
+    Lora,
+    Optimizer,
+    Precision,
+    Sharding,
+    TrainingSetup,
+    UnsupportedArchitecture,
+)
+from memlint.facts.names import LIGHTNING_PRECISION
+from memlint.facts.plan import TrainingPlan
+from memlint.sourced import Sourced
+
+# Framework defaults (transformers 5.x TrainingArguments / TRL / Axolotl), used when silent.
+HF_DEFAULT_MICRO_BATCH = 8  # TrainingArguments.per_device_train_batch_size
+HF_DEFAULT_OPTIMIZER = "adamw-fused"  # adamw_torch_fused on torch >= 2.8 (transformers 5)
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What the project's settings say about runs whose documents are silent."""
+
+    gpu: str | None = None
+    world_size: int | None = None
+    seq_len: int = 2048
+    micro_batch: int | None = None
+    model: str | None = None  # a fallback model (Hub id or config.json) for scripts that load by variable
+
+
+@dataclass
+class ResolvedRun:
+    plan: TrainingPlan
+    arch: Architecture | None
+    setup: TrainingSetup | None
+    # which fact decided each setup field (None: a default or a setting)
+    provenance: dict[str, Sourced[Any] | None] = field(default_factory=dict)
+    assumptions: list[str] = field(default_factory=list)
+    problem: str | None = None  # why no estimate could be made (unknown model, ...)
+    problem_fact: Sourced[Any] | None = None
+
+
+def _precision(plan: TrainingPlan, arch: Architecture) -> tuple[Precision, Sourced | None, str | None]:
+    """(policy, the fact that decided it, an assumption to report)."""
+    ds_bf16, ds_fp16 = plan.get("ds_bf16"), plan.get("ds_fp16")
+    mixed = plan.get("mixed")
+    uses_deepspeed = plan.get("zero_stage") is not None or ds_bf16 is not None or ds_fp16 is not None
+    if uses_deepspeed:
+        if ds_bf16 is not None and ds_bf16.value:
+            return Precision.MIXED_BF16, ds_bf16, None
+        if ds_fp16 is not None and ds_fp16.value:
+            return Precision.MIXED_FP16, ds_fp16, None
+        if mixed is not None and mixed.value in ("bf16", "fp16"):
+            policy = Precision.MIXED_BF16 if mixed.value == "bf16" else Precision.MIXED_FP16
+            return policy, mixed, None
+    lightning = plan.get("lightning_precision")
+    if lightning is not None and str(lightning.value) in LIGHTNING_PRECISION:
+        return Precision(LIGHTNING_PRECISION[str(lightning.value)]), lightning, None
+
+    load = plan.get("half_model") or plan.get("load_dtype")
+    assumption = None
+    load_value = load.value if load is not None else "auto"
+    if load_value == "auto":
+        published = str(arch.config.get("torch_dtype") or arch.config.get("dtype") or "float32")
+        load_value = {"bfloat16": "bf16", "float16": "fp16"}.get(published, "fp32")
+        framework = plan.value("framework", "plain")
+        if load is None and framework != "plain":
+            assumption = (
+                f"weights load in the checkpoint's dtype ({load_value}), transformers 5's "
+                "from_pretrained default (dtype='auto')"
+            )
+    amp = mixed if (mixed is not None and mixed.value in ("bf16", "fp16")) else plan.get("autocast")
+    amp_value = amp.value if amp is not None else None
+    if load_value in ("bf16", "fp16"):
+        return (Precision.BF16 if load_value == "bf16" else Precision.FP16), load, assumption
+    if amp_value == "bf16":
+        return Precision.AMP_BF16, amp, None
+    if amp_value == "fp16":
+        return Precision.AMP_FP16, amp, None
+    return Precision.FP32, load, assumption
+
+
+def _optimizer(plan: TrainingPlan) -> tuple[Optimizer, Sourced | None, str | None]:
+    fact = plan.get("optimizer")
+    if fact is not None:
+        try:
+            return Optimizer.parse(str(fact.value)), fact, None
+        except ValueError:
+            pass
+    framework = plan.value("framework", "plain")
+    if framework in ("hf-trainer", "trl", "axolotl", "llamafactory"):
+        return Optimizer(HF_DEFAULT_OPTIMIZER), None, "optimizer not set: the Trainer default adamw_torch_fused"
+    return Optimizer.ADAMW, None, "optimizer not found: torch AdamW (foreach) assumed"
+
+
+def _sharding(plan: TrainingPlan) -> tuple[Sharding, Sourced | None]:
+    stage = plan.get("zero_stage")
+    if stage is not None:
+        mapping = {0: Sharding.NONE, 1: Sharding.ZERO1, 2: Sharding.ZERO2, 3: Sharding.ZERO3}
+        return mapping.get(int(stage.value), Sharding.NONE), stage
+    fsdp = plan.get("fsdp")
+    if fsdp is not None:
+        mapping = {"full": Sharding.FSDP_FULL, "hybrid": Sharding.FSDP_HYBRID, "grad-op": Sharding.FSDP_GRAD_OP}
+        return mapping.get(str(fsdp.value), Sharding.NONE), fsdp
+    return Sharding.NONE, None
+
+
+def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = None) -> ResolvedRun:
+    """The architecture and setup of a plan, or the reason there is none."""
+    run = ResolvedRun(plan=plan, arch=None, setup=None)
+    model = plan.get("model")
+    model_name = model.value if model is not None else context.model
+    if not model_name:
+        run.problem = "no model found (set `model` in [tool.memlint] for scripts that load it from a variable)"
+        return run
+    try:
+        arch = resolve_model(str(model_name), base_dir)
+    except (UnknownModel, UnsupportedArchitecture) as error:
+        run.problem, run.problem_fact = str(error), model
+        return run
+    run.arch = arch
+    prov = run.provenance
+    notes = run.assumptions
+
+    precision, fact, note = _precision(plan, arch)
+    prov["precision"] = fact
+    if note:
+        notes.append(note)
+    optimizer, fact, note = _optimizer(plan)
+    prov["optimizer"] = fact
+    if note:
+        notes.append(note)
+    sharding, prov["sharding"] = _sharding(plan)
+
+    def number(name: str, default: int, why: str) -> int:
+        fact = plan.get(name)
+        prov[name] = fact
+        if fact is not None:
+            try:
+                value = int(fact.value)
+                if value >= 1:
+                    return value
+            except (TypeError, ValueError):
+                pass
+        notes.append(why)
+        return default
+
+    framework = plan.value("framework", "plain")
+    hf_like = framework in ("hf-trainer", "trl")
+    batch_default = context.micro_batch or (HF_DEFAULT_MICRO_BATCH if hf_like else 1)
+    micro_batch = number(
+        "micro_batch", batch_default,
+        f"micro-batch not found: {batch_default}" + (" (TrainingArguments default)" if hf_like else ""),
+    )
+    seq_len = number("seq_len", context.seq_len, f"sequence length not found: {context.seq_len} "
+                     "(set `seq-len` in [tool.memlint])")
+    world = plan.get("world_size")
+    prov["world_size"] = world
+    world_size = int(world.value) if world is not None else (context.world_size or 1)
+    if world is None and context.world_size is None and sharding != Sharding.NONE:
+        notes.append("GPU count not found: 1 (set `gpus` in [tool.memlint] or pass --gpus)")
+
+    grad_ckpt = plan.get("grad_ckpt")
+    prov["grad_ckpt"] = grad_ckpt
+    attention = plan.get("attention")
+    prov["attention"] = attention
+    lora = None
+    r = plan.get("lora_r")
+    quant = plan.get("quantization")
+    if r is not None or quant is not None:
+        targets = plan.value("lora_targets") or ("q_proj", "v_proj")
+        lora = Lora(
+            r=int(r.value) if r is not None else 8,
+            targets=tuple(targets),
+            dropout=float(plan.value("lora_dropout", 0.0) or 0.0),
+            quantization=str(quant.value) if quant is not None else None,
+            double_quant=bool(plan.value("double_quant", False)),
+        )
+        prov["lora"] = r or quant
+    accum = plan.get("grad_accum")
+    prov["grad_accum"] = accum
+    try:
+        run.setup = TrainingSetup(
+            micro_batch=micro_batch,
+            seq_len=seq_len,
+            precision=precision,
+            optimizer=optimizer,
+            grad_ckpt_every=int(grad_ckpt.value) if grad_ckpt is not None else 0,
+            attention=Attention.parse(str(attention.value)) if attention is not None else Attention.SDPA,
+            lora=lora,
+            sharding=sharding,
+            world_size=max(world_size, 1),
+            offload_optimizer=bool(plan.value("offload_optimizer", False)),
+            offload_params=bool(plan.value("offload_params", False)),
+            grad_accum=max(int(accum.value), 1) if accum is not None else 1,
+            fused_loss=bool(plan.value("fused_loss", False)),
+            keep_logits=bool(plan.value("keep_logits", False)),
+            reduce_bucket_elements=plan.value("reduce_bucket"),
+            allgather_bucket_elements=plan.value("allgather_bucket"),
+            prefetch_bucket_elements=plan.value("prefetch_bucket"),
+            max_live_parameters=plan.value("max_live_parameters"),
+        )
+    except ValueError as error:
+        run.problem = str(error)
+    return run

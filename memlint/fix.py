@@ -1,0 +1,62 @@
+"""Applying fixes: edits to text, and atomic writes that keep the file's mode.
+
+``--fix`` only ever writes a file when asked, through a temporary file in the same directory
+and ``os.replace``, so a crash leaves either the old or the new file, never half of one.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+from memlint.diagnostics import Edit
+
+
+def _offset(lines: list[str], line: int, column: int) -> int:
+    """Character offset of a 1-based line and 0-based column (clamped to the text)."""
+    line = max(1, min(line, len(lines) + 1))
+    before = sum(len(text) for text in lines[: line - 1])
+    length = len(lines[line - 1]) if line - 1 < len(lines) else 0
+    return before + max(0, min(column, length))
+
+
+def apply_edits(text: str, edits: list[Edit]) -> str:
+    """``text`` with non-overlapping edits applied (overlapping later edits are skipped)."""
+    lines = text.splitlines(keepends=True)
+    spans = []
+    for edit in edits:
+        start = _offset(lines, edit.range.start.line, edit.range.start.column)
+        end = _offset(lines, edit.range.end.line, edit.range.end.column)
+        spans.append((start, max(end, start), edit.new_text))
+    spans.sort(key=lambda s: (s[0], s[1]))
+    out, cursor = [], 0
+    for start, end, new in spans:
+        if start < cursor:
+            continue  # overlaps an earlier edit: leave it for the next pass
+        out.append(text[cursor:start])
+        out.append(new)
+        cursor = end
+    out.append(text[cursor:])
+    return "".join(out)
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Replace ``path``'s content, keeping its permissions, in one ``os.replace``."""
+    mode = stat.S_IMODE(path.stat().st_mode)
+    directory = path.parent
+    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".memlint", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temporary, mode)
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise

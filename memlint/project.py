@@ -1,0 +1,227 @@
+"""A project: its documents, the links between them, and the training runs they define.
+
+A run is defined by an entry document (a training script, an Axolotl or LLaMA-Factory YAML, a
+launcher script) and the documents it links (``deepspeed="ds.json"``, ``--deepspeed zero3.json``,
+``--config_file accelerate.yaml``). Linking works both ways: when only ``ds_config.json``
+changed, the scripts that use it are found (by scanning the project for its file name and
+confirming the reference) and checked again.
+
+Parsed documents and their facts are cached by path and content, so the language server
+re-parses only what changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from memlint.documents import LINTED_SUFFIXES, Document, document_from_text, read_document
+from memlint.facts.extract import extract
+from memlint.facts.plan import RunFacts, TrainingPlan, merge
+from memlint.facts.resolve import ResolvedRun, RunContext, resolve
+from memlint.parsed import ParsedDocument, parse_document
+from memlint.settings import Settings
+from memlint.walk import iter_files
+
+MAX_LINK_DEPTH = 3
+ENTRY_KINDS = ("python", "axolotl", "llamafactory", "hf-args", "shell")
+
+
+@dataclass
+class _Cached:
+    digest: str
+    parsed: ParsedDocument
+    facts: list[RunFacts]
+
+
+def _digest(text: str, problem: str | None) -> str:
+    return hashlib.blake2b((problem or "").encode() + text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+class Project:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.root = settings.root.resolve()
+        self._cache: dict[str, _Cached] = {}
+        self._overlays: dict[str, str] = {}  # unsaved editor buffers, by absolute path
+        self._candidates: list[Path] | None = None
+
+    # ----------------------------------------------------------------- documents
+
+    def key(self, path: str | Path) -> str:
+        return str(Path(path).resolve())
+
+    def set_overlay(self, path: str | Path, text: str | None) -> None:
+        """Lint ``path`` with this text (an editor buffer) instead of the file; None drops it."""
+        key = self.key(path)
+        if text is None:
+            self._overlays.pop(key, None)
+        else:
+            self._overlays[key] = text
+
+    def invalidate(self, path: str | Path | None = None) -> None:
+        if path is None:
+            self._cache.clear()
+            self._candidates = None
+        else:
+            self._cache.pop(self.key(path), None)
+            self._candidates = None
+
+    def document(self, path: str | Path) -> Document:
+        key = self.key(path)
+        if key in self._overlays:
+            return document_from_text(str(path), self._overlays[key])
+        return read_document(path)
+
+    def _entry(self, path: str | Path) -> _Cached:
+        key = self.key(path)
+        document = self.document(path)
+        digest = _digest(document.text, document.problem)
+        cached = self._cache.get(key)
+        if cached is None or cached.digest != digest:
+            parsed = parse_document(document)
+            try:
+                facts = extract(parsed)
+            except (RecursionError, ValueError, TypeError, KeyError, AttributeError, IndexError):
+                facts = []  # an extractor bug must never cost the user their diagnostics
+            cached = _Cached(digest, parsed, facts)
+            self._cache[key] = cached
+        return cached
+
+    def parsed(self, path: str | Path) -> ParsedDocument:
+        return self._entry(path).parsed
+
+    def facts(self, path: str | Path) -> list[RunFacts]:
+        return self._entry(path).facts
+
+    # ----------------------------------------------------------------- links
+
+    def resolve_reference(self, reference: str, from_path: str | Path) -> Path | None:
+        """A path as written in ``from_path`` -> the file, relative to the referencing file
+        first, then to the project root. Files outside the project are allowed (a shared
+        DeepSpeed config) but must exist."""
+        written = Path(os.path.expanduser(reference))
+        candidates = [written] if written.is_absolute() else [Path(from_path).parent / written, self.root / written]
+        for candidate in candidates:
+            try:
+                if candidate.is_file():
+                    return candidate
+            except OSError:
+                continue
+        return None
+
+    def linked(self, facts: RunFacts, seen: set[str], depth: int = 0) -> list[RunFacts]:
+        """Facts of every document ``facts`` references, transitively."""
+        out: list[RunFacts] = []
+        if depth >= MAX_LINK_DEPTH:
+            return out
+        for reference in facts.references:
+            target = self.resolve_reference(str(reference.value), facts.path)
+            if target is None:
+                continue
+            key = self.key(target)
+            if key in seen:
+                continue
+            seen.add(key)
+            for child in self.facts(target):
+                out.append(child)
+                out.extend(self.linked(child, seen, depth + 1))
+        return out
+
+    def candidates(self) -> list[Path]:
+        """Files of the project that could reference another (cached until invalidated)."""
+        if self._candidates is None:
+            self._candidates = [
+                p for p in iter_files([self.root], self.settings) if p.suffix.lower() in LINTED_SUFFIXES
+            ]
+        return self._candidates
+
+    def referrers(self, path: str | Path) -> list[Path]:
+        """Documents whose facts reference ``path`` (directly)."""
+        target = self.key(path)
+        name = Path(path).name
+        found: list[Path] = []
+        for candidate in self.candidates():
+            key = self.key(candidate)
+            if key == target:
+                continue
+            text = self._overlays.get(key)
+            if text is None:
+                try:
+                    if candidate.stat().st_size > 4 * 1024 * 1024:
+                        continue
+                    text = candidate.read_text("utf-8", errors="ignore")
+                except OSError:
+                    continue
+            if name not in text:
+                continue
+            for facts in self.facts(candidate):
+                refs = [r.value for r in facts.references] + ([facts.launches.value] if facts.launches else [])
+                if any(self._same(self.resolve_reference(str(r), candidate), target) for r in refs):
+                    found.append(candidate)
+                    break
+        return found
+
+    def _same(self, path: Path | None, key: str) -> bool:
+        return path is not None and self.key(path) == key
+
+    # ----------------------------------------------------------------- runs
+
+    def plan_for(self, facts: RunFacts) -> TrainingPlan:
+        """The plan of a run whose entry is ``facts``; a launcher's script joins with its options."""
+        seen = {self.key(facts.path)}
+        overrides = {}
+        entry = facts
+        linked: list[RunFacts] = []
+        if facts.launches is not None:
+            script = self.resolve_reference(str(facts.launches.value), facts.path)
+            if script is not None:
+                seen.add(self.key(script))
+                for script_facts in self.facts(script):
+                    overrides = apply_cli(script_facts, facts)
+                    linked.append(script_facts)
+                    linked.extend(self.linked(script_facts, seen))
+        linked.extend(self.linked(facts, seen))
+        return merge(entry, linked, overrides)
+
+    def runs_for(self, path: str | Path, context: RunContext) -> list[ResolvedRun]:
+        """Every run ``path`` takes part in: as an entry, or linked from an entry."""
+        key = self.key(path)
+        entries: list[RunFacts] = []
+        launched_by = []
+        for referrer in self.referrers(path):
+            for facts in self.facts(referrer):
+                if facts.launches is not None or self.parsed(referrer).kind in ENTRY_KINDS:
+                    launched_by.append(facts)
+        own = [f for f in self.facts(path) if self.parsed(path).kind in ENTRY_KINDS and is_entry(f)]
+        launchers = [f for f in launched_by if f.launches is not None]
+        if launchers and own:
+            entries = launchers  # the script runs through its launcher(s): their options apply
+        else:
+            entries = own + [f for f in launched_by if is_entry(f)]
+        runs = []
+        seen_plans = set()
+        for facts in entries:
+            plan = self.plan_for(facts)
+            marker = (plan.entry, plan.documents)
+            if marker in seen_plans:
+                continue
+            seen_plans.add(marker)
+            if key not in {self.key(d) for d in plan.documents}:
+                continue
+            runs.append(resolve(plan, context, Path(plan.entry).parent))
+        return runs
+
+
+def is_entry(facts: RunFacts) -> bool:
+    """Does a document define a run of its own (a model, a trainer, or a launched script)?"""
+    return facts.model is not None or facts.framework is not None or facts.launches is not None
+
+
+def apply_cli(script: RunFacts, launcher: RunFacts) -> dict:
+    """The facts a launcher's options set through the script's command-line bindings."""
+    from memlint.facts.cli import facts_from_cli
+
+    return facts_from_cli(script, launcher)

@@ -1,0 +1,12 @@
+"""memlint's rules: one module per rule. Importing this package registers all of them."""
+
+import importlib
+import pkgutil
+
+from memlint.rules.base import REGISTRY, Example, Finding, Rule, all_rules
+
+for _module in pkgutil.iter_modules(__path__):
+    if not _module.name.startswith("_") and _module.name != "base":
+        importlib.import_module(f"{__name__}.{_module.name}")
+
+__all__ = ["REGISTRY", "Example", "Finding", "Rule", "all_rules"]

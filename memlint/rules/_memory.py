@@ -1,0 +1,71 @@
+"""Shared by the memory rules: where a run's memory finding belongs, and what it says."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memlint.context import RuleContext
+from memlint.estimate import Budget
+from memlint.facts.resolve import ResolvedRun
+from memlint.rules.base import Finding
+from memlint.sourced import Location, Sourced
+from memlint.units import GiB
+
+# The facts that control each budget component, most direct first.
+CONTROLS: dict[str, tuple[str, ...]] = {
+    "activations": ("micro_batch", "seq_len", "grad_ckpt"),
+    "logits": ("micro_batch", "seq_len", "fused_loss"),
+    "recompute": ("micro_batch", "seq_len"),
+    "autocast_weight_copies": ("mixed", "autocast", "grad_ckpt"),
+    "optimizer_states": ("optimizer", "zero_stage", "fsdp", "model"),
+    "optimizer_step_temp": ("optimizer",),
+    "weights": ("model", "load_dtype", "half_model", "quantization", "zero_stage", "fsdp"),
+    "master_weights": ("ds_bf16", "ds_fp16", "zero_stage"),
+    "gradients": ("model", "zero_stage", "lora_r"),
+    "fp32_gradients": ("zero_stage", "ds_bf16", "ds_fp16"),
+    "ddp_buckets": ("world_size",),
+    "gathered_params": ("zero_stage", "fsdp"),
+    "all_gather": ("fsdp", "zero_stage"),
+    "reduce_scatter": ("fsdp", "zero_stage"),
+    "unsharded_grads": ("fsdp", "zero_stage"),
+    "reduce_bucket": ("reduce_bucket", "zero_stage"),
+    "allgather_bucket": ("allgather_bucket", "zero_stage"),
+}
+
+
+def gib(n: float) -> str:
+    return f"{n / GiB:.1f} GiB"
+
+
+def location_for(run: ResolvedRun, budget: Budget) -> Location:
+    """The line that sets the dominant factor of the peak, else the run's anchor."""
+    for component in sorted(budget.components, key=lambda c: -c.bytes):
+        for name in CONTROLS.get(component.key, ()):
+            fact: Sourced[Any] | None = run.plan.get(name)
+            if fact is not None and fact.origin is not None:
+                return fact.origin
+    return run.plan.anchor
+
+
+def describe_dominant(budget: Budget) -> str:
+    dominant = budget.dominant
+    return f"{dominant.label.split(' (')[0].split(':')[0].lower()} {gib(dominant.bytes)}"
+
+
+def memory_finding(ctx: RuleContext, run: ResolvedRun, budget: Budget, message: str) -> Finding:
+    where = location_for(run, budget)
+    suggestions = ctx.suggestions(run)
+    data = {
+        "budget": budget.to_json(),
+        "suggestions": [s.to_json() for s in suggestions],
+        "entry": run.plan.entry,
+    }
+    return Finding(range=where.range, path=where.path, message=message, data=data)
+
+
+def fix_hint(ctx: RuleContext, run: ResolvedRun) -> str:
+    fitting = [s for s in ctx.suggestions(run) if s.fits]
+    if not fitting:
+        return ""
+    best = fitting[0]
+    return f"; {best.change} (−{gib(best.saves_bytes)}) makes it fit"

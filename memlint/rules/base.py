@@ -1,0 +1,117 @@
+"""What a rule is: a code, a name, a severity, its docs, its own examples, and a check.
+
+Every rule is one small module under ``memlint/rules/``. Its docstring has fixed sections
+(``What it does``, ``Why it matters``, optionally ``Fix``) that become its page in ``rules/``
+and its hover; its ``VALID`` and ``INVALID`` examples are run by the test suite and shown on
+the page as "Use instead" and "Example". Subclassing registers the rule; a duplicate code
+fails at import.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Mapping
+
+from memlint.diagnostics import Fix, Range, Related, Severity
+
+if TYPE_CHECKING:
+    from memlint.context import RuleContext
+
+REGISTRY: dict[str, type["Rule"]] = {}
+DOCS_URL = "https://github.com/memlint/memlint/blob/main/rules/{code}.md"
+
+
+@dataclass(frozen=True)
+class Example:
+    """A realistic document (plus the files it links) on which a rule must or must not fire."""
+
+    source: str
+    path: str = "train.py"  # the linted file's name (its kind follows from it)
+    files: Mapping[str, str] = field(default_factory=dict)  # other files of the project
+    settings: Mapping[str, Any] = field(default_factory=dict)  # [tool.memlint] values
+    lines: tuple[int, ...] = ()  # INVALID: the 1-based lines the rule must report (all of them)
+    message: str = ""  # INVALID: text every message must contain
+    fixed: str | None = None  # INVALID: the linted file after applying the rule's fix
+    title: str = ""  # a line shown above the example on the rule's page
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What a rule reports; the engine turns it into a Diagnostic."""
+
+    range: Range
+    message: str
+    path: str | None = None  # default: the linted document
+    fix: Fix | None = None
+    related: tuple[Related, ...] = ()
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+class Rule:
+    code: ClassVar[str]
+    name: ClassVar[str]
+    severity: ClassVar[Severity] = Severity.WARNING
+    # Document kinds the rule looks at: "python", "deepspeed", "hf-args", "accelerate",
+    # "axolotl", "llamafactory", "shell", "json", "yaml", or "run" for rules that judge a
+    # whole training run (they see every document of the run).
+    kinds: ClassVar[frozenset[str]] = frozenset()
+    fix_applicability: ClassVar[str | None] = None  # "safe" / "unsafe" when the rule fixes
+    VALID: ClassVar[tuple[Example, ...]] = ()
+    INVALID: ClassVar[tuple[Example, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        code = cls.__dict__.get("code")
+        if code is None:
+            return  # an abstract helper base
+        if not re.fullmatch(r"[A-Z]{3}\d{3}", code):
+            raise ValueError(f"{cls.__name__}: rule code {code!r} must look like ABC123")
+        if code in REGISTRY and REGISTRY[code] is not cls:
+            raise ValueError(f"duplicate rule code {code}: {REGISTRY[code].__name__} and {cls.__name__}")
+        if not cls.__doc__ or "## What it does" not in cls.__doc__ or "## Why it matters" not in cls.__doc__:
+            raise ValueError(f"{code}: the docstring needs '## What it does' and '## Why it matters'")
+        REGISTRY[code] = cls
+
+    def check(self, ctx: "RuleContext") -> Iterator[Finding]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    # ----------------------------------------------------------------- docs
+
+    @classmethod
+    def url(cls) -> str:
+        return DOCS_URL.format(code=cls.code)
+
+    @classmethod
+    def summary(cls) -> str:
+        return section(cls.__doc__ or "", "What it does").split("\n\n")[0].strip()
+
+
+def section(doc: str, title: str) -> str:
+    """The text of ``## title`` in a rule docstring (dedented, up to the next section)."""
+    lines = _dedent(doc).splitlines()
+    out: list[str] = []
+    inside = False
+    for line in lines:
+        if line.startswith("## "):
+            if inside:
+                break
+            inside = line[3:].strip().lower() == title.lower()
+            continue
+        if inside:
+            out.append(line)
+    return "\n".join(out).strip()
+
+
+def _dedent(doc: str) -> str:
+    import textwrap
+
+    first, _, rest = doc.partition("\n")
+    return (first.strip() + "\n" + textwrap.dedent(rest)).strip()
+
+
+def all_rules() -> dict[str, type[Rule]]:
+    """Every registered rule, by code (importing the rule modules registers them)."""
+    import memlint.rules  # noqa: F401  (the package imports every rule module)
+
+    return dict(sorted(REGISTRY.items()))

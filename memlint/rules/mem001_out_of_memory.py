@@ -1,0 +1,110 @@
+"""MEM001: the run's estimated per-GPU peak exceeds the target GPU's usable memory."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from memlint.diagnostics import Severity
+from memlint.rules._memory import describe_dominant, fix_hint, gib, memory_finding
+from memlint.rules.base import Example, Finding, Rule
+
+_SFT = """\
+from datasets import load_dataset
+from transformers import AutoModelForCausalLM, AutoTokenizer, TrainingArguments
+from trl import SFTConfig, SFTTrainer
+
+MODEL_ID = "meta-llama/Llama-3.1-8B"
+
+model = AutoModelForCausalLM.from_pretrained(MODEL_ID, torch_dtype="bfloat16")
+tokenizer = AutoTokenizer.from_pretrained(MODEL_ID)
+
+args = SFTConfig(
+    output_dir="out/llama-sft",
+    per_device_train_batch_size={batch},
+    gradient_accumulation_steps={accum},
+    gradient_checkpointing={ckpt},
+    max_length=4096,
+    bf16=True,
+    learning_rate=2e-5,
+)
+trainer = SFTTrainer(model=model, args=args, train_dataset=load_dataset("trl-lib/Capybara", split="train"),
+                     processing_class=tokenizer)
+trainer.train()
+"""
+
+
+class OutOfMemory(Rule):
+    """## What it does
+    Estimates the peak GPU memory of each training run defined by a script or config —
+    weights, gradients, optimizer states, master weights, activations, logits and loss
+    buffers, sharding buffers — and reports the run when the peak exceeds what the target
+    GPU can give its tensors (its capacity as ``torch.cuda.mem_get_info`` reports it, minus
+    the CUDA context).
+
+    The finding sits on the line that sets the largest part of the peak (the micro-batch when
+    activations dominate, the optimizer when its states do) and lists the cheapest changes
+    that make the run fit, each with the GiB it saves.
+
+    ## Why it matters
+    "CUDA out of memory" is the most common failure in deep learning, and it is found late:
+    after the job queued, loaded a 15 GB checkpoint and crashed on step one. Adam allocates its
+    states at the first ``optimizer.step()``, so a run can survive its first forward and
+    backward and still die.
+
+    ## Settings
+    The target GPU comes from ``gpu`` in ``[tool.memlint]`` or ``--gpu``; ``gpus`` gives the GPU
+    count when no launcher states it; ``seq-len`` the sequence length when the code has none.
+    """
+
+    code = "MEM001"
+    name = "out-of-memory"
+    severity = Severity.ERROR
+    kinds = frozenset({"run"})
+
+    VALID = (
+        Example(
+            _SFT.format(batch=2, accum=8, ckpt=True),
+            settings={"gpu": "h100"},
+            title="Llama-3.1-8B SFT on an H100 with checkpointing and micro-batch 2 (~75 GiB)",
+        ),
+        Example(
+            "per_device_train_batch_size: 1\ngradient_checkpointing: true\nbf16: true\n"
+            "model_name_or_path: Qwen/Qwen2.5-0.5B\nmax_length: 2048\noutput_dir: out\n",
+            path="args.yaml",
+            settings={"gpu": "l4"},
+            title="A TrainingArguments YAML for a small model on an L4",
+        ),
+    )
+    INVALID = (
+        Example(
+            _SFT.format(batch=8, accum=2, ckpt=False),
+            settings={"gpu": "h100"},
+            lines=(13,),
+            message="exceeds",
+            title="Micro-batch 8 of 4096 tokens without checkpointing: activations alone exceed 80 GB",
+        ),
+        Example(
+            "model_name_or_path: meta-llama/Llama-3.1-8B\nper_device_train_batch_size: 4\n"
+            "max_length: 2048\nbf16: true\noutput_dir: out\n",
+            path="args.yaml",
+            settings={"gpu": "a10g"},
+            lines=(2,),
+            message="A10G",
+            title="Full fine-tuning of an 8B model on a 24 GB A10G: activations of micro-batch 4 dominate",
+        ),
+    )
+
+    def check(self, ctx) -> Iterator[Finding]:
+        if ctx.capacity is None:
+            return
+        for run in ctx.runs:
+            budget = ctx.budget(run)
+            if budget is None or budget.fits is not False:
+                continue
+            cap = ctx.capacity
+            message = (
+                f"estimated peak {gib(budget.peak_bytes)} per GPU exceeds the {gib(cap.usable_bytes)} "
+                f"usable on {cap.gpu_name} (largest part: {describe_dominant(budget)})"
+                f"{fix_hint(ctx, run)}"
+            )
+            yield memory_finding(ctx, run, budget, message)

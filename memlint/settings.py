@@ -1,0 +1,262 @@
+"""memlint's settings: ``[tool.memlint]`` in ``pyproject.toml``, or ``memlint.toml``.
+
+One function, :func:`discover`, finds the settings for a path; the command line and the
+language server both call it, so the editor and CI never disagree. The nearest settings file
+wins (a ``pyproject.toml`` without ``[tool.memlint]`` is skipped), as in ruff.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import sys
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from memlint.diagnostics import Severity
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+SETTINGS_FILES = ("memlint.toml", ".memlint.toml", "pyproject.toml")
+
+DEFAULT_EXCLUDE = (
+    ".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "__pycache__", "node_modules",
+    ".mypy_cache", ".pytest_cache", ".ruff_cache", "build", "dist", "site-packages", "wandb",
+    ".memlint_cache",
+)
+
+
+class SettingsError(ValueError):
+    """The settings file is invalid: memlint exits with code 2 and says where and why."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything ``[tool.memlint]`` can set; field names are the keys in snake_case."""
+
+    gpu: str | None = None  # target GPU ("a100-80gb", "NVIDIA H100 80GB HBM3", ...)
+    gpus: int | None = None  # data-parallel world size when no launcher says
+    seq_len: int = 2048  # sequence length when the code does not set one
+    micro_batch: int | None = None  # micro-batch when the code does not set one
+    model: str | None = None  # model for scripts that load it from a variable
+    select: tuple[str, ...] = ()  # rule codes or prefixes; empty = all
+    ignore: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
+    per_file_ignores: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    severity: dict[str, Severity] = field(default_factory=dict)  # per-rule overrides
+    fail_on: Severity = Severity.WARNING  # exit 1 when a finding is at least this severe
+    exclude: tuple[str, ...] = DEFAULT_EXCLUDE
+    extend_exclude: tuple[str, ...] = ()
+    respect_gitignore: bool = True
+    cuda_context_gib: float = 1.0
+    headroom: float = 0.05
+    cache: bool = True
+    # where the settings came from (not a key)
+    path: Path | None = None
+    root: Path = field(default_factory=Path.cwd)
+
+    # ----------------------------------------------------------------- rule selection
+
+    def enabled(self, code: str) -> bool:
+        """Is a rule on? ``select`` (default: all; "ALL" also means all) plus ``extend-select``,
+        minus ``ignore``; entries are codes or prefixes ("MEM", "AMP001")."""
+        if self.select and "ALL" not in self.select:
+            chosen = any(code.startswith(p) for p in self.select)
+        else:
+            chosen = True
+        chosen = chosen or any(code.startswith(p) for p in self.extend_select)
+        return chosen and not any(code.startswith(p) for p in self.ignore)
+
+    def ignored_in_file(self, code: str, path: Path) -> bool:
+        try:
+            relative = path.resolve().relative_to(self.root.resolve()).as_posix()
+        except (ValueError, OSError):
+            relative = path.as_posix()
+        for pattern, codes in self.per_file_ignores.items():
+            if _glob_match(relative, pattern) and any(code.startswith(c) for c in codes):
+                return True
+        return False
+
+    def severity_of(self, code: str, default: Severity) -> Severity:
+        return self.severity.get(code, default)
+
+    def is_excluded(self, path: Path) -> bool:
+        try:
+            relative = path.resolve().relative_to(self.root.resolve()).as_posix()
+        except (ValueError, OSError):
+            relative = path.as_posix()
+        parts = relative.split("/")
+        for pattern in (*self.exclude, *self.extend_exclude):
+            if any(fnmatch.fnmatch(part, pattern) for part in parts) or _glob_match(relative, pattern):
+                return True
+        return False
+
+    def with_overrides(self, **changes: Any) -> "Settings":
+        return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+
+def _glob_match(relative: str, pattern: str) -> bool:
+    pattern = pattern.rstrip("/")
+    if fnmatch.fnmatch(relative, pattern):
+        return True
+    if pattern.startswith("**/") and fnmatch.fnmatch(relative, pattern[3:]):
+        return True
+    return "/" not in pattern and fnmatch.fnmatch(relative.rsplit("/", 1)[-1], pattern)
+
+
+# ----------------------------------------------------------------- parsing
+
+_KEYS = {f.name.replace("_", "-"): f for f in fields(Settings) if f.name not in ("path", "root")}
+
+
+def _fail(source: Path, key: str, message: str) -> SettingsError:
+    return SettingsError(f"{source}: [tool.memlint] {key}: {message}")
+
+
+def _codes(source: Path, key: str, value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _fail(source, key, "expected a list of rule codes or prefixes, e.g. [\"MEM\", \"AMP001\"]")
+    return tuple(v.strip().upper() for v in value)
+
+
+def parse(table: dict[str, Any], source: Path) -> Settings:
+    """Settings from a ``[tool.memlint]`` table; unknown keys and bad values raise."""
+    import difflib
+
+    values: dict[str, Any] = {}
+    for key, value in table.items():
+        spec = _KEYS.get(key)
+        if spec is None:
+            hint = difflib.get_close_matches(key, list(_KEYS), n=1)
+            more = f"; did you mean {hint[0]!r}?" if hint else ""
+            raise _fail(source, key, f"unknown key{more}")
+        name = spec.name
+        if name in ("select", "ignore", "extend_select"):
+            values[name] = _codes(source, key, value)
+        elif name in ("exclude", "extend_exclude"):
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise _fail(source, key, "expected a list of glob patterns")
+            values[name] = tuple(value)
+        elif name == "per_file_ignores":
+            if not isinstance(value, dict):
+                raise _fail(source, key, 'expected a table of glob = ["CODE", ...]')
+            values[name] = {str(k): _codes(source, f"{key}.{k}", v) for k, v in value.items()}
+        elif name == "severity":
+            if not isinstance(value, dict):
+                raise _fail(source, key, 'expected a table of CODE = "error" | "warning" | "info"')
+            try:
+                values[name] = {str(k).upper(): Severity.parse(str(v)) for k, v in value.items()}
+            except ValueError as error:
+                raise _fail(source, key, str(error)) from None
+        elif name == "fail_on":
+            try:
+                values[name] = Severity.parse(str(value))
+            except ValueError as error:
+                raise _fail(source, key, str(error)) from None
+        elif name in ("gpus", "seq_len", "micro_batch"):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise _fail(source, key, "expected a positive integer")
+            values[name] = value
+        elif name in ("cuda_context_gib", "headroom"):
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
+                raise _fail(source, key, "expected a non-negative number")
+            if name == "headroom" and value >= 1:
+                raise _fail(source, key, "expected a fraction below 1 (e.g. 0.05)")
+            values[name] = float(value)
+        elif name in ("respect_gitignore", "cache"):
+            if not isinstance(value, bool):
+                raise _fail(source, key, "expected true or false")
+            values[name] = value
+        else:  # gpu, model
+            if not isinstance(value, str) or not value.strip():
+                raise _fail(source, key, "expected a non-empty string")
+            values[name] = value.strip()
+    if "gpu" in values:
+        from memlint.catalog.gpus import UnknownGpu, lookup_gpu
+
+        try:
+            lookup_gpu(values["gpu"])
+        except UnknownGpu as error:
+            raise _fail(source, "gpu", str(error)) from None
+    return Settings(**values, path=source, root=source.parent)
+
+
+def load_file(path: Path) -> Settings | None:
+    """The settings in one file, or None when a pyproject.toml has no [tool.memlint]."""
+    try:
+        data = tomllib.loads(path.read_text("utf-8"))
+    except (OSError, UnicodeDecodeError) as error:
+        raise SettingsError(f"{path}: cannot read ({error})") from None
+    except tomllib.TOMLDecodeError as error:
+        raise SettingsError(f"{path}: invalid TOML ({error})") from None
+    if path.name == "pyproject.toml":
+        table = data.get("tool", {}).get("memlint")
+        if table is None:
+            return None
+    else:
+        table = data
+    if not isinstance(table, dict):
+        raise SettingsError(f"{path}: [tool.memlint] must be a table")
+    return parse(table, path)
+
+
+def discover(start: Path) -> Settings:
+    """The settings that apply to ``start`` (a file or directory): the nearest settings file
+    above it, else defaults rooted at the nearest ``.git`` directory or ``start`` itself."""
+    start = start.resolve()
+    folder = start if start.is_dir() else start.parent
+    for directory in (folder, *folder.parents):
+        for name in SETTINGS_FILES:
+            candidate = directory / name
+            if candidate.is_file():
+                settings = load_file(candidate)
+                if settings is not None:
+                    return settings
+    for directory in (folder, *folder.parents):
+        if (directory / ".git").exists():
+            return Settings(root=directory)
+    return Settings(root=folder)
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of ``[tool.memlint]`` (written to ``schemas/memlint.schema.json``)."""
+    strings = {"type": "array", "items": {"type": "string"}}
+    severity = {"enum": ["error", "warning", "info"]}
+    props: dict[str, Any] = {
+        "gpu": {"type": "string", "description": "Target GPU (see `memlint gpus`)."},
+        "gpus": {"type": "integer", "minimum": 1, "description": "GPUs per run when no launcher says."},
+        "seq-len": {"type": "integer", "minimum": 1, "default": 2048,
+                    "description": "Sequence length when the code does not set one."},
+        "micro-batch": {"type": "integer", "minimum": 1,
+                        "description": "Micro-batch when the code does not set one."},
+        "model": {"type": "string", "description": "Model for scripts that load it from a variable."},
+        "select": {**strings, "description": "Rule codes or prefixes to enable (default: all)."},
+        "extend-select": {**strings, "description": "Rule codes or prefixes to add to the selection."},
+        "ignore": {**strings, "description": "Rule codes or prefixes to disable."},
+        "per-file-ignores": {"type": "object", "additionalProperties": strings,
+                             "description": "Glob -> rule codes ignored in matching files."},
+        "severity": {"type": "object", "additionalProperties": severity,
+                     "description": "Per-rule severity overrides."},
+        "fail-on": {**severity, "default": "warning",
+                    "description": "Exit 1 when a finding is at least this severe."},
+        "exclude": {**strings, "description": "Glob patterns of paths not to lint (replaces the defaults)."},
+        "extend-exclude": {**strings, "description": "Glob patterns to exclude on top of the defaults."},
+        "respect-gitignore": {"type": "boolean", "default": True},
+        "cuda-context-gib": {"type": "number", "minimum": 0, "default": 1.0,
+                             "description": "GiB reserved per GPU for the CUDA context and kernels."},
+        "headroom": {"type": "number", "minimum": 0, "exclusiveMaximum": 1, "default": 0.05,
+                     "description": "Fragmentation margin: warn (MEM002) within this fraction of capacity."},
+        "cache": {"type": "boolean", "default": True, "description": "Reuse results of unchanged files."},
+    }
+    assert set(props) == set(_KEYS), "json_schema() and Settings must list the same keys"
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://memlint.dev/schemas/memlint.schema.json",
+        "title": "memlint settings ([tool.memlint] in pyproject.toml, or memlint.toml)",
+        "type": "object",
+        "additionalProperties": False,
+        "properties": props,
+    }

@@ -1,0 +1,39 @@
+"""Every rule's own VALID examples stay quiet and its INVALID examples fire where they say."""
+
+from __future__ import annotations
+
+import pytest
+
+from memlint.rules.base import all_rules
+from memlint.rule_examples import run_example
+
+RULES = all_rules()
+CASES = [
+    pytest.param(rule, kind, i, example, id=f"{code}-{kind}-{i}")
+    for code, rule in RULES.items()
+    for kind, examples in (("VALID", rule.VALID), ("INVALID", rule.INVALID))
+    for i, example in enumerate(examples)
+]
+
+
+def test_every_rule_has_examples():
+    for code, rule in RULES.items():
+        assert rule.VALID, f"{code} has no VALID example"
+        assert rule.INVALID, f"{code} has no INVALID example"
+
+
+@pytest.mark.parametrize("rule, kind, index, example", CASES)
+def test_example(rule, kind, index, example):
+    outcome = run_example(rule, example)
+    if kind == "VALID":
+        assert outcome.diagnostics == [], [f"{d.range.start.line}: {d.message}" for d in outcome.diagnostics]
+        return
+    assert outcome.diagnostics, f"{rule.code} did not fire"
+    if example.lines:
+        assert sorted(d.range.start.line for d in outcome.diagnostics) == sorted(example.lines), [
+            f"{d.range.start.line}: {d.message}" for d in outcome.diagnostics
+        ]
+    for diagnostic in outcome.diagnostics:
+        assert example.message in diagnostic.message
+    if example.fixed is not None:
+        assert outcome.fixed == example.fixed
