@@ -33,6 +33,18 @@ def _add_estimate(sub) -> None:
     p.set_defaults(handler=estimate_cli.run)
 
 
+def _add_check(sub) -> None:
+    from memlint import check_cli
+
+    p = sub.add_parser(
+        "check",
+        help="lint training scripts and configs (pre-commit and CI)",
+        description="Find out-of-memory runs and well-known training mistakes in scripts and configs.",
+    )
+    check_cli.add_arguments(p)
+    p.set_defaults(handler=check_cli.run)
+
+
 def _add_catalogues(sub) -> None:
     p = sub.add_parser("gpus", help="list the GPUs memlint knows, with their usable capacity")
     p.add_argument("--format", choices=("text", "json"), default="text")
@@ -80,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"memlint {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _add_check(sub)
     _add_estimate(sub)
     _add_catalogues(sub)
     return parser

@@ -1,0 +1,117 @@
+"""``memlint check``: lint paths (or the current directory), print, exit 0 / 1 / 2."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from memlint.diagnostics import Diagnostic, Severity
+from memlint.output import FORMATS, FormatContext, formatter
+from memlint.settings import Settings, SettingsError, discover, load_file
+
+MAX_FIX_PASSES = 4
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="*", type=Path, help="files or directories (default: the current directory)")
+    p.add_argument("--gpu", help="target GPU (overrides `gpu` in [tool.memlint])")
+    p.add_argument("--gpus", type=int, help="GPUs per run when no launcher says (overrides `gpus`)")
+    p.add_argument("--seq-len", type=int, help="sequence length when the code sets none")
+    p.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
+    p.add_argument("--select", help="comma-separated rule codes or prefixes to enable (replaces the settings')")
+    p.add_argument("--extend-select", help="comma-separated codes or prefixes to add")
+    p.add_argument("--ignore", help="comma-separated codes or prefixes to disable (added to the settings')")
+    p.add_argument("--fail-on", choices=("error", "warning", "info"),
+                   help="exit 1 when a finding is at least this severe (default: warning)")
+    p.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
+    p.add_argument("--fix", action="store_true", help="apply safe fixes, writing files atomically")
+    p.add_argument("--unsafe-fixes", action="store_true", help="with --fix, also apply unsafe fixes")
+    p.add_argument("--force-exclude", action="store_true",
+                   help="apply excludes to files named on the command line too (for pre-commit)")
+    p.add_argument("--config", type=Path, help="a memlint.toml or pyproject.toml to use instead of discovery")
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the result cache")
+    p.add_argument("--output-file", type=Path, help="write the report to this file instead of stdout")
+    p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+
+
+def _codes(text: str | None) -> tuple[str, ...] | None:
+    if text is None:
+        return None
+    return tuple(c.strip().upper() for c in text.split(",") if c.strip())
+
+
+def settings_for(args: argparse.Namespace) -> Settings:
+    from memlint.cli import UsageError
+
+    try:
+        if args.config is not None:
+            settings = load_file(args.config)
+            if settings is None:
+                raise UsageError(f"{args.config}: no [tool.memlint] table")
+        else:
+            anchor = Path(os.path.commonpath([str(p.resolve()) for p in args.paths])) if args.paths else Path.cwd()
+            settings = discover(anchor)
+    except SettingsError as error:
+        raise UsageError(str(error)) from None
+    if args.gpu:
+        from memlint.catalog.gpus import UnknownGpu, lookup_gpu
+
+        try:
+            lookup_gpu(args.gpu)
+        except UnknownGpu as error:
+            raise UsageError(str(error)) from None
+    ignore = _codes(args.ignore)
+    return settings.with_overrides(
+        gpu=args.gpu,
+        gpus=args.gpus,
+        seq_len=args.seq_len,
+        select=_codes(args.select),
+        extend_select=_codes(args.extend_select),
+        ignore=(settings.ignore + ignore) if ignore else None,
+        fail_on=Severity.parse(args.fail_on) if args.fail_on else None,
+        cache=False if args.no_cache else None,
+    )
+
+
+def _read(path: str) -> str | None:
+    try:
+        return Path(path).read_text("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def run(args: argparse.Namespace) -> int:
+    from memlint.cli import EXIT_FINDINGS, EXIT_OK, UsageError
+    from memlint.engine import lint
+
+    if args.unsafe_fixes and not args.fix:
+        raise UsageError("--unsafe-fixes needs --fix")
+    settings = settings_for(args)
+    paths = args.paths or [Path.cwd()]
+    for path in paths:
+        if not path.exists() and not path.is_symlink():
+            raise UsageError(f"{path}: no such file or directory")
+    result = lint(paths, settings, force_exclude=args.force_exclude)
+    diagnostics = result.diagnostics
+    if args.fix:
+        from memlint.fixer import fix_files
+
+        diagnostics = fix_files(result, settings, paths, args.force_exclude, args.unsafe_fixes)
+    color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty() and not args.output_file
+                                       and "NO_COLOR" not in os.environ)
+    ctx = FormatContext(Path.cwd(), _read, color=color and args.format in ("text", "concise"))
+    report = formatter(args.format)(diagnostics, ctx)
+    if args.output_file:
+        args.output_file.write_text(report, encoding="utf-8")
+    else:
+        sys.stdout.write(report)
+    if args.exit_zero:
+        return EXIT_OK
+    failing = [d for d in diagnostics if d.severity >= settings.fail_on]
+    return EXIT_FINDINGS if failing else EXIT_OK
+
+
+def summary_line(diagnostics: list[Diagnostic]) -> str:
+    return f"{len(diagnostics)} finding(s)"
