@@ -1,0 +1,265 @@
+"""Accelerate's ``accelerate config`` file (``default_config.yaml``) as a schema.
+
+Sources of truth, all in Accelerate:
+
+* ``commands/config/config_args.py``: the ``ClusterConfig`` / ``SageMakerConfig`` dataclasses
+  (the loader rejects keys that are not fields); ``BaseConfig.process_config`` fills some
+  fields in and converts legacy keys before that check (read with ``ast``);
+* ``commands/launch.py``: ``_validate_launch_command`` copies each nested ``*_config`` dict
+  into the ``accelerate launch`` arguments (``fsdp_config.x`` -> ``--fsdp_x``), so the launch
+  parser's arguments are the keys, types, choices and help of those dicts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import copy
+
+import jsonschema
+
+from .common import envelope, json_default, package_file
+from .dataclass_schema import dataclass_properties, object_schema, widen
+from .python_types import schema_for
+
+FILE = "accelerate.schema.json"
+SAGEMAKER = "AMAZON_SAGEMAKER"
+
+# Fix-up: `deepspeed_config` keys carry no common prefix (zero_stage, offload_*), so they are
+# the arguments of this launch-parser group; every other `<name>_config` dict holds the
+# arguments whose names start with `<name>_` (megatron_lm_, mpirun_, parallelism_, fsdp_, ...).
+_GROUP_OF = {"deepspeed_config": "DeepSpeed Arguments"}
+# Fix-up: utils/launch.py reads `DynamoBackend(args.dynamo_backend.upper())`, so the upper-case
+# enum values that `accelerate config` writes are valid as well as the parser's lower-case choices.
+_CASE_INSENSITIVE = {"dynamo_backend"}
+
+
+def build() -> dict[str, dict]:
+    from accelerate.commands.config.config_args import ClusterConfig, SageMakerConfig
+    from accelerate.commands.launch import launch_command_parser
+    from accelerate.utils import ComputeEnvironment, DistributedType, SageMakerDistributedType
+
+    if SAGEMAKER not in [e.value for e in ComputeEnvironment]:
+        raise LookupError(f"ComputeEnvironment has no {SAGEMAKER}: the loader's class choice changed")
+    parser = launch_command_parser()
+    filled, legacy = _process_config_keys()
+    prefixes = _added_prefixes()
+    defs = {}
+    for cls, distributed in ((ClusterConfig, DistributedType), (SageMakerConfig, SageMakerDistributedType)):
+        properties, required = dataclass_properties(cls)
+        properties["distributed_type"] = {**properties["distributed_type"], **schema_for(distributed)}
+        _refine_from_parser(properties, parser)
+        for name, values in _written_values(cls.__name__).items():
+            if name in properties:
+                properties[name] = _accept_written(properties[name], values)
+        for name, schema in properties.items():
+            if name.endswith("_config") and schema.get("type") in ("object", ["object", "null"]):
+                properties[name] = _nested_dict(name, schema, parser, prefixes)
+        for key, replacement in legacy.items():
+            properties[key] = {
+                "deprecated": True,
+                "description": f"Legacy key: BaseConfig.process_config converts it to `{replacement}`.",
+            }
+            if replacement:
+                properties[key]["x-memlint-replaced-by"] = replacement
+        defs[cls.__name__] = object_schema(properties, [r for r in required if r not in filled])
+    body = {
+        "type": "object",
+        "properties": {"compute_environment": schema_for(ComputeEnvironment)},
+        "if": {"properties": {"compute_environment": {"const": SAGEMAKER}}, "required": ["compute_environment"]},
+        "then": {"$ref": "#/$defs/SageMakerConfig"},
+        "else": {"$ref": "#/$defs/ClusterConfig"},
+        "$defs": defs,
+    }
+    return {
+        FILE: envelope(
+            FILE,
+            "Accelerate config (accelerate config / default_config.yaml)",
+            "accelerate",
+            body,
+            description=(
+                "The YAML/JSON written by `accelerate config` and read by `accelerate launch --config_file`. "
+                "SageMakerConfig applies when compute_environment is AMAZON_SAGEMAKER, ClusterConfig otherwise."
+            ),
+        )
+    }
+
+
+def _refine_from_parser(properties: dict, parser: argparse.ArgumentParser) -> None:
+    """A field typed plain ``str`` whose launch argument has choices takes those choices
+    (``mixed_precision`` -> no|fp16|bf16|fp8), and help text where the dataclass has none."""
+    actions = {a.dest: a for a in parser._actions}
+    for name, schema in properties.items():
+        action = actions.get(name)
+        if action is None:
+            continue
+        if action.choices and schema.get("type") in ("string", ["string", "null"]):
+            nullable = schema.pop("type") != "string"
+            schema["enum"] = list(action.choices) + ([None] if nullable else [])
+        if action.help and "description" not in schema:
+            schema["description"] = " ".join(str(action.help).split())
+
+
+def _nested_dict(name: str, schema: dict, parser: argparse.ArgumentParser, prefixes: dict[str, str]) -> dict:
+    """Keys of a nested ``*_config`` dict = the launch arguments it is copied into."""
+    group_title = _GROUP_OF.get(name)
+    prefix = prefixes.get(name) or name[: -len("config")]
+    actions = []
+    for group in parser._action_groups:
+        for action in group._group_actions:
+            if group_title is not None and group.title != group_title:
+                continue
+            if group_title is None and not action.dest.startswith(prefix):
+                continue
+            actions.append(action)
+    properties = {}
+    for action in actions:
+        properties[action.dest] = _argument_schema(action)
+        if name in prefixes:  # the loader adds the prefix when it is missing
+            short = action.dest[len(prefix) :]
+            properties.setdefault(short, copy.deepcopy(properties[action.dest]))
+            properties[short]["description"] = f"Same as `{action.dest}` (accelerate adds the prefix)."
+    nested = {"type": ["object", "null"], "properties": properties, "additionalProperties": False}
+    if schema.get("description"):
+        nested["description"] = schema["description"]
+    return nested
+
+
+def _argument_schema(action: argparse.Action) -> dict:
+    """What a YAML value for this launch argument may be. Values copied from the config file
+    skip argparse's ``type=`` conversion and are mostly passed on with ``str()``, so a ``str``
+    argument also takes numbers and booleans."""
+    if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)) or action.type is bool:
+        schema: dict = {"type": "boolean"}
+    elif action.choices:
+        values = list(action.choices)
+        if action.dest in _CASE_INSENSITIVE:
+            values += [v.upper() for v in values if v.upper() not in values]
+        values += [int(v) for v in values if isinstance(v, str) and v.isdigit()]
+        schema = {"enum": values}
+    elif action.type is int:
+        schema = {"type": "integer"}
+    elif action.type is float:
+        schema = {"type": "number"}
+    elif getattr(action.type, "__name__", "") == "str_to_bool" or str(action.default).lower() in ("true", "false"):
+        schema = {"anyOf": [{"type": "boolean"}, {"enum": ["true", "false", "True", "False"]}]}
+    else:
+        schema = {"type": ["string", "number", "boolean"]}
+    if action.help and action.help != argparse.SUPPRESS:
+        schema["description"] = " ".join(str(action.help).split())
+    ok, default = json_default(action.default)
+    if ok and default is not None and action.default is not argparse.SUPPRESS:
+        schema["default"] = default
+    return schema
+
+
+def _written_values(class_name: str) -> dict[str, list]:
+    """Literals ``accelerate config`` itself writes into each field.
+
+    The questionnaire (``commands/config/*.py``) builds ``ClusterConfig(field=variable, ...)``;
+    a literal assigned to that variable is a value real config files contain, so it must
+    validate even where the annotation is narrower (``downcast_bf16: bool`` is written as "no").
+    """
+    found: dict[str, list] = {}
+    for path in sorted(package_file("accelerate", "commands/config").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for function in (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)):
+            literals: dict[str, list] = {}
+            for node in ast.walk(function):
+                if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
+                    for target in node.targets:
+                        if isinstance(target, ast.Name) and node.value.value is not None:
+                            literals.setdefault(target.id, []).append(node.value.value)
+            for call in (n for n in ast.walk(function) if isinstance(n, ast.Call)):
+                if not (isinstance(call.func, ast.Name) and call.func.id == class_name):
+                    continue
+                for keyword in call.keywords:
+                    if keyword.arg and isinstance(keyword.value, ast.Name):
+                        values = found.setdefault(keyword.arg, [])
+                        values += [v for v in literals.get(keyword.value.id, []) if v not in values]
+    return found
+
+
+def _accept_written(schema: dict, values: list) -> dict:
+    """Widen ``schema`` by the JSON type of each written value it would reject."""
+    kinds = {bool: "boolean", int: "integer", float: "number", str: "string"}
+    for value in values:
+        if not jsonschema.Draft202012Validator(schema).is_valid(value) and type(value) in kinds:
+            schema = widen(schema, [kinds[type(value)]])
+    return schema
+
+
+def _process_config_keys() -> tuple[set[str], dict[str, str]]:
+    """From ``BaseConfig.process_config``: the keys it fills in when missing, and the legacy keys
+    it removes (``del config_dict[k]`` / ``config_dict.pop(k)``) with the key whose new value is
+    computed from them."""
+    tree = ast.parse(package_file("accelerate", "commands/config/config_args.py").read_text("utf-8"))
+    function = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "process_config")
+    assigned: list[tuple[str, ast.expr]] = []  # config_dict["x"] = value
+    popped: dict[str, str] = {}  # variable = config_dict.pop("key")
+    removed: list[str] = []
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant):
+                    assigned.append((target.slice.value, node.value))
+                if isinstance(target, ast.Name) and _pop_key(node.value):
+                    popped[target.id] = _pop_key(node.value)
+        if isinstance(node, ast.Delete):
+            removed += [
+                t.slice.value
+                for t in node.targets
+                if isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Constant)
+            ]
+        if _pop_key(node):
+            removed.append(_pop_key(node))
+    legacy: dict[str, str] = {}
+    for key in dict.fromkeys(removed):
+        for new, value in assigned:
+            for n in ast.walk(value):
+                tested = isinstance(n, ast.Compare) and isinstance(n.left, ast.Constant) and n.left.value == key
+                from_pop = isinstance(n, ast.Name) and popped.get(n.id) == key
+                if (tested or from_pop) and new != key:
+                    legacy.setdefault(key, new)
+        legacy.setdefault(key, "")
+    return {k for k, _ in assigned} - set(legacy), legacy
+
+
+def _pop_key(node: ast.AST) -> str | None:
+    """``"k"`` for a ``config_dict.pop("k")`` call."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "pop"
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+    ):
+        return node.args[0].value
+    return None
+
+
+def _added_prefixes() -> dict[str, str]:
+    """``{dict name: prefix}`` from ``_validate_launch_command``: ``if name == "fsdp_config" and
+    not key.startswith("fsdp"): key = "fsdp_" + key``."""
+    tree = ast.parse(package_file("accelerate", "commands/launch.py").read_text("utf-8"))
+    function = next(
+        n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "_validate_launch_command"
+    )
+    prefixes = {}
+    for node in ast.walk(function):
+        if not (isinstance(node, ast.If) and isinstance(node.test, ast.BoolOp)):
+            continue
+        names = [
+            c.comparators[0].value
+            for c in node.test.values
+            if isinstance(c, ast.Compare) and isinstance(c.comparators[0], ast.Constant)
+        ]
+        for stmt in node.body:
+            if (
+                names
+                and isinstance(stmt, ast.Assign)
+                and isinstance(stmt.value, ast.BinOp)
+                and isinstance(stmt.value.left, ast.Constant)
+            ):
+                prefixes[names[0]] = stmt.value.left.value
+    return prefixes

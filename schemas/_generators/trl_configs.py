@@ -1,0 +1,30 @@
+"""TRL's ``SFTConfig`` and ``DPOConfig`` as schemas, one file each.
+
+Both are ``TrainingArguments`` subclasses loaded the same way (``TrlParser`` /
+``HfArgumentParser`` from YAML or JSON), so each file holds every field, inherited ones
+included, and rejects unknown keys.
+"""
+
+from __future__ import annotations
+
+from .common import envelope
+from .dataclass_schema import dataclass_schema
+
+SFT_FILE = "trl-sft-config.schema.json"
+DPO_FILE = "trl-dpo-config.schema.json"
+
+
+def build() -> dict[str, dict]:
+    from trl import DPOConfig, SFTConfig
+
+    out = {}
+    for file_name, cls in ((SFT_FILE, SFTConfig), (DPO_FILE, DPOConfig)):
+        out[file_name] = envelope(
+            file_name,
+            f"TRL {cls.__name__}",
+            "trl",
+            dataclass_schema(cls),
+            description=f"trl.{cls.__name__} (a transformers.TrainingArguments subclass) as a JSON/YAML document.",
+            also=("transformers",),
+        )
+    return out
