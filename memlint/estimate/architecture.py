@@ -82,6 +82,9 @@ class Architecture:
     # For KV caches: which layers use a sliding window (None = all global).
     sliding_layers: int = 0
     activation: str = "silu"
+    # Parameters outside the language model (a multimodal checkpoint's vision tower and
+    # projector): they take weight, gradient and optimizer memory but no text activations.
+    extra_params: int = 0
     dropout: float = 0.0  # residual/attention dropout active in training
     attention_dropout: float = 0.0
     config: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
@@ -89,7 +92,8 @@ class Architecture:
     @property
     def n_params(self) -> int:
         head = self.lm_head.params if self.lm_head is not None else 0
-        return self.embedding_params + sum(g.params for g in self.blocks) + self.final_params + head
+        blocks = sum(g.params for g in self.blocks)
+        return self.embedding_params + blocks + self.final_params + head + self.extra_params
 
     @property
     def linear_weight_params(self) -> int:
@@ -530,6 +534,9 @@ def _bert(name: str, cfg: Mapping[str, Any], model_type: str) -> Architecture:
     type_vocab = int(cfg.get("type_vocab_size", 2))
     embedding = (c["vocab_size"] + positions + type_vocab) * h + 2 * h
     pooler = h * h + h
+    # BertForPreTraining, the checkpoint published for BERT: the masked-LM head's transform
+    # (dense + LayerNorm) and output bias (its weight is tied), and the next-sentence head
+    heads = (h * h + h) + 2 * h + c["vocab_size"] + (2 * h + 2)
     return Architecture(
         name=name,
         model_type=model_type,
@@ -537,7 +544,7 @@ def _bert(name: str, cfg: Mapping[str, Any], model_type: str) -> Architecture:
         intermediate_size=inter,
         blocks=(BlockGroup("encoder", c["num_layers"], linears, 4 * h),),
         embedding_params=embedding,
-        final_params=pooler,
+        final_params=pooler + heads,
         lm_head=None,
         activation=str(cfg.get("hidden_act", "gelu")),
         dropout=float(cfg.get("hidden_dropout_prob", 0.1) or 0.0),
@@ -606,6 +613,75 @@ def _t5(name: str, cfg: Mapping[str, Any], model_type: str) -> Architecture:
     )
 
 
+def _bloom(name: str, cfg: Mapping[str, Any], model_type: str) -> Architecture:
+    """BLOOM: ALiBi positions, LayerNorm after the embeddings, fused qkv with biases, tied head."""
+    cfg = {**cfg, "num_hidden_layers": _get(cfg, "n_layer", "num_hidden_layers"),
+           "num_attention_heads": _get(cfg, "n_head", "num_attention_heads"),
+           "hidden_size": _get(cfg, "hidden_size", "n_embed")}
+    c = _common(cfg, True)
+    h = c["hidden_size"]
+    linears = (
+        Linear("query_key_value", h, 3 * h, True),
+        Linear("self_attention.dense", h, h, True),
+        Linear("dense_h_to_4h", h, 4 * h, True),
+        Linear("dense_4h_to_h", 4 * h, h, True),
+    )
+    return Architecture(
+        name=name,
+        model_type=model_type,
+        family="bloom",
+        intermediate_size=4 * h,
+        blocks=(BlockGroup("decoder", c["num_layers"], linears, 4 * h),),
+        embedding_params=c["vocab_size"] * h + 2 * h,
+        final_params=2 * h,
+        lm_head=_head(c),
+        activation="gelu",
+        dropout=float(cfg.get("hidden_dropout", 0.0) or 0.0),
+        attention_dropout=float(cfg.get("attention_dropout", 0.0) or 0.0),
+        config=cfg,
+        **c,
+    )
+
+
+def _gpt_oss(name: str, cfg: Mapping[str, Any], model_type: str) -> Architecture:
+    """gpt-oss: GQA attention with biases and per-head sinks, routed experts with biases."""
+    c = _common(cfg, False)
+    h, d = c["hidden_size"], c["head_dim"]
+    q_dim, kv_dim = c["num_heads"] * d, c["num_kv_heads"] * d
+    bias = bool(cfg.get("attention_bias", True))
+    experts = _require(cfg, "num_local_experts", "num_experts")
+    top_k = _require(cfg, "num_experts_per_tok")
+    inter = _require(cfg, "intermediate_size")
+    linears = (
+        Linear("q_proj", h, q_dim, bias),
+        Linear("k_proj", h, kv_dim, bias),
+        Linear("v_proj", h, kv_dim, bias),
+        Linear("o_proj", q_dim, h, bias),
+        Linear("router", h, experts, True),
+        Linear("experts.gate_up_proj", h, 2 * inter, True, copies=experts),
+        Linear("experts.down_proj", inter, h, True, copies=experts),
+    )
+    window, sliding_layers = _sliding(cfg, c["num_layers"])
+    return Architecture(
+        name=name,
+        model_type=model_type,
+        family="gpt_oss",
+        intermediate_size=inter,
+        blocks=(BlockGroup("decoder", c["num_layers"], linears, 2 * h + c["num_heads"]),),
+        embedding_params=c["vocab_size"] * h,
+        final_params=h,
+        lm_head=_head(c),
+        num_experts=experts,
+        experts_per_token=top_k,
+        moe_intermediate_size=inter,
+        attention_dropout=float(cfg.get("attention_dropout", 0.0) or 0.0),
+        sliding_window=window,
+        sliding_layers=sliding_layers,
+        config=cfg,
+        **c,
+    )
+
+
 _BUILDERS: dict[str, Callable[[str, Mapping[str, Any], str], Architecture]] = {
     "llama": _llama_like,
     "mistral": _llama_like,
@@ -625,6 +701,26 @@ _BUILDERS: dict[str, Callable[[str, Mapping[str, Any], str], Architecture]] = {
     "falcon": _falcon,
     "bert": _bert,
     "t5": _t5,
+    "bloom": _bloom,
+    "gpt_oss": _gpt_oss,
+}
+
+# A multimodal config's text_config omits keys equal to the text model's class defaults, which
+# transformers then fills in; these are transformers 5.23's Gemma3TextConfig defaults.
+_TEXT_CONFIG_DEFAULTS: dict[str, dict[str, Any]] = {
+    "gemma3": {
+        "vocab_size": 262_208,
+        "hidden_size": 2304,
+        "intermediate_size": 9216,
+        "num_hidden_layers": 26,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 4,
+        "head_dim": 256,
+        "hidden_activation": "gelu_pytorch_tanh",
+        "max_position_embeddings": 131_072,
+        "sliding_window": 4096,
+        "sliding_window_pattern": 6,
+    },
 }
 
 SUPPORTED_MODEL_TYPES = tuple(sorted(_BUILDERS))
@@ -636,12 +732,40 @@ def text_config(config: Mapping[str, Any]) -> tuple[Mapping[str, Any], str]:
     if model_type in ("gemma3", "gemma3n", "mistral3", "llava") and isinstance(
         config.get("text_config"), Mapping
     ):
-        inner = dict(config["text_config"])
+        inner = {**_TEXT_CONFIG_DEFAULTS.get(model_type, {}), **config["text_config"]}
         inner_type = str(inner.get("model_type") or {"gemma3": "gemma3_text"}.get(model_type, ""))
         if model_type == "gemma3" and "tie_word_embeddings" not in inner:
             inner["tie_word_embeddings"] = config.get("tie_word_embeddings", True)
         return inner, inner_type
     return config, model_type
+
+
+def _siglip_params(vision: Mapping[str, Any]) -> int:
+    """A SigLIP vision tower (Gemma 3, PaliGemma): patch and position embeddings, encoder
+    layers (two LayerNorms, q/k/v/o, a GELU MLP, all with biases), the final LayerNorm.
+    Missing keys take transformers' SiglipVisionConfig defaults."""
+    h = int(vision.get("hidden_size", 768))
+    inter = int(vision.get("intermediate_size", 3072))
+    layers = int(vision.get("num_hidden_layers", 12))
+    patch = int(vision.get("patch_size", 16))
+    image = int(vision.get("image_size", 224))
+    channels = int(vision.get("num_channels", 3))
+    embeddings = channels * patch * patch * h + h + (image // patch) ** 2 * h
+    layer = 2 * 2 * h + 4 * (h * h + h) + (h * inter + inter) + (inter * h + h)
+    head = 0
+    if vision.get("vision_use_head", True):
+        head = h + 3 * (h * h + h) + (h * h + h) + 2 * h + (h * inter + inter) + (inter * h + h)
+    return embeddings + layers * layer + 2 * h + head
+
+
+def _multimodal_extra(config: Mapping[str, Any], text_hidden: int) -> int:
+    """Parameters of a multimodal checkpoint outside its language model."""
+    if config.get("model_type") == "gemma3" and isinstance(config.get("vision_config"), Mapping):
+        vision = config["vision_config"]
+        vh = int(vision.get("hidden_size", 768))
+        projector = vh * text_hidden + vh  # mm_input_projection_weight + mm_soft_emb_norm
+        return _siglip_params(vision) + projector
+    return 0
 
 
 def from_config(config: Mapping[str, Any], name: str = "") -> Architecture:
@@ -660,4 +784,10 @@ def from_config(config: Mapping[str, Any], name: str = "") -> Architecture:
         raise UnsupportedArchitecture(
             f"model_type {shown!r} is not supported; supported: {supported}"
         )
-    return builder(name or str(config.get("_name_or_path") or model_type), cfg, model_type)
+    arch = builder(name or str(config.get("_name_or_path") or model_type), cfg, model_type)
+    extra = _multimodal_extra(config, arch.hidden_size)
+    if extra:
+        from dataclasses import replace
+
+        arch = replace(arch, extra_params=extra)
+    return arch

@@ -268,6 +268,49 @@ def t5_block(t: Tape, arch: Architecture, x: Value) -> Value:
     return t.add(x, t.dropout(m, arch.dropout))
 
 
+def bloom_block(t: Tape, arch: Architecture, x: Value) -> Value:
+    """BLOOM: LayerNorm, fused qkv, ALiBi attention (always its own eager kernel: baddbmm,
+    fp32 softmax), dropout-add residuals, a GELU MLP (a custom autograd function that saves
+    only its input)."""
+    h = t.layer_norm(x, "input_layernorm")
+    qkv = t.linear(h, 3 * arch.hidden_size, "query_key_value")
+    q, k, v = (t.view(qkv, arch.hidden_size) for _ in range(3))
+    out = t.attention(q, k, v, arch.num_heads, arch.num_heads, arch.attention_dropout)
+    x = t.add(t.dropout(t.linear(out, arch.hidden_size, "self_attention.dense"), arch.dropout), x)
+    h = t.layer_norm(x, "post_attention_layernorm")
+    m = t.gelu(t.linear(h, arch.intermediate_size, "dense_h_to_4h"))
+    m = t.linear(m, arch.hidden_size, "dense_4h_to_h")
+    return t.add(t.dropout(m, arch.dropout), x)
+
+
+def gpt_oss_block(t: Tape, arch: Architecture, x: Value) -> Value:
+    """gpt-oss: RMSNorm that applies its weight in fp32, Llama-style attention whose eager
+    softmax runs over the logits plus a sink column in the compute dtype, and routed experts
+    with a clamped SwiGLU: ``(clamp(up) + 1) * clamp(gate) * sigmoid(alpha * clamp(gate))``."""
+    h = t.rms_norm(x, "input_layernorm", gemma=True)
+    q = t.rope(t.linear(h, arch.q_dim, "q_proj"), t.s.param_bytes)
+    k = t.rope(t.linear(h, arch.kv_dim, "k_proj"), t.s.param_bytes)
+    v = t.linear(h, arch.kv_dim, "v_proj")
+    out = t.attention(q, k, v, arch.num_heads, arch.num_kv_heads, arch.attention_dropout,
+                      softmax="input")
+    x = t.add(x, t.linear(out, arch.hidden_size, "o_proj"))
+    h = t.rms_norm(x, "post_attention_layernorm", gemma=True)
+    k_top = max(arch.experts_per_token, 1)
+    logits = t.linear(h, arch.num_experts, "router")
+    routed = t.new(k_top * arch.hidden_size, h.nbytes, h.rg)  # tokens gathered per expert
+    inter = k_top * arch.moe_intermediate_size
+    gate_up = t.linear(routed, 2 * inter, "experts.gate_up_proj")
+    gate = t.new(inter, gate_up.nbytes, gate_up.rg)  # clamp() of a strided view
+    sigmoid = t.new(inter, gate_up.nbytes, gate_up.rg)
+    t.save(gate_up, sigmoid)  # clamp reads its input, sigmoid saves its result
+    glu = t.mul(gate, sigmoid)
+    up = t.new(inter, gate_up.nbytes, gate_up.rg)  # clamp(up) + 1
+    hidden = t.mul(up, glu)
+    out = t.linear(hidden, k_top * arch.hidden_size, "experts.down_proj")
+    weighted = t.mul(out, t.new(k_top, logits.nbytes, logits.rg))
+    return t.add(x, t.new(arch.hidden_size, weighted.nbytes, weighted.rg))
+
+
 BLOCKS: dict[str, Block] = {
     "llama": llama_block,
     "qwen3": llama_block,
@@ -282,6 +325,8 @@ BLOCKS: dict[str, Block] = {
     "moe": moe_block,
     "bert": bert_block,
     "t5": t5_block,
+    "bloom": bloom_block,
+    "gpt_oss": gpt_oss_block,
 }
 
 # Which normalisation each family uses for its final norm (before the output head).
@@ -299,4 +344,6 @@ FINAL_NORM: dict[str, str] = {
     "falcon": "layer",
     "bert": "layer",
     "t5": "rms",
+    "bloom": "layer",
+    "gpt_oss": "gemma",
 }

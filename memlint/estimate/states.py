@@ -151,6 +151,10 @@ def state_bytes(arch: Architecture, setup: TrainingSetup, counts: ParameterCount
         fp32_grads /= n
     if zero >= 2:
         grads /= n
+    if zero >= 3 and policy.master_bytes:
+        # ZeRO-3 reduce-scatters half gradients straight into the fp32 gradient partition:
+        # no persistent half-precision copy (DeepSpeed's estimate: 18 bytes/param / N)
+        grads = counts.lora * 4 / n
 
     # ---- optimizer states: fp32 for adapters and for master-weight policies
     state_elem = policy.state_bytes

@@ -38,6 +38,12 @@ def effective_setup(arch: Architecture, setup: TrainingSetup) -> tuple[TrainingS
     if arch.model_type == "gemma2" and setup.attention == Attention.SDPA:
         setup = setup.but(attention=Attention.EAGER)
         notes.append("Gemma 2 has no SDPA path in transformers 5 (logit soft-capping): eager attention")
+    if arch.family == "bloom" and setup.attention != Attention.EAGER:
+        setup = setup.but(attention=Attention.EAGER)
+        notes.append("BLOOM's ALiBi attention always runs its own eager kernel")
+    if arch.family == "gpt_oss" and setup.attention == Attention.SDPA:
+        setup = setup.but(attention=Attention.EAGER)
+        notes.append("gpt-oss has no SDPA path in transformers 5 (attention sinks): eager attention")
     if not arch.is_causal_lm and setup.attention == Attention.SDPA and arch.family == "t5":
         setup = setup.but(attention=Attention.EAGER)
         notes.append("T5's relative position bias runs in eager attention")

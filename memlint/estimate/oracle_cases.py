@@ -1,0 +1,63 @@
+"""Reading measured cases (the oracle's and memlint trace's format) into estimator inputs.
+
+Used by the accuracy tests and by ``docs/accuracy.md``'s generator; it lives in the package so
+that ``memlint trace`` can print a measurement beside the estimate of the same case.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from memlint.estimate.architecture import Architecture, from_config
+from memlint.estimate.policy import Optimizer, Precision
+from memlint.estimate.setup import Attention, Lora, Sharding, TrainingSetup
+
+_IMPLS = {"foreach": "adamw", "fused": "adamw-fused", "forloop": "adamw-forloop"}
+_SHARDING = {"none": Sharding.NONE, "fsdp2": Sharding.FSDP_FULL, "fsdp-full": Sharding.FSDP_FULL}
+
+
+def optimizer_of(inputs: Mapping[str, Any]) -> Optimizer:
+    name = str(inputs.get("optimizer", "adamw"))
+    impl = inputs.get("optimizer_impl")
+    if name == "adamw" and impl:
+        return Optimizer(_IMPLS[impl])
+    if name == "sgd" and inputs.get("momentum", 0.9 if "optimizer_impl" in inputs else 0):
+        return Optimizer.SGD_MOMENTUM  # the oracle's "sgd" is SGD with momentum 0.9
+    return Optimizer.parse(name)
+
+
+def setup_of(inputs: Mapping[str, Any], cpu_dropout: bool = False) -> TrainingSetup:
+    lora = None
+    spec = inputs.get("lora")
+    if spec:
+        targets = spec.get("target_modules")
+        targets = tuple(targets) if isinstance(targets, (list, tuple)) else (str(targets),)
+        lora = Lora(
+            r=int(spec["r"]),
+            targets=targets,
+            alpha=float(spec.get("alpha", 16)),
+            dropout=float(spec.get("dropout", 0.05)),
+            quantization=spec.get("quantization"),
+        )
+    world = int(inputs.get("world_size", 1))
+    return TrainingSetup(
+        micro_batch=int(inputs["batch_size"]),
+        seq_len=int(inputs["seq_len"]),
+        precision=Precision(inputs["precision"]),
+        optimizer=optimizer_of(inputs),
+        grad_ckpt_every=1 if inputs.get("grad_ckpt") else 0,
+        attention=Attention(inputs.get("attn_impl", inputs.get("attn", "sdpa"))),
+        lora=lora,
+        sharding=_SHARDING[str(inputs.get("sharding", "none"))],
+        world_size=world,
+        keep_logits=bool(inputs.get("keep_outputs", False)),
+        dropout_mask_bytes=None if cpu_dropout else 1,
+    )
+
+
+def case_inputs(case: Mapping[str, Any]) -> tuple[Architecture, TrainingSetup]:
+    """The architecture and setup of a measured case (``inputs`` of a result entry)."""
+    inputs = case["inputs"]
+    arch = from_config(inputs["model"], str(inputs.get("model_name") or ""))
+    cpu = inputs.get("emulate_cuda_dropout") is not True  # the oracle kept CPU dropout
+    return arch, setup_of(inputs, cpu_dropout=cpu)
