@@ -43,6 +43,7 @@ def _codes(text: str | None) -> tuple[str, ...] | None:
 
 
 def settings_for(args: argparse.Namespace) -> Settings:
+    """The settings for the paths' common directory, with the command line's flags applied."""
     from memlint.cli import UsageError
 
     try:
@@ -55,6 +56,13 @@ def settings_for(args: argparse.Namespace) -> Settings:
             settings = discover(anchor)
     except SettingsError as error:
         raise UsageError(str(error)) from None
+    return apply_flags(settings, args)
+
+
+def apply_flags(settings: Settings, args: argparse.Namespace) -> Settings:
+    """Command-line flags win over any settings file."""
+    from memlint.cli import UsageError
+
     if args.gpu:
         from memlint.catalog.gpus import UnknownGpu, lookup_gpu
 
@@ -93,12 +101,16 @@ def run(args: argparse.Namespace) -> int:
     for path in paths:
         if not path.exists() and not path.is_symlink():
             raise UsageError(f"{path}: no such file or directory")
-    result = lint(paths, settings, force_exclude=args.force_exclude)
+    overrides = None if args.config is not None else (lambda found: apply_flags(found, args))
+    try:
+        result = lint(paths, settings, force_exclude=args.force_exclude, overrides=overrides)
+    except SettingsError as error:
+        raise UsageError(str(error)) from None
     diagnostics = result.diagnostics
     if args.fix:
         from memlint.fixer import fix_files
 
-        diagnostics = fix_files(result, settings, paths, args.force_exclude, args.unsafe_fixes)
+        diagnostics = fix_files(result, settings, paths, args.force_exclude, args.unsafe_fixes, overrides)
     color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty() and not args.output_file
                                        and "NO_COLOR" not in os.environ)
     ctx = FormatContext(Path.cwd(), _read, color=color and args.format in ("text", "concise"))

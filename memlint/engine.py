@@ -4,11 +4,12 @@ call it; it never imports either of them.
 
 from __future__ import annotations
 
+import functools
 import sys
 import traceback
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 from memlint import suppress
 from memlint.catalog.gpus import UnknownGpu, lookup_gpu
@@ -151,15 +152,51 @@ def expand(paths: Iterable[Path], settings: Settings, project: Project, force_ex
     return files + extra
 
 
-def lint(paths: Iterable[Path], settings: Settings, force_exclude: bool = False) -> LintResult:
-    linter = Linter(settings)
-    files = expand(paths, settings, linter.project, force_exclude)
+def lint(
+    paths: Iterable[Path],
+    settings: Settings,
+    force_exclude: bool = False,
+    overrides: Callable[[Settings], Settings] | None = None,
+) -> LintResult:
+    """Lint files and directories.
+
+    With ``overrides`` (the command line's flags), every file is linted with the settings
+    discovered for its own directory — the nearest ``memlint.toml`` / ``[tool.memlint]`` wins,
+    as in ruff — with the overrides applied on top; without it, ``settings`` applies to all.
+    """
+    paths = list(paths)
+    linters: dict[Path, Linter] = {}
+
+    def linter_for(path: Path) -> Linter:
+        if overrides is None:
+            key = settings.root
+            if key not in linters:
+                linters[key] = Linter(settings)
+            return linters[key]
+        found = overrides(discover_cached(path.parent))
+        if found.root not in linters:
+            linters[found.root] = Linter(found)
+        return linters[found.root]
+
+    first = linter_for(Path(paths[0]) if paths else Path.cwd())
+    files = expand(paths, first.settings, first.project, force_exclude)
     result = LintResult()
     for path in files:
+        linter = linter_for(Path(path))
+        if linter.settings.is_excluded(Path(path)) and force_exclude:
+            continue
         result.files.append(str(path))
         result.diagnostics.extend(linter.lint_path(path))
-    result.internal_errors = linter.internal_errors
+    for linter in linters.values():
+        result.internal_errors.extend(linter.internal_errors)
     return result
+
+
+@functools.lru_cache(maxsize=1024)
+def discover_cached(directory: Path) -> Settings:
+    from memlint.settings import discover
+
+    return discover(directory)
 
 
 def with_severity(diagnostic: Diagnostic, severity: Severity) -> Diagnostic:

@@ -33,7 +33,8 @@ def _still_parses(path: str, text: str) -> bool:
 
 
 def fix_files(
-    result: LintResult, settings: Settings, paths: list[Path], force_exclude: bool, unsafe: bool
+    result: LintResult, settings: Settings, paths: list[Path], force_exclude: bool, unsafe: bool,
+    overrides=None,
 ) -> list[Diagnostic]:
     """Apply fixes until the files stop changing; return the diagnostics that remain."""
     diagnostics = result.diagnostics
@@ -58,5 +59,5 @@ def fix_files(
             changed = True
         if not changed:
             break
-        diagnostics = lint(paths, settings, force_exclude=force_exclude).diagnostics
+        diagnostics = lint(paths, settings, force_exclude=force_exclude, overrides=overrides).diagnostics
     return diagnostics

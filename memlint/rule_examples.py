@@ -26,7 +26,10 @@ def run_example(rule: type[Rule], example: Example) -> Outcome:
         for name, text in files.items():
             target = root / name
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
+            if isinstance(text, bytes):
+                target.write_bytes(text)
+            else:
+                target.write_text(text, encoding="utf-8")
         table = {k.replace("_", "-"): v for k, v in example.settings.items()}
         settings = parse(table, root / "memlint.toml") if table else Settings(root=root)
         settings = settings.with_overrides(select=(rule.code,), cache=False)
@@ -43,7 +46,7 @@ def run_example(rule: type[Rule], example: Example) -> Outcome:
             from memlint.fix import apply_edits
 
             edits = [e for d in diagnostics if d.fix for e in d.fix.edits if Path(e.path).resolve() == main.resolve()]
-            fixed = apply_edits(example.source, edits)
+            fixed = apply_edits(example.source, edits) if isinstance(example.source, str) else None
         if linter.internal_errors:
             raise AssertionError("; ".join(linter.internal_errors))
         return Outcome([d for d in diagnostics if d.code == rule.code], fixed)

@@ -63,9 +63,12 @@ def memory_finding(ctx: RuleContext, run: ResolvedRun, budget: Budget, message: 
     return Finding(range=where.range, path=where.path, message=message, data=data)
 
 
-def fix_hint(ctx: RuleContext, run: ResolvedRun) -> str:
+def fix_hint(ctx: RuleContext, run: ResolvedRun, verb: str = "makes it fit") -> str:
+    """The cheapest change that makes the run fit, as a clause for the message."""
     fitting = [s for s in ctx.suggestions(run) if s.fits]
     if not fitting:
         return ""
     best = fitting[0]
+    if verb == "frees":
+        return f"; {best.change} frees {gib(best.saves_bytes)}"
     return f"; {best.change} (−{gib(best.saves_bytes)}) makes it fit"

@@ -26,9 +26,9 @@ DOCS_URL = "https://github.com/memlint/memlint/blob/main/rules/{code}.md"
 class Example:
     """A realistic document (plus the files it links) on which a rule must or must not fire."""
 
-    source: str
+    source: str | bytes  # bytes for files that are not valid UTF-8
     path: str = "train.py"  # the linted file's name (its kind follows from it)
-    files: Mapping[str, str] = field(default_factory=dict)  # other files of the project
+    files: Mapping[str, str | bytes] = field(default_factory=dict)  # other files of the project
     settings: Mapping[str, Any] = field(default_factory=dict)  # [tool.memlint] values
     lines: tuple[int, ...] = ()  # INVALID: the 1-based lines the rule must report (all of them)
     message: str = ""  # INVALID: text every message must contain

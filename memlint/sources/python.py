@@ -92,14 +92,41 @@ class PythonSource:
         return False
 
 
+def _python_error(text: str) -> PythonSyntaxError | None:
+    """CPython's own description of a syntax error ("expected ':'", at the right column).
+
+    ``ast.parse`` only parses (nothing is compiled to bytecode or run). It may reject syntax
+    newer than this interpreter that libcst accepts; then it returns None.
+    """
+    import ast
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(text)
+    except SyntaxError as error:
+        line = max(error.lineno or 1, 1)
+        column = max((error.offset or 1) - 1, 0)
+        end_line = max(error.end_lineno or line, line)
+        end_column = max((error.end_offset or error.offset or 1) - 1, column + 1) if end_line == line else max(
+            (error.end_offset or 1) - 1, 0)
+        return PythonSyntaxError(error.msg, Range(Position(line, column), Position(end_line, end_column)))
+    except (RecursionError, MemoryError, ValueError):
+        return None
+    return None
+
+
 def parse(text: str) -> PythonSource | PythonSyntaxError:
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as error:
+        better = _python_error(text)
+        if better is not None:
+            return better
         line = max(error.raw_line, 1)
         column = max(error.raw_column, 0)
-        message = str(error).splitlines()[0] if str(error) else "syntax error"
-        return PythonSyntaxError(message, Range(Position(line, column), Position(line, column + 1)))
+        return PythonSyntaxError(error.message, Range(Position(line, column), Position(line, column + 1)))
     except (RecursionError, MemoryError):
         return PythonSyntaxError("too deeply nested to parse", Range.file_start())
     return PythonSource(module, text)

@@ -1,0 +1,60 @@
+"""MEM003: a run's memory cannot be estimated (unknown model, unsupported architecture)."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from memlint.diagnostics import Severity
+from memlint.rules.base import Example, Finding, Rule
+
+_SCRIPT = """\
+from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+model = AutoModelForCausalLM.from_pretrained("{model}")
+args = TrainingArguments(output_dir="out", per_device_train_batch_size=4, bf16=True)
+Trainer(model=model, args=args).train()
+"""
+
+
+class CannotEstimate(Rule):
+    """## What it does
+    Tells you when a training run memlint found cannot be checked for memory: its model is
+    neither in memlint's catalogue, nor a local ``config.json``, nor in the local Hugging Face
+    cache, or its architecture has no memory recipe yet. memlint never downloads anything, so
+    it says so instead of guessing.
+
+    ## Why it matters
+    A silent linter looks like a passing one. Knowing that the out-of-memory check did not
+    run — and how to make it run — matters as much as the check.
+
+    ## Fix
+    Point ``model`` in ``[tool.memlint]`` (or the ``from_pretrained`` argument) at a local
+    ``config.json`` or model directory, or download the config once with
+    ``huggingface-cli download <id> config.json``.
+    """
+
+    code = "MEM003"
+    name = "cannot-estimate"
+    severity = Severity.INFO
+    kinds = frozenset({"run"})
+
+    VALID = (
+        Example(_SCRIPT.format(model="Qwen/Qwen2.5-7B"), settings={"gpu": "h100"},
+                title="A model from the catalogue is estimated"),
+    )
+    INVALID = (
+        Example("model_name_or_path: acme-labs/secret-model-13b\nper_device_train_batch_size: 2\n"
+                "bf16: true\noutput_dir: out\n",
+                path="train_args.yaml", settings={"gpu": "h100"}, lines=(1,), message="unknown model",
+                title="A model id memlint has never seen and cannot find offline"),
+    )
+
+    def check(self, ctx) -> Iterator[Finding]:
+        if ctx.capacity is None:
+            return
+        for run in ctx.runs:
+            if run.problem is None:
+                continue
+            where = run.problem_fact.origin if run.problem_fact and run.problem_fact.origin else run.plan.anchor
+            yield Finding(range=where.range, path=where.path,
+                          message=f"memory not checked: {run.problem}")

@@ -1,0 +1,40 @@
+"""SYN001: a Python file memlint cannot parse."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from memlint.diagnostics import Severity
+from memlint.rules.base import Example, Finding, Rule
+
+
+class PythonSyntaxError(Rule):
+    """## What it does
+    Reports a Python file that does not parse, at the place the parser stopped. memlint reads
+    training scripts with libcst and never runs them, so a file that does not parse cannot be
+    checked for memory or mistakes; the rest of the project still is.
+
+    ## Why it matters
+    A script that does not parse will not train either — and until it parses, every other
+    check in it is silent.
+    """
+
+    code = "SYN001"
+    name = "python-syntax-error"
+    severity = Severity.ERROR
+    kinds = frozenset({"python"})
+
+    VALID = (Example("import torch\n\nmodel = torch.nn.Linear(4, 4)\n", title="Parses"),)
+    INVALID = (
+        Example(
+            "import torch\n\ndef train(model, loader):\n    for batch in loader\n        model(batch)\n",
+            lines=(4,),
+            message="",
+            title="A missing colon",
+        ),
+    )
+
+    def check(self, ctx) -> Iterator[Finding]:
+        error = ctx.parsed.syntax_error
+        if error is not None:
+            yield Finding(range=error.range, message=f"cannot parse: {error.message}")

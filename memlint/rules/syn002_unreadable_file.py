@@ -1,0 +1,38 @@
+"""SYN002: a file memlint was asked to lint but cannot read as text."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from memlint.diagnostics import Range, Severity
+from memlint.rules.base import Example, Finding, Rule
+
+
+class UnreadableFile(Rule):
+    """## What it does
+    Reports a file that memlint was given (or found) but cannot read as text: binary content,
+    invalid UTF-8, a file larger than the 4 MiB limit for scripts and configs, a FIFO or device,
+    a broken or looping symlink, or one it has no permission to read. The finding is on the
+    first line; every other file is still checked.
+
+    ## Why it matters
+    A ``train.py`` that is really a binary, or a ``ds_config.json`` saved in UTF-16 by an
+    editor, silently escapes every check; saying so is better than a clean report.
+    """
+
+    code = "SYN002"
+    name = "unreadable-file"
+    severity = Severity.WARNING
+    kinds = frozenset({"*"})
+
+    VALID = (Example('{"train_micro_batch_size_per_gpu": 4}\n', path="ds_config.json", title="Plain UTF-8"),)
+    INVALID = (
+        Example(b'{"train_micro_batch_size_per_gpu": 4, "comment": "caf\xe9"}\n', path="ds_config.json",
+                lines=(1,), message="UTF-8",
+                title="A config saved in Latin-1 by an old editor ('é' as the single byte 0xE9)"),
+    )
+
+    def check(self, ctx) -> Iterator[Finding]:
+        problem = ctx.parsed.document.problem
+        if problem is not None:
+            yield Finding(range=Range.file_start(), message=f"not linted: {problem}")

@@ -1,0 +1,107 @@
+"""ZRO001: ZeRO-3 / FSDP full sharding where a lighter stage fits."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from memlint.diagnostics import Severity
+from memlint.estimate import Sharding, estimate_training
+from memlint.rules._memory import gib
+from memlint.rules.base import Example, Finding, Rule
+
+_DS = """\
+{{
+  "train_micro_batch_size_per_gpu": "auto",
+  "gradient_accumulation_steps": "auto",
+  "bf16": {{"enabled": true}},
+  "zero_optimization": {{
+    "stage": 3,
+    "overlap_comm": true,
+    "contiguous_gradients": true,
+    "stage3_gather_16bit_weights_on_model_save": true
+  }}
+}}
+"""
+
+_ARGS = """\
+model_name_or_path: {model}
+per_device_train_batch_size: 4
+gradient_checkpointing: true
+max_length: 2048
+bf16: true
+deepspeed: ds_zero3.json
+output_dir: out
+"""
+
+_LIGHTER = {
+    Sharding.ZERO3: (Sharding.NONE, Sharding.ZERO1, Sharding.ZERO2),
+    Sharding.FSDP_FULL: (Sharding.NONE, Sharding.FSDP_GRAD_OP),
+    Sharding.FSDP_HYBRID: (Sharding.NONE, Sharding.FSDP_GRAD_OP),
+}
+_NAMES = {
+    Sharding.NONE: "plain data parallelism (DDP / ZeRO-0)",
+    Sharding.ZERO1: "ZeRO-1",
+    Sharding.ZERO2: "ZeRO-2",
+    Sharding.FSDP_GRAD_OP: "FSDP SHARD_GRAD_OP",
+}
+
+
+class ZeroThreeOnSmallModel(Rule):
+    """## What it does
+    Reports ZeRO stage 3 (or FSDP ``FULL_SHARD``) on a model whose training state fits each
+    GPU with a lighter stage — DDP, ZeRO-1 or ZeRO-2 (FSDP ``SHARD_GRAD_OP``) — and names the
+    lightest one that fits, with its estimated per-GPU peak.
+
+    ## Why it matters
+    Stage 3 shards the parameters themselves, so every forward and every backward all-gathers
+    each layer's weights across the GPUs: about 1.5x the communication of ZeRO-2, and slower
+    steps, often much slower across nodes. It is the right tool when the states do not fit;
+    on a model that fits, the all-gathers only cost speed.
+    """
+
+    code = "ZRO001"
+    name = "zero3-on-small-model"
+    severity = Severity.WARNING
+    kinds = frozenset({"run"})
+
+    VALID = (
+        Example(_ARGS.format(model="meta-llama/Llama-3.1-70B"), path="train_args.yaml",
+                files={"ds_zero3.json": _DS}, settings={"gpu": "h100", "gpus": 8},
+                title="A 70B model really needs ZeRO-3 on 8 H100s"),
+    )
+    INVALID = (
+        Example(_DS, path="ds_zero3.json",
+                files={"train_args.yaml": _ARGS.format(model="Qwen/Qwen2.5-1.5B")},
+                settings={"gpu": "h100", "gpus": 8}, lines=(6,), message="ZeRO",
+                title="ZeRO-3 for a 1.5B model on 8 H100s: DDP alone fits"),
+    )
+
+    def check(self, ctx) -> Iterator[Finding]:
+        cap = ctx.capacity
+        if cap is None:
+            return
+        for run in ctx.runs:
+            setup, arch = run.setup, run.arch
+            if setup is None or arch is None or setup.sharding not in _LIGHTER or setup.world_size < 2:
+                continue
+            if setup.offload_params:
+                continue  # parameter offload needs stage 3
+            fact = run.provenance.get("sharding")
+            if fact is None or fact.origin is None:
+                continue
+            for lighter in _LIGHTER[setup.sharding]:
+                candidate = estimate_training(arch, setup.but(sharding=lighter, offload_optimizer=False), cap)
+                if candidate.comfortable:
+                    current = ctx.budget(run)
+                    now = f" ({gib(current.peak_bytes)} now)" if current else ""
+                    yield Finding(
+                        range=fact.origin.range,
+                        path=fact.origin.path,
+                        message=(
+                            f"{setup.sharding.value} shards the parameters of a {arch.n_params / 1e9:.1f}B model "
+                            f"that fits each {cap.gpu_name} with {_NAMES[lighter]}: "
+                            f"~{gib(candidate.peak_bytes)} per GPU{now}; stage 3's all-gathers only cost speed here"
+                        ),
+                        data={"lighter": lighter.value, "peak_bytes": candidate.peak_bytes},
+                    )
+                    break
