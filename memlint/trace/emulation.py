@@ -1,0 +1,203 @@
+"""Fixes that make a fake-tensor CPU run behave, memory-wise, like a real CUDA training step.
+
+We run on *fake CPU* tensors because fake CUDA tensors cannot train on a machine without a GPU
+(with the CPU build of torch, ``nn.Linear(device="cuda")`` fails in its init and any backward
+aborts the process; with a CUDA build, backward asks for a CUDA context). Where the CPU path
+and the CUDA path of PyTorch or Hugging Face differ in what they allocate, we emulate CUDA; where
+fake tensors cannot answer a data-dependent question, we give the answer a real run gives.
+Every function here says why it exists.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+
+_HALF = (torch.float16, torch.bfloat16)
+
+
+# --------------------------------------------------------------------------- fake-tensor fixes
+def fix_dtensor_sharding_propagation() -> None:
+    """Make FSDP2's DTensor shape propagation use its own fake mode, as in a real run.
+
+    Why: DTensor computes the output metadata of an op by running it on *global-shape* fake
+    tensors, in ``detect_fake_mode() or FakeTensorMode()``. In a real run there is no active
+    fake mode, so those tensors live in a throw-away mode that the memory tracker ignores. Under
+    our outer ``FakeTensorMode`` DTensor would reuse it, and the tracker would count full-size
+    (unsharded) temporaries as real memory: the first optimizer step of an FSDP2 case came out
+    with optimizer states 15x the sharded parameters instead of 2x.
+    """
+    import torch.distributed.tensor._sharding_prop as sharding_prop
+
+    sharding_prop.detect_fake_mode = lambda *args, **kwargs: None
+
+
+def force_unpacked_sequences() -> None:
+    """Tell Hugging Face's mask builder that the batch is not a packed sequence.
+
+    Why: ``transformers.masking_utils.find_packed_sequence_indices`` looks at the values of
+    ``position_ids`` to detect several sequences packed into one row. A fake tensor has no
+    values, so transformers assumes packing is possible and builds an explicit ``(B, 1, T, T)``
+    boolean mask, which SDPA then receives instead of ``is_causal=True`` (a different kernel
+    input and 2-8 MiB more on tiny models). With the plain ``0..T-1`` positions of our batch a
+    real run returns ``None`` there; we return the same. Packed-sequence training is therefore
+    not modelled.
+    """
+    import transformers.masking_utils as masking_utils
+
+    masking_utils.find_packed_sequence_indices = lambda *args, **kwargs: None
+
+
+def make_grad_scaler(device_type: str) -> torch.amp.GradScaler:
+    """A ``GradScaler`` whose ``step`` always runs the optimizer.
+
+    Why: ``GradScaler.step`` decides whether to skip the step with ``found_inf.item()``; a fake
+    tensor has no value to give. In a healthy run the step is taken, so we always take it. The
+    unscale and inf-check kernels still run, so the scaler's own tensors are still measured.
+    """
+
+    class _AlwaysStepGradScaler(torch.amp.GradScaler):
+        def _maybe_opt_step(self, optimizer: Any, optimizer_state: Any, *args: Any, **kwargs: Any) -> Any:
+            return optimizer.step(*args, **kwargs)
+
+    return _AlwaysStepGradScaler(device_type)
+
+
+def materialize_meta_module(module: torch.nn.Module, device: torch.device | str) -> None:
+    """Replace every ``meta`` parameter and buffer with an uninitialised tensor on ``device``
+    (a fake tensor when called under ``FakeTensorMode``), keeping shared tensors shared.
+
+    Why: peft moves new LoRA adapters onto the base layer's device with ``Module.to()``, which
+    for fake-tensor parameters goes through ``torch.utils.swap_tensors`` and fails ("Cannot swap
+    t1 because it has weakref associated with it"). So LoRA models are built and adapted on the
+    ``meta`` device (no memory, no swapping) and turned into fake tensors afterwards. Dtypes,
+    ``requires_grad`` and tied weights (e.g. an lm_head tied to the embedding) are kept.
+    """
+    seen: dict[int, torch.Tensor] = {}
+    for mod in module.modules():
+        for name, p in list(mod._parameters.items()):
+            if p is None or p.device.type != "meta":
+                continue
+            if id(p) not in seen:
+                seen[id(p)] = _new_param_like(p, device)
+            mod._parameters[name] = seen[id(p)]  # type: ignore[assignment]
+        for name, b in list(mod._buffers.items()):
+            if b is None or b.device.type != "meta":
+                continue
+            if id(b) not in seen:
+                seen[id(b)] = torch.empty(b.shape, dtype=b.dtype, device=device)
+            mod._buffers[name] = seen[id(b)]
+
+
+def _new_param_like(p: torch.nn.Parameter, device: torch.device | str) -> torch.nn.Parameter:
+    data = torch.empty(p.shape, dtype=p.dtype, device=device)
+    cls = type(p)
+    if cls is torch.nn.Parameter:
+        return torch.nn.Parameter(data, requires_grad=p.requires_grad)
+    # a Parameter subclass (e.g. bitsandbytes' Params4bit): keep its class and attributes
+    new = torch.nn.Parameter(data, requires_grad=p.requires_grad)
+    new.__class__ = cls
+    new.__dict__.update({k: v for k, v in p.__dict__.items()})
+    return new
+
+
+# --------------------------------------------------------------------------- CUDA emulations
+@contextlib.contextmanager
+def cuda_sdpa_kernel_choice() -> Iterator[None]:
+    """Give CPU SDPA the kernel that CUDA picks: flash-style, even with attention dropout.
+
+    Why: on CUDA, ``scaled_dot_product_attention`` with ``dropout_p > 0`` still runs the flash or
+    memory-efficient kernel; the dropout mask is regenerated from the RNG state in backward,
+    never stored, and only the output plus an fp32 log-sum-exp per row are saved. CPU's flash
+    kernel has no dropout, so with ``dropout_p > 0`` CPU falls back to the *math* path, which
+    keeps ``B*H*T*T`` attention probabilities and a dropout mask (GPT-2 small fp32 b8 s1024:
+    28.0 GiB with the fallback vs 14.5 GiB). Calling SDPA with ``dropout_p=0`` gives the CPU
+    flash kernel, whose saved tensors are the CUDA kernels'. Only the kernel choice changes; the
+    dropout's own memory on CUDA is nil in these kernels.
+    """
+    import torch.nn.functional as F
+
+    original = F.scaled_dot_product_attention
+
+    def sdpa_without_dropout(query, key, value, attn_mask=None, dropout_p=0.0, *args, **kwargs):  # type: ignore[no-untyped-def]
+        kwargs.pop("dropout_p", None)
+        return original(query, key, value, attn_mask, 0.0, *args, **kwargs)
+
+    F.scaled_dot_product_attention = sdpa_without_dropout
+    try:
+        yield
+    finally:
+        F.scaled_dot_product_attention = original
+
+
+@contextlib.contextmanager
+def cuda_autocast_op_lists(device_type: str) -> Iterator[None]:
+    """Apply CUDA autocast's fp32 rules while CPU autocast is on.
+
+    Why: CPU and CUDA autocast have different op lists. CUDA runs ``softmax`` / ``log_softmax``
+    with ``dtype=float32`` ("fp32_set_opt_dtype") and casts the inputs of ``layer_norm``,
+    ``group_norm``, ``pow``, ``exp``, ``log``, ``rsqrt``, ... and of the losses to float32 ("fp32"
+    list); CPU autocast leaves them in bf16/fp16. The difference is real memory: GPT-2's
+    ``gelu_new`` uses ``torch.pow``, so its whole GELU chain is fp32 on CUDA; eager attention
+    keeps an fp32 softmax per layer on CUDA (GPT-2 small eager amp-bf16 b8 s1024: 21.5 vs 19.8
+    GiB). The affected ``torch``, ``torch.nn.functional`` and ``torch.Tensor`` functions are
+    wrapped for the duration (they only act while autocast is enabled on ``device_type``).
+    Module attributes are patched rather than using a ``TorchFunctionMode`` because such a mode
+    is not active during activation-checkpoint recomputation, which then recomputes different
+    dtypes and fails ("Recomputed values ... have different metadata").
+    Not covered: in-place variants (``pow_``) and ops called only from C++ composites.
+    """
+    import torch.nn.functional as F
+    from torch.utils._pytree import tree_map_only
+
+    def on() -> bool:
+        return torch.is_autocast_enabled(device_type)
+
+    def to_fp32(t: torch.Tensor) -> torch.Tensor:
+        return t.float() if t.dtype in _HALF else t
+
+    def with_fp32_output(fn: Any, dim_args: int) -> Any:
+        # softmax(input, dim, [_stacklevel,] dtype): force dtype=float32 when none is given
+        def wrapper(input: Any, *args: Any, **kwargs: Any) -> Any:
+            if on() and isinstance(input, torch.Tensor) and input.dtype in _HALF and kwargs.get("dtype") is None:
+                if len(args) <= dim_args or args[dim_args] is None:
+                    args = args[:dim_args]
+                    kwargs["dtype"] = torch.float32
+            return fn(input, *args, **kwargs)
+
+        return wrapper
+
+    def with_fp32_inputs(fn: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if on():
+                args, kwargs = tree_map_only(torch.Tensor, to_fp32, (args, kwargs))
+            return fn(*args, **kwargs)
+
+        return wrapper
+
+    patches: list[tuple[Any, str, Any]] = []
+    # F.softmax(input, dim=None, _stacklevel=3, dtype=None): dtype is the 3rd extra positional
+    for name in ("softmax", "log_softmax"):
+        patches.append((F, name, with_fp32_output(getattr(F, name), 2)))
+        # torch.softmax(input, dim, dtype=None) / Tensor.softmax(dim, dtype=None)
+        patches.append((torch, name, with_fp32_output(getattr(torch, name), 1)))
+        patches.append((torch.Tensor, name, with_fp32_output(getattr(torch.Tensor, name), 1)))
+    for name in ("layer_norm", "group_norm", "cross_entropy", "nll_loss", "mse_loss", "l1_loss",
+                 "smooth_l1_loss", "kl_div", "binary_cross_entropy_with_logits", "softplus"):
+        patches.append((F, name, with_fp32_inputs(getattr(F, name))))
+    for name in ("pow", "exp", "log", "rsqrt", "log1p", "expm1", "reciprocal"):
+        patches.append((torch, name, with_fp32_inputs(getattr(torch, name))))
+    for name in ("pow", "__pow__", "exp", "log", "rsqrt", "log1p", "expm1", "reciprocal"):
+        patches.append((torch.Tensor, name, with_fp32_inputs(getattr(torch.Tensor, name))))
+
+    saved = [(owner, name, getattr(owner, name)) for owner, name, _ in patches]
+    for owner, name, new in patches:
+        setattr(owner, name, new)
+    try:
+        yield
+    finally:
+        for owner, name, old in saved:
+            setattr(owner, name, old)

@@ -1,0 +1,183 @@
+"""Tests of ``memlint.trace`` (measuring a training step on fake tensors).
+
+The case-validation tests need nothing but memlint. The measuring tests need the optional extra
+``memlint[trace]`` (torch, transformers, peft) and are skipped cleanly without it. They follow
+the oracle's validation: a tiny model is measured on fake tensors and then trained for real on
+the CPU under the same tracker, and both must give the same peak, to the byte.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from memlint.trace.case import OPTIMIZERS, PRECISIONS, Case, CaseError, from_oracle_dict, parse_cases
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+TINY_LLAMA = {"model_type": "llama", "hidden_size": 256, "intermediate_size": 688, "num_hidden_layers": 2,
+              "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 4096,
+              "max_position_embeddings": 512, "tie_word_embeddings": False}
+TINY_GPT2 = {"model_type": "gpt2", "n_embd": 192, "n_layer": 2, "n_head": 4, "vocab_size": 4096, "n_positions": 512}
+
+
+def _case(**kw: object) -> dict:
+    base = {"id": "t", "model": TINY_LLAMA, "batch_size": 2, "seq_len": 128, "precision": "bf16"}
+    base.update(kw)
+    return base
+
+
+# --------------------------------------------------------------------------- validation (no torch)
+def test_unknown_precision_is_rejected_with_a_suggestion() -> None:
+    with pytest.raises(CaseError) as e:
+        Case.from_dict(_case(precision="bfloat16"))
+    msg = str(e.value)
+    assert "precision 'bfloat16' must be one of" in msg
+    for p in PRECISIONS:
+        assert repr(p) in msg
+
+
+def test_unknown_optimizer_is_rejected_with_did_you_mean() -> None:
+    with pytest.raises(CaseError, match=r"optimizer 'adamw8bit' must be one of .*did you mean 'adamw-8bit'\?"):
+        Case.from_dict(_case(optimizer="adamw8bit"))
+    with pytest.raises(CaseError, match="optimizer 'lion'"):
+        Case.from_dict(_case(optimizer="lion"))
+
+
+def test_other_bad_cases_have_clear_messages() -> None:
+    with pytest.raises(CaseError, match=r"unknown field\(s\) 'attn_impl' \(did you mean 'attn'\?\)"):
+        Case.from_dict(_case(attn_impl="eager"))
+    with pytest.raises(CaseError, match="missing field 'seq_len'"):
+        Case.from_dict({"id": "x", "model": TINY_LLAMA, "batch_size": 1, "precision": "bf16"})
+    with pytest.raises(CaseError, match="world_size=4 needs sharding='fsdp-full'"):
+        Case.from_dict(_case(world_size=4))
+    with pytest.raises(CaseError, match="sharding 'fsdp' must be one of"):
+        Case.from_dict(_case(sharding="fsdp", world_size=2))
+    with pytest.raises(CaseError, match="not in the file's 'models' table; did you mean 'llama-2-7b'"):
+        parse_cases({"models": {"llama-2-7b": TINY_LLAMA}, "cases": [_case(model="llama-2-7")]})
+    with pytest.raises(CaseError, match="batch_size must be a positive integer"):
+        Case.from_dict(_case(batch_size=0))
+    with pytest.raises(CaseError, match="either lora or qlora"):
+        Case.from_dict(_case(lora={"r": 8}, qlora={"r": 8}))
+
+
+def test_defaults_and_names() -> None:
+    c = Case.from_dict(_case())
+    assert (c.optimizer, c.attn, c.sharding, c.world_size, c.steps, c.round_bytes) == ("adamw", "sdpa", "none", 1, 2, 512)
+    assert set(OPTIMIZERS) >= {"adamw", "adamw-fused", "adamw-forloop", "adam", "sgd", "sgd-momentum", "adafactor",
+                               "adamw-8bit"}
+    assert PRECISIONS == ("fp32", "bf16", "fp16", "amp-bf16", "amp-fp16")
+
+
+def test_oracle_spelling_is_translated() -> None:
+    d = from_oracle_dict({"id": "o", "model": "m", "batch_size": 1, "seq_len": 8, "precision": "bf16",
+                          "optimizer": "sgd", "attn_impl": "eager", "sharding": "fsdp2", "world_size": 2})
+    assert (d["optimizer"], d["attn"], d["sharding"]) == ("sgd-momentum", "eager", "fsdp-full")
+    assert from_oracle_dict({"optimizer_impl": "fused"})["optimizer"] == "adamw-fused"
+
+
+def test_calibration_suite_is_valid() -> None:
+    from memlint.trace.case import load_cases
+
+    cases = load_cases(os.path.join(ROOT, "tests", "calibration", "cases.json"))
+    assert len(cases) >= 64
+    assert len({c.model["model_type"] for c in cases}) >= 9
+
+
+def test_importing_the_package_does_not_import_torch() -> None:
+    code = "import sys, memlint.trace, memlint.trace.case; assert 'torch' not in sys.modules, 'torch imported'"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT,
+                   env={**os.environ, "PYTHONPATH": ROOT})
+
+
+# --------------------------------------------------------------------------- measuring (torch)
+@pytest.fixture(scope="module")
+def measure():
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from memlint.trace.measure import measure_case
+
+    return measure_case
+
+
+REAL_VS_FAKE = [
+    dict(id="llama-fp32-adamw", precision="fp32"),
+    dict(id="llama-bf16-adamw-gc", precision="bf16", grad_ckpt=True),
+    dict(id="llama-ampbf16-adam-eager", precision="amp-bf16", optimizer="adam", attn="eager"),
+    dict(id="llama-ampfp16-gradscaler", precision="amp-fp16"),
+    dict(id="llama-fp16-sgd-momentum", precision="fp16", optimizer="sgd-momentum"),
+    dict(id="llama-bf16-adafactor", precision="bf16", optimizer="adafactor"),
+    dict(id="llama-bf16-lora", precision="bf16", lora={"r": 8, "alpha": 16, "dropout": 0.05,
+                                                       "target_modules": ["q_proj", "v_proj"]}),
+    dict(id="gpt2-fp32-adamw-dropout", model=TINY_GPT2, precision="fp32"),
+    dict(id="gpt2-ampbf16-eager", model=TINY_GPT2, precision="amp-bf16", attn="eager"),
+]
+
+
+@pytest.mark.parametrize("variant", REAL_VS_FAKE, ids=[v["id"] for v in REAL_VS_FAKE])
+def test_fake_run_equals_real_cpu_run(measure, variant: dict) -> None:
+    case = Case.from_dict(_case(round_bytes=1, **variant))
+    fake = measure(case, fake=True)
+    real = measure(case, fake=False)
+    assert fake["status"] == real["status"] == "ok"
+    assert fake["peak_bytes"] == real["peak_bytes"], (fake["breakdown"], real["breakdown"])
+    assert fake["peak_phase"] == real["peak_phase"]
+    assert fake["breakdown"] == real["breakdown"]
+    assert fake["params"]["trainable"] == real["params"]["trainable"]
+
+
+def test_fsdp2_fake_run_equals_real_cpu_run(measure) -> None:
+    case = Case.from_dict(_case(id="fsdp", precision="fp32", world_size=2, sharding="fsdp-full", round_bytes=1))
+    fake = measure(case, fake=True)
+    real = measure(case, fake=False)
+    assert fake["peak_bytes"] == real["peak_bytes"]
+    assert "Sharded Param" in fake["breakdown"]
+
+
+def test_result_shape_and_rounding(measure) -> None:
+    case = Case.from_dict(_case(id="shape", precision="bf16"))
+    res = measure(case)
+    assert res["status"] == "ok"
+    assert res["peak_bytes"] % 512 == 0 or res["peak_bytes"] > 0
+    assert res["peak_phase"] in {p["phase"] for p in res["phases"]}
+    names = [p["phase"] for p in res["phases"]]
+    assert names[:4] == ["forward1", "backward1", "optimizer1", "zero_grad1"] and names[-1] == "zero_grad2"
+    assert max(p["peak_bytes"] for p in res["phases"]) == res["peak_bytes"]
+    assert res["params"]["total"] == res["params"]["trainable"] > 0
+    assert res["breakdown"]["Optstate"] > 0
+    assert {"torch", "transformers"} <= set(res["versions"])
+    exact = measure(Case.from_dict(_case(id="exact", precision="bf16", round_bytes=1)))
+    assert exact["peak_bytes"] <= res["peak_bytes"]
+
+
+def test_cli_runs_a_config_file_and_reports_failures(measure, tmp_path) -> None:
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps(TINY_LLAMA))
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    out = tmp_path / "one.json"
+    subprocess.run([sys.executable, "-m", "memlint.trace", "--model-config", str(cfg), "--batch", "2", "--seq", "64",
+                    "--precision", "bf16", "--optimizer", "adamw", "--grad-ckpt", "--out", str(out)],
+                   check=True, cwd=ROOT, env=env, capture_output=True)
+    doc = json.loads(out.read_text())
+    assert doc["results"][0]["status"] == "ok" and doc["results"][0]["case"]["grad_ckpt"] is True
+
+    bad = dict(TINY_LLAMA, hidden_size=250)  # not divisible by the heads: the model cannot be built
+    cases = tmp_path / "cases.json"
+    cases.write_text(json.dumps({"models": {"tiny": TINY_LLAMA, "bad": bad}, "cases": [
+        {"id": "good", "model": "tiny", "batch_size": 1, "seq_len": 32, "precision": "fp32"},
+        {"id": "broken", "model": "bad", "batch_size": 1, "seq_len": 32, "precision": "fp32"}]}))
+    out = tmp_path / "two.json"
+    proc = subprocess.run([sys.executable, "-m", "memlint.trace", str(cases), "--jobs", "2", "--out", str(out)],
+                          cwd=ROOT, env=env, capture_output=True, text=True)
+    assert proc.returncode == 1
+    res = {r["id"]: r for r in json.loads(out.read_text())["results"]}
+    assert res["good"]["status"] == "ok"
+    assert res["broken"]["status"] == "error" and res["broken"]["error"]
+
+    proc = subprocess.run([sys.executable, "-m", "memlint.trace", str(cases), "--ids", "nope"], cwd=ROOT, env=env,
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and "unknown case ids: nope" in proc.stderr
