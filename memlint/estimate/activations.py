@@ -31,6 +31,9 @@ class ActivationProfile:
 
     block_saved: float  # all blocks' saved tensors, summed (no checkpointing)
     largest_block_saved: float  # one block's saved tensors (what checkpointing recomputes)
+    # the worst moment of one block's backward: what it still holds plus the gradients in
+    # flight (see graph.Tape.backward_peak)
+    block_backward_peak: float
     block_input: float  # one block's input: what a checkpointed block keeps
     checkpointed_blocks: int  # how many blocks keep only their input
     base_saved: float  # embeddings, final norm, the head's saved input
@@ -64,7 +67,7 @@ def tape_settings(arch: Architecture, setup: TrainingSetup, block_trains: bool =
     if setup.quantized:
         # prepare_model_for_kbit_training upcasts the non-quantised parameters (norms,
         # embeddings, head) to fp32; bnb Linear4bit computes in bnb_4bit_compute_dtype.
-        param_bytes = 4
+        param_bytes = 4 if setup.lora.kbit_prepared else 2
         compute = 2
     return TapeSettings(
         compute_bytes=compute,
@@ -81,12 +84,12 @@ def tape_settings(arch: Architecture, setup: TrainingSetup, block_trains: bool =
     )
 
 
-def _block_bytes(arch: Architecture, settings: TapeSettings, input_rg: bool) -> tuple[float, float]:
-    """(saved bytes, input bytes) per token of one block whose input needs grad or not."""
+def _block_bytes(arch: Architecture, settings: TapeSettings, input_rg: bool) -> tuple[float, float, float]:
+    """(saved bytes, input bytes, backward high point) per token of one block."""
     tape = Tape(settings)
     x = Value(arch.hidden_size, settings.param_bytes, input_rg)
     BLOCKS[arch.family](tape, arch, x)
-    return tape.saved_bytes, x.bytes
+    return tape.saved_bytes, x.bytes, tape.backward_peak
 
 
 def _head_input(arch: Architecture, settings: TapeSettings, x: Value) -> tuple[Tape, Value]:
@@ -122,7 +125,7 @@ def logits_bytes_per_token(arch: Architecture, setup: TrainingSetup) -> tuple[fl
         return 0.0, 0.0, 0.0
     v = arch.vocab_size
     policy: PrecisionPolicy = POLICIES[setup.precision]
-    c = 4 if (setup.quantized and policy.weight_bytes == 2) else policy.compute_bytes
+    c = 4 if (setup.quantized and setup.lora.kbit_prepared) else policy.compute_bytes
     upcast = 4 if c != 4 else 0
     softcap = final_softcap(arch)
     extra = 2 * c if softcap else 0  # logits/cap, tanh (saved), *cap
@@ -141,9 +144,10 @@ def profile(arch: Architecture, setup: TrainingSetup) -> ActivationProfile:
     embeddings_train = lora is False and not setup.freeze_embeddings and setup.frozen_layers == 0
     first_input_rg = embeddings_train or (lora and setup.grad_ckpt)  # enable_input_require_grads
 
-    cache: dict[tuple[bool, bool], tuple[float, float]] = {}
+    cache: dict[tuple[bool, bool], tuple[float, float, float]] = {}
     total = 0.0
     largest = 0.0
+    backward_peak = 0.0
     input_bytes = 0.0
     for index in range(sum(g.count for g in arch.blocks)):
         frozen = index < setup.frozen_layers
@@ -151,9 +155,10 @@ def profile(arch: Architecture, setup: TrainingSetup) -> ActivationProfile:
         key = (frozen, rg)
         if key not in cache:
             cache[key] = _block_bytes(arch, frozen_settings if frozen else settings, rg)
-        saved, input_bytes = cache[key]
+        saved, input_bytes, block_peak = cache[key]
         total += saved
         largest = max(largest, saved)
+        backward_peak = max(backward_peak, block_peak)
 
     head_tape, _ = _head_input(arch, settings, Value(arch.hidden_size, settings.param_bytes, True))
     base = head_tape.saved_bytes + _embedding_saved(arch, settings)
@@ -170,6 +175,7 @@ def profile(arch: Architecture, setup: TrainingSetup) -> ActivationProfile:
     return ActivationProfile(
         block_saved=total,
         largest_block_saved=largest,
+        block_backward_peak=backward_peak,
         block_input=input_bytes,
         checkpointed_blocks=checkpointed,
         base_saved=base,

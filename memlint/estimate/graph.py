@@ -69,6 +69,22 @@ class Tape:
     def saved_bytes(self) -> float:
         return sum(v.bytes for v in self._saved.values())
 
+    @property
+    def backward_peak(self) -> float:
+        """Bytes per token alive at the worst moment of this block's backward.
+
+        Backward runs the ops in reverse: when it reaches the op that saved tensor *i*, the
+        tensors saved after *i* are already freed, those saved up to *i* are alive, and the
+        gradients of *i* and of its input exist at once (softmax's backward over eager
+        attention probabilities: two fp32 buffers of heads x T per token).
+        """
+        alive = 0.0
+        peak = 0.0
+        for value in self._saved.values():
+            alive += value.bytes
+            peak = max(peak, alive + 2 * value.bytes)
+        return peak
+
     def save(self, *values: Value | None) -> None:
         for value in values:
             while value is not None and value.view_of is not None:

@@ -61,3 +61,37 @@ def case_inputs(case: Mapping[str, Any]) -> tuple[Architecture, TrainingSetup]:
     arch = from_config(inputs["model"], str(inputs.get("model_name") or ""))
     cpu = inputs.get("emulate_cuda_dropout") is not True  # the oracle kept CPU dropout
     return arch, setup_of(inputs, cpu_dropout=cpu)
+
+
+def trace_case_inputs(result: Mapping[str, Any]) -> tuple[Architecture, TrainingSetup]:
+    """The architecture and setup of a ``memlint trace`` result (its ``case``)."""
+    case = result["case"]
+    arch = from_config(case["model"], str(case.get("model_name") or ""))
+    lora_spec = case.get("lora") or case.get("qlora")
+    lora = None
+    if lora_spec:
+        targets = lora_spec.get("target_modules")
+        targets = tuple(targets) if isinstance(targets, (list, tuple)) else (str(targets),)
+        lora = Lora(
+            r=int(lora_spec["r"]),
+            targets=targets,
+            alpha=float(lora_spec.get("alpha", 16)),
+            dropout=float(lora_spec.get("dropout", 0.05)),
+            quantization="nf4" if case.get("qlora") else None,
+            double_quant=bool(lora_spec.get("double_quant", True)),
+            kbit_prepared=False,  # the trace quantises without prepare_model_for_kbit_training
+        )
+    setup = TrainingSetup(
+        micro_batch=int(case["batch_size"]),
+        seq_len=int(case["seq_len"]),
+        precision=Precision(case["precision"]),
+        optimizer=Optimizer.parse(case["optimizer"]),
+        grad_ckpt_every=1 if case.get("grad_ckpt") else 0,
+        attention=Attention(case.get("attn", "sdpa")),
+        lora=lora,
+        sharding=_SHARDING[str(case.get("sharding", "none"))],
+        world_size=int(case.get("world_size", 1)),
+        keep_logits=bool(case.get("keep_outputs", False)),
+        dropout_mask_bytes=None,  # measured with the CPU's dropout kernel
+    )
+    return arch, setup

@@ -107,10 +107,11 @@ OPTIMIZERS: dict[Optimizer, OptimizerSpec] = {
     Optimizer.SGD: OptimizerSpec("SGD", 0),
     Optimizer.SGD_MOMENTUM: OptimizerSpec("SGD with momentum", 1),
     Optimizer.LION: OptimizerSpec("Lion", 1, step_temp="largest"),
-    # transformers' Adafactor: factored second moment, no first moment (beta1=None), updates
-    # computed per parameter in fp32 (grad copy, update, squared update).
+    # transformers' Adafactor: factored second moment, no first moment (beta1=None); each
+    # parameter is updated in fp32 with four parameter-sized temporaries alive at once (an fp32
+    # copy of the gradient and of the parameter, grad**2 + eps, the row x column estimate).
     Optimizer.ADAFACTOR: OptimizerSpec(
-        "Adafactor", 0, step_temp="largest", step_temp_count=3, factored=True
+        "Adafactor", 0, step_temp="largest", step_temp_count=4, factored=True
     ),
     # bitsandbytes blockwise 8-bit states: 1 byte each for m and v, plus an fp32 absmax per
     # 256-value block per state (2 * 4/256 bytes); tensors under 4096 values stay 32-bit.

@@ -43,6 +43,9 @@ class Lora:
     dropout: float = 0.05
     quantization: str | None = None  # None, "nf4" (4-bit QLoRA), "fp4", "int8"
     double_quant: bool = True  # bnb_4bit_use_double_quant
+    # peft's prepare_model_for_kbit_training (Axolotl and most QLoRA scripts call it) upcasts
+    # every non-quantised parameter (norms, embeddings, head) to fp32
+    kbit_prepared: bool = True
 
     def applies_to(self, linear_name: str) -> bool:
         """PEFT's target matching: a module whose name is, or ends with, a target.

@@ -99,6 +99,10 @@ class StateBytes:
     ddp_buckets: float  # DDP's flat all-reduce buckets (a second copy of the gradients)
 
 
+def _dtype(nbytes: int) -> str:
+    return {4: "fp32", 2: "bf16"}.get(nbytes, f"{nbytes} B")
+
+
 def shard_factor(setup: TrainingSetup) -> int:
     if setup.sharding == Sharding.FSDP_HYBRID:
         return max(1, min(setup.world_size, setup.gpus_per_node))
@@ -130,8 +134,9 @@ def state_bytes(arch: Architecture, setup: TrainingSetup, counts: ParameterCount
             NF4_DOUBLE_QUANT_BYTES if setup.lora.double_quant else NF4_BYTES
         )
         # prepare_model_for_kbit_training keeps the non-quantised parameters in fp32
-        weights = counts.quantized * per_q + (counts.total - counts.quantized) * 4
-        note = f"{counts.quantized / 1e9:.2f}B quantised to {per_q:.3f} B/param, the rest fp32"
+        rest = 4 if setup.lora.kbit_prepared else policy.weight_bytes
+        weights = counts.quantized * per_q + (counts.total - counts.quantized) * rest
+        note = f"{counts.quantized / 1e9:.2f}B quantised to {per_q:.3f} B/param, the rest {_dtype(rest)}"
     else:
         weights = counts.total * policy.weight_bytes
         note = f"{policy.weight_bytes} B/param"

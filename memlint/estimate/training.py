@@ -143,8 +143,16 @@ def estimate_training(
     logits_bwd = Component("logits", "Logits and cross-entropy gradients", int(prof.logits_backward * tokens))
     recompute = Component(
         "recompute",
-        "Recomputed block (checkpointing)",
-        int(prof.largest_block_saved * tokens + (prof.weight_casts / max(arch.num_layers, 1))),
+        "Block in backward (recomputed by checkpointing)",
+        int(prof.block_backward_peak * tokens + (prof.weight_casts / max(arch.num_layers, 1))),
+        "its recomputed activations and the gradients in flight at its worst moment",
+    )
+    # without checkpointing, the last block's backward: its saved tensors are counted in the
+    # activations; what it adds are the gradients in flight
+    in_block = Component(
+        "block_backward",
+        "Gradients inside a block's backward",
+        int(max(prof.block_backward_peak - prof.largest_block_saved, 0) * tokens),
     )
     accumulated = grads if setup.grad_accum > 1 else None
     fwd_buffers, head_buffers, bwd_buffers = _sharding_buffers(arch, setup)
@@ -155,8 +163,14 @@ def estimate_training(
     if not ckpt:
         backward_start.append(casts)  # the half copies stay saved until their block's backward
     backward_end = persistent + [grads, ddp, inputs] + bwd_buffers
+    candidates = [backward_start]
     if ckpt:
         backward_end.append(recompute)
+        # the first block recomputed: every checkpoint still alive, few gradients yet
+        candidates.append(persistent + [accumulated, activations, recompute, inputs] + bwd_buffers)
+    else:
+        candidates.append(persistent + [accumulated, activations, in_block, casts, inputs] + bwd_buffers)
+    candidates.append(backward_end)
     optimizer = persistent + [grads, ddp, step_temp]
 
     def phase(name: str, parts) -> Phase:
@@ -164,8 +178,7 @@ def estimate_training(
 
     phases = (
         phase("forward", forward),
-        phase("backward", max((phase("backward", backward_start), phase("backward", backward_end)),
-                              key=lambda p: p.bytes).components),
+        max((phase("backward", c) for c in candidates), key=lambda p: p.bytes),
         phase("optimizer_step", optimizer),
     )
 

@@ -84,7 +84,8 @@ def _swap_in_linear4bit(model: nn.Module, case: Case) -> int:
     replaced = 0
     for parent in list(model.modules()):
         for name, child in list(parent.named_children()):
-            if type(child) is not nn.Linear or child is head:
+            # isinstance, as transformers' quantizer does: Falcon's FalconLinear subclasses Linear
+            if not isinstance(child, nn.Linear) or isinstance(child, bnb.nn.Linear4bit) or child is head:
                 continue
             new = bnb.nn.Linear4bit(child.in_features, child.out_features, bias=child.bias is not None,
                                     compute_dtype=compute_dtype(case), quant_type=qc.get("quant_type", "nf4"),
