@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from memlint import kinds
@@ -13,7 +14,9 @@ from memlint.sources import structured
 @dataclass
 class ParsedDocument:
     document: Document
-    kind: str  # "python", "shell", "deepspeed", "accelerate", "axolotl", "llamafactory", "hf-args", "json", "yaml", "other"
+    # "python" (training code), "python-other" (Python that imports no ML library: not parsed),
+    # "shell", "deepspeed", "accelerate", "axolotl", "llamafactory", "hf-args", "json", "yaml", "other"
+    kind: str
     python: python_source.PythonSource | None = None
     syntax_error: python_source.PythonSyntaxError | None = None
     structured: structured.Structured | None = None
@@ -27,9 +30,25 @@ class ParsedDocument:
         return self.document.text
 
 
+# Python that imports none of these cannot define or configure a training run: memlint does not
+# even parse it (a repository's web handlers and utilities cost a regular-expression scan).
+_TRAINING_IMPORT = re.compile(
+    r"^[ \t]*(?:from|import)[ \t]+(?:torch|transformers|deepspeed|accelerate|peft|trl|bitsandbytes|"
+    r"lightning|pytorch_lightning|axolotl|llamafactory|unsloth|liger_kernel|datasets|apex|"
+    r"megatron|fairscale|composer|optimum|mlx|jax|flax|keras)\b",
+    re.MULTILINE,
+)
+
+
+def is_training_code(text: str) -> bool:
+    return _TRAINING_IMPORT.search(text) is not None
+
+
 def parse_document(document: Document) -> ParsedDocument:
     if document.problem is not None:
         return ParsedDocument(document, document.syntax)
+    if document.syntax == "python" and not is_training_code(document.text):
+        return ParsedDocument(document, "python-other")
     if document.syntax == "python":
         result = python_source.parse(document.text)
         if isinstance(result, python_source.PythonSyntaxError):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +27,9 @@ from memlint.settings import Settings
 from memlint.walk import iter_files
 
 MAX_LINK_DEPTH = 3
+MAX_SCAN_BYTES = 4 * 1024 * 1024
+# file names a document can link: ds_config.json, configs/zero3.yaml, train.py, launch.sh
+_FILE_NAME = re.compile(r"[\w.\-/]+\.(?:json|ya?ml|py|sh)\b")
 ENTRY_KINDS = ("python", "axolotl", "llamafactory", "hf-args", "shell")
 
 
@@ -47,11 +51,22 @@ class Project:
         self._cache: dict[str, _Cached] = {}
         self._overlays: dict[str, str] = {}  # unsaved editor buffers, by absolute path
         self._candidates: list[Path] | None = None
+        self._mentions: dict[str, list[Path]] | None = None  # file name -> files naming it
+        self._keys: dict[str, str] = {}
 
     # ----------------------------------------------------------------- documents
 
     def key(self, path: str | Path) -> str:
-        return str(Path(path).resolve())
+        """A canonical name for a file (symlinks resolved); memoised, it is asked often."""
+        text = str(path)
+        found = self._keys.get(text)
+        if found is None:
+            try:
+                found = str(Path(text).resolve())
+            except (OSError, RuntimeError):  # a symlink loop
+                found = os.path.abspath(text)
+            self._keys[text] = found
+        return found
 
     def set_overlay(self, path: str | Path, text: str | None) -> None:
         """Lint ``path`` with this text (an editor buffer) instead of the file; None drops it."""
@@ -60,14 +75,23 @@ class Project:
             self._overlays.pop(key, None)
         else:
             self._overlays[key] = text
+        if self._mentions is not None:  # re-index just this buffer's mentions
+            target = Path(path)
+            for paths in self._mentions.values():
+                if target in paths:
+                    paths.remove(target)
+            source = text if text is not None else self._read_for_scan(target)
+            for name in set(_FILE_NAME.findall(source or "")):
+                self._mentions.setdefault(name.rsplit("/", 1)[-1], []).append(target)
 
     def invalidate(self, path: str | Path | None = None) -> None:
         if path is None:
             self._cache.clear()
-            self._candidates = None
+            self._keys.clear()
         else:
             self._cache.pop(self.key(path), None)
-            self._candidates = None
+        self._candidates = None
+        self._mentions = None
 
     def document(self, path: str | Path) -> Document:
         key = self.key(path)
@@ -138,24 +162,34 @@ class Project:
             ]
         return self._candidates
 
+    def mentions(self) -> dict[str, list[Path]]:
+        """For every file name a project file mentions (``ds_config.json``, ``train.py``), the
+        files that mention it. Built once by a text scan (no parsing), so finding who links a
+        config is a dictionary look-up, not a pass over the project."""
+        if self._mentions is None:
+            index: dict[str, list[Path]] = {}
+            for candidate in self.candidates():
+                text = self._overlays.get(self.key(candidate)) or self._read_for_scan(candidate)
+                for name in set(_FILE_NAME.findall(text or "")):
+                    index.setdefault(name.rsplit("/", 1)[-1], []).append(candidate)
+            self._mentions = index
+        return self._mentions
+
+    @staticmethod
+    def _read_for_scan(path: Path) -> str | None:
+        try:
+            if path.stat().st_size > MAX_SCAN_BYTES:
+                return None
+            return path.read_text("utf-8", errors="ignore")
+        except OSError:
+            return None
+
     def referrers(self, path: str | Path) -> list[Path]:
         """Documents whose facts reference ``path`` (directly)."""
         target = self.key(path)
-        name = Path(path).name
         found: list[Path] = []
-        for candidate in self.candidates():
-            key = self.key(candidate)
-            if key == target:
-                continue
-            text = self._overlays.get(key)
-            if text is None:
-                try:
-                    if candidate.stat().st_size > 4 * 1024 * 1024:
-                        continue
-                    text = candidate.read_text("utf-8", errors="ignore")
-                except OSError:
-                    continue
-            if name not in text:
+        for candidate in self.mentions().get(Path(path).name, ()):
+            if self.key(candidate) == target:
                 continue
             for facts in self.facts(candidate):
                 refs = [r.value for r in facts.references] + ([facts.launches.value] if facts.launches else [])

@@ -8,6 +8,8 @@ wins (a ``pyproject.toml`` without ``[tool.memlint]`` is skipped), as in ruff.
 from __future__ import annotations
 
 import fnmatch
+import functools
+import os
 import sys
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -71,10 +73,7 @@ class Settings:
         return chosen and not any(code.startswith(p) for p in self.ignore)
 
     def ignored_in_file(self, code: str, path: Path) -> bool:
-        try:
-            relative = path.resolve().relative_to(self.root.resolve()).as_posix()
-        except (ValueError, OSError):
-            relative = path.as_posix()
+        relative = _relative(path, self.root)
         for pattern, codes in self.per_file_ignores.items():
             if _glob_match(relative, pattern) and any(code.startswith(c) for c in codes):
                 return True
@@ -84,18 +83,33 @@ class Settings:
         return self.severity.get(code, default)
 
     def is_excluded(self, path: Path) -> bool:
-        try:
-            relative = path.resolve().relative_to(self.root.resolve()).as_posix()
-        except (ValueError, OSError):
-            relative = path.as_posix()
+        """Does an exclude pattern match the path (relative to the settings' root) or any
+        of its parts? Called for every directory entry a walk meets, so it avoids resolving
+        symlinks and compiles its patterns once."""
+        relative = _relative(path, self.root)
+        matchers = _matchers(tuple(self.exclude) + tuple(self.extend_exclude))
         parts = relative.split("/")
-        for pattern in (*self.exclude, *self.extend_exclude):
-            if any(fnmatch.fnmatch(part, pattern) for part in parts) or _glob_match(relative, pattern):
-                return True
-        return False
+        return any(m(relative) or any(m(part) for part in parts) for m in matchers)
 
     def with_overrides(self, **changes: Any) -> "Settings":
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+
+@functools.lru_cache(maxsize=64)
+def _matchers(patterns: tuple[str, ...]):
+    import re
+
+    return tuple(re.compile(fnmatch.translate(p.rstrip("/"))).fullmatch for p in patterns)
+
+
+def _relative(path: Path, root: Path) -> str:
+    absolute = os.path.abspath(path)
+    base = os.path.abspath(root)
+    if absolute == base:
+        return "."
+    if absolute.startswith(base + os.sep):
+        return absolute[len(base) + 1 :].replace(os.sep, "/")
+    return absolute.replace(os.sep, "/")
 
 
 def _glob_match(relative: str, pattern: str) -> bool:
