@@ -297,9 +297,12 @@ class _Validation:
         known = known_keys(self.root, error.schema)
         patterns = [re.compile(p) for c in _candidates(self.root, error.schema) for p in c.get("patternProperties", {})]
         removed = self.root.get("x-memlint-removed-keys", {}) if not path else {}
+        foreign = _unschematised_plugin_prefixes(self.name, self.data.get("plugins")) if not path else ()
         for key in instance:
             if key in known or any(p.search(str(key)) for p in patterns):
                 continue
+            if str(key).startswith(foreign or ("\0",)):
+                continue  # a listed plugin whose keys the schema does not know
             key_path = path + (key,)
             where = self.data.range_of(key_path, key=True)
             prefix = LEGACY_PREFIXES.get(self.name, {}).get(path)
@@ -307,9 +310,17 @@ class _Validation:
                 yield self._deprecated(key_path, key[len(prefix):], instance, "", legacy_prefix=prefix)
                 continue
             if key in removed:
-                yield Issue("removed", key_path, f"`{_dotted(key_path)}` was removed from {self.tool}: {removed[key].strip()}", where)
+                message = f"`{_dotted(key_path)}` was removed from {self.tool}: {removed[key].strip()}"
+                yield Issue("removed", key_path, message, where)
                 continue
-            yield self._unknown_issue(key_path, key, known, instance, where)
+            issue = self._unknown_issue(key_path, key, known, instance, where)
+            if self.name in HF_VARIANTS and not path and (key in _hf_family_keys() or issue.fix is None
+                                                          and "did you mean" not in issue.message):
+                # A TrainingArguments/TRL file is often parsed together with the script's own
+                # dataclasses (TRL's ModelConfig, ScriptArguments): only a near-miss of a
+                # known field is surely a mistake.
+                continue
+            yield issue
 
     def _unknown_issue(self, key_path: Path_, key: Any, known: set[str], siblings: dict, where: Range) -> Issue:
         scope = f" in `{_dotted(key_path[:-1])}`" if len(key_path) > 1 else ""
@@ -332,7 +343,12 @@ class _Validation:
     def _missing(self, error: ValidationError, path: Path_) -> Issue:
         missing = [k for k in error.validator_value if isinstance(error.instance, dict) and k not in error.instance]
         key = missing[0] if missing else error.validator_value[0]
-        where = self.data.range_of(path, key=True) if path else self.data.first_key_range()
+        if path in self.data.key_ranges:
+            where = self.data.key_ranges[path]
+        elif isinstance(error.instance, dict) and error.instance:  # a list item: its first key
+            where = self.data.range_of(path + (next(iter(error.instance)),), key=True)
+        else:
+            where = self.data.range_of(path)
         scope = f" to `{_dotted(path)}`" if path else ""
         return Issue("missing", path + (key,), f"{self.tool} requires `{key}`; add it{scope}", where)
 
@@ -569,6 +585,37 @@ def _deprecated_form(root: dict, node: dict, value: Any) -> str | None:
             if value_type in types or (value_type == "integer" and "number" in types):
                 return branch.get("description", "")
     return None
+
+
+@functools.lru_cache(maxsize=None)
+def _hf_family_keys() -> frozenset[str]:
+    """Top-level keys any HfArgumentParser-read schema knows (TrainingArguments, TRL, and
+    LLaMA-Factory's model/data arguments)."""
+    return frozenset().union(*(top_level_keys(n) for n in (*HF_VARIANTS, "llamafactory")))
+
+
+@functools.lru_cache(maxsize=None)
+def _schematised_plugins(name: str) -> frozenset[str]:
+    root = load_schema(name)
+    return frozenset(p.get("x-memlint-plugin") for p in root.get("properties", {}).values()
+                     if isinstance(p, dict) and p.get("x-memlint-plugin"))
+
+
+def _unschematised_plugin_prefixes(name: str, plugins: Any) -> tuple[str, ...]:
+    """Key prefixes of listed Axolotl plugins the schema has no keys for. Axolotl names a
+    plugin's keys after its package (``cut_cross_entropy`` for
+    ``axolotl.integrations.cut_cross_entropy.CutCrossEntropyPlugin``); the committed schema
+    lacks the plugins whose argument modules its generator could not import."""
+    if name != "axolotl" or not isinstance(plugins, list):
+        return ()
+    known = _schematised_plugins(name)
+    prefixes = []
+    for listed in plugins:
+        dotted = str(listed).replace(":", ".")
+        parts = dotted.split(".")
+        if len(parts) >= 2 and not any(_plugin_listed(k, [dotted]) for k in known):
+            prefixes.append(parts[-2])
+    return tuple(prefixes)
 
 
 def _plugin_listed(plugin: str, plugins: Any) -> bool:

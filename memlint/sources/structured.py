@@ -69,16 +69,18 @@ class Structured:
 
     def range_of(self, path: Path_, key: bool = False) -> Range:
         """The range of the value (or of the key) at ``path``; the nearest ancestor's key when
-        the path does not exist (a missing key is reported on its parent)."""
+        the path does not exist (a missing key is reported on its parent, a missing top-level
+        key on the first key of the file)."""
         path = tuple(path)
+        requested = path
         while True:
             table = self.key_ranges if key else self.value_ranges
             if path in table:
                 return table[path]
+            if not path:
+                return self.value_ranges.get((), Range.file_start()) if requested == () else self.first_key_range()
             if key and path in self.value_ranges:
                 return self.value_ranges[path]
-            if not path:
-                return Range.file_start()
             path = path[:-1]
             key = True
 
@@ -179,10 +181,11 @@ class _Frame:
 class _Composer:
     """Builds plain values from a YAML event stream, iteratively, within the budgets."""
 
-    def __init__(self, text: str, result: Structured, keep_values: bool) -> None:
+    def __init__(self, text: str, result: Structured, keep_values: bool, key_text=None) -> None:
         self.text = text
         self.result = result
         self.keep_values = keep_values
+        self.key_text = key_text or (lambda key: key)
         self.loader = _Loader(text)
         self.stack: list[_Frame] = []
         self.anchors: dict[str, _Anchored] = {}
@@ -319,7 +322,7 @@ class _Composer:
     def _key(self, value: Any, where: Range) -> Any:
         """Keys are strings: the scalar as written (``1:`` -> "1", ``yes:`` -> "yes")."""
         if isinstance(value, _KeyText):
-            return _MERGE if value.merge else str(value)
+            return _MERGE if value.merge else self.key_text(str(value))
         if isinstance(value, str):
             return value
         return self._slice(where)  # a collection or aliased value used as a key
@@ -459,8 +462,8 @@ def _json_problem(error: json.JSONDecodeError, text: str) -> Problem:
 # ---------------------------------------------------------------------------- loading
 
 
-def _compose(text: str, result: Structured, keep_values: bool) -> _Composer:
-    composer = _Composer(text, result, keep_values)
+def _compose(text: str, result: Structured, keep_values: bool, key_text=None) -> _Composer:
+    composer = _Composer(text, result, keep_values, key_text)
     try:
         composer.run()
     except _Refused as refused:
@@ -468,6 +471,20 @@ def _compose(text: str, result: Structured, keep_values: bool) -> _Composer:
     except yaml.YAMLError as error:
         result.problems.append(_yaml_problem(error, text))
     return composer
+
+
+# refused by YAML's reader, or line breaks to YAML (NEL, LS, PS) but not to JSON
+_YAML_REFUSES = [*range(0x7F, 0xA0), 0x2028, 0x2029, 0xFFFE, 0xFFFF]
+_TO_YAML = {c: 0xF0000 + c for c in _YAML_REFUSES}
+_FROM_YAML = {0xF0000 + c: c for c in _YAML_REFUSES}
+
+
+def _json_key(key: str) -> str:
+    key = key.translate(_FROM_YAML)
+    try:
+        return key.encode("utf-16", "surrogatepass").decode("utf-16")
+    except UnicodeError:
+        return key
 
 
 def _load_json(text: str) -> Structured:
@@ -479,9 +496,11 @@ def _load_json(text: str) -> Structured:
         value = None
     except RecursionError:  # the composer below finds where the nesting runs away
         value = None
-    # Ranges and duplicate keys: the same text read as YAML flow (tabs are JSON whitespace).
+    # Ranges and duplicate keys: the same text read as YAML flow. Tabs are JSON whitespace;
+    # characters JSON allows raw in strings but YAML refuses or breaks lines at are swapped one for one (columns
+    # stay), and keys are mapped back, with YAML's \u-escaped surrogate pairs joined as json does.
     ranges = Structured(syntax="json")
-    composer = _compose(text.replace("\t", " "), ranges, keep_values=False)
+    composer = _compose(text.replace("\t", " ").translate(_TO_YAML), ranges, keep_values=False, key_text=_json_key)
     result.value_ranges, result.key_ranges = ranges.value_ranges, ranges.key_ranges
     result.partial_keys = composer.top_level_keys()
     too_large = [p for p in ranges.problems if p.kind == "too-large"]
