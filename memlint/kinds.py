@@ -4,9 +4,10 @@
 ``zero_optimization``; an Axolotl YAML has ``base_model``; an Accelerate config has
 ``distributed_type``; a LLaMA-Factory YAML has ``model_name_or_path`` with ``stage``,
 ``finetuning_type`` or ``template``; TrainingArguments (or TRL's SFTConfig/DPOConfig) written
-as JSON/YAML has fields such as ``per_device_train_batch_size``. A file that merely shares a
-few key names with a training config (a Hydra or Lightning config) must not be mistaken for
-one: most of its keys have to be keys the tool knows, which the committed schemas tell.
+as JSON/YAML has fields only the Trainer's arguments have (``per_device_train_batch_size``,
+``output_dir``, ``lr_scheduler_type``). A file that merely shares a few generic key names with
+a training config (a Hydra or Lightning config with ``learning_rate``) must not be mistaken
+for one: then most of its keys have to be keys the tool knows, which the committed schemas tell.
 """
 
 from __future__ import annotations
@@ -36,6 +37,13 @@ HF_ARGS_KEYS = {
     "num_train_epochs", "gradient_checkpointing", "activation_checkpointing", "bf16", "fp16", "optim",
     "max_seq_length", "max_length", "max_steps", "lr_scheduler_type", "warmup_ratio", "logging_steps",
 }
+# Fields only the HF Trainer's arguments have: two of them make a TrainingArguments/TRL file
+# even when most of its keys belong to the script's own dataclasses (TRL's ModelConfig).
+HF_ARGS_DISTINCTIVE = {
+    "per_device_train_batch_size", "per_device_eval_batch_size", "gradient_accumulation_steps", "output_dir",
+    "optim", "lr_scheduler_type", "warmup_ratio", "logging_steps", "save_strategy", "eval_strategy",
+    "max_seq_length", "max_length", "gradient_checkpointing", "activation_checkpointing", "report_to",
+}
 KNOWN_SHARE = 0.5  # of a TrainingArguments-like file's keys that the schemas must know
 
 _DEEPSPEED_NAME = re.compile(r"^(ds|deepspeed)([_-]?config)?([_-].*)?\.json$|^zero[_-]?(\d|stage).*\.json$", re.I)
@@ -64,7 +72,9 @@ def detect(path: str, syntax: str, value: Any) -> str:
         return "llamafactory"
     if syntax == "json" and len(keys & DEEPSPEED_KEYS) >= 2 and "output_dir" not in keys:
         return "deepspeed"
-    if len(keys & HF_ARGS_KEYS) >= 2 and _known_share(keys, "hf-args") >= KNOWN_SHARE:
+    if len(keys & HF_ARGS_DISTINCTIVE) >= 2 or (
+        len(keys & HF_ARGS_KEYS) >= 2 and _known_share(keys, "hf-args") >= KNOWN_SHARE
+    ):
         return "hf-args"
     named = by_name(name, posix, syntax)
     if named is not None and (not keys or _known_share(keys, named) >= KNOWN_SHARE):

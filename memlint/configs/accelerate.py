@@ -88,7 +88,8 @@ def _plugin_deepspeed(reader: ConfigReader, precision: str, precision_at) -> Non
             continue
         honoured = isinstance(stage, int) and stage in offload_stages(block)
         on = device in OFFLOAD_DEVICES and honoured
-        note = f"{key}={device}" + ("" if honoured or device not in OFFLOAD_DEVICES else f" ignored at ZeRO stage {stage}")
+        ignored = device in OFFLOAD_DEVICES and not honoured
+        note = f"{key}={device}" + (f" ignored at ZeRO stage {stage}" if ignored else "")
         reader.set(fact, on, reader.location(key), note)
     reader.set("grad_accum", positive_int(reader.value("gradient_accumulation_steps")),
                reader.location("gradient_accumulation_steps"), "deepspeed_config.gradient_accumulation_steps")

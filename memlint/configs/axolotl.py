@@ -123,7 +123,8 @@ def _adapter(reader: ConfigReader) -> None:
 def _attention(reader: ConfigReader) -> None:
     implementation = reader.value("attn_implementation")
     if isinstance(implementation, str) and implementation in ATTENTION:
-        reader.set("attention", ATTENTION[implementation], reader.location("attn_implementation"), "attn_implementation")
+        where = reader.location("attn_implementation")
+        reader.set("attention", ATTENTION[implementation], where, "attn_implementation")
         return
     for key, attention in ATTENTION_FLAGS:
         if _bool(reader.value(key)):
@@ -141,7 +142,8 @@ def _checkpointing(reader: ConfigReader) -> None:
                    "fsdp_config.activation_checkpointing")
     flag = _bool(value)
     if flag is not None:
-        reader.set("grad_ckpt", int(flag), where, "gradient_checkpointing" if where else "Axolotl default gradient_checkpointing")
+        note = "gradient_checkpointing" if where else "Axolotl default gradient_checkpointing"
+        reader.set("grad_ckpt", int(flag), where, note)
 
 
 def _fused_loss(reader: ConfigReader) -> None:

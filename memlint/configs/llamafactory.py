@@ -110,5 +110,6 @@ def _checkpointing(reader: ConfigReader) -> None:
         else:
             reader.set("grad_ckpt", 0, where, "disable_gradient_checkpointing")
         return
-    note = "disable_gradient_checkpointing: false" if where else "LLaMA-Factory checkpoints unless disable_gradient_checkpointing"
+    note = ("disable_gradient_checkpointing: false" if where
+            else "LLaMA-Factory checkpoints unless disable_gradient_checkpointing")
     reader.set("grad_ckpt", 1, where, note)

@@ -43,7 +43,7 @@ TOOL = {
     "accelerate": "Accelerate",
     "axolotl": "Axolotl",
     "llamafactory": "LLaMA-Factory",
-    "hf-training-arguments": "TrainingArguments",
+    "hf-training-arguments": "TrainingArguments/TRL",
     "trl-sft-config": "TRL SFTConfig",
     "trl-dpo-config": "TRL DPOConfig",
 }
@@ -133,6 +133,11 @@ def property_schema(root: dict, node: Any, key: str) -> dict | None:
     return None
 
 
+def _items_schema(root: dict, node: Any) -> dict | None:
+    """The schema of the items of an array schema ``node``."""
+    return next((c["items"] for c in _candidates(root, node) if isinstance(c.get("items"), dict)), None)
+
+
 def known_keys(root: dict, node: Any) -> set[str]:
     keys: set[str] = set()
     for candidate in _candidates(root, node):
@@ -148,7 +153,7 @@ def schema_at(name: str, path: Path_) -> dict | None:
     node: Any = root
     for part in path:
         if isinstance(part, int):
-            node = next((c["items"] for c in _candidates(root, node) if isinstance(c.get("items"), dict)), None)
+            node = _items_schema(root, node)
         else:
             node = property_schema(root, node, part)
         if node is None:
@@ -233,6 +238,11 @@ _TYPE_WORDS = {
     "array": "a list",
     "null": "null",
 }
+def _type_words(types: list[str]) -> list[str]:
+    """JSON Schema types as alternatives in a message ("true", "false", "an integer", ...)."""
+    return [w for t in types for w in (("true", "false") if t == "boolean" else (_TYPE_WORDS.get(t, t),))]
+
+
 _YAML_NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+$")
 
 
@@ -299,6 +309,7 @@ class _Validation:
         removed = self.root.get("x-memlint-removed-keys", {}) if not path else {}
         foreign = _unschematised_plugin_prefixes(self.name, self.data.get("plugins")) if not path else ()
         for key in instance:
+            candidates = known
             if key in known or any(p.search(str(key)) for p in patterns):
                 continue
             if str(key).startswith(foreign or ("\0",)):
@@ -313,14 +324,17 @@ class _Validation:
                 message = f"`{_dotted(key_path)}` was removed from {self.tool}: {removed[key].strip()}"
                 yield Issue("removed", key_path, message, where)
                 continue
-            issue = self._unknown_issue(key_path, key, known, instance, where)
-            if self.name in HF_VARIANTS and not path and (key in _hf_family_keys() or issue.fix is None
-                                                          and "did you mean" not in issue.message):
+            if self.name in HF_VARIANTS and not path:
                 # A TrainingArguments/TRL file is often parsed together with the script's own
-                # dataclasses (TRL's ModelConfig, ScriptArguments): only a near-miss of a
-                # known field is surely a mistake.
-                continue
-            yield issue
+                # dataclasses (TRL's ModelConfig, ScriptArguments): only a near-miss of a known
+                # field that starts like it (`per_device_batch_size`) is surely a mistake;
+                # `lora_target_modules` is not a misspelt `optim_target_modules`.
+                first = str(key).split("_")[0]
+                near = [k for k in _hf_trainer_keys() if k.split("_")[0] == first]
+                if key in _hf_family_keys() or not _suggest(str(key), set(near), instance)[0]:
+                    continue
+                candidates = set(near)
+            yield self._unknown_issue(key_path, key, candidates, instance, where)
 
     def _unknown_issue(self, key_path: Path_, key: Any, known: set[str], siblings: dict, where: Range) -> Issue:
         scope = f" in `{_dotted(key_path[:-1])}`" if len(key_path) > 1 else ""
@@ -386,9 +400,7 @@ class _Validation:
         value = error.validator_value
         if validator_name == "type":
             types = value if isinstance(value, list) else [value]
-            if len(types) > 1:
-                return _join([w for t in types for w in (("true", "false") if t == "boolean" else (_TYPE_WORDS.get(t, t),))])
-            return _TYPE_WORDS.get(types[0], types[0])
+            return _TYPE_WORDS.get(types[0], types[0]) if len(types) == 1 else _join(_type_words(types))
         if validator_name == "enum":
             return _choices(value)
         if validator_name == "const":
@@ -413,8 +425,7 @@ class _Validation:
         if "enum" in branch:
             return [_shown(v) for v in branch["enum"]]
         if "type" in branch:
-            types = branch["type"] if isinstance(branch["type"], list) else [branch["type"]]
-            return [w for t in types for w in (("true", "false") if t == "boolean" else (_TYPE_WORDS.get(t, t),))]
+            return _type_words(branch["type"] if isinstance(branch["type"], list) else [branch["type"]])
         words = [w for key in ("anyOf", "oneOf") for b in branch.get(key, []) for w in self._describe(b)]
         return words or ["any value"]
 
@@ -448,7 +459,8 @@ class _Validation:
                         continue
                     key_path = path + (key,)
                     if sub.get("deprecated") is True:
-                        yield self._deprecated(key_path, sub.get("x-memlint-replaced-by"), value, sub.get("description", ""))
+                        replacement, description = sub.get("x-memlint-replaced-by"), sub.get("description", "")
+                        yield self._deprecated(key_path, replacement, value, description)
                     plugin = sub.get("x-memlint-plugin")
                     if plugin and not _plugin_listed(plugin, self.data.get("plugins")):
                         yield Issue("plugin", key_path,
@@ -463,7 +475,7 @@ class _Validation:
                                     self.data.range_of(key_path))
                     stack.append((child, sub, key_path))
             elif isinstance(value, list):
-                items = next((c["items"] for c in _candidates(self.root, node) if isinstance(c.get("items"), dict)), None)
+                items = _items_schema(self.root, node)
                 for index, child in enumerate(value):
                     stack.append((child, items, path + (index,)))
 
@@ -585,6 +597,12 @@ def _deprecated_form(root: dict, node: dict, value: Any) -> str | None:
             if value_type in types or (value_type == "integer" and "number" in types):
                 return branch.get("description", "")
     return None
+
+
+@functools.lru_cache(maxsize=None)
+def _hf_trainer_keys() -> frozenset[str]:
+    """Top-level keys of TrainingArguments and TRL's configs."""
+    return frozenset().union(*(top_level_keys(n) for n in HF_VARIANTS))
 
 
 @functools.lru_cache(maxsize=None)

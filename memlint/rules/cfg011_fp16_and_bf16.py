@@ -76,7 +76,8 @@ class Fp16AndBf16(Rule):
         if data is None or not isinstance(data.value, dict):
             return
         if ctx.kind == "deepspeed":
-            both = enabled(data.value.get("fp16")) and (enabled(data.value.get("bf16")) or enabled(data.value.get("bfloat16")))
+            bf16 = enabled(data.value.get("bf16")) or enabled(data.value.get("bfloat16"))
+            both = enabled(data.value.get("fp16")) and bf16
             path = ("fp16", "enabled")
         else:
             both = _bool(data.value.get("fp16")) and _bool(data.value.get("bf16")) is True

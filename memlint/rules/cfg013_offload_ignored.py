@@ -89,7 +89,8 @@ class OffloadIgnored(Rule):
             stage = block.get("zero_stage")
             if not isinstance(stage, int) or isinstance(stage, bool):
                 return
-            for key, option in (("offload_optimizer", "offload_optimizer_device"), ("offload_param", "offload_param_device")):
+            for key in WHAT:
+                option = f"{key}_device"
                 if str(block.get(option, "")).lower() in OFFLOAD_DEVICES and stage not in offload_stages(key):
                     yield Finding(data.range_of(("deepspeed_config", option)), self._message(key, stage))
 

@@ -105,6 +105,10 @@ def document_kind(path: str) -> str:
     return _kind_of(path, (info.st_mtime_ns, info.st_size))
 
 
+def _text(value: Any) -> str:
+    return "true" if value is True else "false" if value is False else str(value)
+
+
 class TrainerDeepSpeedMismatch(Rule):
     """## What it does
     For runs where the HF Trainer drives DeepSpeed (a script with ``TrainingArguments`` or
@@ -197,7 +201,7 @@ class TrainerDeepSpeedMismatch(Rule):
             if positive_int(total) != expected:
                 yield self._finding(ctx, ("train_batch_size",), total,
                                     f"per_device_train_batch_size × gradient_accumulation_steps × {world} GPUs",
-                                    expected, None)
+                                    expected, None, source=f" ({micro} × {accum} × {world})")
 
     def _trainer_value(self, ctx: RuleContext, run: ResolvedRun, framework: str, fact: str, field: str):
         """The Trainer's value for ``field`` in this run, and the fact that set it (if any)."""
@@ -218,11 +222,12 @@ class TrainerDeepSpeedMismatch(Rule):
         return trainer_default(framework, field), None
 
     def _finding(self, ctx: RuleContext, ds_path: tuple[str, ...], ds_value: Any, field: str,
-                 hf_value: Any, origin) -> Finding:
+                 hf_value: Any, origin, source: str | None = None) -> Finding:
         where = ctx.structured.range_of(ds_path)
-        shown = {True: "true", False: "false"}
-        ds_text, hf_text = shown.get(ds_value, ds_value), shown.get(hf_value, hf_value)
-        if origin is None:
+        ds_text, hf_text = _text(ds_value), _text(hf_value)
+        if source is not None:
+            pass
+        elif origin is None:
             source = " (the Trainer's default)"
         elif origin.origin is None:
             source = f" ({origin.note})"

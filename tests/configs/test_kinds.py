@@ -69,6 +69,22 @@ max_length: 2048
 output_dir: Qwen2.5-0.5B-SFT
 """
 
+# TrlParser reads ModelConfig and ScriptArguments from the same file as SFTConfig.
+TRL_QLORA_RECIPE = """\
+model_name_or_path: meta-llama/Llama-3.1-8B
+torch_dtype: bfloat16
+use_peft: true
+lora_r: 16
+lora_alpha: 32
+lora_target_modules: all-linear
+load_in_4bit: true
+bnb_4bit_quant_type: nf4
+dataset_name: trl-lib/Capybara
+output_dir: Llama-3.1-8B-QLoRA
+per_device_train_batch_size: 4
+gradient_accumulation_steps: 4
+"""
+
 TRAINING_ARGS_JSON = """\
 {"output_dir": "out", "per_device_train_batch_size": 8, "gradient_accumulation_steps": 2,
  "learning_rate": 5e-05, "num_train_epochs": 3, "bf16": true, "deepspeed": "ds_config.json"}
@@ -104,6 +120,7 @@ GITHUB_WORKFLOW = "name: tests\non: [push]\njobs:\n  test:\n    runs-on: ubuntu-
         ("examples/qwen/lora.yml", AXOLOTL, "axolotl"),
         ("examples/train_lora/llama3_lora_sft.yaml", LLAMAFACTORY, "llamafactory"),
         ("recipes/sft.yaml", TRL_SFT, "hf-args"),
+        ("recipes/qlora.yaml", TRL_QLORA_RECIPE, "hf-args"),
         ("training_args.json", TRAINING_ARGS_JSON, "hf-args"),
         ("conf/config.yaml", HYDRA, "yaml"),
         (".github/workflows/tests.yml", GITHUB_WORKFLOW, "yaml"),

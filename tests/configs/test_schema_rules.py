@@ -262,7 +262,8 @@ def test_best_branch_of_an_any_of(lint):
 
 
 def test_auto_where_nothing_fills_it(lint):
-    text = '{\n  "train_micro_batch_size_per_gpu": "auto",\n  "zero_optimization": {"stage": 2, "overlap_comm": "auto"}\n}\n'
+    text = ('{\n  "train_micro_batch_size_per_gpu": "auto",\n'
+            '  "zero_optimization": {"stage": 2, "overlap_comm": "auto"}\n}\n')
     [diagnostic] = lint({"ds_config.json": text}, "ds_config.json")
     assert spans([diagnostic]) == [("CFG002", 3, 52, 3, 58)]
     assert "neither the HF Trainer nor Accelerate fills \"auto\" in" in diagnostic.message
@@ -384,7 +385,8 @@ def test_schema_issues_are_computed_once_per_document():
 def test_hf_variant_follows_the_keys():
     assert schema.schema_name_for("hf-args", {"output_dir": "o", "learning_rate": 1e-5}) == "hf-training-arguments"
     assert schema.schema_name_for("hf-args", {"output_dir": "o", "max_length": 1024}) == "trl-sft-config"
-    assert schema.schema_name_for("hf-args", {"output_dir": "o", "beta": 0.1, "loss_type": "sigmoid"}) == "trl-dpo-config"
+    dpo = {"output_dir": "o", "beta": 0.1, "loss_type": "sigmoid"}
+    assert schema.schema_name_for("hf-args", dpo) == "trl-dpo-config"
 
 
 def test_schemas_are_found_next_to_the_package():
@@ -416,3 +418,17 @@ def test_axolotl_plugin_keys_of_plugins_the_schema_lacks_are_not_unknown(lint):
 
 def test_kind_detection_matches_the_rules():
     assert detect("lora-8b.yml", "yaml", load(AXOLOTL_LORA, "yaml").value) == "axolotl"
+
+
+def test_trl_recipe_with_model_config_fields(lint):
+    """`lora_target_modules`, `use_peft`, `load_in_4bit` belong to TRL's ModelConfig, which
+    TrlParser reads from the same file: not unknown, and not `optim_target_modules` misspelt."""
+    text = ("model_name_or_path: meta-llama/Llama-3.1-8B\ntorch_dtype: bfloat16\nuse_peft: true\nlora_r: 32\n"
+            "lora_target_modules: all-linear\nload_in_4bit: true\nbnb_4bit_quant_type: nf4\n"
+            "dataset_name: trl-lib/Capybara\noutput_dir: out\nmax_length: 2048\nlearning_rate: 2.0e-4\n"
+            "per_device_train_batch_size: 4\ngradient_accumulation_steps: 4\nnum_train_epochs: 1\n")
+    assert lint({"sft_qlora.yaml": text}, "sft_qlora.yaml") == []
+    renamed = text.replace("max_length: 2048", "max_seq_length: 2048")
+    [diagnostic] = lint({"sft_qlora.yaml": renamed}, "sft_qlora.yaml")
+    assert spans([diagnostic]) == [("CFG001", 10, 0, 10, 14)]
+    assert "did you mean `max_length`?" in diagnostic.message

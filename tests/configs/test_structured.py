@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 import yaml
@@ -249,14 +248,14 @@ def _billion_laughs(levels: int = 9) -> str:
     return "\n".join(lines) + "\n"
 
 
-def test_alias_bomb_is_refused_quickly():
-    start = time.perf_counter()
+def test_alias_bomb_is_refused_before_it_expands():
+    """Each alias counts the values it stands for; the count passes the budget at the second
+    alias of `lol5` (line 6), and nothing after it is read or built."""
     data = load(_billion_laughs(), "yaml")
-    elapsed = time.perf_counter() - start
-    assert elapsed < 0.5
     assert data.value is None and not data.ok
     [problem] = data.problems
     assert problem.kind == "too-large" and f"{MAX_NODES:,}" in problem.message
+    assert problem.range == r(6, 20, 6, 21)
 
 
 def test_aliases_below_the_budget_share_values():
@@ -266,22 +265,18 @@ def test_aliases_below_the_budget_share_values():
 
 
 @pytest.mark.parametrize("syntax", ["yaml", "json"])
-def test_ten_thousand_levels_of_nesting_are_refused_quickly(syntax):
-    text = "[" * 10_000 + "]" * 10_000
-    start = time.perf_counter()
-    data = load(text, syntax)
-    assert time.perf_counter() - start < 0.5
+def test_ten_thousand_levels_of_nesting_stop_at_the_depth_budget(syntax):
+    """Refused where the nesting passes the budget (column 64), without recursing."""
+    data = load("[" * 10_000 + "]" * 10_000, syntax)
     [problem] = data.problems
     assert problem.kind == "too-large" and f"{MAX_DEPTH} levels" in problem.message
-    assert problem.range.start.line == 1 and problem.range.start.column == MAX_DEPTH
+    assert problem.range == r(1, MAX_DEPTH, 1, MAX_DEPTH + 1)
 
 
-def test_deep_block_yaml_is_refused_quickly():
-    text = "".join("  " * i + f"k{i}:\n" for i in range(10_000))
-    start = time.perf_counter()
-    data = load(text, "yaml")
-    assert time.perf_counter() - start < 1.0
-    assert [p.kind for p in data.problems] == ["too-large"]
+def test_deep_block_yaml_stops_at_the_depth_budget():
+    data = load("".join("  " * i + f"k{i}:\n" for i in range(10_000)), "yaml")
+    [problem] = data.problems
+    assert problem.kind == "too-large" and problem.range.start.line == MAX_DEPTH + 1
 
 
 def test_recursive_and_undefined_aliases():
@@ -317,4 +312,6 @@ def test_yaml_values_match_safe_load(value, flow):
     data = load(text, "yaml")
     assert data.ok
     expected = yaml.safe_load(text)
-    assert data.value == expected or (isinstance(expected, dict) and data.value == {str(k): v for k, v in expected.items()})
+    if isinstance(expected, dict):  # keys are the text as written
+        expected = {str(k): v for k, v in expected.items()}
+    assert data.value == expected
