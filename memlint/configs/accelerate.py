@@ -110,7 +110,10 @@ def _fsdp(reader: ConfigReader) -> None:
     version, _ = either("version")
     strategy, strategy_key = either("sharding_strategy")
     reshard, reshard_key = either("reshard_after_forward")
-    if str(version) == "2" and reshard is not None:
+    if reshard is not None and str(reshard).strip().lower() in FSDP_STRATEGIES:
+        # FSDP1 spelling of the strategy under its FSDP2 name (FULL_SHARD, SHARD_GRAD_OP, ...)
+        sharding, keys = FSDP_STRATEGIES[str(reshard).strip().lower()], reshard_key
+    elif str(version) == "2" and reshard is not None:
         sharding, keys = ("full" if _bool(reshard) else "grad-op"), reshard_key
     elif strategy is not None:
         sharding, keys = FSDP_STRATEGIES.get(str(strategy).strip().lower()), strategy_key

@@ -41,7 +41,7 @@ def extract_axolotl(parsed: ParsedDocument) -> list[RunFacts]:
     facts.framework = Sourced("axolotl", None, "Axolotl config")
     reader = ConfigReader(parsed.path, data, facts, "axolotl")
     reader.read("model", ("base_model",), lambda v: str(v) if v else None, TOOL)
-    reader.read("seq_len", ("sequence_len",), positive_int, TOOL)
+    _sequence(reader)
     reader.read("micro_batch", ("micro_batch_size",), positive_int, TOOL)
     _accumulation(reader)
     _precision(reader)
@@ -59,6 +59,21 @@ def extract_axolotl(parsed: ParsedDocument) -> list[RunFacts]:
     if isinstance(reader.value("fsdp_config"), dict):
         _fsdp(reader.inside("fsdp_config"))
     return [facts]
+
+
+def _sequence(reader: ConfigReader) -> None:
+    """The tokens each GPU holds: ``sequence_len``, split over ``context_parallel_size`` ranks
+    (ring/Ulysses attention give each rank its share of every sequence)."""
+    ranks_key = next((k for k in ("context_parallel_size", "sequence_parallel_degree")
+                      if positive_int(reader.value(k)) and positive_int(reader.value(k)) > 1), None)
+    if ranks_key is None:
+        reader.read("seq_len", ("sequence_len",), positive_int, TOOL)
+        return
+    ranks = positive_int(reader.value(ranks_key))
+    length, where = reader.setting("sequence_len")
+    if positive_int(length):
+        share = max(positive_int(length) // ranks, 1)
+        reader.set("seq_len", share, where or reader.location(ranks_key), f"sequence_len / {ranks_key} ({ranks})")
 
 
 def _accumulation(reader: ConfigReader) -> None:
@@ -137,9 +152,9 @@ def _checkpointing(reader: ConfigReader) -> None:
     if value in ("offload", "offload_disk"):
         reader.set("grad_ckpt", 1, where, f"gradient_checkpointing: {value} (checkpoints offloaded)")
         return
-    if _bool(reader.value("fsdp_config", "activation_checkpointing")):
-        reader.set("grad_ckpt", 1, reader.location("fsdp_config", "activation_checkpointing"),
-                   "fsdp_config.activation_checkpointing")
+    for key in ("activation_checkpointing", "fsdp_activation_checkpointing"):  # Axolotl strips `fsdp_`
+        if _bool(reader.value("fsdp_config", key)):
+            reader.set("grad_ckpt", 1, reader.location("fsdp_config", key), f"fsdp_config.{key}")
     flag = _bool(value)
     if flag is not None:
         note = "gradient_checkpointing" if where else "Axolotl default gradient_checkpointing"

@@ -293,14 +293,28 @@ class _Validation:
 
         meant = {index: errs for index, errs in branches.items() if not shape_mismatch(errs)}
         if meant:
-            best = best_match([e for errs in meant.values() for e in errs])
-            index = next(i for i, errs in meant.items() if _contains(errs, best))
+            # the branch with the fewest problems (each unknown key counts), then jsonschema's relevance
+            fewest = min(self._problem_count(errs) for errs in meant.values())
+            closest = {i: errs for i, errs in meant.items() if self._problem_count(errs) == fewest}
+            best = best_match([e for errs in closest.values() for e in errs])
+            index = next(i for i, errs in closest.items() if _contains(errs, best))
             for sub in meant[index]:
                 yield from self._from_error(sub)
             return
         alternatives = error.schema.get(error.validator, [])
         expected = _join([word for branch in alternatives for word in self._describe(branch)])
         yield self._invalid(tuple(error.absolute_path), error.instance, expected, error)
+
+    def _problem_count(self, errors: list[ValidationError]) -> int:
+        """How much is wrong under one branch: each unknown key counts, as does each other error."""
+        count = 0
+        for error in errors:
+            if error.validator in ("additionalProperties", "unevaluatedProperties") and isinstance(error.instance, dict):
+                known = known_keys(self.root, error.schema)
+                count += max(1, sum(1 for key in error.instance if key not in known))
+            else:
+                count += 1
+        return count
 
     def _unknown(self, error: ValidationError, path: Path_) -> Iterator[Issue]:
         instance = error.instance if isinstance(error.instance, dict) else {}
@@ -320,6 +334,8 @@ class _Validation:
             if prefix and str(key).startswith(prefix) and key[len(prefix):] in known:
                 yield self._deprecated(key_path, key[len(prefix):], instance, "", legacy_prefix=prefix)
                 continue
+            if self.name == "deepspeed" and not path and str(key).startswith(("_", "//", "#")):
+                continue  # the JSON comment idiom ("_comment": "..."): DeepSpeed ignores it by design
             if key in removed:
                 message = f"`{_dotted(key_path)}` was removed from {self.tool}: {removed[key].strip()}"
                 yield Issue("removed", key_path, message, where)
@@ -346,7 +362,9 @@ class _Validation:
             if len(suggestions) == 1:
                 fix = self._rename_fix(key_path, suggestions[0], "safe" if certain else "unsafe")
         consequence = ON_UNKNOWN.get(self.name, "")
-        if self.name == "deepspeed" and len(key_path) == 1:
+        if self.name == "axolotl" and len(key_path) > 1:
+            consequence = "Axolotl does not read it"
+        elif self.name == "deepspeed" and len(key_path) == 1:
             consequence = "DeepSpeed ignores unknown top-level keys silently"
         elif self.name == "deepspeed" and _is_pydantic_section(self.root, key_path[:-1]):
             consequence = "DeepSpeed refuses the config"
@@ -561,6 +579,8 @@ def _suggest(key: str, known: set[str], siblings: dict) -> tuple[list[str], bool
             return [candidate], True
     scored = []
     for candidate in free:
+        if candidate[:1].lower() != normal[:1]:
+            continue  # a misspelling keeps the first letter: `_comment` is not `comet`
         matcher = difflib.SequenceMatcher(None, normal, candidate.lower())
         if matcher.real_quick_ratio() >= 0.75 and matcher.quick_ratio() >= 0.75:
             ratio = matcher.ratio()

@@ -420,3 +420,13 @@ def test_inline_deepspeed_dict_in_training_arguments():
 def test_broken_configs_state_nothing():
     assert extract(parse_document(document_from_text("ds_config.json", '{"zero_optimization": {'))) == []
     assert extract(parse_document(document_from_text("qlora.yml", "base_model: x\n\tadapter: lora\n"))) == []
+
+
+def test_axolotl_prefixed_fsdp_checkpointing_and_context_parallelism():
+    text = ("base_model: meta-llama/Llama-3.1-8B\nlearning_rate: 0.00002\nsequence_len: 500_000\n"
+            "context_parallel_size: 8\nmicro_batch_size: 1\nfsdp_version: 2\nfsdp_config:\n"
+            "  fsdp_activation_checkpointing: true\n")
+    facts = facts_of("alst.yml", text)
+    assert at(facts, "seq_len") == (62_500, 3, 14, 3, 21)  # each of the 8 ranks holds 1/8 of a sequence
+    assert "context_parallel_size" in facts.seq_len.note
+    assert at(facts, "grad_ckpt") == (1, 8, 33, 8, 37)
