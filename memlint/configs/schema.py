@@ -3,10 +3,11 @@
 The schemas in ``schemas/`` are generated from each tool's own source (see its README); they
 ship in the wheel as ``memlint/_schemas/``. Each is loaded once. Validation turns jsonschema's
 errors into :class:`Issue`\\ s a rule can report: one per unknown key (on the key, with "did
-you mean ...?"), one per bad value (on the value, saying what is allowed), the best-matching
-branch of an ``anyOf``/``oneOf`` instead of a wall of alternatives (jsonschema's relevance,
-plus a preference for the branch whose type the value has). Keys the schemas mark
-``deprecated`` (with ``x-memlint-replaced-by``), keys a tool removed
+you mean ...?"), one per bad value (on the value, saying what is allowed), and for an
+``anyOf``/``oneOf`` the errors of the branch the value was meant for — the branches whose type
+it has, the one with the fewest problems, then jsonschema's ``best_match`` — or, when it fits
+no branch's type, one message listing what is allowed, instead of a wall of alternatives.
+Keys the schemas mark ``deprecated`` (with ``x-memlint-replaced-by``), keys a tool removed
 (``x-memlint-removed-keys``) and Axolotl plugin keys (``x-memlint-plugin``) are found by
 walking the document alongside its schema.
 """
@@ -225,7 +226,7 @@ def _dotted(path: Path_) -> str:
 
 
 def _shown(value: Any) -> str:
-    text = json.dumps(value, default=str) if not isinstance(value, str) else json.dumps(value)
+    text = json.dumps(value, default=str)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
@@ -238,6 +239,8 @@ _TYPE_WORDS = {
     "array": "a list",
     "null": "null",
 }
+
+
 def _type_words(types: list[str]) -> list[str]:
     """JSON Schema types as alternatives in a message ("true", "false", "an integer", ...)."""
     return [w for t in types for w in (("true", "false") if t == "boolean" else (_TYPE_WORDS.get(t, t),))]
@@ -309,7 +312,8 @@ class _Validation:
         """How much is wrong under one branch: each unknown key counts, as does each other error."""
         count = 0
         for error in errors:
-            if error.validator in ("additionalProperties", "unevaluatedProperties") and isinstance(error.instance, dict):
+            closed = error.validator in ("additionalProperties", "unevaluatedProperties")
+            if closed and isinstance(error.instance, dict):
                 known = known_keys(self.root, error.schema)
                 count += max(1, sum(1 for key in error.instance if key not in known))
             else:
@@ -429,7 +433,7 @@ class _Validation:
         if validator_name in bounds:
             unit = " items" if "Items" in validator_name else (" characters" if "Length" in validator_name else "")
             return f"{bounds[validator_name]} {_shown(value)}{unit}"
-        if validator_name == "false" or schema is False:
+        if validator_name is None or schema is False:  # a `false` subschema
             return "absent (not allowed here)"
         return error.message
 
@@ -510,7 +514,7 @@ class _Validation:
         detail = _first_sentence(description)
         fix = None
         if isinstance(replacement, str) and re.fullmatch(r"\w+", replacement):
-            if self._mechanical(key_path, replacement, siblings):
+            if replacement not in siblings and self._takes_value(key_path, replacement, siblings):
                 fix = self._rename_fix(key_path, replacement, "safe")
                 if not legacy_prefix:
                     message += f": use `{replacement}`"
@@ -522,11 +526,10 @@ class _Validation:
             message += f": {detail}"
         return Issue("deprecated", key_path, message, where, fix)
 
-    def _mechanical(self, key_path: Path_, replacement: str, siblings: dict) -> bool:
-        """A rename is mechanical when the new key is a sibling in the schema, is not set
-        already, and takes the old key's value as it is."""
-        if replacement in siblings:
-            return False
+    def _takes_value(self, key_path: Path_, replacement: str, siblings: dict) -> bool:
+        """Does the new key (a sibling in the schema) take the old key's value as it is? Then
+        the rename is mechanical (DeepSpeed's ``bfloat16`` -> ``bf16``), unlike ``cpu_offload:
+        true`` -> ``offload_optimizer: {device: cpu}``."""
         parent = schema_at(self.name, key_path[:-1]) if key_path[:-1] else self.root
         target = property_schema(self.root, parent, replacement) if parent is not None else None
         if target is None:
