@@ -17,9 +17,6 @@ from memlint.facts.plan import RunFacts
 from memlint.sourced import Location, Sourced
 from memlint.sources.structured import Path_, Structured
 
-_ABSENT = object()
-
-
 @dataclass
 class ConfigReader:
     """A loaded config (or a block inside one, from ``base``) and the facts being read from it."""
@@ -43,7 +40,7 @@ class ConfigReader:
         return self.data.get(*self.base, *keys, default=default)
 
     def has(self, *keys: Any) -> bool:
-        return self.data.get(*self.base, *keys, default=_ABSENT) is not _ABSENT
+        return self.data.has(self.base + keys)
 
     def location(self, *keys: Any) -> Location:
         return Location(self.path, self.data.range_of(self.base + keys))

@@ -150,7 +150,6 @@ class _Refused(Exception):
 class _Anchored:
     value: Any
     size: int  # values it stands for once expanded
-    range: Range
 
 
 @dataclass
@@ -284,7 +283,7 @@ class _Composer:
 
     def _attach(self, value: Any, where: Range, anchor: str | None, size: int) -> None:
         if anchor:
-            self.anchors[anchor] = _Anchored(value, size, where)
+            self.anchors[anchor] = _Anchored(value, size)
         if not self.stack:
             self.root = value
             self.result.value_ranges[()] = where
