@@ -16,7 +16,7 @@ from typing import Any
 
 from memlint.configs.deepspeed import positive_int, read_deepspeed
 from memlint.configs.reading import ConfigReader, loaded_mapping, new_facts
-from memlint.configs.schema import _plugin_listed
+from memlint.configs.schema import plugin_listed
 from memlint.facts.extract import extractor
 from memlint.facts.hf_args import _bool, _targets
 from memlint.facts.names import ATTENTION, optimizer_from_hf
@@ -164,10 +164,10 @@ def _checkpointing(reader: ConfigReader) -> None:
 def _fused_loss(reader: ConfigReader) -> None:
     """Liger FLCE or Cut Cross-Entropy: no full logits tensor, if their plugin is loaded."""
     plugins: Any = reader.value("plugins")
-    if _bool(reader.value("liger_fused_linear_cross_entropy")) and _plugin_listed(LIGER, plugins):
+    if _bool(reader.value("liger_fused_linear_cross_entropy")) and plugin_listed(LIGER, plugins):
         reader.set("fused_loss", True, reader.location("liger_fused_linear_cross_entropy"),
                    "liger_fused_linear_cross_entropy")
-    elif _plugin_listed(CUT_CROSS_ENTROPY, plugins) and reader.value("cut_cross_entropy") is not False:
+    elif plugin_listed(CUT_CROSS_ENTROPY, plugins) and reader.value("cut_cross_entropy") is not False:
         at = reader.location("cut_cross_entropy") if reader.has("cut_cross_entropy") else reader.location("plugins")
         reader.set("fused_loss", True, at, "Cut Cross-Entropy plugin")
 

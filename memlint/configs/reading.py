@@ -17,6 +17,7 @@ from memlint.facts.plan import RunFacts
 from memlint.sourced import Location, Sourced
 from memlint.sources.structured import Path_, Structured
 
+
 @dataclass
 class ConfigReader:
     """A loaded config (or a block inside one, from ``base``) and the facts being read from it."""

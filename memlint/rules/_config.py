@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Iterator
 
-from memlint.configs import schema
+from memlint.configs import schema, validation
 from memlint.context import RuleContext
 from memlint.diagnostics import Edit, Fix, Range
 from memlint.facts.resolve import ResolvedRun
@@ -31,7 +31,7 @@ class SchemaRule(Rule):
     kinds = CONFIG_KINDS
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        for issue in schema.issues(ctx.path, ctx.kind, ctx.structured):
+        for issue in validation.issues(ctx.path, ctx.kind, ctx.structured):
             if issue.category == self.category:
                 yield Finding(issue.range, issue.message, fix=issue.fix)
 

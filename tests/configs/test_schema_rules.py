@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from memlint.configs import schema
+from memlint.configs import schema, validation
 from memlint.fix import apply_edits
 from memlint.kinds import detect
 from memlint.sources.structured import load
@@ -378,8 +378,8 @@ def test_duplicate_keys(lint):
 
 def test_schema_issues_are_computed_once_per_document():
     data = load(DS_ZERO3_TYPOS, "json")
-    first = schema.issues("ds_config.json", "deepspeed", data)
-    assert schema.issues("ds_config.json", "deepspeed", data) is first
+    first = validation.issues("ds_config.json", "deepspeed", data)
+    assert validation.issues("ds_config.json", "deepspeed", data) is first
 
 
 def test_hf_variant_follows_the_keys():
@@ -403,7 +403,7 @@ def test_defaults_come_from_the_schemas():
 
 @pytest.mark.parametrize("kind", ["json", "yaml", "python"])
 def test_no_issues_for_other_documents(kind):
-    assert schema.issues("x", kind, load("{}", "json")) == []
+    assert validation.issues("x", kind, load("{}", "json")) == []
 
 
 def test_axolotl_plugin_keys_of_plugins_the_schema_lacks_are_not_unknown(lint):
