@@ -432,3 +432,12 @@ def test_trl_recipe_with_model_config_fields(lint):
     [diagnostic] = lint({"sft_qlora.yaml": renamed}, "sft_qlora.yaml")
     assert spans([diagnostic]) == [("CFG001", 10, 0, 10, 14)]
     assert "did you mean `max_length`?" in diagnostic.message
+
+
+def test_yaml_suppression_comment_and_json_per_file_ignores(lint):
+    """A key kept on purpose (read by a fork or a plugin memlint does not know)."""
+    text = ("base_model: Qwen/Qwen2.5-0.5B\nlearning_rate: 0.0001\n"
+            "my_fork_flag: true  # memlint: ignore[CFG001]\nsequence_length: 2048\n")
+    assert [d.range.start.line for d in lint({"run.yml": text}, "run.yml")] == [4]
+    ds = '{"train_batch_size": 8, "_notes": "x", "gradient_clipingg": 1.0}'
+    assert lint({"ds_config.json": ds}, "ds_config.json", per_file_ignores={"ds_*.json": ["CFG001"]}) == []

@@ -315,3 +315,15 @@ def test_yaml_values_match_safe_load(value, flow):
     if isinstance(expected, dict):  # keys are the text as written
         expected = {str(k): v for k, v in expected.items()}
     assert data.value == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list('{}[]:,-?&*!|>"\'#\t\n abc1.e%@`~\\') + ["\x00", "é", "\x85"]),
+               max_size=80),
+       st.sampled_from(["json", "yaml"]))
+def test_any_text_loads_without_raising(text, syntax):
+    data = load(text, syntax)
+    assert data.ok == (not any(p.kind in ("syntax", "too-large", "multiple-documents", "unsupported-tag")
+                               for p in data.problems))
+    for problem in data.problems:
+        assert problem.range.start.line >= 1 and problem.range.start.column >= 0
