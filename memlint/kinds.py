@@ -2,52 +2,104 @@
 
 ``ds_config.json`` is a DeepSpeed config, but so is ``configs/run7.json`` if it holds
 ``zero_optimization``; an Axolotl YAML has ``base_model``; an Accelerate config has
-``distributed_type``; TrainingArguments as JSON/YAML (LLaMA-Factory style) has
-``per_device_train_batch_size`` or ``output_dir``.
+``distributed_type``; a LLaMA-Factory YAML has ``model_name_or_path`` with ``stage``,
+``finetuning_type`` or ``template``; TrainingArguments (or TRL's SFTConfig/DPOConfig) written
+as JSON/YAML has fields only the Trainer's arguments have (``per_device_train_batch_size``,
+``output_dir``, ``lr_scheduler_type``). A file that merely shares a few generic key names with
+a training config (a Hydra or Lightning config with ``learning_rate``) must not be mistaken
+for one: then most of its keys have to be keys the tool knows, which the committed schemas tell.
 """
 
 from __future__ import annotations
 
 import re
+from pathlib import PurePath
 from typing import Any
 
+# The kinds memlint reads as configs (plus "json"/"yaml" for anything else).
+CONFIG_KINDS = ("deepspeed", "accelerate", "axolotl", "llamafactory", "hf-args")
+
+DEEPSPEED_SIGNATURE = {"zero_optimization", "train_micro_batch_size_per_gpu"}
 DEEPSPEED_KEYS = {
     "zero_optimization", "train_micro_batch_size_per_gpu", "train_batch_size",
     "gradient_accumulation_steps", "zero_allow_untested_optimizer", "fp16", "bf16",
     "gradient_clipping", "steps_per_print", "wall_clock_breakdown", "activation_checkpointing",
 }
-ACCELERATE_KEYS = {"compute_environment", "distributed_type", "num_processes", "machine_rank", "use_cpu"}
-AXOLOTL_KEYS = {"base_model", "sequence_len", "micro_batch_size", "datasets", "adapter", "lora_r", "load_in_4bit"}
-LLAMAFACTORY_KEYS = {"model_name_or_path", "stage", "finetuning_type", "template", "cutoff_len", "lora_target"}
+ACCELERATE_SIGNATURE = {"compute_environment", "distributed_type"}
+ACCELERATE_KEYS = {"compute_environment", "distributed_type", "num_processes", "machine_rank", "use_cpu",
+                   "mixed_precision", "num_machines", "main_training_function"}
+AXOLOTL_KEYS = {"sequence_len", "micro_batch_size", "datasets", "adapter", "lora_r", "load_in_4bit",
+                "load_in_8bit", "num_epochs", "lora_target_linear", "sample_packing", "val_set_size"}
+LLAMAFACTORY_KEYS = {"stage", "finetuning_type", "template", "cutoff_len", "lora_target", "dataset_dir",
+                     "quantization_bit", "lora_rank"}
 HF_ARGS_KEYS = {
     "per_device_train_batch_size", "output_dir", "gradient_accumulation_steps", "learning_rate",
-    "num_train_epochs", "gradient_checkpointing", "bf16", "fp16", "optim", "max_seq_length", "max_length",
+    "num_train_epochs", "gradient_checkpointing", "activation_checkpointing", "bf16", "fp16", "optim",
+    "max_seq_length", "max_length", "max_steps", "lr_scheduler_type", "warmup_ratio", "logging_steps",
 }
+# Fields only the HF Trainer's arguments have: two of them make a TrainingArguments/TRL file
+# even when most of its keys belong to the script's own dataclasses (TRL's ModelConfig).
+HF_ARGS_DISTINCTIVE = {
+    "per_device_train_batch_size", "per_device_eval_batch_size", "gradient_accumulation_steps", "output_dir",
+    "optim", "lr_scheduler_type", "warmup_ratio", "logging_steps", "save_strategy", "eval_strategy",
+    "max_seq_length", "max_length", "gradient_checkpointing", "activation_checkpointing", "report_to",
+}
+KNOWN_SHARE = 0.5  # of a TrainingArguments-like file's keys that the schemas must know
 
-_DEEPSPEED_NAME = re.compile(r"(^|/)(ds|deepspeed)[_-]?(config)?[^/]*\.json$|(^|/)zero[0-9_-][^/]*\.json$", re.I)
-_ACCELERATE_NAME = re.compile(r"(^|/)(accelerate|default_config)[^/]*\.ya?ml$|(^|/)accelerate_configs?/", re.I)
+_DEEPSPEED_NAME = re.compile(r"^(ds|deepspeed)([_-]?config)?([_-].*)?\.json$|^zero[_-]?(\d|stage).*\.json$", re.I)
+_ACCELERATE_NAME = re.compile(r"^(accelerate|default_config)([_-].*)?\.(ya?ml|json)$", re.I)
+_ACCELERATE_DIR = re.compile(r"(^|/)accelerate(_configs?)?/", re.I)
+_SETTINGS_NAME = re.compile(r"^\.?memlint\.toml$")
 
 
 def detect(path: str, syntax: str, value: Any) -> str:
     """The document kind: deepspeed, accelerate, axolotl, llamafactory, hf-args, or the
     plain syntax ("json"/"yaml") when it is none of them."""
+    name = PurePath(path).name
+    posix = PurePath(path).as_posix()
+    if _SETTINGS_NAME.match(name):
+        return "memlint-settings"
     if not isinstance(value, dict):
-        return syntax
-    keys = set(value)
-    if syntax == "json" and (keys & {"zero_optimization", "train_micro_batch_size_per_gpu"}):
+        return by_name(name, posix, syntax) or syntax
+    keys = {k for k in value if isinstance(k, str)}
+    if syntax == "json" and keys & DEEPSPEED_SIGNATURE:
         return "deepspeed"
-    if keys & ACCELERATE_KEYS and ("distributed_type" in keys or "compute_environment" in keys):
+    if keys & ACCELERATE_SIGNATURE and len(keys & ACCELERATE_KEYS) >= 2:
         return "accelerate"
-    if "base_model" in keys and len(keys & AXOLOTL_KEYS) >= 2:
+    if "base_model" in keys and (keys & AXOLOTL_KEYS or _known_share(keys, "axolotl") >= KNOWN_SHARE):
         return "axolotl"
-    if "model_name_or_path" in keys and len(keys & LLAMAFACTORY_KEYS) >= 2:
+    if "model_name_or_path" in keys and keys & LLAMAFACTORY_KEYS and _known_share(keys, "llamafactory") >= KNOWN_SHARE:
         return "llamafactory"
     if syntax == "json" and len(keys & DEEPSPEED_KEYS) >= 2 and "output_dir" not in keys:
         return "deepspeed"
-    if len(keys & HF_ARGS_KEYS) >= 2:
+    if len(keys & HF_ARGS_DISTINCTIVE) >= 2 or (
+        len(keys & HF_ARGS_KEYS) >= 2 and _known_share(keys, "hf-args") >= KNOWN_SHARE
+    ):
         return "hf-args"
-    if syntax == "json" and _DEEPSPEED_NAME.search(path):
-        return "deepspeed"
-    if syntax == "yaml" and _ACCELERATE_NAME.search(path):
-        return "accelerate"
+    named = by_name(name, posix, syntax)
+    if named is not None and (not keys or _known_share(keys, named) >= KNOWN_SHARE):
+        return named
     return syntax
+
+
+def by_name(name: str, posix: str, syntax: str) -> str | None:
+    """The kind a file's name promises when its content does not decide."""
+    if syntax == "json" and _DEEPSPEED_NAME.match(name):
+        return "deepspeed"
+    if syntax in ("yaml", "json") and (_ACCELERATE_NAME.match(name) or _ACCELERATE_DIR.search(posix)):
+        return "accelerate"
+    return None
+
+
+def _known_share(keys: set[str], kind: str) -> float:
+    """The share of ``keys`` that the tool's schema(s) know."""
+    if not keys:
+        return 0.0
+    from memlint.configs.schema import HF_VARIANTS, SchemaUnavailable, top_level_keys
+
+    names = HF_VARIANTS + ("llamafactory",) if kind == "hf-args" else (kind,)
+    try:
+        known = frozenset().union(*(top_level_keys(n) for n in names))
+    except SchemaUnavailable:
+        return 1.0  # without schemas, the signature keys decide
+    return len(keys & known) / len(keys)

@@ -45,4 +45,8 @@ def load_extractors() -> None:
 # modules whose import registers extractors; each owner adds its module here
 EXTRACTOR_MODULES: list[str] = [
     "memlint.configs.trainer_args",
+    "memlint.configs.deepspeed",
+    "memlint.configs.accelerate",
+    "memlint.configs.axolotl",
+    "memlint.configs.llamafactory",
 ]

@@ -31,6 +31,8 @@ def _bool(value: Any) -> bool | None:
 
 
 def _fsdp(value: Any) -> str | None:
+    if value is True:
+        return "full"  # `fsdp=True` (transformers >= 5.23): FULL_SHARD
     if isinstance(value, (list, tuple)):
         words = [str(v).lower() for v in value]
     else:
@@ -42,6 +44,28 @@ def _fsdp(value: Any) -> str | None:
     return None
 
 
+def _float(value: Any) -> float | None:
+    return float(value) if _is_number(value) else None
+
+
+def _targets(value: Any) -> tuple[str, ...] | None:
+    """LoRA target modules: a list, a comma-separated string, or "all"/"all-linear"."""
+    if isinstance(value, (list, tuple)):
+        names = [str(v).strip() for v in value if str(v).strip()]
+    elif isinstance(value, str):
+        names = [v.strip() for v in value.split(",") if v.strip()]
+    else:
+        return None
+    if any(n.lower() in ("all", "all-linear", "all_linear") for n in names):
+        return ("all-linear",)
+    return tuple(names) or None
+
+
+def _flag(value: Any, on: Any) -> Any:
+    """``on`` when the value is true, else None (nothing to say)."""
+    return on if _bool(value) else None
+
+
 # field -> (fact name, converter). A converter returns None for values it does not understand.
 FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "per_device_train_batch_size": ("micro_batch", _int),
@@ -50,6 +74,9 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "train_micro_batch_size_per_gpu": ("micro_batch", _int),
     "gradient_accumulation_steps": ("grad_accum", _int),
     "gradient_checkpointing": ("grad_ckpt", lambda v: None if _bool(v) is None else int(bool(_bool(v)))),
+    # transformers >= 5.23 name; wins over gradient_checkpointing when both are set
+    "activation_checkpointing": ("grad_ckpt", lambda v: None if _bool(v) is None else int(bool(_bool(v)))),
+    "max_grad_norm": ("grad_clip", _float),
     "optim": ("optimizer", lambda v: optimizer_from_hf(str(v))),
     "max_seq_length": ("seq_len", _int),
     "max_length": ("seq_len", _int),
@@ -68,6 +95,11 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "lora_r": ("lora_r", _int),
     "lora_rank": ("lora_r", _int),
     "lora_dropout": ("lora_dropout", lambda v: float(v) if _is_number(v) else None),
+    "lora_target_modules": ("lora_targets", _targets),  # TRL ModelConfig / PEFT
+    "lora_target": ("lora_targets", _targets),  # LLaMA-Factory: "all" or "q_proj,v_proj"
+    "load_in_4bit": ("quantization", lambda v: _flag(v, "nf4")),  # TRL ModelConfig (nf4 by default)
+    "load_in_8bit": ("quantization", lambda v: _flag(v, "int8")),
+    "bnb_4bit_use_double_quant": ("double_quant", _bool),
 }
 
 

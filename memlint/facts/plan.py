@@ -50,6 +50,7 @@ class RunFacts:
 
     # ---- optimizer and memory savers
     optimizer: Sourced[str] | None = None  # memlint name ("adamw", "adamw-fused", ...)
+    grad_clip: Sourced[float] | None = None  # max_grad_norm / DeepSpeed gradient_clipping
     grad_ckpt: Sourced[int] | None = None  # 0 off, 1 every layer, k every k-th
     fused_loss: Sourced[bool] | None = None
     keep_logits: Sourced[bool] | None = None
@@ -128,7 +129,10 @@ def merge(entry: RunFacts, linked: list[RunFacts], overrides: dict[str, Sourced[
     """Merge the entry's facts with linked documents' facts, recording disagreements.
 
     ``overrides`` (a launcher's command-line options for its script) beat everything else:
-    they replace the defaults the script declares.
+    they replace the defaults the script declares. A value some file states beats a tool's
+    default (a fact without origin, e.g. Axolotl's default ``micro_batch_size``) whichever
+    document it comes from. DeepSpeed's ``"auto"`` is a placeholder the Trainer fills with
+    its own value at run time, so an ``"auto"`` fact never enters the plan.
     """
     facts: dict[str, Sourced[Any]] = dict(overrides or {})
     overridden = set(facts)
@@ -136,11 +140,15 @@ def merge(entry: RunFacts, linked: list[RunFacts], overrides: dict[str, Sourced[
     ordered = [entry] + linked
     for doc in ordered:
         for name, fact in doc.stated().items():
-            if name in overridden:
+            if name in overridden or fact.value == "auto":
                 continue
             current = facts.get(name)
-            if current is None:
+            if current is None or (current.assumed and not fact.assumed):
+                if current is not None and current.value != fact.value:
+                    conflicts.append((name, current, fact))
                 facts[name] = fact
+                continue
+            if fact.assumed:
                 continue
             if current.value != fact.value:
                 conflicts.append((name, current, fact))

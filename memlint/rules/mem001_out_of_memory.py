@@ -85,7 +85,7 @@ class OutOfMemory(Rule):
         ),
         Example(
             "model_name_or_path: meta-llama/Llama-3.1-8B\nper_device_train_batch_size: 4\n"
-            "max_length: 2048\nbf16: true\noutput_dir: out\n",
+            "max_length: 2048\nbf16: true\ngradient_checkpointing: false\noutput_dir: out\n",
             path="args.yaml",
             settings={"gpu": "a10g"},
             lines=(2,),

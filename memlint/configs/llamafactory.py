@@ -1,0 +1,115 @@
+"""LLaMA-Factory training YAMLs (``llamafactory-cli train run.yaml``): the run they define.
+
+One flat YAML fills LLaMA-Factory's model, data, fine-tuning and (HF Seq2Seq) training
+arguments. What decides memory, as LLaMA-Factory 0.9 sets it up:
+
+* ``finetuning_type`` (default ``lora``) with ``lora_rank``/``lora_target`` (defaults 8 and
+  ``all``: every linear layer); ``quantization_bit: 4`` loads NF4 (or FP4) weights, 8 int8.
+* Gradient checkpointing is on unless ``disable_gradient_checkpointing: true``
+  (``model/model_utils/checkpointing.py``), whatever ``gradient_checkpointing`` says.
+* ``bf16``/``fp16``/``pure_bf16`` choose the dtype the model loads in; trainable parameters
+  are then upcast to fp32 unless ``pure_bf16`` (or DeepSpeed ZeRO-3 without quantisation
+  keeps them in fp32 anyway) — so full fine-tuning with ``bf16: true`` keeps fp32 weights
+  under bf16 autocast, and LoRA keeps the frozen base in bf16.
+* ``cutoff_len`` is the sequence length; ``max_length`` is a *generation* setting here.
+
+Keys the file leaves out take LLaMA-Factory's defaults from its schema.
+"""
+
+from __future__ import annotations
+
+from memlint.configs.deepspeed import positive_int, read_deepspeed
+from memlint.configs.reading import ConfigReader, loaded_mapping, new_facts
+from memlint.facts.extract import extractor
+from memlint.facts.hf_args import _bool, _fsdp, _targets
+from memlint.facts.names import optimizer_from_hf
+from memlint.facts.plan import RunFacts
+from memlint.parsed import ParsedDocument
+from memlint.sourced import Sourced
+
+TOOL = "LLaMA-Factory"
+FLASH_ATTN = {"fa2": "flash", "fa3": "flash", "sdpa": "sdpa", "disabled": "eager"}
+
+
+@extractor("llamafactory")
+def extract_llamafactory(parsed: ParsedDocument) -> list[RunFacts]:
+    data = loaded_mapping(parsed)
+    if data is None:
+        return []
+    facts = new_facts(parsed.path, "llamafactory", data)
+    facts.framework = Sourced("llamafactory", None, "LLaMA-Factory config")
+    reader = ConfigReader(parsed.path, data, facts, "llamafactory")
+    reader.read("model", ("model_name_or_path",), lambda v: str(v) if v else None, TOOL)
+    reader.read("seq_len", ("cutoff_len",), positive_int, TOOL)
+    reader.read("micro_batch", ("per_device_train_batch_size",), positive_int, TOOL)
+    reader.read("grad_accum", ("gradient_accumulation_steps",), positive_int, TOOL)
+    reader.read("optimizer", ("optim",), lambda v: optimizer_from_hf(str(v)), TOOL)
+    reader.read("grad_clip", ("max_grad_norm",), lambda v: float(v) if isinstance(v, (int, float)) else None, TOOL)
+    _finetuning(reader)
+    _precision(reader)
+    _checkpointing(reader)
+    attention = reader.value("flash_attn")
+    if attention in FLASH_ATTN:
+        reader.set("attention", FLASH_ATTN[attention], reader.location("flash_attn"), "flash_attn")
+    for key in ("enable_liger_kernel", "use_liger_kernel"):
+        if _bool(reader.value(key)):
+            reader.set("fused_loss", True, reader.location(key), key)
+    reader.set("fsdp", _fsdp(reader.value("fsdp")) if reader.has("fsdp") else None, reader.location("fsdp"), "fsdp")
+    deepspeed = reader.value("deepspeed")
+    if isinstance(deepspeed, str):
+        reader.reference(("deepspeed",), "deepspeed")
+    elif isinstance(deepspeed, dict):
+        read_deepspeed(reader.inside("deepspeed", schema_name="deepspeed"))
+    return [facts]
+
+
+def _finetuning(reader: ConfigReader) -> None:
+    method, _ = reader.setting("finetuning_type")
+    if method != "lora":
+        return
+    reader.read("lora_r", ("lora_rank",), positive_int, TOOL)
+    reader.read("lora_targets", ("lora_target",), _targets, TOOL)
+    reader.read("lora_dropout", ("lora_dropout",), lambda v: float(v) if isinstance(v, (int, float)) else None, TOOL)
+    bits = reader.value("quantization_bit")
+    if bits in (4, 8):
+        where = reader.location("quantization_bit")
+        if bits == 8:
+            reader.set("quantization", "int8", where, "quantization_bit: 8")
+            return
+        kind, _ = reader.setting("quantization_type")
+        reader.set("quantization", str(kind or "nf4").lower(), where, f"quantization_bit: 4 ({kind})")
+        double, double_at = reader.setting("double_quantization")
+        reader.set("double_quant", bool(_bool(double)), double_at, "double_quantization")
+
+
+def _precision(reader: ConfigReader) -> None:
+    bf16, bf16_at = reader.setting("bf16")
+    fp16, fp16_at = reader.setting("fp16")
+    pure, pure_at = reader.setting("pure_bf16")
+    if _bool(bf16):
+        reader.set("mixed", "bf16", bf16_at, "bf16")
+    elif _bool(fp16):
+        reader.set("mixed", "fp16", fp16_at, "fp16")
+    if _bool(pure):
+        reader.set("load_dtype", "bf16", pure_at, "pure_bf16: weights and optimizer states in bf16")
+        return
+    method, _ = reader.setting("finetuning_type")
+    half = "bf16" if _bool(bf16) else ("fp16" if _bool(fp16) else None)
+    where = bf16_at if _bool(bf16) else fp16_at
+    if method == "full":
+        reader.set("load_dtype", "fp32", where, "LLaMA-Factory upcasts trainable parameters to float32")
+    elif half is not None:
+        reader.set("load_dtype", half, where, f"frozen base weights in the compute dtype {half}")
+
+
+def _checkpointing(reader: ConfigReader) -> None:
+    disabled, where = reader.setting("disable_gradient_checkpointing")
+    if _bool(disabled):
+        if _bool(reader.value("gradient_checkpointing")):
+            reader.set("grad_ckpt", 1, reader.location("gradient_checkpointing"), "gradient_checkpointing")
+        else:
+            reader.set("grad_ckpt", 0, where, "disable_gradient_checkpointing")
+        return
+    note = ("disable_gradient_checkpointing: false" if where
+            else "LLaMA-Factory checkpoints unless disable_gradient_checkpointing")
+    reader.set("grad_ckpt", 1, where, note)

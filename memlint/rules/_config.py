@@ -1,0 +1,95 @@
+"""Shared by the config rules (CFG...): schema issues as findings, and the DeepSpeed documents
+and trainer values a run-level check compares."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Iterator
+
+from memlint.configs import schema, validation
+from memlint.context import RuleContext
+from memlint.diagnostics import Edit, Fix, Range
+from memlint.facts.resolve import ResolvedRun
+from memlint.rules.base import Finding, Rule
+from memlint.sourced import Sourced
+
+CONFIG_KINDS = frozenset(schema.CONFIG_KINDS)
+# Frameworks that run DeepSpeed through the HF Trainer (which fills "auto" and checks the rest).
+HF_TRAINER_FAMILY = ("hf-trainer", "trl", "axolotl", "llamafactory")
+# The schema whose defaults are the Trainer's, per framework.
+DEFAULTS_SCHEMA = {
+    "hf-trainer": "hf-training-arguments",
+    "trl": "trl-sft-config",
+    "axolotl": "hf-training-arguments",  # Axolotl hands unset values to TrainingArguments
+    "llamafactory": "llamafactory",
+}
+
+
+class SchemaRule(Rule):
+    """A rule that reports one category of schema issue (unknown key, bad value, ...)."""
+
+    category: ClassVar[str]
+    kinds = CONFIG_KINDS
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        for issue in validation.issues(ctx.path, ctx.kind, ctx.structured):
+            if issue.category == self.category:
+                yield Finding(issue.range, issue.message, fix=issue.fix)
+
+
+def shown_location(ctx: RuleContext, location) -> str:
+    """``path:line:col`` of a location, the path relative to the project root when inside it."""
+    from pathlib import Path
+
+    try:
+        path = Path(location.path).resolve().relative_to(ctx.settings.root.resolve()).as_posix()
+    except (ValueError, OSError):
+        path = location.path
+    return f"{path}:{location.range.start.line}:{location.range.start.column + 1}"
+
+
+def replace_with(path: str, where: Range, text: str, message: str, applicability: str = "unsafe") -> Fix:
+    return Fix(message, (Edit(path, where, text),), applicability)
+
+
+def world_size(ctx: RuleContext, run: ResolvedRun | None) -> tuple[int | None, str]:
+    """The data-parallel world size of a run and where it comes from (None when unknown)."""
+    if run is not None:
+        fact = run.plan.get("world_size")
+        if fact is not None and isinstance(fact.value, int) and fact.value >= 1:
+            return fact.value, f"{fact.note or 'GPU count'} at {shown_location(ctx, fact.origin)}" if fact.origin else (
+                fact.note or "the launcher")
+    if ctx.settings.gpus:
+        return ctx.settings.gpus, "`gpus` in the memlint settings"
+    return None, ""
+
+
+def runs_through(ctx: RuleContext) -> list[ResolvedRun]:
+    """The runs this document takes part in (deduplicated by entry)."""
+    seen: set[str] = set()
+    out = []
+    for run in ctx.runs:
+        if run.plan.entry not in seen:
+            seen.add(run.plan.entry)
+            out.append(run)
+    return out
+
+
+def trainer_fact(run: ResolvedRun, name: str, ds_path: str) -> Sourced[Any] | None:
+    """The value the Trainer side of a run gives ``name``: a fact no DeepSpeed file set
+    (stated beats assumed), from the plan or from the conflicts it recorded."""
+    candidates = [run.plan.get(name)] + [other for fact_name, first, second in run.plan.conflicts
+                                         if fact_name == name for other in (first, second)]
+    ours = [f for f in candidates if f is not None and (f.origin is None or f.origin.path != ds_path)]
+    stated = [f for f in ours if f.origin is not None]
+    return (stated or ours or [None])[0]
+
+
+def trainer_default(framework: str, field: str) -> Any:
+    """The Trainer's default for a TrainingArguments field under ``framework`` (schema)."""
+    name = DEFAULTS_SCHEMA.get(framework)
+    if name is None:
+        return None
+    found = schema.default(name, field)
+    if found is schema.MISSING or found is None:
+        found = schema.default("hf-training-arguments", field)
+    return None if found is schema.MISSING else found

@@ -1,0 +1,93 @@
+"""CFG001: a config key the tool does not know (usually a misspelling)."""
+
+from __future__ import annotations
+
+from memlint.diagnostics import Severity
+from memlint.rules._config import SchemaRule
+from memlint.rules.base import Example
+
+
+class UnknownConfigKey(SchemaRule):
+    """## What it does
+    Checks every key of a DeepSpeed, Accelerate, Axolotl, LLaMA-Factory or TrainingArguments /
+    TRL config against the schema generated from the tool's own source, and reports keys the
+    tool does not read, with the key that was probably meant ("did you mean ...?").
+
+    ## Why it matters
+    Several tools drop unknown keys without a word. DeepSpeed ignores a misspelt top-level key
+    (``"gradient_clipingg": 1.0`` trains without clipping), and Axolotl ignores
+    ``sequence_length`` because it reads ``sequence_len``: the run silently trains with the
+    default of 512 tokens, or runs out of memory with a setting the user believes is applied.
+    Accelerate, LLaMA-Factory and ``HfArgumentParser`` refuse the file instead — after the job
+    waited in the queue.
+
+    ## Fix
+    Rename the key to the one the tool reads. When the names differ only in case or in ``-``
+    versus ``_`` the fix is safe; a "did you mean" rename is offered as an unsafe fix.
+    """
+
+    code = "CFG001"
+    name = "unknown-config-key"
+    severity = Severity.ERROR
+    category = "unknown"
+    fix_applicability = "unsafe"
+
+    VALID = (
+        Example(
+            "base_model: NousResearch/Llama-3.2-1B\n"
+            "load_in_4bit: true\n"
+            "adapter: qlora\n"
+            "lora_r: 32\n"
+            "lora_alpha: 16\n"
+            "lora_target_linear: true\n"
+            "sequence_len: 2048\n"
+            "micro_batch_size: 2\n"
+            "gradient_accumulation_steps: 4\n"
+            "learning_rate: 0.0002\n"
+            "datasets:\n"
+            "  - path: teknium/GPT4-LLM-Cleaned\n"
+            "    type: alpaca\n",
+            path="examples/llama-3/qlora-1b.yml",
+            title="An Axolotl QLoRA config whose keys Axolotl reads",
+        ),
+        Example(
+            '{\n  "train_micro_batch_size_per_gpu": "auto",\n  "gradient_accumulation_steps": "auto",\n'
+            '  "gradient_clipping": "auto",\n  "bf16": {"enabled": "auto"},\n'
+            '  "zero_optimization": {\n    "stage": 3,\n    "stage3_prefetch_bucket_size": "auto",\n'
+            '    "stage3_gather_16bit_weights_on_model_save": true\n  }\n}\n',
+            path="ds_config_zero3.json",
+            title="A Hugging Face style ZeRO-3 config",
+        ),
+    )
+    INVALID = (
+        Example(
+            "base_model: meta-llama/Llama-3.1-8B\n"
+            "sequence_length: 8192\n"
+            "micro_batch_size: 1\n"
+            "gradient_accumulation_steps: 8\n"
+            "learning_rate: 0.00002\n"
+            "datasets:\n"
+            "  - path: tatsu-lab/alpaca\n"
+            "    type: alpaca\n",
+            path="axolotl/llama-8b-full.yml",
+            lines=(2,),
+            message="did you mean `sequence_len`?",
+            fixed="base_model: meta-llama/Llama-3.1-8B\n"
+            "sequence_len: 8192\n"
+            "micro_batch_size: 1\n"
+            "gradient_accumulation_steps: 8\n"
+            "learning_rate: 0.00002\n"
+            "datasets:\n"
+            "  - path: tatsu-lab/alpaca\n"
+            "    type: alpaca\n",
+            title="Axolotl reads `sequence_len`: this run would silently train on 512-token sequences",
+        ),
+        Example(
+            '{\n  "train_batch_size": 64,\n  "train_micro_batch_size_per_gpu": 4,\n'
+            '  "gradient_clipingg": 1.0,\n  "zero_optimization": {"stage": 2, "overlap_com": true}\n}\n',
+            path="ds_config.json",
+            lines=(4, 5),
+            message="unknown DeepSpeed key",
+            title="A misspelt top-level key is ignored silently; inside `zero_optimization` DeepSpeed refuses it",
+        ),
+    )

@@ -1,0 +1,91 @@
+"""CFG006: a config file the tools cannot read (bad JSON/YAML, several documents, ...)."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from memlint import kinds
+from memlint.context import RuleContext
+from memlint.diagnostics import Range, Severity
+from memlint.rules._config import CONFIG_KINDS
+from memlint.rules.base import Example, Finding, Rule
+from memlint.sources.structured import FATAL_KINDS
+
+
+def looks_like_config(ctx: RuleContext) -> bool:
+    """A config kind, or a broken file whose name or first keys say it is one (a broken
+    ``package.json`` or editor settings file is none of memlint's business)."""
+    if ctx.kind in CONFIG_KINDS:
+        return True
+    syntax = ctx.parsed.document.syntax
+    keys = ctx.structured.partial_keys if ctx.structured is not None else ()
+    return kinds.detect(ctx.path, syntax, dict.fromkeys(keys) if keys else None) in CONFIG_KINDS
+
+
+class UnreadableConfig(Rule):
+    """## What it does
+    Reports a DeepSpeed, Accelerate, Axolotl, LLaMA-Factory or TrainingArguments config that
+    its tool cannot read, at the place the reading fails: invalid JSON (with the exact line and
+    column, trailing commas and comments named as such), invalid YAML, a tab used to indent
+    YAML, a YAML file holding several documents, a tag ``yaml.safe_load`` refuses, a file that
+    expands beyond any real config (an alias bomb), or a file that is not text at all.
+
+    ## Why it matters
+    The job fails at start-up, after it waited for its GPUs. The HF Trainer and Accelerate read
+    JSON with ``json.load`` (no comments, no trailing commas); Axolotl, Accelerate and
+    ``HfArgumentParser`` read YAML with ``yaml.safe_load`` (one document, no Python tags).
+
+    ## Fix
+    Correct the file where the message points.
+    """
+
+    code = "CFG006"
+    name = "unreadable-config"
+    severity = Severity.ERROR
+    kinds = CONFIG_KINDS | {"json", "yaml"}
+
+    VALID = (
+        Example(
+            '{\n  "train_micro_batch_size_per_gpu": "auto",\n  "gradient_accumulation_steps": "auto",\n'
+            '  "zero_optimization": {"stage": 2, "overlap_comm": true}\n}\n',
+            path="ds_config.json",
+        ),
+    )
+    INVALID = (
+        Example(
+            '{\n  "train_micro_batch_size_per_gpu": "auto",\n  "gradient_accumulation_steps": "auto",\n'
+            '  "zero_optimization": {\n    "stage": 2,\n    "overlap_comm": true,\n  }\n}\n',
+            path="ds_config.json",
+            lines=(6,),
+            message="trailing comma",
+            title="A trailing comma: json.load refuses it",
+        ),
+        Example(
+            "base_model: meta-llama/Llama-3.2-1B\nsequence_len: 2048\nmicro_batch_size: 4\n"
+            "learning_rate: 0.0002\ndatasets:\n\t- path: tatsu-lab/alpaca\n\t  type: alpaca\n",
+            path="axolotl.yml",
+            lines=(6,),
+            message="tab",
+            title="YAML cannot be indented with tabs",
+        ),
+        Example(
+            "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\nnum_processes: 8\n"
+            "---\ncompute_environment: LOCAL_MACHINE\ndistributed_type: NO\nnum_processes: 1\n",
+            path="accelerate_config.yaml",
+            lines=(4,),
+            message="more than one YAML document",
+            title="Two documents in one file",
+        ),
+    )
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        document = ctx.parsed.document
+        if document.problem is not None:
+            if kinds.by_name(document.path.rsplit("/", 1)[-1], document.path, document.syntax) is not None:
+                yield Finding(Range.file_start(), f"cannot read this config: {document.problem}")
+            return
+        if ctx.structured is None or not looks_like_config(ctx):
+            return
+        for problem in ctx.structured.problems:
+            if problem.kind in FATAL_KINDS:
+                yield Finding(problem.range, problem.message)

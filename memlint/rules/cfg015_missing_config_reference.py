@@ -1,0 +1,115 @@
+"""CFG015: a referenced config file that is missing or unreadable."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator
+
+from memlint.context import RuleContext
+from memlint.diagnostics import Severity
+from memlint.documents import read_document
+from memlint.facts.extract import extract
+from memlint.parsed import parse_document
+from memlint.project import Project
+from memlint.rules.base import Example, Finding, Rule
+
+_AXOLOTL = """\
+base_model: Qwen/Qwen2.5-14B
+sequence_len: 4096
+micro_batch_size: 1
+gradient_accumulation_steps: 16
+learning_rate: 0.00001
+bf16: true
+gradient_checkpointing: true
+deepspeed: deepspeed_configs/zero3_bf16.json
+datasets:
+  - path: tatsu-lab/alpaca
+    type: alpaca
+"""
+
+_ZERO3 = """\
+{
+  "zero_optimization": {"stage": 3, "overlap_comm": true, "stage3_gather_16bit_weights_on_model_save": true},
+  "bf16": {"enabled": true},
+  "gradient_accumulation_steps": "auto",
+  "train_micro_batch_size_per_gpu": "auto"
+}
+"""
+
+
+class MissingConfigReference(Rule):
+    """## What it does
+    Checks that the files a config or script points at exist and can be read: the DeepSpeed
+    JSON named by ``deepspeed:`` in an Axolotl, LLaMA-Factory or TrainingArguments YAML, by
+    ``TrainingArguments(deepspeed=...)``, or by ``deepspeed_config_file`` in an Accelerate
+    config. A path is looked up next to the file that names it, then from the project root
+    (where the tools are usually launched).
+
+    ## Why it matters
+    The run fails when the Trainer opens the file — after the model was downloaded and loaded.
+    And memlint cannot see the ZeRO stage, offload or precision of a file it cannot read, so
+    the memory estimate leaves them out.
+
+    ## Fix
+    Correct the path, or add the file (Axolotl's examples expect its ``deepspeed_configs/``
+    folder, fetched with ``axolotl fetch deepspeed_configs``).
+    """
+
+    code = "CFG015"
+    name = "missing-config-reference"
+    severity = Severity.WARNING
+    kinds = frozenset({"axolotl", "llamafactory", "hf-args", "accelerate", "python", "shell"})
+
+    VALID = (
+        Example(_AXOLOTL, path="qwen-14b.yml", files={"deepspeed_configs/zero3_bf16.json": _ZERO3}),
+    )
+    INVALID = (
+        Example(
+            _AXOLOTL,
+            path="qwen-14b.yml",
+            lines=(8,),
+            message="does not exist",
+            title="The DeepSpeed config was never copied into the project",
+        ),
+        Example(
+            _AXOLOTL,
+            path="qwen-14b.yml",
+            files={"deepspeed_configs/zero3_bf16.json": _ZERO3.replace('"auto"\n', '"auto",\n')},
+            lines=(8,),
+            message="cannot be read",
+            title="The referenced file is not valid JSON",
+        ),
+    )
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        try:
+            documents = extract(ctx.parsed)
+        except (RecursionError, ValueError, TypeError, KeyError, AttributeError, IndexError):
+            return
+        project = Project(ctx.settings)
+        for facts in documents:
+            for reference in facts.references:
+                if reference.origin is None or reference.origin.path != ctx.path:
+                    continue
+                written = str(reference.value)
+                target = project.resolve_reference(written, ctx.path)
+                if target is None:
+                    yield Finding(reference.origin.range,
+                                  f"`{written}` does not exist (looked next to {Path(ctx.path).name} and in the "
+                                  "project root); the run fails when it opens it, and memlint "
+                                  "estimates without its settings")
+                    continue
+                problem = self._unreadable(target)
+                if problem:
+                    yield Finding(reference.origin.range, f"`{written}` cannot be read: {problem}")
+
+    @staticmethod
+    def _unreadable(target: Path) -> str | None:
+        document = read_document(target)
+        if document.problem is not None:
+            return document.problem
+        parsed = parse_document(document)
+        if parsed.structured is not None and not parsed.structured.ok:
+            first = next(p for p in parsed.structured.problems if p.kind != "duplicate-key")
+            return f"{first.message} (line {first.range.start.line})"
+        return None

@@ -1,0 +1,167 @@
+"""Recognising each config kind by content first and name second, and not mistaking others."""
+
+from __future__ import annotations
+
+import pytest
+
+from memlint.kinds import detect
+from memlint.sources.structured import load
+
+HF_ZERO2 = """\
+{
+    "fp16": {"enabled": "auto", "loss_scale": 0, "loss_scale_window": 1000, "hysteresis": 2},
+    "bf16": {"enabled": "auto"},
+    "zero_optimization": {"stage": 2, "allgather_partitions": true, "overlap_comm": true},
+    "gradient_accumulation_steps": "auto",
+    "gradient_clipping": "auto",
+    "train_batch_size": "auto",
+    "train_micro_batch_size_per_gpu": "auto"
+}
+"""
+
+ACCELERATE = """\
+compute_environment: LOCAL_MACHINE
+debug: false
+distributed_type: MULTI_GPU
+downcast_bf16: 'no'
+gpu_ids: all
+machine_rank: 0
+main_training_function: main
+mixed_precision: bf16
+num_machines: 1
+num_processes: 4
+rdzv_backend: static
+same_network: true
+use_cpu: false
+"""
+
+AXOLOTL = """\
+base_model: Qwen/Qwen2.5-0.5B
+datasets:
+  - path: mhenrichsen/alpaca_2k_test
+    type: alpaca
+sequence_len: 2048
+micro_batch_size: 4
+learning_rate: 0.0002
+"""
+
+LLAMAFACTORY = """\
+model_name_or_path: meta-llama/Meta-Llama-3-8B-Instruct
+stage: sft
+do_train: true
+finetuning_type: lora
+lora_target: all
+dataset: identity,alpaca_en_demo
+template: llama3
+cutoff_len: 2048
+output_dir: saves/llama3-8b/lora/sft
+"""
+
+TRL_SFT = """\
+model_name_or_path: Qwen/Qwen2.5-0.5B
+dataset_name: trl-lib/Capybara
+learning_rate: 2.0e-5
+num_train_epochs: 1
+packing: true
+per_device_train_batch_size: 2
+gradient_accumulation_steps: 8
+max_length: 2048
+output_dir: Qwen2.5-0.5B-SFT
+"""
+
+# TrlParser reads ModelConfig and ScriptArguments from the same file as SFTConfig.
+TRL_QLORA_RECIPE = """\
+model_name_or_path: meta-llama/Llama-3.1-8B
+torch_dtype: bfloat16
+use_peft: true
+lora_r: 16
+lora_alpha: 32
+lora_target_modules: all-linear
+load_in_4bit: true
+bnb_4bit_quant_type: nf4
+dataset_name: trl-lib/Capybara
+output_dir: Llama-3.1-8B-QLoRA
+per_device_train_batch_size: 4
+gradient_accumulation_steps: 4
+"""
+
+TRAINING_ARGS_JSON = """\
+{"output_dir": "out", "per_device_train_batch_size": 8, "gradient_accumulation_steps": 2,
+ "learning_rate": 5e-05, "num_train_epochs": 3, "bf16": true, "deepspeed": "ds_config.json"}
+"""
+
+# Not training configs, though they share some key names.
+HYDRA = """\
+defaults:
+  - model: llama
+  - trainer: default
+trainer:
+  max_epochs: 3
+  precision: bf16-mixed
+learning_rate: 3e-4
+num_train_epochs: 3
+bf16: true
+seed: 42
+experiment_name: sweep
+data_dir: /data
+callbacks: []
+"""
+
+GITHUB_WORKFLOW = "name: tests\non: [push]\njobs:\n  test:\n    runs-on: ubuntu-latest\n"
+
+
+@pytest.mark.parametrize(
+    "path,text,kind",
+    [
+        ("configs/run7.json", HF_ZERO2, "deepspeed"),  # by content, whatever the name
+        ("ds_config_zero2.json", HF_ZERO2, "deepspeed"),
+        ("default_config.yaml", ACCELERATE, "accelerate"),
+        ("fsdp.yaml", ACCELERATE, "accelerate"),
+        ("examples/qwen/lora.yml", AXOLOTL, "axolotl"),
+        ("examples/train_lora/llama3_lora_sft.yaml", LLAMAFACTORY, "llamafactory"),
+        ("recipes/sft.yaml", TRL_SFT, "hf-args"),
+        ("recipes/qlora.yaml", TRL_QLORA_RECIPE, "hf-args"),
+        ("training_args.json", TRAINING_ARGS_JSON, "hf-args"),
+        ("conf/config.yaml", HYDRA, "yaml"),
+        (".github/workflows/tests.yml", GITHUB_WORKFLOW, "yaml"),
+        ("package.json", '{"name": "web", "version": "1.0.0", "scripts": {}}', "json"),
+    ],
+)
+def test_kind_by_content(path, text, kind):
+    syntax = "json" if path.endswith(".json") else "yaml"
+    assert detect(path, syntax, load(text, syntax).value) == kind
+
+
+@pytest.mark.parametrize(
+    "path,text,kind",
+    [
+        # the name decides when the content does not (nearly empty, or not a mapping)
+        ("ds_config.json", '{"steps_per_print": 100}', "deepspeed"),
+        ("deepspeed/zero3.json", "{}", "deepspeed"),
+        ("zero2_offload.json", "[]", "deepspeed"),
+        ("ds_z3_config.json", '{"wall_clock_breakdown": false}', "deepspeed"),
+        ("accelerate_configs/multi_gpu.yaml", "debug: false\n", "accelerate"),
+        # but not against content that belongs to something else
+        ("zero_shot_results.json", '{"accuracy": 0.71, "task": "boolq"}', "json"),
+        ("ds_config.json", '{"accuracy": 0.71, "task": "boolq"}', "json"),
+        ("default_config.yaml", "theme: dark\nfont_size: 12\n", "yaml"),
+        ("dstats.json", '{"steps_per_print": 1}', "json"),
+    ],
+)
+def test_kind_by_name(path, text, kind):
+    syntax = "json" if path.endswith(".json") else "yaml"
+    assert detect(path, syntax, load(text, syntax).value) == kind
+
+
+def test_deepspeed_needs_json():
+    """DeepSpeed reads JSON only; a YAML with the same keys is not a DeepSpeed config."""
+    assert detect("ds.yaml", "yaml", {"zero_optimization": {"stage": 2}, "train_micro_batch_size_per_gpu": 1}) == "yaml"
+
+
+def test_accelerate_as_json():
+    assert detect("cluster.json", "json", {"distributed_type": "FSDP", "num_processes": 8}) == "accelerate"
+
+
+def test_memlint_settings_by_name():
+    assert detect("memlint.toml", "other", None) == "memlint-settings"
+    assert detect("sub/.memlint.toml", "other", None) == "memlint-settings"

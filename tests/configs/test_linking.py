@@ -1,0 +1,148 @@
+"""Linking configs into runs: references resolved relative to the file that names them,
+DeepSpeed "auto" filled from the Trainer's side, tool defaults never beating stated values."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memlint.diagnostics import Range
+from memlint.documents import document_from_text
+from memlint.estimate import Precision, Sharding
+from memlint.facts.extract import extract
+from memlint.facts.plan import RunFacts, merge
+from memlint.facts.resolve import RunContext
+from memlint.parsed import parse_document
+from memlint.project import Project
+from memlint.settings import Settings
+from memlint.sourced import Location, Sourced
+
+from .helpers import spans, write_files
+
+AXOLOTL = """\
+base_model: Qwen/Qwen2.5-7B
+sequence_len: 4096
+micro_batch_size: 2
+gradient_accumulation_steps: 8
+learning_rate: 0.00001
+bf16: true
+gradient_checkpointing: true
+deepspeed: deepspeed_configs/zero3_bf16.json
+datasets:
+  - path: tatsu-lab/alpaca
+    type: alpaca
+"""
+
+ZERO3_AUTO = """\
+{
+  "zero_optimization": {
+    "stage": 3,
+    "overlap_comm": true,
+    "contiguous_gradients": true,
+    "reduce_bucket_size": "auto",
+    "stage3_prefetch_bucket_size": "auto",
+    "stage3_param_persistence_threshold": "auto",
+    "stage3_gather_16bit_weights_on_model_save": true
+  },
+  "bf16": {"enabled": "auto"},
+  "gradient_accumulation_steps": "auto",
+  "gradient_clipping": "auto",
+  "train_batch_size": "auto",
+  "train_micro_batch_size_per_gpu": "auto"
+}
+"""
+
+
+def facts_of(path: str, text: str) -> RunFacts:
+    [facts] = extract(parse_document(document_from_text(path, text)))
+    return facts
+
+
+def test_auto_values_take_the_trainers_values(tmp_path):
+    write_files(tmp_path, {"qwen.yml": AXOLOTL, "deepspeed_configs/zero3_bf16.json": ZERO3_AUTO})
+    project = Project(Settings(root=tmp_path))
+    [run] = project.runs_for(tmp_path / "deepspeed_configs/zero3_bf16.json", RunContext(world_size=8))
+    plan = run.plan
+    assert [Path(d).name for d in plan.documents] == ["qwen.yml", "zero3_bf16.json"]
+    assert plan.get("micro_batch").value == 2 and plan.get("micro_batch").origin.path.endswith("qwen.yml")
+    assert plan.get("grad_accum").value == 8
+    assert plan.get("zero_stage").value == 3
+    assert plan.conflicts == []
+    assert run.setup.precision is Precision.MIXED_BF16  # DeepSpeed's bf16, switched on by the Trainer's bf16
+    assert run.setup.sharding is Sharding.ZERO3 and run.setup.world_size == 8
+    assert run.setup.micro_batch == 2 and run.setup.seq_len == 4096 and run.setup.grad_accum == 8
+
+
+def test_the_same_run_from_either_file(tmp_path):
+    write_files(tmp_path, {"qwen.yml": AXOLOTL, "deepspeed_configs/zero3_bf16.json": ZERO3_AUTO})
+    project = Project(Settings(root=tmp_path))
+    [from_yaml] = project.runs_for(tmp_path / "qwen.yml", RunContext())
+    [from_json] = project.runs_for(tmp_path / "deepspeed_configs/zero3_bf16.json", RunContext())
+    assert from_yaml.setup == from_json.setup
+
+
+def test_reference_relative_to_the_referencing_file(tmp_path):
+    args = '{"output_dir": "out", "per_device_train_batch_size": 4, "bf16": true, "deepspeed": "zero2.json"}'
+    zero2 = '{"zero_optimization": {"stage": 2}, "bf16": {"enabled": "auto"}, "train_micro_batch_size_per_gpu": "auto"}'
+    write_files(tmp_path, {"configs/training_args.json": args, "configs/zero2.json": zero2})
+    project = Project(Settings(root=tmp_path))
+    target = project.resolve_reference("zero2.json", tmp_path / "configs/training_args.json")
+    assert target == tmp_path / "configs/zero2.json"
+    facts = project.facts(tmp_path / "configs/training_args.json")[0]
+    plan = project.plan_for(facts)
+    assert plan.get("zero_stage").value == 2
+    assert plan.get("micro_batch").value == 4
+
+
+def test_merge_auto_never_overrides():
+    trainer = RunFacts("train.py", "python", micro_batch=Sourced(4, Location("train.py", Range.of(9, 4, 9, 5))))
+    auto = Sourced("auto", Location("ds.json", Range.of(2, 36, 2, 42)))
+    deepspeed = RunFacts("ds.json", "deepspeed", micro_batch=auto)
+    plan = merge(trainer, [deepspeed])
+    assert plan.get("micro_batch").value == 4 and plan.conflicts == []
+    plan = merge(deepspeed, [trainer])  # whichever is the entry
+    assert plan.get("micro_batch").value == 4
+
+
+def test_merge_stated_values_beat_tool_defaults():
+    axolotl = facts_of("run.yml", "base_model: Qwen/Qwen2.5-7B\nlearning_rate: 0.00001\n")
+    assert axolotl.micro_batch.assumed  # Axolotl's default micro_batch_size 1
+    deepspeed = facts_of("ds.json", '{"train_micro_batch_size_per_gpu": 4, "zero_optimization": {"stage": 1}}')
+    plan = merge(axolotl, [deepspeed])
+    assert plan.get("micro_batch").value == 4 and plan.get("micro_batch").origin.path == "ds.json"
+    [(name, default, stated)] = [c for c in plan.conflicts if c[0] == "micro_batch"]
+    assert default.assumed and stated.value == 4
+
+
+def test_merge_accelerate_world_size_and_precision():
+    accelerate = facts_of("default_config.yaml", "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\n"
+                          "mixed_precision: bf16\nnum_machines: 1\nnum_processes: 4\n")
+    script = RunFacts("train.py", "python", framework=Sourced("plain", None, ""),
+                      model=Sourced("Qwen/Qwen2.5-0.5B", Location("train.py", Range.of(5, 10, 5, 29))))
+    plan = merge(script, [accelerate])
+    assert plan.get("world_size").value == 4 and plan.get("mixed").value == "bf16"
+
+
+def test_missing_reference_is_a_diagnostic_not_a_crash(lint):
+    diagnostics = lint({"qwen.yml": AXOLOTL}, "qwen.yml")
+    assert spans(diagnostics) == [("CFG015", 8, 11, 8, 44)]
+    assert "`deepspeed_configs/zero3_bf16.json` does not exist" in diagnostics[0].message
+
+
+def test_unreadable_reference(lint, tmp_path):
+    (tmp_path / "deepspeed_configs").mkdir()
+    (tmp_path / "deepspeed_configs/zero3_bf16.json").write_bytes(b"\x00\x01binary")
+    [diagnostic] = lint({"qwen.yml": AXOLOTL}, "qwen.yml")
+    assert diagnostic.code == "CFG015" and "binary file" in diagnostic.message
+
+
+def test_reference_found_from_the_project_root(lint):
+    """Axolotl and LLaMA-Factory open the path from where they are launched: the root."""
+    files = {"examples/qwen/full.yml": AXOLOTL, "deepspeed_configs/zero3_bf16.json": ZERO3_AUTO}
+    assert lint(files, "examples/qwen/full.yml") == []
+
+
+def test_accelerate_deepspeed_config_file_reference(lint):
+    text = ("compute_environment: LOCAL_MACHINE\ndeepspeed_config:\n  deepspeed_config_file: ds_z3.json\n"
+            "distributed_type: DEEPSPEED\nmixed_precision: bf16\nnum_processes: 8\n")
+    [diagnostic] = lint({"accelerate_configs/zero3.yaml": text}, "accelerate_configs/zero3.yaml")
+    assert spans([diagnostic]) == [("CFG015", 3, 25, 3, 35)]

@@ -1,0 +1,329 @@
+"""The position-keeping loader: exact ranges, defects of the file at the right place, safety."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memlint.diagnostics import Range
+from memlint.sources.structured import MAX_DEPTH, MAX_NODES, load
+
+# A DeepSpeed config as the HF docs write it (two-space indent, "auto" values, 1e9 integers).
+DS_ZERO3 = """\
+{
+  "bf16": {
+    "enabled": "auto"
+  },
+  "zero_optimization": {
+    "stage": 3,
+    "offload_param": {"device": "cpu", "pin_memory": true},
+    "stage3_max_live_parameters": 1e9
+  },
+  "gradient_accumulation_steps": "auto",
+  "train_micro_batch_size_per_gpu": "auto"
+}
+"""
+
+AXOLOTL = """\
+base_model: NousResearch/Llama-3.2-1B
+# comments and blank lines do not move anything
+
+load_in_4bit: true
+adapter: qlora
+lora_target_modules:
+  - q_proj
+  - v_proj
+datasets:
+  - path: teknium/GPT4-LLM-Cleaned
+    type: alpaca
+learning_rate: 2e-5
+lr_min: 2.0e-6
+"""
+
+
+def r(line: int, column: int, end_line: int, end_column: int) -> Range:
+    return Range.of(line, column, end_line, end_column)
+
+
+# --------------------------------------------------------------------------- ranges
+
+
+def test_json_values_and_keys_have_exact_ranges():
+    data = load(DS_ZERO3, "json")
+    assert data.ok and data.problems == []
+    assert data.value["zero_optimization"]["stage3_max_live_parameters"] == 1e9  # json semantics
+    assert data.range_of(("zero_optimization", "stage")) == r(6, 13, 6, 14)
+    assert data.range_of(("zero_optimization", "stage"), key=True) == r(6, 4, 6, 11)
+    assert data.range_of(("zero_optimization", "offload_param", "device")) == r(7, 32, 7, 37)
+    assert data.range_of(("zero_optimization", "offload_param")) == r(7, 21, 7, 58)
+    assert data.range_of(("bf16", "enabled")) == r(3, 15, 3, 21)
+    assert data.range_of(("zero_optimization",)) == r(5, 23, 9, 3)
+    assert data.range_of(()) == r(1, 0, 12, 1)
+
+
+def test_yaml_values_keys_and_sequences_have_exact_ranges():
+    data = load(AXOLOTL, "yaml")
+    assert data.ok
+    assert data.range_of(("base_model",)) == r(1, 12, 1, 37)
+    assert data.range_of(("load_in_4bit",), key=True) == r(4, 0, 4, 12)
+    assert data.range_of(("lora_target_modules", 1)) == r(8, 4, 8, 10)
+    assert data.range_of(("datasets", 0, "type")) == r(11, 10, 11, 16)
+    # a block collection ends where its last value ends, not at the next key
+    assert data.range_of(("lora_target_modules",)) == r(7, 2, 8, 10)
+    assert data.range_of(("datasets", 0)) == r(10, 4, 11, 16)
+
+
+def test_yaml_scalars_are_what_safe_load_gives():
+    data = load(AXOLOTL, "yaml")
+    assert data.value == yaml.safe_load(AXOLOTL)
+    assert data.value["learning_rate"] == "2e-5"  # YAML 1.1: no dot, so a string
+    assert data.value["lr_min"] == 2.0e-6
+
+
+def test_missing_path_falls_back_to_the_nearest_key():
+    data = load(DS_ZERO3, "json")
+    assert data.range_of(("zero_optimization", "reduce_bucket_size")) == r(5, 2, 5, 21)
+    assert data.range_of(("nothing", "here")) == r(2, 2, 2, 8)  # the first key of the file
+    assert load("", "yaml").range_of(("base_model",)) == Range.file_start()
+
+
+def test_columns_count_code_points_after_non_ascii_text():
+    data = load('run_name: "Llama — ÄÖ 😀"\nmicro_batch_size: 2\nnote: é\n', "yaml")
+    assert data.range_of(("run_name",)) == r(1, 10, 1, 24)
+    assert data.range_of(("note",)) == r(3, 6, 3, 7)
+
+
+def test_crlf_line_endings():
+    data = load('{\r\n  "train_batch_size": 16,\r\n  "fp16": {"enabled": true}\r\n}\r\n', "json")
+    assert data.range_of(("train_batch_size",)) == r(2, 22, 2, 24)
+    assert data.range_of(("fp16", "enabled")) == r(3, 22, 3, 26)
+
+
+def test_json_indented_with_tabs():
+    data = load('{\n\t"zero_optimization": {\n\t\t"stage": 2\n\t}\n}\n', "json")
+    assert data.ok and data.value == {"zero_optimization": {"stage": 2}}
+    assert data.range_of(("zero_optimization", "stage")) == r(3, 11, 3, 12)
+
+
+def test_anchors_aliases_and_merge_keys():
+    text = (
+        "defaults: &defaults\n"
+        "  micro_batch_size: 2\n"
+        "  sequence_len: 4096\n"
+        "run:\n"
+        "  <<: *defaults\n"
+        "  sequence_len: 8192\n"
+        "copy: *defaults\n"
+    )
+    data = load(text, "yaml")
+    assert data.value == yaml.safe_load(text)
+    assert data.value["run"] == {"micro_batch_size": 2, "sequence_len": 8192}
+    # a merged key points at the `<<` that brought it; an explicit key at itself
+    assert data.range_of(("run", "micro_batch_size"), key=True) == r(5, 2, 5, 4)
+    assert data.range_of(("run", "micro_batch_size")) == r(5, 6, 5, 15)
+    assert data.range_of(("run", "sequence_len")) == r(6, 16, 6, 20)
+    assert data.range_of(("copy",)) == r(7, 6, 7, 15)
+
+
+def test_keys_are_text_as_written():
+    data = load("1: one\nyes: true\nnull: x\n", "yaml")
+    assert data.value == {"1": "one", "yes": True, "null": "x"}
+
+
+def test_items_walks_every_value_in_order():
+    data = load('{"a": {"b": [1, {"c": 2}]}, "d": 3}', "json")
+    assert [p for p, _ in data.items()] == [(), ("a",), ("a", "b"), ("a", "b", 0), ("a", "b", 1),
+                                            ("a", "b", 1, "c"), ("d",)]
+
+
+def test_source_gives_the_text_of_a_range():
+    data = load(AXOLOTL, "yaml")
+    assert data.source(data.range_of(("base_model",))) == "NousResearch/Llama-3.2-1B"
+    assert data.source(data.range_of(("datasets", 0))) == "path: teknium/GPT4-LLM-Cleaned\n    type: alpaca"
+
+
+# --------------------------------------------------------------------------- defects of the file
+
+
+def test_invalid_json_is_reported_at_its_line_and_column():
+    data = load('{\n  "train_batch_size": 16\n  "fp16": {"enabled": true}\n}\n', "json")
+    assert not data.ok and data.value is None
+    [problem] = data.problems
+    assert problem.kind == "syntax"
+    assert problem.message == "invalid JSON: Expecting ',' delimiter"
+    assert problem.range == r(3, 2, 3, 3)
+
+
+def test_trailing_comma_points_at_the_comma():
+    data = load('{\n  "zero_optimization": {\n    "stage": 2,\n  },\n  "fp16": {"enabled": true}\n}\n', "json")
+    [problem] = data.problems
+    assert problem.message == "invalid JSON: trailing comma before `}`; remove it"
+    assert problem.range == r(3, 14, 3, 15)
+
+
+def test_comments_in_json_are_named():
+    data = load('{\n  // ZeRO-2 for 8 GPUs\n  "train_batch_size": 16\n}\n', "json")
+    [problem] = data.problems
+    assert "comments are not JSON" in problem.message
+    assert problem.range == r(2, 2, 2, 3)
+
+
+def test_duplicate_keys_in_json_and_yaml():
+    data = load('{\n  "train_micro_batch_size_per_gpu": 4,\n  "train_micro_batch_size_per_gpu": 16\n}\n', "json")
+    assert data.ok and data.value == {"train_micro_batch_size_per_gpu": 16}
+    [problem] = data.problems
+    assert problem.kind == "duplicate-key"
+    assert problem.range == r(3, 2, 3, 34)
+    assert "first set on line 2" in problem.message
+
+    data = load("datasets:\n  - path: a\n    type: alpaca\n    path: b\n", "yaml")
+    [problem] = data.problems
+    assert problem.kind == "duplicate-key" and problem.range == r(4, 4, 4, 8)
+
+
+def test_tab_indentation_in_yaml():
+    data = load("base_model: meta-llama/Llama-3.2-1B\ndatasets:\n  - path: x\n\t  type: alpaca\n", "yaml")
+    [problem] = data.problems
+    assert problem.kind == "syntax"
+    assert "tab character indents this line" in problem.message
+    assert problem.range == r(4, 0, 4, 1)
+
+
+def test_several_yaml_documents():
+    data = load("distributed_type: MULTI_GPU\nnum_processes: 8\n---\ndistributed_type: NO\n", "yaml")
+    assert not data.ok
+    [problem] = data.problems
+    assert problem.kind == "multiple-documents"
+    assert problem.range == r(3, 0, 3, 3)
+    assert data.value == {"distributed_type": "MULTI_GPU", "num_processes": 8}
+
+
+def test_leading_document_marker_is_one_document():
+    data = load("---\nbase_model: x\n", "yaml")
+    assert data.ok and data.value == {"base_model": "x"}
+
+
+def test_invalid_yaml_is_reported_where_the_parser_stops():
+    data = load("base_model: x\nlora_target_modules: [q_proj, v_proj\nsequence_len: 2048\n", "yaml")
+    [problem] = data.problems
+    assert problem.kind == "syntax" and problem.message.startswith("invalid YAML: ")
+    assert problem.range.start.line == 3
+    assert data.partial_keys == ("base_model", "lora_target_modules")
+
+
+def test_python_tags_are_refused_and_never_constructed():
+    text = "base_model: !!python/object/apply:os.system ['echo pwned']\nsequence_len: 2048\n"
+    data = load(text, "yaml")
+    assert not data.ok
+    [problem] = data.problems
+    assert problem.kind == "unsupported-tag"
+    assert problem.range == r(1, 12, 1, 13)
+
+
+def test_control_characters():
+    data = load("base_model: x\nnote: \x07\n", "yaml")
+    [problem] = data.problems
+    assert problem.kind == "syntax" and problem.range == r(2, 6, 2, 7)
+
+
+def test_empty_documents():
+    assert load("", "yaml").value is None and load("", "yaml").problems == []
+    assert load("# only a comment\n", "yaml").ok
+    [problem] = load("", "json").problems
+    assert problem.message == "invalid JSON: Expecting value" and problem.range == r(1, 0, 1, 1)
+
+
+# --------------------------------------------------------------------------- safety
+
+
+def _billion_laughs(levels: int = 9) -> str:
+    lines = ['lol0: &lol0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    for level in range(1, levels + 1):
+        refs = ", ".join([f"*lol{level - 1}"] * 9)
+        lines.append(f"lol{level}: &lol{level} [{refs}]")
+    return "\n".join(lines) + "\n"
+
+
+def test_alias_bomb_is_refused_before_it_expands():
+    """Each alias counts the values it stands for; the count passes the budget at the second
+    alias of `lol5` (line 6), and nothing after it is read or built."""
+    data = load(_billion_laughs(), "yaml")
+    assert data.value is None and not data.ok
+    [problem] = data.problems
+    assert problem.kind == "too-large" and f"{MAX_NODES:,}" in problem.message
+    assert problem.range == r(6, 20, 6, 21)
+
+
+def test_aliases_below_the_budget_share_values():
+    data = load(_billion_laughs(levels=3), "yaml")
+    assert data.ok
+    assert data.value["lol3"][0] is data.value["lol2"]  # not copied
+
+
+@pytest.mark.parametrize("syntax", ["yaml", "json"])
+def test_ten_thousand_levels_of_nesting_stop_at_the_depth_budget(syntax):
+    """Refused where the nesting passes the budget (column 64), without recursing."""
+    data = load("[" * 10_000 + "]" * 10_000, syntax)
+    [problem] = data.problems
+    assert problem.kind == "too-large" and f"{MAX_DEPTH} levels" in problem.message
+    assert problem.range == r(1, MAX_DEPTH, 1, MAX_DEPTH + 1)
+
+
+def test_deep_block_yaml_stops_at_the_depth_budget():
+    data = load("".join("  " * i + f"k{i}:\n" for i in range(10_000)), "yaml")
+    [problem] = data.problems
+    assert problem.kind == "too-large" and problem.range.start.line == MAX_DEPTH + 1
+
+
+def test_recursive_and_undefined_aliases():
+    [problem] = load("a: &a [1, *a]\n", "yaml").problems
+    assert problem.kind == "syntax" and problem.range == r(1, 10, 1, 12)
+    [problem] = load("a: *missing\n", "yaml").problems
+    assert problem.kind == "syntax"
+
+
+# --------------------------------------------------------------------------- agreement with the libraries
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**12, 10**12) | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(json_values, st.sampled_from([None, 2, "\t"]))
+def test_json_values_match_json_and_every_value_has_a_range(value, indent):
+    text = json.dumps(value, indent=indent, ensure_ascii=False)
+    data = load(text, "json")
+    assert data.ok and data.value == json.loads(text)
+    for path, _ in data.items():
+        assert path in data.value_ranges, path
+
+
+@settings(max_examples=150, deadline=None)
+@given(json_values, st.booleans())
+def test_yaml_values_match_safe_load(value, flow):
+    text = yaml.safe_dump(value, default_flow_style=flow, allow_unicode=True)
+    data = load(text, "yaml")
+    assert data.ok
+    expected = yaml.safe_load(text)
+    if isinstance(expected, dict):  # keys are the text as written
+        expected = {str(k): v for k, v in expected.items()}
+    assert data.value == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list('{}[]:,-?&*!|>"\'#\t\n abc1.e%@`~\\') + ["\x00", "é", "\x85"]),
+               max_size=80),
+       st.sampled_from(["json", "yaml"]))
+def test_any_text_loads_without_raising(text, syntax):
+    data = load(text, syntax)
+    assert data.ok == (not any(p.kind in ("syntax", "too-large", "multiple-documents", "unsupported-tag")
+                               for p in data.problems))
+    for problem in data.problems:
+        assert problem.range.start.line >= 1 and problem.range.start.column >= 0
