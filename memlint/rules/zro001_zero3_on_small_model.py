@@ -10,17 +10,17 @@ from memlint.rules._memory import gib
 from memlint.rules.base import Example, Finding, Rule
 
 _DS = """\
-{{
+{
   "train_micro_batch_size_per_gpu": "auto",
   "gradient_accumulation_steps": "auto",
-  "bf16": {{"enabled": true}},
-  "zero_optimization": {{
+  "bf16": {"enabled": true},
+  "zero_optimization": {
     "stage": 3,
     "overlap_comm": true,
     "contiguous_gradients": true,
     "stage3_gather_16bit_weights_on_model_save": true
-  }}
-}}
+  }
+}
 """
 
 _ARGS = """\
