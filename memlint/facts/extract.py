@@ -45,4 +45,6 @@ def load_extractors() -> None:
 # modules whose import registers extractors; each owner adds its module here
 EXTRACTOR_MODULES: list[str] = [
     "memlint.configs.trainer_args",
+    "memlint.facts.script",
+    "memlint.facts.launchers",
 ]
