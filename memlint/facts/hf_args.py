@@ -50,6 +50,8 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "train_micro_batch_size_per_gpu": ("micro_batch", _int),
     "gradient_accumulation_steps": ("grad_accum", _int),
     "gradient_checkpointing": ("grad_ckpt", lambda v: None if _bool(v) is None else int(bool(_bool(v)))),
+    # transformers 5 name; gradient_checkpointing is its deprecated alias
+    "activation_checkpointing": ("grad_ckpt", lambda v: None if _bool(v) is None else int(bool(_bool(v)))),
     "optim": ("optimizer", lambda v: optimizer_from_hf(str(v))),
     "max_seq_length": ("seq_len", _int),
     "max_length": ("seq_len", _int),
@@ -68,6 +70,9 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "lora_r": ("lora_r", _int),
     "lora_rank": ("lora_r", _int),
     "lora_dropout": ("lora_dropout", lambda v: float(v) if _is_number(v) else None),
+    # TRL ModelConfig / Axolotl: 4-bit loading means NF4 there (their bnb_4bit_quant_type default)
+    "load_in_4bit": ("quantization", lambda v: "nf4" if _bool(v) else None),
+    "load_in_8bit": ("quantization", lambda v: "int8" if _bool(v) else None),
 }
 
 

@@ -614,6 +614,8 @@ class Values:
             argument = self._argument_for(function, param, call)
             if argument is _NOT_PASSED:
                 default_used = True
+            elif isinstance(argument, _Unpack):
+                passed.append(self._unpack(argument.expr, argument.index, depth))
             else:
                 passed.append(self.evaluate(argument, depth + 1) if argument is not None else None)
         default = self.evaluate(param.default, depth + 1) if param.default is not None else None
@@ -654,8 +656,10 @@ class Values:
         index = next((i for i, p in enumerate(positional) if p is param), None)
         position = 0
         for arg in call.args:
+            if arg.star == "*" and index is not None and index >= position:
+                return _Unpack(arg.value, index - position)  # main(*parser.parse_args_into_dataclasses())
             if arg.star:
-                return None  # *args / **kwargs at the call site: unknown
+                return None  # **kwargs at the call site: unknown
             if arg.keyword is not None:
                 if arg.keyword.value == name:
                     return arg.value

@@ -249,8 +249,8 @@ def expand(word: Word, variables: Variables) -> Value | None:
         if op is not None and match.group("braced"):
             default = match.group("default")
             position = word.raw.find(match.group(0))
-            inner = word.raw.find(default, position) if position >= 0 and default else -1
-            if inner >= 0:
+            inner = position + match.start("default") - match.start(0) if position >= 0 and default else -1
+            if inner >= 0 and word.raw[inner:inner + len(default)] == default:
                 spans.append(Value(default, word.start + inner, word.start + inner + len(default)))
             if "$" in default:
                 unknown = True
