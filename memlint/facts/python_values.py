@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import libcst as cst
 from libcst import metadata
+from libcst.helpers import get_full_name_for_node
 
 if TYPE_CHECKING:
     from memlint.facts.python_options import Options
@@ -231,10 +232,33 @@ class Values:
         return self.source.parents.get(node)
 
     def qualified(self, node: cst.CSTNode) -> set[str]:
-        try:
-            return self.source.qualified_names(node)
-        except KeyError:
+        """What a name, attribute or call refers to through the module's imports
+        (``TA`` -> ``transformers.TrainingArguments``, ``nn.Linear`` -> ``torch.nn.Linear``,
+        ``int`` -> ``builtins.int``); empty for the module's own names.
+
+        Read from the scope analysis alone: libcst's QualifiedNameProvider would cost as much
+        again as the scopes on a large script, and it is not needed for imports.
+        """
+        if isinstance(node, cst.Call):
+            node = node.func
+        if isinstance(node, cst.Attribute):
+            if not isinstance(node.value, (cst.Name, cst.Attribute)):
+                return set()  # an attribute of a call's result: ``super().__init__``
+            return {f"{base}.{node.attr.value}" for base in self.qualified(node.value)}
+        if not isinstance(node, cst.Name):
             return set()
+        access = self._access_index().get(id(node))
+        if access is None:
+            return set()
+        out = set()
+        for referent in access.referents:
+            if isinstance(referent, metadata.BuiltinAssignment):
+                out.add(f"builtins.{node.value}")
+            elif isinstance(referent, metadata.ImportAssignment):
+                name = _imported_name(referent, node.value)
+                if name:
+                    out.add(name)
+        return out
 
     def _access_index(self) -> dict[int, metadata.Access]:
         if self._accesses is None:
@@ -964,6 +988,28 @@ class Values:
             if found is not None and found.options:
                 return found.options, False
         return (), False
+
+
+def _imported_name(assignment: metadata.ImportAssignment, used: str) -> str | None:
+    """The dotted name an import binds to ``used`` (None for relative and star imports)."""
+    statement = assignment.node
+    if not isinstance(statement, (cst.Import, cst.ImportFrom)) or isinstance(statement.names, cst.ImportStar):
+        return None
+    for alias in statement.names:
+        bound = alias.asname.name if alias.asname is not None else alias.name
+        if bound is not assignment.as_name:
+            continue
+        full = get_full_name_for_node(alias.name)
+        if full is None:
+            return None
+        if isinstance(statement, cst.Import):
+            # ``import torch.utils.data`` binds ``torch``; ``import torch.nn as nn`` binds the module
+            return full if alias.asname is not None else used
+        module = assignment.get_module_name_for_import()
+        if not module or module.startswith("."):
+            return None  # the project's own code
+        return f"{module}.{full}"
+    return None
 
 
 class _NotPassed:
