@@ -389,21 +389,19 @@ class Values:
         """Qualified names of what a call calls: through aliases, variables holding a class,
         and user classes (a ``class MyTrainer(Trainer)`` call also names ``transformers.Trainer``)."""
         names = set(self.qualified(call.func))
-        if depth > 4:
+        if names or depth > 4:
             return names
         func = call.func
-        if isinstance(func, cst.Name) or (isinstance(func, cst.Attribute) and not names):
+        if isinstance(func, (cst.Name, cst.Attribute)):
+            # ``optimizer_class = FusedAdam``; ``class MyTrainer(Trainer)``; ``loader.from_pretrained``
             found = self.evaluate(func, depth + 1)
-            if found is not None:
-                if isinstance(found.value, Ref):
-                    names.add(found.value.qualname)
-                elif isinstance(found.value, ClassValue):
-                    names |= self.class_names(found.value.node)
-        if isinstance(func, cst.Attribute) and not any("." in n for n in names):
+            if found is not None and isinstance(found.value, Ref):
+                names.add(found.value.qualname)
+            elif found is not None and isinstance(found.value, ClassValue):
+                names |= self.class_names(found.value.node)
+        if isinstance(func, cst.Attribute) and not names:
             base = self.evaluate(func.value, depth + 1)
-            if base is not None and isinstance(base.value, Ref):
-                names.add(f"{base.value.qualname}.{func.attr.value}")
-            elif base is not None and isinstance(base.value, ClassValue):
+            if base is not None and isinstance(base.value, ClassValue):
                 for name in self.class_names(base.value.node):
                     names.add(f"{name}.{func.attr.value}")
         return names
@@ -550,9 +548,8 @@ class Values:
             return Found("__main__", None)  # a script runs as __main__
         definitions = self.definitions(expr)
         if not definitions:
-            names = self.qualified(expr)
-            qualified = [n for n in names if "." in n]
-            return Found(Ref(sorted(qualified)[0]), expr) if qualified else None
+            names = sorted(self.qualified(expr))
+            return Found(Ref(names[0]), expr) if names else None
         if len(definitions) != 1:
             return self._same_everywhere(definitions, depth)
         return self._definition_value(definitions[0], expr, depth)
@@ -588,8 +585,8 @@ class Values:
         if isinstance(definition, cst.FunctionDef):
             return Found(FunctionValue(definition), definition)
         if isinstance(definition, (cst.Import, cst.ImportFrom)) and use is not None:
-            names = [n for n in self.qualified(use) if "." in n]
-            return Found(Ref(sorted(names)[0]), use) if names else None
+            names = sorted(self.qualified(use))
+            return Found(Ref(names[0]), use) if names else None
         return None
 
     def _with_item_assignments(self, found: Found, use: cst.Name) -> Found:
@@ -601,6 +598,8 @@ class Values:
         for target, key_expr, value in extra:
             if self.definitions(target) != self.definitions(use):
                 continue
+            if any(g.active is False or (g.active is None and g.options) for g in self.guards(value)):
+                continue  # ``if args.bf16: cfg["bf16"] = {...}`` with the option off
             key = self.evaluate(key_expr)
             if key is None or not isinstance(key.value, str):
                 continue
@@ -729,22 +728,12 @@ class Values:
             found = self.options.argparse_value(attr, fallback=True)
             if found is not None:
                 return found
-        names = [n for n in self.qualified(expr) if "." in n]
-        imported = [n for n in names if self._is_import_rooted(expr)]
-        return Found(Ref(sorted(imported)[0]), expr) if imported else None
+        names = sorted(self.qualified(expr))
+        return Found(Ref(names[0]), expr) if names else None
 
     def _unresolved(self, name: cst.Name) -> bool:
         definitions = self.definitions(name)
         return all(isinstance(d, _Param) for d in definitions) and bool(definitions)
-
-    def _is_import_rooted(self, expr: cst.Attribute) -> bool:
-        root: cst.CSTNode = expr
-        while isinstance(root, cst.Attribute):
-            root = root.value
-        if not isinstance(root, cst.Name):
-            return False
-        definitions = self.definitions(root)
-        return bool(definitions) and all(isinstance(d, (cst.Import, cst.ImportFrom)) for d in definitions)
 
     def _subscript(self, expr: cst.Subscript, depth: int) -> Found | None:
         if len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index):

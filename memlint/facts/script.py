@@ -18,6 +18,7 @@ import libcst as cst
 from memlint.facts import script_distributed, script_loops, script_models, script_trainers
 from memlint.facts.extract import extractor
 from memlint.facts.plan import RunFacts
+from memlint.facts.python_names import DEEPSPEED_INITIALIZE, trainer_framework
 from memlint.facts.python_values import Mapping, Values
 from memlint.facts.script_facts import RANK_CONFIG, ScriptFacts
 from memlint.parsed import ParsedDocument
@@ -44,7 +45,6 @@ def extract_script(parsed: ParsedDocument) -> list[RunFacts]:
     if source is None or not imports_training_library(parsed.text):
         return []
     values = Values(source)
-    ctx = ScriptFacts(parsed, values)
     calls: list[cst.Call] = []
     assignments: list[cst.Assign] = []
     for node in source.parents:
@@ -54,17 +54,51 @@ def extract_script(parsed: ParsedDocument) -> list[RunFacts]:
             assignments.append(node)
     positions = source.positions
     calls.sort(key=lambda c: (positions[c].start.line, positions[c].start.column))
-    for call in calls:
-        names = values.callee_names(call)
-        method = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
-        for recogniser in RECOGNISERS:
-            recogniser.recognise(ctx, call, names, method)
-    for assignment in assignments:
-        _attribute_assignment(ctx, assignment)
-    script_loops.finish(ctx)
-    if not ctx.training:
-        return []
-    return [ctx.facts]
+    named = [(call, values.callee_names(call)) for call in calls]
+    runs = []
+    for excluded in _run_scopes(values, named):
+        ctx = ScriptFacts(parsed, values)
+        for call, names in named:
+            if _owner(values, call) in excluded:
+                continue
+            method = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
+            for recogniser in RECOGNISERS:
+                recogniser.recognise(ctx, call, names, method)
+        for assignment in assignments:
+            if _owner(values, assignment) not in excluded:
+                _attribute_assignment(ctx, assignment)
+        script_loops.finish(ctx)
+        if ctx.training:
+            runs.append(ctx.facts)
+    return runs
+
+
+def _owner(values: Values, node: cst.CSTNode) -> cst.CSTNode | None:
+    """The top-level function or class ``node`` is in (None at module level)."""
+    owner = None
+    current = values.parent(node)
+    while current is not None and not isinstance(current, cst.Module):
+        if isinstance(current, (cst.FunctionDef, cst.ClassDef)):
+            owner = current
+        current = values.parent(current)
+    return owner
+
+
+def _run_scopes(values: Values, named: list[tuple[cst.Call, set[str]]]) -> list[set]:
+    """One run per top-level function that builds its own trainer (``def sft(): SFTTrainer(...)``,
+    ``def dpo(): DPOTrainer(...)``): for each, the other such functions to leave out. A file
+    with one trainer (or trainers only at module level, or in one function) is one run."""
+    owners = []
+    for call, names in named:
+        if any(trainer_framework(n) for n in names) or names & DEEPSPEED_INITIALIZE:
+            owner = _owner(values, call)
+            if owner is None:
+                return [set()]
+            if owner not in owners:
+                owners.append(owner)
+    if len(owners) < 2:
+        return [set()]
+    return [set(owners) - {owner} for owner in owners]
 
 
 def _attribute_assignment(ctx: ScriptFacts, assignment: cst.Assign) -> None:

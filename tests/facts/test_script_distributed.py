@@ -173,3 +173,24 @@ def test_lightning_strategy_object_and_integer_precision():
     assert facts.world_size.value == 4
     assert facts.zero_stage.value == 2
     assert facts.offload_optimizer.value is True
+
+
+def test_config_items_set_under_an_option_that_is_off_are_left_out():
+    src = dedent('''
+        import argparse
+        import deepspeed
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--bf16", action="store_true")
+        args = parser.parse_args()
+        config = {"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 2}}
+        if args.bf16:
+            config["bf16"] = {"enabled": True}
+        else:
+            config["fp16"] = {"enabled": True}
+        engine, *_ = deepspeed.initialize(model=model, config=config)
+    ''')
+    facts = one(src)
+    assert facts.ds_bf16 is None
+    assert facts.ds_fp16.value is True
+    assert facts.zero_stage.value == 2

@@ -404,3 +404,111 @@ def test_from_config_and_liger_and_model_init_kwargs():
     assert where(facts.fused_loss) == span(src, "«apply_liger_kernel_to_llama»()")
     assert facts.load_dtype.value == "bf16"
     assert facts.seq_len.value == 8192
+
+
+def test_one_run_per_function_that_builds_its_own_trainer():
+    src = dedent('''
+        import sys
+
+        import torch
+        from transformers import AutoModelForCausalLM
+        from trl import DPOConfig, DPOTrainer, SFTConfig, SFTTrainer
+
+        BASE = "Qwen/Qwen2.5-7B"
+
+
+        def load():
+            return AutoModelForCausalLM.from_pretrained(BASE, torch_dtype=torch.bfloat16)
+
+
+        def sft():
+            args = SFTConfig(output_dir="out/sft", per_device_train_batch_size=8, max_length=2048)
+            SFTTrainer(model=load(), args=args).train()
+
+
+        def dpo():
+            args = DPOConfig(output_dir="out/dpo", per_device_train_batch_size=2, max_length=1024,
+                             gradient_checkpointing=True)
+            DPOTrainer(model=load(), ref_model=load(), args=args).train()
+
+
+        if __name__ == "__main__":
+            sft() if sys.argv[1] == "sft" else dpo()
+    ''')
+    from facts_testing import facts_of
+
+    first, second = facts_of(src)
+    assert (first.micro_batch.value, first.seq_len.value, first.grad_ckpt) == (8, 2048, None)
+    assert (second.micro_batch.value, second.seq_len.value, second.grad_ckpt.value) == (2, 1024, 1)
+    for run in (first, second):
+        assert run.model.value == "Qwen/Qwen2.5-7B"
+        assert run.load_dtype.value == "bf16"
+        assert run.framework.value == "trl"
+    assert first.anchor.range.start.line < second.anchor.range.start.line
+
+
+def test_value_spellings_fstrings_min_getattr_class_constants_and_dataclass_instances():
+    src = dedent('''
+        from dataclasses import dataclass
+
+        import torch
+        from liger_kernel.transformers import AutoLigerKernelForCausalLM
+        from transformers import Seq2SeqTrainer, Seq2SeqTrainingArguments
+
+        CONFIG_DIR = "configs"
+        STAGE = 3
+
+
+        class Defaults:
+            MAX_LENGTH = 8192
+            DTYPE = "bfloat16"
+
+
+        @dataclass
+        class RunConfig:
+            batch_size: int = 4
+            accumulation: int = 2
+
+
+        config = RunConfig(batch_size=16)
+        model = AutoLigerKernelForCausalLM.from_pretrained("Qwen/Qwen2.5-3B", torch_dtype=getattr(torch, Defaults.DTYPE))
+        args = Seq2SeqTrainingArguments(
+            output_dir=f"out/stage{STAGE}",
+            deepspeed=f"{CONFIG_DIR}/zero{STAGE}.json",
+            per_device_train_batch_size=config.batch_size,
+            gradient_accumulation_steps=config.accumulation,
+            max_length=min(Defaults.MAX_LENGTH, 4096),
+            use_liger_kernel=True,
+        )
+        Seq2SeqTrainer(model=model, args=args).train()
+    ''')
+    facts = one(src)
+    assert [r.value for r in facts.references] == ["configs/zero3.json"]
+    assert where(facts.references[0]) == span(src, 'deepspeed=«f"{CONFIG_DIR}/zero{STAGE}.json"»')
+    assert facts.micro_batch.value == 16
+    assert where(facts.micro_batch) == span(src, "RunConfig(batch_size=«16»)")
+    assert facts.grad_accum.value == 2
+    assert where(facts.grad_accum) == span(src, "accumulation: int = «2»")
+    assert facts.seq_len.value == 4096
+    assert facts.load_dtype.value == "bf16"
+    assert facts.fused_loss.value is True
+    assert facts.model.value == "Qwen/Qwen2.5-3B"
+    assert facts.framework.value == "hf-trainer"
+
+
+def test_legacy_8bit_loading_and_half_casts():
+    src = dedent('''
+        import torch
+        import transformers
+
+        model = transformers.AutoModelForCausalLM.from_pretrained("facebook/opt-125m", load_in_8bit=True)
+        reference = transformers.AutoModelForCausalLM.from_pretrained("facebook/opt-125m")
+        reference = reference.to(torch.float16)
+        optimizer = torch.optim.Adam(model.parameters())
+    ''')
+    facts = one(src)
+    assert facts.quantization.value == "int8"
+    assert where(facts.quantization) == span(src, "load_in_8bit=«True»")
+    assert facts.half_model.value == "fp16"
+    assert where(facts.half_model) == span(src, "reference.to(«torch.float16»)")
+    assert facts.optimizer.value == "adam"
