@@ -458,7 +458,8 @@ class Values:
         self._in_progress.add(key)
         try:
             result = self._evaluate(expr, depth)
-        except (ArithmeticError, ValueError, TypeError, OverflowError, RecursionError):
+        except (ArithmeticError, ValueError, TypeError, LookupError, RecursionError):
+            # code that would fail when run (1 / 0, ("a",)[3]) has no static value either
             result = None
         finally:
             self._in_progress.discard(key)
@@ -751,7 +752,7 @@ class Values:
         if isinstance(base.value, Mapping) and isinstance(key.value, str):
             entry = base.value.get(key.value)
             return self.evaluate(entry, depth + 1) if entry is not None else None
-        if isinstance(base.value, (tuple, str)) and isinstance(key.value, int):
+        if isinstance(base.value, (tuple, str)) and isinstance(key.value, int) and -len(base.value) <= key.value < len(base.value):
             return Found(base.value[key.value], base.node)
         return None
 

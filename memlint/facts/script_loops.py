@@ -24,7 +24,7 @@ from memlint.facts.script_models import dtype_of
 
 _MODEL_NAMES = {"model", "policy", "actor", "net", "llm", "engine", "model_engine", "ds_engine"}
 _MODEL_METHODS = ("half", "to", "cuda", "bfloat16", "float", "train", "to_empty")
-_TOKENIZER_METHODS = ("encode", "encode_plus", "batch_encode_plus", "apply_chat_template", "pad", "__call__")
+_TOKENIZER_METHODS = ("encode", "encode_plus", "batch_encode_plus", "apply_chat_template", "__call__")
 _BACKWARD_METHODS = ("backward", "manual_backward")
 _NO_GRAD = ("torch.no_grad", "torch.inference_mode", "torch.autograd.grad_mode.no_grad")
 _EVAL_WORDS = {"eval", "evaluation", "valid", "validation", "val", "test", "dev", "predict", "inference"}

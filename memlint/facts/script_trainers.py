@@ -116,7 +116,7 @@ def trainer(ctx: ScriptFacts, call: cst.Call, framework: str, names: set[str]) -
     arguments = values.arguments(call, ("model",))
     if "model" in arguments:
         found = values.evaluate(arguments.get("model"))
-        if found is not None and (isinstance(found.value, str) or (found.options and not found.known)):
+        if found is not None and (found.value is None or not found.known or isinstance(found.value, str)):
             ctx.state_found("model", found, model_id, f"{owner}(model=...)", at=call, binding="model")
     for key in ("max_seq_length", "max_length"):  # TRL < 0.12 took these on the trainer
         if key in arguments:

@@ -127,3 +127,23 @@ def test_a_script_on_its_own_is_flagged_at_its_argparse_default(tmp_path):
     (finding,) = diagnostics
     line, column, _, _ = span(script, '"--batch_size", type=int, default=«32»')
     assert (finding["location"]["row"], finding["location"]["column"]) == (line, column + 1)
+
+
+def test_the_plan_takes_each_fact_from_the_document_that_sets_it(tmp_path):
+    from memlint.engine import run_context
+    from memlint.project import Project
+    from memlint.settings import Settings
+
+    write(tmp_path, {"train.py": TRAIN_PY, "scripts/run.sh": RUN_SH.replace("train.py", "../train.py")})
+    settings = Settings(root=tmp_path).with_overrides(cache=False)
+    (run,) = Project(settings).runs_for(tmp_path / "train.py", run_context(settings))
+    facts = run.plan.facts
+    origin = {name: (Path(fact.origin.path).name, fact.origin.range.start.line) for name, fact in facts.items()}
+    assert facts["model"].value == "meta-llama/Llama-3.1-8B"
+    assert origin["model"] == ("train.py", span(TRAIN_PY, 'field(default=«"meta-llama/Llama-3.1-8B"»)')[0])
+    assert facts["load_dtype"].value == "bf16"
+    assert (facts["micro_batch"].value, facts["seq_len"].value, facts["mixed"].value) == (16, 4096, "bf16")
+    assert origin["micro_batch"] == ("run.sh", span(RUN_SH, "--per_device_train_batch_size «16»")[0])
+    assert facts["world_size"].value == 1 and origin["world_size"][0] == "run.sh"
+    assert facts["framework"].value == "trl"
+    assert run.setup is not None and run.setup.micro_batch == 16
