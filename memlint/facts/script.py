@@ -31,12 +31,18 @@ _IMPORTS_TRAINING = re.compile(
     r"^[ \t]*(?:import|from)[ \t][^\n]*?\b(?:" + "|".join(TRAINING_PACKAGES) + r")\b", re.MULTILINE
 )
 
+# Every way a file can train names one of these somewhere, if only in an import line: a trainer,
+# a training config, an engine, an optimizer, a backward pass. A model definition or a data
+# utility that imports torch names none of them and costs no libcst metadata.
+_TRAINS = re.compile(r"Trainer|TrainingArguments|\btrl\b|Fabric|Accelerator|deepspeed|backward|optim|Adam|\bSGD\b|"
+                     r"Adafactor|\bLion")
+
 RECOGNISERS = (script_trainers, script_models, script_loops, script_distributed)
 
 
 def imports_training_library(text: str) -> bool:
-    """The prefilter: does the text import any training library (a regex, no parsing)?"""
-    return _IMPORTS_TRAINING.search(text) is not None
+    """The prefilter: could the text train a model (regexes, no parsing)?"""
+    return _IMPORTS_TRAINING.search(text) is not None and _TRAINS.search(text) is not None
 
 
 @extractor("python")

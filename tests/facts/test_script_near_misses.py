@@ -154,3 +154,27 @@ def test_local_names_that_shadow_library_names_are_not_recognised():
     facts = one(src)
     assert facts.micro_batch is None
     assert facts.framework is None
+
+
+def test_a_model_definition_that_imports_torch_costs_no_metadata():
+    src = dedent('''
+        import torch
+        from torch import nn
+
+
+        class MLP(nn.Module):
+            def __init__(self, width=4096):
+                super().__init__()
+                self.up = nn.Linear(width, 4 * width)
+                self.down = nn.Linear(4 * width, width)
+
+            def forward(self, x):
+                return self.down(torch.nn.functional.gelu(self.up(x)))
+    ''')
+    from memlint.documents import document_from_text
+    from memlint.facts.extract import extract
+    from memlint.parsed import parse_document
+
+    parsed = parse_document(document_from_text("mlp.py", src))
+    assert extract(parsed) == []
+    assert not {"positions", "scopes", "_qualified"} & set(parsed.python.__dict__)
