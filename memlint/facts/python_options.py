@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 
-from memlint.facts.python_names import is_argument_parser, is_library_dataclass
+from memlint.facts.python_library import is_argument_parser, is_library_dataclass
 from memlint.facts.python_values import MISSING, ClassValue, Found, Instance, Ref
 
 if TYPE_CHECKING:

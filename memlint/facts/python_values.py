@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 import libcst as cst
-from libcst import metadata
-from libcst.helpers import get_full_name_for_node
+
+from memlint.facts.python_conditions import deciding_options, guards
+from memlint.facts.python_scope import NOT_PASSED, Assigned, Names, Parameter, Unpacked, own_nodes
 
 if TYPE_CHECKING:
     from memlint.facts.python_options import Options
@@ -128,39 +129,6 @@ class Found:
         return Found(self.value, node, self.options, self.note, self.flip)
 
 
-@dataclass(frozen=True)
-class Guard:
-    """A condition a statement runs under. ``active`` is its static truth (None: unknown);
-    ``options`` the command-line options that decide it; ``negated`` when the statement runs
-    while the option is off."""
-
-    active: bool | None
-    options: tuple[str, ...] = ()
-    negated: bool = False
-    node: cst.CSTNode | None = None
-
-
-# ----------------------------------------------------------------- definitions of names
-
-
-@dataclass(frozen=True)
-class _Expr:
-    expr: cst.BaseExpression
-    scope_node: cst.CSTNode | None = None
-
-
-@dataclass(frozen=True)
-class _Unpack:
-    expr: cst.BaseExpression
-    index: int
-
-
-@dataclass(frozen=True)
-class _Param:
-    param: cst.Param
-    function: cst.FunctionDef | cst.Lambda
-
-
 _BINARY: dict[type, Callable[[Any, Any], Any]] = {
     cst.Add: operator.add,
     cst.Subtract: operator.sub,
@@ -197,22 +165,11 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def dotted(node: cst.CSTNode) -> str | None:
-    """``a.b.c`` as text for a Name/Attribute chain, else None."""
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        base = dotted(node.value)
-        return None if base is None else f"{base}.{node.attr.value}"
-    return None
-
-
-class Values:
+class Values(Names):
     """Static evaluation over one module; built once per document, results cached per node."""
 
     def __init__(self, source: "PythonSource") -> None:
-        self.source = source
-        self._accesses: dict[int, metadata.Access] | None = None
+        super().__init__(source)
         self._cache: dict[int, Found | None] = {}
         self._in_progress: set[int] = set()
         self._options: "Options | None" = None
@@ -228,160 +185,7 @@ class Values:
             self._options = Options(self)
         return self._options
 
-    def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
-        return self.source.parents.get(node)
-
-    def qualified(self, node: cst.CSTNode) -> set[str]:
-        """What a name, attribute or call refers to through the module's imports
-        (``TA`` -> ``transformers.TrainingArguments``, ``nn.Linear`` -> ``torch.nn.Linear``,
-        ``int`` -> ``builtins.int``); empty for the module's own names.
-
-        Read from the scope analysis alone: libcst's QualifiedNameProvider would cost as much
-        again as the scopes on a large script, and it is not needed for imports.
-        """
-        if isinstance(node, cst.Call):
-            node = node.func
-        if isinstance(node, cst.Attribute):
-            if not isinstance(node.value, (cst.Name, cst.Attribute)):
-                return set()  # an attribute of a call's result: ``super().__init__``
-            return {f"{base}.{node.attr.value}" for base in self.qualified(node.value)}
-        if not isinstance(node, cst.Name):
-            return set()
-        access = self._access_index().get(id(node))
-        if access is None:
-            return set()
-        out = set()
-        for referent in access.referents:
-            if isinstance(referent, metadata.BuiltinAssignment):
-                out.add(f"builtins.{node.value}")
-            elif isinstance(referent, metadata.ImportAssignment):
-                name = _imported_name(referent, node.value)
-                if name:
-                    out.add(name)
-        return out
-
-    def _access_index(self) -> dict[int, metadata.Access]:
-        if self._accesses is None:
-            index: dict[int, metadata.Access] = {}
-            for scope in {s for s in self.source.scopes.values() if s is not None}:
-                for access in scope.accesses:
-                    index[id(access.node)] = access
-            self._accesses = index
-        return self._accesses
-
-    def referents(self, name: cst.Name) -> list[metadata.BaseAssignment]:
-        """The assignments a name use may refer to (builtins left out)."""
-        access = self._access_index().get(id(name))
-        if access is None:
-            return []
-        return [r for r in access.referents if isinstance(r, metadata.Assignment)]
-
-    def references(self, definition: cst.FunctionDef | cst.ClassDef) -> list[cst.Name]:
-        """Uses of a function's or class's name in this module."""
-        scope = self.source.scopes.get(definition)
-        if scope is None:
-            return []
-        out = []
-        for assignment in scope.assignments[definition.name.value]:
-            if isinstance(assignment, metadata.Assignment) and assignment.node is definition:
-                out.extend(a.node for a in assignment.references if isinstance(a.node, cst.Name))
-        return out
-
-    def enclosing_function(self, node: cst.CSTNode) -> cst.FunctionDef | None:
-        current = self.parent(node)
-        while current is not None and not isinstance(current, cst.Module):
-            if isinstance(current, cst.FunctionDef):
-                return current
-            current = self.parent(current)
-        return None
-
     # ------------------------------------------------------------- definitions
-
-    def definitions(self, name: cst.Name) -> list[Any]:
-        """What a name is bound to at a use: expressions, unpackings, parameters, defs."""
-        out: list[Any] = []
-        for assignment in self.referents(name):
-            node = assignment.node
-            if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-                out.append(node)
-            elif isinstance(node, cst.Param):
-                function = self._function_of_param(node)
-                out.append(_Param(node, function) if function is not None else None)
-            elif isinstance(node, cst.Name):
-                out.append(self._assigned(node))
-            elif isinstance(node, (cst.Import, cst.ImportFrom)):
-                out.append(node)
-            else:
-                out.append(None)
-        return out
-
-    def _function_of_param(self, param: cst.Param) -> cst.FunctionDef | cst.Lambda | None:
-        current = self.parent(param)
-        while current is not None and not isinstance(current, (cst.FunctionDef, cst.Lambda)):
-            current = self.parent(current)
-        return current
-
-    def _assigned(self, target: cst.Name) -> Any:
-        """The value a Name target receives: its expression, or (expression, index) for unpacking."""
-        path: list[int] = []
-        child: cst.CSTNode = target
-        parent = self.parent(child)
-        while isinstance(parent, (cst.Element, cst.Tuple, cst.List)):
-            if isinstance(parent, (cst.Tuple, cst.List)):
-                elements = list(parent.elements)
-                index = next((i for i, e in enumerate(elements) if e is child), None)
-                if index is None or any(isinstance(e, cst.StarredElement) for e in elements):
-                    return None
-                path.append(index)
-            child, parent = parent, self.parent(parent)
-        if isinstance(parent, cst.AssignTarget):
-            statement = self.parent(parent)
-            if not isinstance(statement, cst.Assign):
-                return None
-            value: Any = statement.value
-        elif isinstance(parent, cst.AnnAssign) and parent.target is child:
-            if parent.value is None:
-                return None
-            value = parent.value
-        elif isinstance(parent, cst.NamedExpr) and parent.target is child:
-            value = parent.value
-        else:
-            return None  # for-loop targets, with-items, augmented assignment, except, ...
-        for index in reversed(path):
-            if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) > index and not any(
-                isinstance(e, cst.StarredElement) for e in value.elements
-            ):
-                value = value.elements[index].value
-            elif isinstance(value, _Unpack) or not isinstance(value, cst.BaseExpression):
-                return None
-            else:
-                value = _Unpack(value, index)
-        return _Expr(value) if isinstance(value, cst.BaseExpression) else value
-
-    def definition(self, expr: cst.BaseExpression, depth: int = 0) -> cst.BaseExpression:
-        """Follow a name to the unique expression assigned to it (``cfg`` -> ``LoraConfig(...)``)."""
-        current = expr
-        for _ in range(MAX_DEPTH):
-            if not isinstance(current, cst.Name):
-                return current
-            defs = self.definitions(current)
-            if len(defs) != 1 or not isinstance(defs[0], _Expr):
-                return current
-            current = defs[0].expr
-        return current
-
-    def could_be(self, expr: cst.BaseExpression, predicate: Callable[[cst.BaseExpression], bool],
-                 depth: int = 0) -> bool:
-        """Does any assignment reaching ``expr`` satisfy ``predicate`` (``model = ...`` reassigned)?"""
-        if depth > 6:
-            return False
-        if predicate(expr):
-            return True
-        if isinstance(expr, cst.Name):
-            for definition in self.definitions(expr):
-                if isinstance(definition, _Expr) and self.could_be(definition.expr, predicate, depth + 1):
-                    return True
-        return False
 
     # ------------------------------------------------------------- calls
 
@@ -510,7 +314,7 @@ class Values:
         if test is None or not test.known or not isinstance(test.value, _SCALAR):
             return None
         chosen = self.evaluate(expr.body if test.value else expr.orelse, depth + 1)
-        options, flipped = self._deciding_options(expr.test)
+        options, flipped = deciding_options(self, expr.test)
         if chosen is None or not options:
             return chosen
         other = self.evaluate(expr.orelse if test.value else expr.body, depth + 1)
@@ -566,7 +370,7 @@ class Values:
         return None
 
     def _definition_value(self, definition: Any, use: cst.Name | None, depth: int) -> Found | None:
-        if isinstance(definition, _Expr):
+        if isinstance(definition, Assigned):
             found = self.evaluate(definition.expr, depth + 1)
             if found is not None and use is not None and isinstance(found.value, CallValue):
                 # ``cfg = get_config(); cfg["key"] = value``: the keys set here, the rest unknown
@@ -577,9 +381,9 @@ class Values:
             elif found is not None and isinstance(found.value, Mapping) and use is not None:
                 found = self._with_item_assignments(found, use)
             return found
-        if isinstance(definition, _Unpack):
+        if isinstance(definition, Unpacked):
             return self._unpack(definition.expr, definition.index, depth)
-        if isinstance(definition, _Param):
+        if isinstance(definition, Parameter):
             return self._parameter(definition, depth)
         if isinstance(definition, cst.ClassDef):
             return Found(ClassValue(definition), definition)
@@ -599,7 +403,7 @@ class Values:
         for target, key_expr, value in extra:
             if self.definitions(target) != self.definitions(use):
                 continue
-            if any(g.active is False or (g.active is None and g.options) for g in self.guards(value)):
+            if any(g.blocks for g in guards(self, value)):
                 continue  # ``if args.bf16: cfg["bf16"] = {...}`` with the option off
             key = self.evaluate(key_expr)
             if key is None or not isinstance(key.value, str):
@@ -626,19 +430,19 @@ class Values:
             self._subscript_sets = sets
         return self._subscript_sets
 
-    def _parameter(self, definition: _Param, depth: int) -> Found | None:
+    def _parameter(self, definition: Parameter, depth: int) -> Found | None:
         """A parameter: the argument every call site in the module passes, else its default."""
         param, function = definition.param, definition.function
-        if isinstance(function, cst.Lambda) or self._is_method(function):
+        if isinstance(function, cst.Lambda) or self.is_method(function):
             return self.evaluate(param.default, depth + 1) if param.default is not None else None
         passed: list[Found | None] = []
         default_used = False
         calls = self.call_sites(function)
         for call in calls:
-            argument = self._argument_for(function, param, call)
-            if argument is _NOT_PASSED:
+            argument = self.argument_for(function, param, call)
+            if argument is NOT_PASSED:
                 default_used = True
-            elif isinstance(argument, _Unpack):
+            elif isinstance(argument, Unpacked):
                 passed.append(self._unpack(argument.expr, argument.index, depth))
             else:
                 passed.append(self.evaluate(argument, depth + 1) if argument is not None else None)
@@ -660,38 +464,6 @@ class Values:
             return first  # the same namespace or instance from every call site
         return None
 
-    def _is_method(self, function: cst.FunctionDef) -> bool:
-        parent = self.parent(function)
-        return isinstance(parent, cst.IndentedBlock) and isinstance(self.parent(parent), cst.ClassDef)
-
-    def call_sites(self, function: cst.FunctionDef) -> list[cst.Call]:
-        """Calls of a module-level or nested function by its name, in this module."""
-        out = []
-        for name in self.references(function):
-            parent = self.parent(name)
-            if isinstance(parent, cst.Call) and parent.func is name:
-                out.append(parent)
-        return out
-
-    def _argument_for(self, function: cst.FunctionDef, param: cst.Param, call: cst.Call) -> Any:
-        params = function.params
-        positional = list(params.posonly_params) + list(params.params)
-        name = param.name.value
-        index = next((i for i, p in enumerate(positional) if p is param), None)
-        position = 0
-        for arg in call.args:
-            if arg.star == "*" and index is not None and index >= position:
-                return _Unpack(arg.value, index - position)  # main(*parser.parse_args_into_dataclasses())
-            if arg.star:
-                return None  # **kwargs at the call site: unknown
-            if arg.keyword is not None:
-                if arg.keyword.value == name:
-                    return arg.value
-                continue
-            if index is not None and position == index:
-                return arg.value
-            position += 1
-        return _NOT_PASSED
 
     def _unpack(self, expr: cst.BaseExpression, index: int, depth: int) -> Found | None:
         found = self.evaluate(expr, depth + 1)
@@ -734,7 +506,7 @@ class Values:
 
     def _unresolved(self, name: cst.Name) -> bool:
         definitions = self.definitions(name)
-        return all(isinstance(d, _Param) for d in definitions) and bool(definitions)
+        return all(isinstance(d, Parameter) for d in definitions) and bool(definitions)
 
     def _subscript(self, expr: cst.Subscript, depth: int) -> Found | None:
         if len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index):
@@ -808,7 +580,7 @@ class Values:
 
     def _returned(self, function: cst.FunctionDef, depth: int) -> Found | None:
         """A function's value when it has exactly one ``return`` (``def parse_args(): ...``)."""
-        returns = [n for n in _walk_own(function) if isinstance(n, cst.Return)]
+        returns = [n for n in own_nodes(function) if isinstance(n, cst.Return)]
         if len(returns) != 1 or returns[0].value is None:
             return None
         return self.evaluate(returns[0].value, depth + 1)
@@ -918,96 +690,6 @@ class Values:
 
     # ------------------------------------------------------------- conditions
 
-    def guards(self, node: cst.CSTNode, depth: int = 0) -> list[Guard]:
-        """The conditions ``node`` runs under: enclosing ``if`` statements and conditional
-        expressions, and those around the one call of its enclosing function."""
-        out: list[Guard] = []
-        child, current = node, self.parent(node)
-        while current is not None and not isinstance(current, cst.Module):
-            if isinstance(current, (cst.If, cst.IfExp)):
-                if child is current.body:
-                    out.append(self.guard(current.test, negated=False))
-                elif child is current.orelse:
-                    out.append(self.guard(current.test, negated=True))
-            elif isinstance(current, cst.Else):
-                pass
-            elif isinstance(current, cst.FunctionDef):
-                if depth < 4 and not self._is_method(current):
-                    calls = self.call_sites(current)
-                    if len(calls) == 1:
-                        out.extend(self.guards(calls[0], depth + 1))
-                break
-            elif isinstance(current, (cst.Lambda, cst.ClassDef)):
-                break
-            child, current = current, self.parent(current)
-        return out
-
-    def guard(self, test: cst.BaseExpression, negated: bool) -> Guard:
-        """A condition's static truth and the option that decides it (``args.use_lora``,
-        ``not args.no_ckpt``, ``args.lora_dim > 0``, ``args.x is not None``)."""
-        found = self.evaluate(test)
-        active = None
-        if found is not None and found.known and isinstance(found.value, _SCALAR):
-            active = bool(found.value) != negated
-        options, flipped = self._deciding_options(test)
-        return Guard(active, options, negated != flipped, test)
-
-    def _deciding_options(self, test: cst.BaseExpression) -> tuple[tuple[str, ...], bool]:
-        """Options whose truth decides ``test``, and whether the test is their negation."""
-        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-            options, flipped = self._deciding_options(test.expression)
-            return options, not flipped
-        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
-            target = test.comparisons[0]
-            right = self.evaluate(target.comparator)
-            if right is None or not right.known:
-                return (), False
-            op, value = type(target.operator), right.value
-            options, flipped = self._deciding_options(test.left)
-            if not options:
-                return (), False
-            if (op in (cst.GreaterThan, cst.NotEqual) and value == 0) or (op is cst.GreaterThanEqual and value == 1):
-                return options, flipped
-            if op is cst.IsNot and value is None:
-                return options, flipped
-            if (op is cst.Equal and value in (0, False)) or (op is cst.Is and value is None):
-                return options, not flipped
-            return (), False
-        if isinstance(test, (cst.Name, cst.Attribute, cst.Subscript)):
-            found = self.evaluate(test)
-            if found is not None and found.options:
-                return found.options, False
-        return (), False
-
-
-def _imported_name(assignment: metadata.ImportAssignment, used: str) -> str | None:
-    """The dotted name an import binds to ``used`` (None for relative and star imports)."""
-    statement = assignment.node
-    if not isinstance(statement, (cst.Import, cst.ImportFrom)) or isinstance(statement.names, cst.ImportStar):
-        return None
-    for alias in statement.names:
-        bound = alias.asname.name if alias.asname is not None else alias.name
-        if bound is not assignment.as_name:
-            continue
-        full = get_full_name_for_node(alias.name)
-        if full is None:
-            return None
-        if isinstance(statement, cst.Import):
-            # ``import torch.utils.data`` binds ``torch``; ``import torch.nn as nn`` binds the module
-            return full if alias.asname is not None else used
-        module = assignment.get_module_name_for_import()
-        if not module or module.startswith("."):
-            return None  # the project's own code
-        return f"{module}.{full}"
-    return None
-
-
-class _NotPassed:
-    pass
-
-
-_NOT_PASSED = _NotPassed()
-
 
 @dataclass(frozen=True)
 class _KnownArgs:
@@ -1038,12 +720,3 @@ class Arguments:
         return name in self.named
 
 
-def _walk_own(function: cst.FunctionDef):
-    """Nodes of a function body, not descending into nested functions, classes or lambdas."""
-    stack: list[cst.CSTNode] = list(function.body.children)
-    while stack:
-        node = stack.pop()
-        yield node
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            continue
-        stack.extend(node.children)

@@ -18,7 +18,7 @@ import libcst as cst
 from memlint.facts import script_distributed, script_loops, script_models, script_trainers
 from memlint.facts.extract import extractor
 from memlint.facts.plan import RunFacts
-from memlint.facts.python_names import DEEPSPEED_INITIALIZE, trainer_framework
+from memlint.facts.python_library import DEEPSPEED_INITIALIZE, trainer_framework
 from memlint.facts.python_values import Mapping, Values
 from memlint.facts.script_facts import RANK_CONFIG, ScriptFacts
 from memlint.parsed import ParsedDocument

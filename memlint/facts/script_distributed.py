@@ -9,7 +9,7 @@ import libcst as cst
 
 from memlint.facts.deepspeed_keys import auto_paths, deepspeed_facts
 from memlint.facts.hf_args import _fsdp, _int
-from memlint.facts.python_names import (
+from memlint.facts.python_library import (
     ACCELERATORS,
     DEEPSPEED_INITIALIZE,
     DEEPSPEED_PLUGINS,

@@ -18,7 +18,8 @@ from typing import Any, Callable
 import libcst as cst
 
 from memlint.facts.plan import RunFacts
-from memlint.facts.python_values import MISSING, CallValue, Found, Guard, Mapping, Values
+from memlint.facts.python_conditions import Guard, guards
+from memlint.facts.python_values import MISSING, CallValue, Found, Mapping, Values
 from memlint.parsed import ParsedDocument
 from memlint.sourced import Location, Sourced
 
@@ -92,8 +93,8 @@ class ScriptFacts:
     def runs(self, at: cst.CSTNode, extra: list[Guard] | None = None) -> tuple[bool, Guard | None]:
         """Does the statement at ``at`` run by default? If not, the one option-decided guard
         that keeps it from running (None when it is not a single option)."""
-        guards = self.values.guards(at) + (extra or [])
-        blocking = [g for g in guards if g.active is False or (g.active is None and g.options)]
+        found = guards(self.values, at) + (extra or [])
+        blocking = [g for g in found if g.blocks]
         if not blocking:
             return True, None
         if len(blocking) == 1 and blocking[0].options:
@@ -175,7 +176,7 @@ class ScriptFacts:
                 uses.extend(a.node for a in assignment.references)
         if len(uses) != 1:
             return []
-        return self.values.guards(uses[0])
+        return guards(self.values, uses[0])
 
     def mapping(self, found: Found | None, depth: int = 0) -> tuple[dict[str, Any], dict[tuple[str, ...], Found]] | None:
         """A statically known dict as plain values, with where each leaf is written."""

@@ -8,7 +8,7 @@ import re
 import libcst as cst
 
 from memlint.facts.hf_args import _int
-from memlint.facts.python_names import (
+from memlint.facts.python_library import (
     AUTOCASTS,
     CHECKPOINT_FUNCTIONS,
     DATALOADERS,

@@ -8,7 +8,7 @@ from typing import Any
 import libcst as cst
 
 from memlint.facts.names import ATTENTION, dtype_name
-from memlint.facts.python_names import (
+from memlint.facts.python_library import (
     KBIT_PREPARATION,
     LORA_CONFIGS,
     QUANTIZATION_CONFIGS,
