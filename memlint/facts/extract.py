@@ -49,4 +49,6 @@ EXTRACTOR_MODULES: list[str] = [
     "memlint.configs.accelerate",
     "memlint.configs.axolotl",
     "memlint.configs.llamafactory",
+    "memlint.facts.script",
+    "memlint.facts.launchers",
 ]

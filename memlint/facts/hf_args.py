@@ -97,7 +97,8 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "lora_dropout": ("lora_dropout", lambda v: float(v) if _is_number(v) else None),
     "lora_target_modules": ("lora_targets", _targets),  # TRL ModelConfig / PEFT
     "lora_target": ("lora_targets", _targets),  # LLaMA-Factory: "all" or "q_proj,v_proj"
-    "load_in_4bit": ("quantization", lambda v: _flag(v, "nf4")),  # TRL ModelConfig (nf4 by default)
+    # TRL ModelConfig / Axolotl: 4-bit loading means NF4 there (their bnb_4bit_quant_type default)
+    "load_in_4bit": ("quantization", lambda v: _flag(v, "nf4")),
     "load_in_8bit": ("quantization", lambda v: _flag(v, "int8")),
     "bnb_4bit_use_double_quant": ("double_quant", _bool),
 }

@@ -60,6 +60,14 @@ def _precision(plan: TrainingPlan, arch: Architecture) -> tuple[Precision, Sourc
     """(policy, the fact that decided it, an assumption to report)."""
     ds_bf16, ds_fp16 = plan.get("ds_bf16"), plan.get("ds_fp16")
     mixed = plan.get("mixed")
+    # Lightning: "bf16-true"/"16-true" convert the module; "*-mixed" is autocast over the weights
+    # as loaded (like the HF Trainer's bf16=True); "32-true" leaves the weights as loaded.
+    lightning = plan.get("lightning_precision")
+    lightning_policy = LIGHTNING_PRECISION.get(str(lightning.value)) if lightning is not None else None
+    if lightning_policy in ("bf16", "fp16"):
+        return Precision(lightning_policy), lightning, None
+    if (mixed is None or mixed.value not in ("bf16", "fp16")) and lightning_policy in ("amp-bf16", "amp-fp16"):
+        mixed = lightning.with_value(lightning_policy[4:])
     uses_deepspeed = plan.get("zero_stage") is not None or ds_bf16 is not None or ds_fp16 is not None
     if uses_deepspeed:
         if ds_bf16 is not None and ds_bf16.value:
@@ -69,9 +77,6 @@ def _precision(plan: TrainingPlan, arch: Architecture) -> tuple[Precision, Sourc
         if mixed is not None and mixed.value in ("bf16", "fp16"):
             policy = Precision.MIXED_BF16 if mixed.value == "bf16" else Precision.MIXED_FP16
             return policy, mixed, None
-    lightning = plan.get("lightning_precision")
-    if lightning is not None and str(lightning.value) in LIGHTNING_PRECISION:
-        return Precision(LIGHTNING_PRECISION[str(lightning.value)]), lightning, None
 
     load = plan.get("half_model") or plan.get("load_dtype")
     assumption = None

@@ -79,7 +79,7 @@ class OutOfMemory(Rule):
         Example(
             _SFT.format(batch=8, accum=2, ckpt=False),
             settings={"gpu": "h100"},
-            lines=(13,),
+            lines=(12,),
             message="exceeds",
             title="Micro-batch 8 of 4096 tokens without checkpointing: activations alone exceed 80 GB",
         ),

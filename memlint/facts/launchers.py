@@ -1,0 +1,333 @@
+"""Launcher scripts: ``torchrun``, ``deepspeed``, ``accelerate launch`` and ``python`` commands.
+
+Each launch command in a shell script is one run: the script it launches (``launches``), the
+options it passes to that script (``cli_args``, applied later through the script's
+``cli_bindings``), the world size it starts (``--nproc_per_node`` x ``--nnodes``,
+``--num_gpus``, ``--include localhost:0,1``, ``--num_processes``) and the configs it names
+(``--deepspeed ds.json``, ``--config_file accelerate.yaml``). Every value is located in the
+shell script, at the word that wrote it -- or at the variable assignment it expands.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass, field
+
+from memlint.diagnostics import Position, Range
+from memlint.facts.extract import extractor
+from memlint.facts.plan import RunFacts
+from memlint.facts.python_options import option_key
+from memlint.facts.shell_words import Command, Value, Variables, Word, assignment, commands, expand, line_starts
+from memlint.parsed import ParsedDocument
+from memlint.sourced import Location, Sourced
+
+# value-less options of each launcher (everything else takes a value unless written --x=y)
+_FLAGS = {
+    "torchrun": {"standalone", "no_python", "run_path", "module", "m", "virtual_local_rank", "monitor_interval"},
+    "deepspeed": {"no_python", "no_local_rank", "no_ssh_check", "no_ssh", "force_multi", "save_pid", "module",
+                  "elastic_training", "bind_cores_to_rank", "enable_each_rank_log", "autotuning_off"},
+    "accelerate": {"quiet", "q", "cpu", "multi_gpu", "tpu", "enable_cpu_affinity", "dynamo_use_fullgraph",
+                   "dynamo_use_dynamic", "dynamo_use_regional_compilation", "use_deepspeed", "use_fsdp",
+                   "use_parallelism_config", "use_megatron_lm", "same_network", "module", "m", "no_python",
+                   "tpu_cluster", "no_tpu_cluster", "tpu_use_sudo", "downcast_bf16", "fp8_use_autocast_during_eval",
+                   "debug"},
+    "python": {"u", "b", "bb", "B", "d", "E", "i", "I", "O", "OO", "q", "s", "S", "v", "V", "x", "P", "R"},
+}
+_PYTHON_VALUED = {"W", "X", "c"}
+_MODULE_FLAGS = {"module", "m"}
+_TORCHRUN_MODULES = ("torch.distributed.run", "torch.distributed.launch")
+_CONFIG_SUFFIXES = (".json", ".yaml", ".yml")
+
+
+@dataclass
+class _Launch:
+    launcher: str  # "torchrun", "deepspeed", "accelerate", "python"
+    word: Word  # the launcher's own word (the run's anchor)
+    options: dict[str, tuple[Word, Word | None]] = field(default_factory=dict)  # key -> (option, value word)
+    module: bool = False
+    script: Word | None = None
+    arguments: list[Word] = field(default_factory=list)
+
+
+def _is_python(text: str) -> bool:
+    return re.fullmatch(r"(?:.*/)?python(?:3(?:\.\d+)?)?", text) is not None
+
+
+def _find_launch(words: list[Word]) -> _Launch | None:
+    """The launcher in a command (after env assignments and wrappers such as srun or nohup)."""
+    for i, word in enumerate(words):
+        name = word.text.rsplit("/", 1)[-1]
+        if name == "torchrun":
+            return _parse(_Launch("torchrun", word), words[i + 1:])
+        if name == "deepspeed":
+            return _parse(_Launch("deepspeed", word), words[i + 1:])
+        if name == "accelerate" and i + 1 < len(words) and words[i + 1].text == "launch":
+            return _parse(_Launch("accelerate", word), words[i + 2:])
+        if _is_python(name):
+            rest = words[i + 1:]
+            for j, arg in enumerate(rest):
+                if arg.text == "-m" and j + 1 < len(rest) and rest[j + 1].text in _TORCHRUN_MODULES:
+                    return _parse(_Launch("torchrun", word), rest[j + 2:])
+                if not arg.text.startswith("-"):
+                    break
+            return _parse(_Launch("python", word), rest)
+    return None
+
+
+def _parse(launch: _Launch, words: list[Word]) -> _Launch | None:
+    """The launcher's own options, the script (or module), and the script's arguments."""
+    flags = _FLAGS[launch.launcher]
+    i = 0
+    while i < len(words):
+        word = words[i]
+        text = word.text
+        if text.startswith("-") and len(text) > 1:
+            name, eq, _ = text.partition("=")
+            key = option_key(name) if launch.launcher != "python" else name.lstrip("-")
+            if key in _MODULE_FLAGS and not eq:
+                launch.module = True
+                if launch.launcher == "python":  # python -m pkg.module
+                    if i + 1 < len(words):
+                        launch.script = words[i + 1]
+                        launch.arguments = words[i + 2:]
+                    return launch
+                i += 1
+                continue
+            if launch.launcher == "python" and key == "c":
+                return None  # python -c "...": no script
+            takes_value = not eq and (key not in flags if launch.launcher != "python" else key in _PYTHON_VALUED)
+            if takes_value and i + 1 < len(words):
+                launch.options[key] = (word, words[i + 1])
+                i += 2
+            else:
+                launch.options[key] = (word, None)
+                i += 1
+            continue
+        launch.script = word
+        launch.arguments = words[i + 1:]
+        return launch
+    return None
+
+
+class _Shell:
+    """One shell script: its variables as the commands set them, and its launch commands."""
+
+    def __init__(self, parsed: ParsedDocument) -> None:
+        self.parsed = parsed
+        self.text = parsed.text
+        self.starts = line_starts(self.text)
+        self.variables = Variables()
+
+    def location(self, start: int, end: int) -> Location:
+        return Location(self.parsed.path, Range(self._position(start), self._position(end)))
+
+    def _position(self, offset: int) -> Position:
+        line = bisect.bisect_right(self.starts, offset) - 1
+        return Position(line + 1, offset - self.starts[line])
+
+    def sourced(self, value: Value, note: str) -> Sourced[str]:
+        return Sourced(value.text, self.location(value.start, value.end), note)
+
+    # ------------------------------------------------------------- commands
+
+    def run(self) -> list[RunFacts]:
+        out: list[RunFacts] = []
+        for command in commands(self.text):
+            facts = self._command(command)
+            if facts is not None:
+                out.append(facts)
+        return out
+
+    def _command(self, command: Command) -> RunFacts | None:
+        words = list(command.words)
+        if words and words[0].text in ("export", "local", "declare", "readonly", "typeset"):
+            words = [w for w in words[1:] if not w.text.startswith("-")]
+            self._assign_all(words, command.depth)
+            return None
+        if words and words[0].text in ("for", "select") and len(words) > 1:
+            self.variables.known[words[1].text] = None  # a loop variable: one value per pass
+            return None
+        if words and words[0].text in ("read", "unset") and len(words) > 1:
+            for word in words[1:]:
+                self.variables.known[word.text] = None
+            return None
+        prefix = 0
+        while prefix < len(words) and assignment(words[prefix]) is not None:
+            prefix += 1
+        if prefix == len(words):
+            self._assign_all(words, command.depth)
+            return None
+        launch = _find_launch(words[prefix:])
+        if launch is None or launch.script is None:
+            return None
+        return self._facts(launch)
+
+    def _assign_all(self, words: list[Word], depth: int) -> None:
+        for word in words:
+            parsed = assignment(word)
+            if parsed is None:
+                continue
+            name, value_word = parsed
+            value = expand(value_word, self.variables) if depth == 0 else None
+            self.variables.known[name] = value  # inside if/for/case: which value runs is unknown
+
+    # ------------------------------------------------------------- facts
+
+    def _facts(self, launch: _Launch) -> RunFacts:
+        facts = RunFacts(self.parsed.path, "shell")
+        facts.anchor = self.location(launch.word.start, launch.word.end)
+        script = expand(launch.script, self.variables)
+        if script is not None:
+            path = script.text
+            note = f"{launch.launcher} runs {path}"
+            if launch.module:
+                note = f"{launch.launcher} runs -m {path}"
+                path = path.replace(".", "/") + ".py"
+            facts.launches = Sourced(path, self.location(launch.script.start, launch.script.end), note)
+        self._launcher_options(launch, facts)
+        self._script_arguments(launch, facts)
+        return facts
+
+    def _option(self, launch: _Launch, *keys: str) -> Value | None:
+        for key in keys:
+            if key in launch.options:
+                option, value_word = launch.options[key]
+                if value_word is None:
+                    text = option.text.partition("=")[2]
+                    if not text:
+                        return Value("true", option.start, option.end)
+                    raw_start = option.start + option.raw.find("=") + 1
+                    word = Word(text, option.raw[option.raw.find("=") + 1:], raw_start, option.end)
+                    return expand(word, self.variables)
+                return expand(value_word, self.variables)
+        return None
+
+    def _launcher_options(self, launch: _Launch, facts: RunFacts) -> None:
+        count: Value | None = None
+        nodes: Value | None = None
+        per_node = None
+        if launch.launcher == "torchrun":
+            count, nodes = self._option(launch, "nproc_per_node"), self._option(launch, "nnodes")
+            per_node = count
+        elif launch.launcher == "deepspeed":
+            count, nodes = self._option(launch, "num_gpus"), self._option(launch, "num_nodes")
+            include = self._option(launch, "include")
+            if count is None and include is not None:
+                devices = _included_devices(include.text)
+                if devices is not None:
+                    count = Value(str(devices), include.start, include.end)
+            per_node = count
+        elif launch.launcher == "accelerate":
+            count = self._option(launch, "num_processes")
+            machines = self._option(launch, "num_machines")
+            self._accelerate(launch, facts)
+            if count is not None and count.text.isdigit() and int(count.text) >= 1:
+                total = int(count.text)  # accelerate counts processes over all machines
+                where = self.location(count.start, count.end)
+                facts.world_size = Sourced(total, where, "accelerate launch --num_processes")
+                machine_count = int(machines.text) if machines is not None and machines.text.isdigit() else 1
+                if machine_count >= 1 and total % machine_count == 0:
+                    facts.gpus_per_node = Sourced(total // machine_count, where, "--num_processes / --num_machines")
+            for key in ("config_file", "deepspeed_config_file"):
+                value = self._option(launch, key)
+                if value is not None:
+                    facts.references.append(self.sourced(value, f"accelerate launch --{key}"))
+            return
+        if count is None or not count.text.isdigit() or int(count.text) < 1:
+            return
+        node_count = 1
+        if nodes is not None:
+            if not nodes.text.isdigit() or int(nodes.text) < 1:
+                return  # an elastic range (--nnodes 1:4) or an unknown count
+            node_count = int(nodes.text)
+        where = self.location(count.start, count.end)
+        flag = "--nproc_per_node" if launch.launcher == "torchrun" else "--num_gpus"
+        note = f"{launch.launcher} {flag}" + (f" x --nnodes {node_count}" if node_count > 1 else "")
+        facts.world_size = Sourced(int(count.text) * node_count, where, note)
+        if per_node is not None:
+            facts.gpus_per_node = Sourced(int(count.text), where, f"{launch.launcher} {flag}")
+
+    def _accelerate(self, launch: _Launch, facts: RunFacts) -> None:
+        """``accelerate launch`` options that state facts of their own."""
+        mixed = self._option(launch, "mixed_precision")
+        if mixed is not None and mixed.text in ("bf16", "fp16", "no", "fp8"):
+            facts.mixed = self.sourced(mixed, "accelerate launch --mixed_precision")
+        stage = self._option(launch, "zero_stage")
+        if stage is not None and stage.text.isdigit():
+            facts.zero_stage = Sourced(int(stage.text), self.location(stage.start, stage.end), "--zero_stage")
+        accum = self._option(launch, "gradient_accumulation_steps")
+        if accum is not None and accum.text.isdigit():
+            facts.grad_accum = Sourced(int(accum.text), self.location(accum.start, accum.end),
+                                       "accelerate launch --gradient_accumulation_steps")
+        for key, name in (("offload_optimizer_device", "offload_optimizer"), ("offload_param_device", "offload_params")):
+            value = self._option(launch, key)
+            if value is not None and value.text in ("cpu", "nvme", "none"):
+                setattr(facts, name, Sourced(value.text != "none", self.location(value.start, value.end), f"--{key}"))
+
+    def _script_arguments(self, launch: _Launch, facts: RunFacts) -> None:
+        words = launch.arguments
+        i = 0
+        while i < len(words):
+            word = words[i]
+            if not _is_option(word.text):
+                value = expand(word, self.variables)
+                if value is not None and value.text.lower().endswith(_CONFIG_SUFFIXES):
+                    facts.references.append(self.sourced(value, "config file passed to the script"))
+                i += 1
+                continue
+            name, eq, inline = word.text.partition("=")
+            key = option_key(name)
+            if eq:
+                raw_start = word.raw.find("=") + 1
+                value = expand(Word(inline, word.raw[raw_start:], word.start + raw_start, word.end), self.variables)
+                i += 1
+            else:
+                following = []
+                j = i + 1
+                while j < len(words) and not _is_option(words[j].text):
+                    following.append(words[j])
+                    j += 1
+                i = j
+                value = self._values(following) if following else Value("true", word.start, word.end)
+            if value is None:
+                continue  # a value the script cannot know ($1, $(date), an unset variable)
+            facts.cli_args[key] = self.sourced(value, f"--{key}")
+            if value.text.lower().endswith(_CONFIG_SUFFIXES) and ("config" in key or "deepspeed" in key):
+                facts.references.append(self.sourced(value, f"--{key}"))
+
+    def _values(self, words: list[Word]) -> Value | None:
+        """An option's value: one word, or several (``--lora_target_modules q_proj v_proj``)."""
+        values = [expand(w, self.variables) for w in words]
+        if any(v is None for v in values):
+            return None
+        if len(values) == 1:
+            return values[0]
+        return Value(" ".join(v.text for v in values), words[0].start, words[-1].end)
+
+
+def _is_option(text: str) -> bool:
+    if not text.startswith("-") or len(text) < 2:
+        return False
+    return not re.fullmatch(r"-\d+(\.\d*)?([eE][-+]?\d+)?", text)  # -1, -0.5: values, not options
+
+
+def _included_devices(text: str) -> int | None:
+    """``localhost:0,1,2`` / ``host1:0,1@host2:0,1`` -> the number of GPUs."""
+    total = 0
+    for host in text.split("@"):
+        _, colon, devices = host.partition(":")
+        if not colon:
+            return None
+        ids = [d for d in devices.split(",") if d.strip()]
+        if not ids or not all(d.strip().isdigit() for d in ids):
+            return None
+        total += len(ids)
+    return total or None
+
+
+@extractor("shell")
+def extract_launchers(parsed: ParsedDocument) -> list[RunFacts]:
+    if parsed.document.problem is not None or not parsed.text:
+        return []
+    return _Shell(parsed).run()

@@ -1,0 +1,148 @@
+"""Which library classes and functions a training script calls, by qualified name.
+
+Names come from libcst's qualified-name analysis, so ``from transformers import Trainer as T``
+and ``import transformers; transformers.Trainer`` both read ``transformers.Trainer``; submodule
+spellings (``transformers.trainer.Trainer``, ``torch.optim.adamw.AdamW``) are accepted too.
+"""
+
+from __future__ import annotations
+
+from memlint.facts.names import OPTIMIZER_CLASSES
+
+
+def _root_last(qualname: str) -> tuple[str, str]:
+    parts = qualname.split(".")
+    return parts[0], parts[-1]
+
+
+def trainer_framework(qualname: str) -> str | None:
+    """The framework a trainer class belongs to (``transformers.Trainer`` -> ``hf-trainer``)."""
+    root, last = _root_last(qualname)
+    if root == "transformers" and last in ("Trainer", "Seq2SeqTrainer"):
+        return "hf-trainer"
+    if root == "trl" and last.endswith("Trainer"):
+        return "trl"
+    if root in ("lightning", "pytorch_lightning") and last in ("Trainer", "Fabric"):
+        return "lightning"
+    return None
+
+
+def config_framework(qualname: str) -> str | None:
+    """TrainingArguments-style config classes (``TrainingArguments``, TRL ``SFTConfig``...)."""
+    root, last = _root_last(qualname)
+    if root == "transformers" and last.endswith("TrainingArguments"):
+        return "hf-trainer"
+    if root == "trl" and last.endswith("Config") and last not in ("ModelConfig",):
+        return "trl"
+    return None
+
+
+def is_library_dataclass(qualname: str) -> bool:
+    """Library dataclasses an ``HfArgumentParser``/``TrlParser`` turns into options."""
+    root, last = _root_last(qualname)
+    if config_framework(qualname) is not None:
+        return True
+    return root == "trl" and (last == "ModelConfig" or last.endswith("ScriptArguments"))
+
+
+def is_argument_parser(qualname: str) -> bool:
+    root, last = _root_last(qualname)
+    return (root == "transformers" and last == "HfArgumentParser") or (root == "trl" and last == "TrlParser")
+
+
+_NOT_MODELS = ("Config", "Tokenizer", "TokenizerFast", "Processor", "FeatureExtractor", "ImageProcessor")
+
+
+def is_model_loader(qualname: str) -> bool:
+    """``AutoModelForCausalLM.from_pretrained`` and friends: calls that load a model's weights."""
+    parts = qualname.split(".")
+    if len(parts) < 3 or parts[-1] not in ("from_pretrained", "from_config"):
+        return False
+    root, cls = parts[0], parts[-2]
+    if root not in ("transformers", "liger_kernel"):
+        return False
+    if cls.startswith("Auto") and not cls.startswith(("AutoModel", "AutoLigerKernel")):
+        return False
+    return not cls.endswith(_NOT_MODELS) and ("Model" in cls or "For" in cls or "LigerKernel" in cls)
+
+
+def is_model_class(qualname: str) -> bool:
+    """A transformers model class called directly (``LlamaForCausalLM(config)``)."""
+    root, last = _root_last(qualname)
+    return root == "transformers" and not last.startswith("Auto") and "For" in last and not last.endswith(_NOT_MODELS)
+
+
+def is_config_loader(qualname: str) -> bool:
+    parts = qualname.split(".")
+    return len(parts) >= 3 and parts[0] == "transformers" and parts[-1] == "from_pretrained" and parts[-2].endswith("Config")
+
+
+def is_tokenizer_loader(qualname: str) -> bool:
+    parts = qualname.split(".")
+    return (
+        len(parts) >= 3 and parts[0] == "transformers" and parts[-1] == "from_pretrained"
+        and parts[-2].endswith(("Tokenizer", "TokenizerFast", "Processor"))
+    )
+
+
+MODEL_WRAPPERS = {
+    "peft.get_peft_model",
+    "peft.mapping.get_peft_model",
+    "peft.mapping_func.get_peft_model",
+    "peft.prepare_model_for_kbit_training",
+    "peft.utils.prepare_model_for_kbit_training",
+    "peft.utils.other.prepare_model_for_kbit_training",
+    "peft.PeftModel.from_pretrained",
+}
+
+KBIT_PREPARATION = {n for n in MODEL_WRAPPERS if n.endswith("prepare_model_for_kbit_training")}
+QUANTIZATION_CONFIGS = {"transformers.BitsAndBytesConfig", "transformers.utils.quantization_config.BitsAndBytesConfig"}
+LORA_CONFIGS = {"peft.LoraConfig", "peft.tuners.lora.LoraConfig", "peft.tuners.lora.config.LoraConfig"}
+DATALOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
+AUTOCASTS = {"torch.autocast", "torch.amp.autocast", "torch.amp.autocast_mode.autocast", "torch.cuda.amp.autocast",
+             "torch.cuda.amp.autocast_mode.autocast"}
+CHECKPOINT_FUNCTIONS = {
+    "torch.utils.checkpoint.checkpoint",
+    "torch.utils.checkpoint.checkpoint_sequential",
+    "deepspeed.checkpointing.checkpoint",
+}
+DEEPSPEED_INITIALIZE = {"deepspeed.initialize"}
+ACCELERATORS = {"accelerate.Accelerator", "accelerate.accelerator.Accelerator"}
+DEEPSPEED_PLUGINS = {"accelerate.DeepSpeedPlugin", "accelerate.utils.DeepSpeedPlugin",
+                     "accelerate.utils.dataclasses.DeepSpeedPlugin"}
+FSDP_PLUGINS = {"accelerate.FullyShardedDataParallelPlugin", "accelerate.utils.FullyShardedDataParallelPlugin",
+                "accelerate.utils.dataclasses.FullyShardedDataParallelPlugin"}
+
+
+def lightning_strategy(qualname: str) -> str | None:
+    """``DeepSpeedStrategy`` -> "deepspeed", ``FSDPStrategy`` -> "fsdp"."""
+    root, last = _root_last(qualname)
+    if root not in ("lightning", "pytorch_lightning"):
+        return None
+    return {"DeepSpeedStrategy": "deepspeed", "FSDPStrategy": "fsdp"}.get(last)
+
+
+def liger(qualname: str) -> str | None:
+    """Liger kernels: "loader" (AutoLigerKernelForCausalLM) or "patch" (apply_liger_kernel_to_*)."""
+    root, last = _root_last(qualname)
+    if root != "liger_kernel":
+        return None
+    if last.startswith("AutoLigerKernel") or qualname.endswith("AutoLigerKernelForCausalLM.from_pretrained"):
+        return "loader"
+    if last.startswith("apply_liger_kernel_to_") or last == "_apply_liger_kernel":
+        return "patch"
+    return None
+
+
+def optimizer_class(qualname: str) -> str | None:
+    """The memlint optimizer of a torch / bitsandbytes / transformers optimizer class."""
+    if qualname in OPTIMIZER_CLASSES:
+        return OPTIMIZER_CLASSES[qualname]
+    parts = qualname.split(".")
+    if len(parts) >= 4 and parts[:2] == ["torch", "optim"]:  # torch.optim.adamw.AdamW
+        return OPTIMIZER_CLASSES.get(f"torch.optim.{parts[-1]}")
+    if parts[0] == "bitsandbytes" and len(parts) >= 3:  # bitsandbytes.optim.adamw.AdamW8bit
+        return OPTIMIZER_CLASSES.get(f"bitsandbytes.optim.{parts[-1]}")
+    if parts[0] == "transformers" and parts[-1] == "AdamW":
+        return "adamw-forloop"  # transformers' own AdamW (removed in v5) steps parameter by parameter
+    return None

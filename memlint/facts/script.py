@@ -1,0 +1,121 @@
+"""The training-script extractor: a Python file's facts about the run it defines.
+
+The file is read with libcst, never imported or run. A cheap text check skips files that import
+none of the training libraries before any libcst metadata is built. Every call is then matched
+by qualified name against the recognisers (model loading, trainers and their arguments,
+hand-written loops, distributed engines), which report what each call states; values are read
+statically through ``python_values`` (constants, argparse defaults, dataclass fields, helper
+parameters). A file yields a run only when something in it trains (a trainer, an optimizer, a
+``backward()``): an inference script that loads a model is not a training run.
+"""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from memlint.facts import script_distributed, script_loops, script_models, script_trainers
+from memlint.facts.extract import extractor
+from memlint.facts.plan import RunFacts
+from memlint.facts.python_library import DEEPSPEED_INITIALIZE, trainer_framework
+from memlint.facts.python_values import Mapping, Values
+from memlint.facts.script_facts import RANK_CONFIG, ScriptFacts
+from memlint.parsed import ParsedDocument
+
+TRAINING_PACKAGES = (
+    "torch", "transformers", "deepspeed", "accelerate", "peft", "trl", "bitsandbytes", "lightning",
+    "pytorch_lightning", "liger_kernel",
+)
+_IMPORTS_TRAINING = re.compile(
+    r"^[ \t]*(?:import|from)[ \t][^\n]*?\b(?:" + "|".join(TRAINING_PACKAGES) + r")\b", re.MULTILINE
+)
+
+# Every way a file can train names one of these somewhere, if only in an import line: a trainer,
+# a training config, an engine, an optimizer, a backward pass. A model definition or a data
+# utility that imports torch names none of them and costs no libcst metadata.
+_TRAINS = re.compile(r"Trainer|TrainingArguments|\btrl\b|Fabric|Accelerator|deepspeed|backward|optim|Adam|\bSGD\b|"
+                     r"Adafactor|\bLion")
+
+RECOGNISERS = (script_trainers, script_models, script_loops, script_distributed)
+
+
+def imports_training_library(text: str) -> bool:
+    """The prefilter: could the text train a model (regexes, no parsing)?"""
+    return _IMPORTS_TRAINING.search(text) is not None and _TRAINS.search(text) is not None
+
+
+@extractor("python")
+def extract_script(parsed: ParsedDocument) -> list[RunFacts]:
+    source = parsed.python
+    if source is None or not imports_training_library(parsed.text):
+        return []
+    values = Values(source)
+    calls: list[cst.Call] = []
+    assignments: list[cst.Assign] = []
+    for node in source.parents:
+        if isinstance(node, cst.Call):
+            calls.append(node)
+        elif isinstance(node, cst.Assign):
+            assignments.append(node)
+    positions = source.positions
+    calls.sort(key=lambda c: (positions[c].start.line, positions[c].start.column))
+    named = [(call, values.callee_names(call)) for call in calls]
+    runs = []
+    for excluded in _run_scopes(values, named):
+        ctx = ScriptFacts(parsed, values)
+        for call, names in named:
+            if _owner(values, call) in excluded:
+                continue
+            method = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
+            for recogniser in RECOGNISERS:
+                recogniser.recognise(ctx, call, names, method)
+        for assignment in assignments:
+            if _owner(values, assignment) not in excluded:
+                _attribute_assignment(ctx, assignment)
+        script_loops.finish(ctx)
+        if ctx.training:
+            runs.append(ctx.facts)
+    return runs
+
+
+def _owner(values: Values, node: cst.CSTNode) -> cst.CSTNode | None:
+    """The top-level function or class ``node`` is in (None at module level)."""
+    owner = None
+    current = values.parent(node)
+    while current is not None and not isinstance(current, cst.Module):
+        if isinstance(current, (cst.FunctionDef, cst.ClassDef)):
+            owner = current
+        current = values.parent(current)
+    return owner
+
+
+def _run_scopes(values: Values, named: list[tuple[cst.Call, set[str]]]) -> list[set]:
+    """One run per top-level function that builds its own trainer (``def sft(): SFTTrainer(...)``,
+    ``def dpo(): DPOTrainer(...)``): for each, the other such functions to leave out. A file
+    with one trainer (or trainers only at module level, or in one function) is one run."""
+    owners = []
+    for call, names in named:
+        if any(trainer_framework(n) for n in names) or names & DEEPSPEED_INITIALIZE:
+            owner = _owner(values, call)
+            if owner is None:
+                return [set()]
+            if owner not in owners:
+                owners.append(owner)
+    if len(owners) < 2:
+        return [set()]
+    return [set(owners) - {owner} for owner in owners]
+
+
+def _attribute_assignment(ctx: ScriptFacts, assignment: cst.Assign) -> None:
+    """``training_args.model_init_kwargs = dict(...)`` (TRL), ``tokenizer.model_max_length = 512``."""
+    if len(assignment.targets) != 1 or not isinstance(assignment.targets[0].target, cst.Attribute):
+        return
+    attr = assignment.targets[0].target.attr.value
+    if attr == "model_init_kwargs":
+        found = ctx.values.evaluate(assignment.value)
+        if found is not None and isinstance(found.value, Mapping):
+            script_models.loading_arguments(ctx, dict(found.value.entries), assignment, RANK_CONFIG)
+    elif attr == "model_max_length":
+        script_loops._length_candidate(ctx, ctx.values.evaluate(assignment.value), assignment,
+                                       "tokenizer.model_max_length = ...")

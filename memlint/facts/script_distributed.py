@@ -1,0 +1,194 @@
+"""Facts from the engines that distribute a run: ``deepspeed.initialize`` (a config path or an
+inline dict), ``Accelerator`` and its DeepSpeed/FSDP plugins, Lightning strategies."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import libcst as cst
+
+from memlint.facts.deepspeed_keys import auto_paths, deepspeed_facts
+from memlint.facts.hf_args import _fsdp, _int
+from memlint.facts.python_library import (
+    ACCELERATORS,
+    DEEPSPEED_INITIALIZE,
+    DEEPSPEED_PLUGINS,
+    FSDP_PLUGINS,
+    lightning_strategy,
+)
+from memlint.facts.python_values import Found, Mapping, Ref
+from memlint.facts.script_facts import ANCHOR_ENGINE, RANK_CONFIG, RANK_EXPLICIT, ScriptFacts, encode
+
+_DEEPSPEED_INITIALIZE_ARGS = (
+    "args", "model", "optimizer", "model_parameters", "training_data", "lr_scheduler", "distributed_port", "mpu",
+    "dist_init_required", "collate_fn", "config", "mesh_param", "config_params",
+)
+
+# Lightning strategy names -> (ZeRO stage, offload optimizer, offload parameters) or FSDP
+_LIGHTNING_DEEPSPEED = {
+    "deepspeed": (2, False, False),  # DeepSpeedStrategy() defaults to stage 2
+    "deepspeed_stage_1": (1, False, False),
+    "deepspeed_stage_2": (2, False, False),
+    "deepspeed_stage_2_offload": (2, True, False),
+    "deepspeed_stage_3": (3, False, False),
+    "deepspeed_stage_3_offload": (3, True, True),
+    "deepspeed_stage_3_offload_nvme": (3, True, True),
+}
+
+
+def recognise(ctx: ScriptFacts, call: cst.Call, names: set[str], method: str | None) -> None:
+    if names & DEEPSPEED_INITIALIZE:
+        deepspeed_initialize(ctx, call)
+    if names & ACCELERATORS:
+        accelerator(ctx, call)
+    if names & DEEPSPEED_PLUGINS:
+        deepspeed_plugin(ctx, call)
+    if names & FSDP_PLUGINS:
+        arguments = ctx.values.arguments(call, ("sharding_strategy",))
+        if "sharding_strategy" in arguments:
+            ctx.state_found("fsdp", ctx.values.evaluate(arguments.get("sharding_strategy")), _strategy,
+                            "FullyShardedDataParallelPlugin(sharding_strategy=...)", at=call, rank=RANK_CONFIG)
+    strategies = {lightning_strategy(n) for n in names} - {None}
+    if strategies:
+        lightning_strategy_object(ctx, call, strategies.pop())
+
+
+def _strategy(value: Any) -> str | None:
+    if isinstance(value, Ref):
+        value = value.qualname.rsplit(".", 1)[-1]
+    if isinstance(value, (str, int)):
+        return _fsdp(str(value))
+    return None
+
+
+def deepspeed_config(ctx: ScriptFacts, found: Found, at: cst.CSTNode, note: str) -> None:
+    """A DeepSpeed config written as a dict in the script."""
+    materialised = ctx.mapping(found)
+    if materialised is None:
+        return
+    plain, where = materialised
+    for path, leaf in where.items():
+        if leaf.options:  # ds_config["train_micro_batch_size_per_gpu"] = args.batch_size
+            for probe in (1, True):
+                for fact in deepspeed_facts(_nest(path, probe)):
+                    ctx.bind(leaf.options, fact.name)
+        if leaf.flip is not None:  # "cpu" if args.offload else "none"
+            options, prefix, other = leaf.flip
+            for fact in deepspeed_facts(_nest(path, other)):
+                if isinstance(fact.value, (bool, int, float, str)):
+                    ctx.bind(options, f"{prefix}:{fact.name}={encode(fact.value)}")
+    for fact in deepspeed_facts(plain):
+        leaf = where.get(fact.path) or where.get(fact.path[:-1])
+        if leaf is None or leaf.node is None:
+            continue
+        ctx.state(fact.name, fact.value, leaf.node, f"{note}: {'.'.join(fact.path)}", at=at, rank=RANK_EXPLICIT)
+    for path in auto_paths(plain):
+        leaf = where.get(path)
+        if leaf is not None and leaf.node is not None:
+            ctx.auto_key(".".join(path), leaf.node)
+
+
+def _nest(path: tuple[str, ...], value: Any) -> dict:
+    """``("zero_optimization", "stage")`` -> ``{"zero_optimization": {"stage": value}}``."""
+    out: Any = value
+    for key in reversed(path):
+        out = {key: out}
+    return out
+
+
+def _config_argument(ctx: ScriptFacts, expression: cst.BaseExpression | None, at: cst.CSTNode, note: str) -> None:
+    """A DeepSpeed config given as a path (a reference) or a dict (facts)."""
+    if expression is None:
+        return
+    found = ctx.values.evaluate(expression)
+    if found is None:
+        return
+    if isinstance(found.value, str) and found.node is not None:
+        ctx.reference(found.value, found.node, note)
+    elif isinstance(found.value, Mapping):
+        deepspeed_config(ctx, found, at, note)
+
+
+def deepspeed_initialize(ctx: ScriptFacts, call: cst.Call) -> None:
+    ctx.framework("deepspeed", call.func, "deepspeed.initialize(...)")
+    ctx.anchor(call.func, ANCHOR_ENGINE)
+    arguments = ctx.values.arguments(call, _DEEPSPEED_INITIALIZE_ARGS)
+    for key in ("config", "config_params"):
+        _config_argument(ctx, arguments.get(key), call, f"deepspeed.initialize({key}=...)")
+
+
+def accelerator(ctx: ScriptFacts, call: cst.Call) -> None:
+    values = ctx.values
+    ctx.framework("accelerate", call.func, "Accelerator(...)")
+    ctx.anchor(call.func, ANCHOR_ENGINE)
+    arguments = values.arguments(call)
+    if "mixed_precision" in arguments:
+        ctx.state_found("mixed", values.evaluate(arguments.get("mixed_precision")), _mixed,
+                        "Accelerator(mixed_precision=...)", at=call, binding="mixed", rank=RANK_CONFIG)
+    if "gradient_accumulation_steps" in arguments:
+        ctx.state_found("grad_accum", values.evaluate(arguments.get("gradient_accumulation_steps")), _int,
+                        "Accelerator(gradient_accumulation_steps=...)", at=call, binding="grad_accum", rank=RANK_CONFIG)
+
+
+def _mixed(value: Any) -> str | None:
+    if isinstance(value, Ref):
+        value = value.qualname.rsplit(".", 1)[-1]
+    if isinstance(value, str) and value.lower() in ("bf16", "fp16", "no", "fp8"):
+        return value.lower()
+    return None
+
+
+def deepspeed_plugin(ctx: ScriptFacts, call: cst.Call) -> None:
+    """Accelerate's ``DeepSpeedPlugin(zero_stage=, offload_optimizer_device=, hf_ds_config=...)``."""
+    values = ctx.values
+    arguments = values.arguments(call, ("hf_ds_config", "gradient_accumulation_steps", "gradient_clipping",
+                                        "zero_stage"))
+    if "zero_stage" in arguments:
+        ctx.state_found("zero_stage", values.evaluate(arguments.get("zero_stage")), _int,
+                        "DeepSpeedPlugin(zero_stage=...)", at=call, binding="zero_stage", rank=RANK_CONFIG)
+    if "gradient_accumulation_steps" in arguments:
+        ctx.state_found("grad_accum", values.evaluate(arguments.get("gradient_accumulation_steps")), _int,
+                        "DeepSpeedPlugin(gradient_accumulation_steps=...)", at=call, binding="grad_accum",
+                        rank=RANK_CONFIG)
+    for key, fact in (("offload_optimizer_device", "offload_optimizer"), ("offload_param_device", "offload_params")):
+        if key in arguments:
+            ctx.state_found(fact, values.evaluate(arguments.get(key)),
+                            lambda v: v.lower() in ("cpu", "nvme") if isinstance(v, str) else None,
+                            f"DeepSpeedPlugin({key}=...)", at=call, rank=RANK_CONFIG)
+    _config_argument(ctx, arguments.get("hf_ds_config"), call, "DeepSpeedPlugin(hf_ds_config=...)")
+
+
+def lightning_strategy_name(ctx: ScriptFacts, name: str, node: cst.CSTNode, at: cst.CSTNode) -> None:
+    """``strategy="deepspeed_stage_3_offload"`` / ``"fsdp"``."""
+    key = name.strip().lower()
+    if key in _LIGHTNING_DEEPSPEED:
+        stage, optimizer, params = _LIGHTNING_DEEPSPEED[key]
+        note = f'Lightning strategy="{name}"'
+        ctx.state("zero_stage", stage, node, note, at=at, rank=RANK_CONFIG)
+        ctx.state("offload_optimizer", optimizer, node, note, at=at, rank=RANK_CONFIG)
+        ctx.state("offload_params", params, node, note, at=at, rank=RANK_CONFIG)
+    elif key in ("fsdp", "fsdp_full_shard"):
+        ctx.state("fsdp", "full", node, f'Lightning strategy="{name}"', at=at, rank=RANK_CONFIG)
+
+
+def lightning_strategy_object(ctx: ScriptFacts, call: cst.Call, kind: str) -> None:
+    """``DeepSpeedStrategy(stage=3, offload_optimizer=True, config="ds.json")``, ``FSDPStrategy(...)``."""
+    values = ctx.values
+    arguments = values.arguments(call)
+    if kind == "deepspeed":
+        stage = values.evaluate(arguments.get("stage")) if "stage" in arguments else None
+        if stage is None and "stage" not in arguments and "config" not in arguments:
+            ctx.state("zero_stage", 2, call.func, "DeepSpeedStrategy() defaults to stage 2", at=call, rank=RANK_CONFIG)
+        ctx.state_found("zero_stage", stage, _int, "DeepSpeedStrategy(stage=...)", at=call, rank=RANK_CONFIG)
+        for key, fact in (("offload_optimizer", "offload_optimizer"), ("offload_parameters", "offload_params")):
+            if key in arguments:
+                ctx.state_found(fact, values.evaluate(arguments.get(key)),
+                                lambda v: v if isinstance(v, bool) else None,
+                                f"DeepSpeedStrategy({key}=...)", at=call, rank=RANK_CONFIG)
+        _config_argument(ctx, arguments.get("config"), call, "DeepSpeedStrategy(config=...)")
+    elif kind == "fsdp":
+        if "sharding_strategy" in arguments:
+            ctx.state_found("fsdp", values.evaluate(arguments.get("sharding_strategy")), _strategy,
+                            "FSDPStrategy(sharding_strategy=...)", at=call, rank=RANK_CONFIG)
+        else:
+            ctx.state("fsdp", "full", call.func, "FSDPStrategy() shards fully by default", at=call, rank=RANK_CONFIG)

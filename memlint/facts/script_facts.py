@@ -1,0 +1,201 @@
+"""Collecting one script's facts: which statement wins, what runs, what the command line sets.
+
+Recognisers (``script_models``, ``script_trainers``, ``script_loops``, ``script_distributed``)
+report what each call states; :class:`ScriptFacts` decides:
+
+- precedence: a value from a ``TrainingArguments`` beats a ``DataLoader(batch_size=...)``; among
+  equals the first in the file wins;
+- conditions: a statement under ``if args.use_lora:`` with the option off by default states
+  nothing, but the option is bound (``"if:lora_r=8"``) so a launcher passing ``--use_lora``
+  turns the fact on;
+- bindings: a value read from ``args.batch_size`` binds ``--batch_size`` to the fact.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import libcst as cst
+
+from memlint.facts.plan import RunFacts
+from memlint.facts.python_conditions import Guard, guards
+from memlint.facts.python_values import MISSING, CallValue, Found, Mapping, Values
+from memlint.parsed import ParsedDocument
+from memlint.sourced import Location, Sourced
+
+# precedence of the places a fact can come from (higher wins)
+RANK_LOOP = 0  # DataLoader(batch_size=...), tokenizer(max_length=...), torch.autocast
+RANK_MODEL = 1  # from_pretrained(...), model.gradient_checkpointing_enable()
+RANK_CONFIG = 2  # TrainingArguments / SFTConfig / Accelerator / Lightning Trainer arguments
+RANK_EXPLICIT = 3  # an optimizer built by hand, a DeepSpeed config dict
+
+# which call anchors a run (higher wins): a trainer, a config, an engine, a model load
+ANCHOR_TRAINER, ANCHOR_CONFIG, ANCHOR_ENGINE, ANCHOR_MODEL = 4, 3, 2, 1
+
+_FRAMEWORK_RANK = {"trl": 5, "hf-trainer": 4, "lightning": 4, "deepspeed": 3, "accelerate": 2, "plain": 1}
+
+_SCALARS = (bool, int, float, str)
+
+
+def encode(value: Any) -> str:
+    """A scalar as an ``if:`` binding writes it (``true``, ``4``, ``nf4``)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+class ScriptFacts:
+    def __init__(self, parsed: ParsedDocument, values: Values) -> None:
+        self.parsed = parsed
+        self.values = values
+        self.facts = RunFacts(parsed.path, "python")
+        self._ranks: dict[str, int] = {}
+        self._anchor_rank = 0
+        self.training = False  # saw something that trains (a trainer, an optimizer, backward())
+        self.finalizers: list[Callable[[], None]] = []
+        self.pending: dict[str, list[Any]] = {}  # what recognisers collect until the whole file is read
+
+    # ------------------------------------------------------------- locations
+
+    def location(self, node: cst.CSTNode) -> Location:
+        return Location(self.parsed.path, self.parsed.python.range_of(node))
+
+    def anchor(self, node: cst.CSTNode, rank: int) -> None:
+        if rank > self._anchor_rank:
+            self._anchor_rank = rank
+            self.facts.anchor = self.location(node)
+
+    def framework(self, name: str, node: cst.CSTNode, note: str) -> None:
+        current = self.facts.framework
+        if current is None or _FRAMEWORK_RANK.get(name, 0) > _FRAMEWORK_RANK.get(str(current.value), 0):
+            self.facts.framework = Sourced(name, self.location(node), note)
+        self.training = True
+
+    def reference(self, path: str, node: cst.CSTNode, note: str) -> None:
+        if path and not any(r.value == path for r in self.facts.references):
+            self.facts.references.append(Sourced(path, self.location(node), note))
+
+    def auto_key(self, key: str, node: cst.CSTNode) -> None:
+        self.facts.auto_keys.append(Sourced(key, self.location(node), "DeepSpeed \"auto\""))
+
+    # ------------------------------------------------------------- bindings
+
+    def bind(self, options: tuple[str, ...], binding: str) -> None:
+        for option in options:
+            # an argparse store_false flag (--no_x) sets its destination to False when passed
+            bound = f"not:{binding}" if self.values.options.flag_kind(option) == "store_false" else binding
+            current = self.facts.cli_bindings.get(option, ())
+            if bound not in current:
+                self.facts.cli_bindings[option] = current + (bound,)
+
+    # ------------------------------------------------------------- facts
+
+    def runs(self, at: cst.CSTNode, extra: list[Guard] | None = None) -> tuple[bool, Guard | None]:
+        """Does the statement at ``at`` run by default? If not, the one option-decided guard
+        that keeps it from running (None when it is not a single option)."""
+        found = guards(self.values, at) + (extra or [])
+        blocking = [g for g in found if g.blocks]
+        if not blocking:
+            return True, None
+        if len(blocking) == 1 and blocking[0].options:
+            return False, blocking[0]
+        return False, None
+
+    def state(self, name: str, value: Any, node: cst.CSTNode | None, note: str, *, at: cst.CSTNode,
+              rank: int = RANK_MODEL, extra_guards: list[Guard] | None = None) -> None:
+        """``name`` is ``value`` as written at ``node`` -- when the statement at ``at`` runs."""
+        if value is None or value is MISSING or node is None:
+            return
+        runs, guard = self.runs(at, extra_guards)
+        if not runs:
+            if guard is not None and isinstance(value, _SCALARS):
+                prefix = "ifnot" if guard.negated else "if"
+                self.bind(guard.options, f"{prefix}:{name}={encode(value)}")
+            return
+        previous = self._ranks.get(name)
+        if previous is not None and previous >= rank:
+            return
+        self._ranks[name] = rank
+        setattr(self.facts, name, Sourced(value, self.location(node), note))
+
+    def state_found(self, name: str, found: Found | None, convert: Callable[[Any], Any], note: str, *,
+                    at: cst.CSTNode, binding: str | None = None, rank: int = RANK_MODEL,
+                    extra_guards: list[Guard] | None = None) -> None:
+        """A fact read from an expression: bound to its options, stated when known."""
+        if found is None:
+            return
+        if found.options:
+            self.bind(found.options, binding or name)
+        if found.flip is not None:
+            options, prefix, other = found.flip
+            try:
+                alternative = convert(other)
+            except (TypeError, ValueError):
+                alternative = None
+            if isinstance(alternative, _SCALARS):
+                self.bind(options, f"{prefix}:{name}={encode(alternative)}")
+        if not found.known or found.node is None:
+            return
+        try:
+            converted = convert(found.value)
+        except (TypeError, ValueError):
+            return
+        note = f"{note} ({found.note})" if found.note else note
+        self.state(name, converted, found.node, note, at=at, rank=rank, extra_guards=extra_guards)
+
+    def switch(self, name: str, value: Any, expr: cst.BaseExpression | None, default_on: bool, node: cst.CSTNode,
+               note: str, *, at: cst.CSTNode, rank: int = RANK_MODEL) -> None:
+        """A boolean argument that turns a fact on (``use_gradient_checkpointing=...``)."""
+        if expr is None:
+            if default_on:
+                self.state(name, value, node, note, at=at, rank=rank)
+            return
+        found = self.values.evaluate(expr)
+        if found is None:
+            return
+        if found.options:
+            self.bind(found.options, f"if:{name}={encode(value)}")
+        if found.known and found.value and found.node is not None:
+            self.state(name, value, found.node, note, at=at, rank=rank)
+
+    # ------------------------------------------------------------- helpers for recognisers
+
+    def value_guards(self, call: cst.Call) -> list[Guard]:
+        """Conditions on where a constructed object is used: ``cfg = LoraConfig(...)`` used once
+        in ``get_peft_model(model, cfg)`` under ``if args.use_lora:``."""
+        parent = self.values.parent(call)
+        if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name)):
+            return []
+        target = parent.targets[0].target
+        scope = self.parsed.python.scopes.get(parent)
+        if scope is None:
+            return []
+        uses = []
+        for assignment in scope.assignments[target.value]:
+            if getattr(assignment, "node", None) is target:
+                uses.extend(a.node for a in assignment.references)
+        if len(uses) != 1:
+            return []
+        return guards(self.values, uses[0])
+
+    def mapping(self, found: Found | None, depth: int = 0) -> tuple[dict[str, Any], dict[tuple[str, ...], Found]] | None:
+        """A statically known dict as plain values, with where each leaf is written."""
+        if found is None or not isinstance(found.value, Mapping) or depth > 6:
+            return None
+        plain: dict[str, Any] = {}
+        where: dict[tuple[str, ...], Found] = {}
+        for key, expression in found.value.entries:
+            inner = self.values.evaluate(expression)
+            if inner is None:
+                continue
+            nested = self.mapping(inner, depth + 1)
+            if nested is not None:
+                plain[key] = nested[0]
+                for path, leaf in nested[1].items():
+                    where[(key,) + path] = leaf
+            elif inner.known and not isinstance(inner.value, CallValue):
+                plain[key] = inner.value
+                where[(key,)] = inner
+            elif inner.options:
+                where[(key,)] = inner
+        return plain, where

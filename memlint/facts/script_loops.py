@@ -1,0 +1,331 @@
+"""Facts from hand-written training code: optimizers, ``DataLoader(batch_size=...)``, tokenizer
+lengths, ``torch.autocast``, ``model.half()``/``.to(dtype)``, gradient checkpointing calls, and
+the ``outputs = model(**batch); outputs.loss.backward()`` pattern that keeps the logits alive."""
+
+from __future__ import annotations
+
+import re
+import libcst as cst
+
+from memlint.facts.hf_args import _int
+from memlint.facts.python_library import (
+    AUTOCASTS,
+    CHECKPOINT_FUNCTIONS,
+    DATALOADERS,
+    MODEL_WRAPPERS,
+    is_model_class,
+    is_model_loader,
+    is_tokenizer_loader,
+    optimizer_class,
+)
+from memlint.facts.python_values import Found, Ref, Values
+from memlint.facts.script_facts import RANK_EXPLICIT, RANK_LOOP, RANK_MODEL, ScriptFacts
+from memlint.facts.script_models import dtype_of
+
+_MODEL_NAMES = {"model", "policy", "actor", "net", "llm", "engine", "model_engine", "ds_engine"}
+_MODEL_METHODS = ("half", "to", "cuda", "bfloat16", "float", "train", "to_empty")
+_TOKENIZER_METHODS = ("encode", "encode_plus", "batch_encode_plus", "apply_chat_template", "__call__")
+_BACKWARD_METHODS = ("backward", "manual_backward")
+_NO_GRAD = ("torch.no_grad", "torch.inference_mode", "torch.autograd.grad_mode.no_grad")
+_EVAL_WORDS = {"eval", "evaluation", "valid", "validation", "val", "test", "dev", "predict", "inference"}
+_TRAIN_WORDS = {"train", "training"}
+
+
+def _model_name(name: str) -> bool:
+    lower = name.lower()
+    return lower in _MODEL_NAMES or (lower.endswith("model") and not lower.startswith("auto"))
+
+
+def loads_model(values: Values, call: cst.Call, depth: int = 0) -> bool:
+    """Does this call produce a model (a loader, a PEFT wrapper, ``model.half()``)?"""
+    names = values.callee_names(call)
+    if any(is_model_loader(n) or is_model_class(n) or n in MODEL_WRAPPERS for n in names):
+        return True
+    func = call.func
+    return (
+        depth < 6 and isinstance(func, cst.Attribute) and func.attr.value in _MODEL_METHODS
+        and is_model(values, func.value, depth + 1)
+    )
+
+
+def is_model(values: Values, expr: cst.BaseExpression, depth: int = 0) -> bool:
+    """Is ``expr`` the model being trained? By data flow (assigned from a loader) or by name
+    (``model``, ``self.model``, ``model_engine``)."""
+    if isinstance(expr, cst.Name) and _model_name(expr.value):
+        return True
+    if isinstance(expr, cst.Attribute) and _model_name(expr.attr.value):
+        return True
+    if isinstance(expr, cst.Call):
+        return loads_model(values, expr, depth)
+    if isinstance(expr, cst.Name) and depth < 6:
+        return values.could_be(expr, lambda e: isinstance(e, cst.Call) and loads_model(values, e, depth + 1))
+    return False
+
+
+def recognise(ctx: ScriptFacts, call: cst.Call, names: set[str], method: str | None) -> None:
+    kinds = {optimizer_class(n) for n in names} - {None}
+    if kinds:
+        optimizer(ctx, call, kinds.pop())
+    if names & DATALOADERS:
+        dataloader(ctx, call)
+    if names & AUTOCASTS:
+        autocast(ctx, call, names)
+    if names & CHECKPOINT_FUNCTIONS and ctx.values.enclosing_function(call) is not None:
+        ctx.state("grad_ckpt", 1, call.func, "torch.utils.checkpoint in a custom forward", at=call)
+    if any(is_tokenizer_loader(n) for n in names):
+        arguments = ctx.values.arguments(call)
+        if "model_max_length" in arguments:
+            _length_candidate(ctx, ctx.values.evaluate(arguments.get("model_max_length")), call,
+                              "AutoTokenizer.from_pretrained(model_max_length=...)")
+    if method is None:
+        if isinstance(call.func, cst.Name) and is_model(ctx.values, call.func):
+            forward(ctx, call)
+        elif isinstance(call.func, cst.Name) and _is_tokenizer(ctx.values, call.func):
+            tokenizer_call(ctx, call)
+        return
+    receiver = call.func.value
+    if method in _BACKWARD_METHODS:
+        ctx.training = True
+        ctx.pending.setdefault("backward", []).append(call)
+    elif method in ("gradient_checkpointing_enable", "activation_checkpointing_enable"):
+        every = ctx.values.arguments(call).get("every_n_layers")
+        found = ctx.values.evaluate(every) if every is not None else None
+        if found is not None and found.known and isinstance(found.value, int) and found.value >= 1:
+            ctx.state("grad_ckpt", found.value, found.node, f"{method}(every_n_layers=...)", at=call)
+        elif every is None:
+            ctx.state("grad_ckpt", 1, call.func.attr, f"model.{method}()", at=call)
+    elif method in ("half", "bfloat16") and not call.args and is_model(ctx.values, receiver):
+        dtype = "fp16" if method == "half" else "bf16"
+        ctx.state("half_model", dtype, call.func.attr, f"model.{method}()", at=call, rank=RANK_MODEL)
+    elif method == "to" and is_model(ctx.values, receiver):
+        _model_to(ctx, call)
+    elif method == "forward" and is_model(ctx.values, receiver):
+        forward(ctx, call)
+    elif method in _TOKENIZER_METHODS and _is_tokenizer(ctx.values, receiver):
+        tokenizer_call(ctx, call)
+
+
+# ----------------------------------------------------------------- optimizers
+
+
+def optimizer(ctx: ScriptFacts, call: cst.Call, kind: str) -> None:
+    """``torch.optim.AdamW(params, lr, fused=True)`` -> adamw-fused; ``foreach=False`` -> for-loop."""
+    ctx.training = True
+    arguments = ctx.values.arguments(call)
+    node: cst.CSTNode = call.func
+    note = "optimizer class"
+    if kind in ("adamw", "adam"):
+        fused = ctx.values.evaluate(arguments.get("fused")) if "fused" in arguments else None
+        foreach = ctx.values.evaluate(arguments.get("foreach")) if "foreach" in arguments else None
+        if fused is not None and fused.known and fused.value is True and fused.node is not None:
+            kind, node, note = "adamw-fused", fused.node, "fused=True"
+        elif foreach is not None and foreach.known and foreach.value is False and foreach.node is not None:
+            kind, node, note = "adamw-forloop", foreach.node, "foreach=False"
+        elif (fused is not None and not fused.known) or (foreach is not None and not foreach.known):
+            return  # the implementation depends on a value we cannot see
+    ctx.state("optimizer", kind, node, f"optimizer built in the script ({note})", at=call, rank=RANK_EXPLICIT)
+
+
+# ----------------------------------------------------------------- batch and sequence
+
+
+def _words(text: str) -> set[str]:
+    return set(re.split(r"[^a-z0-9]+", text.lower()))
+
+
+def dataloader(ctx: ScriptFacts, call: cst.Call) -> None:
+    values = ctx.values
+    arguments = values.arguments(call, ("dataset", "batch_size", "shuffle", "sampler"))
+    if "batch_size" not in arguments:
+        return
+    words: set[str] = set()
+    for key in ("dataset", "sampler"):
+        if key in arguments:
+            words |= _words(ctx.parsed.python.code_of(arguments.get(key)))
+    parent = values.parent(call)
+    if isinstance(parent, cst.Assign):
+        for target in parent.targets:
+            words |= _words(ctx.parsed.python.code_of(target.target))
+    role = "eval" if words & _EVAL_WORDS else ("train" if words & _TRAIN_WORDS else "unknown")
+    if role != "eval" and "shuffle" in arguments:
+        shuffle = values.evaluate(arguments.get("shuffle"))
+        if shuffle is not None and shuffle.known and shuffle.value is True:
+            role = "train"
+    ctx.pending.setdefault("dataloaders", []).append((role, values.evaluate(arguments.get("batch_size")), call))
+
+
+def finish_dataloaders(ctx: ScriptFacts) -> None:
+    """The training DataLoader's batch size, when the script says which loader trains."""
+    loaders = [entry for entry in ctx.pending.get("dataloaders", []) if entry[0] != "eval"]
+    if any(role == "train" for role, _, _ in loaders):
+        loaders = [entry for entry in loaders if entry[0] == "train"]
+    for _, found, _ in loaders:
+        if found is not None and found.options:
+            ctx.bind(found.options, "micro_batch")
+    framework = ctx.facts.framework.value if ctx.facts.framework is not None else None
+    if not loaders or framework in ("hf-trainer", "trl"):
+        return  # Trainers build their own loaders from per_device_train_batch_size
+    known = [(found, call) for _, found, call in loaders if found is not None and found.known and found.node]
+    if len(known) != len(loaders) or len({f.value for f, _ in known}) != 1:
+        return  # several training loaders that disagree, or one we cannot read
+    found, call = known[0]
+    ctx.state_found("micro_batch", found, _int, "DataLoader(batch_size=...)", at=call, binding="micro_batch",
+                    rank=RANK_LOOP)
+
+
+def _is_tokenizer(values: Values, expr: cst.BaseExpression) -> bool:
+    name = expr.value if isinstance(expr, cst.Name) else (expr.attr.value if isinstance(expr, cst.Attribute) else "")
+    if name.lower() in ("tokenizer", "tok", "processor", "processing_class") or name.lower().endswith("tokenizer"):
+        return True
+    if isinstance(expr, cst.Name):
+        return values.could_be(
+            expr, lambda e: isinstance(e, cst.Call) and any(is_tokenizer_loader(n) for n in values.callee_names(e))
+        )
+    return False
+
+
+def tokenizer_call(ctx: ScriptFacts, call: cst.Call) -> None:
+    arguments = ctx.values.arguments(call)
+    if "max_length" in arguments:
+        _length_candidate(ctx, ctx.values.evaluate(arguments.get("max_length")), call, "tokenizer(max_length=...)")
+
+
+def _length_candidate(ctx: ScriptFacts, found: Found | None, call: cst.Call, note: str) -> None:
+    if found is not None:
+        ctx.pending.setdefault("lengths", []).append((found, call, note))
+
+
+def finish_lengths(ctx: ScriptFacts) -> None:
+    """The longest sequence the script tokenizes to (the memory peak's length)."""
+    candidates = ctx.pending.get("lengths", [])
+    for found, _, _ in candidates:
+        if found.options:
+            ctx.bind(found.options, "seq_len")
+    known = [(f, c, n) for f, c, n in candidates if f.known and _int(f.value) and f.node is not None]
+    if not known:
+        return
+    found, call, note = max(known, key=lambda entry: _int(entry[0].value))
+    ctx.state("seq_len", _int(found.value), found.node, note + (f" ({found.note})" if found.note else ""),
+              at=call, rank=RANK_LOOP)
+
+
+# ----------------------------------------------------------------- precision
+
+
+def autocast(ctx: ScriptFacts, call: cst.Call, names: set[str]) -> None:
+    """``torch.autocast("cuda", dtype=torch.bfloat16)``; ``torch.cuda.amp.autocast()`` is fp16."""
+    values = ctx.values
+    legacy = any(n.startswith("torch.cuda.amp") for n in names)
+    arguments = values.arguments(call, ("enabled", "dtype") if legacy else ("device_type", "dtype", "enabled"))
+    if not legacy and "device_type" in arguments:
+        device = values.evaluate(arguments.get("device_type"))
+        if device is not None and device.known and isinstance(device.value, str) and device.value != "cuda":
+            return  # CPU/XPU autocast does not run on the GPU
+    dtype, node, note = "fp16", call.func, "autocast on CUDA defaults to float16"
+    if "dtype" in arguments:
+        found = values.evaluate(arguments.get("dtype"))
+        if found is not None and found.options:
+            ctx.bind(found.options, "autocast")
+        if found is None or not found.known:
+            return
+        dtype, node, note = dtype_of(found.value), found.node, "autocast(dtype=...)"
+        if dtype not in ("fp16", "bf16") or node is None:
+            return
+    if "enabled" in arguments:
+        enabled = values.evaluate(arguments.get("enabled"))
+        if enabled is not None and enabled.options:
+            ctx.bind(enabled.options, f"if:autocast={dtype}")
+        if enabled is None or not enabled.known or not enabled.value:
+            return
+    ctx.state("autocast", dtype, node, note, at=call, rank=RANK_LOOP)
+
+
+def _model_to(ctx: ScriptFacts, call: cst.Call) -> None:
+    """``model.to(torch.bfloat16)``, ``model.to(device, dtype=torch.float16)``."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value != "dtype":
+            continue
+        found = ctx.values.evaluate(arg.value)
+        if found is None or not found.known or not isinstance(found.value, (Ref, str)):
+            continue
+        dtype = dtype_of(found.value) if isinstance(found.value, Ref) or arg.keyword is not None else None
+        if dtype in ("fp16", "bf16") and found.node is not None:
+            ctx.state("half_model", dtype, found.node, "model.to(dtype)", at=call, rank=RANK_MODEL)
+            return
+
+
+# ----------------------------------------------------------------- logits kept alive
+
+
+def forward(ctx: ScriptFacts, call: cst.Call) -> None:
+    """``outputs = model(**batch)``: remembered to check for ``outputs.loss`` + ``backward()``."""
+    parent = ctx.values.parent(call)
+    if (
+        isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name)
+        and not _under_no_grad(ctx.values, call)
+    ):
+        ctx.pending.setdefault("forwards", []).append((parent.targets[0].target.value, call))
+
+
+def _under_no_grad(values: Values, node: cst.CSTNode) -> bool:
+    current = values.parent(node)
+    while current is not None and not isinstance(current, (cst.FunctionDef, cst.Module)):
+        if isinstance(current, cst.With):
+            for item in current.items:
+                target = item.item.func if isinstance(item.item, cst.Call) else item.item
+                if values.qualified(target) & set(_NO_GRAD):
+                    return True
+        current = values.parent(current)
+    return False
+
+
+def finish_keep_logits(ctx: ScriptFacts) -> None:
+    """A hand-written loop that holds the model's output object through ``backward()``."""
+    backward_functions = {id(ctx.values.enclosing_function(c)) for c in ctx.pending.get("backward", [])}
+    for name, call in ctx.pending.get("forwards", []):
+        function = ctx.values.enclosing_function(call)
+        if function is None or id(function) not in backward_functions:
+            continue
+        if _reads_loss(function, name) and not _deletes(function, name):
+            ctx.state("keep_logits", True, call, f"`{name} = model(...)` is alive during backward(): its logits too",
+                      at=call, rank=RANK_LOOP)
+            return
+
+
+def _reads_loss(function: cst.FunctionDef, name: str) -> bool:
+    for node in _nodes(function):
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == name:
+            if node.attr.value == "loss":
+                return True
+        if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name) and node.value.value == name:
+            index = node.slice[0].slice if len(node.slice) == 1 else None
+            if isinstance(index, cst.Index) and (
+                (isinstance(index.value, cst.SimpleString) and index.value.evaluated_value == "loss")
+                or (isinstance(index.value, cst.Integer) and index.value.value == "0")
+            ):
+                return True
+    return False
+
+
+def _deletes(function: cst.FunctionDef, name: str) -> bool:
+    for node in _nodes(function):
+        if isinstance(node, cst.Del):
+            targets = [e.value for e in node.target.elements] if isinstance(node.target, cst.Tuple) else [node.target]
+            if any(isinstance(t, cst.Name) and t.value == name for t in targets):
+                return True
+    return False
+
+
+def _nodes(function: cst.FunctionDef):
+    stack: list[cst.CSTNode] = [function.body]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(node.children)
+
+
+def finish(ctx: ScriptFacts) -> None:
+    finish_dataloaders(ctx)
+    finish_lengths(ctx)
+    finish_keep_logits(ctx)
+

@@ -1,0 +1,176 @@
+"""Facts from the calls that build the model: ``from_pretrained`` (id, dtype, attention,
+quantization), ``BitsAndBytesConfig``, ``LoraConfig``, PEFT's k-bit preparation, Liger kernels."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import libcst as cst
+
+from memlint.facts.names import ATTENTION, dtype_name
+from memlint.facts.python_library import (
+    KBIT_PREPARATION,
+    LORA_CONFIGS,
+    QUANTIZATION_CONFIGS,
+    is_config_loader,
+    is_model_loader,
+    liger,
+)
+from memlint.facts.python_values import Found, Mapping, Ref
+from memlint.facts.script_facts import ANCHOR_MODEL, RANK_CONFIG, RANK_MODEL, ScriptFacts
+
+
+def dtype_of(value: Any) -> str | None:
+    """``torch.bfloat16`` / ``"bfloat16"`` / ``"auto"`` -> memlint dtype name."""
+    if isinstance(value, Ref):
+        return dtype_name(value.qualname)
+    if isinstance(value, str):
+        return dtype_name(value)
+    return None
+
+
+def model_id(value: Any) -> str | None:
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def _targets(value: Any) -> tuple[str, ...] | None:
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, (tuple, list)) and value and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    return None
+
+
+def _float(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def _positive_int(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value if value > 0 else None
+
+
+def recognise(ctx: ScriptFacts, call: cst.Call, names: set[str], method: str | None) -> None:
+    if any(is_model_loader(n) for n in names):
+        model_loader(ctx, call, names)
+    if names & QUANTIZATION_CONFIGS:
+        bits_and_bytes(ctx, call)
+    if names & LORA_CONFIGS:
+        lora(ctx, call)
+    if names & KBIT_PREPARATION:
+        arguments = ctx.values.arguments(call, ("model", "use_gradient_checkpointing"))
+        ctx.switch("grad_ckpt", 1, arguments.get("use_gradient_checkpointing"), True, call.func,
+                   "prepare_model_for_kbit_training enables gradient checkpointing", at=call)
+    kinds = {liger(n) for n in names} - {None}
+    if "patch" in kinds:
+        arguments = ctx.values.arguments(call)
+        ctx.switch("fused_loss", True, arguments.get("fused_linear_cross_entropy"), True, call.func,
+                   "Liger fused linear cross-entropy", at=call)
+
+
+def model_loader(ctx: ScriptFacts, call: cst.Call, names: set[str]) -> None:
+    values = ctx.values
+    ctx.anchor(call.func, ANCHOR_MODEL)
+    if any(n.endswith(".from_config") for n in names):
+        arguments = values.arguments(call, ("config",))
+        config = values.definition(arguments.get("config")) if arguments.get("config") is not None else None
+        if isinstance(config, cst.Call) and any(is_config_loader(n) for n in values.callee_names(config)):
+            inner = values.arguments(config, ("pretrained_model_name_or_path",))
+            ctx.state_found("model", values.evaluate(inner.get("pretrained_model_name_or_path")), model_id,
+                            "AutoConfig.from_pretrained(...) then from_config", at=call, binding="model")
+    else:
+        arguments = values.arguments(call, ("pretrained_model_name_or_path",))
+        ctx.state_found("model", values.evaluate(arguments.get("pretrained_model_name_or_path")), model_id,
+                        "from_pretrained(...)", at=call, binding="model")
+    loading_arguments(ctx, values.arguments(call).named, call, RANK_MODEL)
+    if any(liger(n) == "loader" for n in names):
+        ctx.state("fused_loss", True, call.func, "AutoLigerKernelForCausalLM: Liger fused linear cross-entropy",
+                  at=call)
+
+
+def loading_arguments(ctx: ScriptFacts, named: dict[str, cst.BaseExpression], at: cst.CSTNode, rank: int) -> None:
+    """``from_pretrained`` keywords (also ``SFTConfig(model_init_kwargs={...})``)."""
+    values = ctx.values
+    for key in ("torch_dtype", "dtype"):
+        if key in named:
+            ctx.state_found("load_dtype", values.evaluate(named[key]), dtype_of, f"from_pretrained({key}=...)",
+                            at=at, binding="load_dtype", rank=rank)
+    if "attn_implementation" in named:
+        ctx.state_found("attention", values.evaluate(named["attn_implementation"]),
+                        lambda v: ATTENTION.get(v) if isinstance(v, str) else None,
+                        "from_pretrained(attn_implementation=...)", at=at, binding="hf:attn_implementation", rank=rank)
+    if "use_flash_attention_2" in named:
+        ctx.switch("attention", "flash", named["use_flash_attention_2"], False, at,
+                   "from_pretrained(use_flash_attention_2=True)", at=at, rank=rank)
+    # transformers' legacy shortcuts build BitsAndBytesConfig(load_in_4bit=True): fp4 by default
+    if "load_in_4bit" in named:
+        ctx.switch("quantization", "fp4", named["load_in_4bit"], False, at, "from_pretrained(load_in_4bit=True)",
+                   at=at, rank=rank)
+    if "load_in_8bit" in named:
+        ctx.switch("quantization", "int8", named["load_in_8bit"], False, at, "from_pretrained(load_in_8bit=True)",
+                   at=at, rank=rank)
+
+
+def bits_and_bytes(ctx: ScriptFacts, call: cst.Call) -> None:
+    values = ctx.values
+    arguments = values.arguments(call)
+    guards = ctx.value_guards(call)
+
+    def argument(name: str) -> Found | None:
+        return values.evaluate(arguments.get(name)) if name in arguments else None
+
+    four, eight = argument("load_in_4bit"), argument("load_in_8bit")
+    kind = "fp4"  # BitsAndBytesConfig's default bnb_4bit_quant_type
+    kind_found = argument("bnb_4bit_quant_type")
+    if "bnb_4bit_quant_type" in arguments:
+        if kind_found is None or not kind_found.known or kind_found.value not in ("nf4", "fp4"):
+            kind = None
+        else:
+            kind = kind_found.value
+    if four is not None and four.options and kind is not None:
+        ctx.bind(four.options, f"if:quantization={kind}")
+    if eight is not None and eight.options:
+        ctx.bind(eight.options, "if:quantization=int8")
+    if four is not None and four.known and four.value is True and four.node is not None:
+        if kind is not None:
+            where = kind_found.node if kind_found is not None and kind_found.node is not None else four.node
+            note = "BitsAndBytesConfig(bnb_4bit_quant_type=...)" if kind_found is not None else (
+                "BitsAndBytesConfig(load_in_4bit=True): fp4 by default")
+            ctx.state("quantization", kind, where, note, at=call, extra_guards=guards, rank=RANK_CONFIG)
+        double = argument("bnb_4bit_use_double_quant")
+        if "bnb_4bit_use_double_quant" not in arguments:
+            ctx.state("double_quant", False, four.node, "bnb_4bit_use_double_quant defaults to False",
+                      at=call, extra_guards=guards, rank=RANK_CONFIG)
+        elif double is not None and double.known and isinstance(double.value, bool):
+            ctx.state("double_quant", double.value, double.node, "BitsAndBytesConfig(bnb_4bit_use_double_quant=...)",
+                      at=call, extra_guards=guards, rank=RANK_CONFIG)
+    elif eight is not None and eight.known and eight.value is True and eight.node is not None:
+        ctx.state("quantization", "int8", eight.node, "BitsAndBytesConfig(load_in_8bit=True)", at=call,
+                  extra_guards=guards, rank=RANK_CONFIG)
+
+
+def lora(ctx: ScriptFacts, call: cst.Call) -> None:
+    values = ctx.values
+    arguments = values.arguments(call)
+    guards = ctx.value_guards(call)
+    r = values.evaluate(arguments.get("r")) if "r" in arguments else None
+    if r is None and "r" not in arguments:
+        ctx.state("lora_r", 8, call.func, "LoraConfig: PEFT's default r=8", at=call, extra_guards=guards)
+    else:
+        ctx.state_found("lora_r", r, _positive_int, "LoraConfig(r=...)", at=call, binding="lora_r",
+                        extra_guards=guards)
+    if "target_modules" in arguments:
+        ctx.state_found("lora_targets", values.evaluate(arguments.get("target_modules")), _targets,
+                        "LoraConfig(target_modules=...)", at=call, binding="lora_targets", extra_guards=guards)
+    if "lora_dropout" in arguments:
+        ctx.state_found("lora_dropout", values.evaluate(arguments.get("lora_dropout")), _float,
+                        "LoraConfig(lora_dropout=...)", at=call, binding="lora_dropout", extra_guards=guards)
+
+
+def mapping_entries(found: Found | None) -> dict[str, cst.BaseExpression] | None:
+    if found is None or not isinstance(found.value, Mapping):
+        return None
+    return dict(found.value.entries)

@@ -1,0 +1,235 @@
+"""Facts from trainers and their arguments: ``TrainingArguments``/TRL configs (every field through
+``hf_args.facts_for``), ``Trainer``/``SFTTrainer``/``DPOTrainer``, ``HfArgumentParser``/``TrlParser``
+(whose dataclass fields become command-line options), and the Lightning ``Trainer``/``Fabric``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import libcst as cst
+
+from memlint.facts import hf_args
+from memlint.facts.python_library import config_framework, is_argument_parser, is_library_dataclass, trainer_framework
+from memlint.facts.python_values import ClassValue, Found, Mapping
+from memlint.facts.script_distributed import deepspeed_config, lightning_strategy_name
+from memlint.facts.script_facts import ANCHOR_CONFIG, ANCHOR_TRAINER, RANK_CONFIG, ScriptFacts
+from memlint.facts.script_models import loading_arguments, model_id
+
+# TrainingArguments fields a launcher can usefully pass (the ones that mean something for memory)
+HF_OPTIONS = tuple(hf_args.FIELDS) + ("bf16", "fp16")
+
+
+def recognise(ctx: ScriptFacts, call: cst.Call, names: set[str], method: str | None) -> None:
+    frameworks = {trainer_framework(n) for n in names} - {None}
+    if "lightning" in frameworks:
+        lightning(ctx, call, names)
+    elif frameworks:
+        trainer(ctx, call, "trl" if "trl" in frameworks else "hf-trainer", names)
+    configs = {config_framework(n) for n in names} - {None}
+    if configs:
+        config(ctx, call, "trl" if "trl" in configs else "hf-trainer", names)
+    if any(is_argument_parser(n) for n in names):
+        parser(ctx, call)
+
+
+def _short(names: set[str]) -> str:
+    dotted = sorted(n for n in names if "." in n)
+    return (dotted[0] if dotted else sorted(names)[0]).rsplit(".", 1)[-1]
+
+
+def hf_field(ctx: ScriptFacts, key: str, found: Found | None, owner: str, at: cst.CSTNode,
+             node: cst.CSTNode | None = None) -> None:
+    """One TrainingArguments-style field, as every config spells it."""
+    if found is None:
+        return
+    if found.options and (key in hf_args.FIELDS or key in ("bf16", "fp16")):
+        ctx.bind(found.options, f"hf:{key}")
+    if not found.known or found.node is None:
+        return
+    for name, value in hf_args.facts_for(key, found.value).items():
+        if name == "__reference__":
+            ctx.reference(value, found.node, f"{owner}(deepspeed=...)")
+            continue
+        note = f"{owner}({key}=...)" + (f" ({found.note})" if found.note else "")
+        ctx.state(name, value, found.node, note, at=at, rank=RANK_CONFIG)
+
+
+def config(ctx: ScriptFacts, call: cst.Call, framework: str, names: set[str]) -> None:
+    """``TrainingArguments(...)``, ``SFTConfig(...)``, a user subclass called directly."""
+    values = ctx.values
+    owner = _short(names)
+    ctx.framework(framework, call.func, f"{owner}(...)")
+    ctx.anchor(call.func, ANCHOR_CONFIG)
+    arguments = values.arguments(call, ("output_dir",))
+    every_n = None
+    for key, expression in arguments.items():
+        found = values.evaluate(expression)
+        if key == "deepspeed" and found is not None and isinstance(found.value, Mapping):
+            deepspeed_config(ctx, found, call, f"{owner}(deepspeed={{...}})")
+        elif key == "model_init_kwargs" and found is not None and isinstance(found.value, Mapping):
+            loading_arguments(ctx, dict(found.value.entries), call, RANK_CONFIG)
+        elif key in ("activation_checkpointing_kwargs", "gradient_checkpointing_kwargs"):
+            if found is not None and isinstance(found.value, Mapping) and found.value.get("every_n_layers") is not None:
+                every_n = values.evaluate(found.value.get("every_n_layers"))
+        else:
+            hf_field(ctx, key, found, owner, call)
+    _own_defaults(ctx, call, names, arguments.named, owner)
+    if framework == "trl":
+        _completion_length(ctx, call, arguments.named, owner)
+    stated = ctx.facts.grad_ckpt
+    if every_n is not None and every_n.known and isinstance(every_n.value, int) and every_n.value > 1 and (
+        stated is not None and stated.value == 1
+    ):
+        ctx.state("grad_ckpt", every_n.value, every_n.node, f"{owner}(activation_checkpointing_kwargs=...)",
+                  at=call, rank=RANK_CONFIG + 1)
+
+
+def _own_defaults(ctx: ScriptFacts, call: cst.Call, names: set[str], given: dict, owner: str) -> None:
+    """A user subclass of TrainingArguments: its own field defaults are TrainingArguments values."""
+    found = ctx.values.evaluate(call.func)
+    if found is None or not isinstance(found.value, ClassValue):
+        return
+    for key, default in _all_fields(ctx, found.value.node).items():
+        if key in given or default is None:
+            continue
+        hf_field(ctx, key, ctx.values.evaluate(default), owner, call)
+
+
+def _completion_length(ctx: ScriptFacts, call: cst.Call, named: dict, owner: str) -> None:
+    """GRPO-style configs: a training sequence is the prompt plus the completion."""
+    if "max_prompt_length" not in named or "max_completion_length" not in named:
+        return
+    prompt = ctx.values.evaluate(named["max_prompt_length"])
+    completion = ctx.values.evaluate(named["max_completion_length"])
+    if prompt is None or completion is None or not (prompt.known and completion.known):
+        return
+    if isinstance(prompt.value, int) and isinstance(completion.value, int) and completion.node is not None:
+        ctx.state("seq_len", prompt.value + completion.value, completion.node,
+                  f"{owner}: max_prompt_length + max_completion_length", at=call, rank=RANK_CONFIG)
+
+
+def trainer(ctx: ScriptFacts, call: cst.Call, framework: str, names: set[str]) -> None:
+    values = ctx.values
+    owner = _short(names)
+    ctx.framework(framework, call.func, f"{owner}(...)")
+    ctx.anchor(call.func, ANCHOR_TRAINER)
+    arguments = values.arguments(call, ("model",))
+    if "model" in arguments:
+        found = values.evaluate(arguments.get("model"))
+        if found is not None and (found.value is None or not found.known or isinstance(found.value, str)):
+            ctx.state_found("model", found, model_id, f"{owner}(model=...)", at=call, binding="model")
+    for key in ("max_seq_length", "max_length"):  # TRL < 0.12 took these on the trainer
+        if key in arguments:
+            hf_field(ctx, key, values.evaluate(arguments.get(key)), owner, call)
+    if "model_init_kwargs" in arguments:
+        found = values.evaluate(arguments.get("model_init_kwargs"))
+        if found is not None and isinstance(found.value, Mapping):
+            loading_arguments(ctx, dict(found.value.entries), call, RANK_CONFIG)
+
+
+def parser(ctx: ScriptFacts, call: cst.Call) -> None:
+    """``HfArgumentParser((ModelArguments, TrainingArguments))``: every field is an option."""
+    classes = ctx.values.options.parser_classes(call)
+    if not classes:
+        return
+    for cls in classes:
+        if isinstance(cls, str):
+            _library_class(ctx, call, cls)
+        elif isinstance(cls, cst.ClassDef):
+            _user_class(ctx, call, cls)
+
+
+def _library_class(ctx: ScriptFacts, call: cst.Call, qualname: str) -> None:
+    framework = config_framework(qualname)
+    if framework is not None:
+        ctx.framework(framework, call.func, f"{qualname.rsplit('.', 1)[-1]} parsed from the command line")
+        ctx.anchor(call.func, ANCHOR_CONFIG)
+    if is_library_dataclass(qualname):
+        for key in HF_OPTIONS:
+            ctx.bind((key,), f"hf:{key}")
+
+
+def _user_class(ctx: ScriptFacts, call: cst.Call, cls: cst.ClassDef) -> None:
+    options = ctx.values.options
+    library = options.library_base(cls)
+    fields = _all_fields(ctx, cls)
+    for key in fields:
+        if key in hf_args.FIELDS or key in ("bf16", "fp16"):
+            ctx.bind((key,), f"hf:{key}")
+    if library is None:
+        return
+    _library_class(ctx, call, library)
+    owner = cls.name.value
+    for key, default in fields.items():
+        if default is not None:
+            hf_field(ctx, key, ctx.values.evaluate(default), owner, call)
+
+
+def _all_fields(ctx: ScriptFacts, cls: cst.ClassDef, depth: int = 0) -> dict[str, Any]:
+    """Fields of a dataclass and of the script's own dataclasses it extends (own first)."""
+    options = ctx.values.options
+    fields = dict(options.fields(cls))
+    if depth < 6:
+        own, _ = options.bases(cls)
+        for base in own:
+            for key, value in _all_fields(ctx, base, depth + 1).items():
+                fields.setdefault(key, value)
+    return fields
+
+
+# ----------------------------------------------------------------- Lightning
+
+
+def _devices(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value > 0 else None
+    if isinstance(value, (list, tuple)):
+        return len(value) or None
+    if isinstance(value, str):
+        text = value.strip()
+        if text.isdigit():
+            return int(text) or None
+        ids = [p for p in text.split(",") if p.strip()]
+        if len(ids) > 1 and all(p.strip().isdigit() for p in ids):
+            return len(ids)
+    return None
+
+
+def _precision(value: Any) -> str | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, str)):
+        return str(value).strip()
+    return None
+
+
+def lightning(ctx: ScriptFacts, call: cst.Call, names: set[str]) -> None:
+    """Lightning ``Trainer(precision=, accumulate_grad_batches=, devices=, num_nodes=, strategy=)``
+    and ``Fabric(...)``."""
+    values = ctx.values
+    owner = _short(names)
+    ctx.framework("lightning", call.func, f"Lightning {owner}(...)")
+    ctx.anchor(call.func, ANCHOR_TRAINER)
+    arguments = values.arguments(call)
+    if "precision" in arguments:
+        ctx.state_found("lightning_precision", values.evaluate(arguments.get("precision")), _precision,
+                        f"{owner}(precision=...)", at=call, binding="lightning_precision", rank=RANK_CONFIG)
+    if "accumulate_grad_batches" in arguments:
+        ctx.state_found("grad_accum", values.evaluate(arguments.get("accumulate_grad_batches")), hf_args._int,
+                        f"{owner}(accumulate_grad_batches=...)", at=call, binding="grad_accum", rank=RANK_CONFIG)
+    devices_key = "devices" if "devices" in arguments else ("gpus" if "gpus" in arguments else None)
+    if devices_key is not None:
+        devices = values.evaluate(arguments.get(devices_key))
+        nodes = values.evaluate(arguments.get("num_nodes")) if "num_nodes" in arguments else Found(1, None)
+        count = _devices(devices.value) if devices is not None and devices.known else None
+        node_count = nodes.value if nodes is not None and nodes.known and isinstance(nodes.value, int) else None
+        if count is not None and node_count is not None and node_count > 0 and devices.node is not None:
+            note = f"{owner}({devices_key}=...)" + (f" x num_nodes={node_count}" if node_count > 1 else "")
+            ctx.state("world_size", count * node_count, devices.node, note, at=call, rank=RANK_CONFIG)
+            ctx.state("gpus_per_node", count, devices.node, f"{owner}({devices_key}=...)", at=call, rank=RANK_CONFIG)
+    if "strategy" in arguments:
+        found = values.evaluate(arguments.get("strategy"))
+        if found is not None and found.known and isinstance(found.value, str) and found.node is not None:
+            lightning_strategy_name(ctx, found.value, found.node, call)

@@ -1,0 +1,294 @@
+"""Shell scripts as simple commands of words, each word with its exact place in the file.
+
+Words come from Python's ``shlex`` (POSIX rules: quotes, escapes, comments); this module only
+maps each word back to its character range, joins ``\\``-continued lines, splits commands at
+``;``, ``&&``, ``|``, drops redirections, skips here-documents, and expands variables the
+script itself sets (``NGPU=8``, ``${BS:-4}``) -- never the environment, never ``$(...)``.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+import re
+import shlex
+from dataclasses import dataclass, field
+
+_SEPARATORS = {";", ";;", "&", "&&", "|", "||", "|&"}
+_REDIRECTIONS = {">", ">>", "<", "&>", "&>>", ">&", "<&", ">|", "<>", "<<<"}
+_MAX_JOINED_LINES = 50  # a quoted string may span lines; give up after this many
+
+
+@dataclass(frozen=True)
+class Word:
+    text: str  # after quote removal
+    raw: str  # as written
+    start: int  # offsets in the document text
+    end: int
+
+
+@dataclass
+class Command:
+    words: list[Word]
+    depth: int  # how many if/for/while/case blocks enclose it
+
+
+@dataclass(frozen=True)
+class Value:
+    """A word's value after variable expansion, and the span that wrote it."""
+
+    text: str
+    start: int
+    end: int
+
+
+@dataclass
+class Variables:
+    """Shell variables the script sets, with where each value is written (None: unknown)."""
+
+    known: dict[str, Value | None] = field(default_factory=dict)
+
+
+def _lexer(text: str) -> shlex.shlex:
+    lexer = shlex.shlex(text, posix=True, punctuation_chars=";&|<>")
+    lexer.whitespace_split = True
+    lexer.commenters = "#"
+    return lexer
+
+
+def _skip_blank(text: str, position: int, end: int) -> int:
+    """Past whitespace and comments: where the next word starts."""
+    while position < end:
+        char = text[position]
+        if char.isspace():
+            position += 1
+        elif char == "#":
+            newline = text.find("\n", position, end)
+            position = end if newline < 0 else newline + 1
+        else:
+            break
+    return position
+
+
+def _words(chunk: str, offset: int) -> list[Word]:
+    """The words of one logical line, mapped back to document offsets. Raises ValueError on an
+    unclosed quote (the caller joins the next line and retries)."""
+    lexer = _lexer(chunk)
+    words: list[Word] = []
+    position = 0
+    while True:
+        token = lexer.get_token()
+        if token is None or token == lexer.eof:
+            break
+        start = _skip_blank(chunk, position, len(chunk))
+        consumed = lexer.instream.tell() - len(lexer._pushback_chars)
+        end = consumed
+        if end > start and chunk[end - 1].isspace():
+            end -= 1
+        raw = chunk[start:end]
+        if raw != token and _resplit(raw) != [token]:
+            found = chunk.find(token, start)
+            if found >= 0:
+                start, end, raw = found, found + len(token), token
+        words.append(Word(token, raw, offset + start, offset + end))
+        position = max(end, consumed)
+    return words
+
+
+def _resplit(raw: str) -> list[str] | None:
+    try:
+        return list(_lexer(raw))
+    except ValueError:
+        return None
+
+
+def commands(text: str) -> list[Command]:
+    """The simple commands of a shell script, in order."""
+    clean = text.replace("\\\r\n", "   ").replace("\\\n", "  ")  # same length: offsets hold
+    lines = clean.split("\n")
+    starts = []
+    offset = 0
+    for line in lines:
+        starts.append(offset)
+        offset += len(line) + 1
+    out: list[Command] = []
+    depth = 0
+    index = 0
+    heredoc: str | None = None
+    while index < len(lines):
+        if heredoc is not None:
+            if lines[index].strip() == heredoc:
+                heredoc = None
+            index += 1
+            continue
+        words = None
+        joined = 1
+        while words is None and joined <= _MAX_JOINED_LINES and index + joined <= len(lines):
+            chunk = "\n".join(lines[index:index + joined])
+            try:
+                words = _words(chunk, starts[index])
+            except ValueError:
+                joined += 1
+        if words is None:
+            index += 1
+            continue
+        index += joined
+        for command in _split(words):
+            depth, command_depth = _track_depth(command, depth)
+            if command:
+                out.append(Command(command, command_depth))
+        heredoc = _heredoc_end(words)
+    return out
+
+
+def _split(words: list[Word]) -> list[list[Word]]:
+    """At separators; without redirections (``> log 2>&1``, ``&> out.log``)."""
+    out: list[list[Word]] = [[]]
+    skip_next = False
+    for i, word in enumerate(words):
+        if skip_next:
+            skip_next = False
+            continue
+        if word.raw in _SEPARATORS:
+            out.append([])
+            continue
+        if word.raw in _REDIRECTIONS or word.raw == "<<":
+            current = out[-1]
+            if current and current[-1].text.isdigit() and current[-1].end == word.start:
+                current.pop()  # the "2" of "2>&1"
+            skip_next = True
+            continue
+        out[-1].append(word)
+    return [c for c in out if c]
+
+
+_OPENERS = {"if", "for", "while", "until", "case", "select"}
+_CLOSERS = {"fi", "done", "esac"}
+_PREFIXES = {"then", "do", "else", "elif", "{", "}", "!", "time", "exec", "nohup"}
+
+
+def _track_depth(command: list[Word], depth: int) -> tuple[int, int]:
+    """Remove block keywords from the front of a command; (depth after, depth of the command)."""
+    while command and command[0].raw in _PREFIXES | _CLOSERS:
+        if command[0].raw in _CLOSERS:
+            depth = max(depth - 1, 0)
+        command.pop(0)
+    command_depth = depth
+    if command and command[0].raw in _OPENERS:
+        depth += 1
+        command_depth = depth
+        if command[0].raw in ("if", "while", "until"):
+            command.clear()  # the condition: nothing to launch there
+    if command and command[-1].raw in _CLOSERS:
+        depth = max(depth - 1, 0)
+    return depth, command_depth
+
+
+def _heredoc_end(words: list[Word]) -> str | None:
+    for i, word in enumerate(words):
+        if word.raw == "<<" and i + 1 < len(words):
+            return words[i + 1].text.lstrip("-").strip()
+    return None
+
+
+# ----------------------------------------------------------------- expansion
+
+_REFERENCE = re.compile(
+    r"\$\{(?P<braced>[A-Za-z_][A-Za-z0-9_]*|[0-9]+)(?:(?P<op>:?[-=])(?P<default>[^}]*))?\}"
+    r"|\$(?P<plain>[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!])"
+)
+_ARITHMETIC = re.compile(r"\$\(\((?P<expr>[^()]*)\)\)")
+_OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
+              ast.Div: operator.floordiv, ast.Mod: operator.mod}
+
+
+def _arithmetic(expression: str) -> int | None:
+    """``$(( 8 * 2 ))`` after variable expansion: integers and + - * / % only."""
+    try:
+        tree = ast.parse(expression.strip(), mode="eval")
+    except SyntaxError:
+        return None
+
+    def walk(node: ast.AST) -> int | None:
+        if isinstance(node, ast.Expression):
+            return walk(node.body)
+        if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+            return node.value
+        if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
+            left, right = walk(node.left), walk(node.right)
+            if left is None or right is None or (right == 0 and type(node.op) in (ast.FloorDiv, ast.Div, ast.Mod)):
+                return None
+            return _OPERATORS[type(node.op)](left, right)
+        return None
+
+    return walk(tree)
+
+
+def expand(word: Word, variables: Variables) -> Value | None:
+    """The word's value, or None when it depends on something the script does not set.
+
+    A word that is a single variable reference takes the span of the value that set it (the
+    ``8`` of ``NGPU=8``, the ``4`` of ``${BS:-4}``); any other word is located at itself.
+    """
+    if word.raw.startswith("'") or "$" not in word.text:
+        return None if "`" in word.text else Value(word.text, word.start, word.end)
+    if "$(" in word.text.replace("$((", "") or "`" in word.text:
+        return None
+    text = word.text
+    spans: list[Value] = []
+    unknown = False
+
+    def substitute(match: re.Match) -> str:
+        nonlocal unknown
+        name = match.group("braced") or match.group("plain")
+        value = variables.known.get(name)
+        op = match.group("op")
+        if value is not None and not (op and op.startswith(":") and value.text == ""):
+            spans.append(value)
+            return value.text
+        if op is not None and match.group("braced"):
+            default = match.group("default")
+            position = word.raw.find(match.group(0))
+            inner = position + match.start("default") - match.start(0) if position >= 0 and default else -1
+            if inner >= 0 and word.raw[inner:inner + len(default)] == default:
+                spans.append(Value(default, word.start + inner, word.start + inner + len(default)))
+            if "$" in default:
+                unknown = True
+            return default
+        unknown = True
+        return ""
+
+    expanded = _REFERENCE.sub(substitute, text)
+    if unknown:
+        return None
+    if "$((" in expanded:
+        match = _ARITHMETIC.fullmatch(expanded)
+        result = _arithmetic(match.group("expr")) if match else None
+        if result is None:
+            return None
+        return Value(str(result), word.start, word.end)
+    if "$" in expanded:
+        return None
+    whole = _REFERENCE.fullmatch(text.strip('"'))
+    if whole is not None and len(spans) == 1:
+        return Value(expanded, spans[0].start, spans[0].end)
+    return Value(expanded, word.start, word.end)
+
+
+def assignment(word: Word) -> tuple[str, Word] | None:
+    """``NAME=value`` -> (NAME, the value as a word of its own, located after the ``=``)."""
+    match = re.match(r"([A-Za-z_][A-Za-z0-9_]*)=", word.raw)
+    if match is None:
+        return None
+    name = match.group(1)
+    raw_value = word.raw[match.end():]
+    text = word.text[len(name) + 1:]
+    return name, Word(text, raw_value, word.start + match.end(), word.end)
+
+
+def line_starts(text: str) -> list[int]:
+    starts = [0]
+    for i, char in enumerate(text):
+        if char == "\n":
+            starts.append(i + 1)
+    return starts

@@ -1,0 +1,81 @@
+"""Precision as the framework executes it, decided in ``facts.resolve`` from what scripts state."""
+
+from __future__ import annotations
+
+import pytest
+from facts_testing import dedent, write
+
+from memlint.engine import run_context
+from memlint.estimate import Precision
+from memlint.project import Project
+from memlint.settings import Settings
+
+
+def _precision(tmp_path, src: str) -> Precision:
+    write(tmp_path, {"train.py": src})
+    settings = Settings(root=tmp_path).with_overrides(cache=False)
+    (run,) = Project(settings).runs_for(tmp_path / "train.py", run_context(settings))
+    assert run.setup is not None, run.problem
+    return run.setup.precision
+
+
+LIGHTNING = dedent('''
+    import lightning as L
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    class LitLM(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B-Instruct"{load})
+
+        def configure_optimizers(self):
+            return torch.optim.AdamW(self.parameters(), lr=3e-5)
+
+    L.Trainer(precision={precision}{strategy}).fit(LitLM())
+''')
+
+
+@pytest.mark.parametrize(
+    "load, precision, strategy, expected",
+    [
+        # "*-mixed" is autocast over the weights as loaded: a bf16 checkpoint stays bf16
+        ("", '"bf16-mixed"', "", Precision.BF16),
+        (", torch_dtype=torch.float32", '"bf16-mixed"', "", Precision.AMP_BF16),
+        (", torch_dtype=torch.float32", "16", "", Precision.AMP_FP16),
+        # "*-true" converts the module
+        (", torch_dtype=torch.float32", '"bf16-true"', "", Precision.BF16),
+        # "32-true" leaves the weights as loaded
+        ("", '"32-true"', "", Precision.BF16),
+        (", torch_dtype=torch.float32", '"32"', "", Precision.FP32),
+        # under DeepSpeed, Lightning's mixed precision is DeepSpeed's half weights + fp32 master
+        ("", '"16-mixed"', ', strategy="deepspeed_stage_3"', Precision.MIXED_FP16),
+    ],
+)
+def test_lightning_precision(tmp_path, load, precision, strategy, expected):
+    src = LIGHTNING.format(load=load, precision=precision, strategy=strategy)
+    assert _precision(tmp_path, src) == expected
+
+
+def test_hf_trainer_fp16_over_an_fp16_model_is_pure_half_precision(tmp_path):
+    # The Trainer's GradScaler refuses fp16 gradients at the first step; until then every tensor
+    # is fp16 -- no fp32 copy of the weights exists to make it mixed precision.
+    src = dedent('''
+        import torch
+        from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+        model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B-Instruct", torch_dtype=torch.float16)
+        Trainer(model=model, args=TrainingArguments(output_dir="o", fp16=True)).train()
+    ''')
+    assert _precision(tmp_path, src) == Precision.FP16
+
+
+def test_hf_trainer_bf16_over_an_fp32_model_is_autocast(tmp_path):
+    src = dedent('''
+        import torch
+        from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+        model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B-Instruct", torch_dtype=torch.float32)
+        Trainer(model=model, args=TrainingArguments(output_dir="o", bf16=True)).train()
+    ''')
+    assert _precision(tmp_path, src) == Precision.AMP_BF16
