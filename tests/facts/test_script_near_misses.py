@@ -109,10 +109,8 @@ def test_files_without_training_imports_are_skipped_before_parsing_metadata():
 
     parsed = parse_document(document_from_text("tool.py", src))
     assert extract(parsed) == []
-    assert not {"positions", "scopes", "_qualified"} & set(parsed.python.__dict__)  # no libcst metadata
-    started = time.perf_counter()
-    extract(parsed)
-    assert time.perf_counter() - started < 0.05
+    # not even parsed: Python that imports no ML library is recognised by its text
+    assert parsed.kind == "python-other" and parsed.python is None
 
 
 def test_syntax_errors_and_odd_files_do_not_crash():
