@@ -1,0 +1,149 @@
+"""Shared by the language-server tests: the fixture project, server commands, and helpers
+that wait for diagnostics whichever way (push or pull) the client receives them."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Sequence
+
+import pytest
+from lsprotocol import types
+from pygls.uris import from_fs_path
+from pytest_lsp import ClientServerConfig, LanguageClient
+from pytest_lsp.client import make_test_lsp_client
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = Path(__file__).parent / "fixtures"
+TIMEOUT = 30.0  # seconds; generous for a loaded 2-core machine, never reached when all is well
+
+SERVER = [sys.executable, "-m", "memlint", "lsp", "--debounce-ms", "20"]
+SERVER_WITH_FIXABLE_RULE = [sys.executable, str(Path(__file__).parent / "serve_with_checkpointing_rule.py"),
+                            "--debounce-ms", "20"]
+
+
+def server_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return env
+
+
+def make_client() -> LanguageClient:
+    """pytest-lsp's client, plus the requests an editor answers that it does not: dynamic
+    registration (the server asks to watch settings files) and applying workspace edits."""
+    client = make_test_lsp_client()
+    client.registrations = []
+    client.refreshes = []
+
+    @client.feature(types.CLIENT_REGISTER_CAPABILITY)
+    def register(params: types.RegistrationParams) -> None:
+        client.registrations.extend(params.registrations)
+
+    @client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
+    def code_lens_refresh(params: None) -> None:
+        client.refreshes.append(types.WORKSPACE_CODE_LENS_REFRESH)
+
+    @client.feature(types.WORKSPACE_INLAY_HINT_REFRESH)
+    def inlay_hint_refresh(params: None) -> None:
+        client.refreshes.append(types.WORKSPACE_INLAY_HINT_REFRESH)
+
+    return client
+
+
+def config(command: list[str] = SERVER) -> ClientServerConfig:
+    return ClientServerConfig(server_command=command, server_env=server_env(), client_factory=make_client)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A copy of the fixture project (tests edit its files)."""
+    target = tmp_path / "project"
+    shutil.copytree(FIXTURES / "project", target)
+    return target
+
+
+def uri(path: Path) -> str:
+    return from_fs_path(str(path))
+
+
+def initialize_params(capabilities: types.ClientCapabilities, root: Path, options=None) -> types.InitializeParams:
+    return types.InitializeParams(
+        capabilities=capabilities,
+        root_uri=uri(root),
+        workspace_folders=[types.WorkspaceFolder(uri=uri(root), name=root.name)],
+        initialization_options=options,
+    )
+
+
+def is_pull(client) -> bool:
+    return client.capabilities.text_document is not None and client.capabilities.text_document.diagnostic is not None
+
+
+def open_document(client, path: Path, text: str | None = None, version: int = 1) -> str:
+    document_uri = uri(path)
+    language = {".py": "python", ".json": "json", ".yaml": "yaml", ".yml": "yaml"}.get(path.suffix, "plaintext")
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        text_document=types.TextDocumentItem(
+            uri=document_uri, language_id=language, version=version,
+            text=path.read_text("utf-8") if text is None else text,
+        )
+    ))
+    return document_uri
+
+
+def replace_all(client, document_uri: str, text: str, version: int) -> None:
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=document_uri, version=version),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
+    ))
+
+
+async def pulled(client, document_uri: str) -> list[types.Diagnostic]:
+    report = await client.text_document_diagnostic_async(
+        types.DocumentDiagnosticParams(text_document=types.TextDocumentIdentifier(uri=document_uri))
+    )
+    return list(report.items)
+
+
+async def diagnostics(client, document_uri: str, until: Callable[[Sequence[types.Diagnostic]], bool] = lambda d: True,
+                      timeout: float = TIMEOUT) -> list[types.Diagnostic]:
+    """The document's diagnostics once ``until`` holds for them (pushed or pulled, as the
+    client's capabilities decide); fails after ``timeout`` with what was last seen."""
+    deadline = time.monotonic() + timeout
+    seen: Sequence[types.Diagnostic] | None = None
+    while time.monotonic() < deadline:
+        if is_pull(client):
+            seen = await pulled(client, document_uri)
+        else:
+            seen = client.diagnostics.get(document_uri)
+        if seen is not None and until(seen):
+            return list(seen)
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"diagnostics of {document_uri} never matched; last seen: {seen!r}")
+
+
+async def logged(client, text: str, timeout: float = TIMEOUT) -> None:
+    """Wait until the server logs (window/logMessage) a message containing ``text``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if any(text in m.message for m in client.log_messages):
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"the server never logged {text!r}: {[m.message for m in client.log_messages]}")
+
+
+async def change_settings(client, settings: dict) -> None:
+    """Answer workspace/configuration with ``settings`` from now on, tell the server, and wait
+    until it has applied them."""
+    client.log_messages.clear()
+    client.set_configuration({"memlint": settings})
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+    await logged(client, "editor settings changed")
+
+
+def codes(items: Sequence[types.Diagnostic]) -> list[str]:
+    return sorted(str(d.code) for d in items)
