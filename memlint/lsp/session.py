@@ -9,6 +9,7 @@ caches (parsed documents by content, the project's file list) live as long as th
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -187,9 +188,16 @@ class Session:
 
     def _signature(self, scope: Scope, path: str | Path) -> tuple:
         """What a document says about runs, without positions: typing in a comment or moving a
-        line leaves it alone, changing ``"stage": 2`` to ``3`` does not."""
+        line leaves it alone, changing ``"stage": 2`` to ``3`` does not. A document memlint
+        reads no facts from (a kind without an extractor, a file that does not parse) is judged
+        by its text: any change may matter to the documents that link it."""
+        project = scope.linter.project
+        all_facts = project.facts(path)
+        if not all_facts:
+            text = project.parsed(path).text
+            return (("text", hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()),)
         out = []
-        for facts in scope.linter.project.facts(path):
+        for facts in all_facts:
             stated = tuple(sorted((name, repr(fact.value)) for name, fact in facts.stated().items()))
             out.append((
                 facts.kind,

@@ -9,13 +9,14 @@ import shutil
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Sequence, Union
 
 import pytest
 from lsprotocol import types
 from pygls.uris import from_fs_path
 from pytest_lsp import ClientServerConfig, LanguageClient
-from pytest_lsp.client import make_test_lsp_client
+from pygls.protocol import default_converter
+from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -35,9 +36,25 @@ def server_env() -> dict[str, str]:
 def make_client() -> LanguageClient:
     """pytest-lsp's client, plus the requests an editor answers that it does not: dynamic
     registration (the server asks to watch settings files) and applying workspace edits."""
-    client = make_test_lsp_client()
+    client = LanguageClient(converter_factory=default_converter)
+    converter = client.protocol._converter
+
+    # lsprotocol reads any code action with a "command" key as a bare Command; a CodeAction's
+    # command is an object, a Command's a string (how VS Code tells them apart)
+    def code_action_or_command(value, _type):
+        is_command = isinstance(value.get("command"), str)
+        return converter.structure(value, types.Command if is_command else types.CodeAction)
+
+    converter.register_structure_hook(Union[types.Command, types.CodeAction], code_action_or_command)
     client.registrations = []
     client.refreshes = []
+    client.published = []  # every publishDiagnostics, in order (pytest-lsp keeps the last per URI)
+
+    def publish(params: types.PublishDiagnosticsParams) -> None:
+        client.published.append(params)
+        client.diagnostics[params.uri] = params.diagnostics
+
+    register_lsp_features(client, {**DEFAULT_CLIENT_FEATURES, types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS: publish})
 
     @client.feature(types.CLIENT_REGISTER_CAPABILITY)
     def register(params: types.RegistrationParams) -> None:
@@ -126,6 +143,15 @@ async def diagnostics(client, document_uri: str, until: Callable[[Sequence[types
     raise AssertionError(f"diagnostics of {document_uri} never matched; last seen: {seen!r}")
 
 
+async def until(condition: Callable[[], bool], what: str, timeout: float = TIMEOUT) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
 async def logged(client, text: str, timeout: float = TIMEOUT) -> None:
     """Wait until the server logs (window/logMessage) a message containing ``text``."""
     deadline = time.monotonic() + timeout
@@ -145,5 +171,49 @@ async def change_settings(client, settings: dict) -> None:
     await logged(client, "editor settings changed")
 
 
+def pull_client_with_refresh() -> types.ClientCapabilities:
+    """VS Code as it is today: it pulls diagnostics and honours workspace/diagnostic/refresh
+    (the recorded 1.65 capabilities predate both)."""
+    from pytest_lsp import client_capabilities
+
+    capabilities = client_capabilities("visual-studio-code")
+    capabilities.text_document.diagnostic = types.DiagnosticClientCapabilities(related_document_support=True)
+    capabilities.workspace.diagnostics = types.DiagnosticWorkspaceClientCapabilities(refresh_support=True)
+    return capabilities
+
+
+def capabilities_for(name: str) -> types.ClientCapabilities:
+    from pytest_lsp import client_capabilities
+
+    return pull_client_with_refresh() if name == "vscode-pull" else client_capabilities(name)
+
+
 def codes(items: Sequence[types.Diagnostic]) -> list[str]:
     return sorted(str(d.code) for d in items)
+
+
+def edits_by_uri(edit: types.WorkspaceEdit) -> tuple[dict[str, list[types.TextEdit]], list[str]]:
+    """A workspace edit's text edits by URI (either form), and the files it creates."""
+    out: dict[str, list[types.TextEdit]] = {}
+    created: list[str] = []
+    for document_uri, text_edits in (edit.changes or {}).items():
+        out.setdefault(document_uri, []).extend(text_edits)
+    for change in edit.document_changes or []:
+        if isinstance(change, types.CreateFile):
+            created.append(change.uri)
+        elif isinstance(change, types.TextDocumentEdit):
+            out.setdefault(change.text_document.uri, []).extend(change.edits)
+    return out, created
+
+
+def apply_text_edits(text: str, edits: list[types.TextEdit]) -> str:
+    """Apply edits the way an editor does (ASCII lines here, so UTF-16 units are characters)."""
+    lines = text.split("\n")
+
+    def offset(position: types.Position) -> int:
+        return sum(len(line) + 1 for line in lines[: position.line]) + position.character
+
+    for edit in sorted(edits, key=lambda e: offset(e.range.start), reverse=True):
+        start, end = offset(edit.range.start), offset(edit.range.end)
+        text = text[:start] + edit.new_text + text[end:]
+    return text
