@@ -66,6 +66,18 @@ def _lookup(data: dict, dotted: str) -> object:
     return data
 
 
+def _last_value_end(body: str) -> int | None:
+    """Offset just past the last value (or trailing comma) of an array body, skipping
+    comments and whitespace; None for an empty array. Codes hold no ``#``."""
+    offset, last = 0, None
+    for line in body.splitlines(keepends=True):
+        content = line.split("#", 1)[0].rstrip()
+        if content.strip():
+            last = offset + len(content)
+        offset += len(line)
+    return last
+
+
 def add_ignore(text: str, settings_file: Path, pattern: str, code: str) -> str | None:
     """``text`` with ``code`` ignored in files matching ``pattern``; None when it already is
     or when no safe textual edit exists."""
@@ -90,14 +102,14 @@ def add_ignore(text: str, settings_file: Path, pattern: str, code: str) -> str |
             array = _ARRAY.match(body, key.end())
             if array is None:
                 return None
-            inner = array.group("body")
-            stripped = inner.rstrip()
-            addition = json.dumps(code)
-            if stripped.strip() and not stripped.endswith(","):
-                addition = ", " + addition
-            elif stripped.strip():
-                addition = " " + addition
-            insert_at = start + array.start("body") + len(stripped)
+            body_start = start + array.start("body")
+            last = _last_value_end(array.group("body"))
+            if last is None:  # an empty array
+                insert_at, addition = body_start, json.dumps(code)
+            else:
+                insert_at = body_start + last
+                ends_with_comma = text[insert_at - 1] == ","
+                addition = f" {json.dumps(code)}," if ends_with_comma else f", {json.dumps(code)}"
             new_text = text[:insert_at] + addition + text[insert_at:]
         else:
             # after the table's last non-blank line, so blank lines before the next table stay
