@@ -372,9 +372,13 @@ def create_server(debounce: float = DEFAULT_DEBOUNCE_SECONDS) -> MemlintServer:
             root = params.root_uri and path_of(params.root_uri) or params.root_path
             folders = [root] if root else []
         ls.session.folders = [Path(f).resolve() for f in folders if f]
+        # settings at startup, before workspace/configuration answers: VS Code's extension sends
+        # {"settings": {...}}, Helix its `config` table ({"memlint": {...}})
         options = params.initialization_options
-        if isinstance(options, dict) and isinstance(options.get("settings"), dict):
-            ls.session.editor_settings = {"": parse_editor_settings(options["settings"])}
+        if isinstance(options, dict):
+            initial = options.get("settings", options)
+            if isinstance(initial, dict) and initial:
+                ls.session.editor_settings = {"": parse_editor_settings(initial)}
         ls.configured = asyncio.Event()
         ls.log(f"memlint {__version__} language server: diagnostics by {'pull' if ls.pull else 'push'}, "
                f"estimates as {'code lenses' if ls.use_code_lens else 'inlay hints' if ls.use_inlay_hints else 'hovers only'}, "
@@ -541,7 +545,7 @@ def create_server(debounce: float = DEFAULT_DEBOUNCE_SECONDS) -> MemlintServer:
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     async def hover(ls: MemlintServer, params: types.HoverParams) -> types.Hover | None:
         doc = ls.documents.get(params.text_document.uri)
-        if doc is None:
+        if doc is None or not ls.editor_settings_for(doc.path).enable:
             return None
         lines = split_lines(doc.text)
         position = to_memlint_position(ls.codec, lines, params.position)
