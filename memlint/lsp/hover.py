@@ -20,7 +20,7 @@ from memlint.parsed import ParsedDocument
 from memlint.rules.base import all_rules, section
 from memlint.sheet import render_markdown
 
-# calls that define a training run, by the last part of their (qualified) name
+# calls that define a training run, by the name they are called with (import aliases resolved)
 RUN_CALLS = frozenset({
     "TrainingArguments", "Seq2SeqTrainingArguments", "SFTConfig", "DPOConfig", "ORPOConfig", "KTOConfig",
     "GRPOConfig", "RewardConfig", "PPOConfig", "CPOConfig", "Trainer", "Seq2SeqTrainer", "SFTTrainer",
@@ -83,39 +83,54 @@ def rule_page(code: str) -> str | None:
 # ----------------------------------------------------------------- what the cursor is on
 
 
+class _Aliases(cst.CSTVisitor):
+    """``from transformers import TrainingArguments as TA``: TA -> TrainingArguments."""
+
+    def __init__(self) -> None:
+        self.names: dict[str, str] = {}
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        if isinstance(node.names, cst.ImportStar):
+            return False
+        for alias in node.names:
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name) and isinstance(alias.name, cst.Name):
+                self.names[alias.asname.name.value] = alias.name.value
+        return False
+
+
 class _Calls(cst.CSTVisitor):
-    def __init__(self, parsed: ParsedDocument, position: Position) -> None:
+    def __init__(self, parsed: ParsedDocument, position: Position, aliases: dict[str, str]) -> None:
         self.python = parsed.python
         self.position = position
+        self.aliases = aliases
         self.found: list[tuple[cst.Call, Range]] = []
 
     def visit_Call(self, node: cst.Call) -> bool:
         rng = self.python.range_of(node)
         if not rng.contains(self.position):
             return False  # the cursor is not inside: nor in any call nested in it
-        if _call_name(self.python, node) in RUN_CALLS:
+        if self._name(node) in RUN_CALLS:
             self.found.append((node, rng))
         return True
 
-
-def _call_name(python, node: cst.Call) -> str | None:
-    for name in python.qualified_names(node):
-        last = name.rsplit(".", 1)[-1]
-        if last in RUN_CALLS:
-            return last
-    func = node.func
-    if isinstance(func, cst.Attribute):
-        return func.attr.value
-    if isinstance(func, cst.Name):
-        return func.value
-    return None
+    def _name(self, node: cst.Call) -> str | None:
+        """The name a call is spelled with (``x.from_pretrained`` -> from_pretrained), through
+        an import alias (``TA(...)`` -> TrainingArguments)."""
+        func = node.func
+        if isinstance(func, cst.Attribute):
+            return func.attr.value
+        if isinstance(func, cst.Name):
+            return self.aliases.get(func.value, func.value)
+        return None
 
 
 def target_at(parsed: ParsedDocument, position: Position) -> Target | None:
     """The run-defining call (Python) or config key under ``position``, innermost first."""
     if parsed.python is not None:
-        visitor = _Calls(parsed, position)
+        aliases = _Aliases()
         try:
+            parsed.python.module.visit(aliases)
+            visitor = _Calls(parsed, position, aliases.names)
             parsed.python.module.visit(visitor)
         except RecursionError:
             return None

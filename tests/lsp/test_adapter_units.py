@@ -210,3 +210,68 @@ def test_the_newest_edit_wins():
         return done
 
     assert sorted(asyncio.run(scenario())) == [49, 100]
+
+
+# ----------------------------------------------------------------- hover targets in Python
+
+SCRIPT = '''\
+from transformers import TrainingArguments as TA, Trainer
+
+def build(model, data):
+    args = TA(
+        output_dir="out",
+        per_device_train_batch_size=8,  # 🦙
+        gradient_checkpointing=True,
+    )
+    return Trainer(model=model, args=args, train_dataset=data)
+'''
+
+
+def _run_with_facts(path: str, fact_ranges: dict[str, Range], anchor: Range):
+    from dataclasses import dataclass as _dataclass
+
+    from memlint.facts.plan import TrainingPlan
+    from memlint.facts.resolve import ResolvedRun
+    from memlint.sourced import Location, Sourced
+
+    facts = {name: Sourced(1, Location(path, rng), name) for name, rng in fact_ranges.items()}
+    plan = TrainingPlan(entry=path, anchor=Location(path, anchor), facts=facts, documents=(path,))
+
+    @_dataclass
+    class Estimate:  # the shape session.RunEstimate has, without estimating
+        run: ResolvedRun
+
+    return Estimate(ResolvedRun(plan=plan, arch=None, setup=None, problem="unit test"))
+
+
+def test_python_hover_target_is_the_innermost_run_call_through_aliases():
+    from memlint.documents import document_from_text
+    from memlint.lsp.hover import runs_at, target_at
+    from memlint.lsp.convert import same_file
+    from memlint.parsed import parse_document
+
+    parsed = parse_document(document_from_text("/p/train.py", SCRIPT))
+    on_batch = Position(6, SCRIPT.splitlines()[5].index("8"))
+    target = target_at(parsed, on_batch)
+    assert target is not None and (target.range.start.line, target.range.end.line) == (4, 8)  # the TA(...) call
+    assert target_at(parsed, Position(9, 12)).range.start.line == 9  # Trainer(...)
+    assert target_at(parsed, Position(3, 4)) is None  # `def build`: no run call here
+
+    in_args = _run_with_facts("/p/train.py", {"micro_batch": Range.of(6, 36, 6, 37)}, Range.of(9, 11, 9, 70))
+    other = _run_with_facts("/p/train.py", {"micro_batch": Range.of(20, 0, 20, 1)}, Range.of(20, 0, 20, 5))
+    assert runs_at([other, in_args], "/p/train.py", target, same_file) == [in_args]
+    # nothing inside the call: every run of the file is shown
+    unrelated = target_at(parsed, Position(9, 12))
+    assert runs_at([other], "/p/train.py", unrelated, same_file) == [other]
+
+
+def test_lsp_without_its_extra_exits_2_and_says_what_to_install():
+    import subprocess
+
+    code = ("import sys; sys.modules['pygls'] = None; sys.modules['lsprotocol'] = None\n"
+            "from memlint.cli import main; raise SystemExit(main(['lsp']))")
+    env = {**__import__("os").environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert run.returncode == 2
+    assert "pip install 'memlint[lsp]'" in run.stderr
+    assert run.stdout == ""
