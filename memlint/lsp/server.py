@@ -152,11 +152,14 @@ class MemlintServer(LanguageServer):
                 self.configured.set()
 
     # ----------------------------------------------------------------- lint jobs (lint thread)
+    # These run on the lint thread: they read the snapshot of the open buffers they were given,
+    # never ``self.documents``, which the event loop changes meanwhile.
 
-    def _lines_of(self, path: str) -> list[str] | None:
-        for doc in self.documents.values():
-            if same_file(doc.path, path):
-                return split_lines(doc.text)
+    @staticmethod
+    def _lines_of(texts: dict[str, str], path: str) -> list[str] | None:
+        for open_path, text in texts.items():
+            if same_file(open_path, path):
+                return split_lines(text)
         try:
             if Path(path).stat().st_size > 4 * 1024 * 1024:
                 return None
@@ -167,12 +170,10 @@ class MemlintServer(LanguageServer):
     def _lint_job(self, texts: dict[str, str], path: str, text: str | None):
         self.session.sync(texts)
         outcome = self.session.lint(path)
-        if text is None:
-            lines = self._lines_of(path) or [""]
-        else:
-            lines = split_lines(text)
+        lines = (self._lines_of(texts, path) or [""]) if text is None else split_lines(text)
+        lines_of = partial(self._lines_of, texts)
         converted = [
-            to_lsp_diagnostic(d, lines, self.codec, self._lines_of, self.related_support) for d in outcome.diagnostics
+            to_lsp_diagnostic(d, lines, self.codec, lines_of, self.related_support) for d in outcome.diagnostics
         ]
         return outcome, converted
 
@@ -202,9 +203,9 @@ class MemlintServer(LanguageServer):
         settings = scope.settings
 
         def read_open(candidate: Path) -> str | None:
-            for doc in self.documents.values():
-                if same_file(doc.path, str(candidate)):
-                    return doc.text
+            for open_path, text in texts.items():
+                if same_file(open_path, str(candidate)):
+                    return text
             return None
 
         return ignore_in_settings(settings.path, settings.root, Path(path), code, read_open)
