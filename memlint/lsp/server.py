@@ -133,6 +133,9 @@ class MemlintServer(LanguageServer):
 
     def report_server_error(self, error: Exception, source) -> None:
         # a malformed message or a failing handler: logged for the user, not popped up
+        cancelled = (types.LSPErrorCodes.ServerCancelled, types.LSPErrorCodes.RequestCancelled)
+        if isinstance(error, JsonRpcException) and error.code in cancelled:
+            return  # answered already; the client asks again
         self.log(f"memlint: {type(error).__name__}: {error}", types.MessageType.Error)
 
     @property
@@ -492,9 +495,15 @@ def create_server(debounce: float = DEFAULT_DEBOUNCE_SECONDS) -> MemlintServer:
         result = ls.results.get(uri)
         on_save = ls.editor_settings_for(doc.path).run == RUN_ON_SAVE or large(ls, doc)
         if result is None or (result.version != doc.version and not on_save):
+            version = doc.version
             result = await ls.lint_document(uri)
-            if result is None:  # changed while linting, or the lint failed: the client asks again
-                result = ls.results.get(uri) or DocumentResult(doc.version, [], f"{doc.version}-none")
+            current = ls.documents.get(uri)
+            if result is None and (current is None or current.version != version):
+                # the buffer changed while it was linted: the client asks again (LSP 3.17)
+                raise JsonRpcException(message="document changed while it was linted",
+                                       code=types.LSPErrorCodes.ServerCancelled, data={"retriggerRequest": True})
+            if result is None:  # the lint failed (logged): the last result stands
+                result = ls.results.get(uri) or DocumentResult(version, [], f"{version}-none")
         if params.previous_result_id is not None and params.previous_result_id == result.result_id:
             return types.UnchangedDocumentDiagnosticReport(result_id=result.result_id)
         return types.RelatedFullDocumentDiagnosticReport(items=result.diagnostics, result_id=result.result_id)

@@ -120,10 +120,21 @@ def replace_all(client, document_uri: str, text: str, version: int) -> None:
 
 
 async def pulled(client, document_uri: str) -> list[types.Diagnostic]:
-    report = await client.text_document_diagnostic_async(
-        types.DocumentDiagnosticParams(text_document=types.TextDocumentIdentifier(uri=document_uri))
-    )
-    return list(report.items)
+    """Pull a document's diagnostics as an editor does, asking again when the server says the
+    buffer changed under the lint (ServerCancelled with retriggerRequest)."""
+    from pygls.exceptions import JsonRpcException
+
+    for _ in range(20):
+        try:
+            report = await client.text_document_diagnostic_async(
+                types.DocumentDiagnosticParams(text_document=types.TextDocumentIdentifier(uri=document_uri))
+            )
+        except JsonRpcException as error:
+            if error.code == types.LSPErrorCodes.ServerCancelled and (error.data or {}).get("retriggerRequest"):
+                continue
+            raise
+        return list(report.items)
+    raise AssertionError("the server cancelled every pull")
 
 
 async def diagnostics(client, document_uri: str, until: Callable[[Sequence[types.Diagnostic]], bool] = lambda d: True,

@@ -165,3 +165,33 @@ async def test_requests_for_documents_never_opened_and_malformed_messages(client
     client.text_document_did_close(types.DidCloseTextDocumentParams(
         text_document=types.TextDocumentIdentifier(uri=args_uri)))
     await until(lambda: not client.diagnostics.get(args_uri, ["not yet"]), "diagnostics cleared on close")
+
+
+@pytest_lsp.fixture(config=config())
+async def pull_client(lsp_client: LanguageClient, project):
+    from conftest import pull_client_with_refresh
+
+    await lsp_client.initialize_session(initialize_params(pull_client_with_refresh(), project))
+    lsp_client.project = project
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest.mark.asyncio
+async def test_a_pull_for_a_version_typed_past_is_asked_again(pull_client: LanguageClient):
+    """The buffer changes while its pull is being linted: the server answers ServerCancelled
+    with retriggerRequest (LSP 3.17), not stale diagnostics, and the next pull is current."""
+    client = pull_client
+    path = client.project / "generated_steps.py"
+    path.write_text(big_script(8_000))  # long enough that its lint is still running
+    document_uri = open_document(client, path)
+    request = asyncio.ensure_future(client.text_document_diagnostic_async(
+        types.DocumentDiagnosticParams(text_document=types.TextDocumentIdentifier(uri=document_uri))))
+    await asyncio.sleep(0.05)
+    replace_all(client, document_uri, path.read_text() + "# typed while linting\n", version=2)
+    with pytest.raises(JsonRpcException) as cancelled:
+        await asyncio.wait_for(request, timeout=120)
+    assert cancelled.value.code == types.LSPErrorCodes.ServerCancelled
+    assert cancelled.value.data == {"retriggerRequest": True}
+    assert await pulled(client, document_uri) == []  # current now, and nothing to report
+    assert not [m for m in client.log_messages if m.type == types.MessageType.Error]
