@@ -273,6 +273,7 @@ class MemlintServer(LanguageServer):
         else:
             for uri in uris:
                 self.schedule_lint(uri, delay=0)
+        self.request_hint_refresh()  # their estimates changed too
 
     def ask_client(self, request: Callable[[None], Any], name: str) -> None:
         """Send a refresh request without waiting; a client that fails it is only logged."""
