@@ -11,7 +11,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient, client_capabilities
 
-from conftest import (
+from lsp_helpers import (
     SERVER_WITH_FIXABLE_RULE,
     apply_text_edits,
     codes,

@@ -7,10 +7,9 @@ import json
 
 import pytest
 import pytest_lsp
-from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from conftest import (
+from lsp_helpers import (
     capabilities_for,
     codes,
     config,

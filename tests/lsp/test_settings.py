@@ -8,7 +8,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient, client_capabilities
 
-from conftest import change_settings, codes, config, diagnostics, initialize_params, open_document, until, uri
+from lsp_helpers import change_settings, codes, config, diagnostics, initialize_params, open_document, until, uri
 
 
 @pytest_lsp.fixture(config=config())
