@@ -45,6 +45,35 @@ def _add_check(sub) -> None:
     p.set_defaults(handler=check_cli.run)
 
 
+def _add_lsp(sub) -> None:
+    p = sub.add_parser(
+        "lsp",
+        help="run the language server on stdin/stdout (needs memlint[lsp])",
+        description="Serve diagnostics, budget hovers, estimates and quick fixes to an editor over "
+        "the Language Server Protocol (stdio).",
+    )
+    p.add_argument("--stdio", action="store_true", help="talk over stdin/stdout (the default and only transport)")
+    p.add_argument("--debounce-ms", type=int, default=50, metavar="MS",
+                   help="wait this long after the last keystroke before linting a document (default: 50)")
+    p.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="warning",
+                   help="what the server logs to stderr (default: warning)")
+    p.set_defaults(handler=_run_lsp)
+
+
+def _run_lsp(args) -> int:
+    from memlint.lsp import missing_dependency
+
+    problem = missing_dependency()
+    if problem is not None:
+        print(f"memlint: error: {problem}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.debounce_ms < 0:
+        raise UsageError("--debounce-ms must be 0 or more")
+    from memlint.lsp.server import serve
+
+    return serve(debounce=args.debounce_ms / 1000, log_level=args.log_level)
+
+
 def _add_catalogues(sub) -> None:
     p = sub.add_parser("gpus", help="list the GPUs memlint knows, with their usable capacity")
     p.add_argument("--format", choices=("text", "json"), default="text")
@@ -95,6 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_check(sub)
     _add_estimate(sub)
     _add_catalogues(sub)
+    _add_lsp(sub)
     return parser
 
 

@@ -1,0 +1,341 @@
+"""How long after an edit do a 2,000-line training script's diagnostics arrive?
+
+Starts ``memlint lsp`` over stdio with pygls' real client, opens a realistic 2,000-line
+fine-tuning script (argparse and dataclass arguments, per-task preprocessing, collators,
+callbacks, a Trainer and a hand-written loop) in a project with a DeepSpeed config and a
+``memlint.toml``, applies N edits one after the other (each changes the micro-batch default,
+as a user tuning a run does) and measures, for each, the time from sending ``didChange`` to
+receiving the ``publishDiagnostics`` for that version. Prints the median and p95.
+
+    python bench/lsp_latency.py [--edits 50] [--debounce-ms 50] [--lines 2000] [--target config]
+
+The figure includes the server's debounce (``--debounce-ms``, the server's default unless
+given) and the libcst parse of the whole script, which the engine redoes on every change.
+``--target config`` edits the project's TrainingArguments YAML instead (a small document
+whose run is estimated on every edit): the adapter's own cost plus the estimator's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from lsprotocol import types
+from pygls.lsp.client import LanguageClient
+from pygls.uris import from_fs_path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+HEADER = '''\
+"""Fine-tune a causal LM on a mixture of instruction datasets.
+
+    accelerate launch --config_file accelerate.yaml train_mixture.py --micro_batch_size 8
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import os
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from datasets import concatenate_datasets, load_dataset
+from torch.utils.data import DataLoader
+from transformers import (
+    AutoModelForCausalLM,
+    AutoTokenizer,
+    Trainer,
+    TrainerCallback,
+    TrainingArguments,
+    get_cosine_schedule_with_warmup,
+)
+
+logger = logging.getLogger(__name__)
+IGNORE_INDEX = -100
+
+
+@dataclass
+class ModelArguments:
+    model_name_or_path: str = field(default="meta-llama/Llama-3.1-8B")
+    attn_implementation: str = field(default="sdpa")
+    torch_dtype: str = field(default="bfloat16")
+    use_liger_kernel: bool = field(default=False)
+
+
+@dataclass
+class DataArguments:
+    max_length: int = field(default=4096)
+    packing: bool = field(default=False)
+    num_proc: int = field(default=8)
+    mixture_seed: int = field(default=1234)
+
+'''
+
+TASK = '''
+
+def preprocess_{name}(examples: dict[str, list[Any]], tokenizer, max_length: int) -> dict[str, list[Any]]:
+    """{title}: prompt and answer into input ids, the prompt masked out of the loss."""
+    prompts, answers = examples["{prompt}"], examples["{answer}"]
+    input_ids, labels, attention = [], [], []
+    for prompt, answer in zip(prompts, answers):
+        if not prompt or not answer:
+            continue
+        prompt_ids = tokenizer(
+            tokenizer.apply_chat_template([{{"role": "user", "content": prompt}}], tokenize=False),
+            add_special_tokens=False,
+        )["input_ids"]
+        answer_ids = tokenizer(answer + tokenizer.eos_token, add_special_tokens=False)["input_ids"]
+        ids = (prompt_ids + answer_ids)[:max_length]
+        mask = ([IGNORE_INDEX] * len(prompt_ids) + answer_ids)[:max_length]
+        if all(m == IGNORE_INDEX for m in mask):
+            continue  # the answer was truncated away: nothing to learn from
+        input_ids.append(ids)
+        labels.append(mask)
+        attention.append([1] * len(ids))
+    return {{"input_ids": input_ids, "labels": labels, "attention_mask": attention}}
+
+
+def load_{name}(tokenizer, data_args: DataArguments, weight: float = {weight}):
+    dataset = load_dataset("{hub}", split="train")
+    dataset = dataset.shuffle(seed=data_args.mixture_seed)
+    keep = max(1, int(len(dataset) * weight))
+    dataset = dataset.select(range(keep))
+    return dataset.map(
+        preprocess_{name},
+        batched=True,
+        remove_columns=dataset.column_names,
+        num_proc=data_args.num_proc,
+        fn_kwargs={{"tokenizer": tokenizer, "max_length": data_args.max_length}},
+        desc="tokenizing {title}",
+    )
+'''
+
+FOOTER = '''
+
+class Collator:
+    """Pads a batch to its longest sequence (rounded up to a multiple of 8 for tensor cores)."""
+
+    def __init__(self, tokenizer, multiple_of: int = 8) -> None:
+        self.pad = tokenizer.pad_token_id
+        self.multiple_of = multiple_of
+
+    def __call__(self, features: list[dict[str, list[int]]]) -> dict[str, torch.Tensor]:
+        longest = max(len(f["input_ids"]) for f in features)
+        longest = int(math.ceil(longest / self.multiple_of) * self.multiple_of)
+        batch = {"input_ids": [], "labels": [], "attention_mask": []}
+        for f in features:
+            gap = longest - len(f["input_ids"])
+            batch["input_ids"].append(f["input_ids"] + [self.pad] * gap)
+            batch["labels"].append(f["labels"] + [IGNORE_INDEX] * gap)
+            batch["attention_mask"].append(f["attention_mask"] + [0] * gap)
+        return {k: torch.tensor(v) for k, v in batch.items()}
+
+
+class ThroughputCallback(TrainerCallback):
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if logs and "train_runtime" not in logs:
+            logs["tokens_seen"] = state.global_step * args.per_device_train_batch_size * args.world_size
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--output_dir", default="out/mixture")
+    parser.add_argument("--micro_batch_size", type=int, default=8)
+    parser.add_argument("--gradient_accumulation_steps", type=int, default=4)
+    parser.add_argument("--learning_rate", type=float, default=2e-5)
+    parser.add_argument("--epochs", type=float, default=2.0)
+    parser.add_argument("--deepspeed", default="ds_config.json")
+    parser.add_argument("--seed", type=int, default=42)
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = parse_args()
+    model_args, data_args = ModelArguments(), DataArguments()
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    tokenizer = AutoTokenizer.from_pretrained(model_args.model_name_or_path)
+    tokenizer.pad_token = tokenizer.pad_token or tokenizer.eos_token
+    parts = [loader(tokenizer, data_args) for loader in LOADERS]
+    train = concatenate_datasets(parts).shuffle(seed=data_args.mixture_seed)
+    model = AutoModelForCausalLM.from_pretrained(
+        model_args.model_name_or_path,
+        torch_dtype=model_args.torch_dtype,
+        attn_implementation=model_args.attn_implementation,
+    )
+    training_args = TrainingArguments(
+        output_dir=args.output_dir,
+        per_device_train_batch_size=args.micro_batch_size,
+        gradient_accumulation_steps=args.gradient_accumulation_steps,
+        learning_rate=args.learning_rate,
+        num_train_epochs=args.epochs,
+        bf16=True,
+        gradient_checkpointing=True,
+        deepspeed=args.deepspeed,
+        logging_steps=10,
+        save_strategy="steps",
+        save_steps=1000,
+        report_to="wandb",
+    )
+    trainer = Trainer(
+        model=model,
+        args=training_args,
+        train_dataset=train,
+        data_collator=Collator(tokenizer),
+        callbacks=[ThroughputCallback()],
+    )
+    trainer.train()
+    trainer.save_model(os.path.join(args.output_dir, "final"))
+    with open(os.path.join(args.output_dir, "mixture.json"), "w") as handle:
+        json.dump({"tasks": [loader.__name__ for loader in LOADERS]}, handle)
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+DATASETS = [
+    ("alpaca", "tatsu-lab/alpaca", "instruction", "output"), ("dolly", "databricks/databricks-dolly-15k", "instruction", "response"),
+    ("gsm8k", "openai/gsm8k", "question", "answer"), ("oasst", "OpenAssistant/oasst1", "text", "text"),
+    ("codealpaca", "sahil2801/CodeAlpaca-20k", "instruction", "output"), ("metamath", "meta-math/MetaMathQA", "query", "response"),
+    ("slimorca", "Open-Orca/SlimOrca", "question", "response"), ("ultrachat", "HuggingFaceH4/ultrachat_200k", "prompt", "completion"),
+]
+
+
+def training_script(lines: int) -> str:
+    out = [HEADER]
+    names = []
+    index = 0
+    while sum(part.count("\n") for part in out) + FOOTER.count("\n") < lines - 50:
+        base, hub, prompt, answer = DATASETS[index % len(DATASETS)]
+        name = f"{base}_{index // len(DATASETS)}"
+        out.append(TASK.format(name=name, title=f"{base} (shard {index // len(DATASETS)})", hub=hub,
+                               prompt=prompt, answer=answer, weight=round(0.05 + (index % 7) * 0.1, 2)))
+        names.append(name)
+        index += 1
+    out.append("\n\nLOADERS = [\n" + "".join(f"    load_{n},\n" for n in names) + "]\n")
+    out.append(FOOTER)
+    return "".join(out)
+
+
+def write_project(root: Path, lines: int) -> Path:
+    (root / "memlint.toml").write_text('gpu = "h100"\ngpus = 8\nseq-len = 4096\n')
+    (root / "ds_config.json").write_text(
+        '{\n  "train_micro_batch_size_per_gpu": "auto",\n  "bf16": {"enabled": true},\n'
+        '  "zero_optimization": {"stage": 2, "overlap_comm": true}\n}\n')
+    (root / "args.yaml").write_text(
+        "model_name_or_path: meta-llama/Llama-3.1-8B\noutput_dir: out\nper_device_train_batch_size: 8\n"
+        "max_length: 4096\nbf16: true\ndeepspeed: ds_config.json\n")
+    script = root / "train_mixture.py"
+    script.write_text(training_script(lines))
+    return script
+
+
+async def measure(edits: int, debounce_ms: int | None, lines: int, target: str) -> list[float]:
+    with tempfile.TemporaryDirectory(prefix="memlint-bench-") as tmp:
+        root = Path(tmp)
+        script = write_project(root, lines)
+        if target == "config":
+            script = root / "args.yaml"
+        text = script.read_text()
+        print(f"{script.name}: {text.count(chr(10))} lines, {len(text):,} characters", file=sys.stderr)
+        arrived: dict[int, float] = {}
+        published = asyncio.Event()
+
+        client = LanguageClient("memlint-bench", "1")
+
+        @client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        def on_publish(params: types.PublishDiagnosticsParams) -> None:
+            if params.version is not None:
+                arrived.setdefault(params.version, time.perf_counter())
+                published.set()
+
+        @client.feature(types.WINDOW_LOG_MESSAGE)
+        def on_log(params: types.LogMessageParams) -> None:
+            if params.type == types.MessageType.Error:
+                print(f"server: {params.message}", file=sys.stderr)
+
+        @client.feature(types.WORKSPACE_CONFIGURATION)
+        def on_configuration(params: types.ConfigurationParams):
+            return [None for _ in params.items]
+
+        command = [sys.executable, "-m", "memlint", "lsp"]
+        if debounce_ms is not None:
+            command += ["--debounce-ms", str(debounce_ms)]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+        await client.start_io(*command, env=env)
+        capabilities = types.ClientCapabilities(  # a push client, as VS Code 1.65 and Neovim 0.9
+            text_document=types.TextDocumentClientCapabilities(
+                publish_diagnostics=types.PublishDiagnosticsClientCapabilities(version_support=True)),
+            workspace=types.WorkspaceClientCapabilities(configuration=True),
+        )
+        await client.initialize_async(types.InitializeParams(
+            capabilities=capabilities, root_uri=from_fs_path(str(root)),
+            workspace_folders=[types.WorkspaceFolder(uri=from_fs_path(str(root)), name="bench")]))
+        client.initialized(types.InitializedParams())
+        uri = from_fs_path(str(script))
+        client.text_document_did_open(types.DidOpenTextDocumentParams(
+            types.TextDocumentItem(uri=uri, language_id="yaml" if target == "config" else "python", version=1,
+                                   text=text)))
+        await asyncio.wait_for(published.wait(), 120)
+
+        marker = "per_device_train_batch_size: " if target == "config" else '"--micro_batch_size", type=int, default='
+        line = next(i for i, l in enumerate(text.splitlines()) if marker in l)
+        column = text.splitlines()[line].index(marker) + len(marker)
+        latencies = []
+        version = 1
+        for n in range(edits + 3):  # the first 3 warm the caches up and are not counted
+            version += 1
+            value = str(n % 8 + 1)
+            published.clear()
+            sent = time.perf_counter()
+            client.text_document_did_change(types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                content_changes=[types.TextDocumentContentChangePartial(
+                    range=types.Range(types.Position(line, column), types.Position(line, column + 1)), text=value)],
+            ))
+            while version not in arrived:
+                await asyncio.wait_for(published.wait(), 120)
+                published.clear()
+            if n >= 3:
+                latencies.append((arrived[version] - sent) * 1000)
+        await client.shutdown_async(None)
+        client.exit(None)
+        await client.stop()
+        return latencies
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--edits", type=int, default=50)
+    parser.add_argument("--debounce-ms", type=int, default=None, help="passed to the server (default: its own)")
+    parser.add_argument("--lines", type=int, default=2000)
+    parser.add_argument("--target", choices=("script", "config"), default="script",
+                        help="edit the training script (default) or the TrainingArguments YAML")
+    args = parser.parse_args()
+    latencies = asyncio.run(measure(args.edits, args.debounce_ms, args.lines, args.target))
+    ordered = sorted(latencies)
+    p95 = ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)]
+    debounce = "server default" if args.debounce_ms is None else f"{args.debounce_ms} ms"
+    what = f"a {args.lines}-line script" if args.target == "script" else "the TrainingArguments YAML"
+    print(f"didChange -> publishDiagnostics over {len(latencies)} edits of {what} "
+          f"(debounce: {debounce}): median {statistics.median(latencies):.1f} ms, p95 {p95:.1f} ms, "
+          f"min {ordered[0]:.1f} ms, max {ordered[-1]:.1f} ms")
+
+
+if __name__ == "__main__":
+    main()
