@@ -106,8 +106,10 @@ def _candidates(arch: Architecture, setup: TrainingSetup) -> list[Candidate]:
     return out
 
 
-def suggest(arch: Architecture, setup: TrainingSetup, budget: Budget, limit: int = 6) -> list[Suggestion]:
-    """Changes that lower the peak, those that make it fit first, each with its saving."""
+MAX_COMBINED = 3
+
+
+def _single_changes(arch: Architecture, setup: TrainingSetup, budget: Budget) -> list[Suggestion]:
     results: list[Suggestion] = []
     for key, change, how, make in _candidates(arch, setup):
         try:
@@ -121,7 +123,46 @@ def suggest(arch: Architecture, setup: TrainingSetup, budget: Budget, limit: int
         if saves <= 0:
             continue
         results.append(Suggestion(key, change, how, changed, new.peak_bytes, saves, new.fits))
+    return results
+
+
+def _combined(arch: Architecture, budget: Budget, first: list[Suggestion]) -> Suggestion | None:
+    """When no single change fits: the biggest saving, then the biggest saving on top of it,
+    up to three changes, until the run fits."""
+    chosen: list[Suggestion] = []
+    options = first
+    current = budget
+    for _ in range(MAX_COMBINED):
+        if not options:
+            return None
+        best = max(options, key=lambda s: s.saves_bytes)
+        chosen.append(best)
+        current = estimate_training(arch, best.setup, budget.capacity)
+        if current.fits:
+            return Suggestion(
+                key="+".join(s.key for s in chosen),
+                change=" + ".join(s.change for s in chosen),
+                how="; ".join(s.how for s in chosen),
+                setup=best.setup,
+                peak_bytes=current.peak_bytes,
+                saves_bytes=budget.peak_bytes - current.peak_bytes,
+                fits=True,
+            )
+        taken = {part for s in chosen for part in s.key.split("+")}
+        options = [s for s in _single_changes(arch, best.setup, current) if s.key not in taken]
+    return None
+
+
+def suggest(arch: Architecture, setup: TrainingSetup, budget: Budget, limit: int = 6) -> list[Suggestion]:
+    """Changes that lower the peak, those that make it fit first, each with its saving.
+
+    When no single change makes the run fit, the cheapest combination that does comes first.
+    """
+    results = _single_changes(arch, setup, budget)
     fitting = [s for s in results if s.fits]
-    others = [s for s in results if not s.fits]
-    others.sort(key=lambda s: -s.saves_bytes)
+    others = sorted((s for s in results if not s.fits), key=lambda s: -s.saves_bytes)
+    if not fitting and budget.capacity is not None and results:
+        combination = _combined(arch, budget, results)
+        if combination is not None:
+            fitting = [combination]
     return (fitting + others)[:limit]

@@ -37,10 +37,20 @@ def gib(n: float) -> str:
     return f"{n / GiB:.1f} GiB"
 
 
+# Facts that only change per-GPU memory when several GPUs share the work.
+_SHARDING_FACTS = {"zero_stage", "fsdp", "world_size", "reduce_bucket", "allgather_bucket"}
+
+
 def location_for(run: ResolvedRun, budget: Budget) -> Location:
-    """The line that sets the dominant factor of the peak, else the run's anchor."""
+    """The line that sets the dominant factor of the peak, else the run's anchor.
+
+    On one GPU the ZeRO stage or FSDP strategy shards nothing, so it is never blamed there.
+    """
+    single_gpu = run.setup is not None and run.setup.world_size <= 1
     for component in sorted(budget.components, key=lambda c: -c.bytes):
         for name in CONTROLS.get(component.key, ()):
+            if single_gpu and name in _SHARDING_FACTS:
+                continue
             fact: Sourced[Any] | None = run.plan.get(name)
             if fact is not None and fact.origin is not None:
                 return fact.origin
