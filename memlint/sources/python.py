@@ -68,6 +68,8 @@ class PythonSource:
         (``from transformers import TrainingArguments as TA`` -> ``transformers.TrainingArguments``)."""
         target = node.func if isinstance(node, cst.Call) else node
         names = self._resolved[metadata.QualifiedNameProvider].get(target, set())
+        if callable(names):  # libcst >= 1.1 computes qualified names lazily (LazyValue)
+            names = names()
         return {q.name for q in names}
 
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
