@@ -101,7 +101,8 @@ class SchedulerStepsEveryMicroBatch(Rule):
                     message=(
                         f"`{py.code_of(call)}` runs every micro-batch but the optimizer steps every `{divisor}` "
                         f"(line {py.range_of(accumulation.step.node).start.line}), and the schedule's length divides "
-                        f"by `{divisor}` (line {py.range_of(length).start.line}): warmup and decay run `{divisor}` "
+                        f"by `{py.code_of(length.right)}` (line {py.range_of(length).start.line}): warmup and decay "
+                        f"run `{divisor}` "
                         "times too fast; step the scheduler with the optimizer"
                     ),
                     related=(Related(ctx.path, py.range_of(length), "the schedule length counts optimizer steps"),),
@@ -125,7 +126,7 @@ def _aliases(index: ModuleIndex, divisor: cst.BaseExpression) -> set[str]:
     return texts
 
 
-def _length_in_optimizer_steps(index: ModuleIndex, scheduler, divisors: set[str]) -> cst.CSTNode | None:
+def _length_in_optimizer_steps(index: ModuleIndex, scheduler, divisors: set[str]) -> cst.BinaryOperation | None:
     """The division by the accumulation steps behind the scheduler's arguments, if any."""
     name = dotted(scheduler)
     if name is None:
@@ -140,7 +141,7 @@ def _length_in_optimizer_steps(index: ModuleIndex, scheduler, divisors: set[str]
     return None
 
 
-def _division_by(index: ModuleIndex, expr: cst.CSTNode, divisors: set[str], depth: int) -> cst.CSTNode | None:
+def _division_by(index: ModuleIndex, expr: cst.CSTNode, divisors: set[str], depth: int) -> cst.BinaryOperation | None:
     if depth > 4:
         return None
     py = index.py

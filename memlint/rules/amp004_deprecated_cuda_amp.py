@@ -196,7 +196,9 @@ class DeprecatedCudaAmp(Rule):
 
 def _binds_torch(module: cst.Module) -> bool:
     for statement in module.body:
-        for small in getattr(statement, "body", ()):
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
             if isinstance(small, cst.Import) and any(
                 isinstance(a.name, cst.Name) and a.name.value == "torch" and a.asname is None for a in small.names
             ):

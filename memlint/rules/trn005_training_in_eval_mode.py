@@ -113,8 +113,9 @@ for batch in loader:
         for loop in training_loops(index):
             if any(_is_train_call(e.node) for e in loop.events):
                 continue
+            models = trained | _models_run_with_grad(index, loop)
             for event in loop.events:
-                if not _is_eval_of_trained(index, event, trained) or id(event.site) in reported:
+                if not _is_eval_of_trained(index, event, models) or id(event.site) in reported:
                     continue
                 reported.add(id(event.site))
                 via = "" if event.depth == 0 else f" (through `{py.code_of(event.site)}`)"
@@ -151,6 +152,19 @@ for batch in loader:
                 related=(Related(ctx.path, py.range_of(loops[0].backwards[0][1].call), "training happens here"),),
             )
             return
+
+
+def _models_run_with_grad(index: ModuleIndex, loop) -> set[str]:
+    """Objects the loop calls outside ``no_grad`` (``model(**batch)``): the models it trains.
+    A teacher called under ``torch.no_grad()`` is not among them."""
+    out = set()
+    for event in loop.events:
+        call = event.call
+        if call is not None and isinstance(call.func, (cst.Name, cst.Attribute)) and not index.under_no_grad(call):
+            name = dotted(call.func)
+            if name is not None:
+                out.add(name)
+    return out
 
 
 def _is_accelerate(backward) -> bool:

@@ -122,7 +122,7 @@ class ModuleIndex:
 
     def _disables_grad(self, expr: cst.BaseExpression) -> bool:
         target = expr.func if isinstance(expr, cst.Call) else expr
-        names = self.qualified(target)
+        names = self.qualified(target) or {dotted(target) or ""}  # unresolved: as written
         if names & _NO_GRAD:
             return True
         if isinstance(expr, cst.Call) and names & {"torch.set_grad_enabled", "torch.autograd.set_grad_enabled"}:
