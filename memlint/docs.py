@@ -59,7 +59,9 @@ def _settings_block(example: Example) -> str:
         return ""
     lines = ["[tool.memlint]"]
     for key, value in example.settings.items():
-        rendered = f'"{value}"' if isinstance(value, str) else str(value).lower() if isinstance(value, bool) else str(value)
+        rendered = (
+            f'"{value}"' if isinstance(value, str) else str(value).lower() if isinstance(value, bool) else str(value)
+        )
         lines.append(f"{key.replace('_', '-')} = {rendered}")
     return "With these settings:\n\n```toml\n" + "\n".join(lines) + "\n```\n"
 

@@ -71,13 +71,18 @@ class SchedulerStepsEveryMicroBatch(Rule):
     kinds = frozenset({"python"})
 
     VALID = (
-        Example(_SCRIPT.format(inside="            lr_scheduler.step()\n", outside=""),
-                title="The scheduler steps with the optimizer"),
+        Example(
+            _SCRIPT.format(inside="            lr_scheduler.step()\n", outside=""),
+            title="The scheduler steps with the optimizer",
+        ),
     )
     INVALID = (
-        Example(_SCRIPT.format(inside="", outside="        lr_scheduler.step()\n"), lines=(29,),
-                message="every micro-batch",
-                title="The schedule counts optimizer steps but advances every micro-batch"),
+        Example(
+            _SCRIPT.format(inside="", outside="        lr_scheduler.step()\n"),
+            lines=(29,),
+            message="every micro-batch",
+            title="The schedule counts optimizer steps but advances every micro-batch",
+        ),
     )
 
     def check(self, ctx) -> Iterator[Finding]:

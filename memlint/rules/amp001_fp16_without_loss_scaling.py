@@ -11,7 +11,6 @@ from memlint.diagnostics import Related, Severity
 from memlint.rules._python_helpers import index_for
 from memlint.rules._python_helpers.index import ModuleIndex
 from memlint.rules._python_helpers.loops import TrainingLoop, step_loops, training_loops
-from memlint.rules._python_helpers.syntax import iter_nodes
 from memlint.rules._python_helpers.training import (
     Backward,
     autocast_regions,
@@ -179,8 +178,8 @@ with torch.inference_mode():
         backwards = [b for b in _backwards(index) if b.kind != "framework"]
         if not backwards:
             return
-        scalers = [c for c in iter_nodes(index.py.module, enter_defs=True)
-                   if isinstance(c, cst.Call) and is_scaler_constructor(index, c) and not scaler_disabled(c)]
+        constructed = [c for c in index.calls if is_scaler_constructor(index, c)]
+        scalers = [c for c in constructed if not scaler_disabled(c)]
         loops = training_loops(index)
         for backward in backwards:
             if backward.kind != "tensor" or _scaled_elsewhere(index, backward, loops):
@@ -188,20 +187,26 @@ with torch.inference_mode():
             sources = _fp16_sources(index, backward, loops)
             if sources:
                 yield self._unscaled(ctx, backward, sources, scalers)
-        if scalers:
+        if scalers or not constructed:  # a scaler passed in from elsewhere counts too
             yield from self._unscaled_steps(ctx, index)
 
     def _unscaled(self, ctx, backward: Backward, sources: list[_Source], scalers) -> Finding:
         py = ctx.python
         source = sources[0]
         line = py.range_of(source.node).start.line
-        where = f"{source.description} (line {line})" if source.certain else f"{source.description}, which can pick float16 (line {line})"
+        where = (
+            f"{source.description} (line {line})"
+            if source.certain
+            else f"{source.description}, which can pick float16 (line {line})"
+        )
         if scalers:
             scaler_line = py.range_of(scalers[0]).start.line
-            tail = (f"a GradScaler is created on line {scaler_line} but `{py.code_of(backward.call)}` bypasses it; "
-                    "use `scaler.scale(loss).backward()` and `scaler.step(optimizer)`")
+            tail = (
+                f"a GradScaler is created on line {scaler_line} but `{py.code_of(backward.call)}` bypasses it; "
+                "use `scaler.scale(loss).backward()` and `scaler.step(optimizer)`"
+            )
         else:
-            tail = "float16 gradients below 6e-8 flush to zero; use torch.amp.GradScaler(\"cuda\")"
+            tail = 'float16 gradients below 6e-8 flush to zero; use torch.amp.GradScaler("cuda")'
         message = f"`{py.code_of(backward.call)}` trains in float16 without loss scaling: {where}; {tail}"
         return Finding(
             range=py.range_of(backward.call),
@@ -216,7 +221,7 @@ with torch.inference_mode():
             scaled = [b for _, b in loop.backwards if b.kind == "scaled"]
             if not scaled or any(s.kind == "scaled" for _, s in loop.steps):
                 continue
-            for event, step in loop.steps:
+            for _, step in loop.steps:
                 if step.kind != "direct" or id(step.call) in seen:
                     continue
                 seen.add(id(step.call))
@@ -232,16 +237,11 @@ with torch.inference_mode():
 
 
 def _backwards(index: ModuleIndex) -> list[Backward]:
-    cached = index.cache.get("backwards")
-    if cached is None:
-        cached = []
-        for node in iter_nodes(index.py.module, enter_defs=True):
-            if isinstance(node, cst.Call):
-                found = backward_of(index, node)
-                if found is not None:
-                    cached.append(found)
-        index.cache["backwards"] = cached
-    return cached
+    def compute() -> list[Backward]:
+        calls = iter(index.calls)
+        return [b for b in (backward_of(index, c) for c in calls) if b is not None]
+
+    return index.once("backwards", compute)
 
 
 def _loops_running(loops: list[TrainingLoop], node: cst.CSTNode) -> list[TrainingLoop]:
@@ -250,6 +250,7 @@ def _loops_running(loops: list[TrainingLoop], node: cst.CSTNode) -> list[Trainin
 
 def _innermost(loops: list[TrainingLoop]) -> list[TrainingLoop]:
     """The loops that hold no other loop of the list (an epoch loop holds its batch loop)."""
+
     def holds(outer: TrainingLoop, inner: TrainingLoop) -> bool:
         return outer is not inner and any(inner.loop in e.loops for e in outer.events)
 
@@ -282,13 +283,19 @@ def _fp16_sources(index: ModuleIndex, backward: Backward, loops) -> list[_Source
         same_flow_no_loop = not running and index.flow_of(region.node) is index.flow_of(backward.call)
         if encloses or runs_in_loop or is_forward or same_flow_no_loop:
             certain = autocast.cuda_dtypes == frozenset({"fp16"})
-            label = "float16 autocast" if autocast.dtype is not None else f"`{index.py.code_of(autocast.call.func)}()` autocasts to float16 on CUDA"
+            label = (
+                "float16 autocast"
+                if autocast.dtype is not None
+                else f"`{index.py.code_of(autocast.call.func)}()` autocasts to float16 on CUDA"
+            )
             sources.append(_Source(autocast.call, label, certain))
     trained = trained_models(index)
     for choice in dtype_choices(index):
         if "fp16" not in choice.dtypes or index.under_no_grad(choice.node):
             continue
         certain = choice.dtypes == frozenset({"fp16"})
+        if not index.connected(index.flow_of(choice.node), index.flow_of(backward.call)):
+            continue  # converted in a function that has nothing to do with this backward
         if choice.model is not None:
             if choice.model in trained or choice.model.split(".")[0] in trained:
                 sources.append(_Source(choice.node, f"float16 weights from `{choice.what}`", certain))

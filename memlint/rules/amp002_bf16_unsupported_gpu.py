@@ -84,20 +84,37 @@ class Bf16UnsupportedGpu(Rule):
     kinds = frozenset({"python"})
 
     VALID = (
-        Example(_SCRIPT.format(dtype="torch.float16"), settings={"gpu": "v100"},
-                title="float16 autocast with a GradScaler on a V100"),
-        Example(_SCRIPT.format(dtype="torch.bfloat16"), settings={"gpu": "a100"},
-                title="bfloat16 on an A100 (Ampere has bfloat16 tensor cores)"),
-        Example(_CHECKED.format(args="including_emulation=False"), settings={"gpu": "t4"},
-                title="The dtype is picked by a check that does not count emulation"),
+        Example(
+            _SCRIPT.format(dtype="torch.float16"),
+            settings={"gpu": "v100"},
+            title="float16 autocast with a GradScaler on a V100",
+        ),
+        Example(
+            _SCRIPT.format(dtype="torch.bfloat16"),
+            settings={"gpu": "a100"},
+            title="bfloat16 on an A100 (Ampere has bfloat16 tensor cores)",
+        ),
+        Example(
+            _CHECKED.format(args="including_emulation=False"),
+            settings={"gpu": "t4"},
+            title="The dtype is picked by a check that does not count emulation",
+        ),
     )
     INVALID = (
-        Example(_SCRIPT.format(dtype="torch.bfloat16"), settings={"gpu": "v100"}, lines=(8,),
-                message="no bfloat16 support",
-                title="bfloat16 autocast on a V100"),
-        Example(_CHECKED.format(args=""), settings={"gpu": "t4"}, lines=(3,),
-                message="is_bf16_supported()",
-                title="is_bf16_supported() counts emulation: it picks bfloat16 on a T4"),
+        Example(
+            _SCRIPT.format(dtype="torch.bfloat16"),
+            settings={"gpu": "v100"},
+            lines=(8,),
+            message="no bfloat16 support",
+            title="bfloat16 autocast on a V100",
+        ),
+        Example(
+            _CHECKED.format(args=""),
+            settings={"gpu": "t4"},
+            lines=(3,),
+            message="is_bf16_supported()",
+            title="is_bf16_supported() counts emulation: it picks bfloat16 on a T4",
+        ),
     )
 
     def check(self, ctx) -> Iterator[Finding]:
@@ -132,7 +149,7 @@ class Bf16UnsupportedGpu(Rule):
 def _bf16_uses(index: ModuleIndex) -> Iterator[tuple[cst.CSTNode, str, cst.Call | None]]:
     """(where to report, what it is, the emulation-counting check that chose it, if any)."""
     trained = trained_models(index)
-    for node in iter_nodes(index.py.module, enter_defs=True):
+    for node in index.nodes:
         if not isinstance(node, cst.Call):
             continue
         autocast = autocast_of(index, node)
@@ -163,7 +180,9 @@ def _dtype_argument(call: cst.Call) -> cst.BaseExpression | None:
     return None
 
 
-def _decides(index: ModuleIndex, dtype: cst.BaseExpression | None, dtypes) -> tuple[cst.CSTNode, cst.Call | None] | None:
+def _decides(
+    index: ModuleIndex, dtype: cst.BaseExpression | None, dtypes
+) -> tuple[cst.CSTNode, cst.Call | None] | None:
     """Is bfloat16 certain, or chosen by ``is_bf16_supported()`` counting emulation? Returns
     (where the choice is made, the check) — or None when another condition decides."""
     if dtypes == frozenset({"bf16"}):

@@ -99,7 +99,10 @@ for batch in loader:
     def check(self, ctx) -> Iterator[Finding]:
         index = index_for(ctx.python)
         reported: set[int] = set()
+        scaled_in = {id(index.flow_of(c)) for c in index.calls if (b := backward_of(index, c)) and b.kind == "scaled"}
         for flow in index.flows:
+            if id(flow) not in scaled_in and not (index.callees(flow, 3) & scaled_in):
+                continue  # no scaled backward runs here
             events = flow_events(index, flow)
             for clip, scaled, step in _clips_of_scaled_gradients(index, events):
                 if id(clip.node) in reported:
@@ -110,7 +113,11 @@ for batch in loader:
     def _finding(self, ctx, index: ModuleIndex, clip: Event, scaled: Event, step: Event | None) -> Finding:
         py = ctx.python
         scale_call = backward_of(index, scaled.node).scale_call
-        scaler = py.code_of(receiver(scale_call)) if scale_call is not None and receiver(scale_call) is not None else "scaler"
+        scaler = (
+            py.code_of(receiver(scale_call))
+            if scale_call is not None and receiver(scale_call) is not None
+            else "scaler"
+        )
         optimizer = step_of(index, step.node).optimizer if step is not None else None
         message = (
             f"`{py.code_of(clip.node)}` clips gradients still multiplied by the loss scale "

@@ -10,7 +10,7 @@ import libcst as cst
 from memlint.diagnostics import Edit, Fix, Position, Range, Severity
 from memlint.rules._python_helpers import index_for
 from memlint.rules._python_helpers.index import ModuleIndex
-from memlint.rules._python_helpers.syntax import dotted, iter_nodes, positional
+from memlint.rules._python_helpers.syntax import dotted, positional
 from memlint.rules.base import Example, Finding, Rule
 
 # qualified name -> (class, device)
@@ -81,29 +81,43 @@ class DeprecatedCudaAmp(Rule):
 
     VALID = (
         Example(
-            _SCRIPT.format(imports="", scaler='torch.amp.GradScaler("cuda")',
-                           autocast='torch.amp.autocast("cuda", dtype=torch.float16)'),
+            _SCRIPT.format(
+                imports="",
+                scaler='torch.amp.GradScaler("cuda")',
+                autocast='torch.amp.autocast("cuda", dtype=torch.float16)',
+            ),
             title="The device-generic torch.amp API",
         ),
     )
     INVALID = (
         Example(
-            _SCRIPT.format(imports="", scaler="torch.cuda.amp.GradScaler()",
-                           autocast="torch.cuda.amp.autocast(dtype=torch.float16)"),
+            _SCRIPT.format(
+                imports="",
+                scaler="torch.cuda.amp.GradScaler()",
+                autocast="torch.cuda.amp.autocast(dtype=torch.float16)",
+            ),
             lines=(6, 9),
             message="deprecated",
-            fixed=_SCRIPT.format(imports="", scaler='torch.amp.GradScaler("cuda")',
-                                 autocast='torch.amp.autocast("cuda", dtype=torch.float16)'),
+            fixed=_SCRIPT.format(
+                imports="",
+                scaler='torch.amp.GradScaler("cuda")',
+                autocast='torch.amp.autocast("cuda", dtype=torch.float16)',
+            ),
             title="Attribute spellings",
         ),
         Example(
-            _SCRIPT.format(imports="from torch.cuda.amp import autocast as ac, GradScaler", scaler="GradScaler(2.0**14)",
-                           autocast="ac(True, torch.float16)"),
+            _SCRIPT.format(
+                imports="from torch.cuda.amp import autocast as ac, GradScaler",
+                scaler="GradScaler(2.0**14)",
+                autocast="ac(True, torch.float16)",
+            ),
             lines=(2, 2),
             message="deprecated",
-            fixed=_SCRIPT.format(imports="from torch.amp import autocast as ac, GradScaler",
-                                 scaler='GradScaler("cuda", 2.0**14)',
-                                 autocast='ac("cuda", enabled=True, dtype=torch.float16)'),
+            fixed=_SCRIPT.format(
+                imports="from torch.amp import autocast as ac, GradScaler",
+                scaler='GradScaler("cuda", 2.0**14)',
+                autocast='ac("cuda", enabled=True, dtype=torch.float16)',
+            ),
             title="An aliased import with positional arguments",
         ),
     )
@@ -117,7 +131,7 @@ class DeprecatedCudaAmp(Rule):
 
     def _imports(self, ctx, index: ModuleIndex) -> Iterator[Finding]:
         py = ctx.python
-        for node in iter_nodes(py.module, enter_defs=True):
+        for node in index.nodes:
             if not isinstance(node, cst.ImportFrom) or node.module is None or isinstance(node.names, cst.ImportStar):
                 continue
             module = py.code_of(node.module)
@@ -129,7 +143,8 @@ class DeprecatedCudaAmp(Rule):
             uses = {id(a): self._uses_of(index, a, module) for a in aliases}
             movable = len(aliases) == len(node.names) and all(
                 isinstance(index.parent(u.node), cst.Call) and index.parent(u.node).func is u.node
-                for a in aliases for u in uses[id(a)]
+                for a in aliases
+                for u in uses[id(a)]
             )
             edits: list[Edit] | None = None
             if movable:
@@ -145,9 +160,11 @@ class DeprecatedCudaAmp(Rule):
                         break
             for alias in aliases:
                 cls, device = _DEPRECATED[f"{module}.{py.code_of(alias.name)}"]
-                message = (f"`{module}.{cls}` is deprecated and warns on every use; "
-                           f"import `{cls}` from `torch.amp` and pass \"{device}\" first")
-                fix = Fix(f"use torch.amp.{cls}(\"{device}\", ...)", tuple(edits), "safe") if edits else None
+                message = (
+                    f"`{module}.{cls}` is deprecated and warns on every use; "
+                    f'import `{cls}` from `torch.amp` and pass "{device}" first'
+                )
+                fix = Fix(f'use torch.amp.{cls}("{device}", ...)', tuple(edits), "safe") if edits else None
                 yield Finding(range=py.range_of(alias), message=message, fix=fix)
 
     def _uses_of(self, index: ModuleIndex, alias: cst.ImportAlias, module: str) -> list[_Use]:
@@ -156,7 +173,7 @@ class DeprecatedCudaAmp(Rule):
         target = f"{module}.{py.code_of(alias.name)}"
         cls, device = _DEPRECATED[target]
         out = []
-        for node in iter_nodes(py.module, enter_defs=True):
+        for node in index.nodes:
             if isinstance(node, cst.Name) and node.value == local and target in index.qualified(node):
                 parent = index.parent(node)
                 if isinstance(parent, (cst.ImportAlias, cst.AsName)):
@@ -169,7 +186,7 @@ class DeprecatedCudaAmp(Rule):
     def _attributes(self, ctx, index: ModuleIndex) -> Iterator[Finding]:
         py = ctx.python
         torch_imported = _binds_torch(py.module)
-        for node in iter_nodes(py.module, enter_defs=True):
+        for node in index.nodes:
             if not isinstance(node, cst.Attribute):
                 continue
             found = [q for q in index.qualified(node) if q in _DEPRECATED]
@@ -179,17 +196,22 @@ class DeprecatedCudaAmp(Rule):
             use = _Use(node, cls, device)
             parent = index.parent(node)
             fix = None
-            if isinstance(parent, cst.Call) and parent.func is node and (
-                dotted(node) and (dotted(node).startswith("torch.") or torch_imported)
+            if (
+                isinstance(parent, cst.Call)
+                and parent.func is node
+                and (dotted(node) and (dotted(node).startswith("torch.") or torch_imported))
             ):
                 call_edits = _call_edits(ctx, parent, use)
                 if call_edits is not None:
-                    fix = Fix(f"use torch.amp.{cls}(\"{device}\", ...)",
-                              (Edit(ctx.path, py.range_of(node), f"torch.amp.{cls}"), *call_edits), "safe")
+                    fix = Fix(
+                        f'use torch.amp.{cls}("{device}", ...)',
+                        (Edit(ctx.path, py.range_of(node), f"torch.amp.{cls}"), *call_edits),
+                        "safe",
+                    )
             written = py.code_of(node)
             yield Finding(
                 range=py.range_of(node),
-                message=f"`{written}` is deprecated and warns on every use; use `torch.amp.{cls}(\"{device}\", ...)`",
+                message=f'`{written}` is deprecated and warns on every use; use `torch.amp.{cls}("{device}", ...)`',
                 fix=fix,
             )
 
@@ -225,5 +247,7 @@ def _call_edits(ctx, call: cst.CSTNode, use: _Use) -> list[Edit] | None:
         for position, arg in enumerate(positional(call)):
             if position >= len(_AUTOCAST_POSITIONS):
                 return None
-            edits.append(Edit(ctx.path, py.range_of(arg.value), f"{_AUTOCAST_POSITIONS[position]}={py.code_of(arg.value)}"))
+            edits.append(
+                Edit(ctx.path, py.range_of(arg.value), f"{_AUTOCAST_POSITIONS[position]}={py.code_of(arg.value)}")
+            )
     return edits

@@ -149,24 +149,24 @@ model.gradient_checkpointing_enable()
             related.append(Related(ctx.path, py.range_of(late.optimizer), "the optimizer is created here"))
         wrapper = py.code_of(late.wrap.func)
         message = (
-            f"`{py.code_of(late.enable)}` comes after `{wrapper}` (line {wrap_line}){optimizer}: PEFT prepared no input "
-            "gradients, so with reentrant checkpointing (transformers 4.x's default) the checkpointed layers and "
+            f"`{py.code_of(late.enable)}` comes after `{wrapper}` (line {wrap_line}){optimizer}: PEFT prepared no "
+            "input gradients, so with reentrant checkpointing (transformers 4.x's default) the checkpointed layers and "
             f"their LoRA weights get no gradient; enable checkpointing before `{wrapper}`"
         )
-        return Finding(range=py.range_of(late.enable), message=message, fix=_move_fix(ctx, index, late),
-                       related=tuple(related))
+        return Finding(
+            range=py.range_of(late.enable), message=message, fix=_move_fix(ctx, index, late), related=tuple(related)
+        )
 
 
 def _prepares_inputs(index: ModuleIndex) -> bool:
     """``model.enable_input_require_grads()`` anywhere: the embedding output requires grad."""
-    return any(
-        isinstance(n, cst.Call) and method_name(n) == "enable_input_require_grads"
-        for n in iter_nodes(index.py.module, enter_defs=True)
-    )
+    return any(isinstance(n, cst.Call) and method_name(n) == "enable_input_require_grads" for n in index.nodes)
 
 
 def _non_reentrant(index: ModuleIndex, enable: cst.Call) -> bool:
-    kwargs = argument(enable, 0, "gradient_checkpointing_kwargs") or argument(enable, None, "activation_checkpointing_kwargs")
+    kwargs = argument(enable, 0, "gradient_checkpointing_kwargs") or argument(
+        enable, None, "activation_checkpointing_kwargs"
+    )
     for value in _values(index, kwargs):
         if isinstance(value, cst.Dict):
             for element in value.elements:
@@ -188,7 +188,7 @@ def _values(index: ModuleIndex, expr: cst.BaseExpression | None) -> list[cst.Bas
 
 def _late_enables(index: ModuleIndex) -> Iterator[_Late]:
     creations = optimizer_creations(index)
-    for node in iter_nodes(index.py.module, enter_defs=True):
+    for node in index.nodes:
         if not (isinstance(node, cst.Call) and method_name(node) in _ENABLE and receiver(node) is not None):
             continue
         if _non_reentrant(index, node):
@@ -198,12 +198,16 @@ def _late_enables(index: ModuleIndex) -> Iterator[_Late]:
             continue
         flow = index.flow_of(node)
         for wrap, statement, wrapped, base in _wraps_before(index, flow, node):
-            if model not in (wrapped, base):
+            if model not in (wrapped, base) or index.exclusive(wrap, node):
                 continue
             optimizer = next(
-                (c.call for c in creations
-                 if index.flow_of(c.call) is flow and index.before(c.call, node)
-                 and any(m.split(".")[0] in (model, wrapped) for m in c.models)),
+                (
+                    c.call
+                    for c in creations
+                    if index.flow_of(c.call) is flow
+                    and index.before(c.call, node)
+                    and any(m.split(".")[0] in (model, wrapped) for m in c.models)
+                ),
                 None,
             )
             yield _Late(node, wrap, statement, base, optimizer)
@@ -221,7 +225,9 @@ def _wraps_before(index: ModuleIndex, flow, enable: cst.Call):
             args = positional(node.value)
             first = argument(node.value, 0, "model")
             base = dotted(first) if first is not None else None
-            found.append((node.value, index.statement_of(node), dotted(node.targets[0].target), base if args or first else None))
+            found.append(
+                (node.value, index.statement_of(node), dotted(node.targets[0].target), base if args or first else None)
+            )
     return sorted(found, key=lambda f: index.start(f[0]), reverse=True)
 
 
@@ -247,7 +253,7 @@ def _move_fix(ctx, index: ModuleIndex, late: _Late) -> Fix | None:
     target = py.range_of(late.wrap_statement).start
     indent = lines[target.line - 1][: target.column]
     call = py.code_of(late.enable)
-    moved = late.base + call[len(py.code_of(receiver(late.enable))):]
+    moved = late.base + call[len(py.code_of(receiver(late.enable))) :]
     edits = (
         Edit(ctx.path, Range(Position(target.line, 0), Position(target.line, 0)), f"{indent}{moved}\n"),
         Edit(ctx.path, Range(Position(start, 0), Position(end + 1, 0)), ""),

@@ -8,7 +8,7 @@ import libcst as cst
 
 from memlint.diagnostics import Edit, Fix, Range, Severity
 from memlint.rules._python_helpers import index_for
-from memlint.rules._python_helpers.syntax import has_star_kwargs, iter_nodes, keyword
+from memlint.rules._python_helpers.syntax import has_star_kwargs, keyword
 from memlint.rules.base import Example, Finding, Rule
 
 _CHECKPOINT = {
@@ -72,8 +72,11 @@ class CheckpointWithoutUseReentrant(Rule):
     fix_applicability = "safe"
 
     VALID = (
-        Example(_MODEL.format(call="checkpoint(block, x, use_reentrant=False)"), path="model.py",
-                title="The non-reentrant variant, stated explicitly"),
+        Example(
+            _MODEL.format(call="checkpoint(block, x, use_reentrant=False)"),
+            path="model.py",
+            title="The non-reentrant variant, stated explicitly",
+        ),
     )
     INVALID = (
         Example(
@@ -89,7 +92,7 @@ class CheckpointWithoutUseReentrant(Rule):
     def check(self, ctx) -> Iterator[Finding]:
         index = index_for(ctx.python)
         py = ctx.python
-        for node in iter_nodes(py.module, enter_defs=True):
+        for node in index.nodes:
             if not isinstance(node, cst.Call) or not (index.qualified(node) & _CHECKPOINT):
                 continue
             if keyword(node, "use_reentrant") is not None or has_star_kwargs(node) or not node.args:

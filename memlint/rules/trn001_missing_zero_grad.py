@@ -98,8 +98,12 @@ def closure_step(model, optimizer, x, y):
             if any(zero_grad_target(index, e.node) is not None for e in loop.events):
                 continue
             event, step = steps[0]
+            if _created_in(index, loop, step.optimizer):
+                continue  # a fresh optimizer (and usually fresh tensors) on every pass
             outer = _zeroed_outside(index, loop)
-            where = f" (it only runs outside this loop, line {py.range_of(outer).start.line})" if outer is not None else ""
+            where = (
+                f" (it only runs outside this loop, line {py.range_of(outer).start.line})" if outer is not None else ""
+            )
             backward = loop.backwards[0][1].call
             yield Finding(
                 range=py.range_of(step.call),
@@ -118,3 +122,7 @@ def _zeroed_outside(index, loop):
         if zero_grad_target(index, event.node) is not None:
             return event.node
     return None
+
+
+def _created_in(index, loop, optimizer: str) -> bool:
+    return any(index.contains(loop.loop, d.statement) for d in index.all_definitions(optimizer, loop.loop))

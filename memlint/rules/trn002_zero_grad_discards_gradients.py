@@ -82,14 +82,20 @@ class ZeroGradDiscardsGradients(Rule):
     severity = Severity.ERROR
     kinds = frozenset({"python"})
 
-    VALID = (
-        Example(_SCRIPT.format(body=_ORDERED), title="zero_grad after the step, under the same condition"),
-    )
+    VALID = (Example(_SCRIPT.format(body=_ORDERED), title="zero_grad after the step, under the same condition"),)
     INVALID = (
-        Example(_SCRIPT.format(body=_ZERO_EVERY_MICRO_STEP), lines=(8,), message="every micro-batch",
-                title="Gradient accumulation that zeroes on every micro-batch"),
-        Example(_SCRIPT.format(body=_ZERO_BEFORE_STEP), lines=(10,), message="before",
-                title="zero_grad between backward() and step()"),
+        Example(
+            _SCRIPT.format(body=_ZERO_EVERY_MICRO_STEP),
+            lines=(8,),
+            message="every micro-batch",
+            title="Gradient accumulation that zeroes on every micro-batch",
+        ),
+        Example(
+            _SCRIPT.format(body=_ZERO_BEFORE_STEP),
+            lines=(10,),
+            message="before",
+            title="zero_grad between backward() and step()",
+        ),
     )
 
     def check(self, ctx) -> Iterator[Finding]:
@@ -136,8 +142,16 @@ def _between(ctx, index, loop: TrainingLoop) -> list:
                     f"{py.range_of(last_backward.node).start.line}) and before `{py.code_of(call)}`: the step sees "
                     "no gradients (None since zero_grad's set_to_none default), so nothing is updated"
                 )
-                out.append((zero.node, Finding(range=py.range_of(zero.node), message=message,
-                                               related=(Related(ctx.path, py.range_of(call), "the step"),))))
+                out.append(
+                    (
+                        zero.node,
+                        Finding(
+                            range=py.range_of(zero.node),
+                            message=message,
+                            related=(Related(ctx.path, py.range_of(call), "the step"),),
+                        ),
+                    )
+                )
         zeros = []
     return out
 
@@ -160,6 +174,14 @@ def _every_micro_step(ctx, index, loop: TrainingLoop) -> list:
             f"(line {py.range_of(accumulation.step.node).start.line}): each micro-batch erases the gradients of the "
             "ones before it and only the last one trains; zero the gradients after the step, under its condition"
         )
-        out.append((event.node, Finding(range=py.range_of(event.node), message=message,
-                                        related=(Related(ctx.path, py.range_of(accumulation.step.node), "the step"),))))
+        out.append(
+            (
+                event.node,
+                Finding(
+                    range=py.range_of(event.node),
+                    message=message,
+                    related=(Related(ctx.path, py.range_of(accumulation.step.node), "the step"),),
+                ),
+            )
+        )
     return out

@@ -10,7 +10,7 @@ from memlint.diagnostics import Related, Severity
 from memlint.rules._python_helpers import index_for
 from memlint.rules._python_helpers.index import ModuleIndex
 from memlint.rules._python_helpers.loops import Event, step_loops, training_loops
-from memlint.rules._python_helpers.syntax import argument, dotted, is_false, iter_nodes, method_name, receiver, root_name
+from memlint.rules._python_helpers.syntax import argument, dotted, is_false, method_name, receiver, root_name
 from memlint.rules._python_helpers.training import model_holder, trained_models
 from memlint.rules.base import Example, Finding, Rule
 
@@ -74,12 +74,15 @@ class TrainingInEvalMode(Rule):
     kinds = frozenset({"python"})
 
     VALID = (
-        Example(_SCRIPT.format(after="\n            model.train()"),
-                title="Back to train mode right after evaluating"),
+        Example(_SCRIPT.format(after="\n            model.train()"), title="Back to train mode right after evaluating"),
     )
     INVALID = (
-        Example(_SCRIPT.format(after=""), lines=(28,), message="eval mode",
-                title="Evaluation every 500 steps leaves the rest of the epoch in eval mode"),
+        Example(
+            _SCRIPT.format(after=""),
+            lines=(28,),
+            message="eval mode",
+            title="Evaluation every 500 steps leaves the rest of the epoch in eval mode",
+        ),
         Example(
             """\
 import torch
@@ -131,10 +134,14 @@ for batch in loader:
                 )
 
     def _never_trained(self, ctx, index: ModuleIndex, trained: set[str]) -> Iterator[Finding]:
-        loops = [l for l in step_loops(index) if any(b.kind in ("tensor", "scaled") or _is_accelerate(b) for _, b in l.backwards)]
-        if not loops or any(_is_train_call(n) for n in iter_nodes(index.py.module, enter_defs=True)):
+        loops = [
+            loop
+            for loop in step_loops(index)
+            if any(b.kind in ("tensor", "scaled") or _is_accelerate(b) for _, b in loop.backwards)
+        ]
+        if not loops or any(_is_train_call(n) for n in index.nodes):
             return
-        for node in iter_nodes(index.py.module, enter_defs=True):
+        for node in index.nodes:
             if not (isinstance(node, cst.Call) and method_name(node) == "from_pretrained"):
                 continue
             if any(q.startswith("peft.") for q in index.qualified(node)):

@@ -34,6 +34,8 @@ def build(model_name: str, lr: float):
 """
 
 _OPTIMIZER = "    optimizer = torch.optim.AdamW(model.parameters(), lr=lr)"
+_FSDP_OPTIMIZER = "optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4, fused=True)\n"
+_FSDP_WRAP = "model = FSDP(model, use_orig_params=True)\n"
 
 _FSDP = """\
 import torch
@@ -80,14 +82,18 @@ class OptimizerBeforeModelWrap(Rule):
 
     VALID = (
         Example(_PEFT.format(first="", second=_OPTIMIZER), title="The optimizer holds the LoRA weights"),
-        Example(_FSDP.replace(
-            "optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4, fused=True)\nmodel = FSDP(model, use_orig_params=True)\n",
-            "model = FSDP(model, use_orig_params=True)\noptimizer = torch.optim.AdamW(model.parameters(), lr=3e-4, fused=True)\n",
-        ), title="Wrap with FSDP first, then create the optimizer"),
+        Example(
+            _FSDP.replace(_FSDP_OPTIMIZER + _FSDP_WRAP, _FSDP_WRAP + _FSDP_OPTIMIZER),
+            title="Wrap with FSDP first, then create the optimizer",
+        ),
     )
     INVALID = (
-        Example(_PEFT.format(first=_OPTIMIZER, second=""), lines=(8,), message="get_peft_model",
-                title="The optimizer is built before get_peft_model: it holds only frozen weights"),
+        Example(
+            _PEFT.format(first=_OPTIMIZER, second=""),
+            lines=(8,),
+            message="get_peft_model",
+            title="The optimizer is built before get_peft_model: it holds only frozen weights",
+        ),
         Example(_FSDP, lines=(7,), message="FSDP", title="The optimizer is built before FSDP replaces the parameters"),
     )
 
@@ -99,11 +105,14 @@ class OptimizerBeforeModelWrap(Rule):
             wrap = _later_wrap(index, creation)
             if wrap is None or _recreated_after(index, creation, wrap, creations):
                 continue
+            if index.exclusive(creation.call, wrap) or not _used_after(index, creation, wrap):
+                continue
             kind = "get_peft_model" if is_peft_wrap(index, wrap) else "FSDP"
             consequence = (
                 "it freezes these parameters and adds LoRA weights this optimizer does not hold, so nothing trains"
                 if kind == "get_peft_model"
-                else "FSDP replaces the parameters with sharded ones, so this optimizer updates copies the model no longer uses"
+                else "FSDP replaces the parameters with sharded ones, so this optimizer updates copies the model "
+                "no longer uses"
             )
             yield Finding(
                 range=py.range_of(creation.call),
@@ -124,7 +133,11 @@ def _later_wrap(index: ModuleIndex, creation: OptimizerCreation) -> cst.Call | N
     flow = index.flow_of(creation.call)
     body = flow if isinstance(flow, cst.Module) else flow.body
     for node in iter_nodes(body):
-        if isinstance(node, cst.Call) and index.before(creation.call, node) and (is_peft_wrap(index, node) or is_fsdp_wrap(index, node)):
+        if (
+            isinstance(node, cst.Call)
+            and index.before(creation.call, node)
+            and (is_peft_wrap(index, node) or is_fsdp_wrap(index, node))
+        ):
             model = argument(node, 0, "model") or argument(node, 0, "module")
             if model is not None and ((dotted(model) or "") in models or root_name(model) in models):
                 return node
@@ -133,6 +146,25 @@ def _later_wrap(index: ModuleIndex, creation: OptimizerCreation) -> cst.Call | N
 
 def _recreated_after(index: ModuleIndex, creation: OptimizerCreation, wrap: cst.Call, creations) -> bool:
     return any(
-        other is not creation and index.flow_of(other.call) is index.flow_of(creation.call) and index.before(wrap, other.call)
+        other is not creation
+        and index.flow_of(other.call) is index.flow_of(creation.call)
+        and index.before(wrap, other.call)
         for other in creations
     )
+
+
+def _used_after(index: ModuleIndex, creation: OptimizerCreation, wrap: cst.Call) -> bool:
+    """Is the optimizer still used after the wrap (stepped, returned, handed to a trainer)?"""
+    if creation.target is None:
+        return False
+    flow = index.flow_of(creation.call)
+    body = flow if isinstance(flow, cst.Module) else flow.body
+    for node in iter_nodes(body):
+        if (
+            isinstance(node, (cst.Name, cst.Attribute))
+            and dotted(node) == creation.target
+            and index.before(wrap, node)
+            and not isinstance(index.parent(node), cst.AssignTarget)
+        ):
+            return True
+    return False

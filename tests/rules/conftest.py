@@ -50,6 +50,8 @@ def where() -> Callable[[list[Diagnostic]], list[tuple[int, int, int, int]]]:
     """Diagnostics as (line, column, end line, end column), sorted."""
 
     def spans(diagnostics: list[Diagnostic]) -> list[tuple[int, int, int, int]]:
-        return sorted((d.range.start.line, d.range.start.column, d.range.end.line, d.range.end.column) for d in diagnostics)
+        return sorted(
+            (d.range.start.line, d.range.start.column, d.range.end.line, d.range.end.column) for d in diagnostics
+        )
 
     return spans

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-HF_NO_TRAINER = '''\
+HF_NO_TRAINER = """\
 import argparse
 import math
 
@@ -42,7 +42,7 @@ def main():
 
 if __name__ == "__main__":
     main()
-'''
+"""
 
 
 def test_hf_style_loop_fires_on_the_backward_with_the_step_as_related(lint, where):
@@ -62,7 +62,7 @@ def test_fix_divides_by_the_modulo_divisor_and_rechecks_clean(fix):
     assert "running_loss += loss.item() / args.gradient_accumulation_steps" in fixed
 
 
-CONTINUE_SHAPE = '''\
+CONTINUE_SHAPE = """\
 from dataclasses import dataclass
 
 import torch
@@ -88,7 +88,7 @@ def train_epoch(model, loader, optimizer, cfg: Config):
         scaler.step(optimizer)
         scaler.update()
         optimizer.zero_grad(set_to_none=True)
-'''
+"""
 
 
 def test_continue_shape_with_a_scaler_fires_and_fixes_inside_scale(lint, where, fix):
@@ -98,7 +98,7 @@ def test_continue_shape_with_a_scaler_fires_and_fixes_inside_scale(lint, where, 
 
 
 def test_a_flag_computed_from_the_modulo_counts_as_the_guard(lint, where):
-    source = '''\
+    source = """\
     import torch
 
     ACCUM = 8
@@ -112,12 +112,12 @@ def test_a_flag_computed_from_the_modulo_counts_as_the_guard(lint, where):
                 if is_update_step:
                     optimizer.step()
                     optimizer.zero_grad()
-    '''
+    """
     assert where(lint("ACC001", source)) == [(10, 12, 10, 27)]
 
 
 def test_division_after_backward_for_logging_does_not_count(lint, where):
-    source = '''\
+    source = """\
     import wandb
 
     def train(model, loader, opt, grad_accum):
@@ -129,12 +129,12 @@ def test_division_after_backward_for_logging_does_not_count(lint, where):
             if (step + 1) % grad_accum == 0:
                 opt.step()
                 opt.zero_grad()
-    '''
+    """
     assert where(lint("ACC001", source)) == [(6, 8, 6, 23)]
 
 
 def test_backward_in_a_helper_is_reported_in_the_helper_without_a_fix(lint, where):
-    source = '''\
+    source = """\
     import torch
 
 
@@ -151,14 +151,14 @@ def test_backward_in_a_helper_is_reported_in_the_helper_without_a_fix(lint, wher
             if (step + 1) % accumulation_steps == 0:
                 optimizer.step()
                 optimizer.zero_grad()
-    '''
+    """
     diagnostics = lint("ACC001", source)
     assert where(diagnostics) == [(7, 4, 7, 19)]
     assert diagnostics[0].fix is None  # the divisor is a name of another function
 
 
 def test_nanogpt_micro_step_loop_without_division(lint, where, fix):
-    source = '''\
+    source = """\
     import torch
 
     gradient_accumulation_steps = 5 * 8
@@ -170,7 +170,7 @@ def test_nanogpt_micro_step_loop_without_division(lint, where, fix):
             loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
-    '''
+    """
     assert where(lint("ACC001", source)) == [(9, 8, 9, 23)]
     assert "(loss / gradient_accumulation_steps).backward()" in fix("ACC001", source)
 
@@ -190,7 +190,7 @@ def test_divided_before_backward_in_its_many_spellings(lint):
         "if args.accum > 1:\n                loss = loss / args.accum\n            loss.backward()",
     ]
     for spelling in spellings:
-        source = f'''\
+        source = f"""\
     def train(model, loader, optimizer, scaler, args):
         for step, batch in enumerate(loader):
             loss = model(**batch).loss
@@ -198,12 +198,12 @@ def test_divided_before_backward_in_its_many_spellings(lint):
             if (step + 1) % args.accum == 0:
                 optimizer.step()
                 optimizer.zero_grad()
-    '''
+    """
         assert lint("ACC001", source) == [], spelling
 
 
 def test_a_helper_that_returns_the_divided_loss(lint):
-    source = '''\
+    source = """\
     import torch.nn.functional as F
 
     def compute_loss(model, batch, accum):
@@ -217,12 +217,12 @@ def test_a_helper_that_returns_the_divided_loss(lint):
             if (step + 1) % accum == 0:
                 optimizer.step()
                 optimizer.zero_grad()
-    '''
+    """
     assert lint("ACC001", source) == []
 
 
 def test_a_loss_normalised_by_the_tokens_of_the_accumulation_window(lint):
-    source = '''\
+    source = """\
     def train(model, loader, optimizer, accum):
         for step, (batch, tokens_in_window) in enumerate(loader):
             loss_sum = model(**batch).loss_sum
@@ -231,12 +231,12 @@ def test_a_loss_normalised_by_the_tokens_of_the_accumulation_window(lint):
             if (step + 1) % accum == 0:
                 optimizer.step()
                 optimizer.zero_grad()
-    '''
+    """
     assert lint("ACC001", source) == []
 
 
 def test_frameworks_that_divide_themselves(lint):
-    accelerate = '''\
+    accelerate = """\
     from accelerate import Accelerator
 
     accelerator = Accelerator(gradient_accumulation_steps=8)
@@ -247,8 +247,8 @@ def test_frameworks_that_divide_themselves(lint):
         if (step + 1) % 8 == 0:
             optimizer.step()
             optimizer.zero_grad()
-    '''
-    deepspeed_engine = '''\
+    """
+    deepspeed_engine = """\
     import deepspeed
 
     model_engine, optimizer, _, _ = deepspeed.initialize(args=args, model=model, model_parameters=model.parameters())
@@ -256,19 +256,19 @@ def test_frameworks_that_divide_themselves(lint):
         loss = model_engine(batch)
         model_engine.backward(loss)
         model_engine.step()
-    '''
-    trainer = '''\
+    """
+    trainer = """\
     from transformers import Trainer, TrainingArguments
 
     args = TrainingArguments(output_dir="out", gradient_accumulation_steps=8, per_device_train_batch_size=2)
     Trainer(model=model, args=args, train_dataset=dataset).train()
-    '''
+    """
     for source in (accelerate, deepspeed_engine, trainer):
         assert lint("ACC001", source) == []
 
 
 def test_no_accumulation_or_a_modulo_that_only_logs(lint):
-    source = '''\
+    source = """\
     for step, batch in enumerate(loader):
         loss = model(**batch).loss
         loss.backward()
@@ -276,12 +276,12 @@ def test_no_accumulation_or_a_modulo_that_only_logs(lint):
         optimizer.zero_grad()
         if step % 100 == 0:
             print(f"step {step}: {loss.item():.4f}")
-    '''
+    """
     assert lint("ACC001", source) == []
 
 
 def test_gan_with_a_generator_step_every_n_critic_iterations(lint):
-    source = '''\
+    source = """\
     for i, (real, _) in enumerate(loader):
         d_loss = -torch.mean(critic(real)) + torch.mean(critic(generator(z).detach()))
         d_loss.backward()
@@ -292,17 +292,17 @@ def test_gan_with_a_generator_step_every_n_critic_iterations(lint):
             g_loss.backward()
             opt_g.step()
             opt_g.zero_grad()
-    '''
+    """
     assert lint("ACC001", source) == []
 
 
 def test_a_task_loop_over_range_is_not_accumulation(lint):
-    source = '''\
+    source = """\
     for batch in loader:
         for task_id in range(len(heads)):
             loss = criterion(heads[task_id](encoder(batch)), batch["labels"][task_id])
             loss.backward()
         optimizer.step()
         optimizer.zero_grad()
-    '''
+    """
     assert lint("ACC001", source) == []

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCRIPT = '''\
+SCRIPT = """\
 import argparse
 import math
 
@@ -29,7 +29,7 @@ def main():
             if (step + 1) % accum == 0:
                 optimizer.step()
                 optimizer.zero_grad()
-'''
+"""
 
 
 def test_scheduler_stepped_per_micro_batch_through_an_alias_of_the_divisor(lint, where):
@@ -42,7 +42,7 @@ def test_scheduler_stepped_per_micro_batch_through_an_alias_of_the_divisor(lint,
 
 
 def test_torch_scheduler_with_a_continue_shape(lint, where):
-    source = '''\
+    source = """\
     import torch
     from torch.optim.lr_scheduler import OneCycleLR
 
@@ -57,7 +57,7 @@ def test_torch_scheduler_with_a_continue_shape(lint, where):
                 continue
             opt.step()
             opt.zero_grad()
-    '''
+    """
     assert where(lint("ACC002", source)) == [(10, 8, 10, 20)]
 
 
@@ -70,14 +70,14 @@ def test_near_misses(lint):
         "total_steps = len(loader) // args.gradient_accumulation_steps * args.epochs",
         "total_steps = len(loader) * args.epochs",
     )
-    no_accumulation = '''\
+    no_accumulation = """\
     scheduler = get_cosine_schedule_with_warmup(optimizer, 500, len(loader) * epochs // accum)
     for batch in loader:
         model(**batch).loss.backward()
         optimizer.step()
         scheduler.step()
         optimizer.zero_grad()
-    '''
+    """
     plateau = SCRIPT.replace("scheduler.step()", "scheduler.step(loss.item())")
     for source in (with_the_optimizer, counted_in_micro_batches, no_accumulation, plateau):
         assert lint("ACC002", source) == []

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-NANOGPT_NO_SCALER = '''\
+NANOGPT_NO_SCALER = """\
 from contextlib import nullcontext
 
 import torch
@@ -25,7 +25,7 @@ while True:
         loss.backward()
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
-'''
+"""
 
 
 def test_a_context_that_can_pick_float16_fires(lint, where):
@@ -40,13 +40,16 @@ def test_a_context_that_can_pick_float16_fires(lint, where):
 def test_nanogpt_with_its_scaler_is_quiet(lint):
     source = NANOGPT_NO_SCALER.replace(
         "optimizer = model.configure",
-        "scaler = torch.amp.GradScaler(\"cuda\", enabled=(dtype == \"float16\"))\noptimizer = model.configure",
-    ).replace("        loss.backward()\n    optimizer.step()", "        scaler.scale(loss).backward()\n    scaler.step(optimizer)\n    scaler.update()")
+        'scaler = torch.amp.GradScaler("cuda", enabled=(dtype == "float16"))\noptimizer = model.configure',
+    ).replace(
+        "        loss.backward()\n    optimizer.step()",
+        "        scaler.scale(loss).backward()\n    scaler.step(optimizer)\n    scaler.update()",
+    )
     assert lint("AMP001", source) == []
 
 
 def test_half_model_trained_with_a_plain_backward(lint, where):
-    source = '''\
+    source = """\
     import argparse
 
     import torch
@@ -67,14 +70,14 @@ def test_half_model_trained_with_a_plain_backward(lint, where):
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
-    '''
+    """
     diagnostics = lint("AMP001", source)
     assert where(diagnostics) == [(19, 8, 19, 23)]
     assert "float16 weights from `.half()` (line 10)" in diagnostics[0].message
 
 
 def test_lora_on_a_float16_checkpoint(lint, where):
-    source = '''\
+    source = """\
     import torch
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
@@ -91,14 +94,14 @@ def test_lora_on_a_float16_checkpoint(lint, where):
         loss.backward()
         optimizer.step()
         optimizer.zero_grad()
-    '''
+    """
     diagnostics = lint("AMP001", source)
     assert where(diagnostics) == [(14, 4, 14, 19)]
     assert "from_pretrained(torch_dtype=...)" in diagnostics[0].message
 
 
 def test_autocast_decorating_forward_and_in_a_helper(lint, where):
-    decorated = '''\
+    decorated = """\
     import torch
     from torch import nn
 
@@ -120,9 +123,9 @@ def test_autocast_decorating_forward_and_in_a_helper(lint, where):
         opt.zero_grad()
         loss.backward()
         opt.step()
-    '''
+    """
     assert where(lint("AMP001", decorated)) == [(20, 4, 20, 19)]
-    helper = '''\
+    helper = """\
     import torch.cuda.amp as amp
     import torch.nn.functional as F
 
@@ -138,14 +141,14 @@ def test_autocast_decorating_forward_and_in_a_helper(lint, where):
             loss.backward()
             optimizer.step()
             optimizer.zero_grad()
-    '''
+    """
     diagnostics = lint("AMP001", helper)
     assert where(diagnostics) == [(13, 8, 13, 23)]
     assert "`amp.autocast()` autocasts to float16 on CUDA (line 6)" in diagnostics[0].message
 
 
 def test_scaled_backward_in_a_helper_with_a_direct_step_in_the_loop(lint, where):
-    source = '''\
+    source = """\
     import torch
 
     scaler = torch.amp.GradScaler("cuda")
@@ -162,7 +165,7 @@ def test_scaled_backward_in_a_helper_with_a_direct_step_in_the_loop(lint, where)
         backward_step(model, batch)
         optimizer.step()
         optimizer.zero_grad()
-    '''
+    """
     diagnostics = lint("AMP001", source)
     assert where(diagnostics) == [(15, 4, 15, 20)]
     assert "call `scaler.step(optimizer)`" in diagnostics[0].message
@@ -172,7 +175,7 @@ def test_scaled_backward_in_a_helper_with_a_direct_step_in_the_loop(lint, where)
 
 
 def test_a_plain_backward_on_the_branch_where_the_scaler_is_off(lint):
-    source = '''\
+    source = """\
     import torch
 
     def train_one_epoch(model, loader, optimizer, scaler=None, amp_dtype=torch.float16):
@@ -187,12 +190,12 @@ def test_a_plain_backward_on_the_branch_where_the_scaler_is_off(lint):
                 loss.backward()
                 optimizer.step()
             optimizer.zero_grad()
-    '''
+    """
     assert lint("AMP001", source) == []
 
 
 def test_float16_only_where_nothing_is_trained(lint):
-    source = '''\
+    source = """\
     import torch
 
     teacher = AutoModelForCausalLM.from_pretrained("teacher-13b", torch_dtype=torch.float16).cuda().eval()
@@ -213,12 +216,12 @@ def test_float16_only_where_nothing_is_trained(lint):
         loss.backward()
         optimizer.step()
         optimizer.zero_grad()
-    '''
+    """
     assert lint("AMP001", source) == []
 
 
 def test_an_evaluation_loop_beside_the_training_loop(lint):
-    source = '''\
+    source = """\
     import torch
 
     def main(model, train_loader, val_loader, optimizer, epochs):
@@ -233,7 +236,7 @@ def test_an_evaluation_loop_beside_the_training_loop(lint):
             for batch in val_loader:
                 with torch.autocast("cuda", dtype=torch.float16):
                     val_loss = model(**batch).loss
-    '''
+    """
     assert lint("AMP001", source) == []
 
 
@@ -241,10 +244,10 @@ def test_other_dtypes_devices_and_disabled_autocast(lint):
     for header in (
         'torch.autocast("cuda", dtype=torch.bfloat16)',
         'torch.autocast("cpu")',
-        'torch.cpu.amp.autocast()',
+        "torch.cpu.amp.autocast()",
         'torch.autocast("cuda", dtype=torch.float16, enabled=False)',
     ):
-        source = f'''\
+        source = f"""\
     import torch
 
     for x, y in loader:
@@ -253,12 +256,12 @@ def test_other_dtypes_devices_and_disabled_autocast(lint):
         loss.backward()
         optimizer.step()
         optimizer.zero_grad()
-    '''
+    """
         assert lint("AMP001", source) == [], header
 
 
 def test_frameworks_that_scale_the_loss(lint):
-    accelerate = '''\
+    accelerate = """\
     from accelerate import Accelerator
 
     accelerator = Accelerator(mixed_precision="fp16")
@@ -269,8 +272,8 @@ def test_frameworks_that_scale_the_loss(lint):
         accelerator.backward(loss)
         optimizer.step()
         optimizer.zero_grad()
-    '''
-    deepspeed_engine = '''\
+    """
+    deepspeed_engine = """\
     import deepspeed
     import torch
 
@@ -280,13 +283,13 @@ def test_frameworks_that_scale_the_loss(lint):
             loss = engine(batch)
         engine.backward(loss)
         engine.step()
-    '''
-    trainer = '''\
+    """
+    trainer = """\
     import torch
     from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
 
     model = AutoModelForCausalLM.from_pretrained("gpt2", torch_dtype=torch.float16)
     Trainer(model=model, args=TrainingArguments(output_dir="out", fp16=True), train_dataset=ds).train()
-    '''
+    """
     for source in (accelerate, deepspeed_engine, trainer):
         assert lint("AMP001", source) == []

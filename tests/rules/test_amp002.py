@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-QLORA = '''\
+QLORA = """\
 import torch
 from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
 from transformers import AutoModelForCausalLM, BitsAndBytesConfig
@@ -20,7 +20,7 @@ model = AutoModelForCausalLM.from_pretrained(
 model = prepare_model_for_kbit_training(model)
 model = get_peft_model(model, LoraConfig(r=16, task_type="CAUSAL_LM"))
 optimizer = torch.optim.AdamW(model.parameters(), lr=2e-4)
-'''
+"""
 
 
 def test_qlora_in_bf16_on_a_t4(lint, where):
@@ -36,20 +36,20 @@ def test_same_script_on_ampere_or_without_a_gpu_is_quiet(lint):
 
 
 def test_string_dtype_chosen_by_is_bf16_supported(lint, where):
-    source = '''\
+    source = """\
     import torch
 
     dtype = "bfloat16" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "float16"
     ptdtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
     ctx = torch.amp.autocast(device_type="cuda", dtype=ptdtype)
-    '''
+    """
     diagnostics = lint("AMP002", source, settings={"gpu": "v100-32gb"})
     assert where(diagnostics) == [(3, 8, 3, 97)]
     assert "`torch.cuda.is_bf16_supported()` (line 3) counts emulation" in diagnostics[0].message
 
 
 def test_model_and_accelerate_spellings(lint, where):
-    source = '''\
+    source = """\
     import torch
     from accelerate import Accelerator
 
@@ -57,13 +57,13 @@ def test_model_and_accelerate_spellings(lint, where):
     model = build_model().cuda().bfloat16()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     batch = batch.to(torch.bfloat16)
-    '''
+    """
     diagnostics = lint("AMP002", source, settings={"gpu": "v100"})
     assert where(diagnostics) == [(4, 14, 4, 80), (5, 8, 5, 39)]
 
 
 def test_conditions_that_do_not_count_emulation_or_user_choices(lint):
-    source = '''\
+    source = """\
     import torch
 
     major, _ = torch.cuda.get_device_capability()
@@ -79,5 +79,5 @@ def test_conditions_that_do_not_count_emulation_or_user_choices(lint):
         pass
     with torch.autocast("cpu", dtype=torch.bfloat16):
         pass
-    '''
+    """
     assert lint("AMP002", source, settings={"gpu": "t4"}) == []

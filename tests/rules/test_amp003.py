@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-TRAIN = '''\
+TRAIN = """\
 from dataclasses import dataclass
 
 import torch
@@ -27,7 +27,7 @@ def train_epoch(model, loader, optimizer, args: Args):
             scaler.step(optimizer)
             scaler.update()
             optimizer.zero_grad(set_to_none=True)
-'''
+"""
 
 
 def test_clip_under_the_accumulation_guard_fires(lint, where):
@@ -47,7 +47,7 @@ def test_unsafe_fix_inserts_unscale_before_the_clip(fix):
 
 
 def test_clip_in_a_helper_between_scaled_backward_and_step(lint, where):
-    source = '''\
+    source = """\
     import torch.nn as nn
 
     def clip(model, max_norm=1.0):
@@ -59,12 +59,12 @@ def test_clip_in_a_helper_between_scaled_backward_and_step(lint, where):
         scaler.step(optimizer)
         scaler.update()
         optimizer.zero_grad()
-    '''
+    """
     assert where(lint("AMP003", source)) == [(4, 11, 4, 65)]
 
 
 def test_fsdp_clip_method_fires_too(lint, where):
-    source = '''\
+    source = """\
     from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler
 
     scaler = ShardedGradScaler()
@@ -74,15 +74,16 @@ def test_fsdp_clip_method_fires_too(lint, where):
         fsdp_model.clip_grad_norm_(1.0)
         scaler.step(optimizer)
         scaler.update()
-    '''
+    """
     assert where(lint("AMP003", source)) == [(7, 4, 7, 35)]
 
 
 def test_near_misses(lint):
     unscaled_first = TRAIN.replace(
-        "                grad_norm = torch", "                scaler.unscale_(optimizer)\n                grad_norm = torch"
+        "                grad_norm = torch",
+        "                scaler.unscale_(optimizer)\n                grad_norm = torch",
     )
-    no_scaler = '''\
+    no_scaler = """\
     import torch
 
     for batch in loader:
@@ -91,8 +92,8 @@ def test_near_misses(lint):
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         optimizer.zero_grad()
-    '''
-    other_branch = '''\
+    """
+    other_branch = """\
     import torch
 
     for batch in loader:
@@ -108,8 +109,8 @@ def test_near_misses(lint):
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
         optimizer.zero_grad()
-    '''
-    accelerate = '''\
+    """
+    accelerate = """\
     for batch in loader:
         with accelerator.accumulate(model):
             accelerator.backward(model(**batch).loss)
@@ -117,6 +118,6 @@ def test_near_misses(lint):
                 accelerator.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
             optimizer.zero_grad()
-    '''
+    """
     for source in (unscaled_first, no_scaler, other_branch, accelerate):
         assert lint("AMP003", source) == []

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCRIPT = '''\
+SCRIPT = """\
 import argparse
 
 import torch
@@ -29,7 +29,7 @@ for batch in loader:
     scaler.scale(loss).backward()
     scaler.step(optimizer)
     scaler.update()
-'''
+"""
 
 
 def test_every_spelling_is_reported_where_written(lint, where):
@@ -46,7 +46,7 @@ def test_fix_adds_the_device_and_names_positional_autocast_arguments(fix):
 
 
 def test_from_import_is_reported_on_the_import_and_fixed_at_every_call(lint, where, fix):
-    source = '''\
+    source = """\
     from torch.cpu.amp import autocast
 
 
@@ -58,7 +58,7 @@ def test_from_import_is_reported_on_the_import_and_fixed_at_every_call(lint, whe
     def train_step(model, x):
         with autocast():
             return model(x).sum()
-    '''
+    """
     diagnostics = lint("AMP004", source)
     assert where(diagnostics) == [(1, 26, 1, 34)]
     assert 'pass "cpu" first' in diagnostics[0].message
@@ -69,19 +69,19 @@ def test_from_import_is_reported_on_the_import_and_fixed_at_every_call(lint, whe
 
 
 def test_no_fix_when_a_name_is_used_without_calling_it(lint):
-    source = '''\
+    source = """\
     from functools import partial
 
     from torch.cuda.amp import autocast
 
     amp_ctx = partial(autocast, dtype=torch.float16)
-    '''
+    """
     diagnostics = lint("AMP004", source)
     assert len(diagnostics) == 1 and diagnostics[0].fix is None
 
 
 def test_current_api_and_other_modules_are_quiet(lint):
-    source = '''\
+    source = """\
     import torch
     from torch.amp import GradScaler, autocast
     from apex import amp
@@ -90,5 +90,5 @@ def test_current_api_and_other_modules_are_quiet(lint):
     with autocast("cuda", dtype=torch.float16), torch.autocast("cuda"):
         pass
     model, optimizer = amp.initialize(model, optimizer, opt_level="O1")
-    '''
+    """
     assert lint("AMP004", source) == []

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCRIPT = '''\
+SCRIPT = """\
 import argparse
 
 import torch
@@ -21,7 +21,7 @@ def build(args):
         model.gradient_checkpointing_enable()
     model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": True})
     return model, tokenizer, optimizer
-'''
+"""
 
 
 def test_both_late_enables_fire_with_the_wrap_and_the_optimizer_related(lint, where):
@@ -35,7 +35,10 @@ def test_both_late_enables_fire_with_the_wrap_and_the_optimizer_related(lint, wh
 
 
 def test_fix_moves_the_plain_statement_before_the_wrap(fix):
-    fixed = fix("CKP001", SCRIPT.replace("    if args.gradient_checkpointing:\n        model.gradient_checkpointing_enable()\n", ""))
+    fixed = fix(
+        "CKP001",
+        SCRIPT.replace("    if args.gradient_checkpointing:\n        model.gradient_checkpointing_enable()\n", ""),
+    )
     assert (
         '    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": True})\n'
         "    model = get_peft_model(model, config)\n"
@@ -44,60 +47,90 @@ def test_fix_moves_the_plain_statement_before_the_wrap(fix):
 
 
 def test_fix_renames_a_separate_peft_variable_to_the_base_model(fix):
-    source = '''\
+    source = """\
     from peft import LoraConfig, get_peft_model
 
     base = AutoModelForCausalLM.from_pretrained("gpt2")
     peft_model = get_peft_model(base, LoraConfig(r=8))
     peft_model.gradient_checkpointing_enable()
-    '''
+    """
     fixed = fix("CKP001", source)
     assert "base.gradient_checkpointing_enable()\npeft_model = get_peft_model(base, LoraConfig(r=8))\n" in fixed
 
 
 def test_peft_model_loaded_from_an_adapter_directory(lint, where):
-    source = '''\
+    source = """\
     from peft import PeftModel
 
     model = PeftModel.from_pretrained(base_model, "out/checkpoint-500", is_trainable=True)
     model.activation_checkpointing_enable()
-    '''
+    """
     assert where(lint("CKP001", source)) == [(4, 0, 4, 39)]
 
 
 def test_near_misses(lint):
-    early = '''\
+    early = """\
     model = AutoModelForCausalLM.from_pretrained("gpt2")
     model.gradient_checkpointing_enable()
     model = get_peft_model(model, LoraConfig(r=8))
     optimizer = torch.optim.AdamW(model.parameters())
-    '''
-    non_reentrant_by_name = '''\
+    """
+    non_reentrant_by_name = """\
     from peft import get_peft_model
 
     gc_kwargs = {"use_reentrant": False}
     model = get_peft_model(model, config)
     model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=gc_kwargs)
-    '''
-    input_grads = '''\
+    """
+    input_grads = """\
     from peft import get_peft_model
 
     model = get_peft_model(model, config)
     model.gradient_checkpointing_enable()
     model.enable_input_require_grads()
-    '''
-    full_model_after_optimizer = '''\
+    """
+    full_model_after_optimizer = """\
     import torch
 
     model = AutoModelForCausalLM.from_pretrained("gpt2")
     optimizer = torch.optim.AdamW(model.parameters(), lr=5e-5)
     model.gradient_checkpointing_enable()
-    '''
-    other_model = '''\
+    """
+    other_model = """\
     from peft import get_peft_model
 
     student = get_peft_model(student, config)
     teacher.gradient_checkpointing_enable()
-    '''
-    for source in (early, non_reentrant_by_name, input_grads, full_model_after_optimizer, other_model):
+    """
+    only_without_lora = """\
+    from peft import get_peft_model
+
+    if args.train_text_encoder and args.use_lora:
+        text_encoder = get_peft_model(text_encoder, config)
+    if args.gradient_checkpointing:
+        unet.enable_gradient_checkpointing()
+        if args.train_text_encoder and not args.use_lora:
+            text_encoder.gradient_checkpointing_enable()
+    """
+    full_only = """\
+    from peft import get_peft_model
+
+    if not args.train_text_encoder:
+        text_encoder.requires_grad_(False)
+    elif args.train_text_encoder and args.adapter != "full":
+        text_encoder = get_peft_model(text_encoder, config)
+    if args.gradient_checkpointing:
+        if args.train_text_encoder and args.adapter == "full":
+            text_encoder.gradient_checkpointing_enable()
+    """
+    sources = (
+        early,
+        non_reentrant_by_name,
+        input_grads,
+        full_model_after_optimizer,
+        other_model,
+        only_without_lora,
+        full_only,
+    )
+    for source in sources:
         assert lint("CKP001", source) == []

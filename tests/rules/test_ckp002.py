@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-MODEL = '''\
+MODEL = """\
 import torch.utils.checkpoint as cp
 from torch import nn
 from torch.utils.checkpoint import checkpoint_sequential
@@ -27,7 +27,7 @@ class Backbone(nn.Module):
                 preserve_rng_state=False,
             )
         return x
-'''
+"""
 
 
 def test_aliases_and_checkpoint_sequential_fire(lint, where):
@@ -41,17 +41,17 @@ def test_fix_appends_use_reentrant_false_after_the_last_argument(fix):
 
 
 def test_star_args_are_kept_before_the_keyword(fix):
-    source = '''\
+    source = """\
     from torch.utils.checkpoint import checkpoint
 
     def run(layer, *inputs):
         return checkpoint(layer, *inputs)
-    '''
+    """
     assert "checkpoint(layer, *inputs, use_reentrant=False)" in fix("CKP002", source)
 
 
 def test_near_misses(lint):
-    source = '''\
+    source = """\
     import functools
 
     import deepspeed
@@ -62,5 +62,5 @@ def test_near_misses(lint):
     z = checkpoint(block, x, **ckpt_kwargs)
     w = deepspeed.checkpointing.checkpoint(block, x)
     model.gradient_checkpointing_enable()
-    '''
+    """
     assert lint("CKP002", source) == []

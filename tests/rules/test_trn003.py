@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCRIPT = '''\
+SCRIPT = """\
 import argparse
 
 import wandb
@@ -27,7 +27,7 @@ for step, batch in enumerate(bar):
         optimizer.step()
         optimizer.zero_grad()
         print(f"step loss {loss.item() * args.accum:.4f}")
-'''
+"""
 
 
 def test_syncs_on_every_micro_batch_fire_once_per_expression(lint, where):
@@ -37,7 +37,7 @@ def test_syncs_on_every_micro_batch_fire_once_per_expression(lint, where):
 
 
 def test_inner_micro_step_loop(lint, where):
-    source = '''\
+    source = """\
     for it in range(max_iters):
         for micro_step in range(grad_accum_steps):
             logits, loss = model(X, Y)
@@ -47,17 +47,17 @@ def test_inner_micro_step_loop(lint, where):
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         print(f"iter {it}: loss {loss.item():.4f}")
-    '''
+    """
     assert where(lint("TRN003", source)) == [(5, 22, 5, 33)]
 
 
 def test_no_accumulation_is_not_reported(lint):
-    source = '''\
+    source = """\
     for batch in loader:
         loss = model(**batch).loss
         loss.backward()
         optimizer.step()
         optimizer.zero_grad()
         bar.set_postfix(loss=loss.item())
-    '''
+    """
     assert lint("TRN003", source) == []

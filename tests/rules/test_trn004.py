@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 def test_empty_cache_in_the_step_and_in_a_helper(lint, where):
-    source = '''\
+    source = """\
     import gc
 
     import torch
@@ -25,13 +25,13 @@ def test_empty_cache_in_the_step_and_in_a_helper(lint, where):
             del loss
             empty_cache()
             cleanup()
-    '''
+    """
     diagnostics = lint("TRN004", source)
     assert where(diagnostics) == [(9, 4, 9, 28), (19, 8, 19, 21)]
 
 
 def test_near_misses(lint):
-    source = '''\
+    source = """\
     import torch
 
     for epoch in range(epochs):
@@ -52,5 +52,5 @@ def test_near_misses(lint):
         with torch.no_grad():
             outputs.append(model(**batch).logits.cpu())
         torch.cuda.empty_cache()
-    '''
+    """
     assert lint("TRN004", source) == []

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-CLASSIFIER = '''\
+CLASSIFIER = """\
 import torch
 from torch import nn
 
@@ -28,7 +28,7 @@ class Trainer:
                 self.optimizer.step()
                 self.optimizer.zero_grad()
             print(epoch, self.validate())
-'''
+"""
 
 
 def test_validation_in_the_epoch_loop_without_train_again(lint, where):
@@ -43,7 +43,7 @@ def test_train_at_the_start_of_each_epoch_is_enough_for_an_end_of_epoch_eval(lin
 
 
 def test_direct_eval_inside_the_step_loop(lint, where):
-    source = '''\
+    source = """\
     for epoch in range(epochs):
         model.train()
         for step, batch in enumerate(loader):
@@ -55,12 +55,12 @@ def test_direct_eval_inside_the_step_loop(lint, where):
                 model.eval()
                 with torch.no_grad():
                     val = sum(model(**b).loss.item() for b in val_loader)
-    '''
+    """
     assert where(lint("TRN005", source)) == [(9, 12, 9, 24)]
 
 
 def test_frozen_models_may_stay_in_eval_mode(lint):
-    source = '''\
+    source = """\
     import copy
 
     import torch
@@ -77,12 +77,12 @@ def test_frozen_models_may_stay_in_eval_mode(lint):
         loss.backward()
         optimizer.step()
         optimizer.zero_grad()
-    '''
+    """
     assert lint("TRN005", source) == []
 
 
 def test_from_pretrained_without_train(lint, where):
-    source = '''\
+    source = """\
     import torch
     from accelerate import Accelerator
     from transformers import AutoModelForSeq2SeqLM
@@ -96,20 +96,20 @@ def test_from_pretrained_without_train(lint, where):
         accelerator.backward(loss)
         optimizer.step()
         optimizer.zero_grad()
-    '''
+    """
     diagnostics = lint("TRN005", source)
     assert where(diagnostics) == [(6, 8, 6, 56)]
     assert "never calls `model.train()`" in diagnostics[0].message
 
 
 def test_from_pretrained_with_a_trainer_or_a_train_call(lint):
-    trainer = '''\
+    trainer = """\
     from transformers import AutoModelForCausalLM, Trainer
 
     model = AutoModelForCausalLM.from_pretrained("gpt2")
     Trainer(model=model, args=args, train_dataset=ds).train()
-    '''
-    called = '''\
+    """
+    called = """\
     model = AutoModelForCausalLM.from_pretrained("gpt2")
     optimizer = torch.optim.AdamW(model.parameters())
     model.train()
@@ -117,6 +117,6 @@ def test_from_pretrained_with_a_trainer_or_a_train_call(lint):
         model(**batch).loss.backward()
         optimizer.step()
         optimizer.zero_grad()
-    '''
+    """
     for source in (trainer, called):
         assert lint("TRN005", source) == []

@@ -51,7 +51,9 @@ def dtype_values(index: ModuleIndex, expr: cst.BaseExpression | None, depth: int
     if isinstance(expr, cst.IfExp):
         return dtype_values(index, expr.body, depth + 1) | dtype_values(index, expr.orelse, depth + 1)
     if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Dict):
-        return _union(index, [e.value for e in expr.value.elements if isinstance(e, cst.DictElement)], depth, dtype_values) or {"unknown"}
+        return _union(
+            index, [e.value for e in expr.value.elements if isinstance(e, cst.DictElement)], depth, dtype_values
+        ) or {"unknown"}
     if isinstance(expr, cst.Call) and method_name(expr) == "getattr" and len(expr.args) >= 2:
         name = dtype_name(string_value(expr.args[1].value) or "")
         return {name} if name else {"unknown"}

@@ -12,7 +12,7 @@ from typing import Iterator
 
 import libcst as cst
 
-from memlint.rules._python_helpers.syntax import dotted, iter_nodes, method_name, receiver
+from memlint.rules._python_helpers.syntax import dotted, iter_nodes, method_name, receiver, register_children
 from memlint.sources.python import PythonSource
 
 Flow = cst.Module | cst.FunctionDef  # a body that runs top to bottom
@@ -36,6 +36,7 @@ class Definition:
     flow: Flow
     augmented: cst.BaseAugOp | None = None  # the operator of ``name op= value``
     whole_value: cst.BaseExpression | None = None  # for ``a, b = f()``: ``f()``
+    position: int | None = None  # for ``a, b = f()``: where the name sits in the tuple
 
 
 @dataclass
@@ -46,6 +47,22 @@ class ModuleIndex:
     flows: list[Flow] = field(default_factory=list)
     definitions: dict[int, dict[str, list[Definition]]] = field(default_factory=dict)  # id(flow) -> name -> defs
     cache: dict[str, object] = field(default_factory=dict)  # results other helpers compute once
+
+    @property
+    def nodes(self) -> list[cst.CSTNode]:
+        """Every node of the module, functions and classes included, in source order."""
+        return self.once("nodes", lambda: list(iter_nodes(self.py.module, enter_defs=True)))
+
+    @property
+    def calls(self) -> list[cst.Call]:
+        """Every call of the module, in source order."""
+        return self.once("calls", lambda: [n for n in self.nodes if isinstance(n, cst.Call)])
+
+    def once(self, key: str, compute):
+        """``compute()`` the first time ``key`` is asked for, the stored result after."""
+        if key not in self.cache:
+            self.cache[key] = compute()
+        return self.cache[key]
 
     # ------------------------------------------------------------------ positions
 
@@ -94,6 +111,46 @@ class ModuleIndex:
             if isinstance(ancestor, cst.ClassDef):
                 return ancestor
         return None
+
+    def conditions(self, node: cst.CSTNode) -> set[tuple[str, bool]]:
+        """What the enclosing ``if``s of its function require for ``node`` to run, as
+        (condition as written, truth): ``if a and not b:`` gives {("a", True), ("b", False)},
+        the ``else`` of ``if a:`` gives {("a", False)}."""
+        out: set[tuple[str, bool]] = set()
+        previous: cst.CSTNode = node
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                break
+            if isinstance(ancestor, cst.If):
+                atoms = self._atoms(ancestor.test)
+                if previous is ancestor.body:
+                    out |= atoms
+                elif previous is ancestor.orelse and len(atoms) == 1:
+                    ((text, truth),) = atoms
+                    out.add((text, not truth))
+            previous = ancestor
+        return out
+
+    def _atoms(self, test: cst.BaseExpression) -> set[tuple[str, bool]]:
+        if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+            return self._atoms(test.left) | self._atoms(test.right)
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            inner = self._atoms(test.expression)  # not (a and b) says nothing about a alone
+            return {(text, not truth) for text, truth in inner} if len(inner) == 1 else set()
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+            (target,) = test.comparisons
+            positive = {cst.NotEqual: "==", cst.IsNot: "is", cst.NotIn: "in"}
+            negative = type(target.operator) in positive
+            operator = positive.get(type(target.operator), None) or self.py.code_of(target.operator).strip()
+            left, right = (self.py.code_of(n).strip("() ") for n in (test.left, target.comparator))
+            text = f"{left} {operator} {right}"
+            return {(text, not negative)}
+        return {(self.py.code_of(test).strip("() "), True)}
+
+    def exclusive(self, a: cst.CSTNode, b: cst.CSTNode) -> bool:
+        """Can ``a`` and ``b`` never both run (``if x:`` around one, ``if not x:`` around the other)?"""
+        mine = self.conditions(a)
+        return any((text, not truth) in mine for text, truth in self.conditions(b))
 
     def qualified(self, node: cst.CSTNode) -> set[str]:
         try:
@@ -154,13 +211,38 @@ class ModuleIndex:
         grand = self.parent(parent) if parent is not None else None
         return isinstance(grand, cst.ClassDef)
 
-    def callers_of(self, function: cst.FunctionDef) -> list[cst.Call]:
-        out = []
+    def callees(self, flow: Flow, depth: int = 2) -> set[int]:
+        """ids of the module's functions ``flow`` runs, directly or through ``depth`` levels."""
+        return self.once(f"callees:{id(flow)}:{depth}", lambda: self._reach(flow, depth))
+
+    def _reach(self, flow: Flow, depth: int) -> set[int]:
+        direct = self.once("callees", self._direct_callees)
+        reached: set[int] = set()
+        frontier = {id(flow)}
+        for _ in range(depth):
+            frontier = {c for f in frontier for c in direct.get(f, ())} - reached
+            reached |= frontier
+        return reached
+
+    def _direct_callees(self) -> dict[int, set[int]]:
+        out: dict[int, set[int]] = {}
         for flow in self.flows:
-            for node in iter_nodes(flow if isinstance(flow, cst.Module) else flow.body):
-                if isinstance(node, cst.Call) and self.helper_for(node) is function:
-                    out.append(node)
+            body = flow if isinstance(flow, cst.Module) else flow.body
+            for node in iter_nodes(body):
+                if isinstance(node, cst.Call):
+                    helper = self.helper_for(node)
+                    if helper is not None:
+                        out.setdefault(id(flow), set()).add(id(helper))
         return out
+
+    def connected(self, a: Flow, b: Flow) -> bool:
+        """Do two flows take part in the same run: the same, module level, one calling the
+        other, or both called from a third (``main()`` calling ``build()`` and ``train()``)?"""
+        if a is b or isinstance(a, cst.Module) or isinstance(b, cst.Module):
+            return True
+        if id(b) in self.callees(a) or id(a) in self.callees(b):
+            return True
+        return any({id(a), id(b)} <= self.callees(m) for m in self.flows)
 
     # ------------------------------------------------------------------ assignments
 
@@ -214,6 +296,7 @@ def _targets(target: cst.BaseExpression) -> list[cst.BaseExpression]:
 
 
 def _build(py: PythonSource) -> ModuleIndex:
+    register_children(py, py.parents)
     index = ModuleIndex(py)
     module = py.module
     index.flows.append(module)
@@ -245,10 +328,12 @@ def _definitions_in(node: cst.CSTNode, flow: Flow) -> Iterator[Definition]:
                 values = [e.value for e in node.value.elements]
             else:
                 values = [None] * len(names)
-            for name_node, value in zip(names, values):
+            for position, (name_node, value) in enumerate(zip(names, values, strict=True)):
                 name = dotted(name_node)
                 if name:
-                    yield Definition(name, node, value, flow, whole_value=node.value)
+                    yield Definition(
+                        name, node, value, flow, whole_value=node.value, position=None if single else position
+                    )
     elif isinstance(node, cst.AnnAssign) and node.value is not None:
         name = dotted(node.target)
         if name:

@@ -85,7 +85,15 @@ class _Walker:
         elif isinstance(node, cst.If):
             self.expression(node.test, guards, loops, site, in_except, depth, stack)
             divisors = self.divisors(node.test)
-            self.block(block_statements(node.body), guards + (Guard(node, "body", divisors),), loops, site, in_except, depth, stack)
+            self.block(
+                block_statements(node.body),
+                guards + (Guard(node, "body", divisors),),
+                loops,
+                site,
+                in_except,
+                depth,
+                stack,
+            )
             other = guards + (Guard(node, "orelse", divisors),)
             if isinstance(node.orelse, cst.Else):
                 self.block(block_statements(node.orelse.body), other, loops, site, in_except, depth, stack)
@@ -126,7 +134,9 @@ class _Walker:
             if depth < MAX_HELPER_DEPTH:
                 for helper in self._helpers_run_by(call):
                     if helper not in stack:
-                        self.block(block_statements(helper.body), guards, loops, here, in_except, depth + 1, stack + (helper,))
+                        self.block(
+                            block_statements(helper.body), guards, loops, here, in_except, depth + 1, stack + (helper,)
+                        )
             self.events.append(Event(call, guards, loops, here, in_except, depth))
         if isinstance(node, cst.Assign) and zero_grad_target(self.index, node):
             self.events.append(Event(node, guards, loops, site if site is not None else node, in_except, depth))
@@ -161,6 +171,11 @@ def body_events(index: ModuleIndex, loop: Loop) -> list[Event]:
 
 
 def flow_events(index: ModuleIndex, flow: cst.Module | cst.FunctionDef) -> list[Event]:
+    """The events of a function body (or the module's top level), helpers inlined."""
+    return index.once(f"flow_events:{id(flow)}", lambda: _flow_events(index, flow))
+
+
+def _flow_events(index: ModuleIndex, flow: cst.Module | cst.FunctionDef) -> list[Event]:
     walker = _Walker(index)
     statements = list(flow.body) if isinstance(flow, cst.Module) else block_statements(flow.body)
     walker.block(statements, (), (), None, False, 0, (flow,) if isinstance(flow, cst.FunctionDef) else ())
@@ -186,11 +201,12 @@ class TrainingLoop:
 
 def training_loops(index: ModuleIndex) -> list[TrainingLoop]:
     """Every loop of the module (in any function) whose body runs a ``backward()``."""
-    cached = index.cache.get("training_loops")
-    if cached is not None:
-        return cached
+    return index.once("training_loops", lambda: _training_loops(index))
+
+
+def _training_loops(index: ModuleIndex) -> list[TrainingLoop]:
     out = []
-    for node in iter_nodes(index.py.module, enter_defs=True):
+    for node in index.nodes:
         if not isinstance(node, (cst.For, cst.While)):
             continue
         events = body_events(index, node)
@@ -206,7 +222,6 @@ def training_loops(index: ModuleIndex) -> list[TrainingLoop]:
                 found.steps.append((event, step))
         if found.backwards:
             out.append(found)
-    index.cache["training_loops"] = out
     return out
 
 
@@ -217,8 +232,8 @@ def step_loops(index: ModuleIndex) -> list[TrainingLoop]:
     for candidate in training_loops(index):
         if not candidate.is_step_loop:
             continue
-        inner_with_backward = {id(l) for e, _ in candidate.backwards for l in e.loops}
-        inner_with_step = {id(l) for e, _ in candidate.steps for l in e.loops}
+        inner_with_backward = {id(loop) for e, _ in candidate.backwards for loop in e.loops}
+        inner_with_step = {id(loop) for e, _ in candidate.steps for loop in e.loops}
         if inner_with_backward & inner_with_step:
             continue  # a loop inside does both: that one is the step loop
         out.append(candidate)

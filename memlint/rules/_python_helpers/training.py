@@ -29,23 +29,69 @@ from memlint.rules._python_helpers.syntax import (
 # ---------------------------------------------------------------------- constructors
 
 OPTIMIZER_CLASSES = {
-    "AdamW", "Adam", "SGD", "Adafactor", "Adagrad", "Adadelta", "Adamax", "RMSprop", "Rprop", "ASGD",
-    "NAdam", "RAdam", "LBFGS", "SparseAdam", "Lion", "LAMB", "Lamb", "AdamW8bit", "Adam8bit",
-    "PagedAdamW", "PagedAdamW8bit", "PagedAdamW32bit", "PagedLion8bit", "Lion8bit", "FusedAdam",
-    "FusedLAMB", "DeepSpeedCPUAdam", "Muon", "SophiaG", "AdEMAMix", "CAME", "Prodigy",
-    "AdamWScheduleFree", "SGDScheduleFree", "Adan", "GaLoreAdamW", "GaLoreAdamW8bit",
+    "AdamW",
+    "Adam",
+    "SGD",
+    "Adafactor",
+    "Adagrad",
+    "Adadelta",
+    "Adamax",
+    "RMSprop",
+    "Rprop",
+    "ASGD",
+    "NAdam",
+    "RAdam",
+    "LBFGS",
+    "SparseAdam",
+    "Lion",
+    "LAMB",
+    "Lamb",
+    "AdamW8bit",
+    "Adam8bit",
+    "PagedAdamW",
+    "PagedAdamW8bit",
+    "PagedAdamW32bit",
+    "PagedLion8bit",
+    "Lion8bit",
+    "FusedAdam",
+    "FusedLAMB",
+    "DeepSpeedCPUAdam",
+    "Muon",
+    "SophiaG",
+    "AdEMAMix",
+    "CAME",
+    "Prodigy",
+    "AdamWScheduleFree",
+    "SGDScheduleFree",
+    "Adan",
+    "GaLoreAdamW",
+    "GaLoreAdamW8bit",
 }
 _OPTIMIZER_MODULES = (
-    "torch.optim.", "bitsandbytes.optim.", "apex.optimizers.", "deepspeed.ops.", "timm.optim.",
-    "lion_pytorch.", "torch_optimizer.", "schedulefree.", "galore_torch.", "transformers.optimization.Adafactor",
-    "transformers.Adafactor", "transformers.AdamW", "transformers.optimization.AdamW",
+    "torch.optim.",
+    "bitsandbytes.optim.",
+    "apex.optimizers.",
+    "deepspeed.ops.",
+    "timm.optim.",
+    "lion_pytorch.",
+    "torch_optimizer.",
+    "schedulefree.",
+    "galore_torch.",
+    "transformers.optimization.Adafactor",
+    "transformers.Adafactor",
+    "transformers.AdamW",
+    "transformers.optimization.AdamW",
 )
 _OPTIMIZER_BUILDER = re.compile(r"(create|build|get|make|init|setup|configure)_?optimi[sz]ers?(_\w+)?")
 
 SCALER_CLASSES = {
-    "torch.amp.GradScaler", "torch.GradScaler", "torch.amp.grad_scaler.GradScaler",
-    "torch.cuda.amp.GradScaler", "torch.cuda.amp.grad_scaler.GradScaler",
-    "torch.cpu.amp.GradScaler", "torch.cpu.amp.grad_scaler.GradScaler",
+    "torch.amp.GradScaler",
+    "torch.GradScaler",
+    "torch.amp.grad_scaler.GradScaler",
+    "torch.cuda.amp.GradScaler",
+    "torch.cuda.amp.grad_scaler.GradScaler",
+    "torch.cpu.amp.GradScaler",
+    "torch.cpu.amp.grad_scaler.GradScaler",
     "torch.distributed.fsdp.sharded_grad_scaler.ShardedGradScaler",
     "torch.distributed.fsdp.ShardedGradScaler",
 }
@@ -64,7 +110,9 @@ FSDP_WRAPPERS = {
 def is_optimizer_constructor(index: ModuleIndex, call: cst.Call) -> bool:
     for name in index.qualified(call):
         last = name.rsplit(".", 1)[-1]
-        if name.startswith("torch.optim.") and ("lr_scheduler" in name or not last[:1].isupper() or last == "Optimizer"):
+        if name.startswith("torch.optim.") and (
+            "lr_scheduler" in name or not last[:1].isupper() or last == "Optimizer"
+        ):
             continue
         if name.startswith(_OPTIMIZER_MODULES):
             return True
@@ -219,9 +267,7 @@ def step_of(index: ModuleIndex, call: cst.Call) -> Step | None:
 
 
 def _is_closure(index: ModuleIndex, expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, (cst.Name, cst.Lambda)) and (
-        isinstance(expr, cst.Lambda) or expr.value in index.functions
-    )
+    return isinstance(expr, (cst.Name, cst.Lambda)) and (isinstance(expr, cst.Lambda) or expr.value in index.functions)
 
 
 def is_scheduler_step(index: ModuleIndex, call: cst.Call) -> bool:
@@ -257,9 +303,15 @@ def _mentions_grad(expr: cst.CSTNode | None) -> bool:
 
 def is_clip_grad(index: ModuleIndex, call: cst.Call) -> bool:
     names = index.qualified(call)
-    if any(n.startswith("torch.nn.utils") and n.rsplit(".", 1)[-1] in ("clip_grad_norm_", "clip_grad_value_", "clip_grad_norm", "clip_grads_with_norm_") for n in names):
+    if any(
+        n.startswith("torch.nn.utils")
+        and n.rsplit(".", 1)[-1] in ("clip_grad_norm_", "clip_grad_value_", "clip_grad_norm", "clip_grads_with_norm_")
+        for n in names
+    ):
         return True
-    return method_name(call) in ("clip_grad_norm_", "clip_grad_value_") and not is_framework_object(index, receiver(call))
+    return method_name(call) in ("clip_grad_norm_", "clip_grad_value_") and not is_framework_object(
+        index, receiver(call)
+    )
 
 
 # ---------------------------------------------------------------------- autocast
@@ -318,8 +370,14 @@ class AutocastRegion:
 
 
 def autocast_regions(index: ModuleIndex) -> list[AutocastRegion]:
+    """Every autocast region of the module: ``with`` statements (also through a variable) and
+    decorated functions."""
+    return index.once("autocast_regions", lambda: _autocast_regions(index))
+
+
+def _autocast_regions(index: ModuleIndex) -> list[AutocastRegion]:
     out = []
-    for node in iter_nodes(index.py.module, enter_defs=True):
+    for node in index.nodes:
         if isinstance(node, cst.With):
             for item in node.items:
                 for found in _autocasts_behind(index, item.item):
@@ -374,7 +432,8 @@ def model_holder(index: ModuleIndex, call: cst.Call) -> str | None:
     while True:
         parent = index.parent(node)
         if isinstance(parent, (cst.Attribute, cst.Call)) and (
-            (isinstance(parent, cst.Attribute) and parent.value is node) or (isinstance(parent, cst.Call) and parent.func is node)
+            (isinstance(parent, cst.Attribute) and parent.value is node)
+            or (isinstance(parent, cst.Call) and parent.func is node)
         ):
             node = parent
             continue
@@ -389,8 +448,13 @@ def model_holder(index: ModuleIndex, call: cst.Call) -> str | None:
 
 
 def dtype_choices(index: ModuleIndex) -> list[DtypeChoice]:
+    """Every place the module puts weights or compute in float16 / bfloat16."""
+    return index.once("dtype_choices", lambda: _dtype_choices(index))
+
+
+def _dtype_choices(index: ModuleIndex) -> list[DtypeChoice]:
     out = []
-    for node in iter_nodes(index.py.module, enter_defs=True):
+    for node in index.nodes:
         if not isinstance(node, cst.Call):
             continue
         name = method_name(node)
@@ -410,17 +474,27 @@ def dtype_choices(index: ModuleIndex) -> list[DtypeChoice]:
             if value is not None:
                 values = dtype_values(index, value)
                 if values & {"fp16", "bf16"}:
-                    out.append(DtypeChoice(node, frozenset(values), model_holder(index, node), "from_pretrained(torch_dtype=...)"))
+                    out.append(
+                        DtypeChoice(
+                            node, frozenset(values), model_holder(index, node), "from_pretrained(torch_dtype=...)"
+                        )
+                    )
         elif name == "MixedPrecision":
             value = argument(node, 0, "param_dtype")
             if value is not None:
-                out.append(DtypeChoice(node, frozenset(dtype_values(index, value)), None, "MixedPrecision(param_dtype=...)"))
+                out.append(
+                    DtypeChoice(node, frozenset(dtype_values(index, value)), None, "MixedPrecision(param_dtype=...)")
+                )
         elif name == "BitsAndBytesConfig":
             value = argument(node, None, "bnb_4bit_compute_dtype")
             if value is not None:
                 out.append(DtypeChoice(node, frozenset(dtype_values(index, value)), None, "bnb_4bit_compute_dtype"))
         elif index.calls_named(node, "torch.set_default_dtype"):
-            out.append(DtypeChoice(node, frozenset(dtype_values(index, argument(node, 0, "d"))), None, "torch.set_default_dtype"))
+            out.append(
+                DtypeChoice(
+                    node, frozenset(dtype_values(index, argument(node, 0, "d"))), None, "torch.set_default_dtype"
+                )
+            )
     return out
 
 
@@ -454,8 +528,13 @@ class OptimizerCreation:
 
 
 def optimizer_creations(index: ModuleIndex) -> list[OptimizerCreation]:
+    """Every optimizer the module constructs, with the models whose parameters it takes."""
+    return index.once("optimizer_creations", lambda: _optimizer_creations(index))
+
+
+def _optimizer_creations(index: ModuleIndex) -> list[OptimizerCreation]:
     out = []
-    for node in iter_nodes(index.py.module, enter_defs=True):
+    for node in index.nodes:
         if isinstance(node, cst.Call) and is_optimizer_constructor(index, node):
             owners = parameter_owners(index, node, node)
             out.append(OptimizerCreation(node, model_holder(index, node), frozenset(owners)))
@@ -468,13 +547,17 @@ _WRAPPING_METHODS = {"to", "cuda", "half", "bfloat16", "float", "train", "requir
 def trained_models(index: ModuleIndex) -> set[str]:
     """Names of models an optimizer (or DeepSpeed) updates, and the names they were wrapped
     from (``model = get_peft_model(base, cfg)`` makes ``base`` trained too)."""
+    return index.once("trained_models", lambda: _trained_models(index))
+
+
+def _trained_models(index: ModuleIndex) -> set[str]:
     trained: set[str] = set()
     for creation in optimizer_creations(index):
         for model in creation.models:
             trained.add(model)
             if not model.startswith("self."):
                 trained.add(model.split(".")[0])  # model.module.parameters() trains ``model``
-    for node in iter_nodes(index.py.module, enter_defs=True):
+    for node in index.nodes:
         if isinstance(node, cst.Call) and index.calls_named(node, "deepspeed.initialize"):
             model = argument(node, None, "model")
             if isinstance(model, cst.Name):
@@ -487,15 +570,43 @@ def trained_models(index: ModuleIndex) -> set[str]:
                 if name not in trained:
                     continue
                 for definition in definitions:
-                    source = _wrapped_model(index, definition.value)
+                    source = _wrapped_model(index, definition)
                     if source and source not in trained:
                         trained.add(source)
                         changed = True
     return trained
 
 
-def _wrapped_model(index: ModuleIndex, value: cst.BaseExpression | None) -> str | None:
-    """``base`` for ``get_peft_model(base, cfg)``, ``DDP(base)``, ``base.to(device)``, ``torch.compile(base)``."""
+# calls that return (or are) the model they are given, wrapped: the wrapped model trains too
+_MODEL_WRAPPERS = {
+    "get_peft_model",
+    "prepare_model_for_kbit_training",
+    "PeftModel",
+    "PeftModelForCausalLM",
+    "DistributedDataParallel",
+    "DDP",
+    "DataParallel",
+    "FullyShardedDataParallel",
+    "FSDP",
+    "fully_shard",
+    "compile",
+    "prepare",
+    "prepare_model",
+    "wrap",
+    "from_pretrained",
+}
+
+
+def _wrapped_model(index: ModuleIndex, definition) -> str | None:
+    """``base`` for ``get_peft_model(base, cfg)``, ``DDP(base)``, ``base.to(device)``,
+    ``torch.compile(base)``, and for ``model, opt = accelerator.prepare(base, opt)``."""
+    value = definition.value
+    if value is None and isinstance(definition.whole_value, cst.Call) and definition.position is not None:
+        call = definition.whole_value
+        args = positional(call)
+        if method_name(call) == "prepare" and definition.position < len(args):
+            return dotted(args[definition.position].value)
+        return None
     if not isinstance(value, cst.Call):
         return dotted(value) if isinstance(value, cst.Name) else None
     if method_name(value) in _WRAPPING_METHODS and receiver(value) is not None:
@@ -503,7 +614,9 @@ def _wrapped_model(index: ModuleIndex, value: cst.BaseExpression | None) -> str 
         while isinstance(inner, cst.Call) and method_name(inner) in _WRAPPING_METHODS and receiver(inner) is not None:
             inner = receiver(inner)
         return dotted(inner)  # None for X.from_pretrained(...).cuda(): a new model, not a wrapped one
+    if method_name(value) not in _MODEL_WRAPPERS:
+        return None
+    model = argument(value, None, "model") or argument(value, None, "module")
     args = positional(value)
-    model = argument(value, None, "model")
     first = model if model is not None else (args[0].value if args else None)
-    return root_name(first) if isinstance(first, (cst.Name, cst.Attribute, cst.Call)) else None
+    return dotted(first) if isinstance(first, (cst.Name, cst.Attribute)) else None
