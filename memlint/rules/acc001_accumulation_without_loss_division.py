@@ -152,14 +152,16 @@ for batch in loader:
 
     def check(self, ctx) -> Iterator[Finding]:
         index = index_for(ctx.python)
+        if index is None:
+            return
         for loop in step_loops(index):
             accumulation = accumulation_of(index, loop)
             if accumulation is None or _framework_accumulates(loop):
                 continue
             for event, backward in loop.backwards:
-                if backward.kind == "framework" or not accumulation.accumulates(event):
+                if backward.kind == "framework" or not accumulation.outside_step_guard(event):
                     continue
-                if backward.loss is None or loss_is_divided(index, backward.loss, backward.call):
+                if backward.loss is None or loss_is_divided(index, backward.loss, backward.call, chain=event.chain):
                     continue
                 yield self._finding(ctx, index, accumulation, event, backward)
 

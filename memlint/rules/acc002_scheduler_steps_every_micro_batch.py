@@ -87,6 +87,8 @@ class SchedulerStepsEveryMicroBatch(Rule):
 
     def check(self, ctx) -> Iterator[Finding]:
         index = index_for(ctx.python)
+        if index is None:
+            return
         py = ctx.python
         for loop in step_loops(index):
             accumulation = accumulation_of(index, loop)

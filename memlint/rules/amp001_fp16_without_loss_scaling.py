@@ -175,6 +175,8 @@ with torch.inference_mode():
 
     def check(self, ctx) -> Iterator[Finding]:
         index = index_for(ctx.python)
+        if index is None:
+            return
         backwards = [b for b in _backwards(index) if b.kind != "framework"]
         if not backwards:
             return

@@ -58,9 +58,11 @@ class Bf16UnsupportedGpu(Rule):
     and ``Accelerator(mixed_precision="bf16")``.
 
     A dtype chosen with ``torch.bfloat16 if torch.cuda.is_bf16_supported() else
-    torch.float16`` is reported too: that check counts emulation and answers True on a V100
-    or T4. A choice guarded by ``is_bf16_supported(including_emulation=False)`` or by the
-    compute capability is not.
+    torch.float16`` (or under ``if torch.cuda.is_bf16_supported():``) is reported too: that
+    check counts emulation and answers True on a V100 or T4. A choice guarded by
+    ``is_bf16_supported(including_emulation=False)`` or by the compute capability is not, nor
+    is bfloat16 on a branch the user selects (``if args.bf16:``, ``torch.bfloat16 if
+    args.bf16 else torch.float32``).
 
     ## Why it matters
     GPUs before Ampere have no bfloat16 tensor cores. Depending on the torch and CUDA
@@ -127,10 +129,12 @@ class Bf16UnsupportedGpu(Rule):
         if gpu.bf16:
             return
         index = index_for(ctx.python)
+        if index is None:
+            return
         capability = f" (compute capability {gpu.compute_capability})" if gpu.compute_capability else ""
         seen: set[int] = set()
         for node, what, trap in _bf16_uses(index):
-            if id(node) in seen:
+            if id(node) in seen or (trap is None and _chosen_by_a_condition(index, node)):
                 continue
             seen.add(id(node))
             message = (
@@ -208,3 +212,12 @@ def _candidate_expressions(index: ModuleIndex, dtype, depth: int = 0) -> list[cs
     if isinstance(dtype, cst.Subscript) and isinstance(dtype.slice[0].slice, cst.Index):
         out.extend(_candidate_expressions(index, dtype.slice[0].slice.value, depth + 1))
     return out
+
+
+def _chosen_by_a_condition(index: ModuleIndex, node: cst.CSTNode) -> bool:
+    """Inside ``if args.bf16:`` (a choice the user makes at run time), unless the condition is
+    the emulation-counting ``is_bf16_supported()`` check."""
+    conditions = index.conditions(node)
+    if not conditions:
+        return False
+    return not any("is_bf16_supported" in text and "including_emulation" not in text for text, _ in conditions)

@@ -98,6 +98,8 @@ for batch in loader:
 
     def check(self, ctx) -> Iterator[Finding]:
         index = index_for(ctx.python)
+        if index is None:
+            return
         reported: set[int] = set()
         scaled_in = {id(index.flow_of(c)) for c in index.calls if (b := backward_of(index, c)) and b.kind == "scaled"}
         for flow in index.flows:

@@ -124,6 +124,8 @@ class DeprecatedCudaAmp(Rule):
 
     def check(self, ctx) -> Iterator[Finding]:
         index = index_for(ctx.python)
+        if index is None:
+            return
         yield from self._imports(ctx, index)
         yield from self._attributes(ctx, index)
 

@@ -134,6 +134,8 @@ model.gradient_checkpointing_enable()
 
     def check(self, ctx) -> Iterator[Finding]:
         index = index_for(ctx.python)
+        if index is None:
+            return
         if _prepares_inputs(index):
             return
         for late in _late_enables(index):

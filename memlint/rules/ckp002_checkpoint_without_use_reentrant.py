@@ -91,6 +91,8 @@ class CheckpointWithoutUseReentrant(Rule):
 
     def check(self, ctx) -> Iterator[Finding]:
         index = index_for(ctx.python)
+        if index is None:
+            return
         py = ctx.python
         for node in index.nodes:
             if not isinstance(node, cst.Call) or not (index.qualified(node) & _CHECKPOINT):

@@ -90,6 +90,8 @@ def closure_step(model, optimizer, x, y):
 
     def check(self, ctx) -> Iterator[Finding]:
         index = index_for(ctx.python)
+        if index is None:
+            return
         py = ctx.python
         for loop in step_loops(index):
             steps = [(e, s) for e, s in loop.steps if s.kind in ("direct", "scaled")]

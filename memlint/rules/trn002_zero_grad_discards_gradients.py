@@ -100,6 +100,8 @@ class ZeroGradDiscardsGradients(Rule):
 
     def check(self, ctx) -> Iterator[Finding]:
         index = index_for(ctx.python)
+        if index is None:
+            return
         reported: set[int] = set()
         for loop in step_loops(index):
             for finding_node, finding in _between(ctx, index, loop) + _every_micro_step(ctx, index, loop):

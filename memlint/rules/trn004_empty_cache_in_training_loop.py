@@ -87,6 +87,8 @@ class EmptyCacheInTrainingLoop(Rule):
 
     def check(self, ctx) -> Iterator[Finding]:
         index = index_for(ctx.python)
+        if index is None:
+            return
         py = ctx.python
         reported: set[int] = set()
         for loop in step_loops(index):

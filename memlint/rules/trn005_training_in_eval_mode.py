@@ -106,6 +106,8 @@ for batch in loader:
 
     def check(self, ctx) -> Iterator[Finding]:
         index = index_for(ctx.python)
+        if index is None:
+            return
         trained = trained_models(index)
         yield from self._evaluations_left_on(ctx, index, trained)
         yield from self._never_trained(ctx, index, trained)

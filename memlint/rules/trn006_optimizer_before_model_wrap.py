@@ -99,6 +99,8 @@ class OptimizerBeforeModelWrap(Rule):
 
     def check(self, ctx) -> Iterator[Finding]:
         index = index_for(ctx.python)
+        if index is None:
+            return
         py = ctx.python
         creations = optimizer_creations(index)
         for creation in creations:

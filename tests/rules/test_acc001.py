@@ -306,3 +306,71 @@ def test_a_task_loop_over_range_is_not_accumulation(lint):
         optimizer.zero_grad()
     """
     assert lint("ACC001", source) == []
+
+
+TIMM_STYLE = """\
+import torch
+
+
+def train_one_epoch(model, loader, optimizer, loss_fn, accum_steps, has_no_sync):
+    last_batch_idx = len(loader) - 1
+    for batch_idx, (input, target) in enumerate(loader):
+        need_update = batch_idx == last_batch_idx or (batch_idx + 1) % accum_steps == 0
+
+        def _forward():
+            _loss = loss_fn(model(input), target)
+            {divide}
+            return _loss
+
+        def _backward(_loss):
+            _loss.backward()
+            if need_update:
+                optimizer.step()
+
+        if has_no_sync and not need_update:
+            with model.no_sync():
+                loss = _forward()
+                _backward(loss)
+        else:
+            loss = _forward()
+            _backward(loss)
+        if need_update:
+            optimizer.zero_grad(set_to_none=True)
+"""
+
+
+def test_ddp_no_sync_branches_run_backward_on_every_micro_step(lint, where):
+    diagnostics = lint("ACC001", TIMM_STYLE.replace("{divide}", "pass"))
+    assert where(diagnostics) == [(15, 12, 15, 28)]
+    assert diagnostics[0].fix is None  # the backward sits in a nested helper
+
+
+def test_division_reaches_the_helper_through_its_parameter(lint):
+    assert lint("ACC001", TIMM_STYLE.replace("{divide}", "_loss /= accum_steps")) == []
+    source = """\
+    def backward_step(loss, scaler):
+        scaler.scale(loss).backward()
+
+
+    def train(model, loader, optimizer, scaler, accum):
+        for step, batch in enumerate(loader):
+            backward_step(model(**batch).loss / accum, scaler)
+            if (step + 1) % accum == 0:
+                scaler.step(optimizer)
+                scaler.update()
+                optimizer.zero_grad()
+    """
+    assert lint("ACC001", source) == []
+    undivided = source.replace("model(**batch).loss / accum", "model(**batch).loss")
+    assert [d.range.start.line for d in lint("ACC001", undivided)] == [2]
+
+
+def test_a_divided_loss_scaled_again_before_a_helper_backward(lint):
+    source = TIMM_STYLE.replace("{divide}", "_loss /= accum_steps").replace(
+        "            loss = _forward()\n            _backward(loss)\n",
+        "            loss = _forward()\n            scaled_loss = 2.0 * loss\n"
+        "            if dist_scale is not None:\n                scaled_loss *= dist_scale\n"
+        "            _backward(scaled_loss)\n",
+    )
+    assert "_backward(scaled_loss)" in source
+    assert lint("ACC001", source) == []

@@ -81,3 +81,17 @@ def test_conditions_that_do_not_count_emulation_or_user_choices(lint):
         pass
     """
     assert lint("AMP002", source, settings={"gpu": "t4"}) == []
+
+
+def test_a_branch_the_user_selects_is_not_reported_but_the_emulation_check_is(lint, where):
+    source = """\
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    if args.dtype == "bfloat16":
+        model = AutoModelForCausalLM.from_pretrained(args.model, torch_dtype=torch.bfloat16)
+    if torch.cuda.is_bf16_supported():
+        model = model.to(torch.bfloat16)
+    optimizer = torch.optim.AdamW(model.parameters())
+    """
+    assert where(lint("AMP002", source, settings={"gpu": "v100"})) == [(7, 12, 7, 36)]

@@ -18,7 +18,8 @@ from memlint.rules._python_helpers.syntax import (
     string_value,
 )
 
-MAX_DEPTH = 4
+MAX_DEPTH = 4  # steps followed for a value (name -> assignment -> ...)
+LOSS_DEPTH = 10  # a loss travels further: helpers, parameters, products, returns
 
 _DTYPE_ATTRIBUTES = {
     "torch.float16": "fp16",
@@ -115,15 +116,22 @@ def _is_reciprocal(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Divide)
 
 
-def loss_is_divided(index: ModuleIndex, expr: cst.BaseExpression | None, at: cst.CSTNode, depth: int = 0) -> bool:
+def loss_is_divided(
+    index: ModuleIndex, expr: cst.BaseExpression | None, at: cst.CSTNode, depth: int = 0, chain: tuple = ()
+) -> bool:
     """Is the tensor ``expr`` (evaluated at ``at``) divided on its way there: by the expression
-    itself, by the assignments to the name before ``at``, or by a local helper that returns it?"""
-    if expr is None or depth > MAX_DEPTH:
+    itself, by the assignments to the name before ``at``, by a local helper that returns it,
+    or — for a parameter of a helper reached through the calls in ``chain`` — by the argument
+    the caller passed?"""
+    if expr is None or depth > LOSS_DEPTH:
         return False
     if divides(expr):
         return True
-    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Subtract)):
-        return loss_is_divided(index, expr.left, at, depth + 1) or loss_is_divided(index, expr.right, at, depth + 1)
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Subtract, cst.Multiply)):
+        # loss + aux, local_scale * loss: the loss term decides
+        return loss_is_divided(index, expr.left, at, depth + 1, chain) or loss_is_divided(
+            index, expr.right, at, depth + 1, chain
+        )
     if isinstance(expr, cst.Call):
         name = method_name(expr)
         if name in ("float", "mean", "sum", "contiguous", "clone") and receiver(expr) is not None:
@@ -134,13 +142,37 @@ def loss_is_divided(index: ModuleIndex, expr: cst.BaseExpression | None, at: cst
     if text is None:
         return False
     for definition in sorted(index.reaching(text, at), key=lambda d: index.start(d.statement), reverse=True):
-        verdict = _definition_divides(index, definition, depth)
+        verdict = _definition_divides(index, definition, depth, chain)
         if verdict is not None:
             return verdict
+    caller = _argument_for_parameter(index, text, at, chain)
+    if caller is not None:
+        argument_value, call = caller
+        return loss_is_divided(index, argument_value, call, depth + 1, chain[:-1])
     return False
 
 
-def _definition_divides(index: ModuleIndex, definition: Definition, depth: int) -> bool | None:
+def _argument_for_parameter(index: ModuleIndex, name: str, at: cst.CSTNode, chain: tuple):
+    """``(the argument, the call)`` bound to parameter ``name`` of the function holding ``at``,
+    when the innermost call of ``chain`` runs that function."""
+    function = index.flow_of(at)
+    if not chain or not isinstance(function, cst.FunctionDef) or index.helper_for(chain[-1]) is not function:
+        return None
+    call = chain[-1]
+    params = [*function.params.posonly_params, *function.params.params]
+    if params and params[0].name.value in ("self", "cls") and isinstance(call.func, cst.Attribute):
+        params = params[1:]
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg.value, call
+    positional_args = [a for a in call.args if a.keyword is None and a.star == ""]
+    for position, param in enumerate(params):
+        if param.name.value == name and position < len(positional_args):
+            return positional_args[position].value, call
+    return None
+
+
+def _definition_divides(index: ModuleIndex, definition: Definition, depth: int, chain: tuple = ()) -> bool | None:
     """True / False for a definition that settles the question, None to look further back."""
     if definition.augmented is not None:
         if isinstance(definition.augmented, cst.DivideAssign):
@@ -157,7 +189,7 @@ def _definition_divides(index: ModuleIndex, definition: Definition, depth: int) 
             helper = index.helper_for(whole)
             return helper is not None and returns_divided(index, helper, depth + 1)
         return False
-    return loss_is_divided(index, value, definition.statement, depth + 1)
+    return loss_is_divided(index, value, definition.statement, depth + 1, chain)
 
 
 def returns_divided(index: ModuleIndex, helper: cst.FunctionDef, depth: int = 0) -> bool:

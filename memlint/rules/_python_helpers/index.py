@@ -133,7 +133,15 @@ class ModuleIndex:
 
     def _atoms(self, test: cst.BaseExpression) -> set[tuple[str, bool]]:
         if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
-            return self._atoms(test.left) | self._atoms(test.right)
+            out: set[tuple[str, bool]] = set()
+            pending = [test]
+            while pending:  # a and b and c ... nests to the left: flatten without recursion
+                current = pending.pop()
+                if isinstance(current, cst.BooleanOperation) and isinstance(current.operator, cst.And):
+                    pending += [current.left, current.right]
+                else:
+                    out |= self._atoms(current)
+            return out
         if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
             inner = self._atoms(test.expression)  # not (a and b) says nothing about a alone
             return {(text, not truth) for text, truth in inner} if len(inner) == 1 else set()
@@ -364,10 +372,23 @@ def _definitions_in(node: cst.CSTNode, flow: Flow) -> Iterator[Definition]:
 _INDEXES: "weakref.WeakKeyDictionary[PythonSource, ModuleIndex]" = weakref.WeakKeyDictionary()
 
 
-def index_for(py: PythonSource) -> ModuleIndex:
-    """The shared index of a parsed module (built on first use)."""
+_TOO_DEEP: "weakref.WeakSet[PythonSource]" = weakref.WeakSet()
+
+
+def index_for(py: PythonSource | None) -> ModuleIndex | None:
+    """The shared index of a parsed module (built on first use); None when there is no tree
+    or libcst cannot compute its metadata (code nested thousands deep): the rules then have
+    nothing to say about the file rather than failing on it."""
+    if py is None or py in _TOO_DEEP:
+        return None
     index = _INDEXES.get(py)
     if index is None:
+        try:
+            py.parents  # libcst's metadata visitors recurse: deep code exhausts the stack,
+            py.positions  # or (seen with 1500-term `and` chains) fails with a KeyError
+        except (RecursionError, KeyError):
+            _TOO_DEEP.add(py)
+            return None
         index = _build(py)
         _INDEXES[py] = index
     return index

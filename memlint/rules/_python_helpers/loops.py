@@ -52,6 +52,7 @@ class Event:
     site: cst.CSTNode  # the call in the analysed body through which the event is reached
     in_except: bool
     depth: int  # 0 when written in the analysed body, else how many helpers deep
+    chain: tuple[cst.Call, ...] = ()  # the helper calls that lead here, outermost first
 
     @property
     def call(self) -> cst.Call | None:
@@ -69,6 +70,7 @@ class _Walker:
     def __init__(self, index: ModuleIndex) -> None:
         self.index = index
         self.events: list[Event] = []
+        self.chain: list[cst.Call] = []  # helper calls being inlined
 
     def block(self, statements, guards, loops, site, in_except, depth, stack) -> None:
         pending: list[Guard] = []
@@ -134,12 +136,14 @@ class _Walker:
             if depth < MAX_HELPER_DEPTH:
                 for helper in self._helpers_run_by(call):
                     if helper not in stack:
-                        self.block(
-                            block_statements(helper.body), guards, loops, here, in_except, depth + 1, stack + (helper,)
-                        )
-            self.events.append(Event(call, guards, loops, here, in_except, depth))
+                        self.chain.append(call)
+                        body = block_statements(helper.body)
+                        self.block(body, guards, loops, here, in_except, depth + 1, stack + (helper,))
+                        self.chain.pop()
+            self.events.append(Event(call, guards, loops, here, in_except, depth, tuple(self.chain)))
         if isinstance(node, cst.Assign) and zero_grad_target(self.index, node):
-            self.events.append(Event(node, guards, loops, site if site is not None else node, in_except, depth))
+            here = site if site is not None else node
+            self.events.append(Event(node, guards, loops, here, in_except, depth, tuple(self.chain)))
 
     def _helpers_run_by(self, call: cst.Call) -> list[cst.FunctionDef]:
         out = []
@@ -251,10 +255,19 @@ class Accumulation:
     inner: cst.For | None = None  # ``for micro_step in range(accum):`` holding the backward
 
     def accumulates(self, event: Event) -> bool:
-        """Does ``event`` run on every micro-step (not only on the stepping ones)?"""
+        """Does ``event`` run on every micro-step, under no interval condition at all?"""
         if self.inner is not None:
             return any(loop is self.inner for loop in event.loops)
         return not event.modulo_guards
+
+    def outside_step_guard(self, event: Event) -> bool:
+        """Does ``event`` run apart from the step: not under the step's own condition? (A
+        backward under ``if not is_update: with model.no_sync(): ...`` still runs on every
+        micro-step, on one branch or the other.)"""
+        if self.inner is not None:
+            return any(loop is self.inner for loop in event.loops)
+        step_guards = {g.key for g in self.step.modulo_guards}
+        return not (step_guards & event.guard_keys())
 
 
 _ACCUMULATION_WORDS = ("accum", "micro", "grad_acc", "update_freq", "accumulat", "gas")

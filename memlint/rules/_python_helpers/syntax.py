@@ -66,16 +66,17 @@ def calls_in_evaluation_order(root: cst.CSTNode) -> list[cst.Call]:
     """Calls of an expression or simple statement in the order Python evaluates them
     (arguments and receivers before the call itself)."""
     out: list[cst.Call] = []
-
-    def visit(node: cst.CSTNode) -> None:
+    stack: list[tuple[cst.CSTNode, bool]] = [(root, False)]  # (node, children already pushed)
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            if isinstance(node, cst.Call):
+                out.append(node)
+            continue
         if isinstance(node, DEFERRED):
-            return
-        for child in children(node):
-            visit(child)
-        if isinstance(node, cst.Call):
-            out.append(node)
-
-    visit(root)
+            continue
+        stack.append((node, True))
+        stack.extend((child, False) for child in reversed(children(node)))
     return out
 
 

@@ -614,8 +614,10 @@ def _wrapped_model(index: ModuleIndex, definition) -> str | None:
         while isinstance(inner, cst.Call) and method_name(inner) in _WRAPPING_METHODS and receiver(inner) is not None:
             inner = receiver(inner)
         return dotted(inner)  # None for X.from_pretrained(...).cuda(): a new model, not a wrapped one
-    if method_name(value) not in _MODEL_WRAPPERS:
-        return None
+    if method_name(value) not in _MODEL_WRAPPERS or (
+        method_name(value) == "from_pretrained" and not is_peft_wrap(index, value)
+    ):
+        return None  # AutoModel.from_pretrained(name): a new model, not a wrapped one
     model = argument(value, None, "model") or argument(value, None, "module")
     args = positional(value)
     first = model if model is not None else (args[0].value if args else None)
