@@ -384,8 +384,9 @@ def index_for(py: PythonSource | None) -> ModuleIndex | None:
     index = _INDEXES.get(py)
     if index is None:
         try:
-            py.parents  # libcst's metadata visitors recurse: deep code exhausts the stack,
-            py.positions  # or (seen with 1500-term `and` chains) fails with a KeyError
+            # libcst's metadata visitors recurse: deep code exhausts the stack, or (seen with
+            # 1500-term `and` chains) fails with a KeyError
+            _ = (py.parents, py.positions)
         except (RecursionError, KeyError):
             _TOO_DEEP.add(py)
             return None
