@@ -74,6 +74,18 @@ def _run_lsp(args) -> int:
     return serve(debounce=args.debounce_ms / 1000, log_level=args.log_level)
 
 
+def _add_rule(sub) -> None:
+    from memlint import docs
+
+    p = sub.add_parser(
+        "rule",
+        help="print a rule's documentation (--all lists the rules)",
+        description="Print the page of a rule: what it finds, why it matters, an example and the fix.",
+    )
+    docs.add_rule_arguments(p)
+    p.set_defaults(handler=docs.run_rule_command)
+
+
 def _add_catalogues(sub) -> None:
     p = sub.add_parser("gpus", help="list the GPUs memlint knows, with their usable capacity")
     p.add_argument("--format", choices=("text", "json"), default="text")
@@ -123,6 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_check(sub)
     _add_estimate(sub)
+    _add_rule(sub)
     _add_catalogues(sub)
     _add_lsp(sub)
     return parser

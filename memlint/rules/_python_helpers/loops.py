@@ -1,0 +1,310 @@
+"""Training loops as ordered events.
+
+A loop's body becomes the list of calls it makes, in the order Python makes them, each with
+the ``if`` guards around it (``if (step + 1) % accum == 0:`` and the ``if step % k: continue``
+shape), the loops inside the analysed loop that enclose it, and whether it sits in an
+``except`` handler. Calls of the module's own helper functions (``train_step(...)``,
+``self.evaluate()``) are inlined a few levels deep, so a loop that delegates its backward
+to a helper still reads as a training loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from memlint.rules._python_helpers.index import ModuleIndex
+from memlint.rules._python_helpers.syntax import (
+    block_statements,
+    calls_in_evaluation_order,
+    ends_with_continue,
+    integer_value,
+    iter_nodes,
+    method_name,
+    modulo_divisors,
+    positional,
+)
+from memlint.rules._python_helpers.training import Backward, Step, backward_of, step_of, zero_grad_target
+
+MAX_HELPER_DEPTH = 3
+Loop = cst.For | cst.While
+
+
+@dataclass(frozen=True)
+class Guard:
+    """An ``if`` that decides whether an event runs."""
+
+    node: cst.If
+    branch: str  # "body", "orelse", or "after-continue" (``if cond: continue`` earlier in the block)
+    divisors: tuple[cst.BaseExpression, ...]  # right operands of ``%`` in its test
+
+    @property
+    def key(self) -> tuple[int, str]:
+        return (id(self.node), self.branch)
+
+
+@dataclass(frozen=True)
+class Event:
+    node: cst.CSTNode  # a Call, or an Assign that zeroes gradients (``p.grad = None``)
+    guards: tuple[Guard, ...]
+    loops: tuple[Loop, ...]  # loops inside the analysed one that enclose the event
+    site: cst.CSTNode  # the call in the analysed body through which the event is reached
+    in_except: bool
+    depth: int  # 0 when written in the analysed body, else how many helpers deep
+    chain: tuple[cst.Call, ...] = ()  # the helper calls that lead here, outermost first
+
+    @property
+    def call(self) -> cst.Call | None:
+        return self.node if isinstance(self.node, cst.Call) else None
+
+    @property
+    def modulo_guards(self) -> tuple[Guard, ...]:
+        return tuple(g for g in self.guards if g.divisors)
+
+    def guard_keys(self) -> set[tuple[int, str]]:
+        return {g.key for g in self.guards}
+
+
+class _Walker:
+    def __init__(self, index: ModuleIndex) -> None:
+        self.index = index
+        self.events: list[Event] = []
+        self.chain: list[cst.Call] = []  # helper calls being inlined
+
+    def block(self, statements, guards, loops, site, in_except, depth, stack) -> None:
+        pending: list[Guard] = []
+        for statement in statements:
+            current = guards + tuple(pending)
+            self.statement(statement, current, loops, site, in_except, depth, stack)
+            if isinstance(statement, cst.If) and statement.orelse is None and ends_with_continue(statement.body):
+                pending.append(Guard(statement, "after-continue", self.divisors(statement.test)))
+
+    def statement(self, node, guards, loops, site, in_except, depth, stack) -> None:
+        if isinstance(node, cst.SimpleStatementLine):
+            for small in node.body:
+                self.expression(small, guards, loops, site, in_except, depth, stack)
+        elif isinstance(node, cst.If):
+            self.expression(node.test, guards, loops, site, in_except, depth, stack)
+            divisors = self.divisors(node.test)
+            self.block(
+                block_statements(node.body),
+                guards + (Guard(node, "body", divisors),),
+                loops,
+                site,
+                in_except,
+                depth,
+                stack,
+            )
+            other = guards + (Guard(node, "orelse", divisors),)
+            if isinstance(node.orelse, cst.Else):
+                self.block(block_statements(node.orelse.body), other, loops, site, in_except, depth, stack)
+            elif isinstance(node.orelse, cst.If):
+                self.statement(node.orelse, other, loops, site, in_except, depth, stack)
+        elif isinstance(node, cst.For):
+            self.expression(node.iter, guards, loops, site, in_except, depth, stack)
+            self.block(block_statements(node.body), guards, loops + (node,), site, in_except, depth, stack)
+            if node.orelse is not None:
+                self.block(block_statements(node.orelse.body), guards, loops, site, in_except, depth, stack)
+        elif isinstance(node, cst.While):
+            self.expression(node.test, guards, loops + (node,), site, in_except, depth, stack)
+            self.block(block_statements(node.body), guards, loops + (node,), site, in_except, depth, stack)
+        elif isinstance(node, cst.With):
+            for item in node.items:
+                self.expression(item.item, guards, loops, site, in_except, depth, stack)
+            self.block(block_statements(node.body), guards, loops, site, in_except, depth, stack)
+        elif isinstance(node, (cst.Try, cst.TryStar)):
+            self.block(block_statements(node.body), guards, loops, site, in_except, depth, stack)
+            for handler in node.handlers:
+                self.block(block_statements(handler.body), guards, loops, site, True, depth, stack)
+            if node.orelse is not None:
+                self.block(block_statements(node.orelse.body), guards, loops, site, in_except, depth, stack)
+            if node.finalbody is not None:
+                self.block(block_statements(node.finalbody.body), guards, loops, site, in_except, depth, stack)
+        elif isinstance(node, cst.Match):
+            self.expression(node.subject, guards, loops, site, in_except, depth, stack)
+            for case in node.cases:
+                self.block(block_statements(case.body), guards, loops, site, in_except, depth, stack)
+        elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            return  # defined here, run elsewhere
+        elif isinstance(node, cst.BaseSmallStatement):
+            self.expression(node, guards, loops, site, in_except, depth, stack)
+
+    def expression(self, node, guards, loops, site, in_except, depth, stack) -> None:
+        for call in calls_in_evaluation_order(node):
+            here = site if site is not None else call
+            if depth < MAX_HELPER_DEPTH:
+                for helper in self._helpers_run_by(call):
+                    if helper not in stack:
+                        self.chain.append(call)
+                        body = block_statements(helper.body)
+                        self.block(body, guards, loops, here, in_except, depth + 1, stack + (helper,))
+                        self.chain.pop()
+            self.events.append(Event(call, guards, loops, here, in_except, depth, tuple(self.chain)))
+        if isinstance(node, cst.Assign) and zero_grad_target(self.index, node):
+            here = site if site is not None else node
+            self.events.append(Event(node, guards, loops, here, in_except, depth, tuple(self.chain)))
+
+    def _helpers_run_by(self, call: cst.Call) -> list[cst.FunctionDef]:
+        out = []
+        helper = self.index.helper_for(call)
+        if helper is not None:
+            out.append(helper)
+        for arg in call.args:  # optimizer.step(closure): the closure runs inside the step
+            if isinstance(arg.value, cst.Name) and method_name(call) == "step":
+                out.extend(self.index.functions.get(arg.value.value, [])[:1])
+        return out
+
+    def divisors(self, test: cst.BaseExpression) -> tuple[cst.BaseExpression, ...]:
+        found = list(modulo_divisors(test))
+        for node in iter_nodes(test):  # is_update_step = (step + 1) % accum == 0; if is_update_step:
+            if isinstance(node, cst.Name):
+                for definition in self.index.reaching(node.value, test):
+                    if definition.value is not None and definition.augmented is None:
+                        found.extend(modulo_divisors(definition.value))
+        return tuple(found)
+
+
+def body_events(index: ModuleIndex, loop: Loop) -> list[Event]:
+    """The events of one pass through a loop's body (and, for ``while``, its test)."""
+    walker = _Walker(index)
+    if isinstance(loop, cst.While):
+        walker.expression(loop.test, (), (), None, False, 0, ())
+    walker.block(block_statements(loop.body), (), (), None, False, 0, ())
+    return walker.events
+
+
+def flow_events(index: ModuleIndex, flow: cst.Module | cst.FunctionDef) -> list[Event]:
+    """The events of a function body (or the module's top level), helpers inlined."""
+    return index.once(f"flow_events:{id(flow)}", lambda: _flow_events(index, flow))
+
+
+def _flow_events(index: ModuleIndex, flow: cst.Module | cst.FunctionDef) -> list[Event]:
+    walker = _Walker(index)
+    statements = list(flow.body) if isinstance(flow, cst.Module) else block_statements(flow.body)
+    walker.block(statements, (), (), None, False, 0, (flow,) if isinstance(flow, cst.FunctionDef) else ())
+    return walker.events
+
+
+# ---------------------------------------------------------------------- training loops
+
+
+@dataclass
+class TrainingLoop:
+    """A loop that runs ``backward()``; ``steps`` are the optimizer steps it makes."""
+
+    loop: Loop
+    events: list[Event]
+    backwards: list[tuple[Event, Backward]] = field(default_factory=list)
+    steps: list[tuple[Event, Step]] = field(default_factory=list)
+
+    @property
+    def is_step_loop(self) -> bool:
+        return bool(self.backwards) and bool(self.steps)
+
+
+def training_loops(index: ModuleIndex) -> list[TrainingLoop]:
+    """Every loop of the module (in any function) whose body runs a ``backward()``."""
+    return index.once("training_loops", lambda: _training_loops(index))
+
+
+def _training_loops(index: ModuleIndex) -> list[TrainingLoop]:
+    out = []
+    for node in index.nodes:
+        if not isinstance(node, (cst.For, cst.While)):
+            continue
+        events = body_events(index, node)
+        found = TrainingLoop(node, events)
+        for event in events:
+            if event.call is None:
+                continue
+            backward = backward_of(index, event.call)
+            if backward is not None:
+                found.backwards.append((event, backward))
+            step = step_of(index, event.call)
+            if step is not None:
+                found.steps.append((event, step))
+        if found.backwards:
+            out.append(found)
+    return out
+
+
+def step_loops(index: ModuleIndex) -> list[TrainingLoop]:
+    """The innermost loops that run both ``backward()`` and an optimizer step: one pass is
+    one training (micro-)step."""
+    out = []
+    for candidate in training_loops(index):
+        if not candidate.is_step_loop:
+            continue
+        inner_with_backward = {id(loop) for e, _ in candidate.backwards for loop in e.loops}
+        inner_with_step = {id(loop) for e, _ in candidate.steps for loop in e.loops}
+        if inner_with_backward & inner_with_step:
+            continue  # a loop inside does both: that one is the step loop
+        out.append(candidate)
+    return out
+
+
+@dataclass(frozen=True)
+class Accumulation:
+    """Gradient accumulation: the optimizer steps every ``divisor`` passes of the loop."""
+
+    loop: TrainingLoop
+    step: Event
+    divisor: cst.BaseExpression
+    guard: Guard | None  # the modulo guard of the step (None for the inner-range shape)
+    inner: cst.For | None = None  # ``for micro_step in range(accum):`` holding the backward
+
+    def accumulates(self, event: Event) -> bool:
+        """Does ``event`` run on every micro-step, under no interval condition at all?"""
+        if self.inner is not None:
+            return any(loop is self.inner for loop in event.loops)
+        return not event.modulo_guards
+
+    def outside_step_guard(self, event: Event) -> bool:
+        """Does ``event`` run apart from the step: not under the step's own condition? (A
+        backward under ``if not is_update: with model.no_sync(): ...`` still runs on every
+        micro-step, on one branch or the other.)"""
+        if self.inner is not None:
+            return any(loop is self.inner for loop in event.loops)
+        step_guards = {g.key for g in self.step.modulo_guards}
+        return not (step_guards & event.guard_keys())
+
+
+_ACCUMULATION_WORDS = ("accum", "micro", "grad_acc", "update_freq", "accumulat", "gas")
+
+
+def accumulation_of(index: ModuleIndex, loop: TrainingLoop) -> Accumulation | None:
+    steps = [(e, s) for e, s in loop.steps if s.kind in ("direct", "scaled")]
+    if not steps:
+        return None
+    guarded = [(e, g) for e, _ in steps for g in e.modulo_guards]
+    every_time = [e for e, _ in steps if not e.modulo_guards]
+    if guarded and not every_time:
+        event, guard = guarded[0]
+        return Accumulation(loop, event, guard.divisors[0], guard)
+    for event, _ in loop.backwards:
+        for inner in event.loops:
+            bound = _range_bound(inner)
+            if bound is None or any(inner in e.loops for e, _ in steps):
+                continue
+            words = index.py.code_of(inner.target).lower() + " " + index.py.code_of(bound).lower()
+            if any(word in words for word in _ACCUMULATION_WORDS):
+                return Accumulation(loop, steps[0][0], bound, None, inner)
+    return None
+
+
+def _range_bound(loop: Loop) -> cst.BaseExpression | None:
+    """``k`` for ``for i in range(k)`` / ``range(0, k)``; None otherwise or when ``k`` is 1."""
+    if not isinstance(loop, cst.For) or not isinstance(loop.iter, cst.Call):
+        return None
+    call = loop.iter
+    if not (isinstance(call.func, cst.Name) and call.func.value == "range"):
+        return None
+    args = positional(call)
+    if len(args) == 1:
+        bound = args[0].value
+    elif len(args) == 2 and integer_value(args[0].value) == 0:
+        bound = args[1].value
+    else:
+        return None
+    return None if integer_value(bound) == 1 else bound

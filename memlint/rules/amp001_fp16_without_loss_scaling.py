@@ -1,0 +1,306 @@
+"""AMP001: float16 training whose backward() runs without a GradScaler."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+import libcst as cst
+
+from memlint.diagnostics import Related, Severity
+from memlint.rules._python_helpers import index_for
+from memlint.rules._python_helpers.index import ModuleIndex
+from memlint.rules._python_helpers.loops import TrainingLoop, step_loops, training_loops
+from memlint.rules._python_helpers.training import (
+    Backward,
+    autocast_regions,
+    backward_of,
+    dtype_choices,
+    is_scaler_constructor,
+    scaler_disabled,
+    trained_models,
+)
+from memlint.rules.base import Example, Finding, Rule
+
+_AUTOCAST_LOOP = """\
+import argparse
+
+import torch
+from torch.cuda.amp import autocast as ac{extra_import}
+from tqdm import tqdm
+
+from mymodels import build_model, build_loader
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--lr", type=float, default=3e-4)
+args = parser.parse_args()
+
+model = build_model().cuda()
+optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr)
+loader = build_loader(batch_size=32){scaler}
+
+for epoch in range(10):
+    for images, labels in tqdm(loader):
+        images, labels = images.cuda(), labels.cuda()
+        optimizer.zero_grad(set_to_none=True)
+        with ac():
+            loss = torch.nn.functional.cross_entropy(model(images), labels)
+{update}
+"""
+
+_PLAIN_UPDATE = "        loss.backward()\n        optimizer.step()"
+_SCALED_UPDATE = "        scaler.scale(loss).backward()\n        scaler.step(optimizer)\n        scaler.update()"
+
+
+@dataclass(frozen=True)
+class _Source:
+    """Why the run computes in float16, and where the code says so."""
+
+    node: cst.CSTNode
+    description: str
+    certain: bool  # False when the code can also pick another dtype at run time
+
+
+class Fp16WithoutLossScaling(Rule):
+    """## What it does
+    Finds training in float16 whose ``backward()`` runs without loss scaling. Float16 comes
+    from an autocast region (``torch.autocast("cuda", dtype=torch.float16)``,
+    ``torch.amp.autocast("cuda")`` and ``torch.cuda.amp.autocast()``, whose default dtype on
+    CUDA is float16) around the forward of the trained loss, or from a model whose weights
+    are float16 (``.half()``, ``.to(torch.float16)``,
+    ``from_pretrained(..., torch_dtype=torch.float16)``, FSDP
+    ``MixedPrecision(param_dtype=torch.float16)``) that an optimizer then trains.
+
+    It reports ``loss.backward()`` when no ``GradScaler`` scales it — including a scaler that
+    is created but bypassed — and ``optimizer.step()`` called directly after
+    ``scaler.scale(loss).backward()`` instead of ``scaler.step(optimizer)``. bfloat16,
+    inference under ``torch.no_grad()`` / ``inference_mode()``, and loops where Accelerate
+    (``accelerator.backward``), DeepSpeed's engine, Lightning or the Hugging Face Trainer
+    scale the loss are not reported.
+
+    ## Why it matters
+    Float16 has 5 exponent bits: values below 2⁻²⁴ (about 6e-8) are zero and values below
+    6e-5 lose precision. Gradients of activations are often that small, so without scaling
+    many of them silently underflow to zero and the run learns slower or stalls, with no
+    error. ``GradScaler`` multiplies the loss (by 65536 at first) before ``backward()`` so the
+    gradients stay representable, then ``scaler.step(optimizer)`` divides them back and skips
+    the steps whose gradients overflowed to inf/NaN. Calling ``optimizer.step()`` directly
+    after a scaled backward applies gradients that are still 65536 times too large and
+    applies the overflowed steps too, which turns the weights into NaN.
+
+    Weights stored in float16 also lose every update smaller than their precision (an update
+    below about 1/2048 of a weight's magnitude rounds away), and ``GradScaler`` refuses to
+    unscale float16 gradients ("Attempting to unscale FP16 gradients").
+
+    ## Fix
+    Keep the weights in float32, run the forward under
+    ``torch.autocast("cuda", dtype=torch.float16)``, and use
+    ``scaler = torch.amp.GradScaler("cuda")`` with ``scaler.scale(loss).backward()``,
+    ``scaler.step(optimizer)`` and ``scaler.update()``; or use bfloat16 where the GPU has it
+    (Ampere and newer), which needs no scaling. No automatic fix: the change touches the
+    backward, the step and (for float16 weights) how the model is loaded.
+    """
+
+    code = "AMP001"
+    name = "fp16-without-loss-scaling"
+    severity = Severity.WARNING
+    kinds = frozenset({"python"})
+
+    VALID = (
+        Example(
+            _AUTOCAST_LOOP.format(
+                extra_import=", GradScaler",
+                scaler="\nscaler = GradScaler()",
+                update=_SCALED_UPDATE,
+            ),
+            title="fp16 autocast with a GradScaler that scales the backward and steps the optimizer",
+        ),
+        Example(
+            """\
+import torch
+
+def train(model, loader, optimizer):
+    model.train()
+    for batch in loader:
+        with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
+            loss = model(**batch).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+""",
+            title="bfloat16 has float32's exponent range: no loss scaling needed",
+        ),
+        Example(
+            """\
+import torch
+from transformers import AutoModelForCausalLM
+
+model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.1-8B", torch_dtype=torch.float16).cuda()
+model.eval()
+with torch.inference_mode():
+    out = model.generate(**inputs, max_new_tokens=64)
+""",
+            path="generate.py",
+            title="float16 inference: nothing is trained",
+        ),
+    )
+    INVALID = (
+        Example(
+            _AUTOCAST_LOOP.format(extra_import="", scaler="", update=_PLAIN_UPDATE),
+            lines=(23,),
+            message="without loss scaling",
+            title="torch.cuda.amp.autocast() (float16 on CUDA) and a plain backward()",
+        ),
+        Example(
+            _AUTOCAST_LOOP.format(
+                extra_import=", GradScaler",
+                scaler="\nscaler = GradScaler()",
+                update=_PLAIN_UPDATE,
+            ),
+            lines=(24,),
+            message="bypasses it",
+            title="A GradScaler is created but the backward does not use it",
+        ),
+        Example(
+            _AUTOCAST_LOOP.format(
+                extra_import=", GradScaler",
+                scaler="\nscaler = GradScaler()",
+                update="        scaler.scale(loss).backward()\n        optimizer.step()",
+            ),
+            lines=(25,),
+            message="scaler.step(optimizer)",
+            title="The backward is scaled but the optimizer steps on the scaled gradients",
+        ),
+    )
+
+    def check(self, ctx) -> Iterator[Finding]:
+        index = index_for(ctx.python)
+        if index is None:
+            return
+        backwards = [b for b in _backwards(index) if b.kind != "framework"]
+        if not backwards:
+            return
+        constructed = [c for c in index.calls if is_scaler_constructor(index, c)]
+        scalers = [c for c in constructed if not scaler_disabled(c)]
+        loops = training_loops(index)
+        for backward in backwards:
+            if backward.kind != "tensor" or _scaled_elsewhere(index, backward, loops):
+                continue
+            sources = _fp16_sources(index, backward, loops)
+            if sources:
+                yield self._unscaled(ctx, backward, sources, scalers)
+        if scalers or not constructed:  # a scaler passed in from elsewhere counts too
+            yield from self._unscaled_steps(ctx, index)
+
+    def _unscaled(self, ctx, backward: Backward, sources: list[_Source], scalers) -> Finding:
+        py = ctx.python
+        source = sources[0]
+        line = py.range_of(source.node).start.line
+        where = (
+            f"{source.description} (line {line})"
+            if source.certain
+            else f"{source.description}, which can pick float16 (line {line})"
+        )
+        if scalers:
+            scaler_line = py.range_of(scalers[0]).start.line
+            tail = (
+                f"a GradScaler is created on line {scaler_line} but `{py.code_of(backward.call)}` bypasses it; "
+                "use `scaler.scale(loss).backward()` and `scaler.step(optimizer)`"
+            )
+        else:
+            tail = 'float16 gradients below 6e-8 flush to zero; use torch.amp.GradScaler("cuda")'
+        message = f"`{py.code_of(backward.call)}` trains in float16 without loss scaling: {where}; {tail}"
+        return Finding(
+            range=py.range_of(backward.call),
+            message=message,
+            related=tuple(Related(ctx.path, py.range_of(s.node), "float16 comes from here") for s in sources[:3]),
+        )
+
+    def _unscaled_steps(self, ctx, index: ModuleIndex) -> Iterator[Finding]:
+        py = ctx.python
+        seen: set[int] = set()
+        for loop in step_loops(index):
+            scaled = [b for _, b in loop.backwards if b.kind == "scaled"]
+            if not scaled or any(s.kind == "scaled" for _, s in loop.steps):
+                continue
+            for _, step in loop.steps:
+                if step.kind != "direct" or id(step.call) in seen:
+                    continue
+                seen.add(id(step.call))
+                yield Finding(
+                    range=py.range_of(step.call),
+                    message=(
+                        f"`{py.code_of(step.call)}` after `{py.code_of(scaled[0].call)}` applies gradients still "
+                        f"multiplied by the loss scale and does not skip steps that overflowed to inf/NaN; "
+                        f"call `scaler.step({step.optimizer})` and `scaler.update()` instead"
+                    ),
+                    related=(Related(ctx.path, py.range_of(scaled[0].call), "the loss is scaled here"),),
+                )
+
+
+def _backwards(index: ModuleIndex) -> list[Backward]:
+    def compute() -> list[Backward]:
+        calls = iter(index.calls)
+        return [b for b in (backward_of(index, c) for c in calls) if b is not None]
+
+    return index.once("backwards", compute)
+
+
+def _loops_running(loops: list[TrainingLoop], node: cst.CSTNode) -> list[TrainingLoop]:
+    return [loop for loop in loops if any(e.node is node for e in loop.events)]
+
+
+def _innermost(loops: list[TrainingLoop]) -> list[TrainingLoop]:
+    """The loops that hold no other loop of the list (an epoch loop holds its batch loop)."""
+
+    def holds(outer: TrainingLoop, inner: TrainingLoop) -> bool:
+        return outer is not inner and any(inner.loop in e.loops for e in outer.events)
+
+    return [loop for loop in loops if not any(holds(loop, other) for other in loops)]
+
+
+def _scaled_elsewhere(index: ModuleIndex, backward: Backward, loops) -> bool:
+    """A scaled backward on another branch of the same function or loop: this one is the
+    fallback when the scaler is off (``if scaler is not None: ... else: loss.backward()``)."""
+    flow = index.flow_of(backward.call)
+    for other in _backwards(index):
+        if other.kind == "scaled" and index.flow_of(other.call) is flow:
+            return True
+    for loop in _loops_running(loops, backward.call):
+        if any(b.kind == "scaled" for _, b in loop.backwards):
+            return True
+    return False
+
+
+def _fp16_sources(index: ModuleIndex, backward: Backward, loops) -> list[_Source]:
+    sources: list[_Source] = []
+    running = _innermost(_loops_running(loops, backward.call))
+    for region in autocast_regions(index):
+        autocast = region.autocast
+        if autocast.disabled or "fp16" not in autocast.cuda_dtypes or index.under_no_grad(autocast.call):
+            continue
+        encloses = index.contains(region.node, backward.call)
+        runs_in_loop = any(index.contains(region.node, e.node) for loop in running for e in loop.events)
+        is_forward = isinstance(region.node, cst.FunctionDef) and region.node.name.value == "forward"
+        same_flow_no_loop = not running and index.flow_of(region.node) is index.flow_of(backward.call)
+        if encloses or runs_in_loop or is_forward or same_flow_no_loop:
+            certain = autocast.cuda_dtypes == frozenset({"fp16"})
+            label = (
+                "float16 autocast"
+                if autocast.dtype is not None
+                else f"`{index.py.code_of(autocast.call.func)}()` autocasts to float16 on CUDA"
+            )
+            sources.append(_Source(autocast.call, label, certain))
+    trained = trained_models(index)
+    for choice in dtype_choices(index):
+        if "fp16" not in choice.dtypes or index.under_no_grad(choice.node):
+            continue
+        certain = choice.dtypes == frozenset({"fp16"})
+        if not index.connected(index.flow_of(choice.node), index.flow_of(backward.call)):
+            continue  # converted in a function that has nothing to do with this backward
+        if choice.model is not None:
+            if choice.model in trained or choice.model.split(".")[0] in trained:
+                sources.append(_Source(choice.node, f"float16 weights from `{choice.what}`", certain))
+        elif choice.what in ("MixedPrecision(param_dtype=...)", "torch.set_default_dtype"):
+            sources.append(_Source(choice.node, f"float16 parameters from `{choice.what}`", certain))
+    return sources

@@ -1,0 +1,223 @@
+"""AMP002: bfloat16 compute or weights on a target GPU without bfloat16 support."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from memlint.catalog.gpus import UnknownGpu, lookup_gpu
+from memlint.diagnostics import Severity
+from memlint.rules._python_helpers import index_for
+from memlint.rules._python_helpers.index import ModuleIndex
+from memlint.rules._python_helpers.syntax import argument, dotted, is_false, iter_nodes, method_name, string_value
+from memlint.rules._python_helpers.training import autocast_of, dtype_choices, trained_models
+from memlint.rules.base import Example, Finding, Rule
+
+_SCRIPT = """\
+import torch
+from transformers import AutoModelForCausalLM
+
+model = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-1.5B").cuda()
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)
+model.train()
+for batch in loader:
+    with torch.autocast("cuda", dtype={dtype}):
+        loss = model(**batch).loss
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
+    optimizer.zero_grad()
+"""
+
+_CHECKED = """\
+import torch
+
+amp_dtype = torch.bfloat16 if torch.cuda.is_bf16_supported({args}) else torch.float16
+
+
+def train(model, loader, optimizer, scaler):
+    for x, y in loader:
+        with torch.autocast(device_type="cuda", dtype=amp_dtype):
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad()
+"""
+
+
+class Bf16UnsupportedGpu(Rule):
+    """## What it does
+    When the target GPU is known (``gpu`` in ``[tool.memlint]`` or ``--gpu``) and has no
+    bfloat16 support — V100 (compute capability 7.0), T4 and the RTX 20 series (7.5) — finds
+    the code that computes or stores in bfloat16 there: ``torch.autocast(...,
+    dtype=torch.bfloat16)``, ``model.bfloat16()`` / ``model.to(torch.bfloat16)`` on a trained
+    model, ``from_pretrained(..., torch_dtype=torch.bfloat16)``, FSDP
+    ``MixedPrecision(param_dtype=torch.bfloat16)``, ``bnb_4bit_compute_dtype=torch.bfloat16``
+    and ``Accelerator(mixed_precision="bf16")``.
+
+    A dtype chosen with ``torch.bfloat16 if torch.cuda.is_bf16_supported() else
+    torch.float16`` (or under ``if torch.cuda.is_bf16_supported():``) is reported too: that
+    check counts emulation and answers True on a V100 or T4. A choice guarded by
+    ``is_bf16_supported(including_emulation=False)`` or by the compute capability is not, nor
+    is bfloat16 on a branch the user selects (``if args.bf16:``, ``torch.bfloat16 if
+    args.bf16 else torch.float32``).
+
+    ## Why it matters
+    GPUs before Ampere have no bfloat16 tensor cores. Depending on the torch and CUDA
+    version, ``torch.autocast(dtype=torch.bfloat16)`` raises "Current CUDA Device does not
+    support bfloat16. Please switch dtype to float16.", or bfloat16 runs emulated — the
+    arithmetic done in float32 without tensor cores, several times slower than float16 —
+    and cuDNN has no bfloat16 convolutions for these GPUs. The run either fails after the
+    model loaded or trains at a fraction of the speed it would in float16.
+
+    ## Fix
+    Use float16 with ``torch.amp.GradScaler("cuda")`` on these GPUs (or float32), and pick
+    the dtype with ``torch.cuda.is_bf16_supported(including_emulation=False)``.
+
+    ## Settings
+    ``gpu``: the target GPU. Without one the rule stays quiet.
+    """
+
+    code = "AMP002"
+    name = "bf16-unsupported-gpu"
+    severity = Severity.WARNING
+    kinds = frozenset({"python"})
+
+    VALID = (
+        Example(
+            _SCRIPT.format(dtype="torch.float16"),
+            settings={"gpu": "v100"},
+            title="float16 autocast with a GradScaler on a V100",
+        ),
+        Example(
+            _SCRIPT.format(dtype="torch.bfloat16"),
+            settings={"gpu": "a100"},
+            title="bfloat16 on an A100 (Ampere has bfloat16 tensor cores)",
+        ),
+        Example(
+            _CHECKED.format(args="including_emulation=False"),
+            settings={"gpu": "t4"},
+            title="The dtype is picked by a check that does not count emulation",
+        ),
+    )
+    INVALID = (
+        Example(
+            _SCRIPT.format(dtype="torch.bfloat16"),
+            settings={"gpu": "v100"},
+            lines=(8,),
+            message="no bfloat16 support",
+            title="bfloat16 autocast on a V100",
+        ),
+        Example(
+            _CHECKED.format(args=""),
+            settings={"gpu": "t4"},
+            lines=(3,),
+            message="is_bf16_supported()",
+            title="is_bf16_supported() counts emulation: it picks bfloat16 on a T4",
+        ),
+    )
+
+    def check(self, ctx) -> Iterator[Finding]:
+        if not ctx.settings.gpu:
+            return
+        try:
+            gpu = lookup_gpu(ctx.settings.gpu)
+        except UnknownGpu:
+            return
+        if gpu.bf16:
+            return
+        index = index_for(ctx.python)
+        if index is None:
+            return
+        capability = f" (compute capability {gpu.compute_capability})" if gpu.compute_capability else ""
+        seen: set[int] = set()
+        for node, what, trap in _bf16_uses(index):
+            if id(node) in seen or (trap is None and _chosen_by_a_condition(index, node)):
+                continue
+            seen.add(id(node))
+            message = (
+                f"{gpu.name}{capability} has no bfloat16 support: {what} runs bfloat16 emulated without "
+                "tensor cores (or fails with 'Current CUDA Device does not support bfloat16'); "
+                "use float16 with torch.amp.GradScaler"
+            )
+            if trap is not None:
+                message += (
+                    f"; `torch.cuda.is_bf16_supported()` (line {ctx.python.range_of(trap).start.line}) counts "
+                    "emulation and returns True here: pass including_emulation=False"
+                )
+            yield Finding(range=ctx.python.range_of(node), message=message)
+
+
+def _bf16_uses(index: ModuleIndex) -> Iterator[tuple[cst.CSTNode, str, cst.Call | None]]:
+    """(where to report, what it is, the emulation-counting check that chose it, if any)."""
+    trained = trained_models(index)
+    for node in index.nodes:
+        if not isinstance(node, cst.Call):
+            continue
+        autocast = autocast_of(index, node)
+        if autocast is not None and not autocast.disabled and "bf16" in autocast.cuda_dtypes:
+            decided = _decides(index, autocast.dtype, autocast.cuda_dtypes)
+            if decided is not None:
+                yield decided[0] if decided[1] is not None else node, "bfloat16 autocast", decided[1]
+        elif method_name(node) == "Accelerator" and string_value(argument(node, None, "mixed_precision")) == "bf16":
+            yield node, 'Accelerator(mixed_precision="bf16")', None
+    for choice in dtype_choices(index):
+        if "bf16" not in choice.dtypes:
+            continue
+        if choice.what in (".bfloat16()", ".to(dtype)") and (
+            choice.model is None or (choice.model not in trained and choice.model.split(".")[0] not in trained)
+        ):
+            continue
+        value = _dtype_argument(choice.node)
+        decided = _decides(index, value, choice.dtypes)
+        if decided is not None:
+            yield decided[0] if decided[1] is not None else choice.node, f"`{choice.what}`", decided[1]
+
+
+def _dtype_argument(call: cst.Call) -> cst.BaseExpression | None:
+    for name in ("torch_dtype", "dtype", "param_dtype", "bnb_4bit_compute_dtype"):
+        value = argument(call, None, name)
+        if value is not None:
+            return value
+    return None
+
+
+def _decides(
+    index: ModuleIndex, dtype: cst.BaseExpression | None, dtypes
+) -> tuple[cst.CSTNode, cst.Call | None] | None:
+    """Is bfloat16 certain, or chosen by ``is_bf16_supported()`` counting emulation? Returns
+    (where the choice is made, the check) — or None when another condition decides."""
+    if dtypes == frozenset({"bf16"}):
+        return (dtype, None) if dtype is not None else (None, None)
+    for expr in _candidate_expressions(index, dtype):
+        if isinstance(expr, cst.IfExp):
+            for node in iter_nodes(expr.test):
+                if isinstance(node, cst.Call) and method_name(node) == "is_bf16_supported":
+                    if is_false(argument(node, 0, "including_emulation")):
+                        return None
+                    return (expr, node)
+    return None
+
+
+def _candidate_expressions(index: ModuleIndex, dtype, depth: int = 0) -> list[cst.BaseExpression]:
+    if dtype is None or depth > 3:
+        return []
+    out = [dtype]
+    text = dotted(dtype)
+    if text is not None:
+        for definition in index.all_definitions(text, dtype):
+            out.extend(_candidate_expressions(index, definition.value, depth + 1))
+    if isinstance(dtype, cst.Subscript) and isinstance(dtype.slice[0].slice, cst.Index):
+        out.extend(_candidate_expressions(index, dtype.slice[0].slice.value, depth + 1))
+    return out
+
+
+def _chosen_by_a_condition(index: ModuleIndex, node: cst.CSTNode) -> bool:
+    """Inside ``if args.bf16:`` (a choice the user makes at run time), unless the condition is
+    the emulation-counting ``is_bf16_supported()`` check."""
+    conditions = index.conditions(node)
+    if not conditions:
+        return False
+    return not any("is_bf16_supported" in text and "including_emulation" not in text for text, _ in conditions)

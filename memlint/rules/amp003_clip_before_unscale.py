@@ -1,0 +1,180 @@
+"""AMP003: gradients clipped while still multiplied by the GradScaler's loss scale."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from memlint.diagnostics import Edit, Fix, Range, Position, Related, Severity
+from memlint.rules._python_helpers import index_for
+from memlint.rules._python_helpers.index import ModuleIndex
+from memlint.rules._python_helpers.loops import Event, flow_events
+from memlint.rules._python_helpers.syntax import method_name, receiver
+from memlint.rules._python_helpers.training import backward_of, is_clip_grad, step_of
+from memlint.rules.base import Example, Finding, Rule
+
+_LOOP = """\
+import argparse
+
+import torch
+from tqdm import tqdm
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--max_grad_norm", type=float, default=1.0)
+args = parser.parse_args()
+
+scaler = torch.amp.GradScaler("cuda")
+for step, batch in enumerate(tqdm(loader)):
+    with torch.autocast("cuda", dtype=torch.float16):
+        loss = model(**batch).loss
+    scaler.scale(loss).backward()
+{clip}
+    scaler.step(optimizer)
+    scaler.update()
+    optimizer.zero_grad(set_to_none=True)
+"""
+
+_CLIP = "    torch.nn.utils.clip_grad_norm_(model.parameters(), args.max_grad_norm)"
+
+
+class ClipBeforeUnscale(Rule):
+    """## What it does
+    Finds ``clip_grad_norm_`` / ``clip_grad_value_`` called after
+    ``scaler.scale(loss).backward()`` and before ``scaler.step(optimizer)`` with no
+    ``scaler.unscale_(optimizer)`` in between. ``accelerator.clip_grad_norm_`` unscales by
+    itself and is not reported.
+
+    ## Why it matters
+    After a scaled backward every gradient is multiplied by the loss scale (65536 at the
+    start, adjusted as training goes). ``clip_grad_norm_(params, max_norm=1.0)`` then compares
+    the *scaled* norm with 1.0, so it clips on practically every step, to a norm of 1.0 in
+    scaled units; ``scaler.step()`` divides by the scale afterwards and the update has norm
+    ``max_norm / scale`` — the clipping threshold is divided by 65536. Training crawls or
+    stalls, and the gradient norm you log is the scaled one.
+
+    ## Fix
+    Call ``scaler.unscale_(optimizer)`` right before clipping; ``scaler.step`` then knows the
+    gradients are already unscaled. The fix inserts that line (unsafe: it changes the
+    gradients the optimizer sees — which is the point — so it is offered, not applied by
+    ``--fix``).
+    """
+
+    code = "AMP003"
+    name = "clip-before-unscale"
+    severity = Severity.WARNING
+    kinds = frozenset({"python"})
+    fix_applicability = "unsafe"
+
+    VALID = (
+        Example(
+            _LOOP.format(clip="    scaler.unscale_(optimizer)\n" + _CLIP),
+            title="unscale_ before clipping, as the PyTorch AMP examples do",
+        ),
+        Example(
+            """\
+from accelerate import Accelerator
+
+accelerator = Accelerator(mixed_precision="fp16")
+for batch in loader:
+    loss = model(**batch).loss
+    accelerator.backward(loss)
+    if accelerator.sync_gradients:
+        accelerator.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    optimizer.zero_grad()
+""",
+            title="Accelerate unscales inside clip_grad_norm_",
+        ),
+    )
+    INVALID = (
+        Example(
+            _LOOP.format(clip=_CLIP),
+            lines=(15,),
+            message="still multiplied by the loss scale",
+            title="Clipping the scaled gradients",
+        ),
+    )
+
+    def check(self, ctx) -> Iterator[Finding]:
+        index = index_for(ctx.python)
+        if index is None:
+            return
+        reported: set[int] = set()
+        scaled_in = {id(index.flow_of(c)) for c in index.calls if (b := backward_of(index, c)) and b.kind == "scaled"}
+        for flow in index.flows:
+            if id(flow) not in scaled_in and not (index.callees(flow, 3) & scaled_in):
+                continue  # no scaled backward runs here
+            events = flow_events(index, flow)
+            for clip, scaled, step in _clips_of_scaled_gradients(index, events):
+                if id(clip.node) in reported:
+                    continue
+                reported.add(id(clip.node))
+                yield self._finding(ctx, index, clip, scaled, step)
+
+    def _finding(self, ctx, index: ModuleIndex, clip: Event, scaled: Event, step: Event | None) -> Finding:
+        py = ctx.python
+        scale_call = backward_of(index, scaled.node).scale_call
+        scaler = (
+            py.code_of(receiver(scale_call))
+            if scale_call is not None and receiver(scale_call) is not None
+            else "scaler"
+        )
+        optimizer = step_of(index, step.node).optimizer if step is not None else None
+        message = (
+            f"`{py.code_of(clip.node)}` clips gradients still multiplied by the loss scale "
+            f"(`{py.code_of(scaled.node)}`, line {py.range_of(scaled.node).start.line}): the threshold is in "
+            f"scaled units; call `{scaler}.unscale_({optimizer or 'optimizer'})` first"
+        )
+        fix = None
+        statement = index.statement_of(clip.node)
+        if optimizer is not None and clip.depth == 0 and isinstance(statement, cst.SimpleStatementLine):
+            line = py.range_of(statement).start.line
+            indent = py.text.splitlines()[line - 1][: py.range_of(statement).start.column]
+            at = Position(line, 0)
+            fix = Fix(
+                f"call {scaler}.unscale_({optimizer}) before clipping",
+                (Edit(ctx.path, Range(at, at), f"{indent}{scaler}.unscale_({optimizer})\n"),),
+                "unsafe",
+            )
+        return Finding(
+            range=py.range_of(clip.node),
+            message=message,
+            fix=fix,
+            related=(Related(ctx.path, py.range_of(scaled.node), "the loss is scaled here"),),
+        )
+
+
+def _exclusive(a: Event, b: Event) -> bool:
+    """On opposite branches of the same ``if``: never both in one pass."""
+    branches = {g.node: g.branch for g in a.guards if g.branch in ("body", "orelse")}
+    return any(g.node in branches and branches[g.node] != g.branch for g in b.guards if g.branch in ("body", "orelse"))
+
+
+def _clips_of_scaled_gradients(index: ModuleIndex, events: list[Event]):
+    """(clip, the scaled backward before it, the scaler step after it) for each clip that
+    no ``unscale_`` precedes."""
+    pending: Event | None = None
+    found: list[tuple[Event, Event]] = []
+    out = []
+    for event in events:
+        call = event.call
+        if call is None:
+            continue
+        backward = backward_of(index, call)
+        if backward is not None:
+            pending = event if backward.kind == "scaled" else pending
+            continue
+        name = method_name(call)
+        if name == "unscale_" or name == "update":
+            pending = None
+        elif pending is not None and is_clip_grad(index, call) and not _exclusive(pending, event):
+            found.append((event, pending))
+        else:
+            step = step_of(index, call)
+            if step is not None and step.kind == "scaled":
+                out.extend((clip, scaled, event) for clip, scaled in found)
+                found = []
+                pending = None
+    out.extend((clip, scaled, None) for clip, scaled in found)
+    return out

@@ -1,0 +1,263 @@
+"""CKP001: gradient checkpointing enabled after PEFT wrapped the model (and the optimizer exists)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+import libcst as cst
+
+from memlint.diagnostics import Edit, Fix, Position, Range, Related, Severity
+from memlint.rules._python_helpers import index_for
+from memlint.rules._python_helpers.index import ModuleIndex
+from memlint.rules._python_helpers.syntax import (
+    argument,
+    dotted,
+    is_false,
+    iter_nodes,
+    method_name,
+    positional,
+    receiver,
+    string_value,
+)
+from memlint.rules._python_helpers.training import is_peft_wrap, optimizer_creations
+from memlint.rules.base import Example, Finding, Rule
+
+_ENABLE = ("gradient_checkpointing_enable", "activation_checkpointing_enable")
+
+_SCRIPT = """\
+import torch
+from peft import LoraConfig, get_peft_model
+from transformers import AutoModelForCausalLM
+
+model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B", torch_dtype=torch.bfloat16).cuda()
+{before}model = get_peft_model(model, LoraConfig(r=16, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM"))
+optimizer = torch.optim.AdamW(model.parameters(), lr=2e-4)
+{after}
+model.train()
+for batch in loader:
+    loss = model(**batch).loss
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+"""
+
+
+@dataclass(frozen=True)
+class _Late:
+    enable: cst.Call
+    wrap: cst.Call  # get_peft_model(...) before it
+    wrap_statement: cst.CSTNode
+    base: str | None  # the name get_peft_model wrapped
+    optimizer: cst.Call | None  # an optimizer created before the enable
+
+
+class LateGradientCheckpointing(Rule):
+    """## What it does
+    Finds ``model.gradient_checkpointing_enable()`` (or ``activation_checkpointing_enable``)
+    called after PEFT wrapped the model — ``get_peft_model(model, config)`` or
+    ``PeftModel.from_pretrained(model, ...)`` — typically after the optimizer was created,
+    with reentrant checkpointing (no ``{"use_reentrant": False}`` in the kwargs) and no
+    ``enable_input_require_grads()`` anywhere.
+
+    Enabling checkpointing after creating the optimizer of a fully trainable model is not
+    reported: ``gradient_checkpointing_enable`` only sets each layer's
+    ``gradient_checkpointing`` flag and checkpoint function and registers a forward hook on
+    the input embeddings; it creates, replaces and freezes no parameter, so the optimizer's
+    parameter list stays valid (checked against transformers 5.23 and PEFT 0.21).
+
+    ## Why it matters
+    With LoRA the embeddings are frozen, so the hidden states entering the first checkpointed
+    layer do not require grad. Reentrant checkpointing (``torch.utils.checkpoint`` with
+    ``use_reentrant=True``, transformers 4.x's default) then warns "None of the inputs have
+    requires_grad=True. Gradients will be None" and computes **no gradient** for the
+    checkpointed layers — where every LoRA weight lives. The run goes on, the loss barely
+    moves, and the GPU hours are lost.
+
+    PEFT prevents this by making the embedding output require grad, but ``get_peft_model``
+    only does it when checkpointing is already on (``if getattr(model,
+    "is_gradient_checkpointing", True)``). In transformers 4.x, ``gradient_checkpointing_enable``
+    adds that hook itself only for adapters loaded through transformers' own PEFT integration
+    (``_hf_peft_config_loaded``), not for a ``get_peft_model`` wrapper. transformers 5 adds the
+    hook for every text model and defaults to non-reentrant checkpointing, so the late call
+    is harmless there — but the script then depends on that version.
+
+    ## Fix
+    Enable checkpointing before ``get_peft_model`` (the fix, safe, moves the statement there
+    when both are plain statements of the same block), or pass
+    ``gradient_checkpointing_kwargs={"use_reentrant": False}``, or call
+    ``model.enable_input_require_grads()``.
+    """
+
+    code = "CKP001"
+    name = "late-gradient-checkpointing"
+    severity = Severity.WARNING
+    kinds = frozenset({"python"})
+    fix_applicability = "safe"
+
+    VALID = (
+        Example(
+            _SCRIPT.format(before="model.gradient_checkpointing_enable()\n", after=""),
+            title="Checkpointing enabled before get_peft_model: PEFT prepares the inputs",
+        ),
+        Example(
+            _SCRIPT.format(
+                before="",
+                after='model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})',
+            ),
+            title="Late, but non-reentrant checkpointing needs no input gradients",
+        ),
+        Example(
+            """\
+import torch
+from transformers import AutoModelForCausalLM
+
+model = AutoModelForCausalLM.from_pretrained("gpt2").cuda()
+optimizer = torch.optim.AdamW(model.parameters(), lr=5e-5)
+model.gradient_checkpointing_enable()
+""",
+            title="A fully trainable model: enabling after the optimizer changes no parameter",
+        ),
+    )
+    INVALID = (
+        Example(
+            _SCRIPT.format(before="", after="model.gradient_checkpointing_enable()"),
+            lines=(8,),
+            message="after `get_peft_model",
+            fixed=_SCRIPT.format(before="model.gradient_checkpointing_enable()\n", after="").replace(
+                "optimizer = torch.optim.AdamW(model.parameters(), lr=2e-4)\n\n",
+                "optimizer = torch.optim.AdamW(model.parameters(), lr=2e-4)\n",
+            ),
+            title="Enabled after get_peft_model and the optimizer",
+        ),
+    )
+
+    def check(self, ctx) -> Iterator[Finding]:
+        index = index_for(ctx.python)
+        if index is None:
+            return
+        if _prepares_inputs(index):
+            return
+        for late in _late_enables(index):
+            yield self._finding(ctx, index, late)
+
+    def _finding(self, ctx, index: ModuleIndex, late: _Late) -> Finding:
+        py = ctx.python
+        wrap_line = py.range_of(late.wrap).start.line
+        optimizer = ""
+        related = [Related(ctx.path, py.range_of(late.wrap), "PEFT wraps the model here")]
+        if late.optimizer is not None:
+            optimizer = f" and after the optimizer (line {py.range_of(late.optimizer).start.line})"
+            related.append(Related(ctx.path, py.range_of(late.optimizer), "the optimizer is created here"))
+        wrapper = py.code_of(late.wrap.func)
+        message = (
+            f"`{py.code_of(late.enable)}` comes after `{wrapper}` (line {wrap_line}){optimizer}: PEFT prepared no "
+            "input gradients, so with reentrant checkpointing (transformers 4.x's default) the checkpointed layers and "
+            f"their LoRA weights get no gradient; enable checkpointing before `{wrapper}`"
+        )
+        return Finding(
+            range=py.range_of(late.enable), message=message, fix=_move_fix(ctx, index, late), related=tuple(related)
+        )
+
+
+def _prepares_inputs(index: ModuleIndex) -> bool:
+    """``model.enable_input_require_grads()`` anywhere: the embedding output requires grad."""
+    return any(isinstance(n, cst.Call) and method_name(n) == "enable_input_require_grads" for n in index.nodes)
+
+
+def _non_reentrant(index: ModuleIndex, enable: cst.Call) -> bool:
+    kwargs = argument(enable, 0, "gradient_checkpointing_kwargs") or argument(
+        enable, None, "activation_checkpointing_kwargs"
+    )
+    for value in _values(index, kwargs):
+        if isinstance(value, cst.Dict):
+            for element in value.elements:
+                if isinstance(element, cst.DictElement) and string_value(element.key) == "use_reentrant":
+                    return is_false(element.value)
+        if isinstance(value, cst.Call) and method_name(value) == "dict":
+            return is_false(argument(value, None, "use_reentrant"))
+    return False
+
+
+def _values(index: ModuleIndex, expr: cst.BaseExpression | None) -> list[cst.BaseExpression]:
+    if expr is None:
+        return []
+    text = dotted(expr)
+    if text is None:
+        return [expr]
+    return [d.value for d in index.reaching(text, expr) if d.value is not None] or [expr]
+
+
+def _late_enables(index: ModuleIndex) -> Iterator[_Late]:
+    creations = optimizer_creations(index)
+    for node in index.nodes:
+        if not (isinstance(node, cst.Call) and method_name(node) in _ENABLE and receiver(node) is not None):
+            continue
+        if _non_reentrant(index, node):
+            continue
+        model = dotted(receiver(node))
+        if model is None:
+            continue
+        flow = index.flow_of(node)
+        for wrap, statement, wrapped, base in _wraps_before(index, flow, node):
+            if model not in (wrapped, base) or index.exclusive(wrap, node):
+                continue
+            optimizer = next(
+                (
+                    c.call
+                    for c in creations
+                    if index.flow_of(c.call) is flow
+                    and index.before(c.call, node)
+                    and any(m.split(".")[0] in (model, wrapped) for m in c.models)
+                ),
+                None,
+            )
+            yield _Late(node, wrap, statement, base, optimizer)
+            break
+
+
+def _wraps_before(index: ModuleIndex, flow, enable: cst.Call):
+    """``(wrap call, its statement, the name it assigns, the name it wraps)``, nearest first."""
+    found = []
+    body = flow if isinstance(flow, cst.Module) else flow.body
+    for node in iter_nodes(body):
+        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) and is_peft_wrap(index, node.value):
+            if not index.before(node, enable) or len(node.targets) != 1:
+                continue
+            args = positional(node.value)
+            first = argument(node.value, 0, "model")
+            base = dotted(first) if first is not None else None
+            found.append(
+                (node.value, index.statement_of(node), dotted(node.targets[0].target), base if args or first else None)
+            )
+    return sorted(found, key=lambda f: index.start(f[0]), reverse=True)
+
+
+def _move_fix(ctx, index: ModuleIndex, late: _Late) -> Fix | None:
+    """Move the enable statement to just before the wrap, when both are plain statements of
+    the same block and the model is a plain name."""
+    py = ctx.python
+    statement = index.statement_of(late.enable)
+    if not (
+        isinstance(statement, cst.SimpleStatementLine)
+        and len(statement.body) == 1
+        and isinstance(statement.body[0], cst.Expr)
+        and statement.body[0].value is late.enable
+        and isinstance(late.wrap_statement, cst.SimpleStatementLine)
+        and index.parent(statement) is index.parent(late.wrap_statement)
+        and late.base is not None
+        and isinstance(receiver(late.enable), cst.Name)
+    ):
+        return None
+    lines = py.text.splitlines(keepends=True)
+    start = py.range_of(statement).start.line
+    end = py.range_of(statement).end.line
+    target = py.range_of(late.wrap_statement).start
+    indent = lines[target.line - 1][: target.column]
+    call = py.code_of(late.enable)
+    moved = late.base + call[len(py.code_of(receiver(late.enable))) :]
+    edits = (
+        Edit(ctx.path, Range(Position(target.line, 0), Position(target.line, 0)), f"{indent}{moved}\n"),
+        Edit(ctx.path, Range(Position(start, 0), Position(end + 1, 0)), ""),
+    )
+    return Fix(f"enable gradient checkpointing before {py.code_of(late.wrap.func)}", edits, "safe")

@@ -1,0 +1,130 @@
+"""TRN001: a training loop that never zeroes the gradients it steps with."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from memlint.diagnostics import Related, Severity
+from memlint.rules._python_helpers import index_for
+from memlint.rules._python_helpers.loops import flow_events, step_loops
+from memlint.rules._python_helpers.training import zero_grad_target
+from memlint.rules.base import Example, Finding, Rule
+
+_SCRIPT = """\
+import argparse
+
+import torch
+from torch import nn
+from tqdm import tqdm
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--epochs", type=int, default=20)
+args = parser.parse_args()
+
+model = nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10)).cuda()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+criterion = nn.CrossEntropyLoss()
+
+for epoch in range(args.epochs):
+    for images, labels in tqdm(train_loader, desc=f"epoch {{epoch}}"):
+{zero}        loss = criterion(model(images.cuda()), labels.cuda())
+        loss.backward()
+        optimizer.step()
+"""
+
+
+class MissingZeroGrad(Rule):
+    """## What it does
+    Finds a training loop whose passes run ``backward()`` and an optimizer step but never
+    reset the gradients: no ``optimizer.zero_grad()``, ``model.zero_grad()``,
+    ``p.grad = None`` or ``p.grad.zero_()`` in the loop or in the helpers it calls. A
+    ``zero_grad`` that only runs before the loop, or once per epoch around a per-batch
+    step, does not count. DeepSpeed's ``engine.step()`` zeroes by itself and is not reported.
+
+    ## Why it matters
+    ``backward()`` adds to ``.grad``; it never overwrites it. Without a reset, step *n*
+    applies the sum of the gradients of all *n* batches so far: the update grows every step,
+    the loss diverges or oscillates, and the run is wasted. Nothing raises an error.
+
+    ## Fix
+    Call ``optimizer.zero_grad(set_to_none=True)`` once per optimizer step — after
+    ``optimizer.step()`` or before the forward.
+    """
+
+    code = "TRN001"
+    name = "missing-zero-grad"
+    severity = Severity.ERROR
+    kinds = frozenset({"python"})
+
+    VALID = (
+        Example(_SCRIPT.format(zero="        optimizer.zero_grad()\n"), title="Gradients reset on every step"),
+        Example(
+            """\
+import torch
+
+
+def closure_step(model, optimizer, x, y):
+    def closure():
+        optimizer.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        return loss
+
+    for _ in range(100):
+        optimizer.step(closure)
+""",
+            title="LBFGS: the closure zeroes and backpropagates inside step()",
+        ),
+    )
+    INVALID = (
+        Example(_SCRIPT.format(zero=""), lines=(19,), message="never", title="No zero_grad at all"),
+        Example(
+            _SCRIPT.format(zero="").replace(
+                "for epoch in range(args.epochs):\n", "for epoch in range(args.epochs):\n    optimizer.zero_grad()\n"
+            ),
+            lines=(20,),
+            message="never",
+            title="zero_grad once per epoch while the optimizer steps every batch",
+        ),
+    )
+
+    def check(self, ctx) -> Iterator[Finding]:
+        index = index_for(ctx.python)
+        if index is None:
+            return
+        py = ctx.python
+        for loop in step_loops(index):
+            steps = [(e, s) for e, s in loop.steps if s.kind in ("direct", "scaled")]
+            if not steps or any(s.kind == "framework" for _, s in loop.steps):
+                continue
+            if any(zero_grad_target(index, e.node) is not None for e in loop.events):
+                continue
+            event, step = steps[0]
+            if _created_in(index, loop, step.optimizer):
+                continue  # a fresh optimizer (and usually fresh tensors) on every pass
+            outer = _zeroed_outside(index, loop)
+            where = (
+                f" (it only runs outside this loop, line {py.range_of(outer).start.line})" if outer is not None else ""
+            )
+            backward = loop.backwards[0][1].call
+            yield Finding(
+                range=py.range_of(step.call),
+                message=(
+                    f"`{py.code_of(step.call)}` runs every pass of this loop but the gradients are never "
+                    f"reset{where}: each `{py.code_of(backward)}` adds to the gradients of all earlier steps; "
+                    "call optimizer.zero_grad() once per step"
+                ),
+                related=(Related(ctx.path, py.range_of(backward), "gradients accumulate here"),),
+            )
+
+
+def _zeroed_outside(index, loop):
+    """A zero_grad elsewhere in the loop's function (before the loop, in an outer loop)."""
+    for event in flow_events(index, index.flow_of(loop.loop)):
+        if zero_grad_target(index, event.node) is not None:
+            return event.node
+    return None
+
+
+def _created_in(index, loop, optimizer: str) -> bool:
+    return any(index.contains(loop.loop, d.statement) for d in index.all_definitions(optimizer, loop.loop))

@@ -1,0 +1,108 @@
+"""TRN004: ``torch.cuda.empty_cache()`` on every training step."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from memlint.diagnostics import Severity
+from memlint.rules._python_helpers import index_for
+from memlint.rules._python_helpers.loops import step_loops
+from memlint.rules.base import Example, Finding, Rule
+
+_EMPTY_CACHE = {
+    "torch.cuda.empty_cache",
+    "torch.cuda.memory.empty_cache",
+    "torch.xpu.empty_cache",
+    "torch.mps.empty_cache",
+}
+
+_SCRIPT = """\
+import gc
+
+import torch
+
+
+def train(model, loader, optimizer, epochs, eval_every=1000):
+    for epoch in range(epochs):
+        for step, batch in enumerate(loader):
+            try:
+                loss = model(**batch).loss
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+            except torch.cuda.OutOfMemoryError:
+                optimizer.zero_grad()
+                gc.collect()
+                torch.cuda.empty_cache()
+                continue
+{extra}
+"""
+
+
+class EmptyCacheInTrainingLoop(Rule):
+    """## What it does
+    Finds ``torch.cuda.empty_cache()`` (and the ``xpu`` / ``mps`` ones) that runs on every
+    pass of a training loop. Calls in an ``except`` handler (recovering from an
+    out-of-memory error) and calls under an interval condition (``if step % 1000 == 0:``)
+    are not reported.
+
+    ## Why it matters
+    ``empty_cache`` returns the caching allocator's free blocks to the driver. It frees no
+    memory your tensors could use — the allocator reuses its cached blocks, and when an
+    allocation fails it releases them and retries by itself before reporting out of memory —
+    so it neither lowers the peak nor prevents an out-of-memory error in this process. What it does
+    is make the next step allocate all those blocks again with ``cudaMalloc``, which
+    synchronises the device: every step pays for it. It only helps *other* processes on the
+    same GPU.
+
+    ## Fix
+    Remove it from the step. To fight fragmentation set
+    ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True``; to free memory between phases
+    (after evaluation, before saving) call it there, once.
+    """
+
+    code = "TRN004"
+    name = "empty-cache-in-training-loop"
+    severity = Severity.INFO
+    kinds = frozenset({"python"})
+
+    VALID = (
+        Example(
+            _SCRIPT.format(
+                extra="            if step % eval_every == 0:\n"
+                "                evaluate(model)\n"
+                "                torch.cuda.empty_cache()"
+            ),
+            title="Only after an out-of-memory error, or every eval_every steps",
+        ),
+    )
+    INVALID = (
+        Example(
+            _SCRIPT.format(extra="            torch.cuda.empty_cache()"),
+            lines=(19,),
+            message="every step",
+            title="empty_cache() after every step",
+        ),
+    )
+
+    def check(self, ctx) -> Iterator[Finding]:
+        index = index_for(ctx.python)
+        if index is None:
+            return
+        py = ctx.python
+        reported: set[int] = set()
+        for loop in step_loops(index):
+            for event in loop.events:
+                call = event.call
+                if call is None or id(call) in reported or event.in_except or event.modulo_guards:
+                    continue
+                if not (index.qualified(call) & _EMPTY_CACHE):
+                    continue
+                reported.add(id(call))
+                yield Finding(
+                    range=py.range_of(call),
+                    message=(
+                        f"`{py.code_of(call)}` runs every step: it frees no memory this process can use, and the next "
+                        "step must cudaMalloc the released blocks again, synchronising the GPU"
+                    ),
+                )

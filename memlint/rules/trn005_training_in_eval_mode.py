@@ -1,0 +1,199 @@
+"""TRN005: training steps that run with the model in eval mode."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from memlint.diagnostics import Related, Severity
+from memlint.rules._python_helpers import index_for
+from memlint.rules._python_helpers.index import ModuleIndex
+from memlint.rules._python_helpers.loops import Event, step_loops, training_loops
+from memlint.rules._python_helpers.syntax import argument, dotted, is_false, method_name, receiver, root_name
+from memlint.rules._python_helpers.training import model_holder, trained_models
+from memlint.rules.base import Example, Finding, Rule
+
+_SCRIPT = """\
+import argparse
+
+import torch
+from transformers import AutoModelForSequenceClassification
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--eval_steps", type=int, default=500)
+args = parser.parse_args()
+
+
+@torch.no_grad()
+def evaluate(model, loader):
+    model.eval()
+    losses = [model(**batch).loss for batch in loader]
+    return torch.stack(losses).mean().item()
+
+
+model = AutoModelForSequenceClassification.from_pretrained("bert-base-uncased", num_labels=2).cuda()
+optimizer = torch.optim.AdamW(model.parameters(), lr=2e-5)
+for epoch in range(3):
+    model.train()
+    for step, batch in enumerate(train_loader):
+        loss = model(**batch).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        if step % args.eval_steps == 0:
+            print(f"eval loss {{evaluate(model, eval_loader):.3f}}"){after}
+"""
+
+
+class TrainingInEvalMode(Rule):
+    """## What it does
+    Finds training steps that run with the trained model in eval mode:
+
+    * ``model.eval()`` — directly or inside an evaluation helper — in a loop that runs
+      ``backward()``, with no ``model.train()`` in that loop to switch back (a
+      ``model.train()`` once per epoch does not undo an evaluation in the middle of the epoch);
+    * a model from ``from_pretrained`` trained in a hand-written loop that never calls
+      ``.train()``: ``from_pretrained`` returns the model in eval mode.
+
+    ## Why it matters
+    In eval mode dropout is off (including LoRA's ``lora_dropout``) and batch norm uses its
+    running statistics instead of the batch's and stops updating them. Everything after the
+    first evaluation trains a different model than the one configured — without
+    regularisation, with frozen normalisation statistics — and nothing reports it: the loss
+    even looks better.
+
+    ## Fix
+    Call ``model.train()`` after evaluating (at the end of the evaluation helper, or right
+    after the call), and once before the training loop.
+    """
+
+    code = "TRN005"
+    name = "training-in-eval-mode"
+    severity = Severity.WARNING
+    kinds = frozenset({"python"})
+
+    VALID = (
+        Example(_SCRIPT.format(after="\n            model.train()"), title="Back to train mode right after evaluating"),
+    )
+    INVALID = (
+        Example(
+            _SCRIPT.format(after=""),
+            lines=(28,),
+            message="eval mode",
+            title="Evaluation every 500 steps leaves the rest of the epoch in eval mode",
+        ),
+        Example(
+            """\
+import torch
+from peft import LoraConfig, get_peft_model
+from transformers import AutoModelForCausalLM
+
+model = AutoModelForCausalLM.from_pretrained("facebook/opt-350m").cuda()
+model = get_peft_model(model, LoraConfig(r=8, lora_dropout=0.1, task_type="CAUSAL_LM"))
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+for batch in loader:
+    loss = model(**batch).loss
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+""",
+            lines=(5,),
+            message="never calls",
+            title="from_pretrained returns an eval-mode model and the loop never calls model.train()",
+        ),
+    )
+
+    def check(self, ctx) -> Iterator[Finding]:
+        index = index_for(ctx.python)
+        if index is None:
+            return
+        trained = trained_models(index)
+        yield from self._evaluations_left_on(ctx, index, trained)
+        yield from self._never_trained(ctx, index, trained)
+
+    def _evaluations_left_on(self, ctx, index: ModuleIndex, trained: set[str]) -> Iterator[Finding]:
+        py = ctx.python
+        reported: set[int] = set()
+        for loop in training_loops(index):
+            if any(_is_train_call(e.node) for e in loop.events):
+                continue
+            models = trained | _models_run_with_grad(index, loop)
+            for event in loop.events:
+                if not _is_eval_of_trained(index, event, models) or id(event.site) in reported:
+                    continue
+                reported.add(id(event.site))
+                via = "" if event.depth == 0 else f" (through `{py.code_of(event.site)}`)"
+                backward = loop.backwards[0][1].call
+                yield Finding(
+                    range=py.range_of(event.site),
+                    message=(
+                        f"`{py.code_of(event.node)}`{via} switches the model to eval mode inside the training loop and "
+                        "nothing in the loop calls model.train(): later steps train with dropout off and batch norm "
+                        "frozen"
+                    ),
+                    related=(Related(ctx.path, py.range_of(backward), "training continues here"),),
+                )
+
+    def _never_trained(self, ctx, index: ModuleIndex, trained: set[str]) -> Iterator[Finding]:
+        loops = [
+            loop
+            for loop in step_loops(index)
+            if any(b.kind in ("tensor", "scaled") or _is_accelerate(b) for _, b in loop.backwards)
+        ]
+        if not loops or any(_is_train_call(n) for n in index.nodes):
+            return
+        for node in index.nodes:
+            if not (isinstance(node, cst.Call) and method_name(node) == "from_pretrained"):
+                continue
+            if any(q.startswith("peft.") for q in index.qualified(node)):
+                continue
+            holder = model_holder(index, node)
+            if holder is None or (holder not in trained and holder.split(".")[0] not in trained):
+                continue
+            py = ctx.python
+            yield Finding(
+                range=py.range_of(node),
+                message=(
+                    f"`{py.code_of(node.func)}` returns the model in eval mode and this script never calls "
+                    f"`{holder}.train()`: every step trains with dropout off; call it before the training loop"
+                ),
+                related=(Related(ctx.path, py.range_of(loops[0].backwards[0][1].call), "training happens here"),),
+            )
+            return
+
+
+def _models_run_with_grad(index: ModuleIndex, loop) -> set[str]:
+    """Objects the loop calls outside ``no_grad`` (``model(**batch)``): the models it trains.
+    A teacher called under ``torch.no_grad()`` is not among them."""
+    out = set()
+    for event in loop.events:
+        call = event.call
+        if call is not None and isinstance(call.func, (cst.Name, cst.Attribute)) and not index.under_no_grad(call):
+            name = dotted(call.func)
+            if name is not None:
+                out.add(name)
+    return out
+
+
+def _is_accelerate(backward) -> bool:
+    target = receiver(backward.call)
+    return backward.kind == "framework" and target is not None and "accelerator" in (root_name(target) or "").lower()
+
+
+def _is_train_call(node: cst.CSTNode) -> bool:
+    if not (isinstance(node, cst.Call) and method_name(node) == "train" and receiver(node) is not None):
+        return False
+    return not is_false(argument(node, 0, "mode"))
+
+
+def _is_eval_of_trained(index: ModuleIndex, event: Event, trained: set[str]) -> bool:
+    call = event.call
+    if call is None or method_name(call) != "eval" or call.args or receiver(call) is None:
+        return False
+    name = root_name(receiver(call))
+    if name in trained or (name == "self" and (dotted(receiver(call)) or "") in trained):
+        return True
+    if event.depth > 0 and isinstance(event.site, cst.Call):  # evaluate(model, ...)
+        return any(isinstance(a.value, cst.Name) and a.value.value in trained for a in event.site.args)
+    return False

@@ -1,0 +1,376 @@
+"""ACC001: accumulation loops whose backward() gets the undivided loss."""
+
+from __future__ import annotations
+
+HF_NO_TRAINER = """\
+import argparse
+import math
+
+import torch
+from torch.utils.data import DataLoader
+from tqdm.auto import tqdm
+from transformers import AutoModelForCausalLM, get_scheduler
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description="Finetune a causal LM")
+    parser.add_argument("--gradient_accumulation_steps", type=int, default=4)
+    parser.add_argument("--num_train_epochs", type=int, default=3)
+    return parser.parse_args()
+
+
+def main():
+    args = parse_args()
+    model = AutoModelForCausalLM.from_pretrained("gpt2").cuda()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=5e-5)
+    train_dataloader = DataLoader(train_dataset, batch_size=8, shuffle=True)
+    num_update_steps_per_epoch = math.ceil(len(train_dataloader) / args.gradient_accumulation_steps)
+    lr_scheduler = get_scheduler("linear", optimizer, 0, args.num_train_epochs * num_update_steps_per_epoch)
+    running_loss = 0.0
+    for epoch in range(args.num_train_epochs):
+        model.train()
+        for step, batch in enumerate(tqdm(train_dataloader)):
+            outputs = model(**batch)
+            loss = outputs.loss
+            running_loss += loss.item() / args.gradient_accumulation_steps
+            loss.backward()
+            if step % args.gradient_accumulation_steps == 0 or step == len(train_dataloader) - 1:
+                optimizer.step()
+                lr_scheduler.step()
+                optimizer.zero_grad()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_hf_style_loop_fires_on_the_backward_with_the_step_as_related(lint, where):
+    diagnostics = lint("ACC001", HF_NO_TRAINER)
+    assert where(diagnostics) == [(31, 12, 31, 27)]
+    (diagnostic,) = diagnostics
+    assert "`loss.backward()` gets the undivided loss" in diagnostic.message
+    assert "every `args.gradient_accumulation_steps` micro-batches (line 33)" in diagnostic.message
+    assert diagnostic.related[0].range.start.line == 33
+    assert diagnostic.fix is not None and diagnostic.fix.applicability == "safe"
+
+
+def test_fix_divides_by_the_modulo_divisor_and_rechecks_clean(fix):
+    fixed = fix("ACC001", HF_NO_TRAINER)
+    assert "            (loss / args.gradient_accumulation_steps).backward()\n" in fixed
+    # the logging division is left alone
+    assert "running_loss += loss.item() / args.gradient_accumulation_steps" in fixed
+
+
+CONTINUE_SHAPE = """\
+from dataclasses import dataclass
+
+import torch
+from torch.cuda.amp import GradScaler
+
+
+@dataclass
+class Config:
+    accum_steps: int = 16
+    max_grad_norm: float = 1.0
+
+
+def train_epoch(model, loader, optimizer, cfg: Config):
+    scaler = GradScaler()
+    for i, (x, y) in enumerate(loader):
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+        scaler.scale(loss).backward()
+        if (i + 1) % cfg.accum_steps != 0:
+            continue
+        scaler.unscale_(optimizer)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad(set_to_none=True)
+"""
+
+
+def test_continue_shape_with_a_scaler_fires_and_fixes_inside_scale(lint, where, fix):
+    assert where(lint("ACC001", CONTINUE_SHAPE)) == [(18, 8, 18, 37)]
+    fixed = fix("ACC001", CONTINUE_SHAPE)
+    assert "        scaler.scale(loss / cfg.accum_steps).backward()\n" in fixed
+
+
+def test_a_flag_computed_from_the_modulo_counts_as_the_guard(lint, where):
+    source = """\
+    import torch
+
+    ACCUM = 8
+
+    def fit(model, loader, optimizer, epochs):
+        for epoch in range(epochs):
+            for step, batch in enumerate(loader):
+                is_update_step = (step + 1) % ACCUM == 0
+                loss = model(**batch).loss + 0.01 * model.aux_loss
+                loss.backward()
+                if is_update_step:
+                    optimizer.step()
+                    optimizer.zero_grad()
+    """
+    assert where(lint("ACC001", source)) == [(10, 12, 10, 27)]
+
+
+def test_division_after_backward_for_logging_does_not_count(lint, where):
+    source = """\
+    import wandb
+
+    def train(model, loader, opt, grad_accum):
+        for step, batch in enumerate(loader):
+            loss = model(**batch).loss
+            loss.backward()
+            loss = loss / grad_accum
+            wandb.log({"loss": loss.item()})
+            if (step + 1) % grad_accum == 0:
+                opt.step()
+                opt.zero_grad()
+    """
+    assert where(lint("ACC001", source)) == [(6, 8, 6, 23)]
+
+
+def test_backward_in_a_helper_is_reported_in_the_helper_without_a_fix(lint, where):
+    source = """\
+    import torch
+
+
+    def training_step(model, batch):
+        logits = model(batch["input_ids"])
+        loss = torch.nn.functional.cross_entropy(logits.view(-1, logits.size(-1)), batch["labels"].view(-1))
+        loss.backward()
+        return loss.detach()
+
+
+    def train(model, loader, optimizer, accumulation_steps=4):
+        for step, batch in enumerate(loader):
+            training_step(model, batch)
+            if (step + 1) % accumulation_steps == 0:
+                optimizer.step()
+                optimizer.zero_grad()
+    """
+    diagnostics = lint("ACC001", source)
+    assert where(diagnostics) == [(7, 4, 7, 19)]
+    assert diagnostics[0].fix is None  # the divisor is a name of another function
+
+
+def test_nanogpt_micro_step_loop_without_division(lint, where, fix):
+    source = """\
+    import torch
+
+    gradient_accumulation_steps = 5 * 8
+    for iter_num in range(max_iters):
+        for micro_step in range(gradient_accumulation_steps):
+            with ctx:
+                logits, loss = model(X, Y)
+            X, Y = get_batch("train")
+            loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+    """
+    assert where(lint("ACC001", source)) == [(9, 8, 9, 23)]
+    assert "(loss / gradient_accumulation_steps).backward()" in fix("ACC001", source)
+
+
+# ---------------------------------------------------------------------- near misses
+
+
+def test_divided_before_backward_in_its_many_spellings(lint):
+    spellings = [
+        "loss = loss / args.accum\n            loss.backward()",
+        "loss /= args.accum\n            loss.backward()",
+        "loss = loss.div(args.accum)\n            loss.backward()",
+        "loss.div_(args.accum)\n            loss.backward()",
+        "(loss / args.accum).backward()",
+        "loss = loss * (1.0 / args.accum)\n            loss.backward()",
+        "scaler.scale(loss / args.accum).backward()",
+        "if args.accum > 1:\n                loss = loss / args.accum\n            loss.backward()",
+    ]
+    for spelling in spellings:
+        source = f"""\
+    def train(model, loader, optimizer, scaler, args):
+        for step, batch in enumerate(loader):
+            loss = model(**batch).loss
+            {spelling}
+            if (step + 1) % args.accum == 0:
+                optimizer.step()
+                optimizer.zero_grad()
+    """
+        assert lint("ACC001", source) == [], spelling
+
+
+def test_a_helper_that_returns_the_divided_loss(lint):
+    source = """\
+    import torch.nn.functional as F
+
+    def compute_loss(model, batch, accum):
+        logits = model(batch["x"])
+        return F.cross_entropy(logits, batch["y"]) / accum
+
+    def train(model, loader, optimizer, accum):
+        for step, batch in enumerate(loader):
+            loss = compute_loss(model, batch, accum)
+            loss.backward()
+            if (step + 1) % accum == 0:
+                optimizer.step()
+                optimizer.zero_grad()
+    """
+    assert lint("ACC001", source) == []
+
+
+def test_a_loss_normalised_by_the_tokens_of_the_accumulation_window(lint):
+    source = """\
+    def train(model, loader, optimizer, accum):
+        for step, (batch, tokens_in_window) in enumerate(loader):
+            loss_sum = model(**batch).loss_sum
+            loss = loss_sum / tokens_in_window
+            loss.backward()
+            if (step + 1) % accum == 0:
+                optimizer.step()
+                optimizer.zero_grad()
+    """
+    assert lint("ACC001", source) == []
+
+
+def test_frameworks_that_divide_themselves(lint):
+    accelerate = """\
+    from accelerate import Accelerator
+
+    accelerator = Accelerator(gradient_accumulation_steps=8)
+    model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+    for step, batch in enumerate(loader):
+        loss = model(**batch).loss
+        accelerator.backward(loss)
+        if (step + 1) % 8 == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+    """
+    deepspeed_engine = """\
+    import deepspeed
+
+    model_engine, optimizer, _, _ = deepspeed.initialize(args=args, model=model, model_parameters=model.parameters())
+    for step, batch in enumerate(loader):
+        loss = model_engine(batch)
+        model_engine.backward(loss)
+        model_engine.step()
+    """
+    trainer = """\
+    from transformers import Trainer, TrainingArguments
+
+    args = TrainingArguments(output_dir="out", gradient_accumulation_steps=8, per_device_train_batch_size=2)
+    Trainer(model=model, args=args, train_dataset=dataset).train()
+    """
+    for source in (accelerate, deepspeed_engine, trainer):
+        assert lint("ACC001", source) == []
+
+
+def test_no_accumulation_or_a_modulo_that_only_logs(lint):
+    source = """\
+    for step, batch in enumerate(loader):
+        loss = model(**batch).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        if step % 100 == 0:
+            print(f"step {step}: {loss.item():.4f}")
+    """
+    assert lint("ACC001", source) == []
+
+
+def test_gan_with_a_generator_step_every_n_critic_iterations(lint):
+    source = """\
+    for i, (real, _) in enumerate(loader):
+        d_loss = -torch.mean(critic(real)) + torch.mean(critic(generator(z).detach()))
+        d_loss.backward()
+        opt_d.step()
+        opt_d.zero_grad()
+        if i % n_critic == 0:
+            g_loss = -torch.mean(critic(generator(z)))
+            g_loss.backward()
+            opt_g.step()
+            opt_g.zero_grad()
+    """
+    assert lint("ACC001", source) == []
+
+
+def test_a_task_loop_over_range_is_not_accumulation(lint):
+    source = """\
+    for batch in loader:
+        for task_id in range(len(heads)):
+            loss = criterion(heads[task_id](encoder(batch)), batch["labels"][task_id])
+            loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    """
+    assert lint("ACC001", source) == []
+
+
+TIMM_STYLE = """\
+import torch
+
+
+def train_one_epoch(model, loader, optimizer, loss_fn, accum_steps, has_no_sync):
+    last_batch_idx = len(loader) - 1
+    for batch_idx, (input, target) in enumerate(loader):
+        need_update = batch_idx == last_batch_idx or (batch_idx + 1) % accum_steps == 0
+
+        def _forward():
+            _loss = loss_fn(model(input), target)
+            {divide}
+            return _loss
+
+        def _backward(_loss):
+            _loss.backward()
+            if need_update:
+                optimizer.step()
+
+        if has_no_sync and not need_update:
+            with model.no_sync():
+                loss = _forward()
+                _backward(loss)
+        else:
+            loss = _forward()
+            _backward(loss)
+        if need_update:
+            optimizer.zero_grad(set_to_none=True)
+"""
+
+
+def test_ddp_no_sync_branches_run_backward_on_every_micro_step(lint, where):
+    diagnostics = lint("ACC001", TIMM_STYLE.replace("{divide}", "pass"))
+    assert where(diagnostics) == [(15, 12, 15, 28)]
+    assert diagnostics[0].fix is None  # the backward sits in a nested helper
+
+
+def test_division_reaches_the_helper_through_its_parameter(lint):
+    assert lint("ACC001", TIMM_STYLE.replace("{divide}", "_loss /= accum_steps")) == []
+    source = """\
+    def backward_step(loss, scaler):
+        scaler.scale(loss).backward()
+
+
+    def train(model, loader, optimizer, scaler, accum):
+        for step, batch in enumerate(loader):
+            backward_step(model(**batch).loss / accum, scaler)
+            if (step + 1) % accum == 0:
+                scaler.step(optimizer)
+                scaler.update()
+                optimizer.zero_grad()
+    """
+    assert lint("ACC001", source) == []
+    undivided = source.replace("model(**batch).loss / accum", "model(**batch).loss")
+    assert [d.range.start.line for d in lint("ACC001", undivided)] == [2]
+
+
+def test_a_divided_loss_scaled_again_before_a_helper_backward(lint):
+    source = TIMM_STYLE.replace("{divide}", "_loss /= accum_steps").replace(
+        "            loss = _forward()\n            _backward(loss)\n",
+        "            loss = _forward()\n            scaled_loss = 2.0 * loss\n"
+        "            if dist_scale is not None:\n                scaled_loss *= dist_scale\n"
+        "            _backward(scaled_loss)\n",
+    )
+    assert "_backward(scaled_loss)" in source
+    assert lint("ACC001", source) == []

@@ -1,0 +1,295 @@
+"""AMP001: float16 training without loss scaling."""
+
+from __future__ import annotations
+
+NANOGPT_NO_SCALER = """\
+from contextlib import nullcontext
+
+import torch
+
+device = "cuda"
+dtype = "bfloat16" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "float16"
+device_type = "cuda" if "cuda" in device else "cpu"
+ptdtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
+ctx = nullcontext() if device_type == "cpu" else torch.amp.autocast(device_type=device_type, dtype=ptdtype)
+
+model = GPT(gptconf).to(device)
+optimizer = model.configure_optimizers(weight_decay, learning_rate, (beta1, beta2), device_type)
+
+while True:
+    for micro_step in range(gradient_accumulation_steps):
+        with ctx:
+            logits, loss = model(X, Y)
+            loss = loss / gradient_accumulation_steps
+        X, Y = get_batch("train")
+        loss.backward()
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+"""
+
+
+def test_a_context_that_can_pick_float16_fires(lint, where):
+    diagnostics = lint("AMP001", NANOGPT_NO_SCALER)
+    assert where(diagnostics) == [(20, 8, 20, 23)]
+    message = diagnostics[0].message
+    assert "which can pick float16 (line 9)" in message
+    assert 'torch.amp.GradScaler("cuda")' in message
+    assert diagnostics[0].related[0].range.start.line == 9
+
+
+def test_nanogpt_with_its_scaler_is_quiet(lint):
+    source = NANOGPT_NO_SCALER.replace(
+        "optimizer = model.configure",
+        'scaler = torch.amp.GradScaler("cuda", enabled=(dtype == "float16"))\noptimizer = model.configure',
+    ).replace(
+        "        loss.backward()\n    optimizer.step()",
+        "        scaler.scale(loss).backward()\n    scaler.step(optimizer)\n    scaler.update()",
+    )
+    assert lint("AMP001", source) == []
+
+
+def test_half_model_trained_with_a_plain_backward(lint, where):
+    source = """\
+    import argparse
+
+    import torch
+    import torchvision
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--epochs", type=int, default=90)
+    args = parser.parse_args()
+
+    model = torchvision.models.resnet50().cuda().half()
+    criterion = torch.nn.CrossEntropyLoss()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+    for epoch in range(args.epochs):
+        for images, target in train_loader:
+            output = model(images.cuda().half())
+            loss = criterion(output, target.cuda())
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    """
+    diagnostics = lint("AMP001", source)
+    assert where(diagnostics) == [(19, 8, 19, 23)]
+    assert "float16 weights from `.half()` (line 10)" in diagnostics[0].message
+
+
+def test_lora_on_a_float16_checkpoint(lint, where):
+    source = """\
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    MODEL = "mistralai/Mistral-7B-v0.1"
+
+    base = AutoModelForCausalLM.from_pretrained(MODEL, torch_dtype=torch.float16, device_map="auto")
+    model = get_peft_model(base, LoraConfig(r=16, lora_alpha=32, target_modules=["q_proj", "v_proj"]))
+    optimizer = torch.optim.AdamW(filter(lambda p: p.requires_grad, model.parameters()), lr=2e-4)
+
+    model.train()
+    for batch in loader:
+        loss = model(**batch).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    """
+    diagnostics = lint("AMP001", source)
+    assert where(diagnostics) == [(14, 4, 14, 19)]
+    assert "from_pretrained(torch_dtype=...)" in diagnostics[0].message
+
+
+def test_autocast_decorating_forward_and_in_a_helper(lint, where):
+    decorated = """\
+    import torch
+    from torch import nn
+
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Sequential(nn.Linear(512, 512), nn.GELU(), nn.Linear(512, 10))
+
+        @torch.autocast("cuda", dtype=torch.float16)
+        def forward(self, x):
+            return self.body(x)
+
+
+    net = Net().cuda()
+    opt = torch.optim.Adam(net.parameters())
+    for x, y in loader:
+        loss = nn.functional.cross_entropy(net(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    """
+    assert where(lint("AMP001", decorated)) == [(20, 4, 20, 19)]
+    helper = """\
+    import torch.cuda.amp as amp
+    import torch.nn.functional as F
+
+
+    def compute_loss(model, batch):
+        with amp.autocast():
+            return F.cross_entropy(model(batch["x"]), batch["y"])
+
+
+    def train(model, loader, optimizer):
+        for batch in loader:
+            loss = compute_loss(model, batch)
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+    """
+    diagnostics = lint("AMP001", helper)
+    assert where(diagnostics) == [(13, 8, 13, 23)]
+    assert "`amp.autocast()` autocasts to float16 on CUDA (line 6)" in diagnostics[0].message
+
+
+def test_scaled_backward_in_a_helper_with_a_direct_step_in_the_loop(lint, where):
+    source = """\
+    import torch
+
+    scaler = torch.amp.GradScaler("cuda")
+
+
+    def backward_step(model, batch):
+        with torch.autocast("cuda"):
+            loss = model(**batch).loss
+        scaler.scale(loss).backward()
+        return loss
+
+
+    for step, batch in enumerate(loader):
+        backward_step(model, batch)
+        optimizer.step()
+        optimizer.zero_grad()
+    """
+    diagnostics = lint("AMP001", source)
+    assert where(diagnostics) == [(15, 4, 15, 20)]
+    assert "call `scaler.step(optimizer)`" in diagnostics[0].message
+
+
+# ---------------------------------------------------------------------- near misses
+
+
+def test_a_plain_backward_on_the_branch_where_the_scaler_is_off(lint):
+    source = """\
+    import torch
+
+    def train_one_epoch(model, loader, optimizer, scaler=None, amp_dtype=torch.float16):
+        for x, y in loader:
+            with torch.autocast("cuda", dtype=amp_dtype, enabled=scaler is not None):
+                loss = model(x, y)
+            if scaler is not None:
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+            else:
+                loss.backward()
+                optimizer.step()
+            optimizer.zero_grad()
+    """
+    assert lint("AMP001", source) == []
+
+
+def test_float16_only_where_nothing_is_trained(lint):
+    source = """\
+    import torch
+
+    teacher = AutoModelForCausalLM.from_pretrained("teacher-13b", torch_dtype=torch.float16).cuda().eval()
+    student = AutoModelForCausalLM.from_pretrained("student-1b").cuda()
+    optimizer = torch.optim.AdamW(student.parameters(), lr=1e-4)
+
+
+    @torch.no_grad()
+    def evaluate(model, loader):
+        with torch.autocast("cuda", dtype=torch.float16):
+            return sum(model(**b).loss.item() for b in loader)
+
+
+    for batch in loader:
+        with torch.no_grad(), torch.autocast("cuda", dtype=torch.float16):
+            teacher_logits = teacher(**batch).logits
+        loss = distill_loss(student(**batch).logits, teacher_logits)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    """
+    assert lint("AMP001", source) == []
+
+
+def test_an_evaluation_loop_beside_the_training_loop(lint):
+    source = """\
+    import torch
+
+    def main(model, train_loader, val_loader, optimizer, epochs):
+        for epoch in range(epochs):
+            model.train()
+            for batch in train_loader:
+                loss = model(**batch).loss
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+            model.eval()
+            for batch in val_loader:
+                with torch.autocast("cuda", dtype=torch.float16):
+                    val_loss = model(**batch).loss
+    """
+    assert lint("AMP001", source) == []
+
+
+def test_other_dtypes_devices_and_disabled_autocast(lint):
+    for header in (
+        'torch.autocast("cuda", dtype=torch.bfloat16)',
+        'torch.autocast("cpu")',
+        "torch.cpu.amp.autocast()",
+        'torch.autocast("cuda", dtype=torch.float16, enabled=False)',
+    ):
+        source = f"""\
+    import torch
+
+    for x, y in loader:
+        with {header}:
+            loss = model(x, y)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    """
+        assert lint("AMP001", source) == [], header
+
+
+def test_frameworks_that_scale_the_loss(lint):
+    accelerate = """\
+    from accelerate import Accelerator
+
+    accelerator = Accelerator(mixed_precision="fp16")
+    model = model.half()
+    model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+    for batch in loader:
+        loss = model(**batch).loss
+        accelerator.backward(loss)
+        optimizer.step()
+        optimizer.zero_grad()
+    """
+    deepspeed_engine = """\
+    import deepspeed
+    import torch
+
+    engine, optimizer, _, _ = deepspeed.initialize(model=model, config="ds_fp16.json")
+    for batch in loader:
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = engine(batch)
+        engine.backward(loss)
+        engine.step()
+    """
+    trainer = """\
+    import torch
+    from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+    model = AutoModelForCausalLM.from_pretrained("gpt2", torch_dtype=torch.float16)
+    Trainer(model=model, args=TrainingArguments(output_dir="out", fp16=True), train_dataset=ds).train()
+    """
+    for source in (accelerate, deepspeed_engine, trainer):
+        assert lint("AMP001", source) == []

@@ -1,0 +1,136 @@
+"""CKP001: gradient checkpointing enabled after get_peft_model (and the optimizer)."""
+
+from __future__ import annotations
+
+SCRIPT = """\
+import argparse
+
+import torch
+from peft import LoraConfig, get_peft_model
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+
+def build(args):
+    model = AutoModelForCausalLM.from_pretrained(args.model, torch_dtype=torch.bfloat16)
+    tokenizer = AutoTokenizer.from_pretrained(args.model)
+    config = LoraConfig(r=args.lora_r, lora_alpha=2 * args.lora_r, task_type="CAUSAL_LM")
+    model = get_peft_model(model, config)
+    model.print_trainable_parameters()
+    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=args.lr)
+    if args.gradient_checkpointing:
+        model.gradient_checkpointing_enable()
+    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": True})
+    return model, tokenizer, optimizer
+"""
+
+
+def test_both_late_enables_fire_with_the_wrap_and_the_optimizer_related(lint, where):
+    diagnostics = lint("CKP001", SCRIPT)
+    assert where(diagnostics) == [(16, 8, 16, 45), (17, 4, 17, 94)]
+    message = diagnostics[0].message
+    assert "comes after `get_peft_model` (line 12) and after the optimizer (line 14)" in message
+    assert [r.range.start.line for r in diagnostics[0].related] == [12, 14]
+    assert diagnostics[0].fix is None  # inside an `if`: not a statement of the wrap's block
+    assert diagnostics[1].fix is not None
+
+
+def test_fix_moves_the_plain_statement_before_the_wrap(fix):
+    fixed = fix(
+        "CKP001",
+        SCRIPT.replace("    if args.gradient_checkpointing:\n        model.gradient_checkpointing_enable()\n", ""),
+    )
+    assert (
+        '    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": True})\n'
+        "    model = get_peft_model(model, config)\n"
+    ) in fixed
+    assert fixed.count("gradient_checkpointing_enable") == 1
+
+
+def test_fix_renames_a_separate_peft_variable_to_the_base_model(fix):
+    source = """\
+    from peft import LoraConfig, get_peft_model
+
+    base = AutoModelForCausalLM.from_pretrained("gpt2")
+    peft_model = get_peft_model(base, LoraConfig(r=8))
+    peft_model.gradient_checkpointing_enable()
+    """
+    fixed = fix("CKP001", source)
+    assert "base.gradient_checkpointing_enable()\npeft_model = get_peft_model(base, LoraConfig(r=8))\n" in fixed
+
+
+def test_peft_model_loaded_from_an_adapter_directory(lint, where):
+    source = """\
+    from peft import PeftModel
+
+    model = PeftModel.from_pretrained(base_model, "out/checkpoint-500", is_trainable=True)
+    model.activation_checkpointing_enable()
+    """
+    assert where(lint("CKP001", source)) == [(4, 0, 4, 39)]
+
+
+def test_near_misses(lint):
+    early = """\
+    model = AutoModelForCausalLM.from_pretrained("gpt2")
+    model.gradient_checkpointing_enable()
+    model = get_peft_model(model, LoraConfig(r=8))
+    optimizer = torch.optim.AdamW(model.parameters())
+    """
+    non_reentrant_by_name = """\
+    from peft import get_peft_model
+
+    gc_kwargs = {"use_reentrant": False}
+    model = get_peft_model(model, config)
+    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=gc_kwargs)
+    """
+    input_grads = """\
+    from peft import get_peft_model
+
+    model = get_peft_model(model, config)
+    model.gradient_checkpointing_enable()
+    model.enable_input_require_grads()
+    """
+    full_model_after_optimizer = """\
+    import torch
+
+    model = AutoModelForCausalLM.from_pretrained("gpt2")
+    optimizer = torch.optim.AdamW(model.parameters(), lr=5e-5)
+    model.gradient_checkpointing_enable()
+    """
+    other_model = """\
+    from peft import get_peft_model
+
+    student = get_peft_model(student, config)
+    teacher.gradient_checkpointing_enable()
+    """
+    only_without_lora = """\
+    from peft import get_peft_model
+
+    if args.train_text_encoder and args.use_lora:
+        text_encoder = get_peft_model(text_encoder, config)
+    if args.gradient_checkpointing:
+        unet.enable_gradient_checkpointing()
+        if args.train_text_encoder and not args.use_lora:
+            text_encoder.gradient_checkpointing_enable()
+    """
+    full_only = """\
+    from peft import get_peft_model
+
+    if not args.train_text_encoder:
+        text_encoder.requires_grad_(False)
+    elif args.train_text_encoder and args.adapter != "full":
+        text_encoder = get_peft_model(text_encoder, config)
+    if args.gradient_checkpointing:
+        if args.train_text_encoder and args.adapter == "full":
+            text_encoder.gradient_checkpointing_enable()
+    """
+    sources = (
+        early,
+        non_reentrant_by_name,
+        input_grads,
+        full_model_after_optimizer,
+        other_model,
+        only_without_lora,
+        full_only,
+    )
+    for source in sources:
+        assert lint("CKP001", source) == []
