@@ -48,7 +48,9 @@ def sections(doc: str) -> list[tuple[str, str]]:
     return [(title, section(doc, title)) for title in titles]
 
 
-def _fenced(path: str, text: str) -> str:
+def _fenced(path: str, text: str | bytes) -> str:
+    if isinstance(text, bytes):  # an example of a file that is not valid UTF-8: show its bytes
+        text = text.decode("utf-8", "backslashreplace")
     body = text if text.endswith("\n") else text + "\n"
     fence = "````" if "```" in body else "```"
     return f"`{path}`:\n\n{fence}{fence_language(path)}\n{body}{fence}\n"

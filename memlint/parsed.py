@@ -30,18 +30,24 @@ class ParsedDocument:
         return self.document.text
 
 
-# Python that imports none of these cannot define or configure a training run: memlint does not
-# even parse it (a repository's web handlers and utilities cost a regular-expression scan).
+# Python that neither imports an ML library nor contains a training-loop word cannot define or
+# configure a training run: memlint does not even parse it (a repository's web handlers and
+# utilities cost two regular-expression scans). A loop helper module that imports nothing but
+# receives the model and optimizer as arguments still has ``backward(`` or ``zero_grad``.
 _TRAINING_IMPORT = re.compile(
     r"^[ \t]*(?:from|import)[ \t]+(?:torch|transformers|deepspeed|accelerate|peft|trl|bitsandbytes|"
     r"lightning|pytorch_lightning|axolotl|llamafactory|unsloth|liger_kernel|datasets|apex|"
     r"megatron|fairscale|composer|optimum|mlx|jax|flax|keras)\b",
     re.MULTILINE,
 )
+_TRAINING_WORD = re.compile(
+    r"\.backward\(|zero_grad|optimizer|\bTrainer\b|TrainingArguments|from_pretrained|autocast|"
+    r"GradScaler|gradient_checkpointing|empty_cache"
+)
 
 
 def is_training_code(text: str) -> bool:
-    return _TRAINING_IMPORT.search(text) is not None
+    return _TRAINING_IMPORT.search(text) is not None or _TRAINING_WORD.search(text) is not None
 
 
 def parse_document(document: Document) -> ParsedDocument:
