@@ -84,10 +84,11 @@ def apply_flags(settings: Settings, args: argparse.Namespace) -> Settings:
 
 
 def _read(path: str) -> str | None:
-    try:
-        return Path(path).read_text("utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
+    """A file's text for source snippets, read as safely as linting reads it (never a FIFO)."""
+    from memlint.documents import read_document
+
+    document = read_document(path)
+    return None if document.problem else document.text
 
 
 def run(args: argparse.Namespace) -> int:

@@ -177,10 +177,16 @@ class Project:
 
     @staticmethod
     def _read_for_scan(path: Path) -> str | None:
+        """A file's text for the mention index: regular files only (a FIFO would block the
+        read forever, a link to /dev/zero never end it), and not huge ones."""
+        import stat as stat_module
+
         try:
-            if path.stat().st_size > MAX_SCAN_BYTES:
+            info = os.stat(path)
+            if not stat_module.S_ISREG(info.st_mode) or info.st_size > MAX_SCAN_BYTES:
                 return None
-            return path.read_text("utf-8", errors="ignore")
+            with open(path, "rb") as handle:
+                return handle.read(MAX_SCAN_BYTES).decode("utf-8", errors="ignore")
         except OSError:
             return None
 

@@ -36,5 +36,5 @@ class PythonSyntaxError(Rule):
 
     def check(self, ctx) -> Iterator[Finding]:
         error = ctx.parsed.syntax_error
-        if error is not None:
+        if error is not None and error.kind == "syntax":
             yield Finding(range=error.range, message=f"cannot parse: {error.message}")

@@ -12,8 +12,10 @@ class UnreadableFile(Rule):
     """## What it does
     Reports a file that memlint was given (or found) but cannot read as text: binary content,
     invalid UTF-8, a file larger than the 4 MiB limit for scripts and configs, a FIFO or device,
-    a broken or looping symlink, or one it has no permission to read. The finding is on the
-    first line; every other file is still checked.
+    a broken or looping symlink, or one it has no permission to read — or Python it can parse
+    but not analyse (nesting hundreds of levels deep, lines tens of thousands of characters
+    long: generated code, never a hand-written script). The finding is on the first line;
+    every other file is still checked.
 
     ## Why it matters
     A ``train.py`` that is really a binary, or a ``ds_config.json`` saved in UTF-16 by an
@@ -36,3 +38,6 @@ class UnreadableFile(Rule):
         problem = ctx.parsed.document.problem
         if problem is not None:
             yield Finding(range=Range.file_start(), message=f"not linted: {problem}")
+        error = ctx.parsed.syntax_error
+        if error is not None and error.kind == "too-complex":
+            yield Finding(range=error.range, message=f"not linted: {error.message}")

@@ -19,6 +19,9 @@ from memlint.diagnostics import Position, Range
 class PythonSyntaxError:
     message: str
     range: Range
+    # "syntax": the file is not valid Python (SYN001); "too-complex": valid, but beyond what
+    # memlint analyses (nesting or expression sizes no training script has; SYN002)
+    kind: str = "syntax"
 
 
 class PythonSource:
@@ -100,11 +103,18 @@ class PythonSource:
         return False
 
 
-def _python_error(text: str) -> PythonSyntaxError | None:
-    """CPython's own description of a syntax error ("expected ':'", at the right column).
+MAX_LINE_CHARS = 20_000  # no hand-written script has a line this long; generated code might
+MAX_DEPTH = 300  # syntax-tree depth; libcst's native parser overflows its stack near 2,000 and
+# is super-linear on long operator chains (3,000 terms: 2 s; 10,000: a minute)
 
-    ``ast.parse`` only parses (nothing is compiled to bytecode or run). It may reject syntax
-    newer than this interpreter that libcst accepts; then it returns None.
+
+def _python_error(text: str) -> tuple[PythonSyntaxError | None, "ast.AST | None"]:
+    """CPython's verdict first: its own description of a syntax error ("expected ':'", at the
+    right column), or the tree, whose depth says whether libcst can be trusted with the file.
+
+    ``ast.parse`` only parses (nothing is compiled to bytecode or run) and refuses pathological
+    nesting with an error instead of crashing. It may reject syntax newer than this
+    interpreter that libcst accepts; then the tree is None and libcst decides.
     """
     import ast
     import warnings
@@ -112,29 +122,56 @@ def _python_error(text: str) -> PythonSyntaxError | None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            ast.parse(text)
+            tree = ast.parse(text)
     except SyntaxError as error:
         line = max(error.lineno or 1, 1)
         column = max((error.offset or 1) - 1, 0)
         end_line = max(error.end_lineno or line, line)
         end_column = max((error.end_offset or error.offset or 1) - 1, column + 1) if end_line == line else max(
             (error.end_offset or 1) - 1, 0)
-        return PythonSyntaxError(error.msg, Range(Position(line, column), Position(end_line, end_column)))
-    except (RecursionError, MemoryError, ValueError):
-        return None
-    return None
+        return PythonSyntaxError(error.msg, Range(Position(line, column), Position(end_line, end_column))), None
+    except (RecursionError, MemoryError):
+        return PythonSyntaxError("nested too deeply to analyse", Range.file_start(), "too-complex"), None
+    except ValueError:  # NUL bytes and the like: libcst reports them
+        return None, None
+    return None, tree
+
+
+def _depth(tree) -> int:
+    """The depth of a syntax tree, without recursion."""
+    import ast
+
+    deepest = 0
+    stack = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > deepest:
+            deepest = depth
+            if deepest > MAX_DEPTH:
+                return deepest
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return deepest
 
 
 def parse(text: str) -> PythonSource | PythonSyntaxError:
+    longest = max((len(line) for line in text.splitlines()), default=0)
+    if longest > MAX_LINE_CHARS:
+        return PythonSyntaxError(
+            f"a line of {longest:,} characters: too long to analyse (generated code?)",
+            Range.file_start(), "too-complex",
+        )
+    cpython_error, tree = _python_error(text)
+    if cpython_error is not None:
+        return cpython_error
+    if tree is not None and _depth(tree) > MAX_DEPTH:
+        return PythonSyntaxError(f"nested more than {MAX_DEPTH} levels deep: too complex to analyse",
+                                 Range.file_start(), "too-complex")
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as error:
-        better = _python_error(text)
-        if better is not None:
-            return better
         line = max(error.raw_line, 1)
         column = max(error.raw_column, 0)
         return PythonSyntaxError(error.message, Range(Position(line, column), Position(line, column + 1)))
     except (RecursionError, MemoryError):
-        return PythonSyntaxError("too deeply nested to parse", Range.file_start())
+        return PythonSyntaxError("nested too deeply to analyse", Range.file_start(), "too-complex")
     return PythonSource(module, text)

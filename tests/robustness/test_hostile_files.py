@@ -1,0 +1,156 @@
+"""A corpus of hostile files: each gets a clear diagnostic or message, and the rest of the run
+is unaffected; nothing outside what was asked is read, except the configs a run references."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from memlint.engine import lint
+from memlint.settings import Settings
+
+GOOD_ARGS = (
+    "model_name_or_path: meta-llama/Llama-3.1-8B\nper_device_train_batch_size: 8\n"
+    "max_length: 4096\nbf16: true\noutput_dir: out\n"
+)
+
+
+def run(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "memlint", "check", "--format", "json", "--gpu", "a10g", *extra, str(tmp_path)],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A project whose one good config must always be reported, whatever sits beside it."""
+    (tmp_path / "args.yaml").write_text(GOOD_ARGS)
+    return tmp_path
+
+
+def codes_by_file(result: subprocess.CompletedProcess) -> dict[str, set[str]]:
+    assert result.returncode in (0, 1), result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    out: dict[str, set[str]] = {}
+    for d in json.loads(result.stdout):
+        out.setdefault(Path(d["filename"]).name, set()).add(d["code"])
+    return out
+
+
+def test_invalid_utf8_nul_bytes_and_binary_named_py(project: Path):
+    (project / "latin1.yaml").write_bytes("base_model: caf\xe9\n".encode("latin-1"))
+    (project / "nul.json").write_bytes(b'{"zero_optimization": {"stage": 2}}\x00\x00')
+    (project / "model.py").write_bytes(bytes(range(256)) * 64)  # a binary checkpoint named .py
+    found = codes_by_file(run(project))
+    assert found["args.yaml"] == {"MEM001"}
+    assert "SYN002" in found["latin1.yaml"]
+    assert "SYN002" in found["nul.json"]
+    assert "SYN002" in found["model.py"]
+
+
+def test_huge_file_is_refused_quickly(project: Path):
+    big = project / "huge.json"
+    with big.open("w") as handle:
+        handle.write('{"zero_optimization": {"stage": 3}, "pad": "')
+        handle.write("x" * (20 * 1024 * 1024))
+        handle.write('"}')
+    started = time.perf_counter()
+    found = codes_by_file(run(project))
+    assert time.perf_counter() - started < 60
+    assert "SYN002" in found["huge.json"]
+    assert found["args.yaml"] == {"MEM001"}
+
+
+def test_deep_nesting(project: Path):
+    (project / "deep.json").write_text("[" * 10_000 + "]" * 10_000)
+    (project / "deep.yaml").write_text("a:\n" + "".join("  " * i + "b:\n" for i in range(1, 3000)))
+    (project / "deep.py").write_text("import torch\nx = " + "(" * 5000 + "1" + ")" * 5000 + "\n")
+    found = codes_by_file(run(project))
+    assert found["args.yaml"] == {"MEM001"}
+
+
+def test_yaml_alias_bomb(project: Path):
+    bomb = ["a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    for i in range(1, 12):
+        prev = chr(ord("a") + i - 1)
+        cur = chr(ord("a") + i)
+        bomb.append(f"{cur}: &{cur} [*{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}]")
+    (project / "bomb.yaml").write_text("\n".join(bomb) + "\n")
+    started = time.perf_counter()
+    found = codes_by_file(run(project))
+    assert time.perf_counter() - started < 60
+    assert found["args.yaml"] == {"MEM001"}
+
+
+@pytest.mark.skipif(os.name != "posix", reason="symlinks and FIFOs")
+def test_symlink_loops_dev_zero_and_fifo(project: Path):
+    (project / "loop_a").symlink_to(project / "loop_b")
+    (project / "loop_b").symlink_to(project / "loop_a")
+    (project / "zero.json").symlink_to("/dev/zero")
+    os.mkfifo(project / "pipe.yaml")
+    sub = project / "sub"
+    sub.mkdir()
+    (sub / "up").symlink_to(project, target_is_directory=True)  # a directory loop
+    started = time.perf_counter()
+    found = codes_by_file(run(project))
+    assert time.perf_counter() - started < 60
+    assert found["args.yaml"] == {"MEM001"}  # reported once, the loop walked once
+    assert "SYN002" in found.get("zero.json", set())
+    assert "SYN002" in found.get("pipe.yaml", set())
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root reads everything")
+def test_unreadable_file(project: Path):
+    secret = project / "ds_config.json"
+    secret.write_text('{"zero_optimization": {"stage": 2}}')
+    secret.chmod(0)
+    try:
+        found = codes_by_file(run(project))
+    finally:
+        secret.chmod(stat.S_IRUSR | stat.S_IWUSR)
+    assert "SYN002" in found["ds_config.json"]
+
+
+def test_not_python_named_py_and_syntax_error(project: Path):
+    (project / "notes.py").write_text("import torch\nThis is a README, not Python: it has {braces and 'quotes.\n")
+    found = codes_by_file(run(project))
+    assert found["notes.py"] == {"SYN001"}
+    assert found["args.yaml"] == {"MEM001"}
+
+
+def test_referenced_config_outside_the_project_is_read_but_nothing_else(tmp_path: Path):
+    outside = tmp_path / "shared"
+    outside.mkdir()
+    (outside / "ds_zero2.json").write_text('{"zero_optimization": {"stage": 2}, "bf16": {"enabled": true}}')
+    (outside / "unrelated.json").write_text("{ not json")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "memlint.toml").write_text('gpu = "h100"\n')
+    (project / "args.yaml").write_text(GOOD_ARGS + "deepspeed: ../shared/ds_zero2.json\n")
+    result = lint([project], Settings(root=project, gpu="h100"))
+    files = {Path(f).name for f in result.files}
+    assert "unrelated.json" not in files  # never asked for, never read
+    assert not result.internal_errors
+
+
+def test_malformed_settings_file_is_a_usage_error(tmp_path: Path):
+    (tmp_path / "memlint.toml").write_text('gpu = "a100\n')
+    (tmp_path / "args.yaml").write_text(GOOD_ARGS)
+    result = subprocess.run([sys.executable, "-m", "memlint", "check", str(tmp_path)],
+                            capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert result.returncode == 2
+    assert "memlint.toml" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_empty_file_list_exits_zero(tmp_path: Path):
+    result = subprocess.run([sys.executable, "-m", "memlint", "check", "--force-exclude"],
+                            capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert result.returncode == 0, result.stderr
