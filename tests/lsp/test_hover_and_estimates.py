@@ -64,8 +64,10 @@ async def test_hovers(client: LanguageClient):
     assert "**Why it matters**" in text and "out of memory" in text
     assert "(https://github.com/memlint/memlint/blob/main/rules/MEM001.md)" in text
     assert page.range.start.character == column and page.range.end.character == column + len("MEM001")
-    # the call itself in a script without a run memlint can read: no sheet, no error
-    assert (await hover(client, script_uri, number, lines[number].index("from_pretrained"))) is None
+    # the model's call in the script: the sheet of the run the script defines (its model comes
+    # from load_model's call site, its arguments from the YAML it parses at run time)
+    call = await hover(client, script_uri, number, lines[number].index("from_pretrained"))
+    assert call is not None and "Llama-3.1-8B" in call.contents.value
 
 
 @pytest.mark.asyncio
