@@ -12,6 +12,8 @@ set. TRL recipe files also carry the ``ModelConfig`` fields of the script (``tor
 
 from __future__ import annotations
 
+from typing import Any
+
 from memlint.configs.deepspeed import read_deepspeed
 from memlint.configs.reading import ConfigReader, loaded_mapping, new_facts
 from memlint.configs.schema import schema_name_for
@@ -60,14 +62,26 @@ def extract_trainer_args(parsed: ParsedDocument) -> list[RunFacts]:
 
 def _trl_defaults(reader: ConfigReader) -> None:
     """The defaults TRL changes from TrainingArguments, when the file does not set them."""
-    facts = reader.facts
-    if facts.grad_ckpt is None:
-        default = reader.default("gradient_checkpointing")
-        if isinstance(default, bool):
-            reader.set("grad_ckpt", int(default), None, f"TRL default gradient_checkpointing={default}")
-    if facts.mixed is None and reader.value("bf16") is None and not hf_args._bool(reader.value("fp16")):
-        reader.set("mixed", "bf16", None, "TRL default: bf16 unless fp16 is set")
-    if facts.seq_len is None:
-        default = reader.default("max_length")
-        if isinstance(default, int):
-            reader.set("seq_len", default, None, f"TRL default max_length={default}")
+    fp16 = bool(hf_args._bool(reader.value("fp16")))
+    for name, (value, note) in trl_default_facts(reader.facts.stated(), reader.value("bf16"), fp16,
+                                                 reader.default).items():
+        reader.set(name, value, None, note)
+
+
+def trl_default_facts(stated, bf16: Any, fp16: bool, default=None) -> dict[str, tuple[Any, str]]:
+    """TRL's configs change TrainingArguments defaults that decide memory: checkpointing on,
+    bf16 unless fp16 is set, ``max_length`` 1024 (``trl/trainer/base_config.py``, read from the
+    TRL schema). Returns the facts ``stated`` lacks, each with a note saying it is TRL's."""
+    from memlint.configs.schema import default as schema_default
+
+    read = default or (lambda key: schema_default("trl-sft-config", key))
+    out: dict[str, tuple[Any, str]] = {}
+    ckpt = read("gradient_checkpointing")
+    if "grad_ckpt" not in stated and isinstance(ckpt, bool):
+        out["grad_ckpt"] = (int(ckpt), f"TRL default gradient_checkpointing={ckpt}")
+    if "mixed" not in stated and bf16 is None and not fp16:
+        out["mixed"] = ("bf16", "TRL default: bf16 unless fp16 is set")
+    length = read("max_length")
+    if "seq_len" not in stated and isinstance(length, int) and not isinstance(length, bool):
+        out["seq_len"] = (length, f"TRL default max_length={length}")
+    return out

@@ -126,9 +126,32 @@ def _sharding(plan: TrainingPlan) -> tuple[Sharding, Sourced | None]:
     return Sharding.NONE, None
 
 
+def _with_framework_defaults(plan: TrainingPlan) -> tuple[TrainingPlan, list[str]]:
+    """A TRL run (a script with ``SFTTrainer``/``SFTConfig``) whose documents say nothing of
+    checkpointing, precision or sequence length gets TRL's defaults, and says so. (TRL config
+    files get them from their extractor, located in the file.)"""
+    if plan.value("framework") != "trl":
+        return plan, []
+    from dataclasses import replace
+
+    from memlint.configs.trainer_args import trl_default_facts
+
+    stated = set(plan.facts)
+    if "ds_bf16" in stated or "ds_fp16" in stated:
+        stated.add("mixed")  # DeepSpeed's own blocks decide the precision
+    added = trl_default_facts(stated, None, False)
+    if not added:
+        return plan, []
+    facts = dict(plan.facts)
+    facts.update({name: Sourced(value, None, note) for name, (value, note) in added.items()})
+    return replace(plan, facts=facts), [note for _, note in added.values()]
+
+
 def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = None) -> ResolvedRun:
     """The architecture and setup of a plan, or the reason there is none."""
+    plan, default_notes = _with_framework_defaults(plan)
     run = ResolvedRun(plan=plan, arch=None, setup=None)
+    run.assumptions.extend(default_notes)
     model = plan.get("model")
     model_name = model.value if model is not None else context.model
     if not model_name:

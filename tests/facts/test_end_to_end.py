@@ -138,7 +138,11 @@ def test_the_plan_takes_each_fact_from_the_document_that_sets_it(tmp_path):
     settings = Settings(root=tmp_path).with_overrides(cache=False)
     (run,) = Project(settings).runs_for(tmp_path / "train.py", run_context(settings))
     facts = run.plan.facts
-    origin = {name: (Path(fact.origin.path).name, fact.origin.range.start.line) for name, fact in facts.items()}
+    origin = {
+        name: (Path(fact.origin.path).name, fact.origin.range.start.line)
+        for name, fact in facts.items()
+        if fact.origin is not None
+    }
     assert facts["model"].value == "meta-llama/Llama-3.1-8B"
     assert origin["model"] == ("train.py", span(TRAIN_PY, 'field(default=«"meta-llama/Llama-3.1-8B"»)')[0])
     assert facts["load_dtype"].value == "bf16"
@@ -147,3 +151,5 @@ def test_the_plan_takes_each_fact_from_the_document_that_sets_it(tmp_path):
     assert facts["world_size"].value == 1 and origin["world_size"][0] == "run.sh"
     assert facts["framework"].value == "trl"
     assert run.setup is not None and run.setup.micro_batch == 16
+    # Nothing states gradient checkpointing, so TRL's SFTConfig default (on) applies, sourced to no line.
+    assert facts["grad_ckpt"].value == 1 and facts["grad_ckpt"].origin is None
