@@ -19,7 +19,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpu", help="target GPU (overrides `gpu` in [tool.memlint])")
     p.add_argument("--gpus", type=int, help="GPUs per run when no launcher says (overrides `gpus`)")
     p.add_argument("--seq-len", type=int, help="sequence length when the code sets none")
-    p.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
+    p.add_argument("--output-format", "--format", dest="format", choices=FORMATS, default="text",
+                   help="output format (default: text)")
     p.add_argument("--select", help="comma-separated rule codes or prefixes to enable (replaces the settings')")
     p.add_argument("--extend-select", help="comma-separated codes or prefixes to add")
     p.add_argument("--ignore", help="comma-separated codes or prefixes to disable (added to the settings')")
