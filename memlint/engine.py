@@ -173,7 +173,7 @@ def lint(
             if key not in linters:
                 linters[key] = Linter(settings)
             return linters[key]
-        found = overrides(discover_cached(path.parent))
+        found = overrides(discover_cached(path if path.is_dir() else path.parent))
         if found.root not in linters:
             linters[found.root] = Linter(found)
         return linters[found.root]

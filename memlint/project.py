@@ -204,6 +204,22 @@ class Project:
                     break
         return found
 
+    def _entries_through(self, referrer: Path) -> list[RunFacts]:
+        """The entries of the runs a referencing document takes part in: its own, or — for a
+        script that a launcher starts (``torchrun train.py`` naming ``ds_config.json`` in its
+        argparse defaults) — the launcher's, whose options and GPU count apply to the config too."""
+        own = [f for f in self.facts(referrer) if f.launches is not None or self.parsed(referrer).kind in ENTRY_KINDS]
+        if own and all(f.launches is None for f in own):
+            launchers = [
+                f for launcher in self.referrers(referrer) if self.key(launcher) != self.key(referrer)
+                for f in self.facts(launcher)
+                if f.launches is not None and self._same(self.resolve_reference(str(f.launches.value), launcher),
+                                                         self.key(referrer))
+            ]
+            if launchers:
+                return launchers
+        return own
+
     def _same(self, path: Path | None, key: str) -> bool:
         return path is not None and self.key(path) == key
 
@@ -232,9 +248,7 @@ class Project:
         entries: list[RunFacts] = []
         launched_by = []
         for referrer in self.referrers(path):
-            for facts in self.facts(referrer):
-                if facts.launches is not None or self.parsed(referrer).kind in ENTRY_KINDS:
-                    launched_by.append(facts)
+            launched_by.extend(self._entries_through(referrer))
         own = [f for f in self.facts(path) if self.parsed(path).kind in ENTRY_KINDS and is_entry(f)]
         launchers = [f for f in launched_by if f.launches is not None]
         if launchers and own:

@@ -196,8 +196,12 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
         "micro_batch", batch_default,
         f"micro-batch not found: {batch_default}" + (" (TrainingArguments default)" if hf_like else ""),
     )
-    seq_len = number("seq_len", context.seq_len, f"sequence length not found: {context.seq_len} "
-                     "(set `seq-len` in [tool.memlint])")
+    seq_default = context.seq_len
+    if arch.max_position_embeddings and arch.max_position_embeddings < seq_default:
+        seq_default = arch.max_position_embeddings  # GPT-2 cannot take 2,048 tokens
+    seq_len = number("seq_len", seq_default, f"sequence length not found: {seq_default}"
+                     + (" (the model's context length)" if seq_default != context.seq_len else "")
+                     + " (set `seq-len` in [tool.memlint])")
     world = plan.get("world_size")
     prov["world_size"] = world
     world_size = int(world.value) if world is not None else (context.world_size or 1)

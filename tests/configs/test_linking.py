@@ -80,6 +80,57 @@ def test_the_same_run_from_either_file(tmp_path):
     assert from_yaml.setup == from_json.setup
 
 
+TRAIN_WITH_DS_DEFAULT = """\
+import argparse
+
+from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+
+def parse_args():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--batch_size", type=int, default=8)
+    parser.add_argument("--deepspeed_config", default="ds_zero3.json")
+    return parser.parse_args()
+
+
+def main():
+    args = parse_args()
+    model = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-1.5B", torch_dtype="bfloat16")
+    training_args = TrainingArguments(
+        output_dir="out", per_device_train_batch_size=args.batch_size, bf16=True,
+        deepspeed=args.deepspeed_config,
+    )
+    Trainer(model=model, args=training_args, train_dataset=data).train()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_config_named_by_a_launched_script_is_checked_in_the_launchers_run(tmp_path):
+    """ds_zero3.json is named by train.py, which launch.sh starts on 8 GPUs with --batch_size 2:
+    checking the JSON alone must see 8 GPUs and micro-batch 2, not a one-GPU run of train.py."""
+    write_files(tmp_path, {
+        "train.py": TRAIN_WITH_DS_DEFAULT,
+        "ds_zero3.json": ZERO3_AUTO,
+        "launch.sh": "#!/usr/bin/env bash\ntorchrun --nproc_per_node 8 train.py --batch_size 2\n",
+    })
+    project = Project(Settings(root=tmp_path))
+    [from_json] = project.runs_for(tmp_path / "ds_zero3.json", RunContext())
+    [from_launcher] = project.runs_for(tmp_path / "launch.sh", RunContext())
+    assert from_json.setup.world_size == 8 and from_json.setup.micro_batch == 2
+    assert from_json.setup == from_launcher.setup
+    assert Path(from_json.plan.entry).name == "launch.sh"
+
+
+def test_a_config_named_by_a_script_nobody_launches_is_the_scripts_run(tmp_path):
+    write_files(tmp_path, {"train.py": TRAIN_WITH_DS_DEFAULT, "ds_zero3.json": ZERO3_AUTO})
+    [run] = Project(Settings(root=tmp_path)).runs_for(tmp_path / "ds_zero3.json", RunContext())
+    assert run.setup.world_size == 1 and run.setup.micro_batch == 8
+    assert Path(run.plan.entry).name == "train.py"
+
+
 def test_reference_relative_to_the_referencing_file(tmp_path):
     args = '{"output_dir": "out", "per_device_train_batch_size": 4, "bf16": true, "deepspeed": "zero2.json"}'
     zero2 = '{"zero_optimization": {"stage": 2}, "bf16": {"enabled": "auto"}, "train_micro_batch_size_per_gpu": "auto"}'
