@@ -75,8 +75,8 @@ class Case:
     # (logits) stays alive through backward (``out = model(...); out.loss.backward()``)
     keep_outputs: bool = False
     steps: int = 2
-    # micro-batches per optimizer step (gradient accumulation): from the second on, every
-    # forward and backward runs with the accumulated gradients alive
+    # micro-batches of the last step (gradient accumulation): from the second on, every forward
+    # and backward runs with the accumulated gradients alive (see memlint.trace.measure)
     grad_accum: int = 1
     emulate_cuda_autocast: bool = True
     emulate_cuda_sdpa: bool = True

@@ -1,11 +1,13 @@
 """Run one case: build it on fake tensors and measure ``steps`` full training steps.
 
-The loop is what HF Trainer does per step: for each of ``grad_accum`` micro-batches
+The loop is what HF Trainer does per step: for each micro-batch
 ``loss = model(input_ids, labels=labels).loss`` (only the loss survives the forward) and
 ``loss.backward()`` (gradients accumulate in ``.grad``), then ``optimizer.step()``,
 ``optimizer.zero_grad(set_to_none=True)``; with ``amp-fp16`` through a ``GradScaler``. Two
 steps by default, because Adam-style states are created at the first ``step()`` and the second
-step is the steady state.
+step is the steady state. With gradient accumulation the last step runs ``grad_accum``
+micro-batches (from the second on, each runs with the accumulated gradients alive); the steps
+before it run one, as all they do is create the optimizer's states.
 """
 
 from __future__ import annotations
@@ -210,7 +212,11 @@ def _run_steps(case: Case, model: Any, opt: Any, scaler: Any, ids: Any, labels: 
         # re-enters autocast and must see the dtypes of the original forward
         with tracker, sdpa, rules:
             for step in range(1, case.steps + 1):
-                for micro in range(1, case.grad_accum + 1):
+                # the steps before the last only create the optimizer's states: one micro-batch
+                # each is enough (a later micro-batch of theirs allocates no more than the last
+                # step's, which runs with those states alive)
+                micro_batches = case.grad_accum if step == case.steps else 1
+                for micro in range(1, micro_batches + 1):
                     tag = f"{step}.{micro}" if case.grad_accum > 1 else str(step)
                     tracker.phase = f"forward{tag}"
                     with autocast():
