@@ -63,13 +63,18 @@ def _runs(args: argparse.Namespace) -> list[_Run]:
     if args.model_config:
         if args.model:
             raise UsageError("give --model or --model-config, not both")
-        args.model = args.model_config
-    if args.path and not args.model and os.path.isdir(args.path):
+        args.model = os.path.abspath(args.model_config)  # from here, not from the directory of PATH's files
+    # a PATH with --model / --model-config: the run of PATH with that model instead
+    if args.path and os.path.isdir(args.path):
         from memlint.plans import plans_in_directory
 
         return [_Run(*found) for found in plans_in_directory(args.path, args)]
+    if args.path:
+        from memlint.plans import plan_for_path
+
+        return [_Run(args.path, *plan_for_path(args.path, args))]
     arch, setup, gpu = estimate_cli.plan_from_args(args)
-    return [_Run(args.path if args.path and not args.model else None, arch, setup, gpu)]
+    return [_Run(None, arch, setup, gpu)]
 
 
 def run(args: argparse.Namespace) -> int:

@@ -232,6 +232,26 @@ def test_a_script_path_becomes_a_case() -> None:
     assert c.grad_ckpt and c.grad_accum == 2 and gpu
 
 
+def test_model_config_replaces_the_model_of_a_script(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from argparse import ArgumentParser
+
+    from memlint.trace_cli import _runs, add_arguments
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "run_clm.py").write_text(RUN_CLM)
+    (tmp_path / "configs").mkdir()
+    config = {"model_type": "llama", "hidden_size": 512, "intermediate_size": 1376, "num_hidden_layers": 4,
+              "num_attention_heads": 8, "num_key_value_heads": 4, "vocab_size": 32000}
+    (tmp_path / "configs" / "config.json").write_text(json.dumps(config))
+    monkeypatch.chdir(tmp_path)
+    parser = ArgumentParser()
+    add_arguments(parser)
+    (run,) = _runs(parser.parse_args(["run_clm.py", "--model-config", "configs/config.json", "--seq", "256"]))
+    assert run.entry == "run_clm.py" and run.arch.model_type == "llama" and run.arch.num_layers == 4
+    assert (run.setup.micro_batch, run.setup.seq_len, run.setup.grad_accum) == (8, 256, 4)
+    assert run.setup.precision == Precision.AMP_FP16
+
+
 # --------------------------------------------------------------------------- comparison (no torch)
 @pytest.mark.parametrize("result", MEASURED, ids=[r["id"] for r in MEASURED])
 def test_rows_add_up_to_both_peaks(result: dict) -> None:
