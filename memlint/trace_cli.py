@@ -184,11 +184,11 @@ def _render(r: _Run, plan: Any, budget: Any, own: Any, result: dict[str, Any], c
         if detail:
             lines.append("  " + detail[-1])
         return "\n".join(lines)
-    versions = result.get("versions", {})
-    libs = ", ".join(f"{n} {versions[n]}" for n in ("torch", "transformers", "peft", "bitsandbytes")
-                     if n in versions and (n != "peft" or plan.case.lora_config) and
-                     (n != "bitsandbytes" or plan.case.qlora or plan.case.optimizer == "adamw-8bit"))
     case = plan.case
+    used = ["torch", "transformers"] + (["peft"] if case.lora_config else []) + (
+        ["bitsandbytes"] if case.qlora is not None or case.optimizer == "adamw-8bit" else [])
+    versions = result.get("versions", {})
+    libs = ", ".join(f"{name} {versions[name]}" for name in used if name in versions)
     micro = f" (the last of {case.grad_accum} micro-batches)" if case.grad_accum > 1 else ""
     lines.append(f"Measured: {case.steps} training steps{micro} on fake tensors ({libs}) "
                  f"in {result.get('wall_s', result.get('timing_s', {}).get('total_s', 0)):.1f} s")

@@ -320,6 +320,7 @@ def test_model_config_json_output(extra: None, tmp_path: Path) -> None:
     doc = json.loads(proc.stdout)
     assert doc["status"] == doc["measurement"]["status"] == "ok"
     assert doc["measurement"]["case"]["model"]["hidden_size"] == 512
+    assert doc["measurement"]["id"] == f"{tmp_path.name}-bf16-adamw-b4-s1024-gc-lora8-ga2"  # named after its folder
     assert doc["measurement"]["case"]["lora"]["target_modules"] == ["q_proj", "v_proj"]
     assert doc["measurement"]["case"]["grad_accum"] == 2 and doc["setup"]["grad_accum"] == 3
     peak = doc["comparison"]["peak"]

@@ -15,6 +15,7 @@ No torch here: ``memlint trace`` builds the case, then measures it in a worker s
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from memlint.estimate.architecture import Architecture
@@ -154,6 +155,15 @@ def _lora_dict(lora: Lora) -> dict[str, Any]:
     return out
 
 
+def _short_name(name: str) -> str:
+    """A Hub id stays; a config.json path becomes the name of its directory (the case's id)."""
+    path = Path(name)
+    if name.endswith(".json") or path.is_dir():
+        folder = path.parent if name.endswith(".json") else path
+        return folder.resolve().name or name
+    return name
+
+
 def _case_dict(arch: Architecture, setup: TrainingSetup, *, steps: int, round_bytes: int) -> dict[str, Any]:
     config = dict(arch.config)
     config.setdefault("model_type", arch.model_type)
@@ -161,7 +171,7 @@ def _case_dict(arch: Architecture, setup: TrainingSetup, *, steps: int, round_by
     quantized = setup.quantized
     return {
         "model": config,
-        "model_name": arch.name,
+        "model_name": _short_name(arch.name),
         "batch_size": setup.micro_batch,
         "seq_len": setup.seq_len,
         "precision": setup.precision.value,
