@@ -90,14 +90,14 @@ def run(args: argparse.Namespace) -> int:
     planned = []
     for r in runs:
         try:
-            planned.append((r, trace_plan(r.arch, r.setup)))
+            planned.append((r, trace_plan(r.arch, r.setup), _capacity(r.gpu)))
         except NotMeasurable as error:
             if len(runs) == 1:
                 raise UsageError(f"{r.entry + ': ' if r.entry else ''}cannot measure this run: {error}") from None
             print(f"memlint: skipped {r.entry}: cannot measure this run: {error}", file=sys.stderr)
     if not planned:
         raise UsageError(f"{args.path}: no run in this directory can be measured")
-    cases = [plan.case for _, plan in planned]
+    cases = [plan.case for _, plan, _ in planned]
     if missing_extra(needs_peft=any(c.lora_config is not None for c in cases)):
         print(EXTRA_MESSAGE, file=sys.stderr)
         return EXIT_USAGE
@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
         print(BITSANDBYTES_MESSAGE, file=sys.stderr)
         return EXIT_USAGE
 
-    reports = [_measure(r, plan, args) for r, plan in planned]
+    reports = [_measure(r, plan, capacity, args) for r, plan, capacity in planned]
     if args.format == "json":
         docs = [rep["json"] for rep in reports]
         print(json.dumps(docs[0] if len(docs) == 1 and not _is_directory(args) else docs, indent=2))
@@ -118,20 +118,27 @@ def _is_directory(args: argparse.Namespace) -> bool:
     return bool(args.path) and os.path.isdir(args.path)
 
 
-def _measure(r: _Run, plan: Any, args: argparse.Namespace) -> dict[str, Any]:
-    """Measure one planned run and render it (text and JSON)."""
+def _capacity(gpu: str | None) -> Any:
+    """The usable capacity of the target GPU (an unknown name is a usage error, found before
+    anything is measured)."""
     from memlint.catalog.gpus import UnknownGpu, lookup_gpu
     from memlint.cli import UsageError
-    from memlint.estimate import capacity_for, estimate_training
+    from memlint.estimate import capacity_for
+
+    if not gpu:
+        return None
+    try:
+        return capacity_for(lookup_gpu(gpu))
+    except UnknownGpu as error:
+        raise UsageError(str(error)) from None
+
+
+def _measure(r: _Run, plan: Any, capacity: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """Measure one planned run and render it (text and JSON)."""
+    from memlint.estimate import estimate_training
     from memlint.trace.batch import run_one_in_subprocess
     from memlint.trace.compare import compare
 
-    capacity = None
-    if r.gpu:
-        try:
-            capacity = capacity_for(lookup_gpu(r.gpu))
-        except UnknownGpu as error:
-            raise UsageError(str(error)) from None
     budget = estimate_training(r.arch, plan.setup, capacity)
     own = estimate_training(r.arch, r.setup, capacity) if plan.differences else None
     where = f" ({r.entry})" if r.entry else ""

@@ -90,20 +90,21 @@ if __name__ == "__main__":
     main()
 '''
 
-# Blocks torch and transformers the way a Python without them behaves, then runs the CLI.
-WITHOUT_TORCH = textwrap.dedent('''
+# Blocks packages the way a Python without them behaves, then runs the CLI.
+BLOCKING = textwrap.dedent('''
     import importlib.abc, sys
 
-    class NoTorch(importlib.abc.MetaPathFinder):
+    class Blocker(importlib.abc.MetaPathFinder):
         def find_spec(self, name, path=None, target=None):
-            if name.partition(".")[0] in ("torch", "transformers", "peft"):
+            if name.partition(".")[0] in BLOCKED:
                 raise ModuleNotFoundError(f"No module named {name!r}", name=name)
             return None
 
-    sys.meta_path.insert(0, NoTorch())
+    sys.meta_path.insert(0, Blocker())
     from memlint.cli import main
     raise SystemExit(main(sys.argv[1:]))
 ''')
+WITHOUT_TORCH = 'BLOCKED = ("torch", "transformers", "peft")' + BLOCKING
 
 
 def _env() -> dict[str, str]:
@@ -120,6 +121,15 @@ def peak_row(text: str) -> tuple[float, float]:
     match = re.search(r"^  Peak\s+([\d,.]+)\s+([\d,.]+)\s", text, re.M)
     assert match, text
     return float(match[1].replace(",", "")), float(match[2].replace(",", ""))
+
+
+@pytest.fixture
+def extra_found() -> None:
+    """torch and transformers are installed (found, not imported)."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None or importlib.util.find_spec("transformers") is None:
+        pytest.skip("the memlint[trace] extra is not installed")
 
 
 # --------------------------------------------------------------------------- without torch
@@ -144,6 +154,14 @@ def test_without_the_extra_one_line_and_exit_2(args: list[str]) -> None:
     assert proc.returncode == 2
     assert proc.stderr.strip() == EXTRA_MESSAGE == "memlint trace needs the optional extra: pip install 'memlint[trace]'"
     assert proc.stdout == ""
+
+
+def test_qlora_without_bitsandbytes_says_so(extra_found: None) -> None:
+    code = 'BLOCKED = ("bitsandbytes",)' + BLOCKING
+    proc = subprocess.run([sys.executable, "-c", code, "trace", "--model", "Qwen/Qwen2.5-0.5B", "--qlora"], cwd=ROOT,
+                          env=_env(), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.strip() == "memlint trace: QLoRA and 8-bit AdamW also need bitsandbytes: pip install bitsandbytes==0.50.2"
 
 
 # --------------------------------------------------------------------------- run -> case (no torch)
