@@ -214,7 +214,12 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
         "micro_batch", batch_default,
         f"micro-batch not found: {batch_default}" + (" (TrainingArguments default)" if hf_like else ""),
     )
-    seq_len = number("seq_len", context.seq_len, f"sequence length not found: {context.seq_len} "
+    # a model never sees more tokens than it has positions (GPT-2's 1024: run_clm's block_size
+    # defaults to the tokenizer's model_max_length, capped there)
+    positions = arch.max_position_embeddings
+    seq_default = min(context.seq_len, positions) if positions and positions > 0 else context.seq_len
+    capped = f", the model's {positions} positions" if seq_default < context.seq_len else ""
+    seq_len = number("seq_len", seq_default, f"sequence length not found: {seq_default}{capped} "
                      "(set `seq-len` in [tool.memlint])")
     world = plan.get("world_size")
     prov["world_size"] = world
