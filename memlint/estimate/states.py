@@ -156,9 +156,16 @@ def state_bytes(arch: Architecture, setup: TrainingSetup, counts: ParameterCount
         fp32_grads /= n
     if zero >= 2:
         grads /= n
-    if zero >= 3 and policy.master_bytes:
-        # ZeRO-3 reduce-scatters half gradients straight into the fp32 gradient partition:
-        # no persistent half-precision copy (DeepSpeed's estimate: 18 bytes/param / N)
+    if zero >= 3 and policy.master_bytes and setup.sharding != Sharding.ZERO3:
+        # FSDP over half weights with an fp32 master copy reduce-scatters straight into the fp32
+        # gradient partition: no persistent half-precision copy
+        grads = counts.lora * 4 / n
+    # DeepSpeed ZeRO-3 keeps both: its half-precision gradient partition
+    # (stage3.py ``grad_partitions_flat_buffer``, allocated at init in the training dtype) and the
+    # fp32 gradient buffer the optimizer steps on -- 20 bytes/param / N, two more than
+    # ``estimate_zero3_model_states_mem_needs`` counts. With the optimizer offloaded both live on
+    # the CPU.
+    if setup.sharding == Sharding.ZERO3 and setup.offload_optimizer:
         grads = counts.lora * 4 / n
 
     # ---- optimizer states: fp32 for adapters and for master-weight policies
