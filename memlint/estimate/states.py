@@ -9,12 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memlint.estimate.architecture import Architecture, Linear
-from memlint.estimate.policy import (
-    BNB_MIN_8BIT_SIZE,
-    OPTIMIZERS,
-    POLICIES,
-    Optimizer,
-)
+from memlint.estimate.policy import BNB_MIN_8BIT_SIZE, OPTIMIZERS, POLICIES
 from memlint.estimate.setup import Sharding, TrainingSetup
 
 # bitsandbytes NF4/FP4: 4 bits per weight plus one absmax per 64-weight block, stored as fp32,
@@ -182,12 +177,11 @@ def state_bytes(arch: Architecture, setup: TrainingSetup, counts: ParameterCount
     # ---- optimizer step temporaries
     temp_elem = 4 if (counts.lora or policy.master_bytes) else state_elem
     if spec.step_temp == "group":
+        # also under DeepSpeed: a client torch AdamW (the HF Trainer's, when the DeepSpeed config
+        # has no "optimizer" block) runs its foreach step on the fp32 partition
         temp = counts.optimized * temp_elem
         if zero >= 1:
             temp /= n
-        if policy.master_bytes and setup.optimizer in (Optimizer.ADAMW, Optimizer.ADAM):
-            # DeepSpeed steps with its fused Adam kernels: no multi-tensor temporary
-            temp = 0.0
     elif spec.step_temp == "largest":
         temp = spec.step_temp_count * counts.largest_tensor * (4 if spec.factored else temp_elem)
     else:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from memlint.diagnostics import Range
 from memlint.documents import document_from_text
-from memlint.estimate import Precision, Sharding
+from memlint.estimate import Optimizer, Precision, Sharding
 from memlint.facts.extract import extract
 from memlint.facts.plan import RunFacts, merge
 from memlint.facts.resolve import RunContext
@@ -201,3 +201,22 @@ def test_a_module_run_by_its_launcher_sees_the_launchers_options(tmp_path):
     assert run.plan.get("model").origin.path.endswith("run.sh")
     assert run.setup.micro_batch == 1 and run.setup.precision is Precision.MIXED_BF16
 
+
+
+def test_a_deepspeed_optimizer_block_replaces_the_trainers_optimizer(tmp_path):
+    """With an "optimizer" block DeepSpeed builds its own (fused) Adam; the Trainer's `optim`
+    is unused. Without one, the Trainer's torch AdamW is DeepSpeed's client optimizer."""
+    args = ('{"output_dir": "out", "model_name_or_path": "Qwen/Qwen2.5-7B", "optim": "adamw_torch", '
+            '"per_device_train_batch_size": 1, "bf16": true, "deepspeed": "zero2.json"}')
+    with_block = ('{"zero_optimization": {"stage": 2}, "bf16": {"enabled": "auto"}, '
+                  '"optimizer": {"type": "AdamW", "params": {"lr": "auto"}}}')
+    write_files(tmp_path, {"args.json": args, "zero2.json": with_block})
+    project = Project(Settings(root=tmp_path))
+    [run] = project.runs_for(tmp_path / "args.json", RunContext(world_size=8))
+    assert run.setup.optimizer is Optimizer.ADAMW_FUSED
+    assert run.plan.get("optimizer").origin.path.endswith("zero2.json")
+
+    write_files(tmp_path, {"zero2.json": '{"zero_optimization": {"stage": 2}, "bf16": {"enabled": "auto"}}'})
+    project = Project(Settings(root=tmp_path))
+    [run] = project.runs_for(tmp_path / "args.json", RunContext(world_size=8))
+    assert run.setup.optimizer is Optimizer.ADAMW

@@ -182,3 +182,14 @@ def test_ddp_buckets_copy_the_gradients(llama2):
     setup = TrainingSetup(micro_batch=1, seq_len=512, world_size=8, optimizer=Optimizer.ADAMW_FUSED)
     step = phase(estimate_training(llama2, setup), "optimizer_step")
     assert component(step, "ddp_buckets") == 2 * LLAMA2_7B
+
+
+def test_a_client_torch_adamw_under_deepspeed_steps_with_its_foreach_temporary(llama2):
+    # DeepSpeed calls the client optimizer's step() on the fp32 partition: torch's foreach
+    # AdamW allocates a copy of the second moments there; DeepSpeed's fused Adam does not
+    n = 8
+    for optimizer, expected in ((Optimizer.ADAMW, 4 * LLAMA2_7B / n), (Optimizer.ADAMW_FUSED, 0)):
+        setup = TrainingSetup(precision=Precision.MIXED_BF16, sharding=Sharding.ZERO2, world_size=n,
+                              optimizer=optimizer, micro_batch=1, seq_len=512)
+        step = phase(estimate_training(llama2, setup), "optimizer_step")
+        assert component(step, "optimizer_step_temp") == pytest.approx(expected, rel=1e-9)
