@@ -221,15 +221,16 @@ class Project:
         linked: list[RunFacts] = []
         if facts.launches is not None:
             script = self.resolve_reference(str(facts.launches.value), facts.path)
-            script_runs = self.facts(script) if script is not None else []
             if script is not None:
                 seen.add(self.key(script))
-                for script_facts in script_runs:
+                for script_facts in self.facts(script):
                     overrides = apply_cli(script_facts, facts)
                     linked.append(script_facts)
                     linked.extend(self.linked(script_facts, seen))
-            if not script_runs:
-                # a framework's entry point memlint cannot read: its options still state the run
+            else:
+                # a framework's entry point outside the project (installed with the framework, run
+                # as a module): its options still state the run. A script in the project that
+                # memlint read and found not to train (a preprocessing step) states nothing.
                 from memlint.configs.command_line import options_as_config
 
                 options = options_as_config(facts)

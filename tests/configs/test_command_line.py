@@ -114,3 +114,18 @@ def test_options_that_make_up_no_config_state_nothing(tmp_path):
     launch = "torchrun --nproc_per_node 8 pretrain.py --data /data/shards --steps 1000 --seed 3\n"
     run = _run(tmp_path, {"run.sh": launch})
     assert run.plan.get("model") is None and run.problem is not None
+
+
+def test_a_preprocessing_script_in_the_project_is_not_read_as_training_options(tmp_path):
+    """The same option names passed to a script memlint read and found not to train (a
+    tokenization step) state no run: only an entry point outside the project is read so."""
+    script = (
+        "import argparse\nfrom transformers import AutoTokenizer\n\n"
+        "parser = argparse.ArgumentParser()\nparser.add_argument('--model_name_or_path')\n"
+        "parser.add_argument('--max_length', type=int, default=2048)\nparser.add_argument('--output_dir')\n"
+        "args = parser.parse_args()\ntokenizer = AutoTokenizer.from_pretrained(args.model_name_or_path)\n"
+    )
+    launch = ("python scripts/tokenize.py --model_name_or_path meta-llama/Llama-3.1-8B --max_length 4096 "
+              "--per_device_train_batch_size 8 --output_dir data/tokenized\n")
+    run = _run(tmp_path, {"run.sh": launch, "scripts/tokenize.py": script})
+    assert run.plan.get("model") is None and run.setup is None
