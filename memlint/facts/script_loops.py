@@ -9,6 +9,7 @@ import sys
 
 import libcst as cst
 
+from memlint.facts.hf_args import FIELDS as HF_FIELDS
 from memlint.facts.hf_args import _int
 from memlint.facts.python_library import (
     AUTOCASTS,
@@ -290,6 +291,42 @@ def finish_lengths(ctx: ScriptFacts) -> None:
               at=call, rank=RANK_LOOP)
 
 
+# argparse options that name the training sequence length: the TrainingArguments-style spellings
+# (max_seq_length, cutoff_len, block_size, model_max_length, max_seq_len, ...) and the plain ones
+LENGTH_OPTIONS = frozenset(
+    {key for key, (fact, _) in HF_FIELDS.items() if fact == "seq_len"}
+    | {"max_len", "seq_len", "seq_length", "sequence_length", "context_length"}
+)
+
+
+def finish_length_option(ctx: ScriptFacts) -> None:
+    """A script that tokenizes in code memlint cannot see (a data module in another file, a
+    framework's dataset builder) still declares the length on its command line:
+    ``parser.add_argument("--max_seq_len", type=int, default=512)``. When nothing else in the
+    file states a sequence length, such an option is the length, and a launcher's
+    ``--max_seq_len 2048`` overrides it."""
+    if ctx.facts.seq_len is not None or ctx.pending.get("lengths"):
+        return
+    options = ctx.values.options
+    best = None
+    for dest, declared in options.argparse_options().items():
+        if dest not in LENGTH_OPTIONS:
+            continue
+        found = options.argparse_value(dest)
+        if found is None:
+            continue
+        if found.options:
+            ctx.bind(found.options, "seq_len")
+        value = _int(found.value) if found.known else None
+        if value and found.node is not None and (best is None or value > best[0]):
+            best = (value, found, declared[0].call)
+    if best is not None:
+        value, found, call = best
+        ctx.state("seq_len", value, found.node,
+                  f"{found.note}: a sequence length by its name (the script hands it to code memlint does not read)",
+                  at=call, rank=RANK_LOOP)
+
+
 # ----------------------------------------------------------------- precision
 
 
@@ -408,5 +445,6 @@ def _nodes(function: cst.FunctionDef):
 def finish(ctx: ScriptFacts) -> None:
     finish_dataloaders(ctx)
     finish_lengths(ctx)
+    finish_length_option(ctx)
     finish_keep_logits(ctx)
 

@@ -56,7 +56,7 @@ def test_the_assumed_length_never_exceeds_the_models_context():
     assert facts.seq_len is None
     run = resolve(merge(facts, []), RunContext(seq_len=2048))
     assert run.setup.seq_len == 1024  # GPT-2's n_positions
-    assert any("sequence length not found: 1024 (the model's context length)" in n for n in run.assumptions)
+    assert any("sequence length not found: 1024, the model's 1024 positions" in n for n in run.assumptions)
 
 
 PACKED = dedent('''
