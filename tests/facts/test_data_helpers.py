@@ -46,12 +46,14 @@ def test_a_length_handed_to_a_data_helper_with_the_tokenizer_is_the_sequence_len
 
 def test_a_generation_helpers_length_is_not_the_training_length():
     text = LOOP.replace("dataset = load_corpus(tokenizer, max_length=args.seq_len)",
-                        "dataset = load_corpus()\n    print_samples(model, tokenizer, max_length=args.seq_len)")
+                        "dataset = load_corpus()\n    print_samples(model, tokenizer, max_length=args.gen_len)")
+    text = text.replace('"--seq-len", type=int, default=768', '"--gen-len", type=int, default=768')
     assert one(text).seq_len is None
 
 
 def test_the_assumed_length_never_exceeds_the_models_context():
     text = LOOP.replace("dataset = load_corpus(tokenizer, max_length=args.seq_len)", "dataset = load_corpus()")
+    text = text.replace('    parser.add_argument("--seq-len", type=int, default=768)\n', "")
     facts = one(text)
     assert facts.seq_len is None
     run = resolve(merge(facts, []), RunContext(seq_len=2048))
