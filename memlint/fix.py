@@ -11,7 +11,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-from memlint.diagnostics import Edit
+from memlint.diagnostics import LINE_BREAK, Edit, split_lines
 
 
 def _offset(lines: list[str], line: int, column: int) -> int:
@@ -23,13 +23,17 @@ def _offset(lines: list[str], line: int, column: int) -> int:
 
 
 def apply_edits(text: str, edits: list[Edit]) -> str:
-    """``text`` with non-overlapping edits applied (overlapping later edits are skipped)."""
-    lines = text.splitlines(keepends=True)
+    """``text`` with non-overlapping edits applied (overlapping later edits are skipped). Line
+    breaks in the new text take the document's style, as editors do (a CRLF file stays CRLF)."""
+    lines = split_lines(text, keepends=True)
+    first_break = LINE_BREAK.search(text)
+    newline = first_break.group() if first_break else "\n"
     spans = []
     for edit in edits:
         start = _offset(lines, edit.range.start.line, edit.range.start.column)
         end = _offset(lines, edit.range.end.line, edit.range.end.column)
-        spans.append((start, max(end, start), edit.new_text))
+        new_text = edit.new_text if newline == "\n" else LINE_BREAK.sub(newline, edit.new_text)
+        spans.append((start, max(end, start), new_text))
     spans.sort(key=lambda s: (s[0], s[1]))
     out, cursor = [], 0
     for start, end, new in spans:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from memlint import kinds
 from memlint.documents import Document
@@ -58,7 +58,10 @@ def parse_document(document: Document) -> ParsedDocument:
     if document.syntax == "python":
         result = python_source.parse(document.text)
         if isinstance(result, python_source.PythonSyntaxError):
-            return ParsedDocument(document, "python", syntax_error=result)
+            # CPython puts some errors (a bad unindent, an unexpected end of file) one column
+            # past the end of the line: keep the range inside the document
+            error = replace(result, range=result.range.within(document.text))
+            return ParsedDocument(document, "python", syntax_error=error)
         return ParsedDocument(document, "python", python=result)
     if document.syntax in ("json", "yaml"):
         loaded = structured.load(document.text, document.syntax)
