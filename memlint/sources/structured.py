@@ -397,7 +397,9 @@ class _Composer:
         node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
         try:
             value = yaml.SafeLoader.yaml_constructors[tag](self.loader, node)
-        except (yaml.YAMLError, ValueError, OverflowError, TypeError):
+        except Exception:  # an explicit tag its constructor cannot read fails
+            # any way (`!!float ""`: IndexError, `!!bool x`: KeyError, `!!timestamp x`:
+            # AttributeError): keep the text as written
             return event.value
         return value.isoformat() if hasattr(value, "isoformat") else value
 

@@ -97,3 +97,12 @@ def test_inserted_lines_take_the_files_line_endings():
     text = "import torch\r\nclip(model)\r\n"
     edit = Edit("train.py", r(2, 0, 2, 0), "scaler.unscale_(optimizer)\n")
     assert apply_edits(text, [edit]) == "import torch\r\nscaler.unscale_(optimizer)\r\nclip(model)\r\n"
+
+
+def test_explicitly_tagged_values_their_constructor_cannot_read_do_not_crash():
+    # found through a generated config with `!!float` written before an empty value; PyYAML's
+    # constructors raise IndexError, KeyError or AttributeError on these (yaml.safe_load too)
+    for text, raw in (('a: !!float ""', ""), ('a: !!int ""', ""), ("a: !!bool x", "x"), ("a: !!timestamp x", "x"),
+                      ("a: !!float", "")):
+        data = load(text, "yaml")
+        assert data.value == {"a": raw}, text
