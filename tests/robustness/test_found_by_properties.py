@@ -106,3 +106,14 @@ def test_explicitly_tagged_values_their_constructor_cannot_read_do_not_crash():
                       ("a: !!float", "")):
         data = load(text, "yaml")
         assert data.value == {"a": raw}, text
+
+
+def test_nonlocal_at_module_level_is_a_syntax_error_not_an_internal_error(tmp_path: Path):
+    # from a generated script: ast.parse and libcst accept it, CPython's compiler refuses it,
+    # and libcst's scope analysis raised NotImplementedError inside TRN006 (an internal error)
+    script = "import torch\n\nfor batch in loader:\n    nonlocal model\n    loss = model(**batch).loss\n"
+    result = lint_tree(tmp_path, {"train.py": script})
+    assert not result.internal_errors
+    [syntax] = [d for d in result.diagnostics if d.code == "SYN001"]
+    assert "nonlocal declaration not allowed at module level" in syntax.message
+    assert syntax.range == r(4, 4, 4, 18)
