@@ -117,3 +117,14 @@ def test_nonlocal_at_module_level_is_a_syntax_error_not_an_internal_error(tmp_pa
     [syntax] = [d for d in result.diagnostics if d.code == "SYN001"]
     assert "nonlocal declaration not allowed at module level" in syntax.message
     assert syntax.range == r(4, 4, 4, 18)
+
+
+def test_settings_are_discovered_afresh_when_the_working_directory_changes(tmp_path: Path):
+    # found while checking fixes: `memlint check .` run in-process in one project, then in
+    # another, kept the first project's settings (the discovery cache was keyed by ".")
+    first, second = tmp_path / "first", tmp_path / "second"
+    config = '{"train_batch_size": 128, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 4}'
+    write_tree(first, {"memlint.toml": 'gpu = "a10g"\n', "ds_config.json": config})
+    write_tree(second, {"memlint.toml": 'gpu = "a10g"\ngpus = 4\n', "ds_config.json": config})
+    assert [d.code for d in check_tree(first).diagnostics] == []  # 8 GPUs would do
+    assert [d.code for d in check_tree(second).diagnostics] == ["CFG010"]  # 4 × 4 × 4 ≠ 128
