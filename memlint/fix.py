@@ -1,11 +1,15 @@
 """Applying fixes: edits to text, and atomic writes that keep the file's mode.
 
 ``--fix`` only ever writes a file when asked, through a temporary file in the same directory
-and ``os.replace``, so a crash leaves either the old or the new file, never half of one.
+and ``os.replace``, so a crash leaves either the old or the new file, never half of one. The
+text is the one memlint linted (byte-order mark dropped, line breaks as they were); the mark
+goes back on when it is written.
 """
 
 from __future__ import annotations
 
+import codecs
+import errno
 import os
 import stat
 import tempfile
@@ -46,14 +50,23 @@ def apply_edits(text: str, edits: list[Edit]) -> str:
     return "".join(out)
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Replace ``path``'s content, keeping its permissions, in one ``os.replace``."""
+class ReadOnlyFile(PermissionError):
+    """The file has no write permission: ``--fix`` does not replace it behind the user's back
+    (a rename would succeed wherever the directory is writable)."""
+
+
+def write_atomically(path: Path, text: str, bom: bool = False) -> None:
+    """Replace ``path``'s content (UTF-8, with a byte-order mark when ``bom``), keeping its
+    permissions, in one ``os.replace``. Raises OSError — ReadOnlyFile for a file without
+    write permission — and then leaves the file and its directory as they were."""
     mode = stat.S_IMODE(path.stat().st_mode)
-    directory = path.parent
-    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".memlint", dir=directory)
+    if not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) or not os.access(path, os.W_OK):
+        raise ReadOnlyFile(errno.EACCES, "the file is read-only", str(path))
+    data = (codecs.BOM_UTF8 if bom else b"") + text.encode("utf-8")
+    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".memlint", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(temporary, mode)

@@ -620,3 +620,86 @@ def relative_name(path: str) -> str:
     """A safe relative path (strategies draw them from fixed lists; this guards the writer)."""
     clean = re.sub(r"[^A-Za-z0-9_./-]", "_", path).lstrip("/")
     return clean.replace("..", "_")
+
+
+# ---------------------------------------------------------------------------- loops that --fix rewrites
+
+
+@st.composite
+def fixable_scripts(draw) -> str:
+    """A training script with at least one finding that has a safe fix — accumulation without
+    dividing the loss (ACC001), checkpointing enabled after PEFT (CKP001), checkpoint without
+    use_reentrant (CKP002), the deprecated torch.cuda.amp (AMP004) — several at once in the
+    same loop, written with the variations people use."""
+    rules = draw(st.lists(st.sampled_from(["ACC001", "CKP001", "CKP002", "AMP004"]), min_size=1, max_size=4,
+                          unique=True))
+    indent = draw(st.sampled_from(["    ", "  ", "\t"]))
+    accumulate = draw(st.sampled_from(["argparse", "dataclass", "constant"]))
+    accum = {"argparse": "args.gradient_accumulation_steps", "dataclass": "cfg.accum_steps", "constant": "ACCUM"}[accumulate]
+    lines = ['"""Fine-tune a causal LM."""', "import argparse", "from dataclasses import dataclass", "",
+             "import torch", "from transformers import AutoModelForCausalLM"]
+    if "CKP001" in rules:
+        lines.append("from peft import LoraConfig, get_peft_model")
+    amp = draw(st.sampled_from(["attribute", "from-import", "aliased"])) if "AMP004" in rules else "none"
+    if amp == "from-import":
+        lines.append("from torch.cuda.amp import autocast, GradScaler")
+    elif amp == "aliased":
+        lines.append("from torch.cuda.amp import autocast as amp_autocast, GradScaler as Scaler")
+    if "CKP002" in rules:
+        lines.append(draw(st.sampled_from(["from torch.utils.checkpoint import checkpoint",
+                                           "from torch.utils.checkpoint import checkpoint as ckpt", "import torch.utils.checkpoint"])))
+    lines.append("")
+    if accumulate == "argparse":
+        lines += ["parser = argparse.ArgumentParser()",
+                  f'parser.add_argument("--gradient_accumulation_steps", type=int, default={draw(st.integers(2, 64))})',
+                  'parser.add_argument("--lr", type=float, default=2e-5)', "args = parser.parse_args()"]
+    elif accumulate == "dataclass":
+        lines += ["@dataclass", "class Config:", f"{indent}accum_steps: int = {draw(st.integers(2, 64))}",
+                  f"{indent}lr: float = 2e-5", "", "", "cfg = Config()"]
+    else:
+        lines += [f"ACCUM = {draw(st.integers(2, 64))}"]
+    lines += ["", f'model = AutoModelForCausalLM.from_pretrained("{draw(st.sampled_from(MODEL_IDS[:8]))}").cuda()']
+    if "CKP001" in rules:
+        lines.append('model = get_peft_model(model, LoraConfig(r=16, target_modules=["q_proj", "v_proj"], '
+                     'task_type="CAUSAL_LM"))')
+    lines.append("optimizer = torch.optim.AdamW(model.parameters(), lr=2e-5)")
+    if "CKP001" in rules:
+        lines.append("model.gradient_checkpointing_enable()")
+    scaler = {"attribute": "torch.cuda.amp.GradScaler()", "from-import": "GradScaler()", "aliased": "Scaler(2.0**14)",
+              "none": None}[amp]
+    if scaler:
+        lines.append(f"scaler = {scaler}")
+    if "CKP002" in rules:
+        call = {"from torch.utils.checkpoint import checkpoint": "checkpoint(block, hidden)",
+                "from torch.utils.checkpoint import checkpoint as ckpt": "ckpt(block, hidden)",
+                "import torch.utils.checkpoint": "torch.utils.checkpoint.checkpoint(block, hidden)"}
+        chosen = next(line for line in lines if "checkpoint" in line and line.startswith(("from", "import")))
+        lines += ["", "", "def run_blocks(blocks, hidden):", f"{indent}for block in blocks:",
+                  f"{indent * 2}hidden = {call[chosen]}", f"{indent}return hidden"]
+    autocast = {"attribute": "torch.cuda.amp.autocast(dtype=torch.float16)", "from-import": "autocast()",
+                "aliased": "amp_autocast(True, torch.float16)", "none": None}[amp]
+    in_function = draw(st.booleans())
+    pad = indent if in_function else ""
+    body: list[str] = ["batch = {k: v.cuda() for k, v in batch.items()}"]
+    forward = draw(st.sampled_from(["loss = model(**batch).loss", "outputs = model(**batch)\nloss = outputs.loss"]))
+    if autocast:
+        body.append(f"with {autocast}:")
+        body += [indent + line for line in forward.split("\n")]
+    else:
+        body += forward.split("\n")
+    divided = "ACC001" not in rules
+    loss = f"loss / {accum}" if divided else "loss"
+    body.append(f"scaler.scale({loss}).backward()" if scaler else f"({loss}).backward()" if divided else "loss.backward()")
+    step = ["scaler.step(optimizer)", "scaler.update()"] if scaler else ["optimizer.step()"]
+    step.append(draw(st.sampled_from(["optimizer.zero_grad()", "optimizer.zero_grad(set_to_none=True)"])))
+    body.append(f"if (step + 1) % {accum} == 0:")
+    body += [indent + line for line in step]
+    if draw(st.booleans()):
+        body.append('print(f"step {step}: {loss.item():.4f}")')
+    loop = ["model.train()", "for step, batch in enumerate(loader):"] + [indent + line for line in body]
+    if in_function:
+        lines += ["", "", "def train(model, optimizer, loader):"] + [pad + line for line in loop]
+        lines += ["", "", "train(model, optimizer, loader)"]
+    else:
+        lines += [""] + loop
+    return surface(draw, "\n".join(lines) + "\n")
