@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import keyword
-import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -432,12 +431,13 @@ def config_values(keys: tuple[KeyInfo, ...], depth: int = 0) -> st.SearchStrateg
 
 
 # tool -> (schemas whose keys it uses, file names that make memlint read it as that tool's)
-CONFIG_TOOLS = {
-    "deepspeed": (("deepspeed",), ("ds_config.json", "zero3.json", "deepspeed/zero2.json")),
+CONFIG_TOOLS = {  # (names with spaces, percent signs and accents are paths too)
+    "deepspeed": (("deepspeed",), ("ds_config.json", "zero3.json", "deepspeed/zero2.json", "run configs/ds_config.json")),
     "accelerate": (("accelerate",), ("accelerate_config.yaml", "default_config.yaml", "accelerate/fsdp.yml")),
-    "axolotl": (("axolotl",), ("qlora.yml", "axolotl/config.yaml")),
+    "axolotl": (("axolotl",), ("qlora.yml", "axolotl/config.yaml", "100% run/qlora.yml")),
     "llamafactory": (("llamafactory",), ("llama3_lora_sft.yaml", "examples/train_full.yaml")),
-    "hf-args": (("hf-training-arguments", "trl-sft-config", "trl-dpo-config"), ("args.yaml", "sft_config.json", "recipes/config.yaml")),
+    "hf-args": (("hf-training-arguments", "trl-sft-config", "trl-dpo-config"),
+                ("args.yaml", "sft_config.json", "recipes/config.yaml", "données/args.yaml")),
 }
 SIGNATURES = {  # keys that make memlint detect the tool by content
     "deepspeed": {"zero_optimization": {"stage": 2}},
@@ -614,12 +614,6 @@ mutations = st.builds(
     st.floats(min_value=0, max_value=1),
     interesting_bytes,
 )
-
-
-def relative_name(path: str) -> str:
-    """A safe relative path (strategies draw them from fixed lists; this guards the writer)."""
-    clean = re.sub(r"[^A-Za-z0-9_./-]", "_", path).lstrip("/")
-    return clean.replace("..", "_")
 
 
 # ---------------------------------------------------------------------------- loops that --fix rewrites

@@ -8,6 +8,7 @@ Language Server Protocol do (``\\n``, ``\\r\\n``, ``\\r``), but several places c
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from memlint.diagnostics import Edit, Position, Range
@@ -128,3 +129,15 @@ def test_settings_are_discovered_afresh_when_the_working_directory_changes(tmp_p
     write_tree(second, {"memlint.toml": 'gpu = "a10g"\ngpus = 4\n', "ds_config.json": config})
     assert [d.code for d in check_tree(first).diagnostics] == []  # 8 GPUs would do
     assert [d.code for d in check_tree(second).diagnostics] == ["CFG010"]  # 4 × 4 × 4 ≠ 128
+
+
+def test_sarif_uris_are_percent_encoded(tmp_path: Path):
+    # the SARIF validator of the property tests: a path with a space, a percent sign or an
+    # accent was written into artifactLocation.uri as is, which is not a URI reference
+    config = '{"zero_optimization": {"stage": 7}}'
+    write_tree(tmp_path, {"memlint.toml": 'gpu = "a10g"\n', "run configs/données 100%.json": config})
+    outcome = check_tree(tmp_path, output_format="sarif")
+    assert_sound(outcome)
+    [result] = json.loads(outcome.stdout)["runs"][0]["results"]
+    location = result["locations"][0]["physicalLocation"]["artifactLocation"]
+    assert location == {"uri": "run%20configs/donn%C3%A9es%20100%25.json", "uriBaseId": "%SRCROOT%"}
