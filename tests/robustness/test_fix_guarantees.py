@@ -177,6 +177,16 @@ def test_a_byte_order_mark_is_kept_and_edits_on_the_first_line_land_right(tree: 
     assert fixed[3:] == (plain / case.target).read_bytes()
 
 
+@pytest.mark.skipif(os.name != "posix", reason="symlinks")
+def test_a_symlinked_script_is_fixed_through_the_link(tree: Path):
+    case = CASES[0]
+    write_tree(tree, {"memlint.toml": case.settings, "shared/train.py": case.files["train.py"]})
+    (tree / "train.py").symlink_to("shared/train.py")
+    run_check(tree, *case.fix_flags())
+    assert (tree / "train.py").is_symlink(), "the link was replaced by a copy"
+    assert "(loss / args.grad_accum).backward()" in (tree / "shared/train.py").read_text()
+
+
 def test_latin1_encoded_file_is_not_rewritten(tree: Path):
     # not UTF-8: memlint reports it unreadable and fixes nothing (no silent re-encoding)
     case = CASES[0]
