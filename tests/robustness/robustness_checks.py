@@ -278,8 +278,27 @@ def assert_text_report(text: str, outcome: Outcome) -> None:
     assert headers == len(outcome.diagnostics)
 
 
+_GITLAB_SEVERITIES = ("info", "minor", "major", "critical", "blocker")
+
+
+def assert_gitlab_report(text: str, outcome: Outcome) -> None:
+    issues = json.loads(text)
+    assert isinstance(issues, list) and len(issues) == len(outcome.diagnostics)
+    fingerprints = [issue["fingerprint"] for issue in issues]
+    assert len(set(fingerprints)) == len(fingerprints), "GitLab drops issues that share a fingerprint"
+    for issue in issues:
+        assert CODE.match(issue["check_name"]) and issue["description"].startswith(issue["check_name"])
+        assert issue["severity"] in _GITLAB_SEVERITIES
+        location = issue["location"]
+        begin, end = location["positions"]["begin"], location["positions"]["end"]
+        assert (begin["line"], begin["column"]) <= (end["line"], end["column"]), location
+        for where in (begin, end):
+            _assert_location(location["path"], where["line"], where["column"], outcome.cwd, "gitlab")
+
+
 VALIDATORS = {
     "json": assert_json_report,
+    "gitlab": assert_gitlab_report,
     "sarif": assert_sarif_report,
     "github": assert_github_report,
     "concise": assert_concise_report,
