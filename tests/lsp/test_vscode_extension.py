@@ -3,10 +3,8 @@ type-checks and packages with the pinned toolchain.
 
 The build needs the npm packages of ``package-lock.json``: those installed in
 ``editors/vscode/node_modules`` (after ``npm ci`` there), else npm's local cache
-(``npm ci --offline``). Where neither has them the build test is skipped unless
-``MEMLINT_TEST_NETWORK=1`` lets ``npm ci`` reach the registry:
-
-    MEMLINT_TEST_NETWORK=1 python -m pytest tests/lsp/test_vscode_extension.py
+(``npm ci --offline``), else the registry (``npm ci``, the pinned versions of the lock file).
+The test is skipped only where node is missing or none of the three has them.
 
 Once the packages are there, compiling and ``vsce package`` run offline (the test cuts the
 network off for them).
@@ -59,12 +57,11 @@ def test_extension_builds_type_checks_and_packages(tmp_path: Path):
         install = subprocess.CompletedProcess([], 0)
     else:
         install = _run(["npm", "ci", "--no-audit", "--no-fund", "--ignore-scripts"], work, OFFLINE)
-    if install.returncode != 0:
-        if os.environ.get("MEMLINT_TEST_NETWORK") != "1":
-            pytest.skip("the extension's npm packages are not in npm's cache; "
-                        "MEMLINT_TEST_NETWORK=1 lets `npm ci` fetch them")
+    if install.returncode != 0:  # not in npm's cache: fetch them from the registry
         install = _run(["npm", "ci", "--no-audit", "--no-fund", "--ignore-scripts"], work)
-        assert install.returncode == 0, install.stderr[-2000:]
+        if install.returncode != 0:
+            pytest.skip("the extension's npm packages are neither in npm's cache nor reachable on the registry: "
+                        + install.stderr.strip()[-300:])
 
     # tsc in strict mode: compiling is type-checking (a type error fails the build)
     compile_ = _run(["npm", "run", "compile"], work, OFFLINE)
