@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from memlint import kinds
 from memlint.documents import Document
 from memlint.sources import python as python_source
 from memlint.sources import structured
+
+if TYPE_CHECKING:
+    from memlint.facts.plan import RunFacts
 
 
 @dataclass
@@ -20,6 +24,8 @@ class ParsedDocument:
     python: python_source.PythonSource | None = None
     syntax_error: python_source.PythonSyntaxError | None = None
     structured: structured.Structured | None = None
+    # what ``memlint.facts.extract.extract`` found in it (None: not extracted yet)
+    facts: "list[RunFacts] | None" = field(default=None, repr=False, compare=False)
 
     @property
     def path(self) -> str:

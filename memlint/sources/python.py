@@ -1,7 +1,8 @@
 """Python source through libcst: the tree, positions, qualified names. Never imported or run.
 
-``parse`` returns a :class:`PythonSource` whose metadata (positions, qualified names, parents,
-scopes) is computed once, on first use, for all rules and extractors that share it.
+``parse`` returns a :class:`PythonSource` whose metadata (positions, parents and children, scopes
+and the qualified names read from them) is computed once, on first use, for all rules and
+extractors that share it.
 """
 
 from __future__ import annotations
@@ -11,8 +12,10 @@ from dataclasses import dataclass
 
 import libcst as cst
 from libcst import metadata
+from libcst.metadata import CodeRange
 
 from memlint.diagnostics import Position, Range
+from memlint.sources.python_tree import Tree, tree_of
 
 
 @dataclass(frozen=True)
@@ -36,34 +39,25 @@ class PythonSource:
         # unsafe_skip_copy: the module is ours alone and never mutated, so skip deepcopy
         return metadata.MetadataWrapper(self.module, unsafe_skip_copy=True)
 
-    # Each kind of metadata is computed on first use only (the wrapper keeps what it computed,
-    # so qualified names reuse the scopes): a 2,000-line script costs ~0.4 s for positions,
-    # ~0.5 s for scopes and ~0.9 s more for qualified names.
-
     @functools.cached_property
-    def positions(self):
-        return self.wrapper.resolve(metadata.PositionProvider)
+    def tree(self) -> Tree:
+        """Positions, parents and children of every node (one pass, on first use)."""
+        return tree_of(self.module)
 
-    @functools.cached_property
+    @property
+    def positions(self) -> dict[cst.CSTNode, CodeRange]:
+        """What libcst's PositionProvider gives, computed with the parents and children."""
+        return self.tree.positions
+
+    @property
     def parents(self) -> dict[cst.CSTNode, cst.CSTNode]:
-        """Each node's parent, from one walk of the tree (what ParentNodeProvider gives, at a
-        fraction of its cost)."""
-        out: dict[cst.CSTNode, cst.CSTNode] = {}
-        stack: list[cst.CSTNode] = [self.module]
-        while stack:
-            node = stack.pop()
-            for child in node.children:
-                out[child] = node
-                stack.append(child)
-        return out
+        """Each node's parent (what ParentNodeProvider gives, at a fraction of its cost)."""
+        return self.tree.parents
 
     @functools.cached_property
     def scopes(self):
+        """libcst's scope analysis: a 2,000-line script costs about as much as its parse."""
         return self.wrapper.resolve(metadata.ScopeProvider)
-
-    @functools.cached_property
-    def _qualified(self):
-        return self.wrapper.resolve(metadata.QualifiedNameProvider)
 
     def range_of(self, node: cst.CSTNode) -> Range:
         code_range = self.positions[node]
@@ -76,10 +70,12 @@ class PythonSource:
         """Fully qualified names a name/attribute/call refers to, through imports and aliases
         (``from transformers import TrainingArguments as TA`` -> ``transformers.TrainingArguments``)."""
         target = node.func if isinstance(node, cst.Call) else node
-        names = self._qualified.get(target, set())
-        if callable(names):  # libcst computes qualified names lazily (a LazyValue per node)
-            names = names()
-        return {q.name for q in names}
+        # exactly what QualifiedNameProvider answers (it asks the node's scope the same
+        # question), without its pass over every node of the module
+        scope = self.scopes.get(target)
+        if not scope:
+            return set()
+        return {q.name for q in scope.get_qualified_names_for(target)}
 
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
         return self.parents.get(node)

@@ -12,7 +12,7 @@ from typing import Iterator
 
 import libcst as cst
 
-from memlint.rules._python_helpers.syntax import dotted, iter_nodes, method_name, receiver, register_children
+from memlint.rules._python_helpers.syntax import dotted, iter_nodes, method_name, receiver
 from memlint.sources.python import PythonSource
 
 Flow = cst.Module | cst.FunctionDef  # a body that runs top to bottom
@@ -304,7 +304,6 @@ def _targets(target: cst.BaseExpression) -> list[cst.BaseExpression]:
 
 
 def _build(py: PythonSource) -> ModuleIndex:
-    register_children(py, py.parents)
     index = ModuleIndex(py)
     module = py.module
     index.flows.append(module)

@@ -2,45 +2,18 @@
 
 from __future__ import annotations
 
-import weakref
-from typing import Iterator, Mapping
+from typing import Iterator
 
 import libcst as cst
+
+from memlint.sources import python_tree
 
 # nodes whose bodies do not run where they are written
 DEFERRED = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
 # ``node.children`` re-visits the node with libcst's visitor machinery (tens of microseconds
-# per node); modules the rules analyse register their children once, from the parent
-# metadata libcst computed anyway. Keyed by id(): the lists hold every child alive, so an
-# id cannot be reused while its entry exists, and entries go when their module's source does.
-_CHILDREN: dict[int, list[cst.CSTNode]] = {}
-
-
-def register_children(owner: object, parents: Mapping[cst.CSTNode, cst.CSTNode]) -> None:
-    """Remember the children of every node of a module (``parents`` maps child -> parent)."""
-    keys = []
-    for child, parent in parents.items():
-        key = id(parent)
-        if key not in _CHILDREN:
-            _CHILDREN[key] = []
-            keys.append(key)
-        _CHILDREN[key].append(child)
-    for child in parents:  # leaves: known to have no children
-        if id(child) not in _CHILDREN:
-            _CHILDREN[id(child)] = []
-            keys.append(id(child))
-    weakref.finalize(owner, _forget, keys)
-
-
-def _forget(keys: list[int]) -> None:
-    for key in keys:
-        _CHILDREN.pop(key, None)
-
-
-def children(node: cst.CSTNode) -> list[cst.CSTNode] | tuple[cst.CSTNode, ...]:
-    known = _CHILDREN.get(id(node))
-    return known if known is not None else node.children
+# per node); ``children`` reads the lists built with the module's positions instead.
+children = python_tree.children
 
 
 def iter_nodes(root: cst.CSTNode, *, enter_defs: bool = False) -> Iterator[cst.CSTNode]:
