@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import Mapping
 
 import libcst as cst
 from libcst import metadata
 from libcst.metadata import CodeRange
 
 from memlint.diagnostics import Position, Range
+from memlint.sources.python_scopes import scopes_of
 from memlint.sources.python_tree import Tree, tree_of
 
 
@@ -35,11 +37,6 @@ class PythonSource:
         self.text = text
 
     @functools.cached_property
-    def wrapper(self) -> metadata.MetadataWrapper:
-        # unsafe_skip_copy: the module is ours alone and never mutated, so skip deepcopy
-        return metadata.MetadataWrapper(self.module, unsafe_skip_copy=True)
-
-    @functools.cached_property
     def tree(self) -> Tree:
         """Positions, parents and children of every node (one pass, on first use)."""
         return tree_of(self.module)
@@ -55,9 +52,11 @@ class PythonSource:
         return self.tree.parents
 
     @functools.cached_property
-    def scopes(self):
-        """libcst's scope analysis: a 2,000-line script costs about as much as its parse."""
-        return self.wrapper.resolve(metadata.ScopeProvider)
+    def scopes(self) -> Mapping[cst.CSTNode, metadata.Scope | None]:
+        """libcst's scope analysis (what ``ScopeProvider`` gives), walked over the tree's
+        recorded children."""
+        self.tree  # noqa: B018 -- the children the walk reads
+        return scopes_of(self.module)
 
     def range_of(self, node: cst.CSTNode) -> Range:
         code_range = self.positions[node]
