@@ -24,6 +24,9 @@ class ParsedDocument:
     python: python_source.PythonSource | None = None
     syntax_error: python_source.PythonSyntaxError | None = None
     structured: structured.Structured | None = None
+    # the last version of this document that parsed (itself, or the one before a syntax error):
+    # the statements an edit leaves alone are taken from it instead of parsed again
+    reusable: python_source.PythonSource | None = field(default=None, repr=False, compare=False)
     # what ``memlint.facts.extract.extract`` found in it (None: not extracted yet)
     facts: "list[RunFacts] | None" = field(default=None, repr=False, compare=False)
 
@@ -56,16 +59,19 @@ def is_training_code(text: str) -> bool:
     return _TRAINING_IMPORT.search(text) is not None or _TRAINING_WORD.search(text) is not None
 
 
-def parse_document(document: Document) -> ParsedDocument:
+def parse_document(document: Document, previous: ParsedDocument | None = None) -> ParsedDocument:
+    """``previous``: the same document as parsed before an edit (the language server's case):
+    what did not change is not parsed again."""
     if document.problem is not None:
         return ParsedDocument(document, document.syntax)
     if document.syntax == "python" and not is_training_code(document.text):
         return ParsedDocument(document, "python-other")
     if document.syntax == "python":
-        result = python_source.parse(document.text)
+        before = previous.reusable if previous is not None else None
+        result = python_source.parse(document.text, before)
         if isinstance(result, python_source.PythonSyntaxError):
-            return ParsedDocument(document, "python", syntax_error=result)
-        return ParsedDocument(document, "python", python=result)
+            return ParsedDocument(document, "python", syntax_error=result, reusable=before)
+        return ParsedDocument(document, "python", python=result, reusable=result)
     if document.syntax in ("json", "yaml"):
         loaded = structured.load(document.text, document.syntax)
         kind = kinds.detect(document.path, document.syntax, loaded.value)

@@ -18,6 +18,7 @@ from libcst.metadata import CodeRange
 from memlint.diagnostics import Position, Range
 from memlint.sources.python_scopes import scopes_of
 from memlint.sources.python_tree import Tree, tree_of
+from memlint.sources.python_units import Unit, parse_in_units
 
 
 @dataclass(frozen=True)
@@ -32,13 +33,17 @@ class PythonSyntaxError:
 class PythonSource:
     """A parsed module and lazily computed libcst metadata."""
 
-    def __init__(self, module: cst.Module, text: str) -> None:
+    def __init__(self, module: cst.Module, text: str, tree: Tree | None = None, units: list[Unit] = ()) -> None:
         self.module = module
         self.text = text
+        self.units = list(units)  # the top-level statements parsed alone (python_units)
+        if tree is not None:
+            self.__dict__["tree"] = tree
 
     @functools.cached_property
     def tree(self) -> Tree:
-        """Positions, parents and children of every node (one pass, on first use)."""
+        """Positions, parents and children of every node (one pass, on first use; given when
+        the module was parsed in units)."""
         return tree_of(self.module)
 
     @property
@@ -148,7 +153,9 @@ def _depth(tree) -> int:
     return deepest
 
 
-def parse(text: str) -> PythonSource | PythonSyntaxError:
+def parse(text: str, previous: PythonSource | None = None) -> PythonSource | PythonSyntaxError:
+    """The module, or why it cannot be analysed. ``previous``: the source of an earlier version
+    of the same document, whose unchanged top-level statements need no parsing again."""
     longest = max((len(line) for line in text.splitlines()), default=0)
     if longest > MAX_LINE_CHARS:
         return PythonSyntaxError(
@@ -161,6 +168,10 @@ def parse(text: str) -> PythonSource | PythonSyntaxError:
     if tree is not None and _depth(tree) > MAX_DEPTH:
         return PythonSyntaxError(f"nested more than {MAX_DEPTH} levels deep: too complex to analyse",
                                  Range.file_start(), "too-complex")
+    if tree is not None:
+        joined = parse_in_units(text, tree, previous.units if previous is not None else ())
+        if joined is not None:
+            return PythonSource(joined.module, text, joined.tree, joined.units)
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as error:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass
+from typing import Mapping
 
 import libcst as cst
 from libcst.metadata import CodeRange
@@ -32,11 +33,11 @@ FORMATTING = frozenset({
 })
 
 
-@dataclass
+@dataclass(eq=False)
 class Tree:
-    positions: dict[cst.CSTNode, CodeRange]
-    children: dict[cst.CSTNode, list[cst.CSTNode]]
-    parents: dict[cst.CSTNode, cst.CSTNode]
+    positions: Mapping[cst.CSTNode, CodeRange]  # of every node, formatting included
+    children: dict[cst.CSTNode, list[cst.CSTNode]]  # of every syntax node
+    parents: dict[cst.CSTNode, cst.CSTNode]  # of every syntax node but the root
 
 
 class _Recorder(PositionProvidingCodegenState):
@@ -66,35 +67,53 @@ class _Recorder(PositionProvidingCodegenState):
             self.open.pop()
 
 
-def tree_of(module: cst.Module) -> Tree:
+@dataclass(eq=False)
+class Record:
+    positions: dict[cst.CSTNode, CodeRange]  # of every node
+    shape: dict[cst.CSTNode, list[cst.CSTNode]]  # the children of every syntax node
+    code: str  # the code the pass generated: ``module.code``
+
+
+def record(module: cst.Module) -> Record:
+    """Every node's position and every syntax node's children, from one codegen pass."""
     provider = PositionProvider()
     recorder = _Recorder(module, provider)
     module._codegen(recorder)
-    children = recorder.shape
-    # parents in the order a depth-first walk from the root meets them (what memlint always used)
+    return Record(provider._computed, recorder.shape, "".join(recorder.tokens))
+
+
+def parents_of(root: cst.CSTNode, shape: Mapping[cst.CSTNode, list[cst.CSTNode]]) -> dict[cst.CSTNode, cst.CSTNode]:
+    """Each node's parent, in the order a depth-first walk from the root meets them (the order
+    memlint always used: extractors that list nodes by walking this dict see them so)."""
     parents: dict[cst.CSTNode, cst.CSTNode] = {}
-    stack: list[cst.CSTNode] = [module]
+    stack: list[cst.CSTNode] = [root]
     while stack:
         node = stack.pop()
-        for child in children.get(node, ()):
+        for child in shape.get(node, ()):
             parents[child] = node
             stack.append(child)
-    tree = Tree(provider._computed, children, parents)
-    _register(tree)
+    return parents
+
+
+def tree_of(module: cst.Module) -> Tree:
+    recorded = record(module)
+    tree = Tree(recorded.positions, recorded.shape, parents_of(module, recorded.shape))
+    register(tree, recorded.shape)
     return tree
 
 
 # The children of the nodes of every module whose tree was built, by id(): helpers that walk
 # nodes (``children``) use them instead of ``node.children``. The lists hold every node alive, so
-# an id cannot be reused while its entry exists; entries go with their tree.
+# an id cannot be reused while its entry exists; entries go with their owner.
 _CHILDREN: dict[int, list[cst.CSTNode]] = {}
 
 
-def _register(tree: Tree) -> None:
-    keys = [id(node) for node in tree.children]
-    for node, found in tree.children.items():
+def register(owner: object, shape: Mapping[cst.CSTNode, list[cst.CSTNode]]) -> None:
+    """Make ``children`` answer from ``shape`` until ``owner`` (which keeps the nodes alive) goes."""
+    keys = [id(node) for node in shape]
+    for node, found in shape.items():
         _CHILDREN[id(node)] = found
-    weakref.finalize(tree, _forget, keys)
+    weakref.finalize(owner, _forget, keys)
 
 
 def _forget(keys: list[int]) -> None:
