@@ -173,7 +173,8 @@ def lint(
             if key not in linters:
                 linters[key] = Linter(settings)
             return linters[key]
-        found = overrides(discover_cached(path.parent))
+        # absolute: the cache outlives the working directory (tests, editors, API callers)
+        found = overrides(discover_cached((path if path.is_dir() else path.parent).absolute()))
         if found.root not in linters:
             linters[found.root] = Linter(found)
         return linters[found.root]

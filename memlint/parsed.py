@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
+
+import libcst as cst
 
 from memlint import kinds
 from memlint.documents import Document
 from memlint.sources import python as python_source
 from memlint.sources import structured
+from memlint.sources.python_tree import children
 
 if TYPE_CHECKING:
     from memlint.facts.plan import RunFacts
@@ -59,6 +62,19 @@ def is_training_code(text: str) -> bool:
     return _TRAINING_IMPORT.search(text) is not None or _TRAINING_WORD.search(text) is not None
 
 
+def _nonlocal_at_module_level(module: cst.Module) -> cst.Nonlocal | None:
+    """``nonlocal`` outside any function: ``ast.parse`` and libcst's parser accept it, CPython's
+    compiler refuses it, and libcst's scope analysis raises NotImplementedError on it."""
+    stack: list[cst.CSTNode] = list(module.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Nonlocal):
+            return node
+        if not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.BaseExpression)):
+            stack.extend(children(node))  # statements and blocks: expressions hold no statement
+    return None
+
+
 def parse_document(document: Document, previous: ParsedDocument | None = None) -> ParsedDocument:
     """``previous``: the same document as parsed before an edit (the language server's case):
     what did not change is not parsed again."""
@@ -70,7 +86,15 @@ def parse_document(document: Document, previous: ParsedDocument | None = None) -
         before = previous.reusable if previous is not None else None
         result = python_source.parse(document.text, before)
         if isinstance(result, python_source.PythonSyntaxError):
-            return ParsedDocument(document, "python", syntax_error=result, reusable=before)
+            # CPython puts some errors (a bad unindent, an unexpected end of file) one column
+            # past the end of the line: keep the range inside the document
+            error = replace(result, range=result.range.within(document.text))
+            return ParsedDocument(document, "python", syntax_error=error, reusable=before)
+        misplaced = _nonlocal_at_module_level(result.module)
+        if misplaced is not None:
+            error = python_source.PythonSyntaxError("nonlocal declaration not allowed at module level",
+                                                    result.range_of(misplaced))
+            return ParsedDocument(document, "python", syntax_error=error, reusable=result)
         return ParsedDocument(document, "python", python=result, reusable=result)
     if document.syntax in ("json", "yaml"):
         loaded = structured.load(document.text, document.syntax)

@@ -28,7 +28,7 @@ class FormatContext:
 
 
 def formatter(name: str) -> Formatter:
-    from memlint.output import github, json_format, sarif, text
+    from memlint.output import github, gitlab, json_format, sarif, text
 
     return {
         "text": text.format_text,
@@ -36,7 +36,8 @@ def formatter(name: str) -> Formatter:
         "json": json_format.format_json,
         "sarif": sarif.format_sarif,
         "github": github.format_github,
+        "gitlab": gitlab.format_gitlab,
     }[name]
 
 
-FORMATS = ("text", "concise", "json", "sarif", "github")
+FORMATS = ("text", "concise", "json", "sarif", "github", "gitlab")
