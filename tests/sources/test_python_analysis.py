@@ -38,6 +38,17 @@ SCRIPTS = sorted(
 )
 
 
+def _parses(path: Path) -> bool:
+    try:
+        ast.parse(path.read_text(encoding="utf-8"))
+    except (SyntaxError, UnicodeDecodeError):  # the examples of syntax errors and merge conflicts
+        return False
+    return True
+
+
+SCRIPTS = [path for path in SCRIPTS if _parses(path)]
+
+
 def _source(text: str, previous: python_source.PythonSource | None = None) -> python_source.PythonSource:
     source = python_source.parse(text, previous)
     assert isinstance(source, python_source.PythonSource), source
