@@ -17,7 +17,7 @@ from typing import Mapping
 import libcst as cst
 from libcst.metadata import ExpressionContext, ExpressionContextProvider, Scope, ScopeProvider
 from libcst.metadata.expression_context_provider import ExpressionContextVisitor
-from libcst.metadata.scope_provider import ScopeVisitor
+from libcst.metadata.scope_provider import _ASSIGNMENT_LIKE_NODES, ScopeVisitor
 
 from memlint.sources.python_tree import children
 
@@ -46,7 +46,20 @@ class _ExpressionContexts(_WalksRecordedChildren, ExpressionContextVisitor):
 
 
 class _Scopes(_WalksRecordedChildren, ScopeVisitor):
-    pass
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        """``ScopeVisitor.on_leave``, its ``isinstance`` test against a tuple of twelve ABCs (up
+        to twelve Python-level calls, on every node) answered once per node type."""
+        self.provider.set_metadata(original_node, self.scope)
+        kind = type(original_node)
+        assigns = _ASSIGNMENT_LIKE.get(kind)
+        if assigns is None:
+            assigns = _ASSIGNMENT_LIKE[kind] = issubclass(kind, _ASSIGNMENT_LIKE_NODES)
+        if assigns:
+            self.scope._assignment_count += 1
+        super(ScopeVisitor, self).on_leave(original_node)
+
+
+_ASSIGNMENT_LIKE: dict[type, bool] = {}
 
 
 def scopes_of(module: cst.Module) -> Mapping[cst.CSTNode, Scope | None]:

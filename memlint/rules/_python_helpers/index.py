@@ -323,7 +323,15 @@ def _build(py: PythonSource) -> ModuleIndex:
     return index
 
 
+# the node types that bind a name (``_definitions_in``): most nodes are none of them, and a type
+# test beats the chain of ``isinstance`` checks (libcst's classes are ABCs: each check is a call)
+_BINDING_TYPES = frozenset({cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.WithItem,
+                            cst.NamedExpr, cst.Call})
+
+
 def _definitions_in(node: cst.CSTNode, flow: Flow) -> Iterator[Definition]:
+    if type(node) not in _BINDING_TYPES:
+        return
     if isinstance(node, cst.Assign):
         for target in node.targets:
             names = _targets(target.target)

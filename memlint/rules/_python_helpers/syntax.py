@@ -10,6 +10,9 @@ from memlint.sources import python_tree
 
 # nodes whose bodies do not run where they are written
 DEFERRED = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+# the same as a set of types, for the walks below: libcst's node classes are ABCs, whose
+# ``isinstance`` is a Python-level call; these three have no subclasses
+_DEFERRED_TYPES = frozenset(DEFERRED)
 
 # ``node.children`` re-visits the node with libcst's visitor machinery (tens of microseconds
 # per node); ``children`` reads the lists built with the module's positions instead.
@@ -23,15 +26,17 @@ def iter_nodes(root: cst.CSTNode, *, enter_defs: bool = False) -> Iterator[cst.C
     while stack:
         node = stack.pop()
         yield node
+        if enter_defs:
+            stack.extend(reversed(children(node)))
+            continue
         for child in reversed(children(node)):
-            if not enter_defs and isinstance(child, DEFERRED):
-                continue
-            stack.append(child)
+            if type(child) not in _DEFERRED_TYPES:
+                stack.append(child)
 
 
 def calls_in(root: cst.CSTNode, *, enter_defs: bool = False) -> Iterator[cst.Call]:
     for node in iter_nodes(root, enter_defs=enter_defs):
-        if isinstance(node, cst.Call):
+        if type(node) is cst.Call:  # a final class
             yield node
 
 
@@ -43,10 +48,10 @@ def calls_in_evaluation_order(root: cst.CSTNode) -> list[cst.Call]:
     while stack:
         node, expanded = stack.pop()
         if expanded:
-            if isinstance(node, cst.Call):
+            if type(node) is cst.Call:
                 out.append(node)
             continue
-        if isinstance(node, DEFERRED):
+        if type(node) in _DEFERRED_TYPES:
             continue
         stack.append((node, True))
         stack.extend((child, False) for child in reversed(children(node)))
