@@ -46,7 +46,7 @@ class ModuleIndex:
     classes: dict[str, cst.ClassDef] = field(default_factory=dict)
     flows: list[Flow] = field(default_factory=list)
     definitions: dict[int, dict[str, list[Definition]]] = field(default_factory=dict)  # id(flow) -> name -> defs
-    cache: dict[str, object] = field(default_factory=dict)  # results other helpers compute once
+    cache: dict[object, object] = field(default_factory=dict)  # results other helpers compute once
 
     @property
     def nodes(self) -> list[cst.CSTNode]:
@@ -56,9 +56,14 @@ class ModuleIndex:
     @property
     def calls(self) -> list[cst.Call]:
         """Every call of the module, in source order."""
-        return self.once("calls", lambda: [n for n in self.nodes if isinstance(n, cst.Call)])
+        return self.nodes_of(cst.Call)
 
-    def once(self, key: str, compute):
+    def nodes_of(self, *kinds: type[cst.CSTNode]) -> list:
+        """The module's nodes of these node classes (concrete ones: the test is ``type(node)``,
+        not a walk of ``isinstance`` calls per rule), in source order; computed once."""
+        return self.once(("nodes_of", kinds), lambda: [n for n in self.nodes if type(n) in kinds])
+
+    def once(self, key: object, compute):
         """``compute()`` the first time ``key`` is asked for, the stored result after."""
         if key not in self.cache:
             self.cache[key] = compute()
@@ -237,7 +242,7 @@ class ModuleIndex:
         for flow in self.flows:
             body = flow if isinstance(flow, cst.Module) else flow.body
             for node in iter_nodes(body):
-                if isinstance(node, cst.Call):
+                if type(node) is cst.Call:
                     helper = self.helper_for(node)
                     if helper is not None:
                         out.setdefault(id(flow), set()).add(id(helper))
@@ -307,11 +312,12 @@ def _build(py: PythonSource) -> ModuleIndex:
     index = ModuleIndex(py)
     module = py.module
     index.flows.append(module)
-    for node in iter_nodes(module, enter_defs=True):
-        if isinstance(node, cst.FunctionDef):
+    for node in index.nodes:
+        kind = type(node)  # both are final classes
+        if kind is cst.FunctionDef:
             index.functions.setdefault(node.name.value, []).append(node)
             index.flows.append(node)
-        elif isinstance(node, cst.ClassDef):
+        elif kind is cst.ClassDef:
             index.classes.setdefault(node.name.value, node)
     for flow in index.flows:
         table: dict[str, list[Definition]] = {}
