@@ -156,7 +156,7 @@ def _depth(tree) -> int:
 def parse(text: str, previous: PythonSource | None = None) -> PythonSource | PythonSyntaxError:
     """The module, or why it cannot be analysed. ``previous``: the source of an earlier version
     of the same document, whose unchanged top-level statements need no parsing again."""
-    longest = max((len(line) for line in text.splitlines()), default=0)
+    longest = max(map(len, text.splitlines()), default=0)
     if longest > MAX_LINE_CHARS:
         return PythonSyntaxError(
             f"a line of {longest:,} characters: too long to analyse (generated code?)",
