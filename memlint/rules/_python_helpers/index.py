@@ -46,7 +46,8 @@ class ModuleIndex:
     classes: dict[str, cst.ClassDef] = field(default_factory=dict)
     flows: list[Flow] = field(default_factory=list)
     definitions: dict[int, dict[str, list[Definition]]] = field(default_factory=dict)  # id(flow) -> name -> defs
-    cache: dict[object, object] = field(default_factory=dict)  # results other helpers compute once
+    cache: dict[object, object] = field(default_factory=dict)
+    _qualified: dict[cst.CSTNode, frozenset[str]] = field(default_factory=dict, repr=False)  # results other helpers compute once
 
     @property
     def nodes(self) -> list[cst.CSTNode]:
@@ -165,11 +166,17 @@ class ModuleIndex:
         mine = self.conditions(a)
         return any((text, not truth) in mine for text, truth in self.conditions(b))
 
-    def qualified(self, node: cst.CSTNode) -> set[str]:
-        try:
-            return self.py.qualified_names(node)
-        except KeyError:  # a node the metadata does not cover
-            return set()
+    def qualified(self, node: cst.CSTNode) -> frozenset[str]:
+        """What ``node`` (a name, an attribute, a call's callee) refers to through imports and
+        aliases; asked once per node (the rules ask about the same calls again and again)."""
+        known = self._qualified.get(node)
+        if known is None:
+            try:
+                known = frozenset(self.py.qualified_names(node))
+            except KeyError:  # a node the metadata does not cover
+                known = frozenset()
+            self._qualified[node] = known
+        return known
 
     def calls_named(self, call: cst.Call, *names: str) -> bool:
         """Does ``call`` call one of these fully qualified names (through imports and aliases)?"""
