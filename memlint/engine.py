@@ -13,6 +13,7 @@ from typing import Callable, Iterable
 
 from memlint import suppress
 from memlint.catalog.gpus import UnknownGpu, lookup_gpu
+from memlint.collector import collector_paused
 from memlint.context import RuleContext
 from memlint.diagnostics import Diagnostic, Severity
 from memlint.estimate import Capacity, capacity_for
@@ -65,6 +66,10 @@ class Linter:
         self.internal_errors: list[str] = []
 
     def lint_path(self, path: str | Path) -> list[Diagnostic]:
+        with collector_paused():  # see memlint.collector: a third of a big file's lint otherwise
+            return self._lint_path(path)
+
+    def _lint_path(self, path: str | Path) -> list[Diagnostic]:
         parsed = self.project.parsed(path)
         capacity = capacity_of(self.settings)
         runs = []

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
@@ -11,6 +12,10 @@ from memlint import kinds
 from memlint.documents import Document
 from memlint.sources import python as python_source
 from memlint.sources import structured
+from memlint.sources.python_tree import children
+
+if TYPE_CHECKING:
+    from memlint.facts.plan import RunFacts
 
 
 @dataclass
@@ -22,6 +27,11 @@ class ParsedDocument:
     python: python_source.PythonSource | None = None
     syntax_error: python_source.PythonSyntaxError | None = None
     structured: structured.Structured | None = None
+    # the last version of this document that parsed (itself, or the one before a syntax error):
+    # the statements an edit leaves alone are taken from it instead of parsed again
+    reusable: python_source.PythonSource | None = field(default=None, repr=False, compare=False)
+    # what ``memlint.facts.extract.extract`` found in it (None: not extracted yet)
+    facts: "list[RunFacts] | None" = field(default=None, repr=False, compare=False)
 
     @property
     def path(self) -> str:
@@ -61,28 +71,31 @@ def _nonlocal_at_module_level(module: cst.Module) -> cst.Nonlocal | None:
         if isinstance(node, cst.Nonlocal):
             return node
         if not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.BaseExpression)):
-            stack.extend(node.children)  # statements and blocks: expressions hold no statement
+            stack.extend(children(node))  # statements and blocks: expressions hold no statement
     return None
 
 
-def parse_document(document: Document) -> ParsedDocument:
+def parse_document(document: Document, previous: ParsedDocument | None = None) -> ParsedDocument:
+    """``previous``: the same document as parsed before an edit (the language server's case):
+    what did not change is not parsed again."""
     if document.problem is not None:
         return ParsedDocument(document, document.syntax)
     if document.syntax == "python" and not is_training_code(document.text):
         return ParsedDocument(document, "python-other")
     if document.syntax == "python":
-        result = python_source.parse(document.text)
+        before = previous.reusable if previous is not None else None
+        result = python_source.parse(document.text, before)
         if isinstance(result, python_source.PythonSyntaxError):
             # CPython puts some errors (a bad unindent, an unexpected end of file) one column
             # past the end of the line: keep the range inside the document
             error = replace(result, range=result.range.within(document.text))
-            return ParsedDocument(document, "python", syntax_error=error)
+            return ParsedDocument(document, "python", syntax_error=error, reusable=before)
         misplaced = _nonlocal_at_module_level(result.module)
         if misplaced is not None:
             error = python_source.PythonSyntaxError("nonlocal declaration not allowed at module level",
                                                     result.range_of(misplaced))
-            return ParsedDocument(document, "python", syntax_error=error)
-        return ParsedDocument(document, "python", python=result)
+            return ParsedDocument(document, "python", syntax_error=error, reusable=result)
+        return ParsedDocument(document, "python", python=result, reusable=result)
     if document.syntax in ("json", "yaml"):
         loaded = structured.load(document.text, document.syntax)
         kind = kinds.detect(document.path, document.syntax, loaded.value)

@@ -109,7 +109,7 @@ class Project:
         digest = _digest(document.text, document.problem)
         cached = self._cache.get(key)
         if cached is None or cached.digest != digest:
-            parsed = parse_document(document)
+            parsed = parse_document(document, previous=cached.parsed if cached is not None else None)
             try:
                 facts = extract(parsed)
             except (RecursionError, ValueError, TypeError, KeyError, AttributeError, IndexError):

@@ -29,9 +29,13 @@ def extractor(*kinds: str) -> Callable[[Extractor], Extractor]:
 
 
 def extract(parsed: "ParsedDocument") -> "list[RunFacts]":
-    load_extractors()
-    function = EXTRACTORS.get(parsed.kind)
-    return function(parsed) if function is not None else []
+    """The facts a parsed document states. Extracted once per parsed document: the project and
+    the rules that read them again (CFG015) share the result, which nobody mutates."""
+    if parsed.facts is None:
+        load_extractors()
+        function = EXTRACTORS.get(parsed.kind)
+        parsed.facts = function(parsed) if function is not None else []
+    return list(parsed.facts)
 
 
 def load_extractors() -> None:

@@ -15,6 +15,8 @@ import libcst as cst
 from libcst import metadata
 from libcst.helpers import get_full_name_for_node
 
+from memlint.sources.python_tree import children
+
 if TYPE_CHECKING:
     from memlint.sources.python import PythonSource
 
@@ -270,10 +272,10 @@ def _imported_name(assignment: metadata.ImportAssignment, used: str) -> str | No
 
 def own_nodes(function: cst.FunctionDef):
     """Nodes of a function body, not descending into nested functions, classes or lambdas."""
-    stack: list[cst.CSTNode] = list(function.body.children)
+    stack: list[cst.CSTNode] = list(children(function.body))
     while stack:
         node = stack.pop()
         yield node
         if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             continue
-        stack.extend(node.children)
+        stack.extend(children(node))

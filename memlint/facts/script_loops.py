@@ -24,6 +24,7 @@ from memlint.facts.python_library import (
 from memlint.facts.python_values import Found, Ref, Values
 from memlint.facts.script_facts import RANK_EXPLICIT, RANK_LOOP, RANK_MODEL, ScriptFacts
 from memlint.facts.script_models import dtype_of
+from memlint.sources.python_tree import children
 
 _MODEL_NAMES = {"model", "policy", "actor", "net", "llm", "engine", "model_engine", "ds_engine"}
 _MODEL_METHODS = ("half", "to", "cuda", "bfloat16", "float", "train", "to_empty")
@@ -439,7 +440,7 @@ def _nodes(function: cst.FunctionDef):
     while stack:
         node = stack.pop()
         yield node
-        stack.extend(node.children)
+        stack.extend(children(node))
 
 
 def finish(ctx: ScriptFacts) -> None:

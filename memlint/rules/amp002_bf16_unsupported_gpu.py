@@ -153,9 +153,7 @@ class Bf16UnsupportedGpu(Rule):
 def _bf16_uses(index: ModuleIndex) -> Iterator[tuple[cst.CSTNode, str, cst.Call | None]]:
     """(where to report, what it is, the emulation-counting check that chose it, if any)."""
     trained = trained_models(index)
-    for node in index.nodes:
-        if not isinstance(node, cst.Call):
-            continue
+    for node in index.calls:
         autocast = autocast_of(index, node)
         if autocast is not None and not autocast.disabled and "bf16" in autocast.cuda_dtypes:
             decided = _decides(index, autocast.dtype, autocast.cuda_dtypes)

@@ -133,8 +133,8 @@ class DeprecatedCudaAmp(Rule):
 
     def _imports(self, ctx, index: ModuleIndex) -> Iterator[Finding]:
         py = ctx.python
-        for node in index.nodes:
-            if not isinstance(node, cst.ImportFrom) or node.module is None or isinstance(node.names, cst.ImportStar):
+        for node in index.nodes_of(cst.ImportFrom):
+            if node.module is None or isinstance(node.names, cst.ImportStar):
                 continue
             module = py.code_of(node.module)
             if module not in ("torch.cuda.amp", "torch.cpu.amp"):
@@ -175,8 +175,8 @@ class DeprecatedCudaAmp(Rule):
         target = f"{module}.{py.code_of(alias.name)}"
         cls, device = _DEPRECATED[target]
         out = []
-        for node in index.nodes:
-            if isinstance(node, cst.Name) and node.value == local and target in index.qualified(node):
+        for node in index.nodes_of(cst.Name):
+            if node.value == local and target in index.qualified(node):
                 parent = index.parent(node)
                 if isinstance(parent, (cst.ImportAlias, cst.AsName)):
                     continue
@@ -188,9 +188,7 @@ class DeprecatedCudaAmp(Rule):
     def _attributes(self, ctx, index: ModuleIndex) -> Iterator[Finding]:
         py = ctx.python
         torch_imported = _binds_torch(py.module)
-        for node in index.nodes:
-            if not isinstance(node, cst.Attribute):
-                continue
+        for node in index.nodes_of(cst.Attribute):
             found = [q for q in index.qualified(node) if q in _DEPRECATED]
             if not found or isinstance(index.parent(node), (cst.ImportFrom, cst.Import, cst.ImportAlias)):
                 continue

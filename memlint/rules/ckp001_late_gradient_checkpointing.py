@@ -162,7 +162,7 @@ model.gradient_checkpointing_enable()
 
 def _prepares_inputs(index: ModuleIndex) -> bool:
     """``model.enable_input_require_grads()`` anywhere: the embedding output requires grad."""
-    return any(isinstance(n, cst.Call) and method_name(n) == "enable_input_require_grads" for n in index.nodes)
+    return any(method_name(n) == "enable_input_require_grads" for n in index.calls)
 
 
 def _non_reentrant(index: ModuleIndex, enable: cst.Call) -> bool:
@@ -190,8 +190,8 @@ def _values(index: ModuleIndex, expr: cst.BaseExpression | None) -> list[cst.Bas
 
 def _late_enables(index: ModuleIndex) -> Iterator[_Late]:
     creations = optimizer_creations(index)
-    for node in index.nodes:
-        if not (isinstance(node, cst.Call) and method_name(node) in _ENABLE and receiver(node) is not None):
+    for node in index.calls:
+        if not (method_name(node) in _ENABLE and receiver(node) is not None):
             continue
         if _non_reentrant(index, node):
             continue

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Iterator
 
-import libcst as cst
 
 from memlint.diagnostics import Edit, Fix, Range, Severity
 from memlint.rules._python_helpers import index_for
@@ -94,8 +93,8 @@ class CheckpointWithoutUseReentrant(Rule):
         if index is None:
             return
         py = ctx.python
-        for node in index.nodes:
-            if not isinstance(node, cst.Call) or not (index.qualified(node) & _CHECKPOINT):
+        for node in index.calls:
+            if not (index.qualified(node) & _CHECKPOINT):
                 continue
             if keyword(node, "use_reentrant") is not None or has_star_kwargs(node) or not node.args:
                 continue

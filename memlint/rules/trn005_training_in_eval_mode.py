@@ -143,8 +143,8 @@ for batch in loader:
         ]
         if not loops or any(_is_train_call(n) for n in index.nodes):
             return
-        for node in index.nodes:
-            if not (isinstance(node, cst.Call) and method_name(node) == "from_pretrained"):
+        for node in index.calls:
+            if method_name(node) != "from_pretrained":
                 continue
             if any(q.startswith("peft.") for q in index.qualified(node)):
                 continue

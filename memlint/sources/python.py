@@ -1,18 +1,24 @@
 """Python source through libcst: the tree, positions, qualified names. Never imported or run.
 
-``parse`` returns a :class:`PythonSource` whose metadata (positions, qualified names, parents,
-scopes) is computed once, on first use, for all rules and extractors that share it.
+``parse`` returns a :class:`PythonSource` whose metadata (positions, parents and children, scopes
+and the qualified names read from them) is computed once, on first use, for all rules and
+extractors that share it.
 """
 
 from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import Mapping
 
 import libcst as cst
 from libcst import metadata
+from libcst.metadata import CodeRange
 
 from memlint.diagnostics import Position, Range
+from memlint.sources.python_scopes import scopes_of
+from memlint.sources.python_tree import Tree, tree_of
+from memlint.sources.python_units import Unit, parse_in_units
 
 
 @dataclass(frozen=True)
@@ -27,43 +33,35 @@ class PythonSyntaxError:
 class PythonSource:
     """A parsed module and lazily computed libcst metadata."""
 
-    def __init__(self, module: cst.Module, text: str) -> None:
+    def __init__(self, module: cst.Module, text: str, tree: Tree | None = None, units: list[Unit] = ()) -> None:
         self.module = module
         self.text = text
+        self.units = list(units)  # the top-level statements parsed alone (python_units)
+        if tree is not None:
+            self.__dict__["tree"] = tree
 
     @functools.cached_property
-    def wrapper(self) -> metadata.MetadataWrapper:
-        # unsafe_skip_copy: the module is ours alone and never mutated, so skip deepcopy
-        return metadata.MetadataWrapper(self.module, unsafe_skip_copy=True)
+    def tree(self) -> Tree:
+        """Positions, parents and children of every node (one pass, on first use; given when
+        the module was parsed in units)."""
+        return tree_of(self.module)
 
-    # Each kind of metadata is computed on first use only (the wrapper keeps what it computed,
-    # so qualified names reuse the scopes): a 2,000-line script costs ~0.4 s for positions,
-    # ~0.5 s for scopes and ~0.9 s more for qualified names.
+    @property
+    def positions(self) -> dict[cst.CSTNode, CodeRange]:
+        """What libcst's PositionProvider gives, computed with the parents and children."""
+        return self.tree.positions
 
-    @functools.cached_property
-    def positions(self):
-        return self.wrapper.resolve(metadata.PositionProvider)
-
-    @functools.cached_property
+    @property
     def parents(self) -> dict[cst.CSTNode, cst.CSTNode]:
-        """Each node's parent, from one walk of the tree (what ParentNodeProvider gives, at a
-        fraction of its cost)."""
-        out: dict[cst.CSTNode, cst.CSTNode] = {}
-        stack: list[cst.CSTNode] = [self.module]
-        while stack:
-            node = stack.pop()
-            for child in node.children:
-                out[child] = node
-                stack.append(child)
-        return out
+        """Each node's parent (what ParentNodeProvider gives, at a fraction of its cost)."""
+        return self.tree.parents
 
     @functools.cached_property
-    def scopes(self):
-        return self.wrapper.resolve(metadata.ScopeProvider)
-
-    @functools.cached_property
-    def _qualified(self):
-        return self.wrapper.resolve(metadata.QualifiedNameProvider)
+    def scopes(self) -> Mapping[cst.CSTNode, metadata.Scope | None]:
+        """libcst's scope analysis (what ``ScopeProvider`` gives), walked over the tree's
+        recorded children."""
+        self.tree  # noqa: B018 -- the children the walk reads
+        return scopes_of(self.module)
 
     def range_of(self, node: cst.CSTNode) -> Range:
         code_range = self.positions[node]
@@ -76,10 +74,12 @@ class PythonSource:
         """Fully qualified names a name/attribute/call refers to, through imports and aliases
         (``from transformers import TrainingArguments as TA`` -> ``transformers.TrainingArguments``)."""
         target = node.func if isinstance(node, cst.Call) else node
-        names = self._qualified.get(target, set())
-        if callable(names):  # libcst computes qualified names lazily (a LazyValue per node)
-            names = names()
-        return {q.name for q in names}
+        # exactly what QualifiedNameProvider answers (it asks the node's scope the same
+        # question), without its pass over every node of the module
+        scope = self.scopes.get(target)
+        if not scope:
+            return set()
+        return {q.name for q in scope.get_qualified_names_for(target)}
 
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
         return self.parents.get(node)
@@ -153,8 +153,10 @@ def _depth(tree) -> int:
     return deepest
 
 
-def parse(text: str) -> PythonSource | PythonSyntaxError:
-    longest = max((len(line) for line in text.splitlines()), default=0)
+def parse(text: str, previous: PythonSource | None = None) -> PythonSource | PythonSyntaxError:
+    """The module, or why it cannot be analysed. ``previous``: the source of an earlier version
+    of the same document, whose unchanged top-level statements need no parsing again."""
+    longest = max(map(len, text.splitlines()), default=0)
     if longest > MAX_LINE_CHARS:
         return PythonSyntaxError(
             f"a line of {longest:,} characters: too long to analyse (generated code?)",
@@ -166,6 +168,10 @@ def parse(text: str) -> PythonSource | PythonSyntaxError:
     if tree is not None and _depth(tree) > MAX_DEPTH:
         return PythonSyntaxError(f"nested more than {MAX_DEPTH} levels deep: too complex to analyse",
                                  Range.file_start(), "too-complex")
+    if tree is not None:
+        joined = parse_in_units(text, tree, previous.units if previous is not None else ())
+        if joined is not None:
+            return PythonSource(joined.module, text, joined.tree, joined.units)
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as error:

@@ -12,7 +12,7 @@ from typing import Iterator
 
 import libcst as cst
 
-from memlint.rules._python_helpers.syntax import dotted, iter_nodes, method_name, receiver, register_children
+from memlint.rules._python_helpers.syntax import dotted, iter_nodes, method_name, receiver
 from memlint.sources.python import PythonSource
 
 Flow = cst.Module | cst.FunctionDef  # a body that runs top to bottom
@@ -46,7 +46,8 @@ class ModuleIndex:
     classes: dict[str, cst.ClassDef] = field(default_factory=dict)
     flows: list[Flow] = field(default_factory=list)
     definitions: dict[int, dict[str, list[Definition]]] = field(default_factory=dict)  # id(flow) -> name -> defs
-    cache: dict[str, object] = field(default_factory=dict)  # results other helpers compute once
+    cache: dict[object, object] = field(default_factory=dict)
+    _qualified: dict[cst.CSTNode, frozenset[str]] = field(default_factory=dict, repr=False)  # results other helpers compute once
 
     @property
     def nodes(self) -> list[cst.CSTNode]:
@@ -56,9 +57,14 @@ class ModuleIndex:
     @property
     def calls(self) -> list[cst.Call]:
         """Every call of the module, in source order."""
-        return self.once("calls", lambda: [n for n in self.nodes if isinstance(n, cst.Call)])
+        return self.nodes_of(cst.Call)
 
-    def once(self, key: str, compute):
+    def nodes_of(self, *kinds: type[cst.CSTNode]) -> list:
+        """The module's nodes of these node classes (concrete ones: the test is ``type(node)``,
+        not a walk of ``isinstance`` calls per rule), in source order; computed once."""
+        return self.once(("nodes_of", kinds), lambda: [n for n in self.nodes if type(n) in kinds])
+
+    def once(self, key: object, compute):
         """``compute()`` the first time ``key`` is asked for, the stored result after."""
         if key not in self.cache:
             self.cache[key] = compute()
@@ -160,11 +166,17 @@ class ModuleIndex:
         mine = self.conditions(a)
         return any((text, not truth) in mine for text, truth in self.conditions(b))
 
-    def qualified(self, node: cst.CSTNode) -> set[str]:
-        try:
-            return self.py.qualified_names(node)
-        except KeyError:  # a node the metadata does not cover
-            return set()
+    def qualified(self, node: cst.CSTNode) -> frozenset[str]:
+        """What ``node`` (a name, an attribute, a call's callee) refers to through imports and
+        aliases; asked once per node (the rules ask about the same calls again and again)."""
+        known = self._qualified.get(node)
+        if known is None:
+            try:
+                known = frozenset(self.py.qualified_names(node))
+            except KeyError:  # a node the metadata does not cover
+                known = frozenset()
+            self._qualified[node] = known
+        return known
 
     def calls_named(self, call: cst.Call, *names: str) -> bool:
         """Does ``call`` call one of these fully qualified names (through imports and aliases)?"""
@@ -237,7 +249,7 @@ class ModuleIndex:
         for flow in self.flows:
             body = flow if isinstance(flow, cst.Module) else flow.body
             for node in iter_nodes(body):
-                if isinstance(node, cst.Call):
+                if type(node) is cst.Call:
                     helper = self.helper_for(node)
                     if helper is not None:
                         out.setdefault(id(flow), set()).add(id(helper))
@@ -304,15 +316,15 @@ def _targets(target: cst.BaseExpression) -> list[cst.BaseExpression]:
 
 
 def _build(py: PythonSource) -> ModuleIndex:
-    register_children(py, py.parents)
     index = ModuleIndex(py)
     module = py.module
     index.flows.append(module)
-    for node in iter_nodes(module, enter_defs=True):
-        if isinstance(node, cst.FunctionDef):
+    for node in index.nodes:
+        kind = type(node)  # both are final classes
+        if kind is cst.FunctionDef:
             index.functions.setdefault(node.name.value, []).append(node)
             index.flows.append(node)
-        elif isinstance(node, cst.ClassDef):
+        elif kind is cst.ClassDef:
             index.classes.setdefault(node.name.value, node)
     for flow in index.flows:
         table: dict[str, list[Definition]] = {}
@@ -324,7 +336,15 @@ def _build(py: PythonSource) -> ModuleIndex:
     return index
 
 
+# the node types that bind a name (``_definitions_in``): most nodes are none of them, and a type
+# test beats the chain of ``isinstance`` checks (libcst's classes are ABCs: each check is a call)
+_BINDING_TYPES = frozenset({cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.WithItem,
+                            cst.NamedExpr, cst.Call})
+
+
 def _definitions_in(node: cst.CSTNode, flow: Flow) -> Iterator[Definition]:
+    if type(node) not in _BINDING_TYPES:
+        return
     if isinstance(node, cst.Assign):
         for target in node.targets:
             names = _targets(target.target)

@@ -210,9 +210,7 @@ def training_loops(index: ModuleIndex) -> list[TrainingLoop]:
 
 def _training_loops(index: ModuleIndex) -> list[TrainingLoop]:
     out = []
-    for node in index.nodes:
-        if not isinstance(node, (cst.For, cst.While)):
-            continue
+    for node in index.nodes_of(cst.For, cst.While):
         events = body_events(index, node)
         found = TrainingLoop(node, events)
         for event in events:

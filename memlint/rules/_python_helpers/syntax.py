@@ -2,45 +2,21 @@
 
 from __future__ import annotations
 
-import weakref
-from typing import Iterator, Mapping
+from typing import Iterator
 
 import libcst as cst
 
+from memlint.sources import python_tree
+
 # nodes whose bodies do not run where they are written
 DEFERRED = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+# the same as a set of types, for the walks below: libcst's node classes are ABCs, whose
+# ``isinstance`` is a Python-level call; these three have no subclasses
+_DEFERRED_TYPES = frozenset(DEFERRED)
 
 # ``node.children`` re-visits the node with libcst's visitor machinery (tens of microseconds
-# per node); modules the rules analyse register their children once, from the parent
-# metadata libcst computed anyway. Keyed by id(): the lists hold every child alive, so an
-# id cannot be reused while its entry exists, and entries go when their module's source does.
-_CHILDREN: dict[int, list[cst.CSTNode]] = {}
-
-
-def register_children(owner: object, parents: Mapping[cst.CSTNode, cst.CSTNode]) -> None:
-    """Remember the children of every node of a module (``parents`` maps child -> parent)."""
-    keys = []
-    for child, parent in parents.items():
-        key = id(parent)
-        if key not in _CHILDREN:
-            _CHILDREN[key] = []
-            keys.append(key)
-        _CHILDREN[key].append(child)
-    for child in parents:  # leaves: known to have no children
-        if id(child) not in _CHILDREN:
-            _CHILDREN[id(child)] = []
-            keys.append(id(child))
-    weakref.finalize(owner, _forget, keys)
-
-
-def _forget(keys: list[int]) -> None:
-    for key in keys:
-        _CHILDREN.pop(key, None)
-
-
-def children(node: cst.CSTNode) -> list[cst.CSTNode] | tuple[cst.CSTNode, ...]:
-    known = _CHILDREN.get(id(node))
-    return known if known is not None else node.children
+# per node); ``children`` reads the lists built with the module's positions instead.
+children = python_tree.children
 
 
 def iter_nodes(root: cst.CSTNode, *, enter_defs: bool = False) -> Iterator[cst.CSTNode]:
@@ -50,15 +26,17 @@ def iter_nodes(root: cst.CSTNode, *, enter_defs: bool = False) -> Iterator[cst.C
     while stack:
         node = stack.pop()
         yield node
+        if enter_defs:
+            stack.extend(reversed(children(node)))
+            continue
         for child in reversed(children(node)):
-            if not enter_defs and isinstance(child, DEFERRED):
-                continue
-            stack.append(child)
+            if type(child) not in _DEFERRED_TYPES:
+                stack.append(child)
 
 
 def calls_in(root: cst.CSTNode, *, enter_defs: bool = False) -> Iterator[cst.Call]:
     for node in iter_nodes(root, enter_defs=enter_defs):
-        if isinstance(node, cst.Call):
+        if type(node) is cst.Call:  # a final class
             yield node
 
 
@@ -70,10 +48,10 @@ def calls_in_evaluation_order(root: cst.CSTNode) -> list[cst.Call]:
     while stack:
         node, expanded = stack.pop()
         if expanded:
-            if isinstance(node, cst.Call):
+            if type(node) is cst.Call:
                 out.append(node)
             continue
-        if isinstance(node, DEFERRED):
+        if type(node) in _DEFERRED_TYPES:
             continue
         stack.append((node, True))
         stack.extend((child, False) for child in reversed(children(node)))

@@ -377,7 +377,7 @@ def autocast_regions(index: ModuleIndex) -> list[AutocastRegion]:
 
 def _autocast_regions(index: ModuleIndex) -> list[AutocastRegion]:
     out = []
-    for node in index.nodes:
+    for node in index.nodes_of(cst.With, cst.FunctionDef):
         if isinstance(node, cst.With):
             for item in node.items:
                 for found in _autocasts_behind(index, item.item):
@@ -454,9 +454,7 @@ def dtype_choices(index: ModuleIndex) -> list[DtypeChoice]:
 
 def _dtype_choices(index: ModuleIndex) -> list[DtypeChoice]:
     out = []
-    for node in index.nodes:
-        if not isinstance(node, cst.Call):
-            continue
+    for node in index.calls:
         name = method_name(node)
         if name in ("half", "bfloat16") and receiver(node) is not None and not node.args:
             dtypes = frozenset({"fp16" if name == "half" else "bf16"})
@@ -534,8 +532,8 @@ def optimizer_creations(index: ModuleIndex) -> list[OptimizerCreation]:
 
 def _optimizer_creations(index: ModuleIndex) -> list[OptimizerCreation]:
     out = []
-    for node in index.nodes:
-        if isinstance(node, cst.Call) and is_optimizer_constructor(index, node):
+    for node in index.calls:
+        if is_optimizer_constructor(index, node):
             owners = parameter_owners(index, node, node)
             out.append(OptimizerCreation(node, model_holder(index, node), frozenset(owners)))
     return out
@@ -557,8 +555,8 @@ def _trained_models(index: ModuleIndex) -> set[str]:
             trained.add(model)
             if not model.startswith("self."):
                 trained.add(model.split(".")[0])  # model.module.parameters() trains ``model``
-    for node in index.nodes:
-        if isinstance(node, cst.Call) and index.calls_named(node, "deepspeed.initialize"):
+    for node in index.calls:
+        if index.calls_named(node, "deepspeed.initialize"):
             model = argument(node, None, "model")
             if isinstance(model, cst.Name):
                 trained.add(model.value)

@@ -1,0 +1,74 @@
+"""libcst's scope analysis, walked over the recorded tree: the same scopes, a fraction of the cost.
+
+``MetadataWrapper.resolve(ScopeProvider)`` spends most of its time in libcst's traversal, not
+in the analysis: ``node.visit(visitor)`` rebuilds every node it enters (constructing and
+validating a copy that a read-only visitor throws away), and the wrapper walks the whole module
+once more for the expression contexts the scopes depend on. Here libcst's own visitors
+(``ExpressionContextVisitor``, ``ScopeVisitor``) run unchanged, but each node hands its
+children to the visitor from the lists ``python_tree`` recorded, so no node is rebuilt. The
+visitors see the same nodes, in the same order, with the same visit and leave calls; the
+scopes, assignments and accesses are libcst's.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import libcst as cst
+from libcst.metadata import ExpressionContext, ExpressionContextProvider, Scope, ScopeProvider
+from libcst.metadata.expression_context_provider import ExpressionContextVisitor
+from libcst.metadata.scope_provider import _ASSIGNMENT_LIKE_NODES, ScopeVisitor
+
+from memlint.sources.python_tree import children
+
+
+class _WalksRecordedChildren:
+    """A visitor mix-in: visit a node's children here and tell libcst not to.
+
+    ``CSTNode.visit`` calls ``on_visit``, visits the children (rebuilding the node) when it
+    returns True, then calls ``on_leave``. Visiting them inside ``on_visit`` and returning
+    False keeps that order without the rebuild. Field-level hooks (``visit_<Node>_<field>``)
+    are not called; the two visitors below define none that can run (``ScopeVisitor``'s
+    ``ClassDef_bases`` hooks sit under a ``visit_ClassDef`` that returns False).
+    """
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if super().on_visit(node):  # type: ignore[misc]
+            for child in children(node):
+                # what ``child.visit(self)`` does for a visitor that changes nothing
+                self.on_visit(child)
+                self.on_leave(child)  # type: ignore[attr-defined]
+        return False
+
+
+class _ExpressionContexts(_WalksRecordedChildren, ExpressionContextVisitor):
+    pass
+
+
+class _Scopes(_WalksRecordedChildren, ScopeVisitor):
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        """``ScopeVisitor.on_leave``, its ``isinstance`` test against a tuple of twelve ABCs (up
+        to twelve Python-level calls, on every node) answered once per node type."""
+        self.provider.set_metadata(original_node, self.scope)
+        kind = type(original_node)
+        assigns = _ASSIGNMENT_LIKE.get(kind)
+        if assigns is None:
+            assigns = _ASSIGNMENT_LIKE[kind] = issubclass(kind, _ASSIGNMENT_LIKE_NODES)
+        if assigns:
+            self.scope._assignment_count += 1
+        super(ScopeVisitor, self).on_leave(original_node)
+
+
+_ASSIGNMENT_LIKE: dict[type, bool] = {}
+
+
+def scopes_of(module: cst.Module) -> Mapping[cst.CSTNode, Scope | None]:
+    """What ``MetadataWrapper(module).resolve(ScopeProvider)`` returns."""
+    contexts = ExpressionContextProvider()
+    module.visit(_ExpressionContexts(contexts, ExpressionContext.LOAD))
+    provider = ScopeProvider()
+    provider.metadata = {ExpressionContextProvider: contexts._computed}
+    visitor = _Scopes(provider)
+    module.visit(visitor)
+    visitor.infer_accesses()
+    return provider._computed

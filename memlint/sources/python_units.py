@@ -1,0 +1,204 @@
+"""A module parsed one top-level statement at a time, so that an edit reparses what it changed.
+
+The language server lints a script again on every edit, and an edit changes one top-level
+statement (a function, a class, an assignment) while the others stay as they were. Here a
+module's text is cut into *units*, each a top-level statement (with its decorators) and the
+lines after it up to the next one; each unit is parsed by libcst alone and recorded
+(``python_tree.record``: positions, children), and the units are joined into one
+``cst.Module``. A unit whose text the previous version of the document had too is not parsed
+or recorded again: its nodes, positions and children are reused.
+
+The joined module is the one ``cst.parse_module`` builds from the whole text: the lines
+between two statements that libcst gives to the second one (its ``leading_lines``) end the
+first unit, where its parse left them in the unit's footer, and move over; a unit's positions
+move down by the lines above it. When a file cannot be cut safely (no statements, ``\\r``
+line ends, indentation styles that differ between units, a unit libcst reads differently
+alone) ``parse_in_units`` returns None and the whole text is parsed at once.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Iterator, Mapping
+
+import libcst as cst
+from libcst.metadata import CodePosition, CodeRange
+
+from memlint.sources.python_tree import Tree, parents_of, record, register
+
+
+@dataclass(eq=False)
+class Unit:
+    """One top-level statement parsed alone; positions count lines from the unit's first."""
+
+    text: str
+    module: cst.Module
+    positions: dict[cst.CSTNode, CodeRange]
+    shape: dict[cst.CSTNode, list[cst.CSTNode]]
+    has_block: bool  # an indented block: the unit's default indent is the file's
+
+    @property
+    def statement(self) -> cst.BaseStatement:
+        return self.module.body[0]
+
+
+def _parse_unit(text: str) -> Unit | None:
+    try:
+        module = cst.parse_module(text)
+    except (cst.ParserSyntaxError, RecursionError, MemoryError):
+        return None
+    if len(module.body) != 1:
+        return None
+    try:
+        recorded = record(module)
+    except (RecursionError, KeyError):  # code nested too deep for libcst's codegen: parsed whole,
+        return None  # its tree fails when first asked, where the rules expect it to
+    if recorded.code != text:
+        # libcst drops a blank line between trailing comments at the very end of a file
+        # (``    # a\n\n  # b\n``); parsed whole, the same lines are kept
+        return None
+    positions, shape = recorded.positions, recorded.shape
+    unit = Unit(text, module, positions, shape, any(type(n) is cst.IndentedBlock for n in shape))
+    register(unit, shape)
+    return unit
+
+
+def unit_texts(text: str, tree: ast.Module) -> list[str] | None:
+    """The text cut before every top-level statement that starts on a line of its own (the
+    first unit also holds the lines above the first statement)."""
+    if not tree.body or "\r" in text:
+        return None
+    starts: list[int] = []
+    end = 0
+    for statement in tree.body:
+        decorators = getattr(statement, "decorator_list", ())
+        first = min([statement.lineno, *(d.lineno for d in decorators)])
+        if first > end:  # not on the line of the previous statement (``a = 1; b = 2``)
+            starts.append(first)
+        end = max(end, statement.end_lineno or statement.lineno)
+    lines = text.split("\n")
+    bounds = [0, *(start - 1 for start in starts[1:]), len(lines)]
+    out = []
+    for begin, stop in zip(bounds, bounds[1:]):
+        chunk = "\n".join(lines[begin:stop])
+        out.append(chunk + "\n" if stop < len(lines) else chunk)
+    return out if len(out) == len(starts) and "".join(out) == text else None
+
+
+class _Positions(Mapping[cst.CSTNode, CodeRange]):
+    """The units' positions in the whole module: a unit's own, moved down by the lines above
+    it when asked (most nodes never are)."""
+
+    def __init__(self, own: dict[cst.CSTNode, CodeRange]) -> None:
+        self._own = own  # the module and the statements the join rebuilt
+        self._relative: dict[cst.CSTNode, CodeRange] = {}
+        self._offset: dict[cst.CSTNode, int] = {}
+
+    def add(self, positions: dict[cst.CSTNode, CodeRange], offset: int) -> None:
+        self._relative.update(positions)
+        self._offset.update(dict.fromkeys(positions, offset))
+
+    def forget(self, node: cst.CSTNode) -> None:
+        self._relative.pop(node, None)
+        self._offset.pop(node, None)
+
+    def __getitem__(self, node: cst.CSTNode) -> CodeRange:
+        found = self._own.get(node)
+        if found is not None:
+            return found
+        relative = self._relative[node]
+        offset = self._offset[node]
+        if not offset:
+            return relative
+        return CodeRange(CodePosition(relative.start.line + offset, relative.start.column),
+                         CodePosition(relative.end.line + offset, relative.end.column))
+
+    def __contains__(self, node: object) -> bool:
+        return node in self._own or node in self._relative
+
+    def __iter__(self) -> Iterator[cst.CSTNode]:
+        yield from self._own
+        yield from (node for node in self._relative if node not in self._own)
+
+    def __len__(self) -> int:
+        return len(self._own) + sum(1 for node in self._relative if node not in self._own)
+
+
+@dataclass(eq=False)
+class Joined:
+    module: cst.Module
+    tree: Tree
+    units: list[Unit]
+
+
+def parse_in_units(text: str, tree: ast.Module, previous: list[Unit] = ()) -> Joined | None:
+    """The module ``cst.parse_module(text)`` builds, from units parsed alone or reused from
+    ``previous`` (the units of an earlier version of the text); None when the text cannot be
+    cut safely."""
+    texts = unit_texts(text, tree)
+    if texts is None:
+        return None
+    reusable: dict[str, list[Unit]] = {}
+    for unit in previous:
+        reusable.setdefault(unit.text, []).append(unit)
+    units: list[Unit] = []
+    for chunk in texts:
+        spare = reusable.get(chunk)
+        unit = spare.pop() if spare else _parse_unit(chunk)  # a unit's nodes appear once only
+        if unit is None:
+            return None
+        units.append(unit)
+    return _join(text, units)
+
+
+def _join(text: str, units: list[Unit]) -> Joined | None:
+    indents = {unit.module.default_indent for unit in units if unit.has_block}
+    if len(indents) > 1 or any(unit.module.default_newline != "\n" for unit in units):
+        return None  # units parsed alone would not keep the whole file's indentation
+    if any(unit.module.header for unit in units[1:]) or any(
+        not unit.module.has_trailing_newline for unit in units[:-1]
+    ):
+        return None
+    body: list[cst.BaseStatement] = []
+    own: dict[cst.CSTNode, CodeRange] = {}
+    positions = _Positions(own)
+    shape: dict[cst.CSTNode, list[cst.CSTNode]] = {}
+    rebuilt: dict[cst.CSTNode, list[cst.CSTNode]] = {}  # nodes of this join, not of a unit
+    line = 0  # lines above the current unit
+    lines_before: list[cst.EmptyLine] = []
+    for unit in units:
+        statement = unit.statement
+        positions.add(unit.positions, line)
+        shape.update(unit.shape)
+        if lines_before:
+            # the lines between two statements belong to the second, as in a whole parse
+            joined = statement.with_changes(leading_lines=[*lines_before, *statement.leading_lines])
+            own[joined] = positions[statement]
+            shape[joined] = rebuilt[joined] = unit.shape[statement]
+            positions.forget(statement)
+            del shape[statement]
+            statement = joined
+        positions.forget(unit.module)
+        del shape[unit.module]
+        body.append(statement)
+        lines_before = list(unit.module.footer)
+        line += unit.text.count("\n")
+    last = units[-1].module
+    module = cst.Module(
+        body=body,
+        header=units[0].module.header,
+        footer=last.footer,
+        encoding=units[0].module.encoding,
+        default_indent=indents.pop() if indents else units[0].module.default_indent,
+        default_newline="\n",
+        has_trailing_newline=last.has_trailing_newline,
+    )
+    # the module ends where the last unit's module ends (libcst's codegen counts a missing final
+    # newline as if it were there, so the end is taken from its own record, moved down)
+    end = units[-1].positions[last].end
+    own[module] = CodeRange(CodePosition(1, 0), CodePosition(end.line + line - units[-1].text.count("\n"), end.column))
+    shape[module] = rebuilt[module] = body
+    tree = Tree(positions, shape, parents_of(module, shape))
+    register(tree, rebuilt)
+    return Joined(module, tree, units)

@@ -1,0 +1,313 @@
+"""memlint's fast paths over libcst give what libcst's own providers give.
+
+``memlint.sources`` parses a script statement by statement (reusing the statements an edit left
+alone), records positions, parents and children in one codegen pass, and walks libcst's scope
+visitors over the recorded children. Each must answer exactly as ``cst.parse_module`` and
+libcst's ``PositionProvider`` / ``ParentNodeProvider`` / ``ScopeProvider`` /
+``QualifiedNameProvider`` do, on the scripts memlint is for -- and keep doing so when libcst
+is upgraded. These tests compare them node by node.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import libcst as cst
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from libcst import metadata
+
+from memlint.documents import Document
+from memlint.engine import Linter
+from memlint.parsed import parse_document
+from memlint.settings import Settings
+from memlint.sources import python as python_source
+from memlint.sources.python_tree import FORMATTING
+from memlint.sources.python_units import parse_in_units
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+from lsp_latency import training_script  # noqa: E402
+
+SCRIPTS = sorted(
+    {*ROOT.glob("examples/*/*.py"), *ROOT.glob("tests/real_runs/*/*.py"), *ROOT.glob("tests/real_runs/**/train*.py"),
+     *ROOT.glob("bench/scripts/*.py"), *ROOT.glob("tests/lsp/fixtures/project/*.py")}
+)
+
+
+def _parses(path: Path) -> bool:
+    try:
+        ast.parse(path.read_text(encoding="utf-8"))
+    except (SyntaxError, UnicodeDecodeError):  # the examples of syntax errors and merge conflicts
+        return False
+    return True
+
+
+SCRIPTS = [path for path in SCRIPTS if _parses(path)]
+
+
+def _source(text: str, previous: python_source.PythonSource | None = None) -> python_source.PythonSource:
+    source = python_source.parse(text, previous)
+    assert isinstance(source, python_source.PythonSource), source
+    return source
+
+
+def assert_same_module(source: python_source.PythonSource, text: str) -> None:
+    """The module, its positions, parents and children are what libcst gives for ``text``."""
+    whole = cst.parse_module(text)
+    module = source.module
+    # libcst itself loses a blank line above indented comments at the very end of a file
+    # (``x = 1\n\n    # c\n``): there memlint's module is libcst's, not the text
+    assert module.code == whole.code
+    assert module.deep_equals(whole)
+    for attribute in ("header", "footer"):
+        ours, theirs = getattr(module, attribute), getattr(whole, attribute)
+        assert len(ours) == len(theirs) and all(a.deep_equals(b) for a, b in zip(ours, theirs)), attribute
+    for attribute in ("encoding", "default_indent", "default_newline", "has_trailing_newline"):
+        assert getattr(module, attribute) == getattr(whole, attribute), attribute
+    wrapper = metadata.MetadataWrapper(module, unsafe_skip_copy=True)
+    positions = wrapper.resolve(metadata.PositionProvider)
+    parents = wrapper.resolve(metadata.ParentNodeProvider)
+    assert len(source.positions) == len(positions)
+    for node, expected in positions.items():
+        assert source.positions[node] == expected, (type(node).__name__, expected)
+    stack: list[cst.CSTNode] = [module]
+    seen = 0
+    while stack:
+        node = stack.pop()
+        seen += 1
+        syntax = [child for child in node.children if type(child) not in FORMATTING]
+        assert source.tree.children[node] == syntax, type(node).__name__
+        if node is not module:
+            assert source.parents[node] is parents[node]
+        stack.extend(syntax)
+    assert seen == len(source.tree.children) == len(source.parents) + 1
+
+
+def _scope_summary(scopes, nodes) -> tuple:
+    def name(scope):
+        return (type(scope).__name__, id(getattr(scope, "node", None)))
+
+    per_node = {id(node): name(scopes[node]) if scopes.get(node) else None for node in nodes}
+    per_scope = {}
+    for scope in {s for s in scopes.values() if s is not None}:
+        assignments = sorted(
+            (a.name, type(a).__name__, id(getattr(a, "node", None)), tuple(sorted(id(r.node) for r in a.references)))
+            for a in scope.assignments
+        )
+        accesses = sorted(
+            (id(a.node), a.is_annotation, a.is_type_hint,
+             tuple(sorted((r.name, type(r).__name__, id(getattr(r, "node", None))) for r in a.referents)))
+            for a in scope.accesses
+        )
+        per_scope[name(scope)] = (assignments, accesses, name(scope.parent) if scope.parent is not scope else None)
+    return per_node, per_scope
+
+
+def assert_same_names(source: python_source.PythonSource) -> None:
+    """Scopes and qualified names are libcst's (formatting nodes have no scope: none has a name)."""
+    wrapper = metadata.MetadataWrapper(source.module, unsafe_skip_copy=True)
+    expected = wrapper.resolve(metadata.ScopeProvider)
+    syntax = list(source.tree.children)
+    assert _scope_summary(source.scopes, syntax) == _scope_summary(expected, syntax)
+    qualified = wrapper.resolve(metadata.QualifiedNameProvider)
+    for node in syntax:
+        if isinstance(node, (cst.Name, cst.Attribute, cst.Call)):
+            names = qualified.get(node.func if isinstance(node, cst.Call) else node, set())
+            names = names() if callable(names) else names
+            assert source.qualified_names(node) == {q.name for q in names}, source.code_of(node)
+
+
+@pytest.mark.parametrize("path", SCRIPTS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_realistic_scripts_analyse_as_libcst_does(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    source = _source(text)
+    assert source.units, "a realistic script is parsed statement by statement"
+    assert_same_module(source, text)
+    assert_same_names(source)
+
+
+def test_a_generated_2000_line_script_analyses_as_libcst_does() -> None:
+    text = training_script(2000)
+    source = _source(text)
+    assert len(source.units) > 50
+    assert_same_module(source, text)
+    assert_same_names(source)
+
+
+SCRIPT = (ROOT / "bench" / "scripts" / "train_clm_no_trainer.py").read_text(encoding="utf-8")
+
+EDITS = {
+    "a number in a function": lambda t: t.replace("default=2048", "default=4096"),
+    "a line added to a function": lambda t: t.replace(
+        "    model.train()\n    return eval_loss", "    model.train()\n    model.zero_grad()\n    return eval_loss"),
+    "a function deleted": lambda t: t.replace(t[t.index("def group_texts"):t.index("def optimizer_groups")], ""),
+    "a comment between functions": lambda t: t.replace("\n\ndef build_model", "\n# the model and tokenizer\n\ndef build_model"),
+    "an indented comment after a function": lambda t: t.replace(
+        "    return model, tokenizer\n", "    return model, tokenizer\n    # done\n\n  # odd\n"),
+    "a decorator added": lambda t: t.replace("def optimizer_groups", "@functools.cache\ndef optimizer_groups"),
+    "an import in the header": lambda t: t.replace("import argparse\n", "import argparse\nimport functools\n"),
+    "the module docstring edited": lambda t: t.replace("It is never run.", "It is never run, only read."),
+    "no newline at the end": lambda t: t.rstrip("\n"),
+    "blank lines at the end": lambda t: t + "\n\n# trailing\n\n",
+    "two statements on a line": lambda t: t.replace("logger = get_logger(__name__)", "logger = get_logger(__name__); VERSION = 2"),
+    "a statement joined to the previous one": lambda t: t.replace(
+        "MODEL_TYPES = tuple", "MODEL_TYPES = \\\n    tuple"),
+    "one function indented with tabs": lambda t: _with_tabs(t, "def group_texts", "def optimizer_groups"),
+    "a decorator removed": lambda t: t.replace("@torch.no_grad()\ndef evaluate", "def evaluate"),
+    "a function re-indented by two spaces": lambda t: _reindent(t, "def group_texts", "def optimizer_groups"),
+    "a top-level statement moved into the block above": lambda t: t.replace(
+        'if __name__ == "__main__":\n    main()\n', 'if __name__ == "__main__":\n    main()\n    logger.info("done")\n'),
+    "a call split over lines": lambda t: t.replace(
+        "logger = get_logger(__name__)", "logger = get_logger(\n    __name__,\n)"),
+    "a statement split in two": lambda t: t.replace(
+        "logger = get_logger(__name__)", "NAME = __name__\nlogger = get_logger(NAME)"),
+}
+
+
+def _reindent(text: str, start: str, end: str) -> str:
+    """``text`` with the function between ``start`` and ``end`` indented by two spaces, not four."""
+    begin, stop = text.index(start), text.index(end)
+    lines = []
+    for line in text[begin:stop].splitlines(keepends=True):
+        stripped = line.lstrip(" ")
+        lines.append(" " * ((len(line) - len(stripped)) // 2) + stripped)
+    return text[:begin] + "".join(lines) + text[stop:]
+
+
+def _with_tabs(text: str, start: str, end: str) -> str:
+    """``text`` with the function between ``start`` and ``end`` indented with tabs."""
+    begin, stop = text.index(start), text.index(end)
+    lines = []
+    for line in text[begin:stop].splitlines(keepends=True):
+        stripped = line.lstrip(" ")
+        lines.append("\t" * ((len(line) - len(stripped)) // 4) + stripped)
+    return text[:begin] + "".join(lines) + text[stop:]
+
+
+@pytest.mark.parametrize("edit", EDITS, ids=list(EDITS))
+def test_an_edit_reparses_only_what_it_changed(edit: str) -> None:
+    before = _source(SCRIPT)
+    text = EDITS[edit](SCRIPT)
+    assert text != SCRIPT
+    after = python_source.parse(text, before)
+    if isinstance(after, python_source.PythonSyntaxError):
+        pytest.fail(f"the edit broke the script: {after}")
+    assert_same_module(after, text)
+    assert_same_names(after)
+    if after.units:  # mixed indentation is parsed whole: nothing to reuse
+        reused = [u for u in after.units if any(u is v for v in before.units)]
+        assert len(reused) >= len(after.units) - 3, "unchanged statements are not parsed again"
+
+
+def test_a_syntax_error_typed_and_fixed_keeps_the_statements_around_it() -> None:
+    """Typing goes through broken states (``foo(`` before ``)``): the version after the fix
+    reuses the statements of the last version that parsed, and is still a whole parse."""
+    texts = [
+        SCRIPT,
+        SCRIPT.replace("    model.train()\n    return eval_loss", "    model.train(\n    return eval_loss"),
+        SCRIPT.replace("    model.train()\n    return eval_loss", "    model.train(\n    return eval_loss"
+                       ).replace("def main():", "def main(:"),
+        SCRIPT.replace("    model.train()\n    return eval_loss", "    model.train()\n    model.eval()\n    return eval_loss"),
+        SCRIPT.replace("def build_model(args):", "def build_model(args)\n"),
+        SCRIPT.replace("def build_model(args):", "def build_model(args, config=None):"),
+    ]
+    path = ROOT / "train.py"
+    previous = None
+    for text in texts:
+        parsed = parse_document(Document(str(path), text, "python"), previous)
+        broken = isinstance(python_source.parse(text), python_source.PythonSyntaxError)
+        assert (parsed.syntax_error is not None) == broken
+        if not broken:
+            assert_same_module(parsed.python, text)
+            assert_same_names(parsed.python)
+            if previous is not None:
+                reused = [u for u in parsed.python.units if any(u is v for v in previous.reusable.units)]
+                assert len(reused) >= len(parsed.python.units) - 2
+        previous = parsed
+
+
+def test_a_sequence_of_edits_gives_what_a_whole_parse_gives() -> None:
+    """Edits one after another, each parsed from the version before it, as the server does."""
+    previous = None
+    text = SCRIPT
+    for edit in EDITS.values():
+        try:
+            text = edit(text)
+        except ValueError:  # an edit whose anchor an earlier one removed
+            continue
+        source = _source(text, previous)
+        assert_same_module(source, text)
+        previous = source
+    assert_same_names(previous)
+
+
+def test_a_file_with_windows_line_ends_is_parsed_whole_and_the_same() -> None:
+    text = SCRIPT.replace("\n", "\r\n")
+    source = _source(text)
+    assert not source.units
+    assert source.module.code == text
+    assert_same_names(source)
+
+
+LINES = [
+    "x = 1\n", "    y = x + 1\n", "def f(a, b=2):\n", "    return a\n", "class C:\n", "    z: int = 3\n",
+    "# a comment\n", "\n", "    # indented comment\n", "if x:\n", "else:\n", "@decorator\n", "import torch\n",
+    "from torch import nn as tnn\n", "    loss.backward()\n", "for i in range(3): pass\n", "\tw = 2\n",
+    "print(x); print(y)\n", "z = (1,\n", "     2)\n", "async def g():\n", "    await h()\n",
+]
+
+
+# whole top-level statements with the comments, blank lines and indentation around them
+BLOCKS = [
+    "x = 1\n", "def f(a, b=2):\n    return a\n", "class C:\n    z: int = 3\n\n    # indented comment\n",
+    "# a comment\n", "\n", "    # indented comment\n", "if x:\n    y = x + 1\nelse:\n    pass\n",
+    "@decorator\ndef g():\n    pass\n", "@torch.no_grad()\n@other\nclass D:\n  pass\n", "import torch\n",
+    "from torch import nn as tnn\n", "for i in range(3): pass\n", "def h():\n\tw = 2\n", "print(x); print(y)\n",
+    "z = (1,\n     2)\n", "async def g():\n    await h()\n", "x = 1 \\\n    + 2\n", '"""doc"""\n',
+    "with open(p) as f:\n    data = f.read()\n  # odd comment\n", "def k():\n    pass\n    # done\n\n",
+]
+PIECES = st.sampled_from(BLOCKS) | st.sampled_from(LINES)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(BLOCKS), min_size=1, max_size=14), st.lists(PIECES, max_size=6),
+       st.integers(min_value=0, max_value=14))
+def test_any_valid_edit_gives_what_a_whole_parse_gives(first: list[str], inserted: list[str], at: int) -> None:
+    before_text = "".join(first)
+    after_text = "".join(first[:at] + inserted + first[at:])
+    for text in (before_text, after_text):
+        try:
+            ast.parse(text)
+            cst.parse_module(text)
+        except (SyntaxError, cst.ParserSyntaxError):
+            return
+    before = _source(before_text)
+    after = _source(after_text, before)
+    assert_same_module(after, after_text)
+    assert_same_names(after)
+    tree = ast.parse(after_text)
+    joined = parse_in_units(after_text, tree)
+    if joined is not None:
+        assert joined.module.deep_equals(cst.parse_module(after_text))
+
+
+def test_diagnostics_after_edits_are_those_of_a_fresh_lint(tmp_path: Path) -> None:
+    """The language server's case: one linter, the document edited again and again."""
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT)
+    settings_ = Settings(root=tmp_path, gpu="v100", gpus=1)
+    warm = Linter(settings_)
+    warm.lint_path(script)
+    text = SCRIPT
+    for edit in ("a number in a function", "a line added to a function", "a comment between functions",
+                 "a decorator removed", "a statement split in two", "a function re-indented by two spaces",
+                 "a function deleted", "an import in the header"):
+        text = EDITS[edit](text)
+        warm.project.set_overlay(script, text)
+        cold = Linter(settings_)
+        cold.project.set_overlay(script, text)
+        assert warm.lint_path(script) == cold.lint_path(script), edit
