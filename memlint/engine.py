@@ -5,6 +5,7 @@ call it; it never imports either of them.
 from __future__ import annotations
 
 import functools
+import os
 import sys
 import traceback
 from dataclasses import dataclass, field, replace
@@ -84,7 +85,7 @@ class Linter:
                     findings.append((rule, finding))
             except Exception as error:  # a rule's bug must not take the run down
                 self._internal(f"rule {rule.code} on {path}: {type(error).__name__}: {error}")
-                if "MEMLINT_DEBUG" in __import__("os").environ:
+                if "MEMLINT_DEBUG" in os.environ:
                     traceback.print_exc()
         return self._diagnostics(parsed.path, parsed.document.syntax, parsed.text, findings)
 
@@ -127,21 +128,24 @@ def expand(paths: Iterable[Path], settings: Settings, project: Project, force_ex
     """The files to lint: those named or found under directories, plus the documents linked
     with them both ways (a changed ds_config.json re-checks the scripts that use it)."""
     files = list(dict.fromkeys(iter_files(paths, settings, explicit_too=not force_exclude)))
+    return files + linked_files(files, settings, project)
+
+
+def linked_files(files: list[Path], settings: Settings, project: Project) -> list[Path]:
+    """The documents of the project linked with ``files`` (either way) that are not among them."""
     keys = {project.key(f) for f in files}
+    inside = os.path.join(str(project.settings.root), "")  # a target under the root starts so
     extra: list[Path] = []
     for path in files:
-        parsed = project.parsed(path)
-        if parsed.kind not in RUN_KINDS:
+        if project.kind(path) not in RUN_KINDS:
             continue
         neighbours: list[Path] = []
         try:
             neighbours += project.referrers(path)
-            for facts in project.facts(path):
-                refs = [r.value for r in facts.references] + ([facts.launches.value] if facts.launches else [])
-                for ref in refs:
-                    target = project.resolve_reference(str(ref), path)
-                    if target is not None and project.settings.root in target.resolve().parents:
-                        neighbours.append(target)
+            for ref in project.links(path):
+                target = project.resolve_reference(str(ref), path)
+                if target is not None and project.key(target).startswith(inside):
+                    neighbours.append(target)
         except (OSError, RecursionError):
             continue
         for other in neighbours:
@@ -149,7 +153,7 @@ def expand(paths: Iterable[Path], settings: Settings, project: Project, force_ex
             if key not in keys and not settings.is_excluded(other):
                 keys.add(key)
                 extra.append(other)
-    return files + extra
+    return extra
 
 
 def lint(
@@ -157,39 +161,20 @@ def lint(
     settings: Settings,
     force_exclude: bool = False,
     overrides: Callable[[Settings], Settings] | None = None,
+    jobs: int | None = None,
 ) -> LintResult:
     """Lint files and directories.
 
     With ``overrides`` (the command line's flags), every file is linted with the settings
     discovered for its own directory — the nearest ``memlint.toml`` / ``[tool.memlint]`` wins,
     as in ruff — with the overrides applied on top; without it, ``settings`` applies to all.
+    Results of unchanged files come from the result cache unless the settings turn it off
+    (``cache = false``, ``--no-cache``); the rest is linted on ``jobs`` processes (default:
+    every core this process may use; small inputs are linted in this process).
     """
-    paths = list(paths)
-    linters: dict[Path, Linter] = {}
+    from memlint.batch import check
 
-    def linter_for(path: Path) -> Linter:
-        if overrides is None:
-            key = settings.root
-            if key not in linters:
-                linters[key] = Linter(settings)
-            return linters[key]
-        found = overrides(discover_cached(path.parent))
-        if found.root not in linters:
-            linters[found.root] = Linter(found)
-        return linters[found.root]
-
-    first = linter_for(Path(paths[0]) if paths else Path.cwd())
-    files = expand(paths, first.settings, first.project, force_exclude)
-    result = LintResult()
-    for path in files:
-        linter = linter_for(Path(path))
-        if linter.settings.is_excluded(Path(path)) and force_exclude:
-            continue
-        result.files.append(str(path))
-        result.diagnostics.extend(linter.lint_path(path))
-    for linter in linters.values():
-        result.internal_errors.extend(linter.internal_errors)
-    return result
+    return check(list(paths), settings, force_exclude=force_exclude, overrides=overrides, jobs=jobs)
 
 
 @functools.lru_cache(maxsize=1024)

@@ -87,19 +87,30 @@ class Settings:
         of its parts? Called for every directory entry a walk meets, so it avoids resolving
         symlinks and compiles its patterns once."""
         relative = _relative(path, self.root)
-        matchers = _matchers(tuple(self.exclude) + tuple(self.extend_exclude))
-        parts = relative.split("/")
-        return any(m(relative) or any(m(part) for part in parts) for m in matchers)
+        patterns = tuple(self.exclude) + tuple(self.extend_exclude)
+        if not patterns:
+            return False
+        if _matcher(patterns)(relative) is not None:
+            return True
+        return any(_excluded_part(patterns, part) for part in relative.split("/"))
 
     def with_overrides(self, **changes: Any) -> "Settings":
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
 
 
 @functools.lru_cache(maxsize=64)
-def _matchers(patterns: tuple[str, ...]):
+def _matcher(patterns: tuple[str, ...]):
+    """One regular expression for all the exclude patterns (a walk asks for every entry)."""
     import re
 
-    return tuple(re.compile(fnmatch.translate(p.rstrip("/"))).fullmatch for p in patterns)
+    return re.compile("|".join(f"(?:{fnmatch.translate(p.rstrip('/'))})" for p in patterns)).fullmatch
+
+
+@functools.lru_cache(maxsize=65536)
+def _excluded_part(patterns: tuple[str, ...], text: str) -> bool:
+    """Does a pattern match ``text``, one part of a relative path? Directory names repeat in
+    every path below them, so the answers are remembered."""
+    return _matcher(patterns)(text) is not None
 
 
 def _relative(path: Path, root: Path) -> str:
