@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import os
 import stat as stat_module
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -28,7 +28,7 @@ from memlint.diagnostics import Diagnostic
 from memlint.documents import read_document
 from memlint.project import DocumentRecord, Project, mentioned_names
 from memlint.reads import digest as content_digest
-from memlint.settings import Settings
+from memlint.settings import Discovery, Settings
 from memlint.walk import walk
 from memlint.workers import Lanes, Outcome, Setup, Task, cpu_count
 
@@ -37,9 +37,17 @@ BATCHES_PER_LANE = 8  # batches are small enough that the lanes finish together
 MAX_BATCH = 64
 
 
+@dataclass
+class LintResult:
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    internal_errors: list[str] = field(default_factory=list)
+
+
 class Check:
     def __init__(self, paths: list[Path], settings: Settings, force_exclude: bool,
-                 overrides: Callable[[Settings], Settings] | None, jobs: int | None) -> None:
+                 overrides: Callable[[Settings], Settings] | None, jobs: int | None,
+                 cache_dir: Path | None = None) -> None:
         self.paths = paths
         self.settings = settings
         self.force_exclude = force_exclude
@@ -48,6 +56,9 @@ class Check:
         self.roots: list[Settings] = []
         self._root_index: dict[Path, int] = {}
         self._directory_settings: dict[Path, Settings] = {}
+        self._discover = Discovery()
+        self._overridden: dict[int, Settings] = {}
+        self._keep: list[Settings] = []  # what the ids above name stays alive
         self.stats: dict[str, tuple[int, int] | None] = {}  # walked file -> (mtime_ns, size); None: not regular
         self.names: dict[str, str] = {}  # walked file -> path as walked
         self.symlinks = False
@@ -61,7 +72,7 @@ class Check:
         anchor = Path(paths[0]) if paths else Path.cwd()
         first = self.settings_for(anchor, is_directory=anchor.is_dir())  # a directory's own settings
         self.first = self.root_of_settings(first)
-        self.cache = result_cache.ResultCache.load(first.root) if first.cache else None
+        self.cache = result_cache.ResultCache.load(first.root, cache_dir) if first.cache else None
 
     # ----------------------------------------------------------------- settings
 
@@ -72,9 +83,12 @@ class Check:
         directory = path if is_directory else path.parent
         found = self._directory_settings.get(directory)
         if found is None:
-            from memlint.engine import discover_cached
-
-            found = self._directory_settings[directory] = self.overrides(discover_cached(directory))
+            discovered = self._discover(directory)
+            found = self._overridden.get(id(discovered))
+            if found is None:  # the flags are applied once per settings file, not per directory
+                found = self._overridden[id(discovered)] = self.overrides(discovered)
+                self._keep.append(discovered)
+            self._directory_settings[directory] = found
         return found
 
     def root_of_settings(self, settings: Settings) -> int:
@@ -198,7 +212,7 @@ class Check:
         """The project a root's links are computed in: the local worker's own when the work
         runs in this process (what it parses serves both), else one of this process."""
         if self.lanes is not None and self.lanes.local is not None:
-            return self.lanes.local.linter(root).project
+            return self.lanes.local.project(root)
         project = self.projects.get(root)
         if project is None:
             project = self.projects[root] = Project(self.roots[root], snapshot=True)
@@ -219,8 +233,6 @@ class Check:
     # ----------------------------------------------------------------- the check
 
     def run(self):
-        from memlint.engine import LintResult, linked_files
-
         first = self.roots[self.first]
         files = self._walk(self.paths, first, explicit_too=not self.force_exclude)
         walked = dict(self.stats)
@@ -255,7 +267,7 @@ class Check:
 
             # the documents linked with the given files
             project = self._project(self.first)
-            extra = linked_files(files, first, project)
+            extra = project.linked_with(files, first)
             targets: list[tuple[Path, int]] = []
             for path in files + extra:
                 root = self.root_of(path)
@@ -364,6 +376,7 @@ def _stat(path: str) -> tuple[int, int] | None:
 
 
 def check(paths: list[Path], settings: Settings, force_exclude: bool = False,
-          overrides: Callable[[Settings], Settings] | None = None, jobs: int | None = None):
+          overrides: Callable[[Settings], Settings] | None = None, jobs: int | None = None,
+          cache_dir: Path | None = None):
     """Lint ``paths`` (see :func:`memlint.engine.lint`)."""
-    return Check(paths, settings, force_exclude, overrides, jobs).run()
+    return Check(paths, settings, force_exclude, overrides, jobs, cache_dir).run()

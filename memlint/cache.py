@@ -8,8 +8,9 @@ that binds its arguments), each existence check (a referenced file that is still
 each "who references this file" answer (a new launcher of the script). Editing only
 ``ds_config.json`` therefore re-checks the script that uses it, and nothing else.
 
-It lives in ``.memlint_cache/`` at the project root (with a ``CACHEDIR.TAG`` and a
-``.gitignore`` of ``*``), as one JSON file replaced atomically. Content is hashed; a file whose
+It lives in ``.memlint_cache/`` at the project root, or where ``--cache-dir`` /
+``MEMLINT_CACHE_DIR`` say (with a ``CACHEDIR.TAG`` and a ``.gitignore`` of ``*``), as one JSON
+file replaced atomically. Content is hashed; a file whose
 ``mtime_ns`` and size match what the last run saw is not read again — unless it was modified
 within two seconds of that run, where a same-size edit could hide. A cache that cannot be read
 or parsed, or holds something unexpected, is an empty one: never an error.
@@ -54,9 +55,9 @@ class TreeState(Protocol):
 
 
 class ResultCache:
-    def __init__(self, root: Path, data: dict[str, Any] | None = None) -> None:
+    def __init__(self, root: Path, data: dict[str, Any] | None = None, directory: Path | None = None) -> None:
         self.root = root
-        self.directory = root / CACHE_DIR
+        self.directory = directory if directory is not None else root / CACHE_DIR
         data = data or {}
         self._stats: dict[str, list] = data.get("stats", {})  # path -> [mtime_ns, size, digest]
         self._contents: dict[str, dict] = data.get("contents", {})  # digest -> record fields
@@ -68,19 +69,21 @@ class ResultCache:
     # ----------------------------------------------------------------- loading, saving
 
     @classmethod
-    def load(cls, root: Path) -> "ResultCache":
-        """The cache of ``root``; an empty one when there is none or it is unusable."""
+    def load(cls, root: Path, directory: Path | None = None) -> "ResultCache":
+        """The cache of ``root`` (kept in ``directory``, by default ``.memlint_cache`` in the
+        root); an empty one when there is none or it is unusable."""
+        empty = cls(root, directory=directory)
         try:
-            with open(root / CACHE_DIR / CACHE_FILE, "rb") as handle:
+            with open(empty.directory / CACHE_FILE, "rb") as handle:
                 data = json.loads(handle.read())
             if not (isinstance(data, dict) and data.get("format") == FORMAT and data.get("memlint") == code_fingerprint()):
-                return cls(root)
+                return empty
             for name in ("stats", "contents", "results"):
                 if not isinstance(data.get(name), dict):
-                    return cls(root)
-            return cls(root, data)
+                    return empty
+            return cls(root, data, directory)
         except (OSError, ValueError, RecursionError, MemoryError):
-            return cls(root)
+            return empty
 
     def save(self) -> None:
         """Write the cache atomically (a concurrent reader sees the old file or the new one);
@@ -88,7 +91,7 @@ class ResultCache:
         if not self._changed:
             return
         try:
-            self.directory.mkdir(exist_ok=True)
+            self.directory.mkdir(parents=True, exist_ok=True)
             tag = self.directory / "CACHEDIR.TAG"
             if not tag.exists():
                 tag.write_text(CACHEDIR_TAG, encoding="utf-8")

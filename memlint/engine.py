@@ -8,34 +8,30 @@ import functools
 import os
 import sys
 import traceback
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Iterable
 
+from typing import TYPE_CHECKING
+
 from memlint import suppress
-from memlint.catalog.gpus import UnknownGpu, lookup_gpu
-from memlint.context import RuleContext
+from memlint.batch import LintResult
 from memlint.diagnostics import Diagnostic, Severity
-from memlint.estimate import Capacity, capacity_for
-from memlint.facts.resolve import RunContext
-from memlint.project import Project
-from memlint.rules.base import Finding, Rule, all_rules
+from memlint.project import RUN_KINDS, Project
 from memlint.settings import Settings
-from memlint.units import GiB
 from memlint.walk import iter_files
 
-# kinds whose documents can take part in a training run
-RUN_KINDS = ("python", "deepspeed", "hf-args", "accelerate", "axolotl", "llamafactory", "shell")
+if TYPE_CHECKING:  # the rules, the estimator and libcst load with the first file linted, so
+    # that a run whose results all come from the cache never imports them
+    from memlint.estimate import Capacity
+    from memlint.facts.resolve import RunContext
+    from memlint.rules.base import Finding, Rule
 
-
-@dataclass
-class LintResult:
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    files: list[str] = field(default_factory=list)
-    internal_errors: list[str] = field(default_factory=list)
-
+__all__ = ["LintResult", "Linter", "RUN_KINDS", "capacity_of", "expand", "lint", "run_context"]
 
 def run_context(settings: Settings) -> RunContext:
+    from memlint.facts.resolve import RunContext
+
     return RunContext(
         gpu=settings.gpu,
         world_size=settings.gpus,
@@ -46,6 +42,10 @@ def run_context(settings: Settings) -> RunContext:
 
 
 def capacity_of(settings: Settings, gpu: str | None = None) -> Capacity | None:
+    from memlint.catalog.gpus import UnknownGpu, lookup_gpu
+    from memlint.estimate import capacity_for
+    from memlint.units import GiB
+
     name = gpu or settings.gpu
     if not name:
         return None
@@ -60,12 +60,16 @@ class Linter:
     """Lints documents of one project; keeps parsed documents cached between calls."""
 
     def __init__(self, settings: Settings, project: Project | None = None) -> None:
+        from memlint.rules.base import all_rules
+
         self.settings = settings
         self.project = project or Project(settings)
         self.rules: list[Rule] = [cls() for code, cls in all_rules().items() if settings.enabled(code)]
         self.internal_errors: list[str] = []
 
     def lint_path(self, path: str | Path) -> list[Diagnostic]:
+        from memlint.context import RuleContext
+
         parsed = self.project.parsed(path)
         capacity = capacity_of(self.settings)
         runs = []
@@ -128,32 +132,7 @@ def expand(paths: Iterable[Path], settings: Settings, project: Project, force_ex
     """The files to lint: those named or found under directories, plus the documents linked
     with them both ways (a changed ds_config.json re-checks the scripts that use it)."""
     files = list(dict.fromkeys(iter_files(paths, settings, explicit_too=not force_exclude)))
-    return files + linked_files(files, settings, project)
-
-
-def linked_files(files: list[Path], settings: Settings, project: Project) -> list[Path]:
-    """The documents of the project linked with ``files`` (either way) that are not among them."""
-    keys = {project.key(f) for f in files}
-    inside = os.path.join(str(project.settings.root), "")  # a target under the root starts so
-    extra: list[Path] = []
-    for path in files:
-        if project.kind(path) not in RUN_KINDS:
-            continue
-        neighbours: list[Path] = []
-        try:
-            neighbours += project.referrers(path)
-            for ref in project.links(path):
-                target = project.resolve_reference(str(ref), path)
-                if target is not None and project.key(target).startswith(inside):
-                    neighbours.append(target)
-        except (OSError, RecursionError):
-            continue
-        for other in neighbours:
-            key = project.key(other)
-            if key not in keys and not settings.is_excluded(other):
-                keys.add(key)
-                extra.append(other)
-    return extra
+    return files + project.linked_with(files, settings)
 
 
 def lint(
@@ -162,6 +141,7 @@ def lint(
     force_exclude: bool = False,
     overrides: Callable[[Settings], Settings] | None = None,
     jobs: int | None = None,
+    cache_dir: Path | None = None,
 ) -> LintResult:
     """Lint files and directories.
 
@@ -169,12 +149,14 @@ def lint(
     discovered for its own directory — the nearest ``memlint.toml`` / ``[tool.memlint]`` wins,
     as in ruff — with the overrides applied on top; without it, ``settings`` applies to all.
     Results of unchanged files come from the result cache unless the settings turn it off
-    (``cache = false``, ``--no-cache``); the rest is linted on ``jobs`` processes (default:
+    (``cache = false``, ``--no-cache``; ``cache_dir`` instead of ``.memlint_cache`` in the
+    project root); the rest is linted on ``jobs`` processes (default:
     every core this process may use; small inputs are linted in this process).
     """
     from memlint.batch import check
 
-    return check(list(paths), settings, force_exclude=force_exclude, overrides=overrides, jobs=jobs)
+    return check(list(paths), settings, force_exclude=force_exclude, overrides=overrides, jobs=jobs,
+                 cache_dir=cache_dir)
 
 
 @functools.lru_cache(maxsize=1024)

@@ -38,6 +38,8 @@ MAX_SCAN_BYTES = 4 * 1024 * 1024
 # file names a document can link: ds_config.json, configs/zero3.yaml, train.py, launch.sh
 _FILE_NAME = re.compile(r"[\w.\-/]+\.(?:json|ya?ml|py|sh)\b")
 ENTRY_KINDS = ("python", "axolotl", "llamafactory", "hf-args", "shell")
+# kinds whose documents can take part in a training run
+RUN_KINDS = ("python", "deepspeed", "hf-args", "accelerate", "axolotl", "llamafactory", "shell")
 
 
 @dataclass
@@ -342,6 +344,31 @@ class Project:
                 for target in dict.fromkeys(targets):
                     index.setdefault(target, []).append(candidate)
         return index
+
+    def linked_with(self, files: list[Path], settings: Settings) -> list[Path]:
+        """The documents of the project linked with ``files`` either way (the scripts that use
+        a changed ds_config.json, the config a changed script names) and not among them."""
+        keys = {self.key(f) for f in files}
+        inside = os.path.join(str(self.settings.root), "")  # a target under the root starts so
+        extra: list[Path] = []
+        for path in files:
+            if self.kind(path) not in RUN_KINDS:
+                continue
+            neighbours: list[Path] = []
+            try:
+                neighbours += self.referrers(path)
+                for written in self.links(path):
+                    target = self.resolve_reference(written, path)
+                    if target is not None and self.key(target).startswith(inside):
+                        neighbours.append(target)
+            except (OSError, RecursionError):
+                continue
+            for other in neighbours:
+                key = self.key(other)
+                if key not in keys and not settings.is_excluded(other):
+                    keys.add(key)
+                    extra.append(other)
+        return extra
 
     def _same(self, path: Path | None, key: str) -> bool:
         return path is not None and self.key(path) == key

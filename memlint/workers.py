@@ -66,25 +66,30 @@ class Worker:
 
     def __init__(self, setup: Setup) -> None:
         self.setup = setup
+        self._projects: dict[int, Project] = {}
         self._linters: dict[int, Any] = {}
+
+    def project(self, root: int) -> Project:
+        project = self._projects.get(root)
+        if project is None:
+            project = self._projects[root] = Project(self.setup.roots[root], snapshot=True)
+            if self.setup.names is not None:
+                project.seed_files(self.setup.names, self.setup.candidates.get(root))
+        return project
 
     def linter(self, root: int):
         linter = self._linters.get(root)
         if linter is None:
-            from memlint.engine import Linter
+            from memlint.engine import Linter  # the rules load with the first file to lint
 
-            settings = self.setup.roots[root]
-            project = Project(settings, snapshot=True)
-            if self.setup.names is not None:
-                project.seed_files(self.setup.names, self.setup.candidates.get(root))
-            linter = self._linters[root] = Linter(settings, project)
+            linter = self._linters[root] = Linter(self.setup.roots[root], self.project(root))
         return linter
 
     def analyse(self, tasks: list[Task]) -> list[tuple[str, int, DocumentRecord | None]]:
         out: list[tuple[str, int, DocumentRecord | None]] = []
         for path, root in tasks:
             try:
-                record = self.linter(root).project.record(path)
+                record = self.project(root).record(path)
             except Exception:  # reported when the file is linted; the others go on
                 record = None
             out.append((path, root, record))
@@ -94,7 +99,7 @@ class Worker:
         self.setup = Setup(roots, self.setup.names, candidates)
 
     def seed(self, root: int, records: list[tuple[str, DocumentRecord]]) -> None:
-        project = self.linter(root).project
+        project = self.project(root)
         for path, record in records:
             project.seed(path, record)
 
