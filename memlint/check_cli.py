@@ -21,7 +21,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seq-len", type=int, help="sequence length when the code sets none")
     p.add_argument("--output-format", "--format", dest="format", choices=FORMATS, default="text",
                    help="output format (default: text)")
-    p.add_argument("--select", help="comma-separated rule codes or prefixes to enable (replaces the settings')")
+    p.add_argument("--select", help="comma-separated rule codes or prefixes to enable (replaces the settings' select and ignore)")
     p.add_argument("--extend-select", help="comma-separated codes or prefixes to add")
     p.add_argument("--ignore", help="comma-separated codes or prefixes to disable (added to the settings')")
     p.add_argument("--fail-on", choices=("error", "warning", "info"),
@@ -76,13 +76,18 @@ def apply_flags(settings: Settings, args: argparse.Namespace) -> Settings:
         except UnknownGpu as error:
             raise UsageError(str(error)) from None
     ignore = _codes(args.ignore)
+    select = _codes(args.select)
+    if select is not None:  # as in ruff: a new selection starts over, the file's ignores included
+        ignore = ignore or ()
+    elif ignore:
+        ignore = settings.ignore + ignore
     return settings.with_overrides(
         gpu=args.gpu,
         gpus=args.gpus,
         seq_len=args.seq_len,
-        select=_codes(args.select),
+        select=select,
         extend_select=_codes(args.extend_select),
-        ignore=(settings.ignore + ignore) if ignore else None,
+        ignore=ignore,
         fail_on=Severity.parse(args.fail_on) if args.fail_on else None,
         cache=False if args.no_cache else None,
     )

@@ -33,6 +33,20 @@ def _add_estimate(sub) -> None:
     p.set_defaults(handler=estimate_cli.run)
 
 
+def _add_trace(sub) -> None:
+    from memlint import trace_cli
+
+    p = sub.add_parser(
+        "trace",
+        help="measure a training step on fake tensors beside the estimate (needs memlint[trace])",
+        description="Build the model from its config.json on fake tensors (no GPU, no weights, no real "
+        "memory), measure two full training steps with PyTorch's memory tracker, and print the measured "
+        "breakdown beside the static estimate of the same setup.",
+    )
+    trace_cli.add_arguments(p)
+    p.set_defaults(handler=trace_cli.run)
+
+
 def _add_check(sub) -> None:
     from memlint import check_cli
 
@@ -135,6 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_check(sub)
     _add_estimate(sub)
+    _add_trace(sub)
     _add_rule(sub)
     _add_catalogues(sub)
     _add_lsp(sub)

@@ -8,14 +8,42 @@ converts to the client's position encoding (UTF-16 by default).
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass, field
 from typing import Any
+
+# Positions count lines broken at \n, \r\n and \r, as libcst and the Language Server Protocol
+# do. ``str.splitlines`` also breaks at \f, \v, \x1c-\x1e, \x85, \u2028 and \u2029, which
+# can sit inside a line of a script or config and would shift every line after them.
+LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def split_lines(text: str, keepends: bool = False) -> list[str]:
+    """The lines of ``text`` as positions count them (a final line break ends the last line)."""
+    if not keepends:
+        lines = LINE_BREAK.split(text)
+        return lines[:-1] if lines and lines[-1] == "" else lines
+    out, start = [], 0
+    for match in LINE_BREAK.finditer(text):
+        out.append(text[start:match.end()])
+        start = match.end()
+    if start < len(text):
+        out.append(text[start:])
+    return out
 
 
 @dataclass(frozen=True, order=True)
 class Position:
     line: int  # 1-based
     column: int  # 0-based, code points
+
+    @classmethod
+    def at_offset(cls, text: str, offset: int) -> "Position":
+        """The position of the character at ``offset`` in ``text``."""
+        before = text[:offset]
+        breaks = list(LINE_BREAK.finditer(before))
+        line_start = breaks[-1].end() if breaks else 0
+        return cls(len(breaks) + 1, offset - line_start)
 
 
 @dataclass(frozen=True, order=True)
@@ -33,6 +61,18 @@ class Range:
 
     def contains(self, position: Position) -> bool:
         return self.start <= position <= self.end
+
+    def within(self, text: str) -> "Range":
+        """This range cut to the document ``text`` (parsers report some errors one column past
+        the end of a line, or on the line after the last)."""
+        lines = LINE_BREAK.split(text)
+
+        def fit(position: Position) -> Position:
+            line = min(max(position.line, 1), len(lines))
+            return Position(line, min(max(position.column, 0), len(lines[line - 1])))
+
+        start, end = fit(self.start), fit(self.end)
+        return Range(start, max(start, end))
 
 
 class Severity(enum.IntEnum):

@@ -7,8 +7,10 @@ which the engine reports as a diagnostic; the rest of the run goes on.
 
 from __future__ import annotations
 
+import io
 import os
 import stat
+import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,13 +47,25 @@ def syntax_of(path: str) -> str:
 
 
 def decode(data: bytes, path: str) -> tuple[str, str | None]:
-    """Text of a file's bytes, or the reason it is not a text file memlint can lint."""
+    """Text of a file's bytes, or the reason it is not a text file memlint can lint.
+
+    Configs and scripts are UTF-8, except Python that declares another encoding in a PEP 263
+    ``# -*- coding: latin-1 -*-`` line, which Python reads in that encoding (and so does memlint)."""
     if b"\x00" in data[:8192]:
         return "", "binary file (contains NUL bytes)"
+    encoding = "utf-8-sig"
+    if syntax_of(path) == "python" and b"coding" in b"\n".join(data.split(b"\n", 2)[:2]):
+        try:
+            declared, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        except SyntaxError as error:  # an unknown codec, or a cookie that contradicts a BOM
+            return "", f"cannot decode: {error.msg if hasattr(error, 'msg') else error}"
+        if declared not in ("utf-8", "utf-8-sig"):
+            encoding = declared
     try:
-        text = data.decode("utf-8-sig")
+        text = data.decode(encoding)
     except UnicodeDecodeError as error:
-        return "", f"not valid UTF-8 (byte {error.start}: {data[error.start:error.start + 1]!r})"
+        name = "UTF-8" if encoding == "utf-8-sig" else encoding
+        return "", f"not valid {name} (byte {error.start}: {data[error.start:error.start + 1]!r})"
     return text, None
 
 

@@ -10,9 +10,7 @@ import sys
 import traceback
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable, Iterable
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from memlint import suppress
 from memlint.batch import LintResult
@@ -28,6 +26,7 @@ if TYPE_CHECKING:  # the rules, the estimator and libcst load with the first fil
     from memlint.rules.base import Finding, Rule
 
 __all__ = ["LintResult", "Linter", "RUN_KINDS", "capacity_of", "expand", "lint", "run_context"]
+
 
 def run_context(settings: Settings) -> RunContext:
     from memlint.facts.resolve import RunContext

@@ -8,6 +8,7 @@ import json
 from memlint.catalog.gpus import UnknownGpu, lookup_gpu
 from memlint.catalog.models import UnknownModel, resolve_model
 from memlint.estimate import (
+    Architecture,
     Attention,
     Budget,
     Lora,
@@ -32,8 +33,18 @@ FSDP = {"full": Sharding.FSDP_FULL, "hybrid": Sharding.FSDP_HYBRID, "grad-op": S
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    add_run_arguments(p, "estimated")
+    p.add_argument("--serve", action="store_true", help="inference serving sheet (KV cache) instead of training")
+    p.add_argument("--kv-dtype", default="bf16", help="KV-cache dtype for --serve (bf16, fp8, ...)")
+    p.add_argument("--tp", type=int, default=1, help="tensor-parallel degree for --serve")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+
+
+def add_run_arguments(p: argparse.ArgumentParser, done: str) -> None:
+    """The run to look at: a PATH (its files say), or --model and the setup flags (which also
+    override what the files say). ``done`` ends the PATH help: "estimated", "measured"."""
     p.add_argument("path", nargs="?", help="a training script or config (DeepSpeed, Axolotl, "
-                   "TrainingArguments YAML/JSON); the run it describes is estimated")
+                   f"TrainingArguments YAML/JSON); the run it describes is {done}")
     p.add_argument("--model", help="Hub id or alias from the catalogue, a config.json, or a model directory")
     p.add_argument("--batch", type=int, help="micro-batch per GPU (default 1)")
     p.add_argument("--seq", type=int, help="sequence length in tokens (default 2048)")
@@ -55,10 +66,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--grad-accum", type=int, help="gradient accumulation steps")
     p.add_argument("--fused-loss", action="store_true", help="fused/chunked cross-entropy (Liger)")
     p.add_argument("--keep-logits", action="store_true", help="the loop keeps model outputs alive through backward")
-    p.add_argument("--serve", action="store_true", help="inference serving sheet (KV cache) instead of training")
-    p.add_argument("--kv-dtype", default="bf16", help="KV-cache dtype for --serve (bf16, fp8, ...)")
-    p.add_argument("--tp", type=int, default=1, help="tensor-parallel degree for --serve")
-    p.add_argument("--format", choices=("text", "json"), default="text")
 
 
 def setup_from_args(args: argparse.Namespace, base: TrainingSetup | None = None) -> TrainingSetup:
@@ -115,22 +122,28 @@ def budget_json(budget: Budget, suggestions) -> dict:
     return out
 
 
-def run(args: argparse.Namespace) -> int:
-    from memlint.cli import EXIT_OK, UsageError
+def plan_from_args(args: argparse.Namespace) -> tuple[Architecture, TrainingSetup, str | None]:
+    """(architecture, setup, target GPU) of the run the command line names: the run of a PATH
+    (with the flags overriding its files), else --model and the setup flags."""
+    from memlint.cli import UsageError
 
     if args.path and not args.model:
         from memlint.plans import plan_for_path  # configs and scripts (see memlint.plans)
 
-        arch, setup, gpu_name = plan_for_path(args.path, args)
-    else:
-        if not args.model:
-            raise UsageError("give --model (a Hub id, alias or config.json) or a script/config path")
-        try:
-            arch = resolve_model(args.model)
-        except (UnknownModel, UnsupportedArchitecture) as error:
-            raise UsageError(str(error)) from None
-        setup = setup_from_args(args)
-        gpu_name = args.gpu
+        return plan_for_path(args.path, args)
+    if not args.model:
+        raise UsageError("give --model (a Hub id, alias or config.json) or a script/config path")
+    try:
+        arch = resolve_model(args.model)
+    except (UnknownModel, UnsupportedArchitecture) as error:
+        raise UsageError(str(error)) from None
+    return arch, setup_from_args(args), args.gpu
+
+
+def run(args: argparse.Namespace) -> int:
+    from memlint.cli import EXIT_OK, UsageError
+
+    arch, setup, gpu_name = plan_from_args(args)
     capacity = None
     if gpu_name:
         try:

@@ -2,21 +2,36 @@
 
 A file is only written when it has applicable fixes, the fixed text still parses (a fix
 that would break the file is dropped, the file left alone), and through an atomic replace
-that keeps the file's mode. A second ``--fix`` run changes nothing.
+that keeps the file's mode, line endings and byte-order mark. A file that cannot be written
+(read-only, in a read-only directory, a full disk) is reported on stderr and keeps its
+findings; the run goes on. A second ``--fix`` run changes nothing.
 """
 
 from __future__ import annotations
 
+import codecs
+import sys
 from collections import defaultdict
 from pathlib import Path
 
 from memlint.diagnostics import Diagnostic, Edit
-from memlint.documents import syntax_of
+from memlint.documents import decode, syntax_of
 from memlint.engine import LintResult, lint
 from memlint.fix import apply_edits, write_atomically
 from memlint.settings import Settings
 
 MAX_PASSES = 4
+
+
+def _read(path: Path) -> tuple[str, bool] | None:
+    """The text as linting decoded it (the ranges of the edits count in it) and whether the
+    file starts with a byte-order mark; None when it cannot be read as such."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    text, problem = decode(data, str(path))
+    return None if problem else (text, data.startswith(codecs.BOM_UTF8))
 
 
 def _still_parses(path: str, text: str) -> bool:
@@ -38,6 +53,7 @@ def fix_files(
 ) -> list[Diagnostic]:
     """Apply fixes until the files stop changing; return the diagnostics that remain."""
     diagnostics = result.diagnostics
+    refused: set[Path] = set()  # files that could not be written: reported once, left alone
     for _ in range(MAX_PASSES):
         edits: dict[str, list[Edit]] = defaultdict(list)
         for d in diagnostics:
@@ -48,14 +64,20 @@ def fix_files(
         changed = False
         for path, file_edits in edits.items():
             target = Path(path)
-            try:
-                original = target.read_text("utf-8")
-            except (OSError, UnicodeDecodeError):
+            source = _read(target)
+            if source is None or target in refused:
                 continue
+            original, bom = source
             fixed = apply_edits(original, file_edits)
             if fixed == original or not _still_parses(path, fixed):
                 continue
-            write_atomically(target, fixed)
+            try:
+                write_atomically(target, fixed, bom=bom)
+            except OSError as error:
+                refused.add(target)
+                shown = file_edits[0].path
+                print(f"memlint: error: cannot write fixes to {shown}: {error.strerror or error}", file=sys.stderr)
+                continue
             changed = True
         if not changed:
             break

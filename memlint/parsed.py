@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+import libcst as cst
 
 from memlint import kinds
 from memlint.documents import Document
@@ -50,6 +52,19 @@ def is_training_code(text: str) -> bool:
     return _TRAINING_IMPORT.search(text) is not None or _TRAINING_WORD.search(text) is not None
 
 
+def _nonlocal_at_module_level(module: cst.Module) -> cst.Nonlocal | None:
+    """``nonlocal`` outside any function: ``ast.parse`` and libcst's parser accept it, CPython's
+    compiler refuses it, and libcst's scope analysis raises NotImplementedError on it."""
+    stack: list[cst.CSTNode] = list(module.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Nonlocal):
+            return node
+        if not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.BaseExpression)):
+            stack.extend(node.children)  # statements and blocks: expressions hold no statement
+    return None
+
+
 def parse_document(document: Document) -> ParsedDocument:
     if document.problem is not None:
         return ParsedDocument(document, document.syntax)
@@ -58,7 +73,15 @@ def parse_document(document: Document) -> ParsedDocument:
     if document.syntax == "python":
         result = python_source.parse(document.text)
         if isinstance(result, python_source.PythonSyntaxError):
-            return ParsedDocument(document, "python", syntax_error=result)
+            # CPython puts some errors (a bad unindent, an unexpected end of file) one column
+            # past the end of the line: keep the range inside the document
+            error = replace(result, range=result.range.within(document.text))
+            return ParsedDocument(document, "python", syntax_error=error)
+        misplaced = _nonlocal_at_module_level(result.module)
+        if misplaced is not None:
+            error = python_source.PythonSyntaxError("nonlocal declaration not allowed at module level",
+                                                    result.range_of(misplaced))
+            return ParsedDocument(document, "python", syntax_error=error)
         return ParsedDocument(document, "python", python=result)
     if document.syntax in ("json", "yaml"):
         loaded = structured.load(document.text, document.syntax)

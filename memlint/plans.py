@@ -14,12 +14,14 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from memlint.documents import LINTED_SUFFIXES
 from memlint.engine import run_context
 from memlint.estimate import Architecture, TrainingSetup
 from memlint.facts.resolve import ResolvedRun, resolve
 from memlint.project import Project
 from memlint.settings import Settings, SettingsError, discover
 from memlint.sourced import Sourced
+from memlint.walk import iter_files
 
 LINKED_ONLY = ("deepspeed", "accelerate")  # kinds that only take part in runs others define
 
@@ -32,7 +34,6 @@ def plan_for_path(path: str, args: argparse.Namespace) -> tuple[Architecture, Tr
     run, or names a model memlint does not know.
     """
     from memlint.cli import UsageError
-    from memlint.estimate_cli import setup_from_args
 
     target = Path(path)
     if not target.is_file():
@@ -46,6 +47,59 @@ def plan_for_path(path: str, args: argparse.Namespace) -> tuple[Architecture, Tr
     if not runs:
         raise UsageError(_why_no_run(project, target))
     run = _choose(project, runs, target)
+    return _finish(project, run, settings, args, path)
+
+
+def plans_in_directory(path: str, args: argparse.Namespace) -> list[tuple[str, Architecture, TrainingSetup, str | None]]:
+    """(entry file, architecture, setup, target GPU) of every run defined under a directory.
+
+    A run is listed once, under its entry (the launcher of a launched script, the script or
+    config that names the model). Runs that cannot be estimated are reported on stderr and
+    left out; a directory with none raises ``memlint.cli.UsageError``.
+    """
+    from memlint.cli import UsageError
+
+    target = Path(path)
+    if not target.is_dir():
+        raise UsageError(f"{path}: no such directory")
+    try:
+        settings = discover(target)
+    except SettingsError as error:
+        raise UsageError(str(error)) from None
+    settings = settings.with_overrides(gpus=getattr(args, "gpus", None))
+    project = Project(settings)
+    context = run_context(settings)
+    found: list[tuple[str, Architecture, TrainingSetup, str | None]] = []
+    seen: set[tuple] = set()
+    skipped: list[str] = []
+    for file in iter_files([target], settings):
+        if file.suffix.lower() not in LINTED_SUFFIXES:
+            continue
+        for run in project.runs_for(file, context):
+            marker = (run.plan.entry, run.plan.documents)
+            if project.key(run.plan.entry) != project.key(file) or marker in seen:
+                continue
+            seen.add(marker)
+            try:
+                arch, setup, gpu = _finish(project, run, settings, args, _shown(project, run.plan.entry))
+            except UsageError as error:
+                skipped.append(str(error))
+                continue
+            found.append((_shown(project, run.plan.entry), arch, setup, gpu))
+    for reason in skipped:
+        print(f"memlint: skipped: {reason}", file=sys.stderr)
+    if not found:
+        raise UsageError(f"{path}: no training run memlint can estimate in this directory"
+                         + (f" ({len(skipped)} skipped)" if skipped else ""))
+    return found
+
+
+def _finish(project: Project, run: ResolvedRun, settings: Settings, args: argparse.Namespace,
+            path: str) -> tuple[Architecture, TrainingSetup, str | None]:
+    """A resolved run with the command line's overrides: --model, then the setup flags."""
+    from memlint.cli import UsageError
+    from memlint.estimate_cli import setup_from_args
+
     model = getattr(args, "model", None)
     if model:  # --model replaces the model the files name, the rest of the run stays
         plan = replace(run.plan, facts={**run.plan.facts, "model": Sourced(model, None, "--model")})

@@ -37,6 +37,10 @@ MAX_LINK_DEPTH = 3
 MAX_SCAN_BYTES = 4 * 1024 * 1024
 # file names a document can link: ds_config.json, configs/zero3.yaml, train.py, launch.sh
 _FILE_NAME = re.compile(r"[\w.\-/]+\.(?:json|ya?ml|py|sh)\b")
+# ``python -m pkg.mod`` / ``deepspeed --module pkg.mod`` / ``accelerate launch -m pkg.mod``
+_MODULE_FLAG = re.compile(r"(?<![\w-])(?:-m|--module)(?![\w-])")
+_MODULE_WORD = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+_WORDS_AFTER_MODULE_FLAG = 6  # launcher options may come between the flag and the module
 ENTRY_KINDS = ("python", "axolotl", "llamafactory", "hf-args", "shell")
 # kinds whose documents can take part in a training run
 RUN_KINDS = ("python", "deepspeed", "hf-args", "accelerate", "axolotl", "llamafactory", "shell")
@@ -62,14 +66,23 @@ class _Cached:
 
 
 def mentioned_names(path: str, text: str) -> tuple[str, ...]:
-    """The file names a document's text mentions, for the referrer index. Python that is not
-    training code has no facts, so it references nothing: it is not even scanned."""
+    """The file names a document's text may link, for the referrer index: ``ds_config.json``,
+    ``configs/train.py`` (as ``train.py``), and the modules it runs (``deepspeed --module
+    openrlhf.cli.train_sft`` names ``train_sft.py``). A prefilter only: a referrer is confirmed
+    by its facts. Python that is not training code has no facts, so it references nothing: it
+    is not even scanned."""
     if path.endswith((".py", ".pyi")):
         from memlint.parsed import is_training_code
 
         if not is_training_code(text):
             return ()
-    return tuple(sorted({name.rsplit("/", 1)[-1] for name in _FILE_NAME.findall(text)}))
+    names = {name.rsplit("/", 1)[-1] for name in _FILE_NAME.findall(text)}
+    for match in _MODULE_FLAG.finditer(text):
+        line = text[match.end():match.end() + 400].replace("\\\n", " ").split("\n", 1)[0]
+        for word in line.split()[:_WORDS_AFTER_MODULE_FLAG]:
+            if _MODULE_WORD.fullmatch(word):
+                names.add(word.rsplit(".", 1)[-1] + ".py")
+    return tuple(sorted(names))
 
 
 def links_of(facts: "list[RunFacts]") -> tuple[str, ...]:
@@ -370,6 +383,22 @@ class Project:
                     extra.append(other)
         return extra
 
+    def _entries_through(self, referrer: Path) -> list[RunFacts]:
+        """The entries of the runs a referencing document takes part in: its own, or — for a
+        script that a launcher starts (``torchrun train.py`` naming ``ds_config.json`` in its
+        argparse defaults) — the launcher's, whose options and GPU count apply to the config too."""
+        own = [f for f in self.facts(referrer) if f.launches is not None or self.kind(referrer) in ENTRY_KINDS]
+        if own and all(f.launches is None for f in own):
+            launchers = [
+                f for launcher in self.referrers(referrer) if self.key(launcher) != self.key(referrer)
+                for f in self.facts(launcher)
+                if f.launches is not None and self._same(self.resolve_reference(str(f.launches.value), launcher),
+                                                         self.key(referrer))
+            ]
+            if launchers:
+                return launchers
+        return own
+
     def _same(self, path: Path | None, key: str) -> bool:
         return path is not None and self.key(path) == key
 
@@ -391,6 +420,15 @@ class Project:
                     overrides = apply_cli(script_facts, facts)
                     linked.append(script_facts)
                     linked.extend(self.linked(script_facts, seen))
+            else:
+                # a framework's entry point outside the project (installed with the framework, run
+                # as a module): its options still state the run. A script in the project that
+                # memlint read and found not to train (a preprocessing step) states nothing.
+                from memlint.configs.command_line import options_as_config
+
+                options = options_as_config(facts)
+                if options is not None:
+                    linked.append(options)
         linked.extend(self.linked(facts, seen))
         return merge(entry, linked, overrides)
 
@@ -402,9 +440,7 @@ class Project:
         entries: list[RunFacts] = []
         launched_by = []
         for referrer in self.referrers(path):
-            for facts in self.facts(referrer):
-                if facts.launches is not None or self.kind(referrer) in ENTRY_KINDS:
-                    launched_by.append(facts)
+            launched_by.extend(self._entries_through(referrer))
         own = [f for f in self.facts(path) if self.kind(path) in ENTRY_KINDS and is_entry(f)]
         launchers = [f for f in launched_by if f.launches is not None]
         if launchers and own:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from memlint.diagnostics import split_lines
+
 _COMMENT = re.compile(r"#\s*memlint:\s*(ignore-file|ignore)(?:\[([^\]]*)\])?", re.IGNORECASE)
 ALL = "*"
 
@@ -37,7 +39,7 @@ def find(text: str, syntax: str) -> Suppressions:
     result = Suppressions()
     if syntax not in ("python", "yaml", "shell") or "memlint" not in text:
         return result
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(split_lines(text), start=1):
         if "memlint" not in line:
             continue
         for match in _COMMENT.finditer(line):

@@ -23,6 +23,7 @@ def format_gib(n_bytes: float, digits: int = 1) -> str:
 def format_count(n: float) -> str:
     """Parameter counts the way model cards write them: 6.74B, 494M, 8.4K."""
     for limit, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
-        if abs(n) >= limit:
-            return f"{n / limit:.3g}{suffix}"
+        # compare the rounded figure: 999,885,952 is "1B" (Gemma-3-1B), not "1e+03M"
+        if abs(float(f"{n:.3g}")) >= limit:
+            return f"{float(f'{n / limit:.3g}'):g}{suffix}"
     return str(int(n))

@@ -115,6 +115,7 @@ REAL_VS_FAKE = [
                                                        "target_modules": ["q_proj", "v_proj"]}),
     dict(id="gpt2-fp32-adamw-dropout", model=TINY_GPT2, precision="fp32"),
     dict(id="gpt2-ampbf16-eager", model=TINY_GPT2, precision="amp-bf16", attn="eager"),
+    dict(id="llama-bf16-accum2-gc", precision="bf16", grad_ckpt=True, grad_accum=2),
 ]
 
 
@@ -152,6 +153,25 @@ def test_result_shape_and_rounding(measure) -> None:
     assert {"torch", "transformers"} <= set(res["versions"])
     exact = measure(Case.from_dict(_case(id="exact", precision="bf16", round_bytes=1)))
     assert exact["peak_bytes"] <= res["peak_bytes"]
+
+
+def test_gradient_accumulation_keeps_gradients_through_the_next_micro_batch(measure) -> None:
+    one = measure(Case.from_dict(_case(id="ga1", precision="bf16", optimizer="sgd")))
+    two = measure(Case.from_dict(_case(id="ga2", precision="bf16", optimizer="sgd", grad_accum=2)))
+    names = [p["phase"] for p in two["phases"]]
+    # the first step only creates the optimizer's states: one micro-batch; the last runs both
+    assert names == ["forward1.1", "backward1.1", "optimizer1", "zero_grad1",
+                     "forward2.1", "backward2.1", "forward2.2", "backward2.2", "optimizer2", "zero_grad2"]
+    phases = {p["phase"]: p for p in two["phases"]}
+    grads = phases["backward2.1"]["end_breakdown"]["Gradient"]
+    assert grads > 0
+    # the second micro-batch's forward runs with the first one's gradients alive ...
+    assert phases["forward2.2"]["end_breakdown"]["Gradient"] == grads
+    assert phases["forward2.2"]["peak_bytes"] >= phases["forward2.1"]["peak_bytes"] + grads
+    assert two["peak_phase"] in ("forward2.2", "backward2.2")
+    # ... which without accumulation (plain SGD: no states) never happens
+    assert two["peak_bytes"] > one["peak_bytes"]
+    assert two["case"]["grad_accum"] == 2 and two["id"] == "ga2"
 
 
 def test_cli_runs_a_config_file_and_reports_failures(measure, tmp_path) -> None:

@@ -34,7 +34,12 @@ def extract_trainer_args(parsed: ParsedDocument) -> list[RunFacts]:
     data = loaded_mapping(parsed)
     if data is None:
         return []
-    variant = schema_name_for("hf-args", data.value)
+    return [trainer_args_facts(parsed, data, schema_name_for("hf-args", data.value))]
+
+
+def trainer_args_facts(parsed: ParsedDocument, data, variant: str | None) -> RunFacts:
+    """The facts of TrainingArguments fields read as ``variant`` (a TRL variant applies TRL's
+    defaults; ``"transformers"`` reads plain TrainingArguments)."""
     trl = variant in TRL_VARIANTS
     facts = new_facts(parsed.path, parsed.kind, data)
     facts.framework = Sourced("trl" if trl else "hf-trainer", None,
@@ -57,7 +62,7 @@ def extract_trainer_args(parsed: ParsedDocument) -> list[RunFacts]:
             setattr(facts, name, None)  # TRL's ModelConfig: lora_* only apply with use_peft
     if trl:
         _trl_defaults(reader)
-    return [facts]
+    return facts
 
 
 def _trl_defaults(reader: ConfigReader) -> None:

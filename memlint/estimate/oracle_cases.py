@@ -92,6 +92,7 @@ def trace_case_inputs(result: Mapping[str, Any]) -> tuple[Architecture, Training
         sharding=_SHARDING[str(case.get("sharding", "none"))],
         world_size=int(case.get("world_size", 1)),
         keep_logits=bool(case.get("keep_outputs", False)),
+        grad_accum=int(case.get("grad_accum", 1)),
         dropout_mask_bytes=None,  # measured with the CPU's dropout kernel
     )
     return arch, setup

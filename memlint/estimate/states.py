@@ -9,12 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memlint.estimate.architecture import Architecture, Linear
-from memlint.estimate.policy import (
-    BNB_MIN_8BIT_SIZE,
-    OPTIMIZERS,
-    POLICIES,
-    Optimizer,
-)
+from memlint.estimate.policy import BNB_MIN_8BIT_SIZE, OPTIMIZERS, POLICIES
 from memlint.estimate.setup import Sharding, TrainingSetup
 
 # bitsandbytes NF4/FP4: 4 bits per weight plus one absmax per 64-weight block, stored as fp32,
@@ -156,9 +151,16 @@ def state_bytes(arch: Architecture, setup: TrainingSetup, counts: ParameterCount
         fp32_grads /= n
     if zero >= 2:
         grads /= n
-    if zero >= 3 and policy.master_bytes:
-        # ZeRO-3 reduce-scatters half gradients straight into the fp32 gradient partition:
-        # no persistent half-precision copy (DeepSpeed's estimate: 18 bytes/param / N)
+    if zero >= 3 and policy.master_bytes and setup.sharding != Sharding.ZERO3:
+        # FSDP over half weights with an fp32 master copy reduce-scatters straight into the fp32
+        # gradient partition: no persistent half-precision copy
+        grads = counts.lora * 4 / n
+    # DeepSpeed ZeRO-3 keeps both: its half-precision gradient partition
+    # (stage3.py ``grad_partitions_flat_buffer``, allocated at init in the training dtype) and the
+    # fp32 gradient buffer the optimizer steps on -- 20 bytes/param / N, two more than
+    # ``estimate_zero3_model_states_mem_needs`` counts. With the optimizer offloaded both live on
+    # the CPU.
+    if setup.sharding == Sharding.ZERO3 and setup.offload_optimizer:
         grads = counts.lora * 4 / n
 
     # ---- optimizer states: fp32 for adapters and for master-weight policies
@@ -175,12 +177,11 @@ def state_bytes(arch: Architecture, setup: TrainingSetup, counts: ParameterCount
     # ---- optimizer step temporaries
     temp_elem = 4 if (counts.lora or policy.master_bytes) else state_elem
     if spec.step_temp == "group":
+        # also under DeepSpeed: a client torch AdamW (the HF Trainer's, when the DeepSpeed config
+        # has no "optimizer" block) runs its foreach step on the fp32 partition
         temp = counts.optimized * temp_elem
         if zero >= 1:
             temp /= n
-        if policy.master_bytes and setup.optimizer in (Optimizer.ADAMW, Optimizer.ADAM):
-            # DeepSpeed steps with its fused Adam kernels: no multi-tensor temporary
-            temp = 0.0
     elif spec.step_temp == "largest":
         temp = spec.step_temp_count * counts.largest_tensor * (4 if spec.factored else temp_elem)
     else:

@@ -49,11 +49,12 @@ def _float(value: Any) -> float | None:
 
 
 def _targets(value: Any) -> tuple[str, ...] | None:
-    """LoRA target modules: a list, a comma-separated string, or "all"/"all-linear"."""
+    """LoRA target modules: a list, a string separated by commas or spaces (a command line's
+    ``--target_modules q_proj v_proj``), or "all"/"all-linear"."""
     if isinstance(value, (list, tuple)):
         names = [str(v).strip() for v in value if str(v).strip()]
     elif isinstance(value, str):
-        names = [v.strip() for v in value.split(",") if v.strip()]
+        names = [v for v in value.replace(",", " ").split() if v]
     else:
         return None
     if any(n.lower() in ("all", "all-linear", "all_linear") for n in names):
@@ -79,6 +80,7 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "max_grad_norm": ("grad_clip", _float),
     "optim": ("optimizer", lambda v: optimizer_from_hf(str(v))),
     "max_seq_length": ("seq_len", _int),
+    "max_seq_len": ("seq_len", _int),  # DeepSpeed-Chat, fms-hf-tuning (argparse prefix of max_seq_length)
     "max_length": ("seq_len", _int),
     "cutoff_len": ("seq_len", _int),
     "block_size": ("seq_len", _int),
@@ -97,6 +99,9 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "lora_dropout": ("lora_dropout", lambda v: float(v) if _is_number(v) else None),
     "lora_target_modules": ("lora_targets", _targets),  # TRL ModelConfig / PEFT
     "lora_target": ("lora_targets", _targets),  # LLaMA-Factory: "all" or "q_proj,v_proj"
+    # PEFT's LoraConfig fields, for scripts that parse it: HfArgumentParser((..., LoraConfig))
+    "r": ("lora_r", _int),
+    "target_modules": ("lora_targets", _targets),
     # TRL ModelConfig / Axolotl: 4-bit loading means NF4 there (their bnb_4bit_quant_type default)
     "load_in_4bit": ("quantization", lambda v: _flag(v, "nf4")),
     "load_in_8bit": ("quantization", lambda v: _flag(v, "int8")),

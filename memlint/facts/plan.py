@@ -118,10 +118,12 @@ class TrainingPlan:
 
 
 # Which document wins when two state the same fact. DeepSpeed's own keys decide what DeepSpeed
-# runs (the HF integration raises on a mismatch anyway); launchers decide the world size.
+# runs (the HF integration raises on a mismatch anyway); launchers decide the world size. A
+# DeepSpeed "optimizer" block makes DeepSpeed build its own optimizer: the Trainer's `optim` and
+# a script's optimizer class are then unused.
 _DEEPSPEED_OWNED = {
     "zero_stage", "offload_optimizer", "offload_params", "ds_bf16", "ds_fp16",
-    "reduce_bucket", "allgather_bucket", "prefetch_bucket", "max_live_parameters",
+    "reduce_bucket", "allgather_bucket", "prefetch_bucket", "max_live_parameters", "optimizer",
 }
 
 

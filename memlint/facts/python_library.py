@@ -110,6 +110,19 @@ DEEPSPEED_INITIALIZE = {"deepspeed.initialize"}
 ACCELERATORS = {"accelerate.Accelerator", "accelerate.accelerator.Accelerator"}
 DEEPSPEED_PLUGINS = {"accelerate.DeepSpeedPlugin", "accelerate.utils.DeepSpeedPlugin",
                      "accelerate.utils.dataclasses.DeepSpeedPlugin"}
+# PyTorch's own FSDP: the FSDP1 wrapper class, FSDP2's ``fully_shard`` and their precision/offload
+TORCH_FSDP_WRAPPERS = {"torch.distributed.fsdp.FullyShardedDataParallel",
+                       "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel"}
+TORCH_FULLY_SHARD = {"torch.distributed.fsdp.fully_shard", "torch.distributed._composable.fsdp.fully_shard",
+                     "torch.distributed._composable.fsdp.fully_shard.fully_shard"}
+TORCH_FSDP_PRECISION = {"torch.distributed.fsdp.MixedPrecision",
+                        "torch.distributed.fsdp.fully_sharded_data_parallel.MixedPrecision",
+                        "torch.distributed.fsdp.MixedPrecisionPolicy",
+                        "torch.distributed._composable.fsdp.MixedPrecisionPolicy"}
+TORCH_FSDP_CPU_OFFLOAD = {"torch.distributed.fsdp.CPUOffload",
+                          "torch.distributed.fsdp.fully_sharded_data_parallel.CPUOffload",
+                          "torch.distributed.fsdp.CPUOffloadPolicy",
+                          "torch.distributed._composable.fsdp.CPUOffloadPolicy"}
 FSDP_PLUGINS = {"accelerate.FullyShardedDataParallelPlugin", "accelerate.utils.FullyShardedDataParallelPlugin",
                 "accelerate.utils.dataclasses.FullyShardedDataParallelPlugin"}
 

@@ -92,6 +92,15 @@ def _precision(plan: TrainingPlan, arch: Architecture) -> tuple[Precision, Sourc
             )
     amp = mixed if (mixed is not None and mixed.value in ("bf16", "fp16")) else plan.get("autocast")
     amp_value = amp.value if amp is not None else None
+    if load_value in ("bf16", "fp16") and amp is mixed and amp_value and _fsdp_full_training(plan):
+        # Accelerate's FSDP with mixed precision upcasts trainable half-precision parameters to
+        # fp32 (accelerator.prepare_model, "FSDP upcast of low precision parameters"): the shards,
+        # their gradients and Adam states are fp32, compute runs in the mixed dtype.
+        policy = Precision.AMP_BF16 if amp_value == "bf16" else Precision.AMP_FP16
+        return policy, amp, (
+            f"FSDP with {amp_value} mixed precision: Accelerate upcasts the {load_value} weights to fp32 "
+            "(fp32 parameter shards, gradients and optimizer states)"
+        )
     if load_value in ("bf16", "fp16"):
         return (Precision.BF16 if load_value == "bf16" else Precision.FP16), load, assumption
     if amp_value == "bf16":
@@ -99,6 +108,15 @@ def _precision(plan: TrainingPlan, arch: Architecture) -> tuple[Precision, Sourc
     if amp_value == "fp16":
         return Precision.AMP_FP16, amp, None
     return Precision.FP32, load, assumption
+
+
+def _fsdp_full_training(plan: TrainingPlan) -> bool:
+    """FSDP (any sharding strategy, one process included) training every parameter: no adapter
+    keeps the base frozen, so Accelerate's upcast reaches all the weights."""
+    fsdp = plan.get("fsdp")
+    if fsdp is None or str(fsdp.value) not in ("full", "hybrid", "grad-op"):
+        return False
+    return plan.get("lora_r") is None and plan.get("quantization") is None
 
 
 def _optimizer(plan: TrainingPlan) -> tuple[Optimizer, Sourced | None, str | None]:
@@ -196,7 +214,12 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
         "micro_batch", batch_default,
         f"micro-batch not found: {batch_default}" + (" (TrainingArguments default)" if hf_like else ""),
     )
-    seq_len = number("seq_len", context.seq_len, f"sequence length not found: {context.seq_len} "
+    # a model never sees more tokens than it has positions (GPT-2's 1024: run_clm's block_size
+    # defaults to the tokenizer's model_max_length, capped there)
+    positions = arch.max_position_embeddings
+    seq_default = min(context.seq_len, positions) if positions and positions > 0 else context.seq_len
+    capped = f", the model's {positions} positions" if seq_default < context.seq_len else ""
+    seq_len = number("seq_len", seq_default, f"sequence length not found: {seq_default}{capped} "
                      "(set `seq-len` in [tool.memlint])")
     world = plan.get("world_size")
     prov["world_size"] = world

@@ -14,8 +14,13 @@ from memlint.facts.python_library import (
     DEEPSPEED_INITIALIZE,
     DEEPSPEED_PLUGINS,
     FSDP_PLUGINS,
+    TORCH_FSDP_CPU_OFFLOAD,
+    TORCH_FSDP_PRECISION,
+    TORCH_FSDP_WRAPPERS,
+    TORCH_FULLY_SHARD,
     lightning_strategy,
 )
+from memlint.facts.names import dtype_name
 from memlint.facts.python_values import Found, Mapping, Ref
 from memlint.facts.script_facts import ANCHOR_ENGINE, RANK_CONFIG, RANK_EXPLICIT, ScriptFacts, encode
 
@@ -51,6 +56,72 @@ def recognise(ctx: ScriptFacts, call: cst.Call, names: set[str], method: str | N
     strategies = {lightning_strategy(n) for n in names} - {None}
     if strategies:
         lightning_strategy_object(ctx, call, strategies.pop())
+    if names & TORCH_FSDP_WRAPPERS:
+        torch_fsdp(ctx, call)
+    if names & TORCH_FULLY_SHARD:
+        torch_fully_shard(ctx, call)
+    if names & TORCH_FSDP_PRECISION:
+        torch_fsdp_precision(ctx, call)
+    if names & TORCH_FSDP_CPU_OFFLOAD:
+        torch_fsdp_offload(ctx, call, policy=any(n.endswith("Policy") for n in names))
+
+
+def torch_fsdp(ctx: ScriptFacts, call: cst.Call) -> None:
+    """``FullyShardedDataParallel(model, sharding_strategy=ShardingStrategy.X, ...)``; FULL_SHARD
+    when no strategy is given (FSDP's default)."""
+    ctx.anchor(call.func, ANCHOR_ENGINE)
+    arguments = ctx.values.arguments(call, ("module", "process_group", "sharding_strategy"))
+    if "sharding_strategy" in arguments:
+        ctx.state_found("fsdp", ctx.values.evaluate(arguments.get("sharding_strategy")), _strategy,
+                        "FullyShardedDataParallel(sharding_strategy=...)", at=call, rank=RANK_EXPLICIT)
+    else:
+        ctx.state("fsdp", "full", call.func, "FullyShardedDataParallel(...) shards fully by default", at=call,
+                  rank=RANK_EXPLICIT)
+
+
+def torch_fully_shard(ctx: ScriptFacts, call: cst.Call) -> None:
+    """FSDP2 ``fully_shard(module)``: parameters resharded after forward (ZeRO-3-like) unless
+    ``reshard_after_forward=False`` (ZeRO-2-like)."""
+    arguments = ctx.values.arguments(call, ("module",))
+    reshard = arguments.get("reshard_after_forward")
+    found = ctx.values.evaluate(reshard) if reshard is not None else None
+    if found is not None and found.known and found.value is False:
+        ctx.state("fsdp", "grad-op", found.node or call.func, "fully_shard(reshard_after_forward=False)", at=call,
+                  rank=RANK_EXPLICIT)
+    else:
+        ctx.state("fsdp", "full", call.func, "fully_shard(...) reshards after forward by default", at=call,
+                  rank=RANK_EXPLICIT)
+
+
+def torch_fsdp_precision(ctx: ScriptFacts, call: cst.Call) -> None:
+    """FSDP's ``MixedPrecision(param_dtype=torch.bfloat16)`` (FSDP2: ``MixedPrecisionPolicy``):
+    fp32 sharded parameters, the gathered layer computed in the lower dtype -- mixed precision."""
+    found = ctx.values.evaluate(ctx.values.arguments(call, ("param_dtype",)).get("param_dtype"))
+    if found is None:
+        return
+    ctx.state_found("mixed", found, lambda v: _low_precision(v), "FSDP MixedPrecision(param_dtype=...)", at=call,
+                    binding="mixed", rank=RANK_CONFIG)
+
+
+def _low_precision(value: Any) -> str | None:
+    if isinstance(value, Ref):
+        value = value.qualname
+    name = dtype_name(str(value)) if value is not None else None
+    return name if name in ("bf16", "fp16") else None
+
+
+def torch_fsdp_offload(ctx: ScriptFacts, call: cst.Call, policy: bool) -> None:
+    """``CPUOffload(offload_params=True)``: parameters, gradients and the optimizer step live on
+    the CPU. FSDP2's ``CPUOffloadPolicy()`` offloads by being there."""
+    if policy:
+        node, note = call.func, "FSDP2 CPUOffloadPolicy()"
+    else:
+        found = ctx.values.evaluate(ctx.values.arguments(call, ("offload_params",)).get("offload_params"))
+        if found is None or not found.known or found.value is not True:
+            return
+        node, note = found.node or call.func, "FSDP CPUOffload(offload_params=True)"
+    ctx.state("offload_params", True, node, note, at=call, rank=RANK_CONFIG)
+    ctx.state("offload_optimizer", True, node, note, at=call, rank=RANK_CONFIG)
 
 
 def _strategy(value: Any) -> str | None:

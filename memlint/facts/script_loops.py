@@ -5,8 +5,11 @@ the ``outputs = model(**batch); outputs.loss.backward()`` pattern that keeps the
 from __future__ import annotations
 
 import re
+import sys
+
 import libcst as cst
 
+from memlint.facts.hf_args import FIELDS as HF_FIELDS
 from memlint.facts.hf_args import _int
 from memlint.facts.python_library import (
     AUTOCASTS,
@@ -82,6 +85,8 @@ def recognise(ctx: ScriptFacts, call: cst.Call, names: set[str], method: str | N
             forward(ctx, call)
         elif isinstance(call.func, cst.Name) and _is_tokenizer(ctx.values, call.func):
             tokenizer_call(ctx, call)
+        else:
+            data_helper_call(ctx, call)
         return
     receiver = call.func.value
     if method in _BACKWARD_METHODS:
@@ -190,6 +195,83 @@ def tokenizer_call(ctx: ScriptFacts, call: cst.Call) -> None:
         _length_candidate(ctx, ctx.values.evaluate(arguments.get("max_length")), call, "tokenizer(max_length=...)")
 
 
+# keywords a data helper takes its truncation length by, next to the tokenizer it is given
+_LENGTH_KEYWORDS = ("max_length", "max_seq_length", "max_seq_len", "seq_len", "seq_length", "block_size",
+                    "context_length", "cutoff_len")
+_NOT_TRAINING_DATA = frozenset({"generate", "generation", "sample", "samples", "sampling", "decode", "predict",
+                                "inference", "eval", "evaluate", "evaluation", "validate", "validation"})
+_DATA_WORDS = frozenset({"loader", "loaders", "dataloader", "data", "dataset", "datasets", "corpus", "batches",
+                         "packed", "pack", "tokenize", "tokenized", "encode", "collate", "split", "splits",
+                         "stream", "shards", "examples"})
+_BATCH_KEYWORDS = ("batch_size", "micro_batch_size", "per_device_batch_size")
+# libraries whose functions are not the project's data code
+_LIBRARY_ROOTS = frozenset({
+    "torch", "transformers", "datasets", "peft", "trl", "accelerate", "deepspeed", "bitsandbytes", "lightning",
+    "pytorch_lightning", "numpy", "pandas", "tokenizers", "evaluate", "sentencepiece", "jax", "flax",
+    "tensorflow", "sklearn", "wandb", "mlflow", "huggingface_hub", "safetensors", "vllm", "unsloth", "webdataset",
+}) | frozenset(sys.stdlib_module_names)
+
+
+def _project_code(values: Values, call: cst.Call) -> bool:
+    """A function of the project itself: imported from one of its own modules, or defined here."""
+    names = values.callee_names(call)
+    if names:
+        return all(name.split(".")[0] not in _LIBRARY_ROOTS for name in names)
+    if not isinstance(call.func, cst.Name):
+        return False
+    found = values.definitions(call.func)
+    return bool(found) and all(isinstance(d, cst.FunctionDef) for d in found)
+
+
+def data_helper_call(ctx: ScriptFacts, call: cst.Call) -> None:
+    """``load_corpus(tokenizer, max_length=args.seq_len)``, ``packed_loader(model_id,
+    seq_len=args.seq_len, batch_size=args.micro_batch)``: the script hands a length (and a batch
+    size) to its own data code, often in another module, which tokenizes and batches with them.
+    The function must be the project's and say it is data code -- by its name or by taking the
+    tokenizer -- so ``build_index(vectors, batch_size=64)`` is not read as training data."""
+    keywords = {arg.keyword.value: arg.value for arg in call.args if arg.keyword is not None}
+    length = next((keywords[k] for k in _LENGTH_KEYWORDS if k in keywords), None)
+    batch = next((keywords[k] for k in _BATCH_KEYWORDS if k in keywords), None)
+    if length is None and batch is None:
+        return
+    words = _words(ctx.parsed.python.code_of(call.func))
+    if words & _NOT_TRAINING_DATA or not _project_code(ctx.values, call):
+        return  # print_samples(model, tokenizer, max_length=64): generation, not the training batches
+    if not (words & _DATA_WORDS or any(_is_tokenizer(ctx.values, arg.value) for arg in call.args)):
+        return
+    if length is not None:
+        _length_candidate(ctx, ctx.values.evaluate(length), call, "length passed to the project's data code")
+    if batch is not None and _iterated(ctx, call):
+        ctx.pending.setdefault("dataloaders", []).append(("train", ctx.values.evaluate(batch), call))
+
+
+def _iterated(ctx: ScriptFacts, call: cst.Call) -> bool:
+    """Does a ``for`` loop iterate what the call returns (``for batch in enumerate(loader)``)?"""
+    parent = ctx.values.parent(call)
+    if isinstance(parent, cst.For):
+        return True
+    if not isinstance(parent, cst.Assign) or not isinstance(parent.targets[0].target, cst.Name):
+        return False
+    name = parent.targets[0].target.value
+    loops = ctx.pending.get("loop_iterables")
+    if loops is None:
+        loops = ctx.pending["loop_iterables"] = set().union(*(
+            _words(ctx.parsed.python.code_of(node.iter)) for node in _for_loops(ctx.parsed.python.module)
+        ))
+    return name.lower() in loops
+
+
+def _for_loops(module: cst.Module) -> list[cst.For]:
+    found: list[cst.For] = []
+
+    class Loops(cst.CSTVisitor):
+        def visit_For(self, node: cst.For) -> None:
+            found.append(node)
+
+    module.visit(Loops())
+    return found
+
+
 def _length_candidate(ctx: ScriptFacts, found: Found | None, call: cst.Call, note: str) -> None:
     if found is not None:
         ctx.pending.setdefault("lengths", []).append((found, call, note))
@@ -207,6 +289,42 @@ def finish_lengths(ctx: ScriptFacts) -> None:
     found, call, note = max(known, key=lambda entry: _int(entry[0].value))
     ctx.state("seq_len", _int(found.value), found.node, note + (f" ({found.note})" if found.note else ""),
               at=call, rank=RANK_LOOP)
+
+
+# argparse options that name the training sequence length: the TrainingArguments-style spellings
+# (max_seq_length, cutoff_len, block_size, model_max_length, max_seq_len, ...) and the plain ones
+LENGTH_OPTIONS = frozenset(
+    {key for key, (fact, _) in HF_FIELDS.items() if fact == "seq_len"}
+    | {"max_len", "seq_len", "seq_length", "sequence_length", "context_length"}
+)
+
+
+def finish_length_option(ctx: ScriptFacts) -> None:
+    """A script that tokenizes in code memlint cannot see (a data module in another file, a
+    framework's dataset builder) still declares the length on its command line:
+    ``parser.add_argument("--max_seq_len", type=int, default=512)``. When nothing else in the
+    file states a sequence length, such an option is the length, and a launcher's
+    ``--max_seq_len 2048`` overrides it."""
+    if ctx.facts.seq_len is not None or ctx.pending.get("lengths"):
+        return
+    options = ctx.values.options
+    best = None
+    for dest, declared in options.argparse_options().items():
+        if dest not in LENGTH_OPTIONS:
+            continue
+        found = options.argparse_value(dest)
+        if found is None:
+            continue
+        if found.options:
+            ctx.bind(found.options, "seq_len")
+        value = _int(found.value) if found.known else None
+        if value and found.node is not None and (best is None or value > best[0]):
+            best = (value, found, declared[0].call)
+    if best is not None:
+        value, found, call = best
+        ctx.state("seq_len", value, found.node,
+                  f"{found.note}: a sequence length by its name (the script hands it to code memlint does not read)",
+                  at=call, rank=RANK_LOOP)
 
 
 # ----------------------------------------------------------------- precision
@@ -327,5 +445,6 @@ def _nodes(function: cst.FunctionDef):
 def finish(ctx: ScriptFacts) -> None:
     finish_dataloaders(ctx)
     finish_lengths(ctx)
+    finish_length_option(ctx)
     finish_keep_logits(ctx)
 

@@ -71,8 +71,37 @@ def recognise(ctx: ScriptFacts, call: cst.Call, names: set[str], method: str | N
                    "Liger fused linear cross-entropy", at=call)
 
 
+_FROZEN_NAMES = ("teacher", "ref_model", "reference", "reward_model", "reward", "frozen", "judge")
+
+
+def _frozen_model(values, call: cst.Call) -> bool:
+    """A model loaded only to be run, not trained: a distillation teacher, a DPO reference or a
+    reward model -- ``from_pretrained(...).eval()`` / ``.requires_grad_(False)`` in the same
+    chain, or assigned to a name that says so (``teacher = ...``, ``ref_model = ...``)."""
+    node: cst.CSTNode = call
+    parent = values.parent(node)
+    while isinstance(parent, cst.Attribute) or (isinstance(parent, cst.Call) and parent.func is node):
+        if isinstance(parent, cst.Attribute):
+            method = parent.attr.value
+            call_node = values.parent(parent)
+            if method == "eval" or (method == "requires_grad_" and isinstance(call_node, cst.Call)
+                                    and call_node.args and values.evaluate(call_node.args[0].value) is not None
+                                    and values.evaluate(call_node.args[0].value).value is False):
+                return True
+        node, parent = parent, values.parent(parent)
+    if isinstance(parent, cst.Assign):
+        for target in parent.targets:
+            name = target.target.value if isinstance(target.target, cst.Name) else (
+                target.target.attr.value if isinstance(target.target, cst.Attribute) else "")
+            if any(word in name.lower() for word in _FROZEN_NAMES):
+                return True
+    return False
+
+
 def model_loader(ctx: ScriptFacts, call: cst.Call, names: set[str]) -> None:
     values = ctx.values
+    if _frozen_model(values, call):
+        return  # not the model being trained
     ctx.anchor(call.func, ANCHOR_MODEL)
     if any(n.endswith(".from_config") for n in names):
         arguments = values.arguments(call, ("config",))

@@ -14,6 +14,8 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
+from memlint.diagnostics import LINE_BREAK
+
 _SEPARATORS = {";", ";;", "&", "&&", "|", "||", "|&"}
 _REDIRECTIONS = {">", ">>", "<", "&>", "&>>", ">&", "<&", ">|", "<>", "<<<"}
 _MAX_JOINED_LINES = 50  # a quoted string may span lines; give up after this many
@@ -287,8 +289,5 @@ def assignment(word: Word) -> tuple[str, Word] | None:
 
 
 def line_starts(text: str) -> list[int]:
-    starts = [0]
-    for i, char in enumerate(text):
-        if char == "\n":
-            starts.append(i + 1)
-    return starts
+    """Where each line starts, lines broken where positions break them (a lone \r too)."""
+    return [0] + [match.end() for match in LINE_BREAK.finditer(text)]

@@ -38,8 +38,9 @@ def formatter(name: str) -> Formatter:
         "json": ("json_format", "format_json"),
         "sarif": ("sarif", "format_sarif"),
         "github": ("github", "format_github"),
+        "gitlab": ("gitlab", "format_gitlab"),
     }[name]
     return getattr(importlib.import_module(f"memlint.output.{module}"), function)
 
 
-FORMATS = ("text", "concise", "json", "sarif", "github")
+FORMATS = ("text", "concise", "json", "sarif", "github", "gitlab")

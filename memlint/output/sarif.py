@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from urllib.parse import quote
 
 from memlint import __version__
 from memlint.diagnostics import Diagnostic, Severity
@@ -26,6 +27,16 @@ def _rule_descriptor(rule) -> dict:
     }
 
 
+def _artifact_location(path: str, ctx) -> dict:
+    """A URI reference (RFC 3986, as SARIF requires): relative to the working directory and
+    percent-encoded (``run configs/zéro%.json`` -> ``run%20configs/z%C3%A9ro%25.json``), or a
+    ``file:`` URI for a file outside it."""
+    relative = ctx.relative(path)
+    if Path(relative).is_absolute():
+        return {"uri": Path(relative).as_uri()}
+    return {"uri": quote(relative, safe="/"), "uriBaseId": "%SRCROOT%"}
+
+
 def format_sarif(diagnostics: list[Diagnostic], ctx) -> str:
     rules = all_rules()
     used = sorted({d.code for d in diagnostics if d.code in rules})
@@ -45,7 +56,7 @@ def format_sarif(diagnostics: list[Diagnostic], ctx) -> str:
             "locations": [
                 {
                     "physicalLocation": {
-                        "artifactLocation": {"uri": ctx.relative(d.path), "uriBaseId": "%SRCROOT%"},
+                        "artifactLocation": _artifact_location(d.path, ctx),
                         "region": region,
                     }
                 }

@@ -2,19 +2,30 @@
 
 from __future__ import annotations
 
-from memlint.diagnostics import Diagnostic, Severity
+import re
+
+from memlint.diagnostics import Diagnostic, Severity, split_lines
+
+# Messages quote what files contain (a YAML key can hold a line break or a terminal escape):
+# shown escaped, so each finding stays one line and the terminal only prints text.
+_UNPRINTABLE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _one_line(text: str) -> str:
+    return _UNPRINTABLE.sub(lambda match: repr(match.group())[1:-1], text)
+
 
 _COLORS = {Severity.ERROR: "\033[31m", Severity.WARNING: "\033[33m", Severity.INFO: "\033[36m"}
 _RESET, _BOLD, _DIM = "\033[0m", "\033[1m", "\033[2m"
 
 
 def _header(d: Diagnostic, ctx) -> str:
-    location = f"{ctx.relative(d.path)}:{d.range.start.line}:{d.range.start.column + 1}"
+    location = f"{_one_line(ctx.relative(d.path))}:{d.range.start.line}:{d.range.start.column + 1}"
     code = d.code
     if ctx.color:
         location = f"{_BOLD}{location}{_RESET}"
         code = f"{_COLORS[d.severity]}{code}{_RESET}"
-    return f"{location}: {code} [{d.severity}] {d.message}"
+    return f"{location}: {code} [{d.severity}] {_one_line(d.message)}"
 
 
 def format_concise(diagnostics: list[Diagnostic], ctx) -> str:
@@ -28,7 +39,7 @@ def format_text(diagnostics: list[Diagnostic], ctx) -> str:
         out.append(_header(d, ctx))
         if d.path not in cache:
             text = ctx.read_text(d.path)
-            cache[d.path] = text.splitlines() if text else []
+            cache[d.path] = split_lines(text) if text else []
         lines = cache[d.path]
         line_no = d.range.start.line
         if 1 <= line_no <= len(lines):
@@ -41,7 +52,7 @@ def format_text(diagnostics: list[Diagnostic], ctx) -> str:
             caret = " " * len(gutter) + " " * start + "^" * width
             out.append(f"{_COLORS[d.severity]}{caret}{_RESET}" if ctx.color else caret)
         if d.fix is not None:
-            out.append(f"      = fix ({d.fix.applicability}): {d.fix.message}")
+            out.append(f"      = fix ({d.fix.applicability}): {_one_line(d.fix.message)}")
         out.append("")
     if diagnostics:
         errors = sum(d.severity == Severity.ERROR for d in diagnostics)

@@ -6,7 +6,7 @@ from typing import Iterator
 
 import libcst as cst
 
-from memlint.diagnostics import Edit, Fix, Range, Position, Related, Severity
+from memlint.diagnostics import Edit, Fix, Position, Range, Related, Severity, split_lines
 from memlint.rules._python_helpers import index_for
 from memlint.rules._python_helpers.index import ModuleIndex
 from memlint.rules._python_helpers.loops import Event, flow_events
@@ -130,7 +130,7 @@ for batch in loader:
         statement = index.statement_of(clip.node)
         if optimizer is not None and clip.depth == 0 and isinstance(statement, cst.SimpleStatementLine):
             line = py.range_of(statement).start.line
-            indent = py.text.splitlines()[line - 1][: py.range_of(statement).start.column]
+            indent = split_lines(py.text)[line - 1][: py.range_of(statement).start.column]
             at = Position(line, 0)
             fix = Fix(
                 f"call {scaler}.unscale_({optimizer}) before clipping",

@@ -7,7 +7,7 @@ from typing import Iterator
 
 import libcst as cst
 
-from memlint.diagnostics import Edit, Fix, Position, Range, Severity
+from memlint.diagnostics import Edit, Fix, Position, Range, Severity, split_lines
 from memlint.rules._python_helpers import index_for
 from memlint.rules._python_helpers.index import ModuleIndex
 from memlint.rules._python_helpers.syntax import dotted, positional
@@ -237,7 +237,7 @@ def _call_edits(ctx, call: cst.CSTNode, use: _Use) -> list[Edit] | None:
         return None
     py = ctx.python
     func_end = py.range_of(call.func).end
-    line_text = py.text.splitlines()[func_end.line - 1]
+    line_text = split_lines(py.text)[func_end.line - 1]
     paren = line_text.find("(", func_end.column)
     if paren < 0:
         return None

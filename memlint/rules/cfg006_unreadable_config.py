@@ -9,6 +9,7 @@ from memlint.context import RuleContext
 from memlint.diagnostics import Range, Severity
 from memlint.rules._config import CONFIG_KINDS
 from memlint.rules.base import Example, Finding, Rule
+from memlint.sources.conflicts import conflict_message
 from memlint.sources.structured import FATAL_KINDS
 
 
@@ -76,6 +77,15 @@ class UnreadableConfig(Rule):
             message="more than one YAML document",
             title="Two documents in one file",
         ),
+        Example(
+            "base_model: mistralai/Mistral-7B-v0.1\nadapter: qlora\nload_in_4bit: true\n"
+            "<<<<<<< HEAD\nsequence_len: 8192\nmicro_batch_size: 1\n=======\nsequence_len: 4096\n"
+            "micro_batch_size: 2\n>>>>>>> tune-batch\ngradient_checkpointing: true\n",
+            path="qlora.yml",
+            lines=(4,),
+            message="unresolved merge conflict (`<<<<<<< HEAD`)",
+            title="A merge conflict left in the config",
+        ),
     )
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
@@ -88,4 +98,8 @@ class UnreadableConfig(Rule):
             return
         for problem in ctx.structured.problems:
             if problem.kind in FATAL_KINDS:
-                yield Finding(problem.range, problem.message)
+                conflict = conflict_message(document.text) if problem.kind == "syntax" else None
+                if conflict is not None:
+                    yield Finding(conflict[0], conflict[1])
+                else:
+                    yield Finding(problem.range, problem.message)

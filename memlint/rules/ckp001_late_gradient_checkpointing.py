@@ -7,7 +7,7 @@ from typing import Iterator
 
 import libcst as cst
 
-from memlint.diagnostics import Edit, Fix, Position, Range, Related, Severity
+from memlint.diagnostics import Edit, Fix, Position, Range, Related, Severity, split_lines
 from memlint.rules._python_helpers import index_for
 from memlint.rules._python_helpers.index import ModuleIndex
 from memlint.rules._python_helpers.syntax import (
@@ -249,7 +249,7 @@ def _move_fix(ctx, index: ModuleIndex, late: _Late) -> Fix | None:
         and isinstance(receiver(late.enable), cst.Name)
     ):
         return None
-    lines = py.text.splitlines(keepends=True)
+    lines = split_lines(py.text, keepends=True)
     start = py.range_of(statement).start.line
     end = py.range_of(statement).end.line
     target = py.range_of(late.wrap_statement).start

@@ -6,6 +6,7 @@ from typing import Iterator
 
 from memlint.diagnostics import Severity
 from memlint.rules.base import Example, Finding, Rule
+from memlint.sources.conflicts import conflict_message
 
 
 class PythonSyntaxError(Rule):
@@ -32,9 +33,21 @@ class PythonSyntaxError(Rule):
             message="",
             title="A missing colon",
         ),
+        Example(
+            "import torch\n\n\ndef train_step(model, batch, optimizer):\n"
+            "<<<<<<< HEAD\n    loss = model(**batch).loss\n=======\n    loss = model(**batch).loss / 4\n"
+            ">>>>>>> grad-accum\n    loss.backward()\n    optimizer.step()\n",
+            lines=(5,),
+            message="unresolved merge conflict (`<<<<<<< HEAD`)",
+            title="A merge conflict left in the script",
+        ),
     )
 
     def check(self, ctx) -> Iterator[Finding]:
         error = ctx.parsed.syntax_error
         if error is not None and error.kind == "syntax":
-            yield Finding(range=error.range, message=f"cannot parse: {error.message}")
+            conflict = conflict_message(ctx.parsed.text)
+            if conflict is not None:
+                yield Finding(range=conflict[0], message=conflict[1])
+            else:
+                yield Finding(range=error.range, message=f"cannot parse: {error.message}")

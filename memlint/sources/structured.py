@@ -19,13 +19,15 @@ document (tabs, which are JSON whitespace, are read as spaces for that pass).
 
 from __future__ import annotations
 
+import bisect
 import json
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterator
 
 import yaml
 
-from memlint.diagnostics import Position, Range
+from memlint.diagnostics import LINE_BREAK, Position, Range, split_lines
 
 MAX_NODES = 200_000  # values after alias expansion; a real config has hundreds
 MAX_DEPTH = 64  # nesting levels; real configs use fewer than ten
@@ -102,7 +104,7 @@ class Structured:
 
     def source(self, where: Range) -> str:
         """The text of the file inside ``where``."""
-        lines = self.text.splitlines(keepends=True)
+        lines = split_lines(self.text, keepends=True)
         if not lines or where.start.line < 1 or where.end.line > len(lines):
             return ""
         if where.start.line == where.end.line:
@@ -136,6 +138,44 @@ def _position(mark: Any) -> Position:
 
 def _one_char(position: Position) -> Range:
     return Range(position, Position(position.line, position.column + 1))
+
+
+# YAML also breaks lines at NEL, LS and PS (and so count PyYAML's and libyaml's marks); editors,
+# libcst and the Language Server Protocol do not: positions are moved to editor lines at the end.
+_YAML_BREAK = re.compile("\r\n|\r|\n|\x85|\u2028|\u2029")
+_YAML_ONLY_BREAK = re.compile("[\x85\u2028\u2029]")
+
+
+def _yaml_position_at(text: str, offset: int) -> Position:
+    breaks = list(_YAML_BREAK.finditer(text[:offset]))
+    return Position(len(breaks) + 1, offset - (breaks[-1].end() if breaks else 0))
+
+
+class _EditorLines:
+    """Moves a position from YAML's lines to the editor's, through its character offset."""
+
+    def __init__(self, text: str) -> None:
+        self.yaml_starts = [0] + [m.end() for m in _YAML_BREAK.finditer(text)]
+        self.editor_starts = [0] + [m.end() for m in LINE_BREAK.finditer(text)]
+
+    def position(self, position: Position) -> Position:
+        if not 1 <= position.line <= len(self.yaml_starts):
+            return position
+        offset = self.yaml_starts[position.line - 1] + position.column
+        line = bisect.bisect_right(self.editor_starts, offset) - 1
+        return Position(line + 1, offset - self.editor_starts[line])
+
+    def range(self, where: Range) -> Range:
+        return Range(self.position(where.start), self.position(where.end))
+
+
+def _to_editor_lines(result: Structured, text: str) -> None:
+    if not _YAML_ONLY_BREAK.search(text):
+        return
+    lines = _EditorLines(text)
+    result.value_ranges = {path: lines.range(where) for path, where in result.value_ranges.items()}
+    result.key_ranges = {path: lines.range(where) for path, where in result.key_ranges.items()}
+    result.problems = [replace(p, range=lines.range(p.range)) for p in result.problems]
 
 
 class _Refused(Exception):
@@ -357,7 +397,9 @@ class _Composer:
         node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
         try:
             value = yaml.SafeLoader.yaml_constructors[tag](self.loader, node)
-        except (yaml.YAMLError, ValueError, OverflowError, TypeError):
+        except Exception:  # an explicit tag its constructor cannot read fails
+            # any way (`!!float ""`: IndexError, `!!bool x`: KeyError, `!!timestamp x`:
+            # AttributeError): keep the text as written
             return event.value
         return value.isoformat() if hasattr(value, "isoformat") else value
 
@@ -385,7 +427,7 @@ class _Composer:
             ))
 
     def _slice(self, where: Range) -> str:
-        lines = self.text.splitlines()
+        lines = split_lines(self.text)
         if where.start.line == where.end.line and 0 < where.start.line <= len(lines):
             return lines[where.start.line - 1][where.start.column:where.end.column]
         return f"<key at line {where.start.line}>"
@@ -421,15 +463,12 @@ _KEY_PATH = object()  # the path of a collection used as a mapping key (recorded
 def _yaml_problem(error: yaml.YAMLError, text: str) -> Problem:
     mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
     if mark is None and isinstance(error, yaml.reader.ReaderError):
-        before = text[: error.position]
-        line = before.count("\n") + 1
-        column = error.position - (before.rfind("\n") + 1)
         return Problem("syntax", f"invalid YAML: {error.reason} (character #x{error.character:04x})",
-                       _one_char(Position(line, column)))
+                       _one_char(_yaml_position_at(text, error.position)))
     if mark is None:
         return Problem("syntax", f"invalid YAML: {error}", Range.file_start())
     position = Position(mark.line + 1, mark.column)
-    lines = text.splitlines()
+    lines = _YAML_BREAK.split(text)
     line = lines[mark.line] if mark.line < len(lines) else ""
     indent = line[: len(line) - len(line.lstrip(" \t"))]
     if "\t" in indent or line[mark.column:mark.column + 1] == "\t":
@@ -443,17 +482,17 @@ def _yaml_problem(error: yaml.YAMLError, text: str) -> Problem:
 
 
 def _json_problem(error: json.JSONDecodeError, text: str) -> Problem:
-    position = Position(error.lineno, max(error.colno - 1, 0))
+    # json counts lines at \n only; a raw \r (inside a string, where JSON refuses it) breaks
+    # the line for editors too
+    position = Position.at_offset(text, error.pos)
     found = text[error.pos:error.pos + 2]
-    message = f"invalid JSON: {error.msg}"
+    message = f"invalid JSON: {error.msg.removesuffix(' at')}"  # "Invalid control character at"
     if found.startswith(("//", "/*")) or found[:1] == "#":
         message = "invalid JSON: comments are not JSON (the HF Trainer and Accelerate read configs with json.load)"
     elif found[:1] in "}]" and error.msg.startswith(("Expecting property name", "Expecting value")):
         comma = text[: error.pos].rstrip()
         if comma.endswith(","):
-            offset = len(comma) - 1
-            before = text[:offset]
-            position = Position(before.count("\n") + 1, offset - (before.rfind("\n") + 1))
+            position = Position.at_offset(text, len(comma) - 1)
             message = f"invalid JSON: trailing comma before `{found[:1]}`; remove it"
     return Problem("syntax", message, _one_char(position))
 
@@ -516,6 +555,7 @@ def _load_json(text: str) -> Structured:
 def _load_yaml(text: str) -> Structured:
     result = Structured(syntax="yaml", text=text)
     composer = _compose(text, result, keep_values=True)
+    _to_editor_lines(result, text)
     result.partial_keys = composer.top_level_keys()
     fatal = [p for p in result.problems if p.kind in ("syntax", "too-large")]
     if not fatal:
@@ -527,7 +567,10 @@ def load(text: str, syntax: str) -> Structured:
     """Load a JSON (``syntax="json"``) or YAML document, keeping positions. Never raises on
     bad input: defects are ``problems``."""
     try:
-        return _load_json(text) if syntax == "json" else _load_yaml(text)
+        result = _load_json(text) if syntax == "json" else _load_yaml(text)
     except (RecursionError, MemoryError):  # pragma: no cover - budgets stop these first
         return Structured(problems=[Problem("too-large", "document too large or deep to read", Range.file_start())],
                           syntax=syntax)
+    # a one-character range at the very end of the file would end past it
+    result.problems = [replace(p, range=p.range.within(text)) for p in result.problems]
+    return result

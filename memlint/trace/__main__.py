@@ -53,6 +53,7 @@ def _parser() -> argparse.ArgumentParser:
     one.add_argument("--sharding", choices=SHARDINGS, default=None,
                      help="default: fsdp-full when --world-size > 1, else none")
     one.add_argument("--steps", type=int, default=2)
+    one.add_argument("--grad-accum", type=int, default=1, help="micro-batches of the last step (default 1)")
     one.add_argument("--round-bytes", type=int, default=512, help="allocator rounding (1 = exact bytes)")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     return ap
@@ -93,7 +94,7 @@ def _case_from_args(args: argparse.Namespace) -> Case:
         "precision": args.precision, "optimizer": args.optimizer, "attn": args.attn, "grad_ckpt": args.grad_ckpt,
         "lora": _adapter(args.lora), "qlora": _adapter(args.qlora), "world_size": args.world_size,
         "sharding": args.sharding or ("fsdp-full" if args.world_size > 1 else "none"),
-        "steps": args.steps, "round_bytes": args.round_bytes,
+        "steps": args.steps, "grad_accum": args.grad_accum, "round_bytes": args.round_bytes,
     }
     return Case.from_dict(d)
 

@@ -75,6 +75,9 @@ class Case:
     # (logits) stays alive through backward (``out = model(...); out.loss.backward()``)
     keep_outputs: bool = False
     steps: int = 2
+    # micro-batches of the last step (gradient accumulation): from the second on, every forward
+    # and backward runs with the accumulated gradients alive (see memlint.trace.measure)
+    grad_accum: int = 1
     emulate_cuda_autocast: bool = True
     emulate_cuda_sdpa: bool = True
     round_bytes: int = 512
@@ -132,7 +135,7 @@ class Case:
             raise CaseError(f"{p}: attn {self.attn!r} {_did_you_mean(self.attn, ATTN_IMPLS)}")
         if self.sharding not in SHARDINGS:
             raise CaseError(f"{p}: sharding {self.sharding!r} {_did_you_mean(self.sharding, SHARDINGS)}")
-        for k in ("batch_size", "seq_len", "world_size", "steps"):
+        for k in ("batch_size", "seq_len", "world_size", "steps", "grad_accum"):
             v = getattr(self, k)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise CaseError(f"{p}: {k} must be a positive integer, got {v!r}")
@@ -193,6 +196,8 @@ def _auto_id(d: dict[str, Any]) -> str:
         parts.append(f"qlora{d['qlora'].get('r', 8)}")
     if d.get("world_size", 1) > 1:
         parts.append(f"fsdp{d['world_size']}")
+    if d.get("grad_accum", 1) > 1:
+        parts.append(f"ga{d['grad_accum']}")
     return "-".join(parts)
 
 

@@ -1,10 +1,13 @@
 """Run one case: build it on fake tensors and measure ``steps`` full training steps.
 
-The loop is what HF Trainer does for one micro-batch per step (no gradient accumulation):
-``loss = model(input_ids, labels=labels).loss`` (only the loss survives the forward),
-``loss.backward()``, ``optimizer.step()``, ``optimizer.zero_grad(set_to_none=True)``; with
-``amp-fp16`` through a ``GradScaler``. Two steps by default, because Adam-style states are
-created at the first ``step()`` and the second step is the steady state.
+The loop is what HF Trainer does per step: for each micro-batch
+``loss = model(input_ids, labels=labels).loss`` (only the loss survives the forward) and
+``loss.backward()`` (gradients accumulate in ``.grad``), then ``optimizer.step()``,
+``optimizer.zero_grad(set_to_none=True)``; with ``amp-fp16`` through a ``GradScaler``. Two
+steps by default, because Adam-style states are created at the first ``step()`` and the second
+step is the steady state. With gradient accumulation the last step runs ``grad_accum``
+micro-batches (from the second on, each runs with the accumulated gradients alive); the steps
+before it run one, as all they do is create the optimizer's states.
 """
 
 from __future__ import annotations
@@ -17,8 +20,15 @@ from typing import Any
 from memlint.trace.case import Case
 
 #: phases of one step, in order; the numbered names (forward1, backward1, optimizer1,
-#: zero_grad1, forward2, ...) are what ``peak_phase`` and ``phases`` report
+#: zero_grad1, forward2, ...) are what ``peak_phase`` and ``phases`` report. With gradient
+#: accumulation the micro-batches of a step are numbered too: forward1.1, backward1.1,
+#: forward1.2, backward1.2, optimizer1, ...
 PHASES = ("forward", "backward", "optimizer", "zero_grad")
+
+
+def phase_kind(name: str) -> str:
+    """``forward2.1`` -> ``forward``: the phase a numbered phase name belongs to."""
+    return name.rstrip("0123456789.")
 
 _KERNEL_WORDS = ("attention", "softmax", "flash", "efficient", "dropout", "cross_entropy", "nll_loss",
                  "gemm_4bit", "optimizer_update", "_fused_adam", "grouped_mm")
@@ -202,19 +212,28 @@ def _run_steps(case: Case, model: Any, opt: Any, scaler: Any, ids: Any, labels: 
         # re-enters autocast and must see the dtypes of the original forward
         with tracker, sdpa, rules:
             for step in range(1, case.steps + 1):
-                tracker.phase = f"forward{step}"
-                with autocast():
-                    out = model(input_ids=ids, labels=labels)
-                loss = out.loss
-                if not case.keep_outputs:
-                    del out
-                end_of(f"forward{step}")
-                tracker.phase = f"backward{step}"
-                (scaler.scale(loss) if scaler is not None else loss).backward()
-                del loss
-                if case.keep_outputs:
-                    del out
-                end_of(f"backward{step}")
+                # the steps before the last only create the optimizer's states: one micro-batch
+                # each is enough (a later micro-batch of theirs allocates no more than the last
+                # step's, which runs with those states alive)
+                micro_batches = case.grad_accum if step == case.steps else 1
+                for micro in range(1, micro_batches + 1):
+                    tag = f"{step}.{micro}" if case.grad_accum > 1 else str(step)
+                    tracker.phase = f"forward{tag}"
+                    with autocast():
+                        out = model(input_ids=ids, labels=labels)
+                    loss = out.loss
+                    if not case.keep_outputs:
+                        del out
+                    end_of(f"forward{tag}")
+                    tracker.phase = f"backward{tag}"
+                    (scaler.scale(loss) if scaler is not None else loss).backward()
+                    del loss
+                    if case.keep_outputs:
+                        del out
+                    end_of(f"backward{tag}")
+                    # the stock tracker refuses a second forward of the root module unless the
+                    # per-module statistics of the previous iteration are cleared
+                    tracker.reset_mod_stats()
                 tracker.phase = f"optimizer{step}"
                 if scaler is not None:
                     scaler.step(opt)
@@ -225,9 +244,6 @@ def _run_steps(case: Case, model: Any, opt: Any, scaler: Any, ids: Any, labels: 
                 tracker.phase = f"zero_grad{step}"
                 opt.zero_grad(set_to_none=True)
                 end_of(f"zero_grad{step}")
-                # the stock tracker refuses a second forward of the root module unless the
-                # per-module statistics of the previous iteration are cleared
-                tracker.reset_mod_stats()
     finally:
         for h in hooks:
             h.remove()

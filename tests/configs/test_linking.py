@@ -7,7 +7,7 @@ from pathlib import Path
 
 from memlint.diagnostics import Range
 from memlint.documents import document_from_text
-from memlint.estimate import Precision, Sharding
+from memlint.estimate import Optimizer, Precision, Sharding
 from memlint.facts.extract import extract
 from memlint.facts.plan import RunFacts, merge
 from memlint.facts.resolve import RunContext
@@ -80,6 +80,57 @@ def test_the_same_run_from_either_file(tmp_path):
     assert from_yaml.setup == from_json.setup
 
 
+TRAIN_WITH_DS_DEFAULT = """\
+import argparse
+
+from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+
+def parse_args():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--batch_size", type=int, default=8)
+    parser.add_argument("--deepspeed_config", default="ds_zero3.json")
+    return parser.parse_args()
+
+
+def main():
+    args = parse_args()
+    model = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-1.5B", torch_dtype="bfloat16")
+    training_args = TrainingArguments(
+        output_dir="out", per_device_train_batch_size=args.batch_size, bf16=True,
+        deepspeed=args.deepspeed_config,
+    )
+    Trainer(model=model, args=training_args, train_dataset=data).train()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_config_named_by_a_launched_script_is_checked_in_the_launchers_run(tmp_path):
+    """ds_zero3.json is named by train.py, which launch.sh starts on 8 GPUs with --batch_size 2:
+    checking the JSON alone must see 8 GPUs and micro-batch 2, not a one-GPU run of train.py."""
+    write_files(tmp_path, {
+        "train.py": TRAIN_WITH_DS_DEFAULT,
+        "ds_zero3.json": ZERO3_AUTO,
+        "launch.sh": "#!/usr/bin/env bash\ntorchrun --nproc_per_node 8 train.py --batch_size 2\n",
+    })
+    project = Project(Settings(root=tmp_path))
+    [from_json] = project.runs_for(tmp_path / "ds_zero3.json", RunContext())
+    [from_launcher] = project.runs_for(tmp_path / "launch.sh", RunContext())
+    assert from_json.setup.world_size == 8 and from_json.setup.micro_batch == 2
+    assert from_json.setup == from_launcher.setup
+    assert Path(from_json.plan.entry).name == "launch.sh"
+
+
+def test_a_config_named_by_a_script_nobody_launches_is_the_scripts_run(tmp_path):
+    write_files(tmp_path, {"train.py": TRAIN_WITH_DS_DEFAULT, "ds_zero3.json": ZERO3_AUTO})
+    [run] = Project(Settings(root=tmp_path)).runs_for(tmp_path / "ds_zero3.json", RunContext())
+    assert run.setup.world_size == 1 and run.setup.micro_batch == 8
+    assert Path(run.plan.entry).name == "train.py"
+
+
 def test_reference_relative_to_the_referencing_file(tmp_path):
     args = '{"output_dir": "out", "per_device_train_batch_size": 4, "bf16": true, "deepspeed": "zero2.json"}'
     zero2 = '{"zero_optimization": {"stage": 2}, "bf16": {"enabled": "auto"}, "train_micro_batch_size_per_gpu": "auto"}'
@@ -146,3 +197,77 @@ def test_accelerate_deepspeed_config_file_reference(lint):
             "distributed_type: DEEPSPEED\nmixed_precision: bf16\nnum_processes: 8\n")
     [diagnostic] = lint({"accelerate_configs/zero3.yaml": text}, "accelerate_configs/zero3.yaml")
     assert spans([diagnostic]) == [("CFG015", 3, 25, 3, 35)]
+
+
+MODULE_LAUNCHER = """\
+#!/bin/bash
+# SFT through the package's own entry point
+deepspeed --num_gpus 1 --module sftkit.cli.train_sft \\
+   --pretrain meta-llama/Meta-Llama-3-8B \\
+   --micro_train_batch_size 1 \\
+   --zero_stage 2 \\
+   --bf16
+"""
+
+MODULE_SCRIPT = """\
+import argparse
+
+import deepspeed
+from deepspeed.ops.adam import FusedAdam
+from transformers import AutoModelForCausalLM
+
+
+def train(args):
+    model = AutoModelForCausalLM.from_pretrained(args.pretrain)
+    optim = FusedAdam(model.parameters(), lr=1e-5)
+    config = {
+        "zero_optimization": {"stage": args.zero_stage},
+        "bf16": {"enabled": args.bf16},
+        "train_micro_batch_size_per_gpu": args.micro_train_batch_size,
+    }
+    engine, *_ = deepspeed.initialize(model=model, optimizer=optim, config=config)
+    return engine
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--pretrain", type=str, default=None)
+    parser.add_argument("--micro_train_batch_size", type=int, default=8)
+    parser.add_argument("--zero_stage", type=int, default=2)
+    parser.add_argument("--bf16", action="store_true", default=False)
+    train(parser.parse_args())
+"""
+
+
+def test_a_module_run_by_its_launcher_sees_the_launchers_options(tmp_path):
+    """``deepspeed --module pkg.cli.train_sft`` names no file, yet linting the module finds the
+    launcher that runs it: the module's memory finding (on its optimizer line) needs the model
+    and batch the launcher passes."""
+    write_files(tmp_path, {"run.sh": MODULE_LAUNCHER, "sftkit/cli/train_sft.py": MODULE_SCRIPT})
+    project = Project(Settings(root=tmp_path))
+    script = tmp_path / "sftkit/cli/train_sft.py"
+    assert project.referrers(script) == [tmp_path / "run.sh"]
+    [run] = project.runs_for(script, RunContext())
+    assert run.plan.get("model").value == "meta-llama/Meta-Llama-3-8B"
+    assert run.plan.get("model").origin.path.endswith("run.sh")
+    assert run.setup.micro_batch == 1 and run.setup.precision is Precision.MIXED_BF16
+
+
+
+def test_a_deepspeed_optimizer_block_replaces_the_trainers_optimizer(tmp_path):
+    """With an "optimizer" block DeepSpeed builds its own (fused) Adam; the Trainer's `optim`
+    is unused. Without one, the Trainer's torch AdamW is DeepSpeed's client optimizer."""
+    args = ('{"output_dir": "out", "model_name_or_path": "Qwen/Qwen2.5-7B", "optim": "adamw_torch", '
+            '"per_device_train_batch_size": 1, "bf16": true, "deepspeed": "zero2.json"}')
+    with_block = ('{"zero_optimization": {"stage": 2}, "bf16": {"enabled": "auto"}, '
+                  '"optimizer": {"type": "AdamW", "params": {"lr": "auto"}}}')
+    write_files(tmp_path, {"args.json": args, "zero2.json": with_block})
+    project = Project(Settings(root=tmp_path))
+    [run] = project.runs_for(tmp_path / "args.json", RunContext(world_size=8))
+    assert run.setup.optimizer is Optimizer.ADAMW_FUSED
+    assert run.plan.get("optimizer").origin.path.endswith("zero2.json")
+
+    write_files(tmp_path, {"zero2.json": '{"zero_optimization": {"stage": 2}, "bf16": {"enabled": "auto"}}'})
+    project = Project(Settings(root=tmp_path))
+    [run] = project.runs_for(tmp_path / "args.json", RunContext(world_size=8))
+    assert run.setup.optimizer is Optimizer.ADAMW

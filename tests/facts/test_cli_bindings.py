@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from facts_testing import dedent, one
+from facts_testing import dedent, one, span, where
 
 from memlint.facts.cli import facts_from_cli
 
@@ -92,3 +92,53 @@ def test_hf_fields_and_switches_from_the_launcher():
 
 def test_options_the_script_does_not_read_change_nothing():
     assert _apply(ARGPARSE, "python train.py --per_device_train_batch_size 64 --max_length 8192\n") == {}
+
+
+LENGTH_BY_NAME = dedent('''
+    import argparse
+
+    import deepspeed
+    from deepspeed.ops.adam import FusedAdam
+    from transformers import AutoModelForCausalLM
+
+    from utils.data import create_prompt_dataset  # tokenizes to max_seq_len, padding="max_length"
+
+
+    def parse_args():
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--model_name_or_path", type=str, required=True)
+        parser.add_argument("--per_device_train_batch_size", type=int, default=16)
+        parser.add_argument("--max_seq_len", type=int, default=512)
+        parser.add_argument("--max_prompt_seq_len", type=int, default=256)
+        return parser.parse_args()
+
+
+    def main():
+        args = parse_args()
+        train_data = create_prompt_dataset(args.data_path, args.max_seq_len)
+        model = AutoModelForCausalLM.from_pretrained(args.model_name_or_path)
+        optimizer = FusedAdam(model.parameters(), lr=1e-3)
+        engine, *_ = deepspeed.initialize(model=model, optimizer=optimizer,
+                                          config={"train_micro_batch_size_per_gpu": args.per_device_train_batch_size})
+''')
+
+
+def test_a_length_option_the_script_hands_on_is_the_sequence_length():
+    facts = one(LENGTH_BY_NAME)
+    assert facts.seq_len.value == 512
+    assert "--max_seq_len" in facts.seq_len.note
+    assert where(facts.seq_len) == span(LENGTH_BY_NAME, '"--max_seq_len", type=int, default=«512»')
+    # --max_prompt_seq_len is not one of the names a sequence length goes by
+    assert facts.cli_bindings["max_seq_len"] == ("seq_len",)
+    assert "max_prompt_seq_len" not in facts.cli_bindings
+    assert _apply(LENGTH_BY_NAME, "deepspeed --num_gpus 4 main.py --max_seq_len 2048\n") == {"seq_len": 2048}
+
+
+def test_a_length_the_script_states_wins_over_an_option_name():
+    src = LENGTH_BY_NAME.replace(
+        "train_data = create_prompt_dataset(args.data_path, args.max_seq_len)",
+        "train_data = tokenizer(texts, max_length=1024, truncation=True, padding=\"max_length\")",
+    )
+    facts = one(src)
+    assert facts.seq_len.value == 1024 and "tokenizer(max_length" in facts.seq_len.note
+    assert "max_seq_len" not in facts.cli_bindings

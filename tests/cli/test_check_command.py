@@ -1,0 +1,127 @@
+"""``memlint check`` as pre-commit and CI run it: which files it reads, which settings win,
+how findings are silenced, and what it exits with."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cli_testing import memlint, write
+from cli_project import DS_CONFIG, FILES, LOOP
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return write(tmp_path, FILES)
+
+
+def codes(result) -> list[tuple[str, str]]:
+    return sorted((Path(f["filename"]).as_posix(), f["code"]) for f in result.json())
+
+
+# ------------------------------------------------------------------ exit codes
+
+
+def test_exit_codes_clean_findings_and_usage_errors(project):
+    assert memlint(project, "check", "train.py", "launch.sh", "ds_config.json").code == 0
+    assert memlint(project, "check").code == 1
+    assert memlint(project, "check", "--exit-zero").code == 0
+    assert memlint(project, "check", "--fail-on", "error").code == 0  # ACC001 and AMP001 are warnings
+    unknown_gpu = memlint(project, "check", "--gpu", "a100-81gb")
+    assert unknown_gpu.code == 2 and "a100-81gb" in unknown_gpu.err
+    missing = memlint(project, "check", "no_such_script.py")
+    assert missing.code == 2 and "no_such_script.py" in missing.err
+
+
+def test_an_empty_file_list_exits_zero(tmp_path):
+    write(tmp_path, {"README.md": "# notes\n", "docs/index.md": "nothing to lint\n"})
+    result = memlint(tmp_path, "check", "--output-format", "json")
+    assert result.code == 0 and result.json() == []
+
+
+def test_a_broken_settings_file_is_a_usage_error(project):
+    (project / "memlint.toml").write_text('gpu = "a100-80gb"\nselect = "MEM001"\nseq-len = -4\n')
+    result = memlint(project, "check")
+    assert result.code == 2 and "memlint.toml" in result.err
+
+
+# ------------------------------------------------------------------ settings
+
+
+def test_select_and_ignore_from_pyproject_and_the_command_line(project):
+    (project / "memlint.toml").unlink()
+    (project / "pyproject.toml").write_text(
+        '[project]\nname = "finetune"\n\n[tool.memlint]\ngpu = "a100-80gb"\nignore = ["AMP"]\n'
+    )
+    assert codes(memlint(project, "check", "--output-format", "json")) == [("loop.py", "ACC001")]
+    # the command line wins over the file
+    assert codes(memlint(project, "check", "--output-format", "json", "--select", "AMP001")) == [
+        ("loop.py", "AMP001")]
+    assert codes(memlint(project, "check", "--output-format", "json", "--ignore", "ACC")) == []
+
+
+def test_per_file_ignores_silence_json_which_has_no_comments(project):
+    write(project, {"ds_config.json": DS_CONFIG.replace('"bf16"', '"gradient_clipp1ng": 1.0,\n      "bf16"')})
+    found = codes(memlint(project, "check", "--output-format", "json", "ds_config.json"))
+    assert found == [("ds_config.json", "CFG001")]
+    (project / "memlint.toml").write_text(
+        'gpu = "a100-80gb"\n\n[per-file-ignores]\n"ds_*.json" = ["CFG001"]\n'
+    )
+    assert codes(memlint(project, "check", "--output-format", "json", "ds_config.json")) == []
+
+
+def test_severity_overrides_change_the_exit_code(project):
+    (project / "memlint.toml").write_text(
+        'gpu = "a100-80gb"\nfail-on = "error"\n\n[severity]\nACC001 = "error"\n'
+    )
+    result = memlint(project, "check", "--output-format", "json")
+    assert result.code == 1
+    assert {f["code"]: f["severity"] for f in result.json()} == {"ACC001": "error", "AMP001": "warning"}
+
+
+def test_suppression_comments_in_python_and_yaml(project):
+    write(project, {"loop.py": LOOP.replace("loss.backward()", "loss.backward()  # memlint: ignore[AMP001]")})
+    write(project, {"axolotl.yml": '''
+        base_model: mistralai/Mistral-7B-v0.1
+        sequence_len: 4096
+        micro_batch_size: 1
+        learning_rate: 0.0002
+        adapter: qlora
+        load_in_4bit: true
+        gradient_checkpointing: true
+        sequence_length: 4096  # memlint: ignore[CFG001]
+        datasets:
+          - path: tatsu-lab/alpaca
+            type: alpaca
+    '''})
+    found = codes(memlint(project, "check", "--output-format", "json", "loop.py", "axolotl.yml"))
+    assert found == [("loop.py", "ACC001")]
+
+
+# ------------------------------------------------------------------ which files
+
+
+def test_gitignored_and_excluded_files_are_not_linted(project):
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
+    write(project, {".gitignore": "outputs/\n", "outputs/checkpoint-500/loop.py": LOOP, "vendor/loop.py": LOOP})
+    found = {path for path, _ in codes(memlint(project, "check", "--output-format", "json"))}
+    assert found == {"loop.py", "vendor/loop.py"}
+    (project / "memlint.toml").write_text('gpu = "a100-80gb"\nextend-exclude = ["vendor/"]\n')
+    found = {path for path, _ in codes(memlint(project, "check", "--output-format", "json"))}
+    assert found == {"loop.py"}
+    # pre-commit names files explicitly; --force-exclude still applies the excludes to them
+    named = memlint(project, "check", "--output-format", "json", "--force-exclude", "vendor/loop.py", "loop.py")
+    assert {path for path, _ in codes(named)} == {"loop.py"}
+
+
+def test_a_config_edited_alone_rechecks_the_run_that_uses_it(project):
+    """Pre-commit passes only the changed file: ZeRO-0 in ds_config.json makes the launched run
+    of train.py (8 GPUs, micro-batch 4) run out of memory, and the finding names the JSON."""
+    write(project, {"ds_config.json": DS_CONFIG.replace('"stage": 2', '"stage": 0')})
+    result = memlint(project, "check", "--output-format", "json", "ds_config.json")
+    assert result.code == 1
+    (finding,) = result.json()
+    assert finding["code"] == "MEM001" and finding["filename"] == "ds_config.json"
+    assert "ZeRO stage 2" in finding["message"]
