@@ -14,7 +14,8 @@ one run and on the same tree:
 Every tool gets the same cores (``--jobs``, default all this process may use). A tool that is
 not found (``--ruff PATH`` etc., else on PATH) is skipped with a message; nothing is installed.
 Each figure is the best of ``--repeat`` runs (default 3), which is the least disturbed by other
-load on a shared machine; the load average is printed before and after.
+load on a shared machine (a run over a minute is not repeated); the load average is printed
+before and after.
 
     python bench/check_speed.py /tmp/bench-tree --projects 400 --other 3000
 """
@@ -62,12 +63,17 @@ def timed(command: list[str], env: dict[str, str] | None = None, cwd: Path | Non
     return elapsed
 
 
+SLOW_S = 60.0  # a run this long is not repeated: its noise is small beside it
+
+
 def best(repeat: int, run, before=None) -> float:
-    times = []
+    times: list[float] = []
     for _ in range(repeat):
         if before is not None:
             before()
         times.append(run())
+        if times[-1] > SLOW_S:
+            break
     return min(times)
 
 
@@ -137,13 +143,20 @@ def main() -> int:
     print(f"best of {args.repeat}; load average before: {load()}")
     print()
 
-    results: dict[str, float] = {}
+    class Results(dict):
+        """Printed as measured (a slow tool does not hide the figures before it)."""
+
+        def __setitem__(self, name: str, seconds: float) -> None:
+            super().__setitem__(name, seconds)
+            print(f"  {name}: {seconds:.2f} s", flush=True)
+
+    results: dict[str, float] = Results()
 
     def clear_memlint_cache() -> None:
         shutil.rmtree(memlint_cache, ignore_errors=True)
 
     mem_version = version([args.python, "-m", "memlint", "--version"])
-    print(f"memlint {mem_version}")
+    print(mem_version)
     with_cache = memlint + ["--cache-dir", str(memlint_cache)]
     results["memlint cold"] = best(args.repeat, lambda: timed(with_cache + [str(tree)], env), clear_memlint_cache)
     timed(with_cache + [str(tree)], env)  # a full cache, then warm runs
@@ -193,7 +206,7 @@ def main() -> int:
         fixit_env = dict(os.environ)
         results["fixit"] = best(args.repeat, lambda: timed([tools["fixit"], "lint", str(tree)], fixit_env, ok=(0, 1)),)
     print()
-
+    print(f"summary (best of {args.repeat}):")
     width = max(len(k) for k in results)
     for name, seconds in results.items():
         print(f"{name:<{width}}  {seconds:8.2f} s")
