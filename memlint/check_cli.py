@@ -33,6 +33,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="apply excludes to files named on the command line too (for pre-commit)")
     p.add_argument("--config", type=Path, help="a memlint.toml or pyproject.toml to use instead of discovery")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the result cache")
+    p.add_argument("--cache-dir", type=Path, metavar="DIR",
+                   help="where the result cache lives (default: $MEMLINT_CACHE_DIR, else .memlint_cache in the project root)")
+    p.add_argument("-j", "--jobs", type=int, metavar="N",
+                   help="worker processes (default: every core; small inputs run in one process)")
     p.add_argument("--output-file", type=Path, help="write the report to this file instead of stdout")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
 
@@ -103,21 +107,26 @@ def run(args: argparse.Namespace) -> int:
 
     if args.unsafe_fixes and not args.fix:
         raise UsageError("--unsafe-fixes needs --fix")
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError("--jobs must be 1 or more")
     settings = settings_for(args)
     paths = args.paths or [Path.cwd()]
     for path in paths:
         if not path.exists() and not path.is_symlink():
             raise UsageError(f"{path}: no such file or directory")
+    cache_dir = args.cache_dir or (Path(os.environ["MEMLINT_CACHE_DIR"]) if os.environ.get("MEMLINT_CACHE_DIR") else None)
     overrides = None if args.config is not None else (lambda found: apply_flags(found, args))
     try:
-        result = lint(paths, settings, force_exclude=args.force_exclude, overrides=overrides)
+        result = lint(paths, settings, force_exclude=args.force_exclude, overrides=overrides, jobs=args.jobs,
+                      cache_dir=cache_dir)
     except SettingsError as error:
         raise UsageError(str(error)) from None
     diagnostics = result.diagnostics
     if args.fix:
         from memlint.fixer import fix_files
 
-        diagnostics = fix_files(result, settings, paths, args.force_exclude, args.unsafe_fixes, overrides)
+        diagnostics = fix_files(result, settings, paths, args.force_exclude, args.unsafe_fixes, overrides, args.jobs,
+                                cache_dir)
     color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty() and not args.output_file
                                        and "NO_COLOR" not in os.environ)
     ctx = FormatContext(Path.cwd(), _read, color=color and args.format in ("text", "concise"))

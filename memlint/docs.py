@@ -13,9 +13,23 @@ import argparse
 import re
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
-from memlint.rules.base import Example, Rule, all_rules, section
+if TYPE_CHECKING:  # the rules (and libcst) load when a page is rendered, not with the CLI's parser
+    from memlint.rules.base import Example, Rule
+
+
+def all_rules() -> "dict[str, type[Rule]]":
+    from memlint.rules.base import all_rules as registered
+
+    return registered()
+
+
+def section(doc: str, title: str) -> str:
+    from memlint.rules.base import section as find
+
+    return find(doc, title)
+
 
 RULES_DIR = Path(__file__).resolve().parent.parent / "rules"
 INDEX = "README.md"

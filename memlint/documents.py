@@ -14,6 +14,8 @@ import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
+from memlint import reads
+
 MAX_FILE_BYTES = 4 * 1024 * 1024  # training scripts and configs are far smaller
 
 PYTHON_SUFFIXES = (".py", ".pyi")
@@ -68,8 +70,15 @@ def decode(data: bytes, path: str) -> tuple[str, str | None]:
 
 
 def read_document(path: str | os.PathLike, max_bytes: int = MAX_FILE_BYTES) -> Document:
-    """Read a file without following it into devices, FIFOs or unbounded data."""
-    name = str(path)
+    """Read a file without following it into devices, FIFOs or unbounded data. While a lint
+    result is being recorded (``memlint.reads``), the read counts as one of its inputs."""
+    document = _read(str(path), max_bytes)
+    if reads.active():
+        reads.document(os.path.abspath(document.path), reads.digest(document.text, document.problem))
+    return document
+
+
+def _read(name: str, max_bytes: int) -> Document:
     syntax = syntax_of(name)
     try:
         info = os.stat(name)  # follows a symlink once; loops raise OSError (ELOOP)

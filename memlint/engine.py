@@ -5,37 +5,33 @@ call it; it never imports either of them.
 from __future__ import annotations
 
 import functools
+import os
 import sys
 import traceback
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from memlint import suppress
-from memlint.catalog.gpus import UnknownGpu, lookup_gpu
+from memlint.batch import LintResult
 from memlint.collector import collector_paused
-from memlint.context import RuleContext
 from memlint.diagnostics import Diagnostic, Severity
-from memlint.estimate import Capacity, capacity_for
-from memlint.facts.resolve import RunContext
-from memlint.project import Project
-from memlint.rules.base import Finding, Rule, all_rules
+from memlint.project import RUN_KINDS, Project
 from memlint.settings import Settings
-from memlint.units import GiB
 from memlint.walk import iter_files
 
-# kinds whose documents can take part in a training run
-RUN_KINDS = ("python", "deepspeed", "hf-args", "accelerate", "axolotl", "llamafactory", "shell")
+if TYPE_CHECKING:  # the rules, the estimator and libcst load with the first file linted, so
+    # that a run whose results all come from the cache never imports them
+    from memlint.estimate import Capacity
+    from memlint.facts.resolve import RunContext
+    from memlint.rules.base import Finding, Rule
 
-
-@dataclass
-class LintResult:
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    files: list[str] = field(default_factory=list)
-    internal_errors: list[str] = field(default_factory=list)
+__all__ = ["LintResult", "Linter", "RUN_KINDS", "capacity_of", "expand", "lint", "run_context"]
 
 
 def run_context(settings: Settings) -> RunContext:
+    from memlint.facts.resolve import RunContext
+
     return RunContext(
         gpu=settings.gpu,
         world_size=settings.gpus,
@@ -46,6 +42,10 @@ def run_context(settings: Settings) -> RunContext:
 
 
 def capacity_of(settings: Settings, gpu: str | None = None) -> Capacity | None:
+    from memlint.catalog.gpus import UnknownGpu, lookup_gpu
+    from memlint.estimate import capacity_for
+    from memlint.units import GiB
+
     name = gpu or settings.gpu
     if not name:
         return None
@@ -60,6 +60,8 @@ class Linter:
     """Lints documents of one project; keeps parsed documents cached between calls."""
 
     def __init__(self, settings: Settings, project: Project | None = None) -> None:
+        from memlint.rules.base import all_rules
+
         self.settings = settings
         self.project = project or Project(settings)
         self.rules: list[Rule] = [cls() for code, cls in all_rules().items() if settings.enabled(code)]
@@ -70,6 +72,8 @@ class Linter:
             return self._lint_path(path)
 
     def _lint_path(self, path: str | Path) -> list[Diagnostic]:
+        from memlint.context import RuleContext
+
         parsed = self.project.parsed(path)
         capacity = capacity_of(self.settings)
         runs = []
@@ -89,7 +93,7 @@ class Linter:
                     findings.append((rule, finding))
             except Exception as error:  # a rule's bug must not take the run down
                 self._internal(f"rule {rule.code} on {path}: {type(error).__name__}: {error}")
-                if "MEMLINT_DEBUG" in __import__("os").environ:
+                if "MEMLINT_DEBUG" in os.environ:
                     traceback.print_exc()
         return self._diagnostics(parsed.path, parsed.document.syntax, parsed.text, findings)
 
@@ -132,29 +136,7 @@ def expand(paths: Iterable[Path], settings: Settings, project: Project, force_ex
     """The files to lint: those named or found under directories, plus the documents linked
     with them both ways (a changed ds_config.json re-checks the scripts that use it)."""
     files = list(dict.fromkeys(iter_files(paths, settings, explicit_too=not force_exclude)))
-    keys = {project.key(f) for f in files}
-    extra: list[Path] = []
-    for path in files:
-        parsed = project.parsed(path)
-        if parsed.kind not in RUN_KINDS:
-            continue
-        neighbours: list[Path] = []
-        try:
-            neighbours += project.referrers(path)
-            for facts in project.facts(path):
-                refs = [r.value for r in facts.references] + ([facts.launches.value] if facts.launches else [])
-                for ref in refs:
-                    target = project.resolve_reference(str(ref), path)
-                    if target is not None and project.settings.root in target.resolve().parents:
-                        neighbours.append(target)
-        except (OSError, RecursionError):
-            continue
-        for other in neighbours:
-            key = project.key(other)
-            if key not in keys and not settings.is_excluded(other):
-                keys.add(key)
-                extra.append(other)
-    return files + extra
+    return files + project.linked_with(files, settings)
 
 
 def lint(
@@ -162,40 +144,23 @@ def lint(
     settings: Settings,
     force_exclude: bool = False,
     overrides: Callable[[Settings], Settings] | None = None,
+    jobs: int | None = None,
+    cache_dir: Path | None = None,
 ) -> LintResult:
     """Lint files and directories.
 
     With ``overrides`` (the command line's flags), every file is linted with the settings
     discovered for its own directory — the nearest ``memlint.toml`` / ``[tool.memlint]`` wins,
     as in ruff — with the overrides applied on top; without it, ``settings`` applies to all.
+    Results of unchanged files come from the result cache unless the settings turn it off
+    (``cache = false``, ``--no-cache``; ``cache_dir`` instead of ``.memlint_cache`` in the
+    project root); the rest is linted on ``jobs`` processes (default:
+    every core this process may use; small inputs are linted in this process).
     """
-    paths = list(paths)
-    linters: dict[Path, Linter] = {}
+    from memlint.batch import check
 
-    def linter_for(path: Path) -> Linter:
-        if overrides is None:
-            key = settings.root
-            if key not in linters:
-                linters[key] = Linter(settings)
-            return linters[key]
-        # absolute: the cache outlives the working directory (tests, editors, API callers)
-        found = overrides(discover_cached((path if path.is_dir() else path.parent).absolute()))
-        if found.root not in linters:
-            linters[found.root] = Linter(found)
-        return linters[found.root]
-
-    first = linter_for(Path(paths[0]) if paths else Path.cwd())
-    files = expand(paths, first.settings, first.project, force_exclude)
-    result = LintResult()
-    for path in files:
-        linter = linter_for(Path(path))
-        if linter.settings.is_excluded(Path(path)) and force_exclude:
-            continue
-        result.files.append(str(path))
-        result.diagnostics.extend(linter.lint_path(path))
-    for linter in linters.values():
-        result.internal_errors.extend(linter.internal_errors)
-    return result
+    return check(list(paths), settings, force_exclude=force_exclude, overrides=overrides, jobs=jobs,
+                 cache_dir=cache_dir)
 
 
 @functools.lru_cache(maxsize=1024)

@@ -49,7 +49,7 @@ def _still_parses(path: str, text: str) -> bool:
 
 def fix_files(
     result: LintResult, settings: Settings, paths: list[Path], force_exclude: bool, unsafe: bool,
-    overrides=None,
+    overrides=None, jobs: int | None = None, cache_dir: Path | None = None,
 ) -> list[Diagnostic]:
     """Apply fixes until the files stop changing; return the diagnostics that remain."""
     diagnostics = result.diagnostics
@@ -81,5 +81,6 @@ def fix_files(
             changed = True
         if not changed:
             break
-        diagnostics = lint(paths, settings, force_exclude=force_exclude, overrides=overrides).diagnostics
+        diagnostics = lint(paths, settings, force_exclude=force_exclude, overrides=overrides, jobs=jobs,
+                           cache_dir=cache_dir).diagnostics
     return diagnostics

@@ -7,24 +7,31 @@ changed, the scripts that use it are found (by scanning the project for its file
 confirming the reference) and checked again.
 
 Parsed documents and their facts are cached by path and content, so the language server
-re-parses only what changed.
+re-parses only what changed. ``memlint check`` opens a project as a *snapshot* (the files do not
+change while it runs: each is read once) and may seed it with :class:`DocumentRecord` s — what
+other documents need to know about a file (its kind, the files it names, its facts) — computed
+by another process or taken from the result cache, so that linking never parses a file twice.
+Every read of another document is reported to :mod:`memlint.reads`, which is how a cached
+result knows when it is stale.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from memlint import reads
 from memlint.documents import LINTED_SUFFIXES, Document, document_from_text, read_document
-from memlint.facts.extract import extract
-from memlint.facts.plan import RunFacts, TrainingPlan, merge
-from memlint.facts.resolve import ResolvedRun, RunContext, resolve
-from memlint.parsed import ParsedDocument, parse_document
 from memlint.settings import Settings
 from memlint.walk import iter_files
+
+if TYPE_CHECKING:
+    from memlint.facts.plan import RunFacts, TrainingPlan
+    from memlint.facts.resolve import ResolvedRun, RunContext
+    from memlint.parsed import ParsedDocument
 
 MAX_LINK_DEPTH = 3
 MAX_SCAN_BYTES = 4 * 1024 * 1024
@@ -35,28 +42,74 @@ _MODULE_FLAG = re.compile(r"(?<![\w-])(?:-m|--module)(?![\w-])")
 _MODULE_WORD = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 _WORDS_AFTER_MODULE_FLAG = 6  # launcher options may come between the flag and the module
 ENTRY_KINDS = ("python", "axolotl", "llamafactory", "hf-args", "shell")
+# kinds whose documents can take part in a training run
+RUN_KINDS = ("python", "deepspeed", "hf-args", "accelerate", "axolotl", "llamafactory", "shell")
+
+
+@dataclass
+class DocumentRecord:
+    """What linking needs to know about a document without its tree. ``None`` = not known
+    yet (``kind`` and ``links`` need a parse, ``mentions`` only the text)."""
+
+    digest: str
+    kind: str | None = None
+    links: tuple[str, ...] | None = None  # paths as written: references, then the launched script
+    mentions: tuple[str, ...] | None = None  # file names the text mentions (the referrer index)
+    facts: "list[RunFacts] | None" = None  # passed between processes, never stored on disk
 
 
 @dataclass
 class _Cached:
     digest: str
-    parsed: ParsedDocument
-    facts: list[RunFacts]
+    parsed: "ParsedDocument"
+    facts: "list[RunFacts]"
 
 
-def _digest(text: str, problem: str | None) -> str:
-    return hashlib.blake2b((problem or "").encode() + text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+def mentioned_names(path: str, text: str) -> tuple[str, ...]:
+    """The file names a document's text may link, for the referrer index: ``ds_config.json``,
+    ``configs/train.py`` (as ``train.py``), and the modules it runs (``deepspeed --module
+    openrlhf.cli.train_sft`` names ``train_sft.py``). A prefilter only: a referrer is confirmed
+    by its facts. Python that is not training code has no facts, so it references nothing: it
+    is not even scanned."""
+    if path.endswith((".py", ".pyi")):
+        from memlint.parsed import is_training_code
+
+        if not is_training_code(text):
+            return ()
+    names = {name.rsplit("/", 1)[-1] for name in _FILE_NAME.findall(text)}
+    for match in _MODULE_FLAG.finditer(text):
+        line = text[match.end():match.end() + 400].replace("\\\n", " ").split("\n", 1)[0]
+        for word in line.split()[:_WORDS_AFTER_MODULE_FLAG]:
+            if _MODULE_WORD.fullmatch(word):
+                names.add(word.rsplit(".", 1)[-1] + ".py")
+    return tuple(sorted(names))
+
+
+def links_of(facts: "list[RunFacts]") -> tuple[str, ...]:
+    """The paths a document's facts name: configs it references, the script it launches."""
+    out: list[str] = []
+    for item in facts:
+        out.extend(str(r.value) for r in item.references)
+        if item.launches is not None:
+            out.append(str(item.launches.value))
+    return tuple(out)
 
 
 class Project:
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, snapshot: bool = False) -> None:
         self.settings = settings
         self.root = settings.root.resolve()
+        # a snapshot's files do not change while it lives (one `memlint check`): each is read once
+        self.snapshot = snapshot
         self._cache: dict[str, _Cached] = {}
         self._overlays: dict[str, str] = {}  # unsaved editor buffers, by absolute path
         self._candidates: list[Path] | None = None
         self._mentions: dict[str, list[Path]] | None = None  # file name -> files naming it
+        self._referrers: dict[str, dict[str, list[Path]]] = {}  # file name -> target key -> referrers
         self._keys: dict[str, str] = {}
+        self._records: dict[str, DocumentRecord] = {}  # seeded: known without parsing
+        self._files: frozenset[str] | None = None  # absolute paths known to be regular files
+        self._names: dict[str, str] = {}  # key -> the path a file was walked as
 
     # ----------------------------------------------------------------- documents
 
@@ -72,6 +125,22 @@ class Project:
             self._keys[text] = found
         return found
 
+    def seed(self, path: str | Path, record: DocumentRecord) -> None:
+        """Know a document's record without reading it (a snapshot only)."""
+        self._records[self.key(path)] = record
+
+    def seed_files(self, names: dict[str, str], candidates: list[Path] | None = None) -> None:
+        """A walk of a tree without symlinks: ``names`` maps each file's absolute path (its
+        key, and a regular file) to the path it was walked as, which is the name it is parsed
+        under whoever asks for it first; ``candidates`` is the walk of the project root."""
+        for key, name in names.items():
+            self._keys[key] = key
+            self._keys[name] = key
+        self._files = frozenset(names)
+        self._names = names
+        if candidates is not None:
+            self._candidates = candidates
+
     def set_overlay(self, path: str | Path, text: str | None) -> None:
         """Lint ``path`` with this text (an editor buffer) instead of the file; None drops it."""
         key = self.key(path)
@@ -79,23 +148,27 @@ class Project:
             self._overlays.pop(key, None)
         else:
             self._overlays[key] = text
+        self._referrers.clear()
         if self._mentions is not None:  # re-index just this buffer's mentions
             target = Path(path)
             for paths in self._mentions.values():
                 if target in paths:
                     paths.remove(target)
             source = text if text is not None else self._read_for_scan(target)
-            for name in mentioned_names(source or ""):
+            for name in mentioned_names(str(target), source or ""):
                 self._mentions.setdefault(name, []).append(target)
 
     def invalidate(self, path: str | Path | None = None) -> None:
         if path is None:
             self._cache.clear()
             self._keys.clear()
+            self._records.clear()
         else:
             self._cache.pop(self.key(path), None)
+            self._records.pop(self.key(path), None)
         self._candidates = None
         self._mentions = None
+        self._referrers.clear()
 
     def document(self, path: str | Path) -> Document:
         key = self.key(path)
@@ -104,10 +177,16 @@ class Project:
         return read_document(path)
 
     def _entry(self, path: str | Path) -> _Cached:
+        from memlint.facts.extract import extract
+        from memlint.parsed import parse_document
+
         key = self.key(path)
-        document = self.document(path)
-        digest = _digest(document.text, document.problem)
         cached = self._cache.get(key)
+        if cached is not None and self.snapshot:
+            reads.document(key, cached.digest)
+            return cached
+        document = self.document(self._names.get(key, path))
+        digest = reads.digest(document.text, document.problem)
         if cached is None or cached.digest != digest:
             parsed = parse_document(document, previous=cached.parsed if cached is not None else None)
             try:
@@ -116,15 +195,69 @@ class Project:
                 facts = []  # an extractor bug must never cost the user their diagnostics
             cached = _Cached(digest, parsed, facts)
             self._cache[key] = cached
+        reads.document(key, digest)
         return cached
+
+    def _seeded(self, path: str | Path) -> DocumentRecord | None:
+        """The seeded record of a document not parsed here (recorded as read)."""
+        if not self._records:
+            return None
+        key = self.key(path)
+        record = self._records.get(key)
+        if record is None or key in self._cache:
+            return None
+        reads.document(key, record.digest)
+        return record
 
     def parsed(self, path: str | Path) -> ParsedDocument:
         return self._entry(path).parsed
 
+    def digest(self, path: str | Path) -> str:
+        record = self._seeded(path)
+        return record.digest if record is not None else self._entry(path).digest
+
     def facts(self, path: str | Path) -> list[RunFacts]:
+        record = self._seeded(path)
+        if record is not None and record.facts is not None:
+            return record.facts
         return self._entry(path).facts
 
+    def kind(self, path: str | Path) -> str:
+        record = self._seeded(path)
+        if record is not None and record.kind is not None:
+            return record.kind
+        return self._entry(path).parsed.kind
+
+    def links(self, path: str | Path) -> tuple[str, ...]:
+        """The paths ``path`` names (references and launched script), as written."""
+        record = self._seeded(path)
+        if record is not None and record.links is not None:
+            return record.links
+        return links_of(self.facts(path))
+
+    def record(self, path: str | Path) -> DocumentRecord:
+        """Everything other processes need to know about a document (parses it here)."""
+        entry = self._entry(path)
+        return DocumentRecord(
+            digest=entry.digest,
+            kind=entry.parsed.kind,
+            links=links_of(entry.facts),
+            mentions=mentioned_names(str(path), entry.parsed.text),
+            facts=entry.facts,
+        )
+
     # ----------------------------------------------------------------- links
+
+    def _is_file(self, candidate: Path) -> bool:
+        if self._files is not None and os.path.abspath(candidate) in self._files:
+            exists = True
+        else:
+            try:
+                exists = candidate.is_file()
+            except OSError:
+                exists = False
+        reads.probe(os.path.abspath(candidate), exists)
+        return exists
 
     def resolve_reference(self, reference: str, from_path: str | Path) -> Path | None:
         """A path as written in ``from_path`` -> the file, relative to the referencing file
@@ -133,11 +266,8 @@ class Project:
         written = Path(os.path.expanduser(reference))
         candidates = [written] if written.is_absolute() else [Path(from_path).parent / written, self.root / written]
         for candidate in candidates:
-            try:
-                if candidate.is_file():
-                    return candidate
-            except OSError:
-                continue
+            if self._is_file(candidate):
+                return candidate
         return None
 
     def linked(self, facts: RunFacts, seen: set[str], depth: int = 0) -> list[RunFacts]:
@@ -173,8 +303,14 @@ class Project:
         if self._mentions is None:
             index: dict[str, list[Path]] = {}
             for candidate in self.candidates():
-                text = self._overlays.get(self.key(candidate)) or self._read_for_scan(candidate)
-                for name in mentioned_names(text or ""):
+                key = self.key(candidate)
+                record = self._records.get(key)
+                if record is not None and record.mentions is not None and key not in self._overlays:
+                    names = record.mentions
+                else:
+                    text = self._overlays.get(key) or self._read_for_scan(candidate)
+                    names = mentioned_names(str(candidate), text or "")
+                for name in names:
                     index.setdefault(name, []).append(candidate)
             self._mentions = index
         return self._mentions
@@ -195,24 +331,63 @@ class Project:
             return None
 
     def referrers(self, path: str | Path) -> list[Path]:
-        """Documents whose facts reference ``path`` (directly)."""
+        """Documents whose facts reference ``path`` (directly): among the files that mention
+        its name, those whose references resolve to it. Resolved once per file name, so asking
+        for every script of a monorepo is not quadratic in the files that say ``train.py``."""
         target = self.key(path)
-        found: list[Path] = []
-        for candidate in self.mentions().get(Path(path).name, ()):
-            if self.key(candidate) == target:
-                continue
-            for facts in self.facts(candidate):
-                refs = [r.value for r in facts.references] + ([facts.launches.value] if facts.launches else [])
-                if any(self._same(self.resolve_reference(str(r), candidate), target) for r in refs):
-                    found.append(candidate)
-                    break
+        name = Path(path).name
+        index = self._referrers.get(name)
+        if index is None:
+            index = self._referrers[name] = self._referrer_index(name)
+        found = [c for c in index.get(target, ()) if self.key(c) != target]
+        reads.referrers(target, tuple(str(c) for c in found))
         return found
+
+    def _referrer_index(self, name: str) -> dict[str, list[Path]]:
+        """Target key -> the files that mention ``name`` and reference that target. Building
+        it reads many documents; what a result depends on is the answer (recorded above)."""
+        index: dict[str, list[Path]] = {}
+        with reads.paused():
+            for candidate in self.mentions().get(name, ()):
+                targets = []
+                for written in self.links(candidate):
+                    resolved = self.resolve_reference(written, candidate)
+                    if resolved is not None:
+                        targets.append(self.key(resolved))
+                for target in dict.fromkeys(targets):
+                    index.setdefault(target, []).append(candidate)
+        return index
+
+    def linked_with(self, files: list[Path], settings: Settings) -> list[Path]:
+        """The documents of the project linked with ``files`` either way (the scripts that use
+        a changed ds_config.json, the config a changed script names) and not among them."""
+        keys = {self.key(f) for f in files}
+        inside = os.path.join(str(self.settings.root), "")  # a target under the root starts so
+        extra: list[Path] = []
+        for path in files:
+            if self.kind(path) not in RUN_KINDS:
+                continue
+            neighbours: list[Path] = []
+            try:
+                neighbours += self.referrers(path)
+                for written in self.links(path):
+                    target = self.resolve_reference(written, path)
+                    if target is not None and self.key(target).startswith(inside):
+                        neighbours.append(target)
+            except (OSError, RecursionError):
+                continue
+            for other in neighbours:
+                key = self.key(other)
+                if key not in keys and not settings.is_excluded(other):
+                    keys.add(key)
+                    extra.append(other)
+        return extra
 
     def _entries_through(self, referrer: Path) -> list[RunFacts]:
         """The entries of the runs a referencing document takes part in: its own, or — for a
         script that a launcher starts (``torchrun train.py`` naming ``ds_config.json`` in its
         argparse defaults) — the launcher's, whose options and GPU count apply to the config too."""
-        own = [f for f in self.facts(referrer) if f.launches is not None or self.parsed(referrer).kind in ENTRY_KINDS]
+        own = [f for f in self.facts(referrer) if f.launches is not None or self.kind(referrer) in ENTRY_KINDS]
         if own and all(f.launches is None for f in own):
             launchers = [
                 f for launcher in self.referrers(referrer) if self.key(launcher) != self.key(referrer)
@@ -231,6 +406,8 @@ class Project:
 
     def plan_for(self, facts: RunFacts) -> TrainingPlan:
         """The plan of a run whose entry is ``facts``; a launcher's script joins with its options."""
+        from memlint.facts.plan import merge
+
         seen = {self.key(facts.path)}
         overrides = {}
         entry = facts
@@ -257,12 +434,14 @@ class Project:
 
     def runs_for(self, path: str | Path, context: RunContext) -> list[ResolvedRun]:
         """Every run ``path`` takes part in: as an entry, or linked from an entry."""
+        from memlint.facts.resolve import resolve
+
         key = self.key(path)
         entries: list[RunFacts] = []
         launched_by = []
         for referrer in self.referrers(path):
             launched_by.extend(self._entries_through(referrer))
-        own = [f for f in self.facts(path) if self.parsed(path).kind in ENTRY_KINDS and is_entry(f)]
+        own = [f for f in self.facts(path) if self.kind(path) in ENTRY_KINDS and is_entry(f)]
         launchers = [f for f in launched_by if f.launches is not None]
         if launchers and own:
             entries = launchers  # the script runs through its launcher(s): their options apply
@@ -280,19 +459,6 @@ class Project:
                 continue
             runs.append(resolve(plan, context, Path(plan.entry).parent))
         return runs
-
-
-def mentioned_names(text: str) -> set[str]:
-    """The file names a text may link: ``ds_config.json``, ``configs/train.py`` (as ``train.py``),
-    and the modules it runs (``deepspeed --module openrlhf.cli.train_sft`` names
-    ``train_sft.py``). A prefilter only: a referrer is confirmed by its facts."""
-    names = {name.rsplit("/", 1)[-1] for name in _FILE_NAME.findall(text)}
-    for match in _MODULE_FLAG.finditer(text):
-        line = text[match.end():match.end() + 400].replace("\\\n", " ").split("\n", 1)[0]
-        for word in line.split()[:_WORDS_AFTER_MODULE_FLAG]:
-            if _MODULE_WORD.fullmatch(word):
-                names.add(word.rsplit(".", 1)[-1] + ".py")
-    return names
 
 
 def is_entry(facts: RunFacts) -> bool:

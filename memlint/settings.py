@@ -87,19 +87,30 @@ class Settings:
         of its parts? Called for every directory entry a walk meets, so it avoids resolving
         symlinks and compiles its patterns once."""
         relative = _relative(path, self.root)
-        matchers = _matchers(tuple(self.exclude) + tuple(self.extend_exclude))
-        parts = relative.split("/")
-        return any(m(relative) or any(m(part) for part in parts) for m in matchers)
+        patterns = tuple(self.exclude) + tuple(self.extend_exclude)
+        if not patterns:
+            return False
+        if _matcher(patterns)(relative) is not None:
+            return True
+        return any(_excluded_part(patterns, part) for part in relative.split("/"))
 
     def with_overrides(self, **changes: Any) -> "Settings":
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
 
 
 @functools.lru_cache(maxsize=64)
-def _matchers(patterns: tuple[str, ...]):
+def _matcher(patterns: tuple[str, ...]):
+    """One regular expression for all the exclude patterns (a walk asks for every entry)."""
     import re
 
-    return tuple(re.compile(fnmatch.translate(p.rstrip("/"))).fullmatch for p in patterns)
+    return re.compile("|".join(f"(?:{fnmatch.translate(p.rstrip('/'))})" for p in patterns)).fullmatch
+
+
+@functools.lru_cache(maxsize=65536)
+def _excluded_part(patterns: tuple[str, ...], text: str) -> bool:
+    """Does a pattern match ``text``, one part of a relative path? Directory names repeat in
+    every path below them, so the answers are remembered."""
+    return _matcher(patterns)(text) is not None
 
 
 def _relative(path: Path, root: Path) -> str:
@@ -233,6 +244,74 @@ def discover(start: Path) -> Settings:
         if (directory / ".git").exists():
             return Settings(root=directory)
     return Settings(root=folder)
+
+
+class Discovery:
+    """:func:`discover` for the many directories of one walk: each directory is looked at and
+    each settings file read once (a monorepo has thousands of directories under one
+    ``pyproject.toml``). The answers are those of :func:`discover`."""
+
+    def __init__(self) -> None:
+        self._nearest: dict[Path, Settings | None] = {}  # directory -> settings found at or above it
+        self._git: dict[Path, Path | None] = {}  # directory -> nearest directory with .git
+        self._answers: dict[Path, Settings] = {}
+
+    def __call__(self, start: Path) -> Settings:
+        found = self._answers.get(start)
+        if found is None:
+            folder = start.resolve()
+            folder = folder if folder.is_dir() else folder.parent
+            found = self._nearest_settings(folder)
+            if found is None:
+                found = Settings(root=self._nearest_git(folder) or folder)
+            self._answers[start] = found
+        return found
+
+    def _nearest_settings(self, folder: Path) -> Settings | None:
+        chain: list[Path] = []
+        found: Settings | None = None
+        directory = folder
+        while True:
+            if directory in self._nearest:
+                found = self._nearest[directory]
+                break
+            chain.append(directory)
+            found = self._settings_in(directory)
+            if found is not None or directory.parent == directory:
+                break
+            directory = directory.parent
+        for visited in chain:  # everything below the answer shares it
+            self._nearest[visited] = found
+        return found
+
+    @staticmethod
+    def _settings_in(directory: Path) -> Settings | None:
+        for name in SETTINGS_FILES:
+            candidate = directory / name
+            if candidate.is_file():
+                settings = load_file(candidate)
+                if settings is not None:
+                    return settings
+        return None
+
+    def _nearest_git(self, folder: Path) -> Path | None:
+        chain: list[Path] = []
+        found: Path | None = None
+        directory = folder
+        while True:
+            if directory in self._git:
+                found = self._git[directory]
+                break
+            chain.append(directory)
+            if (directory / ".git").exists():
+                found = directory
+                break
+            if directory.parent == directory:
+                break
+            directory = directory.parent
+        for visited in chain:
+            self._git[visited] = found
+        return found
 
 
 def json_schema() -> dict[str, Any]:

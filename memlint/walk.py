@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 import pathspec
 
@@ -31,6 +31,17 @@ def _gitignore(directory: Path) -> pathspec.PathSpec | None:
 def iter_files(paths: Iterable[Path], settings: Settings, explicit_too: bool = True) -> Iterator[Path]:
     """Lintable files under ``paths``. Files named explicitly are yielded whatever their suffix
     (and even when excluded, unless ``explicit_too`` is False: pre-commit's force-exclude)."""
+    for path, _entry in walk(paths, settings, explicit_too):
+        yield path
+
+
+def walk(
+    paths: Iterable[Path], settings: Settings, explicit_too: bool = True,
+    on_symlink: Callable[[Path], None] | None = None,
+) -> Iterator[tuple[Path, os.DirEntry | None]]:
+    """:func:`iter_files`, with the directory entry each file was found as (None for a file
+    named explicitly), whose ``stat()`` the result cache uses; ``on_symlink`` hears of every
+    symbolic link the walk goes through (a path through one is not its file's real name)."""
     seen_dirs: set[tuple[int, int]] = set()
     count = 0
     for start in paths:
@@ -41,7 +52,7 @@ def iter_files(paths: Iterable[Path], settings: Settings, explicit_too: bool = T
             is_dir = False
         if not is_dir:
             if explicit_too or not settings.is_excluded(start):
-                yield start
+                yield start, None
             continue
         stack: list[tuple[Path, list[tuple[Path, pathspec.PathSpec]]]] = [(start, [])]
         while stack:
@@ -67,6 +78,8 @@ def iter_files(paths: Iterable[Path], settings: Settings, explicit_too: bool = T
                 path = Path(entry.path)
                 if settings.is_excluded(path) or _ignored(path, specs, entry):
                     continue
+                if on_symlink is not None and entry.is_symlink():
+                    on_symlink(path)
                 try:
                     if entry.is_dir():
                         subdirs.append(path)
@@ -77,7 +90,7 @@ def iter_files(paths: Iterable[Path], settings: Settings, explicit_too: bool = T
                     count += 1
                     if count > MAX_FILES:
                         return
-                    yield path
+                    yield path, entry
             stack.extend((d, specs) for d in reversed(subdirs))
 
 

@@ -28,16 +28,19 @@ class FormatContext:
 
 
 def formatter(name: str) -> Formatter:
-    from memlint.output import github, gitlab, json_format, sarif, text
+    """The format's function; only its module is imported (JSON and SARIF load the rules for
+    their names and links, which text output does not need)."""
+    import importlib
 
-    return {
-        "text": text.format_text,
-        "concise": text.format_concise,
-        "json": json_format.format_json,
-        "sarif": sarif.format_sarif,
-        "github": github.format_github,
-        "gitlab": gitlab.format_gitlab,
+    module, function = {
+        "text": ("text", "format_text"),
+        "concise": ("text", "format_concise"),
+        "json": ("json_format", "format_json"),
+        "sarif": ("sarif", "format_sarif"),
+        "github": ("github", "format_github"),
+        "gitlab": ("gitlab", "format_gitlab"),
     }[name]
+    return getattr(importlib.import_module(f"memlint.output.{module}"), function)
 
 
 FORMATS = ("text", "concise", "json", "sarif", "github", "gitlab")
