@@ -12,6 +12,7 @@ scopes, assignments and accesses are libcst's.
 
 from __future__ import annotations
 
+import types
 from typing import Mapping
 
 import libcst as cst
@@ -42,7 +43,24 @@ class _WalksRecordedChildren:
 
 
 class _ExpressionContexts(_WalksRecordedChildren, ExpressionContextVisitor):
-    pass
+    """libcst's expression-context visitor. Its ``visit_Assign``, ``visit_Attribute``,
+    ``visit_Subscript``... start a fresh ``ExpressionContextVisitor`` for a target or a value
+    (``node.target.visit(ExpressionContextVisitor(provider, STORE))``); those fresh visitors
+    would walk their subtrees with libcst's rebuilding traversal (half the cost of the scopes).
+    The methods below are libcst's own code, run with that name bound to this class."""
+
+
+def _nested_visitors_of(cls: type) -> None:
+    namespace: dict[str, object] = {}
+    for name, function in vars(ExpressionContextVisitor).items():
+        if name.startswith("visit_") and isinstance(function, types.FunctionType):
+            if not namespace:
+                namespace.update(function.__globals__, ExpressionContextVisitor=cls)
+            setattr(cls, name, types.FunctionType(function.__code__, namespace, name, function.__defaults__,
+                                                  function.__closure__))
+
+
+_nested_visitors_of(_ExpressionContexts)
 
 
 class _Scopes(_WalksRecordedChildren, ScopeVisitor):
