@@ -13,7 +13,7 @@ scopes, assignments and accesses are libcst's.
 from __future__ import annotations
 
 import types
-from typing import Mapping
+from typing import Callable, Mapping
 
 import libcst as cst
 from libcst.metadata import ExpressionContext, ExpressionContextProvider, Scope, ScopeProvider
@@ -31,15 +31,42 @@ class _WalksRecordedChildren:
     False keeps that order without the rebuild. Field-level hooks (``visit_<Node>_<field>``)
     are not called; the two visitors below define none that can run (``ScopeVisitor``'s
     ``ClassDef_bases`` hooks sit under a ``visit_ClassDef`` that returns False).
+
+    ``on_visit`` and ``on_leave`` do what ``CSTVisitor``'s do -- call ``visit_<Node>`` /
+    ``leave_<Node>`` if the visitor has one -- with the method found once per visitor class and
+    node type instead of by name on every node, and libcst's empty stubs not called at all.
     """
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        if super().on_visit(node):  # type: ignore[misc]
+        visit = _hook(type(self), "visit_", type(node))
+        if visit is None or visit(self, node) is not False:
             for child in children(node):
                 # what ``child.visit(self)`` does for a visitor that changes nothing
                 self.on_visit(child)
                 self.on_leave(child)  # type: ignore[attr-defined]
         return False
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        leave = _hook(type(self), "leave_", type(original_node))
+        if leave is not None:
+            leave(self, original_node)
+
+
+_HOOKS: dict[tuple[type, str, type], Callable | None] = {}
+
+
+def _hook(visitor: type, prefix: str, kind: type) -> Callable | None:
+    """The visitor class's ``visit_<Node>`` / ``leave_<Node>`` function; None for none or for
+    libcst's do-nothing stub."""
+    key = (visitor, prefix, kind)
+    try:
+        return _HOOKS[key]
+    except KeyError:
+        found = getattr(visitor, prefix + kind.__name__, None)
+        if found is not None and getattr(found, "_is_no_op", False):
+            found = None
+        _HOOKS[key] = found
+        return found
 
 
 class _ExpressionContexts(_WalksRecordedChildren, ExpressionContextVisitor):
@@ -74,7 +101,9 @@ class _Scopes(_WalksRecordedChildren, ScopeVisitor):
             assigns = _ASSIGNMENT_LIKE[kind] = issubclass(kind, _ASSIGNMENT_LIKE_NODES)
         if assigns:
             self.scope._assignment_count += 1
-        super(ScopeVisitor, self).on_leave(original_node)
+        leave = _hook(type(self), "leave_", kind)
+        if leave is not None:
+            leave(self, original_node)
 
 
 _ASSIGNMENT_LIKE: dict[type, bool] = {}
