@@ -18,7 +18,7 @@ from libcst.metadata import CodeRange
 from memlint.diagnostics import Position, Range
 from memlint.sources.python_scopes import scopes_of
 from memlint.sources.python_tree import Tree, tree_of
-from memlint.sources.python_units import Unit, parse_in_units
+from memlint.sources.python_units import Unit, parse_in_units, unit_statements
 
 
 @dataclass(frozen=True)
@@ -33,10 +33,12 @@ class PythonSyntaxError:
 class PythonSource:
     """A parsed module and lazily computed libcst metadata."""
 
-    def __init__(self, module: cst.Module, text: str, tree: Tree | None = None, units: list[Unit] = ()) -> None:
+    def __init__(self, module: cst.Module, text: str, tree: Tree | None = None, units: list[Unit] = (),
+                 depths: dict[str, int] | None = None) -> None:
         self.module = module
         self.text = text
         self.units = list(units)  # the top-level statements parsed alone (python_units)
+        self.depths = depths or {}  # a unit's text -> the depth of its statements' syntax trees
         if tree is not None:
             self.__dict__["tree"] = tree
 
@@ -153,6 +155,18 @@ def _depth(tree) -> int:
     return deepest
 
 
+def _depth_in_units(cut: list[tuple[str, list]], known: dict[str, int]) -> tuple[int, dict[str, int]]:
+    """``_depth`` of a module cut into units (``unit_statements``), each unit's depth taken from
+    ``known`` (the units of an earlier version of the text) or measured; and every unit's."""
+    depths: dict[str, int] = {}
+    for chunk, statements in cut:
+        depth = known.get(chunk)
+        if depth is None:
+            depth = max(_depth(statement) for statement in statements)
+        depths[chunk] = depth
+    return 1 + max(depths.values()), depths
+
+
 def parse(text: str, previous: PythonSource | None = None) -> PythonSource | PythonSyntaxError:
     """The module, or why it cannot be analysed. ``previous``: the source of an earlier version
     of the same document, whose unchanged top-level statements need no parsing again."""
@@ -165,13 +179,20 @@ def parse(text: str, previous: PythonSource | None = None) -> PythonSource | Pyt
     cpython_error, tree = _python_error(text)
     if cpython_error is not None:
         return cpython_error
-    if tree is not None and _depth(tree) > MAX_DEPTH:
+    cut = unit_statements(text, tree) if tree is not None else None
+    depths: dict[str, int] = {}
+    if cut is not None:
+        depth, depths = _depth_in_units(cut, previous.depths if previous is not None else {})
+    else:
+        depth = _depth(tree) if tree is not None else 0
+    if depth > MAX_DEPTH:
         return PythonSyntaxError(f"nested more than {MAX_DEPTH} levels deep: too complex to analyse",
                                  Range.file_start(), "too-complex")
-    if tree is not None:
-        joined = parse_in_units(text, tree, previous.units if previous is not None else ())
+    if cut is not None:
+        joined = parse_in_units(text, tree, previous.units if previous is not None else (),
+                                texts=[chunk for chunk, _ in cut])
         if joined is not None:
-            return PythonSource(joined.module, text, joined.tree, joined.units)
+            return PythonSource(joined.module, text, joined.tree, joined.units, depths)
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as error:

@@ -25,7 +25,7 @@ from memlint.engine import Linter
 from memlint.parsed import parse_document
 from memlint.settings import Settings
 from memlint.sources import python as python_source
-from memlint.sources.python_tree import FORMATTING
+from memlint.sources.python_tree import FORMATTING, parents_of
 from memlint.sources.python_units import parse_in_units
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,6 +85,9 @@ def assert_same_module(source: python_source.PythonSource, text: str) -> None:
             assert source.parents[node] is parents[node]
         stack.extend(syntax)
     assert seen == len(source.tree.children) == len(source.parents) + 1
+    # joined from the units' parents, in the order of one walk over the whole module (the order
+    # extractors that read the dict see nodes in)
+    assert list(source.parents) == list(parents_of(module, source.tree.children))
 
 
 def _scope_summary(scopes, nodes) -> tuple:
@@ -228,6 +231,27 @@ def test_a_syntax_error_typed_and_fixed_keeps_the_statements_around_it() -> None
                 reused = [u for u in parsed.python.units if any(u is v for v in previous.reusable.units)]
                 assert len(reused) >= len(parsed.python.units) - 2
         previous = parsed
+
+
+def _nested(depth: int) -> str:
+    return "x = " + "-" * depth + "1\n"  # a unary minus in a unary minus...
+
+
+def test_nesting_too_deep_is_found_in_an_edited_statement_and_forgotten_when_fixed() -> None:
+    """Each unit's depth is measured once and kept with the document; an edit that nests a
+    statement past the limit is caught, and the version that fixes it parses again."""
+    limit = python_source.MAX_DEPTH
+    before = _source(SCRIPT)
+    assert before.depths and python_source._depth(ast.parse(SCRIPT)) == 1 + max(before.depths.values())
+    deep = SCRIPT.replace("logger = get_logger(__name__)\n", "logger = get_logger(__name__)\n" + _nested(limit))
+    problem = python_source.parse(deep, before)
+    assert isinstance(problem, python_source.PythonSyntaxError) and problem.kind == "too-complex"
+    assert problem == python_source.parse(deep)
+    shallow = SCRIPT.replace("logger = get_logger(__name__)\n", "logger = get_logger(__name__)\n" + _nested(limit - 10))
+    after = _source(shallow, before)
+    assert_same_module(after, shallow)
+    assert python_source._depth(ast.parse(shallow)) == 1 + max(after.depths.values())
+    assert max(after.depths.values()) > max(before.depths.values())  # the edited statement measured again
 
 
 def test_a_sequence_of_edits_gives_what_a_whole_parse_gives() -> None:
