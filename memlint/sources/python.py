@@ -7,6 +7,7 @@ extractors that share it.
 
 from __future__ import annotations
 
+import ast
 import functools
 from dataclasses import dataclass
 from typing import Mapping
@@ -167,6 +168,63 @@ def _depth_in_units(cut: list[tuple[str, list]], known: dict[str, int]) -> tuple
     return 1 + max(depths.values()), depths
 
 
+def _cut_after_edit(text: str, previous: PythonSource | None) -> list[tuple[str, list]] | None:
+    """``unit_statements(text, ast.parse(text))`` for a text that shares its first and last
+    units with ``previous`` (an edit changes the lines between): CPython parses only those lines.
+
+    Top-level statements that each parse, joined at line starts, parse together: nothing of one
+    statement's tokens reaches past its last line (a valid piece of Python ends neither inside
+    a bracket nor with a line continuation), and each unit begins at column 0 with a statement.
+    The kept units parsed before, as the whole text they were part of did. None (parse the
+    whole text) unless the changed lines parse alone, hold a statement at their first line and
+    end with a newline before the kept units that follow; their statements come with them, the
+    kept units' with none (their depth is known).
+    """
+    if previous is None or not previous.units or "\r" in text:
+        return None
+    units, depths = previous.units, previous.depths
+    kept_before, start = 0, 0
+    while kept_before < len(units) and units[kept_before].text.endswith("\n") \
+            and text.startswith(units[kept_before].text, start):
+        start += len(units[kept_before].text)
+        kept_before += 1
+    kept_after, end = len(units), len(text)
+    # the first unit may begin with lines above its statement, which follow another unit's once
+    # a statement is put above it: it is kept only as the first
+    while kept_after > max(kept_before, 1) and end - len(units[kept_after - 1].text) >= start \
+            and text.endswith(units[kept_after - 1].text, start, end):
+        end -= len(units[kept_after - 1].text)
+        kept_after -= 1
+    kept = [*units[:kept_before], *units[kept_after:]]
+    if any(unit.text not in depths for unit in kept):
+        return None
+    middle = text[start:end]
+    changed: list[tuple[str, list]] = []
+    if middle:
+        if kept_after < len(units) and not middle.endswith("\n"):
+            return None  # the kept unit below would continue the changed lines' last line
+        import warnings
+
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                tree = ast.parse(middle)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None  # the whole text's error (or verdict) is CPython's on the whole text
+        found = unit_statements(middle, tree)
+        if found is None:
+            return None
+        first = found[0][1][0]
+        first_line = min([first.lineno, *(d.lineno for d in getattr(first, "decorator_list", ()))])
+        if kept_before and first_line != 1:
+            return None  # lines above the first statement belong to the kept unit above
+        changed = found
+    if not kept and not changed:
+        return None
+    return [*((unit.text, []) for unit in units[:kept_before]), *changed,
+            *((unit.text, []) for unit in units[kept_after:])]
+
+
 def parse(text: str, previous: PythonSource | None = None) -> PythonSource | PythonSyntaxError:
     """The module, or why it cannot be analysed. ``previous``: the source of an earlier version
     of the same document, whose unchanged top-level statements need no parsing again."""
@@ -176,10 +234,13 @@ def parse(text: str, previous: PythonSource | None = None) -> PythonSource | Pyt
             f"a line of {longest:,} characters: too long to analyse (generated code?)",
             Range.file_start(), "too-complex",
         )
-    cpython_error, tree = _python_error(text)
-    if cpython_error is not None:
-        return cpython_error
-    cut = unit_statements(text, tree) if tree is not None else None
+    cut = _cut_after_edit(text, previous)
+    tree = None
+    if cut is None:
+        cpython_error, tree = _python_error(text)
+        if cpython_error is not None:
+            return cpython_error
+        cut = unit_statements(text, tree) if tree is not None else None
     depths: dict[str, int] = {}
     if cut is not None:
         depth, depths = _depth_in_units(cut, previous.depths if previous is not None else {})
@@ -189,7 +250,7 @@ def parse(text: str, previous: PythonSource | None = None) -> PythonSource | Pyt
         return PythonSyntaxError(f"nested more than {MAX_DEPTH} levels deep: too complex to analyse",
                                  Range.file_start(), "too-complex")
     if cut is not None:
-        joined = parse_in_units(text, tree, previous.units if previous is not None else (),
+        joined = parse_in_units(text, None, previous.units if previous is not None else (),
                                 texts=[chunk for chunk, _ in cut])
         if joined is not None:
             return PythonSource(joined.module, text, joined.tree, joined.units, depths)

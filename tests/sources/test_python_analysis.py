@@ -254,6 +254,33 @@ def test_nesting_too_deep_is_found_in_an_edited_statement_and_forgotten_when_fix
     assert max(after.depths.values()) > max(before.depths.values())  # the edited statement measured again
 
 
+@pytest.mark.parametrize("before_text, after_text", [
+    # the changed line runs on into a kept statement: ``x = 1; y = 2`` is one unit
+    ("a = 0\nx = 1\ny = 2\n", "a = 0\nx = 1; y = 2\n"),
+    # a statement put above the first unit's header comment: the comment goes with it
+    ("# header\ndef f():\n    pass\nimport torch\n", "import os\n# header\ndef f():\n    pass\nimport torch\n"),
+    # an unclosed bracket swallows the kept statements below it
+    ("a = 0\nx = 1\ny = 2\n", "a = 0\nx = (1,\ny = 2\n"),
+    # a line continuation at the end of the changed lines
+    ("a = 0\nx = 1\ny = 2\n", "a = 0\nx = 1 \\\ny = 2\n"),
+    # an indented line joins the block of the kept statement above
+    ("if a:\n    b = 1\nx = 1\ny = 2\n", "if a:\n    b = 1\n    x = 1\ny = 2\n"),
+    # a stray indent, an ``else`` without ``if``, a decorator without a function
+    ("a = 0\nx = 1\ny = 2\n", "a = 0\n  x = 1\ny = 2\n"),
+    ("a = 0\nx = 1\ny = 2\n", "a = 0\nelse:\n    x = 1\ny = 2\n"),
+    ("a = 0\nx = 1\ny = 2\n", "a = 0\n@decorator\ny = 2\n"),
+])
+def test_an_edit_checked_alone_gives_the_whole_texts_verdict(before_text: str, after_text: str) -> None:
+    """CPython checks only the changed lines when they stand alone; where they do not (they run
+    on into the kept statements, or need the lines around them), the whole text is checked."""
+    before = _source(before_text)
+    after = python_source.parse(after_text, before)
+    fresh = python_source.parse(after_text)
+    assert after == fresh if isinstance(fresh, python_source.PythonSyntaxError) else (
+        isinstance(after, python_source.PythonSource) and after.module.deep_equals(fresh.module)
+        and [u.text for u in after.units] == [u.text for u in fresh.units] and after.depths == fresh.depths)
+
+
 def test_a_sequence_of_edits_gives_what_a_whole_parse_gives() -> None:
     """Edits one after another, each parsed from the version before it, as the server does."""
     previous = None
@@ -301,18 +328,26 @@ PIECES = st.sampled_from(BLOCKS) | st.sampled_from(LINES)
 @given(st.lists(st.sampled_from(BLOCKS), min_size=1, max_size=14), st.lists(PIECES, max_size=6),
        st.integers(min_value=0, max_value=14))
 def test_any_valid_edit_gives_what_a_whole_parse_gives(first: list[str], inserted: list[str], at: int) -> None:
+    """An edit reparses only the lines it changed (CPython checks those alone, libcst parses the
+    statements in them): the verdict, error or module, is a fresh parse's, for valid edits and
+    for the broken states typing goes through (an unclosed bracket, a stray indent, an ``else``)."""
     before_text = "".join(first)
     after_text = "".join(first[:at] + inserted + first[at:])
-    for text in (before_text, after_text):
-        try:
-            ast.parse(text)
-            cst.parse_module(text)
-        except (SyntaxError, cst.ParserSyntaxError):
-            return
+    try:
+        ast.parse(before_text)
+        cst.parse_module(before_text)
+    except (SyntaxError, cst.ParserSyntaxError):
+        return
     before = _source(before_text)
-    after = _source(after_text, before)
+    after = python_source.parse(after_text, before)
+    fresh = python_source.parse(after_text)
+    if isinstance(fresh, python_source.PythonSyntaxError):
+        assert after == fresh
+        return
+    assert isinstance(after, python_source.PythonSource), after
     assert_same_module(after, after_text)
     assert_same_names(after)
+    assert after.depths == fresh.depths
     tree = ast.parse(after_text)
     joined = parse_in_units(after_text, tree)
     if joined is not None:
