@@ -91,22 +91,27 @@ _nested_visitors_of(_ExpressionContexts)
 
 
 class _Scopes(_WalksRecordedChildren, ScopeVisitor):
+    def __init__(self, provider: ScopeProvider) -> None:
+        super().__init__(provider)
+        self._scopes = provider._computed  # what ``provider.set_metadata`` writes to
+
     def on_leave(self, original_node: cst.CSTNode) -> None:
         """``ScopeVisitor.on_leave``, its ``isinstance`` test against a tuple of twelve ABCs (up
         to twelve Python-level calls, on every node) answered once per node type."""
-        self.provider.set_metadata(original_node, self.scope)
+        self._scopes[original_node] = self.scope
         kind = type(original_node)
-        assigns = _ASSIGNMENT_LIKE.get(kind)
-        if assigns is None:
-            assigns = _ASSIGNMENT_LIKE[kind] = issubclass(kind, _ASSIGNMENT_LIKE_NODES)
+        plan = _LEAVE_PLAN.get(kind)
+        if plan is None:
+            plan = _LEAVE_PLAN[kind] = (issubclass(kind, _ASSIGNMENT_LIKE_NODES),
+                                        _hook(type(self), "leave_", kind))
+        assigns, leave = plan
         if assigns:
             self.scope._assignment_count += 1
-        leave = _hook(type(self), "leave_", kind)
         if leave is not None:
             leave(self, original_node)
 
 
-_ASSIGNMENT_LIKE: dict[type, bool] = {}
+_LEAVE_PLAN: dict[type, tuple[bool, Callable | None]] = {}  # for _Scopes only
 
 
 def scopes_of(module: cst.Module) -> Mapping[cst.CSTNode, Scope | None]:
