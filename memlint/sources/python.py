@@ -64,7 +64,7 @@ class PythonSource:
         """libcst's scope analysis (what ``ScopeProvider`` gives), walked over the tree's
         recorded children."""
         self.tree  # noqa: B018 -- the children the walk reads
-        return scopes_of(self.module)
+        return scopes_of(self.module, self.units)
 
     def range_of(self, node: cst.CSTNode) -> Range:
         code_range = self.positions[node]

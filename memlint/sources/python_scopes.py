@@ -13,7 +13,7 @@ scopes, assignments and accesses are libcst's.
 from __future__ import annotations
 
 import types
-from typing import Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 import libcst as cst
 from libcst.metadata import ExpressionContext, ExpressionContextProvider, Scope, ScopeProvider
@@ -21,6 +21,9 @@ from libcst.metadata.expression_context_provider import ExpressionContextVisitor
 from libcst.metadata.scope_provider import _ASSIGNMENT_LIKE_NODES, ScopeVisitor
 
 from memlint.sources.python_tree import children
+
+if TYPE_CHECKING:
+    from memlint.sources.python_units import Unit
 
 
 class _WalksRecordedChildren:
@@ -114,12 +117,32 @@ class _Scopes(_WalksRecordedChildren, ScopeVisitor):
 _LEAVE_PLAN: dict[type, tuple[bool, Callable | None]] = {}  # for _Scopes only
 
 
-def scopes_of(module: cst.Module) -> Mapping[cst.CSTNode, Scope | None]:
-    """What ``MetadataWrapper(module).resolve(ScopeProvider)`` returns."""
-    contexts = ExpressionContextProvider()
-    module.visit(_ExpressionContexts(contexts, ExpressionContext.LOAD))
+def expression_contexts_of(module: cst.Module, units: Sequence[Unit] = ()) -> dict[cst.CSTNode, ExpressionContext]:
+    """What ``MetadataWrapper(module).resolve(ExpressionContextProvider)`` returns.
+
+    A name's context (load, store, del) is decided inside its top-level statement: libcst's
+    visitor meets each statement of the module with the same load-context visitor. So when the
+    module was joined from ``units`` (``python_units``), each unit's contexts are computed once,
+    kept with the unit, and an edit computes only those of the statements it changed."""
+    if not units:
+        contexts = ExpressionContextProvider()
+        module.visit(_ExpressionContexts(contexts, ExpressionContext.LOAD))
+        return contexts._computed
+    out: dict[cst.CSTNode, ExpressionContext] = {}
+    for unit in units:
+        if unit.contexts is None:
+            contexts = ExpressionContextProvider()
+            unit.statement.visit(_ExpressionContexts(contexts, ExpressionContext.LOAD))
+            unit.contexts = contexts._computed
+        out.update(unit.contexts)
+    return out
+
+
+def scopes_of(module: cst.Module, units: Sequence[Unit] = ()) -> Mapping[cst.CSTNode, Scope | None]:
+    """What ``MetadataWrapper(module).resolve(ScopeProvider)`` returns; ``units``: the units the
+    module was joined from, if it was."""
     provider = ScopeProvider()
-    provider.metadata = {ExpressionContextProvider: contexts._computed}
+    provider.metadata = {ExpressionContextProvider: expression_contexts_of(module, units)}
     visitor = _Scopes(provider)
     module.visit(visitor)
     visitor.infer_accesses()

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Iterator, Mapping
 
 import libcst as cst
-from libcst.metadata import CodePosition, CodeRange
+from libcst.metadata import CodePosition, CodeRange, ExpressionContext
 
 from memlint.sources.python_tree import Tree, parents_of, record, register
 
@@ -38,6 +38,8 @@ class Unit:
     shape: dict[cst.CSTNode, list[cst.CSTNode]]
     parents: dict[cst.CSTNode, cst.CSTNode]  # of the statement's descendants, in ``parents_of`` order
     has_block: bool  # an indented block: the unit's default indent is the file's
+    # the expression contexts of its names (``python_scopes.expression_contexts_of``), once asked
+    contexts: dict[cst.CSTNode, ExpressionContext] | None = None
 
     @property
     def statement(self) -> cst.BaseStatement:

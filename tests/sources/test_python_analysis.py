@@ -25,6 +25,7 @@ from memlint.engine import Linter
 from memlint.parsed import parse_document
 from memlint.settings import Settings
 from memlint.sources import python as python_source
+from memlint.sources.python_scopes import expression_contexts_of
 from memlint.sources.python_tree import FORMATTING, parents_of
 from memlint.sources.python_units import parse_in_units
 
@@ -115,6 +116,9 @@ def assert_same_names(source: python_source.PythonSource) -> None:
     wrapper = metadata.MetadataWrapper(source.module, unsafe_skip_copy=True)
     expected = wrapper.resolve(metadata.ScopeProvider)
     syntax = list(source.tree.children)
+    # the expression contexts the scopes are built from, kept per unit (python_scopes)
+    contexts = expression_contexts_of(source.module, source.units)
+    assert contexts == dict(wrapper.resolve(metadata.ExpressionContextProvider))
     assert _scope_summary(source.scopes, syntax) == _scope_summary(expected, syntax)
     qualified = wrapper.resolve(metadata.QualifiedNameProvider)
     for node in syntax:
@@ -194,6 +198,7 @@ def _with_tabs(text: str, start: str, end: str) -> str:
 @pytest.mark.parametrize("edit", EDITS, ids=list(EDITS))
 def test_an_edit_reparses_only_what_it_changed(edit: str) -> None:
     before = _source(SCRIPT)
+    before.scopes  # noqa: B018 -- the kept units' expression contexts are reused after the edit
     text = EDITS[edit](SCRIPT)
     assert text != SCRIPT
     after = python_source.parse(text, before)
@@ -339,6 +344,7 @@ def test_any_valid_edit_gives_what_a_whole_parse_gives(first: list[str], inserte
     except (SyntaxError, cst.ParserSyntaxError):
         return
     before = _source(before_text)
+    before.scopes  # noqa: B018 -- the kept units' expression contexts are reused after the edit
     after = python_source.parse(after_text, before)
     fresh = python_source.parse(after_text)
     if isinstance(fresh, python_source.PythonSyntaxError):
