@@ -68,7 +68,9 @@ class Options:
             found: dict[str, list[ArgOption]] = {}
             defaults: dict[str, cst.BaseExpression] = {}
             for node in self.values.source.parents:
-                if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)):
+                # type tests: libcst's classes are ABCs, whose ``isinstance`` is a Python-level
+                # call, and this loop sees every node; the parser makes no subclass of these
+                if not (type(node) is cst.Call and type(node.func) is cst.Attribute):
                     continue
                 method = node.func.attr.value
                 if method == "add_argument":

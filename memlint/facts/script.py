@@ -54,9 +54,10 @@ def extract_script(parsed: ParsedDocument) -> list[RunFacts]:
     calls: list[cst.Call] = []
     assignments: list[cst.Assign] = []
     for node in source.parents:
-        if isinstance(node, cst.Call):
+        kind = type(node)  # not ``isinstance``: a Python-level call for libcst's ABC node classes
+        if kind is cst.Call:
             calls.append(node)
-        elif isinstance(node, cst.Assign):
+        elif kind is cst.Assign:
             assignments.append(node)
     positions = source.positions
     calls.sort(key=lambda c: (positions[c].start.line, positions[c].start.column))

@@ -7,6 +7,7 @@ extractors that share it.
 
 from __future__ import annotations
 
+import ast
 import functools
 from dataclasses import dataclass
 from typing import Mapping
@@ -18,7 +19,7 @@ from libcst.metadata import CodeRange
 from memlint.diagnostics import Position, Range
 from memlint.sources.python_scopes import scopes_of
 from memlint.sources.python_tree import Tree, tree_of
-from memlint.sources.python_units import Unit, parse_in_units
+from memlint.sources.python_units import Unit, parse_in_units, unit_statements
 
 
 @dataclass(frozen=True)
@@ -33,10 +34,12 @@ class PythonSyntaxError:
 class PythonSource:
     """A parsed module and lazily computed libcst metadata."""
 
-    def __init__(self, module: cst.Module, text: str, tree: Tree | None = None, units: list[Unit] = ()) -> None:
+    def __init__(self, module: cst.Module, text: str, tree: Tree | None = None, units: list[Unit] = (),
+                 depths: dict[str, int] | None = None) -> None:
         self.module = module
         self.text = text
         self.units = list(units)  # the top-level statements parsed alone (python_units)
+        self.depths = depths or {}  # a unit's text -> the depth of its statements' syntax trees
         if tree is not None:
             self.__dict__["tree"] = tree
 
@@ -61,7 +64,7 @@ class PythonSource:
         """libcst's scope analysis (what ``ScopeProvider`` gives), walked over the tree's
         recorded children."""
         self.tree  # noqa: B018 -- the children the walk reads
-        return scopes_of(self.module)
+        return scopes_of(self.module, self.units)
 
     def range_of(self, node: cst.CSTNode) -> Range:
         code_range = self.positions[node]
@@ -153,6 +156,75 @@ def _depth(tree) -> int:
     return deepest
 
 
+def _depth_in_units(cut: list[tuple[str, list]], known: dict[str, int]) -> tuple[int, dict[str, int]]:
+    """``_depth`` of a module cut into units (``unit_statements``), each unit's depth taken from
+    ``known`` (the units of an earlier version of the text) or measured; and every unit's."""
+    depths: dict[str, int] = {}
+    for chunk, statements in cut:
+        depth = known.get(chunk)
+        if depth is None:
+            depth = max(_depth(statement) for statement in statements)
+        depths[chunk] = depth
+    return 1 + max(depths.values()), depths
+
+
+def _cut_after_edit(text: str, previous: PythonSource | None) -> list[tuple[str, list]] | None:
+    """``unit_statements(text, ast.parse(text))`` for a text that shares its first and last
+    units with ``previous`` (an edit changes the lines between): CPython parses only those lines.
+
+    Top-level statements that each parse, joined at line starts, parse together: nothing of one
+    statement's tokens reaches past its last line (a valid piece of Python ends neither inside
+    a bracket nor with a line continuation), and each unit begins at column 0 with a statement.
+    The kept units parsed before, as the whole text they were part of did. None (parse the
+    whole text) unless the changed lines parse alone, hold a statement at their first line and
+    end with a newline before the kept units that follow; their statements come with them, the
+    kept units' with none (their depth is known).
+    """
+    if previous is None or not previous.units or "\r" in text:
+        return None
+    units, depths = previous.units, previous.depths
+    kept_before, start = 0, 0
+    while kept_before < len(units) and units[kept_before].text.endswith("\n") \
+            and text.startswith(units[kept_before].text, start):
+        start += len(units[kept_before].text)
+        kept_before += 1
+    kept_after, end = len(units), len(text)
+    # the first unit may begin with lines above its statement, which follow another unit's once
+    # a statement is put above it: it is kept only as the first
+    while kept_after > max(kept_before, 1) and end - len(units[kept_after - 1].text) >= start \
+            and text.endswith(units[kept_after - 1].text, start, end):
+        end -= len(units[kept_after - 1].text)
+        kept_after -= 1
+    kept = [*units[:kept_before], *units[kept_after:]]
+    if any(unit.text not in depths for unit in kept):
+        return None
+    middle = text[start:end]
+    changed: list[tuple[str, list]] = []
+    if middle:
+        if kept_after < len(units) and not middle.endswith("\n"):
+            return None  # the kept unit below would continue the changed lines' last line
+        import warnings
+
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                tree = ast.parse(middle)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None  # the whole text's error (or verdict) is CPython's on the whole text
+        found = unit_statements(middle, tree)
+        if found is None:
+            return None
+        first = found[0][1][0]
+        first_line = min([first.lineno, *(d.lineno for d in getattr(first, "decorator_list", ()))])
+        if kept_before and first_line != 1:
+            return None  # lines above the first statement belong to the kept unit above
+        changed = found
+    if not kept and not changed:
+        return None
+    return [*((unit.text, []) for unit in units[:kept_before]), *changed,
+            *((unit.text, []) for unit in units[kept_after:])]
+
+
 def parse(text: str, previous: PythonSource | None = None) -> PythonSource | PythonSyntaxError:
     """The module, or why it cannot be analysed. ``previous``: the source of an earlier version
     of the same document, whose unchanged top-level statements need no parsing again."""
@@ -162,16 +234,26 @@ def parse(text: str, previous: PythonSource | None = None) -> PythonSource | Pyt
             f"a line of {longest:,} characters: too long to analyse (generated code?)",
             Range.file_start(), "too-complex",
         )
-    cpython_error, tree = _python_error(text)
-    if cpython_error is not None:
-        return cpython_error
-    if tree is not None and _depth(tree) > MAX_DEPTH:
+    cut = _cut_after_edit(text, previous)
+    tree = None
+    if cut is None:
+        cpython_error, tree = _python_error(text)
+        if cpython_error is not None:
+            return cpython_error
+        cut = unit_statements(text, tree) if tree is not None else None
+    depths: dict[str, int] = {}
+    if cut is not None:
+        depth, depths = _depth_in_units(cut, previous.depths if previous is not None else {})
+    else:
+        depth = _depth(tree) if tree is not None else 0
+    if depth > MAX_DEPTH:
         return PythonSyntaxError(f"nested more than {MAX_DEPTH} levels deep: too complex to analyse",
                                  Range.file_start(), "too-complex")
-    if tree is not None:
-        joined = parse_in_units(text, tree, previous.units if previous is not None else ())
+    if cut is not None:
+        joined = parse_in_units(text, None, previous.units if previous is not None else (),
+                                texts=[chunk for chunk, _ in cut])
         if joined is not None:
-            return PythonSource(joined.module, text, joined.tree, joined.units)
+            return PythonSource(joined.module, text, joined.tree, joined.units, depths)
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as error:

@@ -12,7 +12,8 @@ scopes, assignments and accesses are libcst's.
 
 from __future__ import annotations
 
-from typing import Mapping
+import types
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 import libcst as cst
 from libcst.metadata import ExpressionContext, ExpressionContextProvider, Scope, ScopeProvider
@@ -20,6 +21,9 @@ from libcst.metadata.expression_context_provider import ExpressionContextVisitor
 from libcst.metadata.scope_provider import _ASSIGNMENT_LIKE_NODES, ScopeVisitor
 
 from memlint.sources.python_tree import children
+
+if TYPE_CHECKING:
+    from memlint.sources.python_units import Unit
 
 
 class _WalksRecordedChildren:
@@ -30,44 +34,115 @@ class _WalksRecordedChildren:
     False keeps that order without the rebuild. Field-level hooks (``visit_<Node>_<field>``)
     are not called; the two visitors below define none that can run (``ScopeVisitor``'s
     ``ClassDef_bases`` hooks sit under a ``visit_ClassDef`` that returns False).
+
+    ``on_visit`` and ``on_leave`` do what ``CSTVisitor``'s do -- call ``visit_<Node>`` /
+    ``leave_<Node>`` if the visitor has one -- with the method found once per visitor class and
+    node type instead of by name on every node, and libcst's empty stubs not called at all.
     """
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        if super().on_visit(node):  # type: ignore[misc]
+        visit = _hook(type(self), "visit_", type(node))
+        if visit is None or visit(self, node) is not False:
             for child in children(node):
                 # what ``child.visit(self)`` does for a visitor that changes nothing
                 self.on_visit(child)
                 self.on_leave(child)  # type: ignore[attr-defined]
         return False
 
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        leave = _hook(type(self), "leave_", type(original_node))
+        if leave is not None:
+            leave(self, original_node)
+
+
+_HOOKS: dict[tuple[type, str, type], Callable | None] = {}
+
+
+def _hook(visitor: type, prefix: str, kind: type) -> Callable | None:
+    """The visitor class's ``visit_<Node>`` / ``leave_<Node>`` function; None for none or for
+    libcst's do-nothing stub."""
+    key = (visitor, prefix, kind)
+    try:
+        return _HOOKS[key]
+    except KeyError:
+        found = getattr(visitor, prefix + kind.__name__, None)
+        if found is not None and getattr(found, "_is_no_op", False):
+            found = None
+        _HOOKS[key] = found
+        return found
+
 
 class _ExpressionContexts(_WalksRecordedChildren, ExpressionContextVisitor):
-    pass
+    """libcst's expression-context visitor. Its ``visit_Assign``, ``visit_Attribute``,
+    ``visit_Subscript``... start a fresh ``ExpressionContextVisitor`` for a target or a value
+    (``node.target.visit(ExpressionContextVisitor(provider, STORE))``); those fresh visitors
+    would walk their subtrees with libcst's rebuilding traversal (half the cost of the scopes).
+    The methods below are libcst's own code, run with that name bound to this class."""
+
+
+def _nested_visitors_of(cls: type) -> None:
+    namespace: dict[str, object] = {}
+    for name, function in vars(ExpressionContextVisitor).items():
+        if name.startswith("visit_") and isinstance(function, types.FunctionType):
+            if not namespace:
+                namespace.update(function.__globals__, ExpressionContextVisitor=cls)
+            setattr(cls, name, types.FunctionType(function.__code__, namespace, name, function.__defaults__,
+                                                  function.__closure__))
+
+
+_nested_visitors_of(_ExpressionContexts)
 
 
 class _Scopes(_WalksRecordedChildren, ScopeVisitor):
+    def __init__(self, provider: ScopeProvider) -> None:
+        super().__init__(provider)
+        self._scopes = provider._computed  # what ``provider.set_metadata`` writes to
+
     def on_leave(self, original_node: cst.CSTNode) -> None:
         """``ScopeVisitor.on_leave``, its ``isinstance`` test against a tuple of twelve ABCs (up
         to twelve Python-level calls, on every node) answered once per node type."""
-        self.provider.set_metadata(original_node, self.scope)
+        self._scopes[original_node] = self.scope
         kind = type(original_node)
-        assigns = _ASSIGNMENT_LIKE.get(kind)
-        if assigns is None:
-            assigns = _ASSIGNMENT_LIKE[kind] = issubclass(kind, _ASSIGNMENT_LIKE_NODES)
+        plan = _LEAVE_PLAN.get(kind)
+        if plan is None:
+            plan = _LEAVE_PLAN[kind] = (issubclass(kind, _ASSIGNMENT_LIKE_NODES),
+                                        _hook(type(self), "leave_", kind))
+        assigns, leave = plan
         if assigns:
             self.scope._assignment_count += 1
-        super(ScopeVisitor, self).on_leave(original_node)
+        if leave is not None:
+            leave(self, original_node)
 
 
-_ASSIGNMENT_LIKE: dict[type, bool] = {}
+_LEAVE_PLAN: dict[type, tuple[bool, Callable | None]] = {}  # for _Scopes only
 
 
-def scopes_of(module: cst.Module) -> Mapping[cst.CSTNode, Scope | None]:
-    """What ``MetadataWrapper(module).resolve(ScopeProvider)`` returns."""
-    contexts = ExpressionContextProvider()
-    module.visit(_ExpressionContexts(contexts, ExpressionContext.LOAD))
+def expression_contexts_of(module: cst.Module, units: Sequence[Unit] = ()) -> dict[cst.CSTNode, ExpressionContext]:
+    """What ``MetadataWrapper(module).resolve(ExpressionContextProvider)`` returns.
+
+    A name's context (load, store, del) is decided inside its top-level statement: libcst's
+    visitor meets each statement of the module with the same load-context visitor. So when the
+    module was joined from ``units`` (``python_units``), each unit's contexts are computed once,
+    kept with the unit, and an edit computes only those of the statements it changed."""
+    if not units:
+        contexts = ExpressionContextProvider()
+        module.visit(_ExpressionContexts(contexts, ExpressionContext.LOAD))
+        return contexts._computed
+    out: dict[cst.CSTNode, ExpressionContext] = {}
+    for unit in units:
+        if unit.contexts is None:
+            contexts = ExpressionContextProvider()
+            unit.statement.visit(_ExpressionContexts(contexts, ExpressionContext.LOAD))
+            unit.contexts = contexts._computed
+        out.update(unit.contexts)
+    return out
+
+
+def scopes_of(module: cst.Module, units: Sequence[Unit] = ()) -> Mapping[cst.CSTNode, Scope | None]:
+    """What ``MetadataWrapper(module).resolve(ScopeProvider)`` returns; ``units``: the units the
+    module was joined from, if it was."""
     provider = ScopeProvider()
-    provider.metadata = {ExpressionContextProvider: contexts._computed}
+    provider.metadata = {ExpressionContextProvider: expression_contexts_of(module, units)}
     visitor = _Scopes(provider)
     module.visit(visitor)
     visitor.infer_accesses()

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Iterator, Mapping
 
 import libcst as cst
-from libcst.metadata import CodePosition, CodeRange
+from libcst.metadata import CodePosition, CodeRange, ExpressionContext
 
 from memlint.sources.python_tree import Tree, parents_of, record, register
 
@@ -36,7 +36,10 @@ class Unit:
     module: cst.Module
     positions: dict[cst.CSTNode, CodeRange]
     shape: dict[cst.CSTNode, list[cst.CSTNode]]
+    parents: dict[cst.CSTNode, cst.CSTNode]  # of the statement's descendants, in ``parents_of`` order
     has_block: bool  # an indented block: the unit's default indent is the file's
+    # the expression contexts of its names (``python_scopes.expression_contexts_of``), once asked
+    contexts: dict[cst.CSTNode, ExpressionContext] | None = None
 
     @property
     def statement(self) -> cst.BaseStatement:
@@ -59,23 +62,29 @@ def _parse_unit(text: str) -> Unit | None:
         # (``    # a\n\n  # b\n``); parsed whole, the same lines are kept
         return None
     positions, shape = recorded.positions, recorded.shape
-    unit = Unit(text, module, positions, shape, any(type(n) is cst.IndentedBlock for n in shape))
+    statement = module.body[0]
+    unit = Unit(text, module, positions, shape, parents_of(statement, shape),
+                any(type(n) is cst.IndentedBlock for n in shape))
     register(unit, shape)
     return unit
 
 
-def unit_texts(text: str, tree: ast.Module) -> list[str] | None:
+def unit_statements(text: str, tree: ast.Module) -> list[tuple[str, list[ast.stmt]]] | None:
     """The text cut before every top-level statement that starts on a line of its own (the
-    first unit also holds the lines above the first statement)."""
+    first unit also holds the lines above the first statement), each piece with the statements
+    of ``tree`` it holds."""
     if not tree.body or "\r" in text:
         return None
     starts: list[int] = []
+    groups: list[list[ast.stmt]] = []
     end = 0
     for statement in tree.body:
         decorators = getattr(statement, "decorator_list", ())
         first = min([statement.lineno, *(d.lineno for d in decorators)])
         if first > end:  # not on the line of the previous statement (``a = 1; b = 2``)
             starts.append(first)
+            groups.append([])
+        groups[-1].append(statement)
         end = max(end, statement.end_lineno or statement.lineno)
     lines = text.split("\n")
     bounds = [0, *(start - 1 for start in starts[1:]), len(lines)]
@@ -83,7 +92,15 @@ def unit_texts(text: str, tree: ast.Module) -> list[str] | None:
     for begin, stop in zip(bounds, bounds[1:]):
         chunk = "\n".join(lines[begin:stop])
         out.append(chunk + "\n" if stop < len(lines) else chunk)
-    return out if len(out) == len(starts) and "".join(out) == text else None
+    if len(out) != len(starts) or "".join(out) != text:
+        return None
+    return list(zip(out, groups))
+
+
+def unit_texts(text: str, tree: ast.Module) -> list[str] | None:
+    """The texts of ``unit_statements``."""
+    cut = unit_statements(text, tree)
+    return None if cut is None else [chunk for chunk, _ in cut]
 
 
 class _Positions(Mapping[cst.CSTNode, CodeRange]):
@@ -132,11 +149,13 @@ class Joined:
     units: list[Unit]
 
 
-def parse_in_units(text: str, tree: ast.Module, previous: list[Unit] = ()) -> Joined | None:
+def parse_in_units(text: str, tree: ast.Module, previous: list[Unit] = (),
+                   texts: list[str] | None = None) -> Joined | None:
     """The module ``cst.parse_module(text)`` builds, from units parsed alone or reused from
     ``previous`` (the units of an earlier version of the text); None when the text cannot be
-    cut safely."""
-    texts = unit_texts(text, tree)
+    cut safely. ``texts``: ``unit_texts(text, tree)`` when the caller has them."""
+    if texts is None:
+        texts = unit_texts(text, tree)
     if texts is None:
         return None
     reusable: dict[str, list[Unit]] = {}
@@ -199,6 +218,14 @@ def _join(text: str, units: list[Unit]) -> Joined | None:
     end = units[-1].positions[last].end
     own[module] = CodeRange(CodePosition(1, 0), CodePosition(end.line + line - units[-1].text.count("\n"), end.column))
     shape[module] = rebuilt[module] = body
-    tree = Tree(positions, shape, parents_of(module, shape))
+    # what ``parents_of(module, shape)`` gives, in its order (the top-level statements, then
+    # each statement's subtree from the last), from the units' own parents
+    parents: dict[cst.CSTNode, cst.CSTNode] = dict.fromkeys(body, module)
+    for unit, statement in zip(reversed(units), reversed(body)):
+        parents.update(unit.parents)
+        if statement is not unit.statement:  # rebuilt by the join: the same children, a new parent
+            for child in unit.shape[unit.statement]:
+                parents[child] = statement
+    tree = Tree(positions, shape, parents)
     register(tree, rebuilt)
     return Joined(module, tree, units)

@@ -25,7 +25,8 @@ from memlint.engine import Linter
 from memlint.parsed import parse_document
 from memlint.settings import Settings
 from memlint.sources import python as python_source
-from memlint.sources.python_tree import FORMATTING
+from memlint.sources.python_scopes import expression_contexts_of
+from memlint.sources.python_tree import FORMATTING, parents_of
 from memlint.sources.python_units import parse_in_units
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,6 +86,9 @@ def assert_same_module(source: python_source.PythonSource, text: str) -> None:
             assert source.parents[node] is parents[node]
         stack.extend(syntax)
     assert seen == len(source.tree.children) == len(source.parents) + 1
+    # joined from the units' parents, in the order of one walk over the whole module (the order
+    # extractors that read the dict see nodes in)
+    assert list(source.parents) == list(parents_of(module, source.tree.children))
 
 
 def _scope_summary(scopes, nodes) -> tuple:
@@ -112,6 +116,9 @@ def assert_same_names(source: python_source.PythonSource) -> None:
     wrapper = metadata.MetadataWrapper(source.module, unsafe_skip_copy=True)
     expected = wrapper.resolve(metadata.ScopeProvider)
     syntax = list(source.tree.children)
+    # the expression contexts the scopes are built from, kept per unit (python_scopes)
+    contexts = expression_contexts_of(source.module, source.units)
+    assert contexts == dict(wrapper.resolve(metadata.ExpressionContextProvider))
     assert _scope_summary(source.scopes, syntax) == _scope_summary(expected, syntax)
     qualified = wrapper.resolve(metadata.QualifiedNameProvider)
     for node in syntax:
@@ -191,6 +198,7 @@ def _with_tabs(text: str, start: str, end: str) -> str:
 @pytest.mark.parametrize("edit", EDITS, ids=list(EDITS))
 def test_an_edit_reparses_only_what_it_changed(edit: str) -> None:
     before = _source(SCRIPT)
+    before.scopes  # noqa: B018 -- the kept units' expression contexts are reused after the edit
     text = EDITS[edit](SCRIPT)
     assert text != SCRIPT
     after = python_source.parse(text, before)
@@ -228,6 +236,54 @@ def test_a_syntax_error_typed_and_fixed_keeps_the_statements_around_it() -> None
                 reused = [u for u in parsed.python.units if any(u is v for v in previous.reusable.units)]
                 assert len(reused) >= len(parsed.python.units) - 2
         previous = parsed
+
+
+def _nested(depth: int) -> str:
+    return "x = " + "-" * depth + "1\n"  # a unary minus in a unary minus...
+
+
+def test_nesting_too_deep_is_found_in_an_edited_statement_and_forgotten_when_fixed() -> None:
+    """Each unit's depth is measured once and kept with the document; an edit that nests a
+    statement past the limit is caught, and the version that fixes it parses again."""
+    limit = python_source.MAX_DEPTH
+    before = _source(SCRIPT)
+    assert before.depths and python_source._depth(ast.parse(SCRIPT)) == 1 + max(before.depths.values())
+    deep = SCRIPT.replace("logger = get_logger(__name__)\n", "logger = get_logger(__name__)\n" + _nested(limit))
+    problem = python_source.parse(deep, before)
+    assert isinstance(problem, python_source.PythonSyntaxError) and problem.kind == "too-complex"
+    assert problem == python_source.parse(deep)
+    shallow = SCRIPT.replace("logger = get_logger(__name__)\n", "logger = get_logger(__name__)\n" + _nested(limit - 10))
+    after = _source(shallow, before)
+    assert_same_module(after, shallow)
+    assert python_source._depth(ast.parse(shallow)) == 1 + max(after.depths.values())
+    assert max(after.depths.values()) > max(before.depths.values())  # the edited statement measured again
+
+
+@pytest.mark.parametrize("before_text, after_text", [
+    # the changed line runs on into a kept statement: ``x = 1; y = 2`` is one unit
+    ("a = 0\nx = 1\ny = 2\n", "a = 0\nx = 1; y = 2\n"),
+    # a statement put above the first unit's header comment: the comment goes with it
+    ("# header\ndef f():\n    pass\nimport torch\n", "import os\n# header\ndef f():\n    pass\nimport torch\n"),
+    # an unclosed bracket swallows the kept statements below it
+    ("a = 0\nx = 1\ny = 2\n", "a = 0\nx = (1,\ny = 2\n"),
+    # a line continuation at the end of the changed lines
+    ("a = 0\nx = 1\ny = 2\n", "a = 0\nx = 1 \\\ny = 2\n"),
+    # an indented line joins the block of the kept statement above
+    ("if a:\n    b = 1\nx = 1\ny = 2\n", "if a:\n    b = 1\n    x = 1\ny = 2\n"),
+    # a stray indent, an ``else`` without ``if``, a decorator without a function
+    ("a = 0\nx = 1\ny = 2\n", "a = 0\n  x = 1\ny = 2\n"),
+    ("a = 0\nx = 1\ny = 2\n", "a = 0\nelse:\n    x = 1\ny = 2\n"),
+    ("a = 0\nx = 1\ny = 2\n", "a = 0\n@decorator\ny = 2\n"),
+])
+def test_an_edit_checked_alone_gives_the_whole_texts_verdict(before_text: str, after_text: str) -> None:
+    """CPython checks only the changed lines when they stand alone; where they do not (they run
+    on into the kept statements, or need the lines around them), the whole text is checked."""
+    before = _source(before_text)
+    after = python_source.parse(after_text, before)
+    fresh = python_source.parse(after_text)
+    assert after == fresh if isinstance(fresh, python_source.PythonSyntaxError) else (
+        isinstance(after, python_source.PythonSource) and after.module.deep_equals(fresh.module)
+        and [u.text for u in after.units] == [u.text for u in fresh.units] and after.depths == fresh.depths)
 
 
 def test_a_sequence_of_edits_gives_what_a_whole_parse_gives() -> None:
@@ -277,18 +333,27 @@ PIECES = st.sampled_from(BLOCKS) | st.sampled_from(LINES)
 @given(st.lists(st.sampled_from(BLOCKS), min_size=1, max_size=14), st.lists(PIECES, max_size=6),
        st.integers(min_value=0, max_value=14))
 def test_any_valid_edit_gives_what_a_whole_parse_gives(first: list[str], inserted: list[str], at: int) -> None:
+    """An edit reparses only the lines it changed (CPython checks those alone, libcst parses the
+    statements in them): the verdict, error or module, is a fresh parse's, for valid edits and
+    for the broken states typing goes through (an unclosed bracket, a stray indent, an ``else``)."""
     before_text = "".join(first)
     after_text = "".join(first[:at] + inserted + first[at:])
-    for text in (before_text, after_text):
-        try:
-            ast.parse(text)
-            cst.parse_module(text)
-        except (SyntaxError, cst.ParserSyntaxError):
-            return
+    try:
+        ast.parse(before_text)
+        cst.parse_module(before_text)
+    except (SyntaxError, cst.ParserSyntaxError):
+        return
     before = _source(before_text)
-    after = _source(after_text, before)
+    before.scopes  # noqa: B018 -- the kept units' expression contexts are reused after the edit
+    after = python_source.parse(after_text, before)
+    fresh = python_source.parse(after_text)
+    if isinstance(fresh, python_source.PythonSyntaxError):
+        assert after == fresh
+        return
+    assert isinstance(after, python_source.PythonSource), after
     assert_same_module(after, after_text)
     assert_same_names(after)
+    assert after.depths == fresh.depths
     tree = ast.parse(after_text)
     joined = parse_in_units(after_text, tree)
     if joined is not None:
