@@ -90,7 +90,8 @@ def parse_document(document: Document, previous: ParsedDocument | None = None) -
             # past the end of the line: keep the range inside the document
             error = replace(result, range=result.range.within(document.text))
             return ParsedDocument(document, "python", syntax_error=error, reusable=before)
-        misplaced = _nonlocal_at_module_level(result.module)
+        # the walk only where the keyword is written at all (a rare one: most scripts skip it)
+        misplaced = _nonlocal_at_module_level(result.module) if "nonlocal" in document.text else None
         if misplaced is not None:
             error = python_source.PythonSyntaxError("nonlocal declaration not allowed at module level",
                                                     result.range_of(misplaced))
