@@ -24,6 +24,8 @@ import libcst as cst
 from libcst.metadata import CodePosition, CodeRange
 from libcst.metadata.position_provider import PositionProvider, PositionProvidingCodegenState
 
+from memlint.sources import node_identity  # noqa: F401 -- before any node is put in a dictionary
+
 # Nodes that only format the code; everything inside one is formatting too.
 FORMATTING = frozenset({
     cst.SimpleWhitespace, cst.ParenthesizedWhitespace, cst.TrailingWhitespace, cst.Newline,
