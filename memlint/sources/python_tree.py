@@ -38,7 +38,6 @@ FORMATTING = frozenset({
 @dataclass(eq=False)
 class Tree:
     positions: Mapping[cst.CSTNode, CodeRange]  # of every node, formatting included
-    children: dict[cst.CSTNode, list[cst.CSTNode]]  # of every syntax node
     parents: dict[cst.CSTNode, cst.CSTNode]  # of every syntax node but the root
 
 
@@ -140,7 +139,7 @@ def parents_of(root: cst.CSTNode, shape: Mapping[cst.CSTNode, list[cst.CSTNode]]
 
 def tree_of(module: cst.Module) -> Tree:
     recorded = record(module)
-    tree = Tree(recorded.positions, recorded.shape, parents_of(module, recorded.shape))
+    tree = Tree(recorded.positions, parents_of(module, recorded.shape))
     register(tree, recorded.shape)
     return tree
 

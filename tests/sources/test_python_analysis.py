@@ -26,7 +26,7 @@ from memlint.parsed import parse_document
 from memlint.settings import Settings
 from memlint.sources import python as python_source
 from memlint.sources.python_scopes import expression_contexts_of
-from memlint.sources.python_tree import FORMATTING, parents_of
+from memlint.sources.python_tree import FORMATTING, children, parents_of
 from memlint.sources.python_units import parse_in_units
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,19 +76,20 @@ def assert_same_module(source: python_source.PythonSource, text: str) -> None:
     for node, expected in positions.items():
         assert source.positions[node] == expected, (type(node).__name__, expected)
     stack: list[cst.CSTNode] = [module]
-    seen = 0
+    shape: dict[cst.CSTNode, list[cst.CSTNode]] = {}
     while stack:
         node = stack.pop()
-        seen += 1
         syntax = [child for child in node.children if type(child) not in FORMATTING]
-        assert source.tree.children[node] == syntax, type(node).__name__
+        # what every walk over the tree reads (``python_tree.children``): the recorded children
+        shape[node] = list(children(node))
+        assert shape[node] == syntax, type(node).__name__
         if node is not module:
             assert source.parents[node] is parents[node]
         stack.extend(syntax)
-    assert seen == len(source.tree.children) == len(source.parents) + 1
+    assert len(shape) == len(source.parents) + 1
     # joined from the units' parents, in the order of one walk over the whole module (the order
     # extractors that read the dict see nodes in)
-    assert list(source.parents) == list(parents_of(module, source.tree.children))
+    assert list(source.parents) == list(parents_of(module, shape))
 
 
 def _scope_summary(scopes, nodes) -> tuple:
@@ -115,7 +116,7 @@ def assert_same_names(source: python_source.PythonSource) -> None:
     """Scopes and qualified names are libcst's (formatting nodes have no scope: none has a name)."""
     wrapper = metadata.MetadataWrapper(source.module, unsafe_skip_copy=True)
     expected = wrapper.resolve(metadata.ScopeProvider)
-    syntax = list(source.tree.children)
+    syntax = [source.module, *source.parents]
     # the expression contexts the scopes are built from, kept per unit (python_scopes)
     contexts = expression_contexts_of(source.module, source.units)
     assert contexts == dict(wrapper.resolve(metadata.ExpressionContextProvider))
