@@ -93,7 +93,7 @@ class Names:
     def _access_index(self) -> dict[int, metadata.Access]:
         if self._accesses is None:
             index: dict[int, metadata.Access] = {}
-            for scope in {s for s in self.source.scopes.values() if s is not None}:
+            for scope in self.source.every_scope():
                 for access in scope.accesses:
                     index[id(access.node)] = access
             self._accesses = index

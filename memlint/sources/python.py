@@ -66,6 +66,12 @@ class PythonSource:
         self.tree  # noqa: B018 -- the children the walk reads
         return scopes_of(self.module, self.units)
 
+    def every_scope(self) -> set[metadata.Scope]:
+        """Every scope of the module (its own, its functions', classes', comprehensions'...)."""
+        scopes = self.scopes
+        every = getattr(scopes, "every_scope", None)
+        return every() if every is not None else {s for s in scopes.values() if s is not None}
+
     def range_of(self, node: cst.CSTNode) -> Range:
         code_range = self.positions[node]
         return Range(

@@ -117,6 +117,12 @@ def _register_nodes(unit: Unit) -> None:
     weakref.finalize(unit, _forget_nodes, keys)
 
 
+def unit_of(node: object) -> Unit | None:
+    """The parsed unit ``node`` belongs to (None for a node of no unit: a joined module, the
+    statements a join rebuilt, a module parsed whole)."""
+    return _UNIT_OF.get(id(node))
+
+
 def _forget_nodes(keys: list[int]) -> None:
     for key in keys:
         _UNIT_OF.pop(key, None)

@@ -377,3 +377,46 @@ def test_diagnostics_after_edits_are_those_of_a_fresh_lint(tmp_path: Path) -> No
         cold = Linter(settings_)
         cold.project.set_overlay(script, text)
         assert warm.lint_path(script) == cold.lint_path(script), edit
+
+
+TYPING_AND_ORDER = '''import torch
+{header}
+
+def loss_of(model, batch):
+    logits = cast("torch.Tensor", model(batch))
+    scale: List["torch.dtype"] = []
+    return logits.float().mean()
+
+
+def train(model, steps):
+    global STEP
+    for STEP in range(steps):
+        loss_of(model, None).backward()
+    print(TOTAL)
+
+
+TOTAL = 0
+{footer}
+'''
+
+
+@pytest.mark.parametrize("header, footer", [
+    ("from typing import cast, List", ""),          # the strings become annotations
+    ("from typing import List\ncast = print", ""),  # ``cast`` is the module's own
+    ("import typing\ncast = typing.cast\nList = typing.List", ""),
+    ("from typing import cast as cast, List", "cast = str\nSTEP = -1"),
+    ("", "from typing import cast, List"),            # imported after use: the visit did not know
+    ("from typing_extensions import cast\nfrom typing import List", "TOTAL = TOTAL + 1"),
+])
+def test_edits_around_typing_names_and_module_assignments_give_libcsts_scopes(header: str, footer: str) -> None:
+    """A statement's visit is kept across edits only while the ``typing`` bindings above it are
+    the same; module-level assignments above a kept statement move its order numbers."""
+    plain = _source(TYPING_AND_ORDER.format(header="", footer=""))
+    plain.scopes  # noqa: B018 -- the visits an edit may reuse
+    for text in (TYPING_AND_ORDER.format(header=header, footer=""),
+                 TYPING_AND_ORDER.format(header=header, footer=footer),
+                 TYPING_AND_ORDER.format(header="", footer=footer)):
+        source = _source(text, plain)
+        assert_same_module(source, text)
+        assert_same_names(source)
+        plain = source
