@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import ast
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterator, Mapping
 
 import libcst as cst
@@ -41,6 +41,15 @@ class Unit:
     has_block: bool  # an indented block: the unit's default indent is the file's
     # the expression contexts of its names (``python_scopes.expression_contexts_of``), once asked
     contexts: dict[cst.CSTNode, ExpressionContext] | None = None
+    # its nodes of some node classes, in ``parents`` order (``PythonSource.nodes_of``), once asked
+    typed: dict[tuple[type, ...], list[cst.CSTNode]] = field(default_factory=dict)
+
+    def nodes_of(self, kinds: tuple[type, ...]) -> list[cst.CSTNode]:
+        """The nodes below the statement of these (final) classes, in the order of ``parents``."""
+        found = self.typed.get(kinds)
+        if found is None:
+            found = self.typed[kinds] = [node for node in self.parents if type(node) in kinds]
+        return found
 
     @property
     def statement(self) -> cst.BaseStatement:

@@ -90,6 +90,9 @@ def assert_same_module(source: python_source.PythonSource, text: str) -> None:
     # joined from the units' parents, in the order of one walk over the whole module (the order
     # extractors that read the dict see nodes in)
     assert list(source.parents) == list(parents_of(module, shape))
+    # the typed lists the extractors walk instead of every node, joined from the units' lists
+    for kinds in ((cst.Call,), (cst.Assign, cst.FunctionDef)):
+        assert source.nodes_of(*kinds) == [node for node in source.parents if type(node) in kinds]
 
 
 def _scope_summary(scopes, nodes) -> tuple:
