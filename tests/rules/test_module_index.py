@@ -83,6 +83,9 @@ def _described(index: ModuleIndex, nodes: list, flows: list, table) -> dict:
 def assert_same_index(index: ModuleIndex) -> None:
     summary = _summary(index)
     assert summary == _walked(index)
+    for flow in index.flows:  # the calls each flow makes itself, kept with the statements
+        body = flow if isinstance(flow, cst.Module) else flow.body
+        assert index.calls_of_flow(flow) == [n for n in iter_nodes(body) if type(n) is cst.Call]
     assert summary["calls"] == [(type(n).__name__, index.start(n), index.end(n)) for n in index.calls]
     assert summary["loops"] == [(type(n).__name__, index.start(n), index.end(n))
                                 for n in index.nodes_of(cst.For, cst.While)]

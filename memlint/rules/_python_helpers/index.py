@@ -12,7 +12,14 @@ from typing import Iterator
 
 import libcst as cst
 
-from memlint.rules._python_helpers.statement_index import StatementPart, function_table, part_of, part_of_whole
+from memlint.rules._python_helpers.statement_index import (
+    StatementPart,
+    flow_calls,
+    function_table,
+    module_calls,
+    part_of,
+    part_of_whole,
+)
 from memlint.rules._python_helpers.syntax import dotted, iter_nodes, method_name, receiver
 from memlint.sources.python import PythonSource
 
@@ -50,6 +57,7 @@ class ModuleIndex:
     _qualified: dict[cst.CSTNode, frozenset[str]] = field(default_factory=dict, repr=False)  # results other helpers compute once
 
     parts: list[tuple[cst.BaseStatement, StatementPart]] = field(default_factory=list, repr=False)
+    _part_of_function: dict[int, tuple[cst.BaseStatement, StatementPart]] = field(default_factory=dict, repr=False)
 
     @property
     def nodes(self) -> list[cst.CSTNode]:
@@ -264,13 +272,29 @@ class ModuleIndex:
     def _direct_callees(self) -> dict[int, set[int]]:
         out: dict[int, set[int]] = {}
         for flow in self.flows:
-            body = flow if isinstance(flow, cst.Module) else flow.body
-            for node in iter_nodes(body):
-                if type(node) is cst.Call:
-                    helper = self.helper_for(node)
-                    if helper is not None:
-                        out.setdefault(id(flow), set()).add(id(helper))
+            for node in self.calls_of_flow(flow):
+                helper = self.helper_for(node)
+                if helper is not None:
+                    out.setdefault(id(flow), set()).add(id(helper))
         return out
+
+    def calls_of_flow(self, flow: Flow) -> list[cst.Call]:
+        """The calls a flow makes itself (not those of the functions, classes and lambdas it
+        defines), in source order; kept with the statement that holds the flow."""
+        if isinstance(flow, cst.Module):
+            return [call for _, part in self.parts for call in module_calls(part)]
+        statement, part = self._part_holding(flow)
+        return flow_calls(part, flow, flow is statement)
+
+    def _part_holding(self, function: cst.FunctionDef) -> tuple[cst.BaseStatement, StatementPart]:
+        if not self._part_of_function:
+            for statement, part in self.parts:
+                if type(statement) is cst.FunctionDef:
+                    self._part_of_function[id(statement)] = (statement, part)
+                for node in part.nodes_of(_DEFINES):
+                    if type(node) is cst.FunctionDef:
+                        self._part_of_function[id(node)] = (statement, part)
+        return self._part_of_function[id(function)]
 
     def connected(self, a: Flow, b: Flow) -> bool:
         """Do two flows take part in the same run: the same, module level, one calling the

@@ -37,6 +37,10 @@ class StatementPart:
     tables: dict[cst.FunctionDef, Table] = field(default_factory=dict)
     module_definitions: list | None = None  # of the module flow, from ``module_level``
     own_table: Table | None = None  # the statement's own, when it is a function
+    # the calls the statement makes at module level, as a function, and each function below it
+    module_calls: list[cst.Call] | None = None
+    own_calls: list[cst.Call] | None = None
+    function_calls: dict[cst.FunctionDef, list[cst.Call]] = field(default_factory=dict)
 
     def nodes_of(self, kinds: tuple[type, ...]) -> list[cst.CSTNode]:
         found = self.of_kinds.get(kinds)
@@ -85,3 +89,27 @@ def function_table(part: StatementPart, function: cst.FunctionDef, compute: Call
     if table is None:
         table = part.tables[function] = compute()
     return table
+
+
+def flow_calls(part: StatementPart, function: cst.FunctionDef, is_statement: bool) -> list[cst.Call]:
+    """The calls ``function`` makes itself (``iter_nodes(function.body)``'s): the statement's
+    own (``is_statement``) or a function's below it."""
+    if is_statement:
+        if part.own_calls is None:
+            part.own_calls = _calls(iter_nodes(function.body))
+        return part.own_calls
+    found = part.function_calls.get(function)
+    if found is None:
+        found = part.function_calls[function] = _calls(iter_nodes(function.body))
+    return found
+
+
+def module_calls(part: StatementPart) -> list[cst.Call]:
+    """The calls the statement makes at module level (``iter_nodes(module)``'s)."""
+    if part.module_calls is None:
+        part.module_calls = _calls(part.module_level)
+    return part.module_calls
+
+
+def _calls(nodes) -> list[cst.Call]:
+    return [node for node in nodes if type(node) is cst.Call]
