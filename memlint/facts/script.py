@@ -56,11 +56,12 @@ def extract_script(parsed: ParsedDocument) -> list[RunFacts]:
     positions = source.positions
     calls.sort(key=lambda c: (positions[c].start.line, positions[c].start.column))
     named = [(call, values.callee_names(call)) for call in calls]
+    owners = {call: _owner(values, call) for call in calls}
     runs = []
-    for excluded in _run_scopes(values, named):
+    for excluded in _run_scopes(values, named, owners):
         ctx = ScriptFacts(parsed, values)
         for call, names in named:
-            if _owner(values, call) in excluded:
+            if excluded and owners[call] in excluded:
                 continue
             method = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
             for recogniser in RECOGNISERS:
@@ -90,14 +91,15 @@ def _owner(values: Values, node: cst.CSTNode) -> cst.CSTNode | None:
 _DEFINITIONS = (cst.FunctionDef, cst.ClassDef)
 
 
-def _run_scopes(values: Values, named: list[tuple[cst.Call, set[str]]]) -> list[set]:
+def _run_scopes(values: Values, named: list[tuple[cst.Call, set[str]]],
+                owner_of: dict[cst.Call, cst.CSTNode | None]) -> list[set]:
     """One run per top-level function that builds its own trainer (``def sft(): SFTTrainer(...)``,
     ``def dpo(): DPOTrainer(...)``): for each, the other such functions to leave out. A file
     with one trainer (or trainers only at module level, or in one function) is one run."""
     owners = []
     for call, names in named:
         if any(trainer_framework(n) for n in names) or names & DEEPSPEED_INITIALIZE:
-            owner = _owner(values, call)
+            owner = owner_of[call]
             if owner is None:
                 return [set()]
             if owner not in owners:
