@@ -98,6 +98,12 @@ class _Scopes(_WalksRecordedChildren, ScopeVisitor):
     def __init__(self, provider: ScopeProvider) -> None:
         super().__init__(provider)
         self._scopes = provider._computed  # what ``provider.set_metadata`` writes to
+        self.read_strings = False  # parsed a string annotation (whose nodes then have scopes too)
+
+    def _handle_string_annotation(self, node: cst.SimpleString | cst.ConcatenatedString) -> bool:
+        handled = super()._handle_string_annotation(node)
+        self.read_strings = self.read_strings or handled
+        return handled
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
         """``ScopeVisitor.on_leave``, its ``isinstance`` test against a tuple of twelve ABCs (up

@@ -146,7 +146,7 @@ def scopes_of_units(module: cst.Module, units: Sequence[Unit],
         above = _typing_bindings(module_scope, typing_names)
         visit = _VISITS.get(unit)
         if visit is None or visit.typing_bindings != above:
-            visit = _VISITS[unit] = _visit(unit, visitor_class, contexts_of(unit), module_scope, above)
+            visit = _VISITS[unit] = _visit(unit, visitor_class, contexts_of(unit), module_scope, typing_names, above)
         visits[unit] = visit
         if statement is not unit.statement:
             own[statement] = module_scope
@@ -166,17 +166,20 @@ def scopes_of_units(module: cst.Module, units: Sequence[Unit],
     return ScopeMap(module_scope, own, visits, hidden)
 
 
-def _visit(unit: Unit, visitor_class: type, contexts, module_scope: GlobalScope,
+def _visit(unit: Unit, visitor_class: type, contexts, module_scope: GlobalScope, typing_names: set[str],
            typing_bindings: frozenset) -> UnitScopes:
     provider = ScopeProvider()
     provider.metadata = {ExpressionContextProvider: contexts}
     visitor = visitor_class(provider)
     stand_in: GlobalScope = visitor.scope
-    # what the module bound above the unit, for the questions the visit asks (is ``cast`` typing's?)
-    above = {id(a) for found in module_scope._assignments.values() for a in found}
-    for name, found in module_scope._assignments.items():
+    # what the module bound above the unit to the names the visit's questions (is ``cast``
+    # typing's?) can answer ``typing`` for: only a name a ``typing`` import binds can
+    above: set[int] = set()
+    for name in typing_names:
+        found = module_scope._assignments.get(name)
         if found:
             stand_in._assignments[name] = set(found)
+            above.update(id(a) for a in found)
     unit.statement.visit(visitor)
     node_scopes = provider._computed
     scopes = list({s for s in node_scopes.values() if s is not None and s is not stand_in})
@@ -201,8 +204,16 @@ def _visit(unit: Unit, visitor_class: type, contexts, module_scope: GlobalScope,
         count=stand_in._assignment_count,
         typing_bindings=typing_bindings,
         statement_scopes=[s for s in scopes if s.node is unit.statement],
-        strings=[node for node in node_scopes if unit_of(node) is not unit],
+        strings=_foreign_nodes(unit, visitor, node_scopes),
     )
+
+
+def _foreign_nodes(unit: Unit, visitor, node_scopes: dict[cst.CSTNode, Scope]) -> list[cst.CSTNode]:
+    """The nodes the visit gave a scope that are not the unit's: those of the string
+    annotations libcst parsed, if it parsed any (most visits do not)."""
+    if not visitor.read_strings:
+        return []
+    return [node for node in node_scopes if unit_of(node) is not unit]
 
 
 def _attach(visit: UnitScopes, visited: cst.CSTNode, statement: cst.CSTNode, module_scope: GlobalScope,
