@@ -38,6 +38,7 @@ MAX_SCAN_BYTES = 4 * 1024 * 1024
 # file names a document can link: ds_config.json, configs/zero3.yaml, train.py, launch.sh
 _FILE_NAME = re.compile(r"[\w.\-/]+\.(?:json|ya?ml|py|sh)\b")
 # ``python -m pkg.mod`` / ``deepspeed --module pkg.mod`` / ``accelerate launch -m pkg.mod``
+_EXTENSION = re.compile(r"\.(?:json|ya?ml|py|sh)\b")
 _MODULE_FLAG = re.compile(r"(?<![\w-])(?:-m|--module)(?![\w-])")
 _MODULE_WORD = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 _WORDS_AFTER_MODULE_FLAG = 6  # launcher options may come between the flag and the module
@@ -76,13 +77,26 @@ def mentioned_names(path: str, text: str) -> tuple[str, ...]:
 
         if not is_training_code(text):
             return ()
-    names = {name.rsplit("/", 1)[-1] for name in _FILE_NAME.findall(text)}
+    names = {name.rsplit("/", 1)[-1] for line in _lines_naming_files(text) for name in _FILE_NAME.findall(line)}
     for match in _MODULE_FLAG.finditer(text):
         line = text[match.end():match.end() + 400].replace("\\\n", " ").split("\n", 1)[0]
         for word in line.split()[:_WORDS_AFTER_MODULE_FLAG]:
             if _MODULE_WORD.fullmatch(word):
                 names.add(word.rsplit(".", 1)[-1] + ".py")
     return tuple(sorted(names))
+
+
+def _lines_naming_files(text: str) -> list[str]:
+    """The lines of ``text`` with a file extension in them. ``_FILE_NAME`` scanned over a whole
+    large script tries a match at every word character; its matches never cross a line, so the
+    lines around the extensions (found by a scan that starts only at dots) give the same ones."""
+    lines: dict[int, str] = {}
+    for match in _EXTENSION.finditer(text):
+        start = text.rfind("\n", 0, match.start()) + 1
+        if start not in lines:
+            end = text.find("\n", match.end())
+            lines[start] = text[start:end if end >= 0 else len(text)]
+    return list(lines.values())
 
 
 def links_of(facts: "list[RunFacts]") -> tuple[str, ...]:

@@ -67,10 +67,9 @@ class Options:
         if self._argparse is None:
             found: dict[str, list[ArgOption]] = {}
             defaults: dict[str, cst.BaseExpression] = {}
-            for node in self.values.source.parents:
-                # type tests: libcst's classes are ABCs, whose ``isinstance`` is a Python-level
-                # call, and this loop sees every node; the parser makes no subclass of these
-                if not (type(node) is cst.Call and type(node.func) is cst.Attribute):
+            for node in self.values.source.nodes_of(cst.Call):
+                # a type test: libcst's classes are ABCs, whose ``isinstance`` is a Python-level call
+                if type(node.func) is not cst.Attribute:
                     continue
                 method = node.func.attr.value
                 if method == "add_argument":

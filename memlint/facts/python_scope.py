@@ -69,13 +69,15 @@ class Names:
         Read from the scope analysis alone: libcst's QualifiedNameProvider would cost as much
         again as the scopes on a large script, and it is not needed for imports.
         """
-        if isinstance(node, cst.Call):
+        # type tests (these classes are final): libcst's are ABCs, whose ``isinstance`` is a
+        # Python-level call, and every call of the module is asked about
+        if type(node) is cst.Call:
             node = node.func
-        if isinstance(node, cst.Attribute):
-            if not isinstance(node.value, (cst.Name, cst.Attribute)):
+        if type(node) is cst.Attribute:
+            if type(node.value) not in (cst.Name, cst.Attribute):
                 return set()  # an attribute of a call's result: ``super().__init__``
             return {f"{base}.{node.attr.value}" for base in self.qualified(node.value)}
-        if not isinstance(node, cst.Name):
+        if type(node) is not cst.Name:
             return set()
         access = self._access_index().get(id(node))
         if access is None:
@@ -93,7 +95,7 @@ class Names:
     def _access_index(self) -> dict[int, metadata.Access]:
         if self._accesses is None:
             index: dict[int, metadata.Access] = {}
-            for scope in {s for s in self.source.scopes.values() if s is not None}:
+            for scope in self.source.every_scope():
                 for access in scope.accesses:
                     index[id(access.node)] = access
             self._accesses = index

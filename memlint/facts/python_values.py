@@ -271,41 +271,17 @@ class Values(Names):
         return result
 
     def _evaluate(self, expr: cst.CSTNode, depth: int) -> Found | None:
-        if isinstance(expr, (cst.Integer, cst.Float)):
-            return Found(expr.evaluated_value, expr)
-        if isinstance(expr, cst.SimpleString):
-            return Found(expr.evaluated_value, expr)
-        if isinstance(expr, cst.ConcatenatedString):
-            return self._concatenated(expr, depth)
-        if isinstance(expr, cst.FormattedString):
-            return self._fstring(expr, depth)
-        if isinstance(expr, cst.Name):
-            return self._name(expr, depth)
-        if isinstance(expr, cst.Attribute):
-            return self._attribute(expr, depth)
-        if isinstance(expr, cst.Subscript):
-            return self._subscript(expr, depth)
-        if isinstance(expr, cst.Call):
-            return self._call(expr, depth)
-        if isinstance(expr, cst.Dict):
-            return self._dict(expr, depth)
-        if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
-            return self._sequence(expr, depth)
-        if isinstance(expr, cst.BinaryOperation):
-            return self._binary(expr, depth)
-        if isinstance(expr, cst.UnaryOperation):
-            return self._unary(expr, depth)
-        if isinstance(expr, cst.BooleanOperation):
-            return self._boolean(expr, depth)
-        if isinstance(expr, cst.Comparison):
-            return self._comparison(expr, depth)
-        if isinstance(expr, cst.IfExp):
-            return self._if_expression(expr, depth)
-        if isinstance(expr, cst.Lambda):  # field(default_factory=lambda: [...])
-            return self.evaluate(expr.body, depth + 1)
-        if isinstance(expr, cst.NamedExpr):
-            return self.evaluate(expr.value, depth + 1)
-        return None
+        # one lookup by the node's class (all of them final): a chain of ``isinstance`` tests is
+        # a Python-level call per test for libcst's ABC node classes, on every expression met
+        how = _EVALUATORS.get(type(expr))
+        return how(self, expr, depth) if how is not None else None
+
+    def _literal(self, expr: cst.Integer | cst.Float | cst.SimpleString, depth: int) -> Found | None:
+        return Found(expr.evaluated_value, expr)
+
+    def _inner(self, expr: cst.Lambda | cst.NamedExpr, depth: int) -> Found | None:
+        # ``field(default_factory=lambda: [...])``; ``(n := 4)``
+        return self.evaluate(expr.body if type(expr) is cst.Lambda else expr.value, depth + 1)
 
     def _if_expression(self, expr: cst.IfExp, depth: int) -> Found | None:
         """``a if test else b`` with a known test; when an option decides the test, the value the
@@ -414,8 +390,8 @@ class Values(Names):
     def _subscript_assignments(self) -> dict[str, list[tuple[cst.Name, cst.BaseExpression, cst.BaseExpression]]]:
         if self._subscript_sets is None:
             sets: dict[str, list] = {}
-            for node in self.source.parents:
-                if not isinstance(node, cst.Assign) or len(node.targets) != 1:
+            for node in self.source.nodes_of(cst.Assign):
+                if len(node.targets) != 1:
                     continue
                 target = node.targets[0].target
                 if (
@@ -720,3 +696,25 @@ class Arguments:
         return name in self.named
 
 
+_EVALUATORS = {
+    cst.Integer: Values._literal,
+    cst.Float: Values._literal,
+    cst.SimpleString: Values._literal,
+    cst.ConcatenatedString: Values._concatenated,
+    cst.FormattedString: Values._fstring,
+    cst.Name: Values._name,
+    cst.Attribute: Values._attribute,
+    cst.Subscript: Values._subscript,
+    cst.Call: Values._call,
+    cst.Dict: Values._dict,
+    cst.List: Values._sequence,
+    cst.Tuple: Values._sequence,
+    cst.Set: Values._sequence,
+    cst.BinaryOperation: Values._binary,
+    cst.UnaryOperation: Values._unary,
+    cst.BooleanOperation: Values._boolean,
+    cst.Comparison: Values._comparison,
+    cst.IfExp: Values._if_expression,
+    cst.Lambda: Values._inner,
+    cst.NamedExpr: Values._inner,
+}

@@ -51,22 +51,17 @@ def extract_script(parsed: ParsedDocument) -> list[RunFacts]:
     if source is None or not imports_training_library(parsed.text):
         return []
     values = Values(source)
-    calls: list[cst.Call] = []
-    assignments: list[cst.Assign] = []
-    for node in source.parents:
-        kind = type(node)  # not ``isinstance``: a Python-level call for libcst's ABC node classes
-        if kind is cst.Call:
-            calls.append(node)
-        elif kind is cst.Assign:
-            assignments.append(node)
+    calls: list[cst.Call] = list(source.nodes_of(cst.Call))
+    assignments: list[cst.Assign] = source.nodes_of(cst.Assign)
     positions = source.positions
     calls.sort(key=lambda c: (positions[c].start.line, positions[c].start.column))
     named = [(call, values.callee_names(call)) for call in calls]
+    owners = {call: _owner(values, call) for call in calls}
     runs = []
-    for excluded in _run_scopes(values, named):
+    for excluded in _run_scopes(values, named, owners):
         ctx = ScriptFacts(parsed, values)
         for call, names in named:
-            if _owner(values, call) in excluded:
+            if excluded and owners[call] in excluded:
                 continue
             method = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
             for recogniser in RECOGNISERS:
@@ -83,22 +78,28 @@ def extract_script(parsed: ParsedDocument) -> list[RunFacts]:
 def _owner(values: Values, node: cst.CSTNode) -> cst.CSTNode | None:
     """The top-level function or class ``node`` is in (None at module level)."""
     owner = None
-    current = values.parent(node)
-    while current is not None and not isinstance(current, cst.Module):
-        if isinstance(current, (cst.FunctionDef, cst.ClassDef)):
+    parents = values.source.parents
+    current = parents.get(node)
+    # type tests: libcst's classes are ABCs, whose ``isinstance`` is a Python-level call
+    while current is not None and type(current) is not cst.Module:
+        if type(current) in _DEFINITIONS:
             owner = current
-        current = values.parent(current)
+        current = parents.get(current)
     return owner
 
 
-def _run_scopes(values: Values, named: list[tuple[cst.Call, set[str]]]) -> list[set]:
+_DEFINITIONS = (cst.FunctionDef, cst.ClassDef)
+
+
+def _run_scopes(values: Values, named: list[tuple[cst.Call, set[str]]],
+                owner_of: dict[cst.Call, cst.CSTNode | None]) -> list[set]:
     """One run per top-level function that builds its own trainer (``def sft(): SFTTrainer(...)``,
     ``def dpo(): DPOTrainer(...)``): for each, the other such functions to leave out. A file
     with one trainer (or trainers only at module level, or in one function) is one run."""
     owners = []
     for call, names in named:
         if any(trainer_framework(n) for n in names) or names & DEEPSPEED_INITIALIZE:
-            owner = _owner(values, call)
+            owner = owner_of[call]
             if owner is None:
                 return [set()]
             if owner not in owners:

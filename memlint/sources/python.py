@@ -40,6 +40,7 @@ class PythonSource:
         self.text = text
         self.units = list(units)  # the top-level statements parsed alone (python_units)
         self.depths = depths or {}  # a unit's text -> the depth of its statements' syntax trees
+        self._typed: dict[tuple[type, ...], list] = {}
         if tree is not None:
             self.__dict__["tree"] = tree
 
@@ -65,6 +66,28 @@ class PythonSource:
         recorded children."""
         self.tree  # noqa: B018 -- the children the walk reads
         return scopes_of(self.module, self.units)
+
+    def nodes_of(self, *kinds: type[cst.CSTNode]) -> list:
+        """The module's nodes of these node classes (final ones: the test is ``type(node)``), in
+        the order of ``parents``; after an edit, only the statements it changed are walked."""
+        found = self._typed.get(kinds)
+        if found is None:
+            body = self.module.body
+            if self.units and len(self.units) == len(body):
+                # ``parents`` lists the top-level statements, then each unit's nodes from the last unit
+                found = [s for s in body if type(s) in kinds]
+                for unit in reversed(self.units):
+                    found += unit.nodes_of(kinds)
+            else:
+                found = [node for node in self.parents if type(node) in kinds]
+            self._typed[kinds] = found
+        return found
+
+    def every_scope(self) -> set[metadata.Scope]:
+        """Every scope of the module (its own, its functions', classes', comprehensions'...)."""
+        scopes = self.scopes
+        every = getattr(scopes, "every_scope", None)
+        return every() if every is not None else {s for s in scopes.values() if s is not None}
 
     def range_of(self, node: cst.CSTNode) -> Range:
         code_range = self.positions[node]

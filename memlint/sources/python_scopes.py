@@ -21,6 +21,7 @@ from libcst.metadata.expression_context_provider import ExpressionContextVisitor
 from libcst.metadata.scope_provider import _ASSIGNMENT_LIKE_NODES, ScopeVisitor
 
 from memlint.sources.python_tree import children
+from memlint.sources.python_unit_scopes import scopes_of_units
 
 if TYPE_CHECKING:
     from memlint.sources.python_units import Unit
@@ -97,6 +98,12 @@ class _Scopes(_WalksRecordedChildren, ScopeVisitor):
     def __init__(self, provider: ScopeProvider) -> None:
         super().__init__(provider)
         self._scopes = provider._computed  # what ``provider.set_metadata`` writes to
+        self.read_strings = False  # parsed a string annotation (whose nodes then have scopes too)
+
+    def _handle_string_annotation(self, node: cst.SimpleString | cst.ConcatenatedString) -> bool:
+        handled = super()._handle_string_annotation(node)
+        self.read_strings = self.read_strings or handled
+        return handled
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
         """``ScopeVisitor.on_leave``, its ``isinstance`` test against a tuple of twelve ABCs (up
@@ -130,17 +137,24 @@ def expression_contexts_of(module: cst.Module, units: Sequence[Unit] = ()) -> di
         return contexts._computed
     out: dict[cst.CSTNode, ExpressionContext] = {}
     for unit in units:
-        if unit.contexts is None:
-            contexts = ExpressionContextProvider()
-            unit.statement.visit(_ExpressionContexts(contexts, ExpressionContext.LOAD))
-            unit.contexts = contexts._computed
-        out.update(unit.contexts)
+        out.update(_unit_contexts(unit))
     return out
+
+
+def _unit_contexts(unit: Unit) -> dict[cst.CSTNode, ExpressionContext]:
+    if unit.contexts is None:
+        contexts = ExpressionContextProvider()
+        unit.statement.visit(_ExpressionContexts(contexts, ExpressionContext.LOAD))
+        unit.contexts = contexts._computed
+    return unit.contexts
 
 
 def scopes_of(module: cst.Module, units: Sequence[Unit] = ()) -> Mapping[cst.CSTNode, Scope | None]:
     """What ``MetadataWrapper(module).resolve(ScopeProvider)`` returns; ``units``: the units the
-    module was joined from, if it was."""
+    module was joined from, if it was (each unit is then visited once and kept:
+    ``python_unit_scopes``)."""
+    if units and len(units) == len(module.body):
+        return scopes_of_units(module, units, _Scopes, _unit_contexts)
     provider = ScopeProvider()
     provider.metadata = {ExpressionContextProvider: expression_contexts_of(module, units)}
     visitor = _Scopes(provider)

@@ -24,6 +24,8 @@ import libcst as cst
 from libcst.metadata import CodePosition, CodeRange
 from libcst.metadata.position_provider import PositionProvider, PositionProvidingCodegenState
 
+from memlint.sources import node_identity  # noqa: F401 -- before any node is put in a dictionary
+
 # Nodes that only format the code; everything inside one is formatting too.
 FORMATTING = frozenset({
     cst.SimpleWhitespace, cst.ParenthesizedWhitespace, cst.TrailingWhitespace, cst.Newline,
@@ -36,7 +38,6 @@ FORMATTING = frozenset({
 @dataclass(eq=False)
 class Tree:
     positions: Mapping[cst.CSTNode, CodeRange]  # of every node, formatting included
-    children: dict[cst.CSTNode, list[cst.CSTNode]]  # of every syntax node
     parents: dict[cst.CSTNode, cst.CSTNode]  # of every syntax node but the root
 
 
@@ -138,7 +139,7 @@ def parents_of(root: cst.CSTNode, shape: Mapping[cst.CSTNode, list[cst.CSTNode]]
 
 def tree_of(module: cst.Module) -> Tree:
     recorded = record(module)
-    tree = Tree(recorded.positions, recorded.shape, parents_of(module, recorded.shape))
+    tree = Tree(recorded.positions, parents_of(module, recorded.shape))
     register(tree, recorded.shape)
     return tree
 

@@ -19,7 +19,8 @@ alone) ``parse_in_units`` returns None and the whole text is parsed at once.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+import weakref
+from dataclasses import dataclass, field
 from typing import Iterator, Mapping
 
 import libcst as cst
@@ -40,6 +41,15 @@ class Unit:
     has_block: bool  # an indented block: the unit's default indent is the file's
     # the expression contexts of its names (``python_scopes.expression_contexts_of``), once asked
     contexts: dict[cst.CSTNode, ExpressionContext] | None = None
+    # its nodes of some node classes, in ``parents`` order (``PythonSource.nodes_of``), once asked
+    typed: dict[tuple[type, ...], list[cst.CSTNode]] = field(default_factory=dict)
+
+    def nodes_of(self, kinds: tuple[type, ...]) -> list[cst.CSTNode]:
+        """The nodes below the statement of these (final) classes, in the order of ``parents``."""
+        found = self.typed.get(kinds)
+        if found is None:
+            found = self.typed[kinds] = [node for node in self.parents if type(node) in kinds]
+        return found
 
     @property
     def statement(self) -> cst.BaseStatement:
@@ -66,6 +76,7 @@ def _parse_unit(text: str) -> Unit | None:
     unit = Unit(text, module, positions, shape, parents_of(statement, shape),
                 any(type(n) is cst.IndentedBlock for n in shape))
     register(unit, shape)
+    _register_nodes(unit)
     return unit
 
 
@@ -103,43 +114,75 @@ def unit_texts(text: str, tree: ast.Module) -> list[str] | None:
     return None if cut is None else [chunk for chunk, _ in cut]
 
 
+# The unit each node of a parsed unit belongs to, by ``id(node)``: a joined module's positions
+# find a node's unit here instead of copying every unit's positions into one dictionary on each
+# join (the units hold their nodes alive; an entry goes with its unit).
+_UNIT_OF: dict[int, Unit] = {}
+
+
+def _register_nodes(unit: Unit) -> None:
+    keys = [id(node) for node in unit.positions]
+    _UNIT_OF.update(dict.fromkeys(keys, unit))
+    weakref.finalize(unit, _forget_nodes, keys)
+
+
+def unit_of(node: object) -> Unit | None:
+    """The parsed unit ``node`` belongs to (None for a node of no unit: a joined module, the
+    statements a join rebuilt, a module parsed whole)."""
+    return _UNIT_OF.get(id(node))
+
+
+def _forget_nodes(keys: list[int]) -> None:
+    for key in keys:
+        _UNIT_OF.pop(key, None)
+
+
 class _Positions(Mapping[cst.CSTNode, CodeRange]):
     """The units' positions in the whole module: a unit's own, moved down by the lines above
     it when asked (most nodes never are)."""
 
     def __init__(self, own: dict[cst.CSTNode, CodeRange]) -> None:
         self._own = own  # the module and the statements the join rebuilt
-        self._relative: dict[cst.CSTNode, CodeRange] = {}
-        self._offset: dict[cst.CSTNode, int] = {}
+        self._offsets: dict[Unit, int] = {}  # lines above each unit of this module
+        self._hidden: set[cst.CSTNode] = set()  # statements the join replaced by a rebuilt copy
 
-    def add(self, positions: dict[cst.CSTNode, CodeRange], offset: int) -> None:
-        self._relative.update(positions)
-        self._offset.update(dict.fromkeys(positions, offset))
+    def add(self, unit: Unit, offset: int) -> None:
+        self._offsets[unit] = offset
 
     def forget(self, node: cst.CSTNode) -> None:
-        self._relative.pop(node, None)
-        self._offset.pop(node, None)
+        self._hidden.add(node)
+
+    def _unit_of(self, node: object) -> Unit | None:
+        unit = _UNIT_OF.get(id(node))
+        if unit is None or unit not in self._offsets or node in self._hidden or node is unit.module:
+            return None
+        return unit
 
     def __getitem__(self, node: cst.CSTNode) -> CodeRange:
         found = self._own.get(node)
         if found is not None:
             return found
-        relative = self._relative[node]
-        offset = self._offset[node]
+        unit = self._unit_of(node)
+        if unit is None:
+            raise KeyError(node)
+        relative = unit.positions[node]
+        offset = self._offsets[unit]
         if not offset:
             return relative
         return CodeRange(CodePosition(relative.start.line + offset, relative.start.column),
                          CodePosition(relative.end.line + offset, relative.end.column))
 
     def __contains__(self, node: object) -> bool:
-        return node in self._own or node in self._relative
+        return node in self._own or self._unit_of(node) is not None
 
     def __iter__(self) -> Iterator[cst.CSTNode]:
         yield from self._own
-        yield from (node for node in self._relative if node not in self._own)
+        for unit in self._offsets:
+            yield from (node for node in unit.positions
+                        if node not in self._own and node not in self._hidden and node is not unit.module)
 
     def __len__(self) -> int:
-        return len(self._own) + sum(1 for node in self._relative if node not in self._own)
+        return sum(1 for _ in self)
 
 
 @dataclass(eq=False)
@@ -182,24 +225,19 @@ def _join(text: str, units: list[Unit]) -> Joined | None:
     body: list[cst.BaseStatement] = []
     own: dict[cst.CSTNode, CodeRange] = {}
     positions = _Positions(own)
-    shape: dict[cst.CSTNode, list[cst.CSTNode]] = {}
     rebuilt: dict[cst.CSTNode, list[cst.CSTNode]] = {}  # nodes of this join, not of a unit
     line = 0  # lines above the current unit
     lines_before: list[cst.EmptyLine] = []
     for unit in units:
         statement = unit.statement
-        positions.add(unit.positions, line)
-        shape.update(unit.shape)
+        positions.add(unit, line)
         if lines_before:
             # the lines between two statements belong to the second, as in a whole parse
             joined = statement.with_changes(leading_lines=[*lines_before, *statement.leading_lines])
             own[joined] = positions[statement]
-            shape[joined] = rebuilt[joined] = unit.shape[statement]
+            rebuilt[joined] = unit.shape[statement]
             positions.forget(statement)
-            del shape[statement]
             statement = joined
-        positions.forget(unit.module)
-        del shape[unit.module]
         body.append(statement)
         lines_before = list(unit.module.footer)
         line += unit.text.count("\n")
@@ -217,7 +255,7 @@ def _join(text: str, units: list[Unit]) -> Joined | None:
     # newline as if it were there, so the end is taken from its own record, moved down)
     end = units[-1].positions[last].end
     own[module] = CodeRange(CodePosition(1, 0), CodePosition(end.line + line - units[-1].text.count("\n"), end.column))
-    shape[module] = rebuilt[module] = body
+    rebuilt[module] = body
     # what ``parents_of(module, shape)`` gives, in its order (the top-level statements, then
     # each statement's subtree from the last), from the units' own parents
     parents: dict[cst.CSTNode, cst.CSTNode] = dict.fromkeys(body, module)
@@ -226,6 +264,6 @@ def _join(text: str, units: list[Unit]) -> Joined | None:
         if statement is not unit.statement:  # rebuilt by the join: the same children, a new parent
             for child in unit.shape[unit.statement]:
                 parents[child] = statement
-    tree = Tree(positions, shape, parents)
+    tree = Tree(positions, parents)
     register(tree, rebuilt)
     return Joined(module, tree, units)

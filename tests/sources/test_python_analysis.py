@@ -26,7 +26,7 @@ from memlint.parsed import parse_document
 from memlint.settings import Settings
 from memlint.sources import python as python_source
 from memlint.sources.python_scopes import expression_contexts_of
-from memlint.sources.python_tree import FORMATTING, parents_of
+from memlint.sources.python_tree import FORMATTING, children, parents_of
 from memlint.sources.python_units import parse_in_units
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,19 +76,23 @@ def assert_same_module(source: python_source.PythonSource, text: str) -> None:
     for node, expected in positions.items():
         assert source.positions[node] == expected, (type(node).__name__, expected)
     stack: list[cst.CSTNode] = [module]
-    seen = 0
+    shape: dict[cst.CSTNode, list[cst.CSTNode]] = {}
     while stack:
         node = stack.pop()
-        seen += 1
         syntax = [child for child in node.children if type(child) not in FORMATTING]
-        assert source.tree.children[node] == syntax, type(node).__name__
+        # what every walk over the tree reads (``python_tree.children``): the recorded children
+        shape[node] = list(children(node))
+        assert shape[node] == syntax, type(node).__name__
         if node is not module:
             assert source.parents[node] is parents[node]
         stack.extend(syntax)
-    assert seen == len(source.tree.children) == len(source.parents) + 1
+    assert len(shape) == len(source.parents) + 1
     # joined from the units' parents, in the order of one walk over the whole module (the order
     # extractors that read the dict see nodes in)
-    assert list(source.parents) == list(parents_of(module, source.tree.children))
+    assert list(source.parents) == list(parents_of(module, shape))
+    # the typed lists the extractors walk instead of every node, joined from the units' lists
+    for kinds in ((cst.Call,), (cst.Assign, cst.FunctionDef)):
+        assert source.nodes_of(*kinds) == [node for node in source.parents if type(node) in kinds]
 
 
 def _scope_summary(scopes, nodes) -> tuple:
@@ -115,7 +119,7 @@ def assert_same_names(source: python_source.PythonSource) -> None:
     """Scopes and qualified names are libcst's (formatting nodes have no scope: none has a name)."""
     wrapper = metadata.MetadataWrapper(source.module, unsafe_skip_copy=True)
     expected = wrapper.resolve(metadata.ScopeProvider)
-    syntax = list(source.tree.children)
+    syntax = [source.module, *source.parents]
     # the expression contexts the scopes are built from, kept per unit (python_scopes)
     contexts = expression_contexts_of(source.module, source.units)
     assert contexts == dict(wrapper.resolve(metadata.ExpressionContextProvider))
@@ -376,3 +380,46 @@ def test_diagnostics_after_edits_are_those_of_a_fresh_lint(tmp_path: Path) -> No
         cold = Linter(settings_)
         cold.project.set_overlay(script, text)
         assert warm.lint_path(script) == cold.lint_path(script), edit
+
+
+TYPING_AND_ORDER = '''import torch
+{header}
+
+def loss_of(model, batch):
+    logits = cast("torch.Tensor", model(batch))
+    scale: List["torch.dtype"] = []
+    return logits.float().mean()
+
+
+def train(model, steps):
+    global STEP
+    for STEP in range(steps):
+        loss_of(model, None).backward()
+    print(TOTAL)
+
+
+TOTAL = 0
+{footer}
+'''
+
+
+@pytest.mark.parametrize("header, footer", [
+    ("from typing import cast, List", ""),          # the strings become annotations
+    ("from typing import List\ncast = print", ""),  # ``cast`` is the module's own
+    ("import typing\ncast = typing.cast\nList = typing.List", ""),
+    ("from typing import cast as cast, List", "cast = str\nSTEP = -1"),
+    ("", "from typing import cast, List"),            # imported after use: the visit did not know
+    ("from typing_extensions import cast\nfrom typing import List", "TOTAL = TOTAL + 1"),
+])
+def test_edits_around_typing_names_and_module_assignments_give_libcsts_scopes(header: str, footer: str) -> None:
+    """A statement's visit is kept across edits only while the ``typing`` bindings above it are
+    the same; module-level assignments above a kept statement move its order numbers."""
+    plain = _source(TYPING_AND_ORDER.format(header="", footer=""))
+    plain.scopes  # noqa: B018 -- the visits an edit may reuse
+    for text in (TYPING_AND_ORDER.format(header=header, footer=""),
+                 TYPING_AND_ORDER.format(header=header, footer=footer),
+                 TYPING_AND_ORDER.format(header="", footer=footer)):
+        source = _source(text, plain)
+        assert_same_module(source, text)
+        assert_same_names(source)
+        plain = source

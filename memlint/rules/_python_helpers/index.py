@@ -12,6 +12,14 @@ from typing import Iterator
 
 import libcst as cst
 
+from memlint.rules._python_helpers.statement_index import (
+    StatementPart,
+    flow_calls,
+    function_table,
+    module_calls,
+    part_of,
+    part_of_whole,
+)
 from memlint.rules._python_helpers.syntax import dotted, iter_nodes, method_name, receiver
 from memlint.sources.python import PythonSource
 
@@ -33,7 +41,6 @@ class Definition:
     name: str  # "loss", or "args.max_train_steps" for attribute targets
     statement: cst.CSTNode  # the Assign / AugAssign / AnnAssign / For / WithItem / NamedExpr
     value: cst.BaseExpression | None  # what was assigned (None when unknown: unpacking, loops)
-    flow: Flow
     augmented: cst.BaseAugOp | None = None  # the operator of ``name op= value``
     whole_value: cst.BaseExpression | None = None  # for ``a, b = f()``: ``f()``
     position: int | None = None  # for ``a, b = f()``: where the name sits in the tuple
@@ -49,10 +56,20 @@ class ModuleIndex:
     cache: dict[object, object] = field(default_factory=dict)
     _qualified: dict[cst.CSTNode, frozenset[str]] = field(default_factory=dict, repr=False)  # results other helpers compute once
 
+    parts: list[tuple[cst.BaseStatement, StatementPart]] = field(default_factory=list, repr=False)
+    _part_of_function: dict[int, tuple[cst.BaseStatement, StatementPart]] = field(default_factory=dict, repr=False)
+
     @property
     def nodes(self) -> list[cst.CSTNode]:
         """Every node of the module, functions and classes included, in source order."""
-        return self.once("nodes", lambda: list(iter_nodes(self.py.module, enter_defs=True)))
+        return self.once("nodes", self._nodes)
+
+    def _nodes(self) -> list[cst.CSTNode]:
+        out: list[cst.CSTNode] = [self.py.module]
+        for statement, part in self.parts:
+            out.append(statement)
+            out += part.below
+        return out
 
     @property
     def calls(self) -> list[cst.Call]:
@@ -62,7 +79,15 @@ class ModuleIndex:
     def nodes_of(self, *kinds: type[cst.CSTNode]) -> list:
         """The module's nodes of these node classes (concrete ones: the test is ``type(node)``,
         not a walk of ``isinstance`` calls per rule), in source order; computed once."""
-        return self.once(("nodes_of", kinds), lambda: [n for n in self.nodes if type(n) in kinds])
+        return self.once(("nodes_of", kinds), lambda: self._nodes_of(kinds))
+
+    def _nodes_of(self, kinds: tuple[type[cst.CSTNode], ...]) -> list:
+        out: list[cst.CSTNode] = [self.py.module] if cst.Module in kinds else []
+        for statement, part in self.parts:
+            if type(statement) in kinds:
+                out.append(statement)
+            out += part.nodes_of(kinds)
+        return out
 
     def once(self, key: object, compute):
         """``compute()`` the first time ``key`` is asked for, the stored result after."""
@@ -247,13 +272,29 @@ class ModuleIndex:
     def _direct_callees(self) -> dict[int, set[int]]:
         out: dict[int, set[int]] = {}
         for flow in self.flows:
-            body = flow if isinstance(flow, cst.Module) else flow.body
-            for node in iter_nodes(body):
-                if type(node) is cst.Call:
-                    helper = self.helper_for(node)
-                    if helper is not None:
-                        out.setdefault(id(flow), set()).add(id(helper))
+            for node in self.calls_of_flow(flow):
+                helper = self.helper_for(node)
+                if helper is not None:
+                    out.setdefault(id(flow), set()).add(id(helper))
         return out
+
+    def calls_of_flow(self, flow: Flow) -> list[cst.Call]:
+        """The calls a flow makes itself (not those of the functions, classes and lambdas it
+        defines), in source order; kept with the statement that holds the flow."""
+        if isinstance(flow, cst.Module):
+            return [call for _, part in self.parts for call in module_calls(part)]
+        statement, part = self._part_holding(flow)
+        return flow_calls(part, flow, flow is statement)
+
+    def _part_holding(self, function: cst.FunctionDef) -> tuple[cst.BaseStatement, StatementPart]:
+        if not self._part_of_function:
+            for statement, part in self.parts:
+                if type(statement) is cst.FunctionDef:
+                    self._part_of_function[id(statement)] = (statement, part)
+                for node in part.nodes_of(_DEFINES):
+                    if type(node) is cst.FunctionDef:
+                        self._part_of_function[id(node)] = (statement, part)
+        return self._part_of_function[id(function)]
 
     def connected(self, a: Flow, b: Flow) -> bool:
         """Do two flows take part in the same run: the same, module level, one calling the
@@ -318,22 +359,58 @@ def _targets(target: cst.BaseExpression) -> list[cst.BaseExpression]:
 def _build(py: PythonSource) -> ModuleIndex:
     index = ModuleIndex(py)
     module = py.module
+    index.parts = _parts(py)
     index.flows.append(module)
-    for node in index.nodes:
-        kind = type(node)  # both are final classes
-        if kind is cst.FunctionDef:
-            index.functions.setdefault(node.name.value, []).append(node)
-            index.flows.append(node)
-        elif kind is cst.ClassDef:
-            index.classes.setdefault(node.name.value, node)
-    for flow in index.flows:
-        table: dict[str, list[Definition]] = {}
-        body = flow if isinstance(flow, cst.Module) else flow.body
-        for node in iter_nodes(body):
-            for definition in _definitions_in(node, flow):
-                table.setdefault(definition.name, []).append(definition)
-        index.definitions[id(flow)] = table
+    module_table: dict[str, list[Definition]] = {}
+    for statement, part in index.parts:
+        for definition in _module_definitions(statement, part):
+            module_table.setdefault(definition.name, []).append(definition)
+        defines = part.nodes_of(_DEFINES)
+        if type(statement) in _DEFINES:
+            defines = [statement, *defines]
+        for node in defines:
+            if type(node) is cst.FunctionDef:  # both are final classes
+                index.functions.setdefault(node.name.value, []).append(node)
+                index.flows.append(node)
+                if node is statement:
+                    if part.own_table is None:
+                        part.own_table = _table(node)
+                    table = part.own_table
+                else:
+                    table = function_table(part, node, lambda function=node: _table(function))
+                index.definitions[id(node)] = table
+            else:
+                index.classes.setdefault(node.name.value, node)
+    index.definitions[id(module)] = module_table
     return index
+
+
+_DEFINES = (cst.FunctionDef, cst.ClassDef)
+
+
+def _parts(py: PythonSource) -> list[tuple[cst.BaseStatement, StatementPart]]:
+    """Each top-level statement with its part: kept with its unit when the module was parsed
+    in units (an edit recomputes the parts of the statements it changed), else computed."""
+    body = py.module.body
+    if len(py.units) == len(body):
+        return [(statement, part_of(unit, statement)) for unit, statement in zip(py.units, body)]
+    return [(statement, part_of_whole(statement)) for statement in body]
+
+
+def _module_definitions(statement: cst.BaseStatement, part: StatementPart) -> list[Definition]:
+    """What a top-level statement defines at module level (a top-level ``for`` loop's target
+    names the current statement node, so it is not kept)."""
+    if part.module_definitions is None:
+        part.module_definitions = [d for node in part.module_level for d in _definitions_in(node)]
+    return [*_definitions_in(statement), *part.module_definitions]
+
+
+def _table(function: cst.FunctionDef) -> dict[str, list[Definition]]:
+    table: dict[str, list[Definition]] = {}
+    for node in iter_nodes(function.body):
+        for definition in _definitions_in(node):
+            table.setdefault(definition.name, []).append(definition)
+    return table
 
 
 # the node types that bind a name (``_definitions_in``): most nodes are none of them, and a type
@@ -342,7 +419,7 @@ _BINDING_TYPES = frozenset({cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For, c
                             cst.NamedExpr, cst.Call})
 
 
-def _definitions_in(node: cst.CSTNode, flow: Flow) -> Iterator[Definition]:
+def _definitions_in(node: cst.CSTNode) -> Iterator[Definition]:
     if type(node) not in _BINDING_TYPES:
         return
     if isinstance(node, cst.Assign):
@@ -360,33 +437,33 @@ def _definitions_in(node: cst.CSTNode, flow: Flow) -> Iterator[Definition]:
                 name = dotted(name_node)
                 if name:
                     yield Definition(
-                        name, node, value, flow, whole_value=node.value, position=None if single else position
+                        name, node, value, whole_value=node.value, position=None if single else position
                     )
     elif isinstance(node, cst.AnnAssign) and node.value is not None:
         name = dotted(node.target)
         if name:
-            yield Definition(name, node, node.value, flow, whole_value=node.value)
+            yield Definition(name, node, node.value, whole_value=node.value)
     elif isinstance(node, cst.AugAssign):
         name = dotted(node.target)
         if name:
-            yield Definition(name, node, node.value, flow, augmented=node.operator)
+            yield Definition(name, node, node.value, augmented=node.operator)
     elif isinstance(node, (cst.For, cst.CompFor)):
         for name_node in _targets(node.target):
             name = dotted(name_node)
             if name:
-                yield Definition(name, node, None, flow, whole_value=node.iter)
+                yield Definition(name, node, None, whole_value=node.iter)
     elif isinstance(node, cst.WithItem) and node.asname is not None:
         for name_node in _targets(node.asname.name):
             name = dotted(name_node)
             if name:
-                yield Definition(name, node, None, flow, whole_value=node.item)
+                yield Definition(name, node, None, whole_value=node.item)
     elif isinstance(node, cst.NamedExpr):
         name = dotted(node.target)
         if name:
-            yield Definition(name, node, node.value, flow, whole_value=node.value)
+            yield Definition(name, node, node.value, whole_value=node.value)
     elif isinstance(node, cst.Call) and method_name(node) in ("div_", "mul_") and dotted(receiver(node)):
         # ``loss.div_(accum)`` rebinds nothing but changes the value in place
-        yield Definition(dotted(receiver(node)) or "", node, node, flow)
+        yield Definition(dotted(receiver(node)) or "", node, node)
 
 
 _INDEXES: "weakref.WeakKeyDictionary[PythonSource, ModuleIndex]" = weakref.WeakKeyDictionary()

@@ -210,7 +210,10 @@ def training_loops(index: ModuleIndex) -> list[TrainingLoop]:
 
 def _training_loops(index: ModuleIndex) -> list[TrainingLoop]:
     out = []
+    could_train = _loops_that_could_train(index)
     for node in index.nodes_of(cst.For, cst.While):
+        if id(node) not in could_train:
+            continue
         events = body_events(index, node)
         found = TrainingLoop(node, events)
         for event in events:
@@ -225,6 +228,39 @@ def _training_loops(index: ModuleIndex) -> list[TrainingLoop]:
         if found.backwards:
             out.append(found)
     return out
+
+
+def _loops_that_could_train(index: ModuleIndex) -> set[int]:
+    """ids of the loops whose events can hold a ``backward()``: those around a call that could
+    be one, or around a call of a module function (a helper ``body_events`` inlines, or a
+    ``step(closure)``) that holds one, through any number of helpers. A superset of the
+    training loops, found from the calls alone: most loops of a large script (data
+    preparation, evaluation) are not walked at all."""
+    calls = index.calls
+    triggers = [c for c in calls if _could_be_backward(index, c)]
+    reaching: set[str] = set()
+    while True:
+        names = {a.name.value for t in triggers for a in index.ancestors(t) if type(a) is cst.FunctionDef}
+        if names <= reaching:
+            break
+        reaching |= names
+        triggers = [c for c in calls if _could_be_backward(index, c) or _could_run_one_of(c, reaching)]
+    return {id(a) for t in triggers for a in index.ancestors(t) if type(a) in (cst.For, cst.While)}
+
+
+def _could_be_backward(index: ModuleIndex, call: cst.Call) -> bool:
+    if method_name(call) == "backward":
+        return True
+    return type(call.func) is cst.Name and index.calls_named(call, "torch.autograd.backward")
+
+
+def _could_run_one_of(call: cst.Call, functions: set[str]) -> bool:
+    """Could ``call`` run one of these module functions (``helper(...)``, ``self.helper(...)``,
+    ``optimizer.step(helper)``)?"""
+    if method_name(call) in functions:
+        return True
+    return method_name(call) == "step" and any(
+        type(arg.value) is cst.Name and arg.value.value in functions for arg in call.args)
 
 
 def step_loops(index: ModuleIndex) -> list[TrainingLoop]:

@@ -1,0 +1,277 @@
+"""libcst's scope analysis of a module joined from units, each top-level statement visited once.
+
+``ScopeProvider`` visits the whole module, then links every name use to the assignments it can
+refer to (``ScopeVisitor.infer_accesses``). After an edit of one statement of a large script,
+the visit of the others would give what it gave before: what a visit of a statement depends on
+outside it is only the module-level names bound above it, and of those only the ones that
+decide whether a call or a subscript is ``typing``'s (``typing.cast("T", x)``, ``List["T"]``:
+libcst reads their strings as annotations). So each unit's visit is kept with the unit: the
+scopes it made, each node's scope, the module-level assignments and the name uses it recorded.
+A join makes a new module scope, gives it the units' module-level assignments (their order
+numbers moved by the assignments above), points the units' scopes at it and runs libcst's own
+``infer_accesses`` over all the name uses again: that linking is a fraction of the visits.
+
+A unit's visit is kept only while the ``typing`` bindings above it are the ones it was visited
+with (``_typing_bindings``); otherwise it is visited again. The scopes of a module's earlier
+version are re-pointed at the new module scope, so they are valid until a later version of the
+same document is analysed (memlint analyses a document's versions one after another).
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+from typing import Iterator, Mapping, Sequence
+
+import libcst as cst
+from libcst.helpers import get_full_name_for_node
+from libcst.metadata import ExpressionContextProvider, Scope, ScopeProvider
+from libcst.metadata.scope_provider import (
+    Access,
+    Assignment,
+    BaseAssignment,
+    DeferredAccess,
+    GlobalScope,
+    ImportAssignment,
+    LocalScope,
+)
+
+from memlint.sources.python_units import Unit, unit_of
+
+_TYPING_MODULES = ("typing", "typing_extensions")
+
+
+@dataclass(frozen=True)
+class _Use:
+    """A name use the visit recorded, to be made into a fresh ``Access`` at each join."""
+
+    node: cst.Name
+    scope: Scope
+    is_annotation: bool
+    is_type_hint: bool
+    index: int  # the scope's assignment count when the use was met (the unit's own, for the module scope)
+    enclosing_attribute: cst.Attribute | None
+    enclosing_string_annotation: cst.BaseString | None
+
+
+@dataclass(frozen=True)
+class _Bound:
+    """A module-level assignment the unit made (``global`` writes in its functions included)."""
+
+    name: str
+    node: cst.CSTNode
+    index: int  # counted from the unit's start
+    as_name: cst.CSTNode | None  # for imports
+
+
+@dataclass(eq=False)
+class UnitScopes:
+    """One unit's visit. ``module_scope`` stands for the module's scope in what it recorded."""
+
+    module_scope: GlobalScope
+    node_scopes: dict[cst.CSTNode, Scope]
+    scopes: list[LocalScope]
+    assignments: list[BaseAssignment]  # of the local scopes, whose uses are linked again at each join
+    top: list[LocalScope]  # scopes whose parent is the module's
+    overwrites: list[tuple[LocalScope, str]]  # ``global x`` in those scopes
+    bound: list[_Bound]
+    uses: list[_Use]
+    count: int  # module-level assignments the unit counts
+    typing_bindings: frozenset  # the ``typing`` bindings above the unit when it was visited
+    statement_scopes: list[LocalScope]  # the scopes of the statement itself (a top-level def's)
+    # nodes with a scope that are not the unit's: those of the string annotations libcst parses
+    strings: list[cst.CSTNode]
+
+
+_VISITS: "weakref.WeakKeyDictionary[Unit, UnitScopes]" = weakref.WeakKeyDictionary()
+
+
+class ScopeMap(Mapping[cst.CSTNode, "Scope | None"]):
+    """Each node's scope, what ``MetadataWrapper(module).resolve(ScopeProvider)`` maps it to,
+    read from the units' visits."""
+
+    def __init__(self, module_scope: GlobalScope, own: dict[cst.CSTNode, Scope],
+                 visits: dict[Unit, UnitScopes], hidden: set[cst.CSTNode]) -> None:
+        self.module_scope = module_scope
+        self._own = own  # the module and the statements the join rebuilt
+        self._visits = visits
+        self._hidden = hidden  # statements the join replaced
+
+    def get(self, node: object, default=None):  # type: ignore[override]
+        found = self._own.get(node)
+        if found is not None:
+            return found
+        visit = self._visits.get(unit_of(node))
+        if visit is None or node in self._hidden:
+            return default
+        found = visit.node_scopes.get(node, default)
+        return self.module_scope if found is visit.module_scope else found
+
+    def __getitem__(self, node: cst.CSTNode) -> Scope | None:
+        missing = object()
+        found = self.get(node, missing)
+        if found is missing:
+            raise KeyError(node)
+        return found
+
+    def __contains__(self, node: object) -> bool:
+        return self.get(node, self) is not self
+
+    def __iter__(self) -> Iterator[cst.CSTNode]:
+        yield from self._own
+        for visit in self._visits.values():
+            yield from (node for node in visit.node_scopes
+                        if node not in self._hidden and node not in self._own and node is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def every_scope(self) -> set[Scope]:
+        return {self.module_scope, *(s for visit in self._visits.values() for s in visit.scopes)}
+
+
+def scopes_of_units(module: cst.Module, units: Sequence[Unit],
+                    visitor_class: type, contexts_of) -> ScopeMap:
+    """The scopes of ``module``, joined from ``units`` (one per statement of its body).
+    ``visitor_class``: the scope visitor (``python_scopes._Scopes``); ``contexts_of(unit)``: the
+    unit's expression contexts."""
+    module_scope = GlobalScope()
+    own: dict[cst.CSTNode, Scope] = {module: module_scope}
+    hidden: set[cst.CSTNode] = set()
+    visits: dict[Unit, UnitScopes] = {}
+    deferred: list[DeferredAccess] = []
+    base = 0
+    typing_names: set[str] = set()
+    for unit, statement in zip(units, module.body):
+        above = _typing_bindings(module_scope, typing_names)
+        visit = _VISITS.get(unit)
+        if visit is None or visit.typing_bindings != above:
+            visit = _VISITS[unit] = _visit(unit, visitor_class, contexts_of(unit), module_scope, typing_names, above)
+        visits[unit] = visit
+        if statement is not unit.statement:
+            own[statement] = module_scope
+            hidden.add(unit.statement)
+        for node in visit.strings:
+            found = visit.node_scopes[node]
+            own[node] = module_scope if found is visit.module_scope else found
+        deferred += _attach(visit, unit.statement, statement, module_scope, base)
+        for bound in visit.bound:
+            if _is_typing_import(bound) or bound.name in typing_names:
+                typing_names.add(bound.name)
+        base += visit.count
+    module_scope._assignment_count = base
+    linker = visitor_class(ScopeProvider())
+    linker._ScopeVisitor__deferred_accesses = deferred
+    linker.infer_accesses()
+    return ScopeMap(module_scope, own, visits, hidden)
+
+
+def _visit(unit: Unit, visitor_class: type, contexts, module_scope: GlobalScope, typing_names: set[str],
+           typing_bindings: frozenset) -> UnitScopes:
+    provider = ScopeProvider()
+    provider.metadata = {ExpressionContextProvider: contexts}
+    visitor = visitor_class(provider)
+    stand_in: GlobalScope = visitor.scope
+    # what the module bound above the unit to the names the visit's questions (is ``cast``
+    # typing's?) can answer ``typing`` for: only a name a ``typing`` import binds can
+    above: set[int] = set()
+    for name in typing_names:
+        found = module_scope._assignments.get(name)
+        if found:
+            stand_in._assignments[name] = set(found)
+            above.update(id(a) for a in found)
+    unit.statement.visit(visitor)
+    node_scopes = provider._computed
+    scopes = list({s for s in node_scopes.values() if s is not None and s is not stand_in})
+    bound = [
+        _Bound(a.name, a.node, a._index, getattr(a, "as_name", None))
+        for found in stand_in._assignments.values() for a in found if id(a) not in above
+    ]
+    uses = [
+        _Use(d.access.node, d.access.scope, d.access.is_annotation, d.access.is_type_hint, d.access._index,
+             d.enclosing_attribute, d.enclosing_string_annotation)
+        for d in visitor._ScopeVisitor__deferred_accesses
+    ]
+    return UnitScopes(
+        module_scope=stand_in,
+        node_scopes=node_scopes,
+        scopes=scopes,
+        assignments=[a for s in scopes for found in s._assignments.values() for a in found],
+        top=[s for s in scopes if s.parent is stand_in],
+        overwrites=[(s, name) for s in scopes for name, target in s._scope_overwrites.items() if target is stand_in],
+        bound=bound,
+        uses=uses,
+        count=stand_in._assignment_count,
+        typing_bindings=typing_bindings,
+        statement_scopes=[s for s in scopes if s.node is unit.statement],
+        strings=_foreign_nodes(unit, visitor, node_scopes),
+    )
+
+
+def _foreign_nodes(unit: Unit, visitor, node_scopes: dict[cst.CSTNode, Scope]) -> list[cst.CSTNode]:
+    """The nodes the visit gave a scope that are not the unit's: those of the string
+    annotations libcst parsed, if it parsed any (most visits do not)."""
+    if not visitor.read_strings:
+        return []
+    return [node for node in node_scopes if unit_of(node) is not unit]
+
+
+def _attach(visit: UnitScopes, visited: cst.CSTNode, statement: cst.CSTNode, module_scope: GlobalScope,
+            base: int) -> list[DeferredAccess]:
+    """Point the unit's scopes at ``module_scope``, give it the unit's module-level assignments
+    (their order numbers moved by ``base``, the module-level assignments above the unit) and
+    return the unit's name uses as fresh accesses, for ``infer_accesses`` to link.
+    ``statement``: the node the module holds for the ``visited`` one (a copy when the join
+    rebuilt it), which the scope and the assignment of a top-level ``def`` or ``class`` name."""
+    for scope in visit.top:
+        scope.parent = module_scope
+    for scope in visit.statement_scopes:
+        scope.node = statement
+    for scope in visit.scopes:
+        scope.globals = module_scope
+        scope._accesses_by_name.clear()
+        scope._accesses_by_node.clear()
+    for scope, name in visit.overwrites:
+        scope._scope_overwrites[name] = module_scope
+    for assignment in visit.assignments:
+        assignment._BaseAssignment__accesses.clear()
+    for bound in visit.bound:
+        if bound.as_name is not None:
+            assignment: BaseAssignment = ImportAssignment(bound.name, module_scope, bound.node, bound.index + base,
+                                                          bound.as_name)
+        else:
+            node = statement if bound.node is visited else bound.node
+            assignment = Assignment(bound.name, module_scope, node, bound.index + base)
+        module_scope._assignments[bound.name].add(assignment)
+    out = []
+    for use in visit.uses:
+        at_module_level = use.scope is visit.module_scope
+        access = Access(use.node, module_scope if at_module_level else use.scope, use.is_annotation,
+                        use.is_type_hint)
+        access._Access__index = use.index + base if at_module_level else use.index
+        out.append(DeferredAccess(access, use.enclosing_attribute, use.enclosing_string_annotation))
+    return out
+
+
+def _is_typing_import(bound: _Bound) -> bool:
+    node = bound.node
+    if type(node) is cst.ImportFrom:
+        module = node.module
+        name = get_full_name_for_node(module) if module is not None and not node.relative else None
+    elif type(node) is cst.Import:
+        name = get_full_name_for_node(bound.as_name) if bound.as_name is not None else None
+        for alias in node.names:
+            if alias.asname is not None and alias.asname.name is bound.as_name or alias.name is bound.as_name:
+                name = get_full_name_for_node(alias.name)
+    else:
+        return False
+    return name is not None and name.split(".")[0] in _TYPING_MODULES
+
+
+def _typing_bindings(module_scope: GlobalScope, typing_names: set[str]) -> frozenset:
+    """The module-level bindings of the names a ``typing`` import binds, as the visit of the
+    next statement would see them: which assignments, in what order."""
+    return frozenset(
+        (name, frozenset((type(a).__name__, id(a.node)) for a in module_scope._assignments.get(name, ())))
+        for name in typing_names
+    )

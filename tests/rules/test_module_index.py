@@ -1,0 +1,160 @@
+"""The rules' module index, joined from parts kept with each top-level statement across edits,
+is the index of a fresh parse: the same nodes in the same order, functions, classes and
+definitions."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from memlint.rules._python_helpers.index import ModuleIndex, _definitions_in, index_for
+from memlint.rules._python_helpers.syntax import iter_nodes
+from memlint.sources import python as python_source
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "sources"))
+sys.path.insert(0, str(ROOT / "bench"))
+from lint_latency import edited  # noqa: E402
+from lsp_latency import training_script  # noqa: E402
+from test_python_analysis import EDITS, SCRIPT  # noqa: E402
+
+
+def _parse(text: str, previous: python_source.PythonSource | None = None) -> python_source.PythonSource:
+    source = python_source.parse(text, previous)
+    assert isinstance(source, python_source.PythonSource), source
+    return source
+
+
+def _summary(index: ModuleIndex) -> dict:
+    """The index as positions and code, comparable between two parses of the same text."""
+    return _described(index, index.nodes, index.flows, lambda flow: index.definitions[id(flow)])
+
+
+def _walked(index: ModuleIndex) -> dict:
+    """The same, from walks over the whole module (what the index held before it was joined
+    from parts)."""
+    module = index.py.module
+    nodes = list(iter_nodes(module, enter_defs=True))
+    flows = [module, *(n for n in nodes if type(n) is cst.FunctionDef)]
+
+    def table(flow) -> dict:
+        out: dict = {}
+        for node in iter_nodes(module if flow is module else flow.body):
+            for definition in _definitions_in(node):
+                out.setdefault(definition.name, []).append(definition)
+        return out
+
+    return _described(index, nodes, flows, table)
+
+
+def _described(index: ModuleIndex, nodes: list, flows: list, table) -> dict:
+    py = index.py
+
+    def where(node: cst.CSTNode) -> tuple:
+        return (type(node).__name__, index.start(node), index.end(node))
+
+    def definitions(flow) -> dict:
+        return {name: [(where(d.statement), d.value is not None and py.code_of(d.value),
+                        d.whole_value is not None and py.code_of(d.whole_value), d.position,
+                        d.augmented is not None and type(d.augmented).__name__) for d in found]
+                for name, found in table(flow).items()}
+
+    functions: dict = {}
+    classes: dict = {}
+    for node in nodes:
+        if type(node) is cst.FunctionDef:
+            functions.setdefault(node.name.value, []).append(where(node))
+        elif type(node) is cst.ClassDef:
+            classes.setdefault(node.name.value, where(node))
+    return {
+        "nodes": [where(n) for n in nodes],
+        "calls": [where(n) for n in nodes if type(n) is cst.Call],
+        "loops": [where(n) for n in nodes if type(n) in (cst.For, cst.While)],
+        "functions": functions,
+        "classes": classes,
+        "flows": [where(f) for f in flows],
+        "definitions": [definitions(f) for f in flows],
+    }
+
+
+def assert_same_index(index: ModuleIndex) -> None:
+    summary = _summary(index)
+    assert summary == _walked(index)
+    for flow in index.flows:  # the calls each flow makes itself, kept with the statements
+        body = flow if isinstance(flow, cst.Module) else flow.body
+        assert index.calls_of_flow(flow) == [n for n in iter_nodes(body) if type(n) is cst.Call]
+    assert summary["calls"] == [(type(n).__name__, index.start(n), index.end(n)) for n in index.calls]
+    assert summary["loops"] == [(type(n).__name__, index.start(n), index.end(n))
+                                for n in index.nodes_of(cst.For, cst.While)]
+    assert {name: [(type(f).__name__, index.start(f), index.end(f)) for f in found]
+            for name, found in index.functions.items()} == summary["functions"]
+    assert {name: (type(c).__name__, index.start(c), index.end(c)) for name, c in index.classes.items()} \
+        == summary["classes"]
+
+
+def test_the_index_after_each_edit_is_a_fresh_parses() -> None:
+    previous = _parse(SCRIPT)
+    index_for(previous)  # the parts of the first version are kept with its units
+    text = SCRIPT
+    for name, edit in EDITS.items():
+        try:
+            text = edit(text)
+        except ValueError:  # an edit whose anchor an earlier one removed
+            continue
+        source = _parse(text, previous)
+        assert_same_index(index_for(source))
+        assert _summary(index_for(source)) == _summary(index_for(_parse(text))), name
+        previous = source
+
+
+@pytest.mark.parametrize("edits", [1, 5])
+def test_a_large_script_edited_keeps_the_parts_of_the_statements_it_left(edits: int) -> None:
+    text = training_script(2000)
+    previous = _parse(text)
+    first = index_for(previous)
+    for number in range(edits):
+        changed = edited(text, number)
+        source = _parse(changed, previous)
+        index = index_for(source)
+        assert_same_index(index)
+        kept = sum(1 for (_, a), (_, b) in zip(first.parts, index.parts) if a is b)
+        assert kept >= len(index.parts) - 2, "an edit recomputes only the statements it changed"
+        previous = source
+
+
+TOP_LEVEL_LOOP = '''import torch
+from torch.optim import AdamW as Opt
+
+model = torch.nn.Linear(8, 8)
+optimizer = Opt(model.parameters(), lr=1e-3)
+
+
+for step, batch in enumerate(torch.randn(10, 8)):
+    loss = model(batch).sum() / 4
+    loss.backward()
+    if (step + 1) % 4 == 0:
+        optimizer.step()
+        optimizer.zero_grad()
+
+with torch.no_grad():
+    total = sum(p.sum() for p in model.parameters())
+'''
+
+
+def test_a_script_that_trains_at_module_level_is_indexed_after_edits() -> None:
+    """Statements whose own node defines names (a top-level ``for``), rebuilt by the join when
+    the lines above them change."""
+    previous = _parse(TOP_LEVEL_LOOP)
+    assert_same_index(index_for(previous))
+    for text in (TOP_LEVEL_LOOP.replace("lr=1e-3)\n", "lr=1e-3)\n# the loop\n"),
+                 TOP_LEVEL_LOOP.replace("% 4 == 0", "% 8 == 0"),
+                 TOP_LEVEL_LOOP.replace("\n\nfor step", "\n\n\n\nfor step")):
+        source = _parse(text, previous)
+        index = index_for(source)
+        assert_same_index(index)
+        assert [d.statement for d in index.definitions_of("step", source.module)] == \
+            [s for s in source.module.body if type(s) is cst.For]
+        previous = source
