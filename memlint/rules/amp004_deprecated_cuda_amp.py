@@ -9,7 +9,7 @@ import libcst as cst
 
 from memlint.diagnostics import Edit, Fix, Position, Range, Severity, split_lines
 from memlint.rules._python_helpers import index_for
-from memlint.rules._python_helpers.index import ModuleIndex
+from memlint.rules._python_helpers.index import ModuleIndex, could_be_named
 from memlint.rules._python_helpers.syntax import dotted, positional
 from memlint.rules.base import Example, Finding, Rule
 
@@ -24,6 +24,7 @@ _DEPRECATED = {
     "torch.cpu.amp.GradScaler": ("GradScaler", "cpu"),
     "torch.cpu.amp.grad_scaler.GradScaler": ("GradScaler", "cpu"),
 }
+_DEPRECATED_NAMES = frozenset(_DEPRECATED)
 # torch.cuda.amp.autocast(enabled, dtype, cache_enabled) vs torch.amp.autocast(device_type, dtype, enabled, ...)
 _AUTOCAST_POSITIONS = ("enabled", "dtype", "cache_enabled")
 
@@ -189,6 +190,8 @@ class DeprecatedCudaAmp(Rule):
         py = ctx.python
         torch_imported = _binds_torch(py.module)
         for node in index.nodes_of(cst.Attribute):
+            if not could_be_named(node, _DEPRECATED_NAMES):
+                continue
             found = [q for q in index.qualified(node) if q in _DEPRECATED]
             if not found or isinstance(index.parent(node), (cst.ImportFrom, cst.Import, cst.ImportAlias)):
                 continue

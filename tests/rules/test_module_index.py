@@ -10,7 +10,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from memlint.rules._python_helpers.index import ModuleIndex, _definitions_in, index_for
+from memlint.rules._python_helpers.index import ModuleIndex, _definitions_in, could_be_named, index_for
 from memlint.rules._python_helpers.syntax import iter_nodes
 from memlint.sources import python as python_source
 
@@ -158,3 +158,28 @@ def test_a_script_that_trains_at_module_level_is_indexed_after_edits() -> None:
         assert [d.statement for d in index.definitions_of("step", source.module)] == \
             [s for s in source.module.body if type(s) is cst.For]
         previous = source
+
+
+def _scripts() -> list[Path]:
+    found = []
+    for path in sorted({*ROOT.glob("examples/*/*.py"), *ROOT.glob("tests/real_runs/**/*.py"),
+                        *ROOT.glob("bench/scripts/*.py")}):
+        source = python_source.parse(path.read_text(encoding="utf-8", errors="replace"))
+        if isinstance(source, python_source.PythonSource):
+            found.append(path)
+    return found
+
+
+@pytest.mark.parametrize("path", _scripts(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_an_attribute_can_only_be_named_for_its_last_part(path: Path) -> None:
+    """``could_be_named`` lets the rules skip resolving attributes whose last part no name they
+    look for has: every qualified name libcst gives an attribute (builtins aside) ends in it."""
+    source = _parse(path.read_text(encoding="utf-8"))
+    checked = 0
+    for node in source.nodes_of(cst.Attribute, cst.Call):
+        for name in source.qualified_names(node):
+            if not name.startswith("builtins."):
+                target = node.func if type(node) is cst.Call else node
+                assert could_be_named(target, (name,)), (source.code_of(node), name)
+                checked += 1
+    assert checked or "import" not in source.text

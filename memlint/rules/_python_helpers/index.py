@@ -205,6 +205,8 @@ class ModuleIndex:
 
     def calls_named(self, call: cst.Call, *names: str) -> bool:
         """Does ``call`` call one of these fully qualified names (through imports and aliases)?"""
+        if not could_be_named(call.func, names):
+            return False
         qualified = self.qualified(call)
         return any(q in names for q in qualified)
 
@@ -345,6 +347,23 @@ class ModuleIndex:
             if p.name.value == name:
                 return p.default
         return None
+
+
+def could_be_named(node: cst.CSTNode, names: tuple[str, ...] | frozenset[str]) -> bool:
+    """Can ``node``'s qualified names include one of ``names`` (none of them ``builtins.``)? An
+    attribute ``a.b.c`` resolves to ``<what a or a.b is>.c``: libcst replaces the part it finds
+    bound and keeps the rest, so only a name ending in ``.c`` can match, and most attributes
+    need no resolving at all. (A builtin's attribute resolves to the builtin itself, which is
+    why ``builtins.`` names are left out.) A plain name can be any import's alias."""
+    if type(node) is not cst.Attribute:
+        return True
+    last = _LAST_PARTS.get(names)
+    if last is None:
+        last = _LAST_PARTS[names] = frozenset(n.rsplit(".", 1)[-1] for n in names)
+    return node.attr.value in last
+
+
+_LAST_PARTS: dict[object, frozenset[str]] = {}
 
 
 def _targets(target: cst.BaseExpression) -> list[cst.BaseExpression]:
