@@ -41,6 +41,8 @@ class PythonSource:
         self.units = list(units)  # the top-level statements parsed alone (python_units)
         self.depths = depths or {}  # a unit's text -> the depth of its statements' syntax trees
         self._typed: dict[tuple[type, ...], list] = {}
+        # what other layers work out from this source (the rules' index), dropped with it
+        self.derived: dict[str, object] = {}
         if tree is not None:
             self.__dict__["tree"] = tree
 

@@ -116,20 +116,22 @@ def unit_texts(text: str, tree: ast.Module) -> list[str] | None:
 
 # The unit each node of a parsed unit belongs to, by ``id(node)``: a joined module's positions
 # find a node's unit here instead of copying every unit's positions into one dictionary on each
-# join (the units hold their nodes alive; an entry goes with its unit).
-_UNIT_OF: dict[int, Unit] = {}
+# join. Weakly: the versions of a document that use a unit keep it alive, and its entries go
+# with it (the unit holds its nodes alive, so an id cannot be reused meanwhile).
+_UNIT_OF: dict[int, "weakref.ref[Unit]"] = {}
 
 
 def _register_nodes(unit: Unit) -> None:
     keys = [id(node) for node in unit.positions]
-    _UNIT_OF.update(dict.fromkeys(keys, unit))
+    _UNIT_OF.update(dict.fromkeys(keys, weakref.ref(unit)))
     weakref.finalize(unit, _forget_nodes, keys)
 
 
 def unit_of(node: object) -> Unit | None:
     """The parsed unit ``node`` belongs to (None for a node of no unit: a joined module, the
     statements a join rebuilt, a module parsed whole)."""
-    return _UNIT_OF.get(id(node))
+    found = _UNIT_OF.get(id(node))
+    return found() if found is not None else None
 
 
 def _forget_nodes(keys: list[int]) -> None:
@@ -153,7 +155,7 @@ class _Positions(Mapping[cst.CSTNode, CodeRange]):
         self._hidden.add(node)
 
     def _unit_of(self, node: object) -> Unit | None:
-        unit = _UNIT_OF.get(id(node))
+        unit = unit_of(node)
         if unit is None or unit not in self._offsets or node in self._hidden or node is unit.module:
             return None
         return unit

@@ -423,3 +423,27 @@ def test_edits_around_typing_names_and_module_assignments_give_libcsts_scopes(he
         assert_same_module(source, text)
         assert_same_names(source)
         plain = source
+
+
+def test_an_edited_documents_earlier_versions_are_freed(tmp_path: Path) -> None:
+    """The language server lints every version of a document: what it keeps per version (the
+    rules' index, the units' registry, their scope visits) must go with the version, or memory
+    grows with every keystroke."""
+    import gc
+    import weakref
+
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT)
+    linter = Linter(Settings(root=tmp_path, gpu="v100", gpus=1))
+    linter.lint_path(script)
+    first = weakref.ref(linter.project.parsed(script).python)
+    units = [weakref.ref(u) for u in linter.project.parsed(script).python.units]
+    text = SCRIPT
+    for edit in ("a number in a function", "a line added to a function", "a function deleted"):
+        text = EDITS[edit](text)
+        linter.project.set_overlay(script, text)
+        linter.lint_path(script)
+    gc.collect()
+    assert first() is None, "the first version is still alive"
+    live = linter.project.parsed(script).python.units
+    assert all(u() is None or any(u() is v for v in live) for u in units), "a unit no version uses is alive"

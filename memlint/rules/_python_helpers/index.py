@@ -485,9 +485,11 @@ def _definitions_in(node: cst.CSTNode) -> Iterator[Definition]:
         yield Definition(dotted(receiver(node)) or "", node, node)
 
 
-_INDEXES: "weakref.WeakKeyDictionary[PythonSource, ModuleIndex]" = weakref.WeakKeyDictionary()
 
 
+# kept on the source, not in a weak dictionary keyed by it: the index holds the source, so a
+# dictionary entry would keep every version of an edited document alive
+_INDEX = "rules.module_index"
 _TOO_DEEP: "weakref.WeakSet[PythonSource]" = weakref.WeakSet()
 
 
@@ -497,7 +499,7 @@ def index_for(py: PythonSource | None) -> ModuleIndex | None:
     nothing to say about the file rather than failing on it."""
     if py is None or py in _TOO_DEEP:
         return None
-    index = _INDEXES.get(py)
+    index = py.derived.get(_INDEX)
     if index is None:
         try:
             # libcst's metadata visitors recurse: deep code exhausts the stack, or (seen with
@@ -507,5 +509,5 @@ def index_for(py: PythonSource | None) -> ModuleIndex | None:
             _TOO_DEEP.add(py)
             return None
         index = _build(py)
-        _INDEXES[py] = index
+        py.derived[_INDEX] = index
     return index
