@@ -329,6 +329,9 @@ BLOCKS = [
     "from torch import nn as tnn\n", "for i in range(3): pass\n", "def h():\n\tw = 2\n", "print(x); print(y)\n",
     "z = (1,\n     2)\n", "async def g():\n    await h()\n", "x = 1 \\\n    + 2\n", '"""doc"""\n',
     "with open(p) as f:\n    data = f.read()\n  # odd comment\n", "def k():\n    pass\n    # done\n\n",
+    # typing names decide how libcst reads strings; ``global`` writes a module-level name from a function
+    "from typing import cast, List\n", "cast = print\n", "import typing as t\n",
+    "def u():\n    global x\n    x = cast('int', y)\n    return t.List['C']\n", "y: List['x'] = []\n",
 ]
 PIECES = st.sampled_from(BLOCKS) | st.sampled_from(LINES)
 
