@@ -1,0 +1,124 @@
+#!/usr/bin/env python
+"""Measure the DeepSpeed cases of the calibration suite: ``tests/calibration/deepspeed_results.json``.
+
+memlint's ``mixed-bf16`` / ``mixed-fp16`` policies (half weights + fp32 master partition + fp32
+Adam states) are what DeepSpeed's ZeRO-1/2 optimizer keeps. These cases run the real DeepSpeed
+engine on the CPU with real, small models (random init from their published ``config.json``,
+read from memlint's catalogue), one case per subprocess (``python -m memlint.trace.deepspeed_step``);
+see that module for what is measured and why the CPU run takes the CUDA run's code paths.
+
+Needs torch, transformers and deepspeed (``/work/venv-trace``); run from the repository root:
+
+    python tests/calibration/measure_deepspeed.py [--ids a,b] [--list]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CATALOG = os.path.join(ROOT, "memlint", "catalog", "models")
+OUT = os.path.join(ROOT, "tests", "calibration", "deepspeed_results.json")
+
+SMOL, GPT2, PYTHIA = "HuggingFaceTB/SmolLM2-135M-Instruct", "openai-community/gpt2", "EleutherAI/pythia-160m"
+OPT, QWEN = "facebook/opt-125m", "Qwen/Qwen2.5-0.5B"
+SHORT = {SMOL: "smollm2-135m", GPT2: "gpt2", PYTHIA: "pythia-160m", OPT: "opt-125m", QWEN: "qwen2.5-0.5b"}
+
+# (model, batch, seq, precision, zero stage, gradient checkpointing); tokens per case kept small
+# (real compute on a shared 2-core machine)
+ROWS = [
+    (SMOL, 2, 512, "mixed-bf16", 1, False),
+    (SMOL, 2, 512, "mixed-bf16", 2, False),
+    (SMOL, 2, 512, "mixed-fp16", 1, True),
+    (SMOL, 4, 256, "mixed-fp16", 2, True),
+    (SMOL, 8, 256, "mixed-bf16", 2, True),
+    (GPT2, 4, 512, "mixed-fp16", 2, False),
+    (GPT2, 1, 1024, "mixed-bf16", 1, False),
+    (GPT2, 2, 1024, "mixed-fp16", 1, True),
+    (GPT2, 4, 256, "mixed-bf16", 2, True),
+    (PYTHIA, 2, 512, "mixed-bf16", 1, False),
+    (PYTHIA, 1, 1024, "mixed-fp16", 2, True),
+    (PYTHIA, 4, 512, "mixed-bf16", 2, True),
+    (PYTHIA, 4, 256, "mixed-fp16", 1, False),
+    (OPT, 2, 512, "mixed-fp16", 2, False),
+    (OPT, 4, 256, "mixed-bf16", 1, True),
+    (QWEN, 1, 256, "mixed-bf16", 2, False),
+    (QWEN, 2, 128, "mixed-fp16", 1, True),
+    (QWEN, 1, 512, "mixed-bf16", 1, True),
+]
+
+
+def model_config(hub_id: str) -> dict:
+    with open(os.path.join(CATALOG, hub_id.replace("/", "--") + ".json"), encoding="utf-8") as f:
+        entry = json.load(f)
+    return dict(entry.get("config", entry))
+
+
+def cases() -> list[dict]:
+    out = []
+    for model, b, s, precision, stage, gc in ROWS:
+        cid = f"{SHORT[model]}-zero{stage}-{precision.replace('-', '')}-fusedadam-b{b}-s{s}" + ("-gc" if gc else "")
+        out.append({"id": cid, "model": model_config(model), "model_name": model, "batch_size": b, "seq_len": s,
+                    "precision": precision, "zero_stage": stage, "grad_ckpt": gc})
+    return out
+
+
+def run_one(case: dict, timeout: float) -> dict:
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.setdefault("OMP_NUM_THREADS", "2")
+    env.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    env.setdefault("HF_HUB_OFFLINE", "1")
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run([sys.executable, "-m", "memlint.trace.deepspeed_step"], input=json.dumps(case),
+                              capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        return {"id": case["id"], "status": "timeout", "error": f"no result within {timeout:g} s"}
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    if not lines:
+        return {"id": case["id"], "status": "crashed", "error": f"exit {proc.returncode}",
+                "detail": proc.stderr[-4000:]}
+    result = json.loads(lines[-1])
+    result["wall_s"] = round(time.perf_counter() - t0, 2)
+    return result
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ids", help="comma-separated case ids to (re)measure; the others are kept")
+    ap.add_argument("--list", action="store_true", help="print the case ids and exit")
+    ap.add_argument("--timeout", type=float, default=1200)
+    args = ap.parse_args()
+    todo = cases()
+    if args.list:
+        print("\n".join(c["id"] for c in todo))
+        return 0
+    wanted = set(args.ids.split(",")) if args.ids else None
+    previous = {}
+    if os.path.exists(OUT):
+        with open(OUT, encoding="utf-8") as f:
+            previous = {r["id"]: r for r in json.load(f)["results"]}
+    results = []
+    for case in todo:
+        if wanted is not None and case["id"] not in wanted and case["id"] in previous:
+            results.append(previous[case["id"]])
+            continue
+        res = run_one(case, args.timeout)
+        shown = f"{res['peak_gib']:.3f} GiB in {res['peak_phase']}" if res["status"] == "ok" else res.get("error")
+        print(f"{case['id']}: {res['status']} {shown} ({res.get('wall_s', '?')} s)", file=sys.stderr, flush=True)
+        results.append(res)
+        doc = {"generated_by": "tests/calibration/measure_deepspeed.py", "n_cases": len(todo),
+               "n_ok": sum(r.get("status") == "ok" for r in results), "results": results}
+        with open(OUT, "w", encoding="utf-8") as f:  # after every case: a crash keeps what was measured
+            json.dump(doc, f, indent=1)
+            f.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
