@@ -13,6 +13,7 @@ DeepSpeed measurements of the calibration suite rest on:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -98,6 +99,33 @@ def test_live_tensor_registration_gives_the_suites_peak(precision: str, optimize
     measured = json.loads(proc.stdout.strip().splitlines()[-1])["peak_bytes"]
     # the walk also finds the interpreter's few stray CPU tensors (torch/transformers constants)
     assert 0 <= measured - reference["peak_bytes"] <= 64 * 1024, (measured, reference["peak_bytes"])
+
+
+def test_fast_half_matmul_changes_no_measured_byte() -> None:
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from memlint.trace import build
+    from memlint.trace.case import Case
+    from memlint.trace.emulation import FastCpuHalfMatmul
+    from memlint.trace.tracker import PeakMemTracker, set_storage_rounding, track_live_tensors
+
+    set_storage_rounding(1)
+    case = Case.from_dict({"id": "fp16", "model": {**TINY_LLAMA, "num_hidden_layers": 1}, "batch_size": 1,
+                           "seq_len": 32, "precision": "fp16", "attn": "eager"})
+    model, info = build.build_model(case, torch.device("cpu"), None)
+    ids = torch.randint(0, info["vocab_size"], (1, 32))
+
+    def peak(fast: bool) -> tuple[int, int]:
+        model.zero_grad(set_to_none=True)
+        tracker = PeakMemTracker()
+        with FastCpuHalfMatmul() if fast else contextlib.nullcontext(), tracker:
+            track_live_tensors(tracker, model)
+            model(input_ids=ids, labels=ids).loss.backward()
+            grads = tracker.current_total()
+        return tracker.peak()["cpu"]["Total"], grads
+
+    slow = peak(False)
+    assert peak(True) == slow
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,6 @@ from memlint.estimate.states import count_parameters, shard_factor, stage, state
 
 # DeepSpeed ZeRO defaults (deepspeed/runtime/zero/config.py): bucket sizes in elements.
 DS_REDUCE_BUCKET = 5e8
-DS_ALLGATHER_BUCKET = 5e8
 DS_PREFETCH_BUCKET = 5e7
 
 
@@ -94,11 +93,24 @@ def _sharding_buffers(
         head.append(gathered)
         bwd += [gathered, Component("reduce_bucket", "ZeRO reduce bucket", int(reduce * w))]
     elif zero in (1, 2) and setup.sharding in (Sharding.ZERO1, Sharding.ZERO2):
+        # DeepSpeed stage_1_and_2.py ``setup_buckets``: with contiguous_gradients (the default) the
+        # first gradient hook of a backward allocates one reduce bucket of reduce_bucket_size
+        # elements in the training dtype (two with overlap_comm); ``_release_ipg_buffers`` frees it
+        # at the end of backward. No all-gather bucket: after the step ``all_gather_dp_groups``
+        # uses ``all_gather_into_tensor`` straight into the flat half-precision parameter buffer
+        # (runtime/utils.py ``all_gather_into_tensor_dp_groups``), so allgather_bucket_size
+        # allocates nothing (measured: tests/calibration/deepspeed_results.json).
         reduce = setup.reduce_bucket_elements or DS_REDUCE_BUCKET
-        allgather = setup.allgather_bucket_elements or DS_ALLGATHER_BUCKET
         bwd.append(Component("reduce_bucket", "ZeRO reduce bucket", int(reduce * w)))
-        fwd.append(Component("allgather_bucket", "ZeRO all-gather bucket", int(allgather * w)))
     return fwd, head, bwd
+
+
+def _zero12_master_step(setup: TrainingSetup) -> bool:
+    """DeepSpeed ZeRO-1/2 with an fp32 master copy (``DeepSpeedZeroOptimizer``): its fp32
+    gradient partition exists only inside ``step()``, not across the whole training step. With the
+    optimizer offloaded the gradients go to the host during backward and none of this is on the GPU."""
+    return (setup.sharding in (Sharding.ZERO1, Sharding.ZERO2) and POLICIES[setup.precision].master_bytes > 0
+            and not setup.offload_optimizer)
 
 
 def estimate_training(
@@ -157,7 +169,8 @@ def estimate_training(
     accumulated = grads if setup.grad_accum > 1 else None
     fwd_buffers, head_buffers, bwd_buffers = _sharding_buffers(arch, setup)
 
-    persistent = [weights, master, fp32_grads, opt]
+    zero12_step = _zero12_master_step(setup)
+    persistent = [weights, master, opt] if zero12_step else [weights, master, fp32_grads, opt]
     forward = persistent + [accumulated, activations, casts, logits_fwd, inputs] + fwd_buffers
     backward_start = persistent + [accumulated, activations, logits_bwd, inputs] + head_buffers
     if not ckpt:
@@ -171,7 +184,21 @@ def estimate_training(
     else:
         candidates.append(persistent + [accumulated, activations, in_block, casts, inputs] + bwd_buffers)
     candidates.append(backward_end)
-    optimizer = persistent + [grads, ddp, step_temp]
+    optimizer_candidates = [persistent + [grads, ddp, step_temp]]
+    if zero12_step:
+        # DeepSpeedZeroOptimizer.step() (stage_1_and_2.py), per parameter group: the half-precision
+        # gradients of the partition are flattened into a new buffer
+        # (``flatten_dense_tensors_aligned(self.averaged_gradients[i])``) and converted to fp32
+        # (``flat_grad_partition.to(fp32)``) while the gradients are still alive; then the flat copy
+        # and the gradients are freed, the inner optimizer steps on the fp32 partition, and its
+        # gradient is dropped (``single_partition_of_fp32_groups[i].grad = None``).
+        flat = Component("flat_gradients", "Flattened gradient partition (in step)",
+                         int(counts.optimized * policy.grad_bytes / shard_factor(setup)))
+        # (the update first: on a tie the breakdown names the optimizer's own temporary)
+        optimizer_candidates = [
+            persistent + [fp32_grads, step_temp],
+            persistent + [grads, flat, fp32_grads],
+        ]
 
     def phase(name: str, parts) -> Phase:
         return Phase(name, tuple(c for c in parts if c is not None and c.bytes > 0))
@@ -179,7 +206,7 @@ def estimate_training(
     phases = (
         phase("forward", forward),
         max((phase("backward", c) for c in candidates), key=lambda p: p.bytes),
-        phase("optimizer_step", optimizer),
+        max((phase("optimizer_step", c) for c in optimizer_candidates), key=lambda p: p.bytes),
     )
 
     assumptions = list(notes)

@@ -23,6 +23,7 @@ CONTROLS: dict[str, tuple[str, ...]] = {
     "master_weights": ("ds_bf16", "ds_fp16", "zero_stage"),
     "gradients": ("model", "zero_stage", "lora_r"),
     "fp32_gradients": ("zero_stage", "ds_bf16", "ds_fp16"),
+    "flat_gradients": ("zero_stage", "ds_bf16", "ds_fp16"),
     "ddp_buckets": ("world_size",),
     "gathered_params": ("zero_stage", "fsdp"),
     "all_gather": ("fsdp", "zero_stage"),

@@ -64,13 +64,35 @@ def test_autocast_keeps_fp32_weights_grads_and_states(llama2):
 def test_deepspeed_zero2_matches_deepspeeds_own_model_state_formula(llama2):
     # DeepSpeed's estimate_zero2_model_states_mem_needs: 2P + 18P/N (fp16 params, then fp16 +
     # fp32 grads, fp32 master and Adam's two states sharded over N GPUs)
+    # fp32 grads). With DeepSpeed's FusedAdam (its default) the step peaks while the half
+    # gradients, their flattened copy and the fp32 partition are alive together.
     n = 8
     setup = TrainingSetup(precision=Precision.MIXED_BF16, sharding=Sharding.ZERO2, world_size=n,
-                          optimizer=Optimizer.ADAMW, micro_batch=1, seq_len=512)
+                          optimizer=Optimizer.ADAMW_FUSED, micro_batch=1, seq_len=512)
     step = phase(estimate_training(llama2, setup), "optimizer_step")
     states = sum(component(step, k) for k in
                  ("weights", "gradients", "master_weights", "fp32_gradients", "optimizer_states"))
     assert states == pytest.approx(2 * LLAMA2_7B + 18 * LLAMA2_7B / n, rel=1e-9)
+    assert component(step, "flat_gradients") == pytest.approx(2 * LLAMA2_7B / n, rel=1e-9)
+
+
+@pytest.mark.parametrize("sharding", [Sharding.ZERO1, Sharding.ZERO2])
+def test_deepspeed_zero12_fp32_gradients_live_only_in_the_step(llama2, sharding):
+    # stage_1_and_2.py step(): the fp32 gradient partition is made from the flattened half
+    # gradients and dropped after the inner optimizer's step; the parameters are all-gathered in
+    # place (all_gather_into_tensor), so no all-gather bucket exists
+    setup = TrainingSetup(precision=Precision.MIXED_FP16, sharding=sharding, world_size=4,
+                          optimizer=Optimizer.ADAMW_FUSED, micro_batch=1, seq_len=512)
+    budget = estimate_training(llama2, setup)
+    for name in ("forward", "backward"):
+        assert component(phase(budget, name), "fp32_gradients") == 0
+        assert component(phase(budget, name), "allgather_bucket") == 0
+    step = phase(budget, "optimizer_step")
+    assert component(step, "fp32_gradients") == pytest.approx(4 * LLAMA2_7B / 4, rel=1e-9)
+    full_grads = 2 * LLAMA2_7B if sharding == Sharding.ZERO1 else 2 * LLAMA2_7B / 4
+    assert component(step, "gradients") == pytest.approx(full_grads, rel=1e-9)
+    # the backward holds the default reduce bucket: 5e8 half-precision elements
+    assert component(phase(budget, "backward"), "reduce_bucket") == 10**9
 
 
 def test_deepspeed_zero3_shards_everything(llama2):
