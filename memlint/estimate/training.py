@@ -168,6 +168,15 @@ def estimate_training(
     )
     accumulated = grads if setup.grad_accum > 1 else None
     fwd_buffers, head_buffers, bwd_buffers = _sharding_buffers(arch, setup)
+    # A trainable embedding tied to the output head is one leaf used twice: autograd holds the
+    # head's gradient in the leaf's input buffer from the loss head's backward until the
+    # embedding's, then adds the embedding's gradient out of place (the head's is a transposed
+    # view, InputBuffer cannot accumulate into it): the head's, the embedding's and the sum are
+    # alive together before AccumulateGrad keeps the sum (measured: the DeepSpeed cases of
+    # tests/calibration, where the end of backward decides the peak).
+    tied = arch.tie_word_embeddings and arch.lm_head is None and setup.lora is None and not setup.freeze_embeddings
+    tied_grad = arch.vocab_size * arch.hidden_size * policy.grad_bytes if tied else 0
+    held = Component("tied_head_gradient", "Output head's gradient, held for the tied embedding", int(tied_grad))
 
     zero12_step = _zero12_master_step(setup)
     persistent = [weights, master, opt] if zero12_step else [weights, master, fp32_grads, opt]
@@ -177,13 +186,31 @@ def estimate_training(
         backward_start.append(casts)  # the half copies stay saved until their block's backward
     backward_end = persistent + [grads, ddp, inputs] + bwd_buffers
     candidates = [backward_start]
+    bucket_elements = setup.reduce_bucket_elements or DS_REDUCE_BUCKET
+    # DeepSpeed ZeRO-2 gradients that all fit in the reduce bucket reach their partition only in
+    # the backward epilogue (``independent_gradient_partition_epilogue``), after every recompute
+    zero2_epilogue = setup.sharding == Sharding.ZERO2 and counts.optimized <= bucket_elements
     if ckpt:
-        backward_end.append(recompute)
+        if not zero2_epilogue:
+            backward_end.append(recompute)
         # the first block recomputed: every checkpoint still alive, few gradients yet
-        candidates.append(persistent + [accumulated, activations, recompute, inputs] + bwd_buffers)
+        candidates.append(persistent + [accumulated, activations, recompute, held, inputs] + bwd_buffers)
     else:
-        candidates.append(persistent + [accumulated, activations, in_block, casts, inputs] + bwd_buffers)
+        candidates.append(persistent + [accumulated, activations, in_block, casts, held, inputs] + bwd_buffers)
     candidates.append(backward_end)
+    if tied:
+        if setup.sharding == Sharding.ZERO2:
+            # DeepSpeed ZeRO-2 copies each gradient into the reduce bucket and frees it; its
+            # gradient partition exists once the bucket first fills (``copy_grads_in_partition``),
+            # else only at the end of backward (``independent_gradient_partition_epilogue``)
+            in_partition = [] if zero2_epilogue else [grads]
+            summed = Component("tied_embedding_gradients", "Tied embedding's gradients (head's, "
+                               "embedding's and their sum)", int(3 * tied_grad))
+            candidates.append(persistent + in_partition + [summed, inputs] + bwd_buffers)
+        else:
+            summed = Component("tied_embedding_gradients", "Tied embedding's gradients (head's and "
+                               "embedding's, besides their sum)", int(2 * tied_grad))
+            candidates.append(persistent + [grads, ddp, summed, inputs] + bwd_buffers)
     optimizer_candidates = [persistent + [grads, ddp, step_temp]]
     if zero12_step:
         # DeepSpeedZeroOptimizer.step() (stage_1_and_2.py), per parameter group: the half-precision
