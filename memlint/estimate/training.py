@@ -177,6 +177,14 @@ def estimate_training(
     tied = arch.tie_word_embeddings and arch.lm_head is None and setup.lora is None and not setup.freeze_embeddings
     tied_grad = arch.vocab_size * arch.hidden_size * policy.grad_bytes if tied else 0
     held = Component("tied_head_gradient", "Output head's gradient, held for the tied embedding", int(tied_grad))
+    # An untied head's gradient is complete before the first block's backward; where gradients stay
+    # in ``.grad`` (no sharding, DDP, DeepSpeed ZeRO-1) it is alive from then on. ZeRO-2 copies it
+    # into the reduce bucket and frees it; FSDP and ZeRO-3 shard it.
+    head_trainable = arch.lm_head is not None and setup.lora is None
+    kept_in_grad = setup.sharding in (Sharding.NONE, Sharding.ZERO1)
+    if head_trainable and kept_in_grad and not tied:
+        held = Component("head_gradient", "Output head's gradient (before the blocks' backward)",
+                         int(arch.lm_head.params * policy.grad_bytes))
 
     zero12_step = _zero12_master_step(setup)
     persistent = [weights, master, opt] if zero12_step else [weights, master, fp32_grads, opt]

@@ -25,6 +25,7 @@ CONTROLS: dict[str, tuple[str, ...]] = {
     "fp32_gradients": ("zero_stage", "ds_bf16", "ds_fp16"),
     "flat_gradients": ("zero_stage", "ds_bf16", "ds_fp16"),
     "tied_head_gradient": ("model",),
+    "head_gradient": ("model",),
     "tied_embedding_gradients": ("model",),
     "ddp_buckets": ("world_size",),
     "gathered_params": ("zero_stage", "fsdp"),

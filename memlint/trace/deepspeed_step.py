@@ -4,8 +4,11 @@ memlint's ``mixed-*`` policies are DeepSpeed's: half-precision weights and gradi
 master partition and fp32 Adam states kept by ``DeepSpeedZeroOptimizer``
 (``deepspeed/runtime/zero/stage_1_and_2.py``). An emulation of that optimizer would only measure
 memlint's own assumptions, so this module runs DeepSpeed itself: ``deepspeed.initialize`` on a
-Hugging Face model built from its published ``config.json`` (random init, real tensors), world
-size 1, and two full steps of ``loss = engine(...).loss; engine.backward(loss); engine.step()``.
+Hugging Face model built from its published ``config.json`` (random init, real tensors), and two
+full steps of ``loss = engine(...).loss; engine.backward(loss); engine.step()``. A process is one
+rank: world size 1 by default; for more, start one process per rank with ``RANK``,
+``LOCAL_RANK``, ``WORLD_SIZE`` and ``MASTER_PORT`` set, as the ``deepspeed`` launcher does (the
+CPU's process group is gloo; NCCL's and gloo's internal buffers are not tensors and not counted).
 
 Why the CPU run executes what a CUDA run executes (DeepSpeed 0.19.8):
 
@@ -24,7 +27,8 @@ Why the CPU run executes what a CUDA run executes (DeepSpeed 0.19.8):
 What differs on the CPU, and is therefore not in these measurements: with ``overlap_comm`` off
 nothing differs in the tensors; ``reduction_stream`` is ``None`` on the CPU (a synchronized
 device) where CUDA makes a side stream (no memory of its own); pinned host buffers exist only
-with offload (not measured). Communication at world size 1 allocates nothing on either.
+with offload (not measured). At world size 1 DeepSpeed skips every collective; above it the
+collectives write into DeepSpeed's own tensors on both devices.
 
 The peak is the peak of live tensor storage bytes, as ``torch.cuda.max_memory_allocated()``
 reports on CUDA, measured with memlint's ``PeakMemTracker`` (PyTorch's ``MemTracker``) after
@@ -66,6 +70,7 @@ class DeepSpeedCase:
     precision: str  # "mixed-bf16" or "mixed-fp16"
     zero_stage: int  # 1 or 2
     grad_ckpt: bool = False
+    world_size: int = 1  # >1: one process per rank, each started with RANK / WORLD_SIZE set
     attn: str = "sdpa"
     steps: int = 2
     round_bytes: int = 512
@@ -81,7 +86,7 @@ class DeepSpeedCase:
         (``sharding`` ``zero1``/``zero2``, ``optimizer`` ``adamw-fused``: FusedAdam keeps two fp32
         states and allocates nothing in its step) plus the DeepSpeed config that ran."""
         out = dataclasses.asdict(self)
-        out.update(sharding=f"zero{self.zero_stage}", world_size=1, optimizer="adamw-fused",
+        out.update(sharding=f"zero{self.zero_stage}", optimizer="adamw-fused",
                    deepspeed_config=deepspeed_config(self))
         return out
 
@@ -102,10 +107,11 @@ def deepspeed_config(case: DeepSpeedCase) -> dict[str, Any]:
     }
 
 
-def _init_single_process_group() -> None:
-    """World size 1 through the environment, as a ``deepspeed`` launcher would set it."""
+def _init_process_group_env(case: DeepSpeedCase) -> None:
+    """Rank and world size through the environment, as the ``deepspeed`` launcher sets them (a
+    multi-rank case is started once per rank with RANK, LOCAL_RANK and MASTER_PORT set)."""
     for key, value in (("MASTER_ADDR", "127.0.0.1"), ("MASTER_PORT", str(29500 + os.getpid() % 1000)),
-                       ("RANK", "0"), ("WORLD_SIZE", "1"), ("LOCAL_RANK", "0")):
+                       ("RANK", "0"), ("WORLD_SIZE", str(case.world_size)), ("LOCAL_RANK", "0")):
         os.environ.setdefault(key, value)
 
 
@@ -147,7 +153,7 @@ def measure(case: DeepSpeedCase) -> dict[str, Any]:
     """Run ``case.steps`` DeepSpeed training steps under the tracker; the result dict has the
     calibration suite's format (``peak_bytes``, ``peak_phase``, ``breakdown``, ``phases``, ``case``)."""
     t_start = time.perf_counter()
-    _init_single_process_group()
+    _init_process_group_env(case)
     import deepspeed
     import torch
 
@@ -217,14 +223,15 @@ def measure(case: DeepSpeedCase) -> dict[str, Any]:
         "params": {"total": int(n_params), "trainable": int(n_params), "dtype": DS_PRECISIONS[case.precision]},
         "tokens": {"batch_size": case.batch_size, "seq_len": case.seq_len, "vocab_size": vocab},
         "deepspeed": {"optimizer_wrapper": wrapper, "inner_optimizer": inner,
-                      "zero_stage": case.zero_stage, "world_size": 1},
+                      "zero_stage": case.zero_stage, "world_size": torch.distributed.get_world_size(),
+                      "rank": torch.distributed.get_rank()},
         "measurement": {
             "tensors": "real",
             "device": "cpu (DeepSpeed CPU accelerator)",
             "tracker": "MemTracker, with every tensor alive before the step registered",
             "rounding_bytes": case.round_bytes,
             "emulate_cuda_sdpa": case.attn == "sdpa",
-            "per_rank": "single process, world size 1",
+            "per_rank": f"rank {os.environ['RANK']} of {case.world_size} processes",
         },
         "notes": notes,
         "timing_s": {**timing, "total_s": round(time.perf_counter() - t_start, 2)},

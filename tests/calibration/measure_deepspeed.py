@@ -29,8 +29,8 @@ SMOL, GPT2, PYTHIA = "HuggingFaceTB/SmolLM2-135M-Instruct", "openai-community/gp
 OPT, QWEN = "facebook/opt-125m", "Qwen/Qwen2.5-0.5B"
 SHORT = {SMOL: "smollm2-135m", GPT2: "gpt2", PYTHIA: "pythia-160m", OPT: "opt-125m", QWEN: "qwen2.5-0.5b"}
 
-# (model, batch, seq, precision, zero stage, gradient checkpointing); tokens per case kept small
-# (real compute on a shared 2-core machine)
+# (model, batch, seq, precision, zero stage, gradient checkpointing[, world size]); tokens per
+# case kept small (real compute on a shared 2-core machine)
 ROWS = [
     (SMOL, 2, 512, "mixed-bf16", 1, False),
     (SMOL, 2, 512, "mixed-bf16", 2, False),
@@ -50,6 +50,11 @@ ROWS = [
     (QWEN, 1, 256, "mixed-bf16", 2, False),
     (QWEN, 2, 128, "mixed-fp16", 1, True),
     (QWEN, 1, 512, "mixed-bf16", 1, True),
+    # two ranks (two processes, gloo on the CPU): ZeRO's division of the states and gradients
+    (SMOL, 2, 256, "mixed-bf16", 1, False, 2),
+    (SMOL, 2, 256, "mixed-fp16", 2, True, 2),
+    (GPT2, 1, 512, "mixed-bf16", 2, False, 2),
+    (PYTHIA, 2, 256, "mixed-fp16", 1, True, 2),
 ]
 
 
@@ -61,29 +66,45 @@ def model_config(hub_id: str) -> dict:
 
 def cases() -> list[dict]:
     out = []
-    for model, b, s, precision, stage, gc in ROWS:
-        cid = f"{SHORT[model]}-zero{stage}-{precision.replace('-', '')}-fusedadam-b{b}-s{s}" + ("-gc" if gc else "")
+    for model, b, s, precision, stage, gc, *world in ROWS:
+        n = world[0] if world else 1
+        cid = (f"{SHORT[model]}-zero{stage}" + (f"x{n}" if n > 1 else "")
+               + f"-{precision.replace('-', '')}-fusedadam-b{b}-s{s}" + ("-gc" if gc else ""))
         out.append({"id": cid, "model": model_config(model), "model_name": model, "batch_size": b, "seq_len": s,
-                    "precision": precision, "zero_stage": stage, "grad_ckpt": gc})
+                    "precision": precision, "zero_stage": stage, "grad_ckpt": gc, "world_size": n})
     return out
 
 
 def run_one(case: dict, timeout: float) -> dict:
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    env.setdefault("OMP_NUM_THREADS", "2")
-    env.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    env.setdefault("HF_HUB_OFFLINE", "1")
+    """Measure a case: one process per rank (as the ``deepspeed`` launcher starts them); the
+    result is rank 0's, with every rank's peak beside it."""
+    n = case["world_size"]
+    port = str(29600 + os.getpid() % 300)
+    procs = []
     t0 = time.perf_counter()
+    for rank in range(n):
+        env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+                   RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(n), MASTER_PORT=port,
+                   OMP_NUM_THREADS=str(max(1, 2 // n)), TRANSFORMERS_VERBOSITY="error", HF_HUB_OFFLINE="1")
+        procs.append(subprocess.Popen([sys.executable, "-m", "memlint.trace.deepspeed_step"], stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env))
+    outputs = []
     try:
-        proc = subprocess.run([sys.executable, "-m", "memlint.trace.deepspeed_step"], input=json.dumps(case),
-                              capture_output=True, text=True, timeout=timeout, env=env)
+        for proc in procs:
+            outputs.append(proc.communicate(json.dumps(case), timeout=timeout))
     except subprocess.TimeoutExpired:
+        for proc in procs:
+            proc.kill()
         return {"id": case["id"], "status": "timeout", "error": f"no result within {timeout:g} s"}
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
-    if not lines:
-        return {"id": case["id"], "status": "crashed", "error": f"exit {proc.returncode}",
-                "detail": proc.stderr[-4000:]}
-    result = json.loads(lines[-1])
+    results = []
+    for proc, (stdout, stderr) in zip(procs, outputs):
+        lines = [line for line in stdout.splitlines() if line.startswith("{")]
+        if not lines:
+            return {"id": case["id"], "status": "crashed", "error": f"exit {proc.returncode}", "detail": stderr[-4000:]}
+        results.append(json.loads(lines[-1]))
+    result = results[0]
+    if result["status"] == "ok" and n > 1:
+        result["rank_peak_bytes"] = [r.get("peak_bytes") for r in results]
     result["wall_s"] = round(time.perf_counter() - t0, 2)
     return result
 
