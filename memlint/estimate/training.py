@@ -49,15 +49,21 @@ def effective_setup(arch: Architecture, setup: TrainingSetup) -> tuple[TrainingS
     return setup, notes
 
 
+def _communication_bytes(setup: TrainingSetup) -> int:
+    """Bytes per element of the gathered parameters and reduced gradients under sharding."""
+    policy = POLICIES[setup.precision]
+    if setup.precision == Precision.FP32:
+        return 4
+    return 2 if policy.autocast or policy.master_bytes else policy.weight_bytes
+
+
 def _sharding_buffers(
     arch: Architecture, setup: TrainingSetup
 ) -> tuple[list[Component], list[Component], list[Component]]:
     """Communication and gathering buffers per GPU: (forward, loss-head backward, block backward)."""
     policy = POLICIES[setup.precision]
     zero = stage(setup)
-    w = 2 if policy.autocast or policy.master_bytes else policy.weight_bytes
-    if setup.precision == Precision.FP32:
-        w = 4
+    w = _communication_bytes(setup)
     block = arch.largest_block_params
     fwd: list[Component] = []
     head: list[Component] = []
@@ -206,6 +212,16 @@ def estimate_training(
     else:
         candidates.append(persistent + [accumulated, activations, in_block, casts, held, inputs] + bwd_buffers)
     candidates.append(backward_end)
+    if setup.sharding in (Sharding.ZERO1, Sharding.ZERO2) and setup.world_size > 1:
+        # Reducing a bucket over several ranks (stage_1_and_2.py ``average_tensor`` ->
+        # ``allreduce_and_scatter`` -> ``allreduce_bucket``: ``tensor = self.flatten(bucket)``)
+        # all-reduces a flattened copy of the bucket's gradients (the gradients themselves are
+        # views into the bucket by then). Gradients that overflow the bucket are already in their
+        # partition (ZeRO-2) or kept in ``.grad`` (ZeRO-1).
+        reduced = Component("reduce_copy", "Flattened gradients being all-reduced",
+                            int(min(counts.optimized, bucket_elements) * _communication_bytes(setup)))
+        overflowed = [grads] if counts.optimized > bucket_elements else []
+        candidates.append(persistent + overflowed + [reduced, inputs] + bwd_buffers)
     if tied:
         if setup.sharding == Sharding.ZERO2:
             # DeepSpeed ZeRO-2 copies each gradient into the reduce bucket and frees it; its

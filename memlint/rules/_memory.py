@@ -26,6 +26,7 @@ CONTROLS: dict[str, tuple[str, ...]] = {
     "flat_gradients": ("zero_stage", "ds_bf16", "ds_fp16"),
     "tied_head_gradient": ("model",),
     "head_gradient": ("model",),
+    "reduce_copy": ("reduce_bucket", "zero_stage"),
     "tied_embedding_gradients": ("model",),
     "ddp_buckets": ("world_size",),
     "gathered_params": ("zero_stage", "fsdp"),

@@ -60,7 +60,7 @@ ZERO_STAGES = (1, 2)
 
 @dataclass
 class DeepSpeedCase:
-    """One DeepSpeed training step to measure (world size 1)."""
+    """One DeepSpeed training step to measure, as seen by one rank."""
 
     id: str
     model: dict[str, Any]  # the model's published config.json

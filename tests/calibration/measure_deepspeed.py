@@ -19,6 +19,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -80,27 +81,36 @@ def run_one(case: dict, timeout: float) -> dict:
     result is rank 0's, with every rank's peak beside it."""
     n = case["world_size"]
     port = str(29600 + os.getpid() % 300)
-    procs = []
+    procs, logs = [], []
     t0 = time.perf_counter()
     for rank in range(n):
         env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
                    RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(n), MASTER_PORT=port,
                    OMP_NUM_THREADS=str(max(1, 2 // n)), TRANSFORMERS_VERBOSITY="error", HF_HUB_OFFLINE="1")
-        procs.append(subprocess.Popen([sys.executable, "-m", "memlint.trace.deepspeed_step"], stdin=subprocess.PIPE,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env))
-    outputs = []
+        # every rank gets its case before any is waited on (the ranks meet in init_process_group);
+        # output goes to files, so a chatty rank cannot block on a full pipe
+        out, err = tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")
+        proc = subprocess.Popen([sys.executable, "-m", "memlint.trace.deepspeed_step"], stdin=subprocess.PIPE,
+                                stdout=out, stderr=err, text=True, env=env)
+        proc.stdin.write(json.dumps(case))
+        proc.stdin.close()
+        procs.append(proc)
+        logs.append((out, err))
     try:
         for proc in procs:
-            outputs.append(proc.communicate(json.dumps(case), timeout=timeout))
+            proc.wait(timeout=max(1.0, timeout - (time.perf_counter() - t0)))
     except subprocess.TimeoutExpired:
         for proc in procs:
             proc.kill()
         return {"id": case["id"], "status": "timeout", "error": f"no result within {timeout:g} s"}
     results = []
-    for proc, (stdout, stderr) in zip(procs, outputs):
-        lines = [line for line in stdout.splitlines() if line.startswith("{")]
+    for proc, (out, err) in zip(procs, logs):
+        out.seek(0)
+        err.seek(0)
+        lines = [line for line in out.read().splitlines() if line.startswith("{")]
         if not lines:
-            return {"id": case["id"], "status": "crashed", "error": f"exit {proc.returncode}", "detail": stderr[-4000:]}
+            return {"id": case["id"], "status": "crashed", "error": f"exit {proc.returncode}",
+                    "detail": err.read()[-4000:]}
         results.append(json.loads(lines[-1]))
     result = results[0]
     if result["status"] == "ok" and n > 1:

@@ -48,6 +48,10 @@ def test_deepspeed_cases_cover_both_mixed_policies_and_both_stages():
                        "zero_stage": r["case"]["zero_stage"], "world_size": r["case"]["world_size"], "rank": 0}
         assert [p["phase"] for p in r["phases"]][-1] == "optimizer2"
     assert {r["case"]["world_size"] for r in DEEPSPEED_RESULTS} == {1, 2}
+    for r in DEEPSPEED_RESULTS:
+        if r["case"]["world_size"] > 1:  # every rank measured; rank 0's peak is the result
+            assert len(r["rank_peak_bytes"]) == r["case"]["world_size"]
+            assert max(r["rank_peak_bytes"]) <= 1.01 * r["peak_bytes"]
 
 
 def test_every_precision_policy_is_measured():

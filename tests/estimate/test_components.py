@@ -215,3 +215,32 @@ def test_a_client_torch_adamw_under_deepspeed_steps_with_its_foreach_temporary(l
                               optimizer=optimizer, micro_batch=1, seq_len=512)
         step = phase(estimate_training(llama2, setup), "optimizer_step")
         assert component(step, "optimizer_step_temp") == pytest.approx(expected, rel=1e-9)
+
+
+def test_a_tied_embedding_keeps_the_heads_gradient_through_backward():
+    # SmolLM2-135M ties its 49152 x 576 embedding to the head: the head's gradient waits in
+    # autograd's input buffer for the embedding's, and the two are summed out of place; under
+    # ZeRO-1 the reduce bucket makes that last moment of backward the peak
+    smol = resolve_model("HuggingFaceTB/SmolLM2-135M-Instruct")
+    tied = 49152 * 576 * 2
+    setup = TrainingSetup(precision=Precision.MIXED_BF16, sharding=Sharding.ZERO1, world_size=1,
+                          optimizer=Optimizer.ADAMW_FUSED, micro_batch=2, seq_len=512, grad_ckpt_every=1)
+    backward = phase(estimate_training(smol, setup), "backward")
+    assert component(backward, "tied_embedding_gradients") == 2 * tied
+    assert component(backward, "reduce_bucket") == 10**9
+    # LoRA freezes the embedding: nothing of the kind
+    lora = setup.but(lora=Lora(r=8), sharding=Sharding.NONE, precision=Precision.BF16)
+    parts = {c.key for p in estimate_training(smol, lora).phases for c in p.components}
+    assert not parts & {"tied_head_gradient", "tied_embedding_gradients"}
+
+
+def test_zero_all_reduce_flattens_the_bucket_over_several_ranks():
+    # stage_1_and_2.py allreduce_bucket: ``tensor = self.flatten(bucket)`` on top of the bucket;
+    # one rank reduces nothing
+    smol = resolve_model("HuggingFaceTB/SmolLM2-135M-Instruct")
+    setup = TrainingSetup(precision=Precision.MIXED_FP16, sharding=Sharding.ZERO2, world_size=2,
+                          optimizer=Optimizer.ADAMW_FUSED, micro_batch=2, seq_len=256, grad_ckpt_every=1)
+    backward = phase(estimate_training(smol, setup), "backward")
+    assert component(backward, "reduce_copy") == smol.n_params * 2
+    single = phase(estimate_training(smol, setup.but(world_size=1)), "backward")
+    assert component(single, "reduce_copy") == 0
