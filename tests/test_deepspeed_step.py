@@ -6,7 +6,9 @@ DeepSpeed measurements of the calibration suite rest on:
 
 1. registering every tensor alive before the step (``tracker.track_live_tensors``) gives the same
    peak as the suite's own instrument (``memlint.trace.measure_case``) on a plain training step;
-2. in a real DeepSpeed step the tracker sees DeepSpeed's own buffers: the flat half-precision
+2. the forward of a committed DeepSpeed measurement (real CPU kernels, CUDA's SDPA kernel choice)
+   allocates what the fake-tensor trace of the same model and batch allocates;
+3. in a real DeepSpeed step the tracker sees DeepSpeed's own buffers: the flat half-precision
    parameters and the fp32 master partition before the step, Adam's fp32 states after it, and
    the reduce bucket of ``reduce_bucket_size`` elements in backward.
 """
@@ -126,6 +128,30 @@ def test_fast_half_matmul_changes_no_measured_byte() -> None:
 
     slow = peak(False)
     assert peak(True) == slow
+
+
+FORWARD_CHECKED = ["smollm2-135m-zero1-mixedbf16-fusedadam-b2-s512", "gpt2-zero2-mixedbf16-fusedadam-b4-s256-gc",
+                   "pythia-160m-zero2-mixedfp16-fusedadam-b1-s1024-gc"]
+
+
+@pytest.mark.parametrize("case_id", FORWARD_CHECKED)
+def test_deepspeed_forward_allocates_what_the_fake_trace_allocates(case_id: str) -> None:
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from memlint.trace.case import Case
+    from memlint.trace.measure import measure_case
+
+    with open(os.path.join(ROOT, "tests", "calibration", "deepspeed_results.json"), encoding="utf-8") as f:
+        result = next(r for r in json.load(f)["results"] if r["id"] == case_id)
+    c = result["case"]
+    trace_case = Case.from_dict({"id": case_id, "model": c["model"], "batch_size": c["batch_size"],
+                                 "seq_len": c["seq_len"], "precision": c["precision"].removeprefix("mixed-"),
+                                 "grad_ckpt": c["grad_ckpt"], "optimizer": "adamw-fused"})
+    fake = {p["phase"]: p for p in measure_case(trace_case)["phases"]}
+    real = {p["phase"]: p for p in result["phases"]}
+    # what the second forward adds on top of the persistent state, to the byte
+    assert (real["forward2"]["peak_bytes"] - real["optimizer1"]["end_bytes"]
+            == fake["forward2"]["peak_bytes"] - fake["zero_grad1"]["end_bytes"])
 
 
 @pytest.fixture(scope="module")

@@ -163,7 +163,8 @@ def measure(case: DeepSpeedCase) -> dict[str, Any]:
 
     set_storage_rounding(case.round_bytes)
     notes = []
-    if DS_PRECISIONS[case.precision] == "fp16" and allow_fp16_on_cpu():
+    fp16 = DS_PRECISIONS[case.precision] == "fp16"
+    if fp16 and allow_fp16_on_cpu():
         notes.append("fp16 allowed on a CPU without oneDNN fp16 instructions (allow_fp16_on_cpu)")
     torch.manual_seed(0)
     model, vocab = build_model(case)
@@ -184,7 +185,6 @@ def measure(case: DeepSpeedCase) -> dict[str, Any]:
                        "end_breakdown": {k: v for k, v in tracker.current().get("cpu", {}).items() if k != "Total"}})
 
     t0 = time.perf_counter()
-    fp16 = DS_PRECISIONS[case.precision] == "fp16"
     if fp16:
         notes.append("fp16 matrix products computed through fp32 kernels below the tracker "
                      "(emulation.FastCpuHalfMatmul: speed only)")
@@ -192,7 +192,6 @@ def measure(case: DeepSpeedCase) -> dict[str, Any]:
     fast_half = emulation.FastCpuHalfMatmul() if fp16 else contextlib.nullcontext()
     with fast_half, tracker, emulation.cuda_sdpa_kernel_choice():
         baseline = track_live_tensors(tracker, engine.module, optimizer.optimizer)
-        tracker.phase = "setup"
         for step in range(1, case.steps + 1):
             tracker.phase = f"forward{step}"
             loss = engine(input_ids=ids, labels=labels).loss

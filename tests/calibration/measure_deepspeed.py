@@ -134,21 +134,29 @@ def main() -> int:
     if os.path.exists(OUT):
         with open(OUT, encoding="utf-8") as f:
             previous = {r["id"]: r for r in json.load(f)["results"]}
-    results = []
+    results = {}
     for case in todo:
         if wanted is not None and case["id"] not in wanted and case["id"] in previous:
-            results.append(previous[case["id"]])
+            results[case["id"]] = previous[case["id"]]
             continue
         res = run_one(case, args.timeout)
         shown = f"{res['peak_gib']:.3f} GiB in {res['peak_phase']}" if res["status"] == "ok" else res.get("error")
         print(f"{case['id']}: {res['status']} {shown} ({res.get('wall_s', '?')} s)", file=sys.stderr, flush=True)
-        results.append(res)
-        doc = {"generated_by": "tests/calibration/measure_deepspeed.py", "n_cases": len(todo),
-               "n_ok": sum(r.get("status") == "ok" for r in results), "results": results}
-        with open(OUT, "w", encoding="utf-8") as f:  # after every case: a crash keeps what was measured
-            json.dump(doc, f, indent=1)
-            f.write("\n")
+        results[case["id"]] = res
+        write(todo, {**previous, **results})  # after every case: a crash keeps what was measured
+    write(todo, {**previous, **results})
     return 0
+
+
+def write(todo: list[dict], results: dict[str, dict]) -> None:
+    """The results file: one entry per case, in the case list's order (cases not measured yet
+    keep their previous result)."""
+    ordered = [results[c["id"]] for c in todo if c["id"] in results]
+    doc = {"generated_by": "tests/calibration/measure_deepspeed.py", "n_cases": len(todo),
+           "n_ok": sum(r.get("status") == "ok" for r in ordered), "results": ordered}
+    with open(OUT, "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
 
 
 if __name__ == "__main__":
