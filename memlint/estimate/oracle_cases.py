@@ -13,7 +13,8 @@ from memlint.estimate.policy import Optimizer, Precision
 from memlint.estimate.setup import Attention, Lora, Sharding, TrainingSetup
 
 _IMPLS = {"foreach": "adamw", "fused": "adamw-fused", "forloop": "adamw-forloop"}
-_SHARDING = {"none": Sharding.NONE, "fsdp2": Sharding.FSDP_FULL, "fsdp-full": Sharding.FSDP_FULL}
+_SHARDING = {"none": Sharding.NONE, "fsdp2": Sharding.FSDP_FULL, "fsdp-full": Sharding.FSDP_FULL,
+             "zero1": Sharding.ZERO1, "zero2": Sharding.ZERO2}
 
 
 def optimizer_of(inputs: Mapping[str, Any]) -> Optimizer:

@@ -24,7 +24,6 @@ from memlint.estimate.states import count_parameters, shard_factor, stage, state
 
 # DeepSpeed ZeRO defaults (deepspeed/runtime/zero/config.py): bucket sizes in elements.
 DS_REDUCE_BUCKET = 5e8
-DS_ALLGATHER_BUCKET = 5e8
 DS_PREFETCH_BUCKET = 5e7
 
 
@@ -50,15 +49,21 @@ def effective_setup(arch: Architecture, setup: TrainingSetup) -> tuple[TrainingS
     return setup, notes
 
 
+def _communication_bytes(setup: TrainingSetup) -> int:
+    """Bytes per element of the gathered parameters and reduced gradients under sharding."""
+    policy = POLICIES[setup.precision]
+    if setup.precision == Precision.FP32:
+        return 4
+    return 2 if policy.autocast or policy.master_bytes else policy.weight_bytes
+
+
 def _sharding_buffers(
     arch: Architecture, setup: TrainingSetup
 ) -> tuple[list[Component], list[Component], list[Component]]:
     """Communication and gathering buffers per GPU: (forward, loss-head backward, block backward)."""
     policy = POLICIES[setup.precision]
     zero = stage(setup)
-    w = 2 if policy.autocast or policy.master_bytes else policy.weight_bytes
-    if setup.precision == Precision.FP32:
-        w = 4
+    w = _communication_bytes(setup)
     block = arch.largest_block_params
     fwd: list[Component] = []
     head: list[Component] = []
@@ -94,11 +99,24 @@ def _sharding_buffers(
         head.append(gathered)
         bwd += [gathered, Component("reduce_bucket", "ZeRO reduce bucket", int(reduce * w))]
     elif zero in (1, 2) and setup.sharding in (Sharding.ZERO1, Sharding.ZERO2):
+        # DeepSpeed stage_1_and_2.py ``setup_buckets``: with contiguous_gradients (the default) the
+        # first gradient hook of a backward allocates one reduce bucket of reduce_bucket_size
+        # elements in the training dtype (two with overlap_comm); ``_release_ipg_buffers`` frees it
+        # at the end of backward. No all-gather bucket: after the step ``all_gather_dp_groups``
+        # uses ``all_gather_into_tensor`` straight into the flat half-precision parameter buffer
+        # (runtime/utils.py ``all_gather_into_tensor_dp_groups``), so allgather_bucket_size
+        # allocates nothing (measured: tests/calibration/deepspeed_results.json).
         reduce = setup.reduce_bucket_elements or DS_REDUCE_BUCKET
-        allgather = setup.allgather_bucket_elements or DS_ALLGATHER_BUCKET
         bwd.append(Component("reduce_bucket", "ZeRO reduce bucket", int(reduce * w)))
-        fwd.append(Component("allgather_bucket", "ZeRO all-gather bucket", int(allgather * w)))
     return fwd, head, bwd
+
+
+def _zero12_master_step(setup: TrainingSetup) -> bool:
+    """DeepSpeed ZeRO-1/2 with an fp32 master copy (``DeepSpeedZeroOptimizer``): its fp32
+    gradient partition exists only inside ``step()``, not across the whole training step. With the
+    optimizer offloaded the gradients go to the host during backward and none of this is on the GPU."""
+    return (setup.sharding in (Sharding.ZERO1, Sharding.ZERO2) and POLICIES[setup.precision].master_bytes > 0
+            and not setup.offload_optimizer)
 
 
 def estimate_training(
@@ -156,22 +174,82 @@ def estimate_training(
     )
     accumulated = grads if setup.grad_accum > 1 else None
     fwd_buffers, head_buffers, bwd_buffers = _sharding_buffers(arch, setup)
+    # A trainable embedding tied to the output head is one leaf used twice: autograd holds the
+    # head's gradient in the leaf's input buffer from the loss head's backward until the
+    # embedding's, then adds the embedding's gradient out of place (the head's is a transposed
+    # view, InputBuffer cannot accumulate into it): the head's, the embedding's and the sum are
+    # alive together before AccumulateGrad keeps the sum (measured: the DeepSpeed cases of
+    # tests/calibration, where the end of backward decides the peak).
+    tied = arch.tie_word_embeddings and arch.lm_head is None and setup.lora is None and not setup.freeze_embeddings
+    tied_grad = arch.vocab_size * arch.hidden_size * policy.grad_bytes if tied else 0
+    held = Component("tied_head_gradient", "Output head's gradient, held for the tied embedding", int(tied_grad))
+    # An untied head's gradient is complete before the first block's backward; where gradients stay
+    # in ``.grad`` (no sharding, DDP, DeepSpeed ZeRO-1) it is alive from then on. ZeRO-2 copies it
+    # into the reduce bucket and frees it; FSDP and ZeRO-3 shard it.
+    head_trainable = arch.lm_head is not None and setup.lora is None
+    kept_in_grad = setup.sharding in (Sharding.NONE, Sharding.ZERO1)
+    if head_trainable and kept_in_grad and not tied:
+        held = Component("head_gradient", "Output head's gradient (before the blocks' backward)",
+                         int(arch.lm_head.params * policy.grad_bytes))
 
-    persistent = [weights, master, fp32_grads, opt]
+    zero12_step = _zero12_master_step(setup)
+    persistent = [weights, master, opt] if zero12_step else [weights, master, fp32_grads, opt]
     forward = persistent + [accumulated, activations, casts, logits_fwd, inputs] + fwd_buffers
     backward_start = persistent + [accumulated, activations, logits_bwd, inputs] + head_buffers
     if not ckpt:
         backward_start.append(casts)  # the half copies stay saved until their block's backward
     backward_end = persistent + [grads, ddp, inputs] + bwd_buffers
     candidates = [backward_start]
+    bucket_elements = setup.reduce_bucket_elements or DS_REDUCE_BUCKET
+    # DeepSpeed ZeRO-2 gradients that all fit in the reduce bucket reach their partition only in
+    # the backward epilogue (``independent_gradient_partition_epilogue``), after every recompute
+    zero2_epilogue = setup.sharding == Sharding.ZERO2 and counts.optimized <= bucket_elements
     if ckpt:
-        backward_end.append(recompute)
+        if not zero2_epilogue:
+            backward_end.append(recompute)
         # the first block recomputed: every checkpoint still alive, few gradients yet
-        candidates.append(persistent + [accumulated, activations, recompute, inputs] + bwd_buffers)
+        candidates.append(persistent + [accumulated, activations, recompute, held, inputs] + bwd_buffers)
     else:
-        candidates.append(persistent + [accumulated, activations, in_block, casts, inputs] + bwd_buffers)
+        candidates.append(persistent + [accumulated, activations, in_block, casts, held, inputs] + bwd_buffers)
     candidates.append(backward_end)
-    optimizer = persistent + [grads, ddp, step_temp]
+    if setup.sharding in (Sharding.ZERO1, Sharding.ZERO2) and setup.world_size > 1:
+        # Reducing a bucket over several ranks (stage_1_and_2.py ``average_tensor`` ->
+        # ``allreduce_and_scatter`` -> ``allreduce_bucket``: ``tensor = self.flatten(bucket)``)
+        # all-reduces a flattened copy of the bucket's gradients (the gradients themselves are
+        # views into the bucket by then). Gradients that overflow the bucket are already in their
+        # partition (ZeRO-2) or kept in ``.grad`` (ZeRO-1).
+        reduced = Component("reduce_copy", "Flattened gradients being all-reduced",
+                            int(min(counts.optimized, bucket_elements) * _communication_bytes(setup)))
+        overflowed = [grads] if counts.optimized > bucket_elements else []
+        candidates.append(persistent + overflowed + [reduced, inputs] + bwd_buffers)
+    if tied:
+        if setup.sharding == Sharding.ZERO2:
+            # DeepSpeed ZeRO-2 copies each gradient into the reduce bucket and frees it; its
+            # gradient partition exists once the bucket first fills (``copy_grads_in_partition``),
+            # else only at the end of backward (``independent_gradient_partition_epilogue``)
+            in_partition = [] if zero2_epilogue else [grads]
+            summed = Component("tied_embedding_gradients", "Tied embedding's gradients (head's, "
+                               "embedding's and their sum)", int(3 * tied_grad))
+            candidates.append(persistent + in_partition + [summed, inputs] + bwd_buffers)
+        else:
+            summed = Component("tied_embedding_gradients", "Tied embedding's gradients (head's and "
+                               "embedding's, besides their sum)", int(2 * tied_grad))
+            candidates.append(persistent + [grads, ddp, summed, inputs] + bwd_buffers)
+    optimizer_candidates = [persistent + [grads, ddp, step_temp]]
+    if zero12_step:
+        # DeepSpeedZeroOptimizer.step() (stage_1_and_2.py), per parameter group: the half-precision
+        # gradients of the partition are flattened into a new buffer
+        # (``flatten_dense_tensors_aligned(self.averaged_gradients[i])``) and converted to fp32
+        # (``flat_grad_partition.to(fp32)``) while the gradients are still alive; then the flat copy
+        # and the gradients are freed, the inner optimizer steps on the fp32 partition, and its
+        # gradient is dropped (``single_partition_of_fp32_groups[i].grad = None``).
+        flat = Component("flat_gradients", "Flattened gradient partition (in step)",
+                         int(counts.optimized * policy.grad_bytes / shard_factor(setup)))
+        # (the update first: on a tie the breakdown names the optimizer's own temporary)
+        optimizer_candidates = [
+            persistent + [fp32_grads, step_temp],
+            persistent + [grads, flat, fp32_grads],
+        ]
 
     def phase(name: str, parts) -> Phase:
         return Phase(name, tuple(c for c in parts if c is not None and c.bytes > 0))
@@ -179,7 +257,7 @@ def estimate_training(
     phases = (
         phase("forward", forward),
         max((phase("backward", c) for c in candidates), key=lambda p: p.bytes),
-        phase("optimizer_step", optimizer),
+        max((phase("optimizer_step", c) for c in optimizer_candidates), key=lambda p: p.bytes),
     )
 
     assumptions = list(notes)

@@ -43,7 +43,10 @@ OPTIMIZER_CATEGORIES = ("Optstate", "OptState")
 # estimator component key -> row
 ESTIMATED_ROW = {
     "weights": "weights", "gathered_params": "weights", "all_gather": "weights", "allgather_bucket": "weights",
-    "gradients": "gradients", "fp32_gradients": "gradients", "unsharded_grads": "gradients",
+    "gradients": "gradients", "fp32_gradients": "gradients", "flat_gradients": "gradients",
+    "tied_head_gradient": "gradients", "tied_embedding_gradients": "gradients", "head_gradient": "gradients",
+    "reduce_copy": "gradients",
+    "unsharded_grads": "gradients",
     "reduce_scatter": "gradients", "reduce_bucket": "gradients", "ddp_buckets": "gradients",
     "optimizer_states": "optimizer_states", "master_weights": "optimizer_states",
     "optimizer_step_temp": "optimizer_step_temp",

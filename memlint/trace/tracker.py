@@ -120,3 +120,24 @@ class PeakMemTracker(_GlobalPeakMixin, MemTracker):
 class PeakFSDPMemTracker(_GlobalPeakMixin, FSDPMemTracker):
     """``FSDPMemTracker`` (per-rank view of FSDP2: sharded/unsharded params and grads,
     all-gather and reduce-scatter buffers) with global-peak-only bookkeeping."""
+
+
+def track_live_tensors(tracker: _GlobalPeakMixin, *owners: Any) -> int:
+    """Register with ``tracker`` every CPU tensor storage alive now; return the bytes registered.
+
+    Why: ``MemTracker`` counts a storage only once it sees it as an op's output, or when it is
+    handed to ``track_external``. A framework that builds its own buffers before the step (DeepSpeed's
+    flat half-precision parameter groups, fp32 master partitions, gradient buckets) would otherwise
+    be invisible, yet ``torch.cuda.max_memory_allocated()`` counts them. ``owners`` (modules,
+    optimizers) are registered first so their tensors keep their categories (parameters, optimizer
+    states); every other live tensor found by the garbage collector's walk is ``Other``. A storage
+    shared by several tensors (a parameter that is a view into a flat buffer) counts once, at the
+    size of the whole storage.
+    """
+    import gc
+
+    tracker.track_external(*owners)
+    tensors = [o for o in gc.get_objects() if isinstance(o, torch.Tensor)]
+    live = [t for t in tensors if t.device.type == "cpu" and not t.is_meta and t.untyped_storage().nbytes() > 0]
+    tracker.track_external(*live)
+    return tracker.current_total()

@@ -64,13 +64,35 @@ def test_autocast_keeps_fp32_weights_grads_and_states(llama2):
 def test_deepspeed_zero2_matches_deepspeeds_own_model_state_formula(llama2):
     # DeepSpeed's estimate_zero2_model_states_mem_needs: 2P + 18P/N (fp16 params, then fp16 +
     # fp32 grads, fp32 master and Adam's two states sharded over N GPUs)
+    # fp32 grads). With DeepSpeed's FusedAdam (its default) the step peaks while the half
+    # gradients, their flattened copy and the fp32 partition are alive together.
     n = 8
     setup = TrainingSetup(precision=Precision.MIXED_BF16, sharding=Sharding.ZERO2, world_size=n,
-                          optimizer=Optimizer.ADAMW, micro_batch=1, seq_len=512)
+                          optimizer=Optimizer.ADAMW_FUSED, micro_batch=1, seq_len=512)
     step = phase(estimate_training(llama2, setup), "optimizer_step")
     states = sum(component(step, k) for k in
                  ("weights", "gradients", "master_weights", "fp32_gradients", "optimizer_states"))
     assert states == pytest.approx(2 * LLAMA2_7B + 18 * LLAMA2_7B / n, rel=1e-9)
+    assert component(step, "flat_gradients") == pytest.approx(2 * LLAMA2_7B / n, rel=1e-9)
+
+
+@pytest.mark.parametrize("sharding", [Sharding.ZERO1, Sharding.ZERO2])
+def test_deepspeed_zero12_fp32_gradients_live_only_in_the_step(llama2, sharding):
+    # stage_1_and_2.py step(): the fp32 gradient partition is made from the flattened half
+    # gradients and dropped after the inner optimizer's step; the parameters are all-gathered in
+    # place (all_gather_into_tensor), so no all-gather bucket exists
+    setup = TrainingSetup(precision=Precision.MIXED_FP16, sharding=sharding, world_size=4,
+                          optimizer=Optimizer.ADAMW_FUSED, micro_batch=1, seq_len=512)
+    budget = estimate_training(llama2, setup)
+    for name in ("forward", "backward"):
+        assert component(phase(budget, name), "fp32_gradients") == 0
+        assert component(phase(budget, name), "allgather_bucket") == 0
+    step = phase(budget, "optimizer_step")
+    assert component(step, "fp32_gradients") == pytest.approx(4 * LLAMA2_7B / 4, rel=1e-9)
+    full_grads = 2 * LLAMA2_7B if sharding == Sharding.ZERO1 else 2 * LLAMA2_7B / 4
+    assert component(step, "gradients") == pytest.approx(full_grads, rel=1e-9)
+    # the backward holds the default reduce bucket: 5e8 half-precision elements
+    assert component(phase(budget, "backward"), "reduce_bucket") == 10**9
 
 
 def test_deepspeed_zero3_shards_everything(llama2):
@@ -193,3 +215,32 @@ def test_a_client_torch_adamw_under_deepspeed_steps_with_its_foreach_temporary(l
                               optimizer=optimizer, micro_batch=1, seq_len=512)
         step = phase(estimate_training(llama2, setup), "optimizer_step")
         assert component(step, "optimizer_step_temp") == pytest.approx(expected, rel=1e-9)
+
+
+def test_a_tied_embedding_keeps_the_heads_gradient_through_backward():
+    # SmolLM2-135M ties its 49152 x 576 embedding to the head: the head's gradient waits in
+    # autograd's input buffer for the embedding's, and the two are summed out of place; under
+    # ZeRO-1 the reduce bucket makes that last moment of backward the peak
+    smol = resolve_model("HuggingFaceTB/SmolLM2-135M-Instruct")
+    tied = 49152 * 576 * 2
+    setup = TrainingSetup(precision=Precision.MIXED_BF16, sharding=Sharding.ZERO1, world_size=1,
+                          optimizer=Optimizer.ADAMW_FUSED, micro_batch=2, seq_len=512, grad_ckpt_every=1)
+    backward = phase(estimate_training(smol, setup), "backward")
+    assert component(backward, "tied_embedding_gradients") == 2 * tied
+    assert component(backward, "reduce_bucket") == 10**9
+    # LoRA freezes the embedding: nothing of the kind
+    lora = setup.but(lora=Lora(r=8), sharding=Sharding.NONE, precision=Precision.BF16)
+    parts = {c.key for p in estimate_training(smol, lora).phases for c in p.components}
+    assert not parts & {"tied_head_gradient", "tied_embedding_gradients"}
+
+
+def test_zero_all_reduce_flattens_the_bucket_over_several_ranks():
+    # stage_1_and_2.py allreduce_bucket: ``tensor = self.flatten(bucket)`` on top of the bucket;
+    # one rank reduces nothing
+    smol = resolve_model("HuggingFaceTB/SmolLM2-135M-Instruct")
+    setup = TrainingSetup(precision=Precision.MIXED_FP16, sharding=Sharding.ZERO2, world_size=2,
+                          optimizer=Optimizer.ADAMW_FUSED, micro_batch=2, seq_len=256, grad_ckpt_every=1)
+    backward = phase(estimate_training(smol, setup), "backward")
+    assert component(backward, "reduce_copy") == smol.n_params * 2
+    single = phase(estimate_training(smol, setup.but(world_size=1)), "backward")
+    assert component(single, "reduce_copy") == 0

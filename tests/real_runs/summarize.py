@@ -56,15 +56,15 @@ UNDECIDED: dict[str, str] = {
     "lf2023-phi2-full-z2-6xa100-80g": (
         "In December 2023 LLaMA-Factory loaded phi-2 as the trust_remote_code phi-msft model, which did "
         "not support gradient checkpointing and ran eager attention. memlint models transformers' native "
-        "Phi, where LLaMA-Factory's default checkpointing and SDPA work: 16.5 GiB of 78.2. Without "
-        "checkpointing memlint estimates 33.4 GiB, and 129.3 GiB with eager attention too (OOM)."
+        "Phi, where LLaMA-Factory's default checkpointing and SDPA work: 14.2 GiB of 78.2. Without "
+        "checkpointing memlint estimates 31.1 GiB, and 127.6 GiB with eager attention too (OOM)."
     ),
     "lf4133-qwen1.5-7b-full-z2-8xa100-40g": (
-        "memlint estimates 31.6 GiB of 38.4 usable for fp16 ZeRO-2 over 8 GPUs (bf16 weights 14.4 GiB, "
-        "fp32 master, gradients and Adam states sharded); the thread shows neither where the OOM "
+        "memlint estimates 32.4 GiB of 38.4 usable for fp16 ZeRO-2 over 8 GPUs (fp16 weights 14.4 GiB, "
+        "fp32 master, gradients and Adam states sharded; the peak is DeepSpeed's step); the thread shows neither where the OOM "
         "happened nor the maintainer's answer, and the user's own estimate (about 26 GB) also predicts "
         "a fit. No setting in the YAML, the DeepSpeed JSON or the launch line accounts for the missing "
-        "7 GiB."
+        "6 GiB."
     ),
     "lf5977-llama3-8b-full-z3-8x3090": (
         "A near tie: memlint estimates 21.9 GiB of 22.6 GiB usable (22.4 GiB with transformers 4.46's "
