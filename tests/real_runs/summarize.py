@@ -44,7 +44,7 @@ UNDECIDED: dict[str, str] = {
     "fastchat2556-vicuna-7b-qlora-2048-v100": (
         "The OOM comes from eager attention: FastChat ran on transformers 4.34 (October 2023), before "
         "SDPA became Llama's default (4.36). memlint models transformers 5, where this command runs "
-        "SDPA: 17.6 GiB of 30.7. With eager attention memlint estimates 32.9 GiB (OOM), and 14.8 GiB for "
+        "SDPA: 17.1 GiB of 30.7. With eager attention memlint estimates 32.9 GiB (OOM), and 14.7 GiB for "
         "the 1024-token run that the thread says fits."
     ),
     "hf10754-gpt2-run-clm-v100-32g": (
