@@ -65,6 +65,10 @@ ROWS = [
     (PYTHIA, 2, 512, "mixed-fp16", 2, False, 1, 2e7),
     (PYTHIA, 4, 256, "mixed-bf16", 2, True, 1, 5e6),
     (SMOL, 2, 256, "mixed-fp16", 2, True, 2, 5e6),
+    (SMOL, 2, 256, "mixed-bf16", 1, False, 2, 5e6),
+    # gradients (1 GB) larger than the logits' backward: ZeRO-2's partition, allocated at the first
+    # bucket's reduction, is alive beside nearly all activations
+    (QWEN, 1, 256, "mixed-bf16", 2, False, 1, 5e6),
 ]
 
 
