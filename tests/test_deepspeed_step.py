@@ -51,6 +51,27 @@ def test_case_records_what_the_estimator_reads() -> None:
     assert deepspeed_config(DeepSpeedCase(**{**case.__dict__, "precision": "mixed-bf16"}))["bf16"] == {"enabled": True}
 
 
+def test_reduce_bucket_reaches_the_config_and_the_estimate() -> None:
+    """A case's ``reduce_bucket_size`` is the DeepSpeed config's, and the estimate of the recorded
+    case prices the same bucket (``reduce_bucket_elements``); unset, both keep DeepSpeed's default."""
+    from memlint.estimate.oracle_cases import trace_case_inputs
+    from memlint.estimate.training import estimate_training
+
+    base = dict(id="t", model=TINY_LLAMA, model_name="tiny", batch_size=2, seq_len=64, precision="mixed-bf16",
+                zero_stage=2)
+    small = DeepSpeedCase(**base, reduce_bucket_size=5_000_000).to_dict()
+    assert small["deepspeed_config"]["zero_optimization"] == {"stage": 2, "reduce_bucket_size": 5_000_000}
+    arch, setup = trace_case_inputs({"case": small})
+    assert setup.reduce_bucket_elements == 5e6
+    _, default_setup = trace_case_inputs({"case": DeepSpeedCase(**base).to_dict()})
+    assert default_setup.reduce_bucket_elements is None
+    backward = {p.name: p for p in estimate_training(arch, setup).phases}["backward"]
+    bucket = next(c for c in backward.components if c.key == "reduce_bucket")
+    assert bucket.bytes == 5_000_000 * 2  # bf16 elements
+    with pytest.raises(ValueError, match="reduce_bucket_size"):
+        DeepSpeedCase(**base, reduce_bucket_size=0)
+
+
 def test_cases_outside_the_measured_paths_are_refused() -> None:
     with pytest.raises(ValueError, match="precision"):
         DeepSpeedCase(id="t", model=TINY_LLAMA, model_name="tiny", batch_size=1, seq_len=8, precision="bf16",

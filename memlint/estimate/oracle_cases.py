@@ -27,6 +27,11 @@ def optimizer_of(inputs: Mapping[str, Any]) -> Optimizer:
     return Optimizer.parse(name)
 
 
+def _bucket(value: Any) -> float | None:
+    """A measured case's reduce bucket in elements; absent or None means the framework default."""
+    return None if value is None else float(value)
+
+
 def setup_of(inputs: Mapping[str, Any], cpu_dropout: bool = False) -> TrainingSetup:
     lora = None
     spec = inputs.get("lora")
@@ -52,6 +57,7 @@ def setup_of(inputs: Mapping[str, Any], cpu_dropout: bool = False) -> TrainingSe
         sharding=_SHARDING[str(inputs.get("sharding", "none"))],
         world_size=world,
         keep_logits=bool(inputs.get("keep_outputs", False)),
+        reduce_bucket_elements=_bucket(inputs.get("reduce_bucket_size")),
         dropout_mask_bytes=None if cpu_dropout else 1,
     )
 
@@ -94,6 +100,8 @@ def trace_case_inputs(result: Mapping[str, Any]) -> tuple[Architecture, Training
         world_size=int(case.get("world_size", 1)),
         keep_logits=bool(case.get("keep_outputs", False)),
         grad_accum=int(case.get("grad_accum", 1)),
+        # the DeepSpeed cases' zero_optimization.reduce_bucket_size (None: DeepSpeed's default)
+        reduce_bucket_elements=_bucket(case.get("reduce_bucket_size")),
         dropout_mask_bytes=None,  # measured with the CPU's dropout kernel
     )
     return arch, setup

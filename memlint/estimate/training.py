@@ -245,10 +245,21 @@ def estimate_training(
         # gradient is dropped (``single_partition_of_fp32_groups[i].grad = None``).
         flat = Component("flat_gradients", "Flattened gradient partition (in step)",
                          int(counts.optimized * policy.grad_bytes / shard_factor(setup)))
+        step_grads = grads
+        if setup.sharding == Sharding.ZERO1:
+            # ZeRO-1 keeps every gradient in ``.grad`` through backward, but the backward epilogue
+            # (``reduce_gradients`` -> ``independent_gradient_partition_epilogue``) copies this
+            # rank's into ``grads_in_partition`` (``copy_grads_in_partition``, contiguous_gradients
+            # being the default), points ``averaged_gradients`` at them and clears every
+            # ``param.grad`` (``_clear_param_grad_only``): in step() only the partition's half
+            # gradients are alive, as under ZeRO-2 (measured: the ZeRO-1 world-size-2 cases of
+            # tests/calibration/deepspeed_results.json)
+            step_grads = Component("gradients", f"Gradient partition ({_dtype_name(policy.grad_bytes, half)})",
+                                   int(states.gradients / shard_factor(setup)))
         # (the update first: on a tie the breakdown names the optimizer's own temporary)
         optimizer_candidates = [
             persistent + [fp32_grads, step_temp],
-            persistent + [grads, flat, fp32_grads],
+            persistent + [step_grads, flat, fp32_grads],
         ]
 
     def phase(name: str, parts) -> Phase:

@@ -22,7 +22,9 @@ Why the CPU run executes what a CUDA run executes (DeepSpeed 0.19.8):
   only the kernel differs (``multi_tensor_adam`` in CUDA, ``csrc/cpu/adam/fused_adam.cpp`` on the
   CPU accelerator, JIT-built), and both update in place without temporaries.
 * ``contiguous_gradients`` (True), ``overlap_comm`` (False below stage 3), ``reduce_bucket_size``
-  and ``allgather_bucket_size`` (5e8) are config defaults, identical on both.
+  and ``allgather_bucket_size`` (5e8) are config defaults, identical on both. A case may set a
+  smaller ``reduce_bucket_size`` so that its gradients span many buckets (reduced and moved into
+  the partition during backward) instead of one reduced in the backward epilogue.
 
 What differs on the CPU, and is therefore not in these measurements: with ``overlap_comm`` off
 nothing differs in the tensors; ``reduction_stream`` is ``None`` on the CPU (a synchronized
@@ -71,6 +73,9 @@ class DeepSpeedCase:
     zero_stage: int  # 1 or 2
     grad_ckpt: bool = False
     world_size: int = 1  # >1: one process per rank, each started with RANK / WORLD_SIZE set
+    # zero_optimization.reduce_bucket_size in elements; None: DeepSpeed's default (5e8), larger
+    # than all gradients of the models measured here. Smaller: gradients span many buckets.
+    reduce_bucket_size: int | None = None
     attn: str = "sdpa"
     steps: int = 2
     round_bytes: int = 512
@@ -80,6 +85,9 @@ class DeepSpeedCase:
             raise ValueError(f"{self.id}: precision must be one of {sorted(DS_PRECISIONS)}")
         if self.zero_stage not in ZERO_STAGES:
             raise ValueError(f"{self.id}: zero_stage must be 1 or 2 (stage 0 and 3 run other optimizers)")
+
+        if self.reduce_bucket_size is not None and self.reduce_bucket_size < 1:
+            raise ValueError(f"{self.id}: reduce_bucket_size must be a positive number of elements")
 
     def to_dict(self) -> dict[str, Any]:
         """The case as the calibration suite records it: the fields ``trace_case_inputs`` reads
@@ -93,15 +101,18 @@ class DeepSpeedCase:
 
 def deepspeed_config(case: DeepSpeedCase) -> dict[str, Any]:
     """The DeepSpeed JSON config of a case: a plain ZeRO-1/2 config with the memory defaults left
-    alone. fp16 starts its dynamic loss scale at 2**10 instead of 2**16 so that the steps of a
+    alone, but for ``reduce_bucket_size`` where the case sets it. fp16 starts its dynamic loss scale at 2**10 instead of 2**16 so that the steps of a
     randomly initialised model are not skipped as overflows (a skipped first step would create no
     Adam states); the scale changes no buffer."""
     half = DS_PRECISIONS[case.precision]
+    zero: dict[str, Any] = {"stage": case.zero_stage}
+    if case.reduce_bucket_size is not None:
+        zero["reduce_bucket_size"] = int(case.reduce_bucket_size)
     return {
         "train_micro_batch_size_per_gpu": case.batch_size,
         "gradient_accumulation_steps": 1,
         half: {"enabled": True, **({"initial_scale_power": 10} if half == "fp16" else {})},
-        "zero_optimization": {"stage": case.zero_stage},
+        "zero_optimization": zero,
         "optimizer": {"type": "AdamW", "params": {"lr": 1e-5, "weight_decay": 0.0}},
         "steps_per_print": 10**9,
     }

@@ -30,8 +30,8 @@ SMOL, GPT2, PYTHIA = "HuggingFaceTB/SmolLM2-135M-Instruct", "openai-community/gp
 OPT, QWEN = "facebook/opt-125m", "Qwen/Qwen2.5-0.5B"
 SHORT = {SMOL: "smollm2-135m", GPT2: "gpt2", PYTHIA: "pythia-160m", OPT: "opt-125m", QWEN: "qwen2.5-0.5b"}
 
-# (model, batch, seq, precision, zero stage, gradient checkpointing[, world size]); tokens per
-# case kept small (real compute on a shared 2-core machine)
+# (model, batch, seq, precision, zero stage, gradient checkpointing[, world size[, reduce bucket
+# elements]]); tokens per case kept small (real compute on a shared 2-core machine)
 ROWS = [
     (SMOL, 2, 512, "mixed-bf16", 1, False),
     (SMOL, 2, 512, "mixed-bf16", 2, False),
@@ -56,6 +56,19 @@ ROWS = [
     (SMOL, 2, 256, "mixed-fp16", 2, True, 2),
     (GPT2, 1, 512, "mixed-bf16", 2, False, 2),
     (PYTHIA, 2, 256, "mixed-fp16", 1, True, 2),
+    # a reduce bucket far smaller than the gradients (DeepSpeed's default, 5e8 elements, holds all of
+    # them): gradients reduced and moved to the partition bucket by bucket during backward, and
+    # gradients larger than the bucket (the embeddings) reduced on their own
+    (SMOL, 2, 512, "mixed-bf16", 1, False, 1, 5e6),
+    (SMOL, 2, 512, "mixed-bf16", 2, False, 1, 5e6),
+    (GPT2, 2, 512, "mixed-fp16", 1, False, 1, 2e7),
+    (PYTHIA, 2, 512, "mixed-fp16", 2, False, 1, 2e7),
+    (PYTHIA, 4, 256, "mixed-bf16", 2, True, 1, 5e6),
+    (SMOL, 2, 256, "mixed-fp16", 2, True, 2, 5e6),
+    (SMOL, 2, 256, "mixed-bf16", 1, False, 2, 5e6),
+    # gradients (1 GB) larger than the logits' backward: ZeRO-2's partition, allocated at the first
+    # bucket's reduction, is alive beside nearly all activations
+    (QWEN, 1, 256, "mixed-bf16", 2, False, 1, 5e6),
 ]
 
 
@@ -65,14 +78,25 @@ def model_config(hub_id: str) -> dict:
     return dict(entry.get("config", entry))
 
 
+def bucket_tag(elements: float) -> str:
+    """``5e6`` -> ``"5e6"``: the reduce bucket as a case id shows it."""
+    mantissa, exponent = f"{elements:.0e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
 def cases() -> list[dict]:
     out = []
-    for model, b, s, precision, stage, gc, *world in ROWS:
-        n = world[0] if world else 1
+    for model, b, s, precision, stage, gc, *extra in ROWS:
+        n = extra[0] if extra else 1
+        bucket = extra[1] if len(extra) > 1 else None
         cid = (f"{SHORT[model]}-zero{stage}" + (f"x{n}" if n > 1 else "")
-               + f"-{precision.replace('-', '')}-fusedadam-b{b}-s{s}" + ("-gc" if gc else ""))
-        out.append({"id": cid, "model": model_config(model), "model_name": model, "batch_size": b, "seq_len": s,
-                    "precision": precision, "zero_stage": stage, "grad_ckpt": gc, "world_size": n})
+               + f"-{precision.replace('-', '')}-fusedadam-b{b}-s{s}" + ("-gc" if gc else "")
+               + (f"-rb{bucket_tag(bucket)}" if bucket else ""))
+        case = {"id": cid, "model": model_config(model), "model_name": model, "batch_size": b, "seq_len": s,
+                "precision": precision, "zero_stage": stage, "grad_ckpt": gc, "world_size": n}
+        if bucket:
+            case["reduce_bucket_size"] = int(bucket)
+        out.append(case)
     return out
 
 

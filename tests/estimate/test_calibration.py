@@ -48,6 +48,13 @@ def test_deepspeed_cases_cover_both_mixed_policies_and_both_stages():
                                   "rank": 0}
         assert [p["phase"] for p in r["phases"]][-1] == "optimizer2"
     assert {r["case"]["world_size"] for r in DEEPSPEED_RESULTS} == {1, 2}
+    # a reduce bucket far below the gradients (DeepSpeed's default holds all of these models'): the
+    # gradients are reduced bucket by bucket, under both stages, bf16 and fp16
+    small = [(arch, setup) for arch, setup in inputs if setup.reduce_bucket_elements is not None]
+    assert {setup.sharding for _, setup in small} == {Sharding.ZERO1, Sharding.ZERO2}
+    assert {setup.precision for _, setup in small} == {Precision.MIXED_BF16, Precision.MIXED_FP16}
+    for arch, setup in small:
+        assert estimate_training(arch, setup).trainable_parameters > 5 * setup.reduce_bucket_elements
     for r in DEEPSPEED_RESULTS:
         if r["case"]["world_size"] > 1:  # every rank measured; rank 0's peak is the result
             assert len(r["rank_peak_bytes"]) == r["case"]["world_size"]

@@ -89,8 +89,9 @@ def test_deepspeed_zero12_fp32_gradients_live_only_in_the_step(llama2, sharding)
         assert component(phase(budget, name), "allgather_bucket") == 0
     step = phase(budget, "optimizer_step")
     assert component(step, "fp32_gradients") == pytest.approx(4 * LLAMA2_7B / 4, rel=1e-9)
-    full_grads = 2 * LLAMA2_7B if sharding == Sharding.ZERO1 else 2 * LLAMA2_7B / 4
-    assert component(step, "gradients") == pytest.approx(full_grads, rel=1e-9)
+    # in step() only this rank's half gradients are alive, under ZeRO-1 too: its backward epilogue
+    # copies them into grads_in_partition and clears every param.grad (measured at world size 2)
+    assert component(step, "gradients") == pytest.approx(2 * LLAMA2_7B / 4, rel=1e-9)
     # the backward holds the default reduce bucket: 5e8 half-precision elements
     assert component(phase(budget, "backward"), "reduce_bucket") == 10**9
 
