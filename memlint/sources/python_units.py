@@ -147,12 +147,14 @@ class _Positions(Mapping[cst.CSTNode, CodeRange]):
         self._own = own  # the module and the statements the join rebuilt
         self._offsets: dict[Unit, int] = {}  # lines above each unit of this module
         self._hidden: set[cst.CSTNode] = set()  # statements the join replaced by a rebuilt copy
+        self._moved: dict[cst.CSTNode, CodeRange] = {}  # positions asked for, moved down
 
     def add(self, unit: Unit, offset: int) -> None:
         self._offsets[unit] = offset
 
     def forget(self, node: cst.CSTNode) -> None:
         self._hidden.add(node)
+        self._moved.pop(node, None)
 
     def _unit_of(self, node: object) -> Unit | None:
         unit = unit_of(node)
@@ -161,7 +163,7 @@ class _Positions(Mapping[cst.CSTNode, CodeRange]):
         return unit
 
     def __getitem__(self, node: cst.CSTNode) -> CodeRange:
-        found = self._own.get(node)
+        found = self._own.get(node) or self._moved.get(node)
         if found is not None:
             return found
         unit = self._unit_of(node)
@@ -171,8 +173,10 @@ class _Positions(Mapping[cst.CSTNode, CodeRange]):
         offset = self._offsets[unit]
         if not offset:
             return relative
-        return CodeRange(CodePosition(relative.start.line + offset, relative.start.column),
-                         CodePosition(relative.end.line + offset, relative.end.column))
+        # kept: the extractors and rules ask for the same nodes' positions again and again
+        moved = self._moved[node] = CodeRange(CodePosition(relative.start.line + offset, relative.start.column),
+                                            CodePosition(relative.end.line + offset, relative.end.column))
+        return moved
 
     def __contains__(self, node: object) -> bool:
         return node in self._own or self._unit_of(node) is not None
