@@ -155,9 +155,7 @@ def scopes_of_units(module: cst.Module, units: Sequence[Unit],
             found = visit.node_scopes[node]
             own[node] = module_scope if found is visit.module_scope else found
         deferred += _attach(visit, unit.statement, statement, module_scope, base)
-        for bound in visit.bound:
-            if _is_typing_import(bound) or bound.name in typing_names:
-                typing_names.add(bound.name)
+        typing_names.update(bound.name for bound in visit.bound if _is_typing_import(bound))
         base += visit.count
     module_scope._assignment_count = base
     linker = visitor_class(ScopeProvider())
@@ -222,7 +220,7 @@ def _attach(visit: UnitScopes, visited: cst.CSTNode, statement: cst.CSTNode, mod
     (their order numbers moved by ``base``, the module-level assignments above the unit) and
     return the unit's name uses as fresh accesses, for ``infer_accesses`` to link.
     ``statement``: the node the module holds for the ``visited`` one (a copy when the join
-    rebuilt it), which the scope and the assignment of a top-level ``def`` or ``class`` name."""
+    rebuilt it); a top-level ``def``'s or ``class``'s scope and name assignment name it."""
     for scope in visit.top:
         scope.parent = module_scope
     for scope in visit.statement_scopes:
