@@ -13,7 +13,7 @@ import os
 import sys
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from memlint.diagnostics import Severity
 
@@ -268,21 +268,7 @@ class Discovery:
         return found
 
     def _nearest_settings(self, folder: Path) -> Settings | None:
-        chain: list[Path] = []
-        found: Settings | None = None
-        directory = folder
-        while True:
-            if directory in self._nearest:
-                found = self._nearest[directory]
-                break
-            chain.append(directory)
-            found = self._settings_in(directory)
-            if found is not None or directory.parent == directory:
-                break
-            directory = directory.parent
-        for visited in chain:  # everything below the answer shares it
-            self._nearest[visited] = found
-        return found
+        return _nearest_above(folder, self._nearest, self._settings_in)
 
     @staticmethod
     def _settings_in(directory: Path) -> Settings | None:
@@ -295,23 +281,27 @@ class Discovery:
         return None
 
     def _nearest_git(self, folder: Path) -> Path | None:
-        chain: list[Path] = []
-        found: Path | None = None
-        directory = folder
-        while True:
-            if directory in self._git:
-                found = self._git[directory]
-                break
-            chain.append(directory)
-            if (directory / ".git").exists():
-                found = directory
-                break
-            if directory.parent == directory:
-                break
-            directory = directory.parent
-        for visited in chain:
-            self._git[visited] = found
-        return found
+        return _nearest_above(folder, self._git, lambda d: d if (d / ".git").exists() else None)
+
+
+def _nearest_above(folder: Path, memo: dict, probe: Callable[[Path], Any]) -> Any:
+    """The first non-None ``probe(directory)`` from ``folder`` up to the root (None if none),
+    remembered in ``memo`` for every directory walked: everything below an answer shares it."""
+    chain: list[Path] = []
+    found = None
+    directory = folder
+    while True:
+        if directory in memo:
+            found = memo[directory]
+            break
+        chain.append(directory)
+        found = probe(directory)
+        if found is not None or directory.parent == directory:
+            break
+        directory = directory.parent
+    for visited in chain:
+        memo[visited] = found
+    return found
 
 
 def json_schema() -> dict[str, Any]:

@@ -256,11 +256,9 @@ def _is_typing_import(bound: _Bound) -> bool:
     if type(node) is cst.ImportFrom:
         module = node.module
         name = get_full_name_for_node(module) if module is not None and not node.relative else None
-    elif type(node) is cst.Import:
-        name = get_full_name_for_node(bound.as_name) if bound.as_name is not None else None
-        for alias in node.names:
-            if alias.asname is not None and alias.asname.name is bound.as_name or alias.name is bound.as_name:
-                name = get_full_name_for_node(alias.name)
+    elif type(node) is cst.Import:  # the module of the alias that binds the name
+        name = next((get_full_name_for_node(alias.name) for alias in node.names
+                     if (alias.asname.name if alias.asname is not None else alias.name) is bound.as_name), None)
     else:
         return False
     return name is not None and name.split(".")[0] in _TYPING_MODULES

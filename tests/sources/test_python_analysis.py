@@ -181,21 +181,22 @@ EDITS = {
 
 def _reindent(text: str, start: str, end: str) -> str:
     """``text`` with the function between ``start`` and ``end`` indented by two spaces, not four."""
-    begin, stop = text.index(start), text.index(end)
-    lines = []
-    for line in text[begin:stop].splitlines(keepends=True):
-        stripped = line.lstrip(" ")
-        lines.append(" " * ((len(line) - len(stripped)) // 2) + stripped)
-    return text[:begin] + "".join(lines) + text[stop:]
+    return _indented(text, start, end, lambda spaces: " " * (spaces // 2))
 
 
 def _with_tabs(text: str, start: str, end: str) -> str:
     """``text`` with the function between ``start`` and ``end`` indented with tabs."""
+    return _indented(text, start, end, lambda spaces: "\t" * (spaces // 4))
+
+
+def _indented(text: str, start: str, end: str, indent) -> str:
+    """``text`` with each line between ``start`` and ``end`` indented by ``indent(spaces)``
+    instead of its leading spaces."""
     begin, stop = text.index(start), text.index(end)
     lines = []
     for line in text[begin:stop].splitlines(keepends=True):
         stripped = line.lstrip(" ")
-        lines.append("\t" * ((len(line) - len(stripped)) // 4) + stripped)
+        lines.append(indent(len(line) - len(stripped)) + stripped)
     return text[:begin] + "".join(lines) + text[stop:]
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import Callable
 
 import libcst as cst
 
@@ -67,20 +67,11 @@ def part_of_whole(statement: cst.BaseStatement) -> StatementPart:
 
 
 def _part(statement: cst.BaseStatement) -> StatementPart:
-    below = list(_below(statement))
+    below = list(iter_nodes(statement, enter_defs=True))[1:]
     # a walk of the module's top level (``iter_nodes(module)``) does not enter a ``def`` or a
     # ``class`` at all
     module_level = [] if type(statement) in DEFERRED else list(iter_nodes(statement))[1:]
     return StatementPart(below, module_level)
-
-
-def _below(statement: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """``iter_nodes(statement, enter_defs=True)`` without the statement itself."""
-    stack = list(reversed(children(statement)))
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(reversed(children(node)))
 
 
 def function_table(part: StatementPart, function: cst.FunctionDef, compute: Callable[[], Table]) -> Table:
