@@ -68,7 +68,8 @@ def _add_lsp(sub) -> None:
     )
     p.add_argument("--stdio", action="store_true", help="talk over stdin/stdout (the default and only transport)")
     p.add_argument("--debounce-ms", type=int, default=50, metavar="MS",
-                   help="wait this long after the last keystroke before linting a document (default: 50)")
+                   help="edits of a document closer together than this are linted once, this long after the "
+                        "last; an edit after a quiet spell is linted at once (default: 50)")
     p.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="warning",
                    help="what the server logs to stderr (default: warning)")
     p.set_defaults(handler=_run_lsp)

@@ -468,7 +468,7 @@ def create_server(debounce: float = DEFAULT_DEBOUNCE_SECONDS) -> MemlintServer:
     async def did_close(ls: MemlintServer, params: types.DidCloseTextDocumentParams) -> None:
         uri = params.text_document.uri
         doc = ls.documents.pop(uri, None)
-        ls.debouncer.cancel(uri)
+        ls.debouncer.forget(uri)
         ls.results.pop(uri, None)
         ls._large_logged.discard(uri)
         if doc is None:

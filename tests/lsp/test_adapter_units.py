@@ -193,23 +193,64 @@ def test_rule_hover_finds_the_code_under_the_cursor():
 # ----------------------------------------------------------------- debouncing
 
 
-def test_the_newest_edit_wins():
+def _recording_job(done: list[tuple[int, float]], n: int):
+    async def work() -> None:
+        done.append((n, asyncio.get_running_loop().time()))
+    return work
+
+
+def test_a_burst_of_edits_is_linted_once_after_its_last_edit():
     async def scenario() -> list[int]:
-        done: list[int] = []
+        done: list[tuple[int, float]] = []
         debouncer = Debouncer(0.02)
-
-        def job(n: int):
-            async def work() -> None:
-                done.append(n)
-            return work
-
         for n in range(50):
-            debouncer.schedule("file:///args.yaml", job(n))
-        debouncer.schedule("file:///other.yaml", job(100))  # another document is not delayed by it
+            debouncer.schedule("file:///args.yaml", _recording_job(done, n))
+        debouncer.schedule("file:///other.yaml", _recording_job(done, 100))  # not delayed by the burst
         await asyncio.sleep(0.2)
-        return done
+        return [n for n, _ in done]
 
+    # the leading job of the burst was still pending when the second edit came: cancelled
     assert sorted(asyncio.run(scenario())) == [49, 100]
+
+
+def test_an_isolated_edit_runs_at_once_and_a_quick_second_one_waits_out_the_delay():
+    async def scenario() -> tuple[list[tuple[int, float]], float, float]:
+        loop = asyncio.get_running_loop()
+        done: list[tuple[int, float]] = []
+        debouncer = Debouncer(0.2)
+        start = loop.time()
+        await debouncer.schedule("file:///train.py", _recording_job(done, 1))  # typed after a pause
+        first_done = loop.time()
+        # the next keystroke comes 0.2 s later at most: part of a burst, so it waits
+        second = debouncer.schedule("file:///train.py", _recording_job(done, 2))
+        assert debouncer.pending("file:///train.py")
+        await second
+        await asyncio.sleep(0.25)  # a pause longer than the delay: the next edit is isolated again
+        third_scheduled = loop.time()
+        await debouncer.schedule("file:///train.py", _recording_job(done, 3))
+        return [(n, t - start) for n, t in done], first_done - start, third_scheduled - start
+
+    done, first_done, third_scheduled = asyncio.run(scenario())
+    assert [n for n, _ in done] == [1, 2, 3]
+    assert done[0][1] < 0.1, "an isolated edit waited for the debounce timer"
+    assert done[1][1] - first_done >= 0.2, "an edit within the delay of the last one ran before the delay"
+    assert done[2][1] - third_scheduled < 0.1, "an edit after a quiet spell waited for the timer"
+
+
+def test_an_explicit_delay_is_waited_out_and_a_closed_document_starts_afresh():
+    async def scenario() -> list[float]:
+        loop = asyncio.get_running_loop()
+        done: list[tuple[int, float]] = []
+        debouncer = Debouncer(0.2)
+        start = loop.time()
+        await debouncer.schedule("file:///ds.json", _recording_job(done, 1), delay=0.05)
+        debouncer.forget("file:///ds.json")  # closed, then opened again and edited at once
+        await debouncer.schedule("file:///ds.json", _recording_job(done, 2))
+        return [t - start for _, t in done]
+
+    waited, reopened = asyncio.run(scenario())
+    assert waited >= 0.05
+    assert reopened - waited < 0.1, "a reopened document's first edit waited for the timer"
 
 
 # ----------------------------------------------------------------- hover targets in Python
