@@ -8,6 +8,7 @@ module answers "what is ``args.x`` / ``model_args.x`` by default, and which opti
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -56,9 +57,17 @@ def option_key(text: str) -> str:
 
 class Options:
     def __init__(self, values: "Values") -> None:
-        self.values = values
+        # weak: ``values`` keeps this object (``Values.options``); a strong reference back would
+        # be a cycle that only the cycle collector frees
+        self._values = weakref.ref(values)
         self._argparse: dict[str, list[ArgOption]] | None = None
         self._set_defaults: dict[str, cst.BaseExpression] | None = None
+
+    @property
+    def values(self) -> "Values":
+        values = self._values()
+        assert values is not None, "options are reached through their values"
+        return values
 
     # ------------------------------------------------------------- argparse
 

@@ -81,6 +81,7 @@ class UnitScopes:
     statement_scopes: list[LocalScope]  # the scopes of the statement itself (a top-level def's)
     # nodes with a scope that are not the unit's: those of the string annotations libcst parses
     strings: list[cst.CSTNode]
+    attached_to: GlobalScope | None = None  # the module scope of the last join
 
 
 _VISITS: "weakref.WeakKeyDictionary[Unit, UnitScopes]" = weakref.WeakKeyDictionary()
@@ -142,12 +143,16 @@ def scopes_of_units(module: cst.Module, units: Sequence[Unit],
     deferred: list[DeferredAccess] = []
     base = 0
     typing_names: set[str] = set()
+    superseded: set[GlobalScope] = set()
     for unit, statement in zip(units, module.body):
         above = _typing_bindings(module_scope, typing_names)
         visit = _VISITS.get(unit)
         if visit is None or visit.typing_bindings != above:
             visit = _VISITS[unit] = _visit(unit, visitor_class, contexts_of(unit), module_scope, typing_names, above)
         visits[unit] = visit
+        if visit.attached_to is not None:
+            superseded.add(visit.attached_to)
+        visit.attached_to = module_scope
         if statement is not unit.statement:
             own[statement] = module_scope
             hidden.add(unit.statement)
@@ -161,7 +166,34 @@ def scopes_of_units(module: cst.Module, units: Sequence[Unit],
     linker = visitor_class(ScopeProvider())
     linker._ScopeVisitor__deferred_accesses = deferred
     linker.infer_accesses()
+    for previous in superseded:
+        _empty(previous, visits)
+    _JOINED[module_scope] = list(visits.values())
     return ScopeMap(module_scope, own, visits, hidden)
+
+
+# the units' visits each module scope was joined from: when a later join supersedes it, the
+# visits it does not keep (the statements an edit replaced) are emptied with it
+_JOINED: "weakref.WeakKeyDictionary[GlobalScope, list[UnitScopes]]" = weakref.WeakKeyDictionary()
+
+
+def _empty(module_scope: GlobalScope, kept: dict[Unit, UnitScopes]) -> None:
+    """Unlink the scopes of a version this join supersedes. libcst links each access and the
+    assignments it may refer to both ways, and the module scope and its builtins scope refer to
+    each other: left linked, every version of an edited document (its accesses, assignments,
+    nodes) would wait for the cycle collector, which walks all of it on its way. The kept units'
+    scopes point at the new module scope by now and were linked again."""
+    dropped = [visit for visit in _JOINED.pop(module_scope, ()) if visit.attached_to is module_scope]
+    scopes = [module_scope, module_scope.parent]
+    for visit in dropped:  # the replaced statements' scopes, and the module scope their visit stood in for
+        scopes += [*visit.scopes, visit.module_scope, visit.module_scope.parent]
+    for scope in scopes:
+        for found in scope._assignments.values():
+            for assignment in found:
+                assignment._BaseAssignment__accesses.clear()
+        scope._assignments.clear()
+        scope._accesses_by_name.clear()
+        scope._accesses_by_node.clear()
 
 
 def _visit(unit: Unit, visitor_class: type, contexts, module_scope: GlobalScope, typing_names: set[str],

@@ -451,3 +451,44 @@ def test_an_edited_documents_earlier_versions_are_freed(tmp_path: Path) -> None:
     assert first() is None, "the first version is still alive"
     live = linter.project.parsed(script).python.units
     assert all(u() is None or any(u() is v for v in live) for u in units), "a unit no version uses is alive"
+
+
+def test_an_edited_documents_earlier_versions_go_without_the_cycle_collector(tmp_path: Path) -> None:
+    """Freed by reference counting when the next version is analysed: a version left to the
+    cycle collector sits in its generations until a pass walks all of it, a pause of 100 ms
+    every tenth keystroke in the language server on a 2,000-line script (docs/latency.md)."""
+    import gc
+    import weakref
+
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT)
+    linter = Linter(Settings(root=tmp_path, gpu="v100", gpus=1))
+    linter.lint_path(script)
+    was_enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        text = SCRIPT
+        kept: list[tuple[str, weakref.ref]] = []
+        for edit in ("a number in a function", "a line added to a function", "a function deleted",
+                     "an import in the header"):
+            source = linter.project.parsed(script).python
+            module_scope = source.scopes[source.module]
+            kept.append((f"the source before {edit!r}", weakref.ref(source)))
+            if edit == "a number in a function":  # the scope of the function the edit replaces
+                replaced = next(s for s in source.module.body
+                                if isinstance(s, cst.FunctionDef) and "default=2048" in source.code_of(s))
+                kept.append(("the replaced function's scope", weakref.ref(source.scopes[replaced.body.body[0]])))
+                del replaced
+            del source
+            text = EDITS[edit](text)
+            linter.project.set_overlay(script, text)
+            assert linter.lint_path(script) is not None
+            assert not list(module_scope.assignments) and not list(module_scope.accesses), \
+                "the superseded module scope still holds its version"
+            del module_scope
+        alive = [what for what, ref in kept if ref() is not None]
+        assert not alive, f"alive until the cycle collector runs: {alive}"
+    finally:
+        if was_enabled:
+            gc.enable()

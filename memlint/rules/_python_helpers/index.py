@@ -48,7 +48,10 @@ class Definition:
 
 @dataclass
 class ModuleIndex:
-    py: PythonSource
+    # weak: the index is kept on its source (``PythonSource.derived``); a strong reference back
+    # would make each version of an edited document a cycle, freed only by the cycle collector
+    # after its objects sat in the collector's generations (docs/latency.md, fourth round)
+    source: "weakref.ref[PythonSource]"
     functions: dict[str, list[cst.FunctionDef]] = field(default_factory=dict)
     classes: dict[str, cst.ClassDef] = field(default_factory=dict)
     flows: list[Flow] = field(default_factory=list)
@@ -58,6 +61,12 @@ class ModuleIndex:
 
     parts: list[tuple[cst.BaseStatement, StatementPart]] = field(default_factory=list, repr=False)
     _part_of_function: dict[int, tuple[cst.BaseStatement, StatementPart]] = field(default_factory=dict, repr=False)
+
+    @property
+    def py(self) -> PythonSource:
+        source = self.source()
+        assert source is not None, "an index is reached through its source"
+        return source
 
     @property
     def nodes(self) -> list[cst.CSTNode]:
@@ -376,7 +385,7 @@ def _targets(target: cst.BaseExpression) -> list[cst.BaseExpression]:
 
 
 def _build(py: PythonSource) -> ModuleIndex:
-    index = ModuleIndex(py)
+    index = ModuleIndex(weakref.ref(py))
     module = py.module
     index.parts = _parts(py)
     index.flows.append(module)
