@@ -22,6 +22,11 @@ if TYPE_CHECKING:
 
 MAX_CHAIN = 24  # how many ``a = b; b = c`` steps a definition is followed
 
+# exact classes (libcst's are final; ``isinstance`` on its abstract bases is a Python-level call)
+_ASSIGNMENTS = (metadata.Assignment, metadata.ImportAssignment)  # not builtins
+_DEFINED = (cst.FunctionDef, cst.ClassDef, cst.Import, cst.ImportFrom)  # the node is the definition
+_SEQUENCE_PARTS = (cst.Element, cst.Tuple, cst.List)  # what lies between ``a, (b, c) = ...`` and ``b``
+
 
 @dataclass(frozen=True)
 class Assigned:
@@ -106,7 +111,7 @@ class Names:
         access = self._access_index().get(id(name))
         if access is None:
             return []
-        return [r for r in access.referents if isinstance(r, metadata.Assignment)]
+        return [r for r in access.referents if type(r) in _ASSIGNMENTS]
 
     def references(self, definition: cst.FunctionDef | cst.ClassDef) -> list[cst.Name]:
         """Uses of a function's or class's name in this module."""
@@ -132,15 +137,14 @@ class Names:
         out: list[Any] = []
         for assignment in self.referents(name):
             node = assignment.node
-            if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            kind = type(node)  # libcst's node classes are final; ``isinstance`` on them is slow
+            if kind is cst.Name:
+                out.append(self._assigned(node))
+            elif kind in _DEFINED:
                 out.append(node)
-            elif isinstance(node, cst.Param):
+            elif kind is cst.Param:
                 function = self._function_of_param(node)
                 out.append(Parameter(node, function) if function is not None else None)
-            elif isinstance(node, cst.Name):
-                out.append(self._assigned(node))
-            elif isinstance(node, (cst.Import, cst.ImportFrom)):
-                out.append(node)
             else:
                 out.append(None)
         return out
@@ -156,24 +160,24 @@ class Names:
         path: list[int] = []
         child: cst.CSTNode = target
         parent = self.parent(child)
-        while isinstance(parent, (cst.Element, cst.Tuple, cst.List)):
-            if isinstance(parent, (cst.Tuple, cst.List)):
+        while type(parent) in _SEQUENCE_PARTS:
+            if type(parent) is not cst.Element:
                 elements = list(parent.elements)
                 index = next((i for i, e in enumerate(elements) if e is child), None)
                 if index is None or any(isinstance(e, cst.StarredElement) for e in elements):
                     return None
                 path.append(index)
             child, parent = parent, self.parent(parent)
-        if isinstance(parent, cst.AssignTarget):
+        if type(parent) is cst.AssignTarget:
             statement = self.parent(parent)
-            if not isinstance(statement, cst.Assign):
+            if type(statement) is not cst.Assign:
                 return None
             value: Any = statement.value
-        elif isinstance(parent, cst.AnnAssign) and parent.target is child:
+        elif type(parent) is cst.AnnAssign and parent.target is child:
             if parent.value is None:
                 return None
             value = parent.value
-        elif isinstance(parent, cst.NamedExpr) and parent.target is child:
+        elif type(parent) is cst.NamedExpr and parent.target is child:
             value = parent.value
         else:
             return None  # for-loop targets, with-items, augmented assignment, except, ...

@@ -51,10 +51,8 @@ def extract_script(parsed: ParsedDocument) -> list[RunFacts]:
     if source is None or not imports_training_library(parsed.text):
         return []
     values = Values(source)
-    calls: list[cst.Call] = list(source.nodes_of(cst.Call))
+    calls: list[cst.Call] = source.nodes_in_order(cst.Call)
     assignments: list[cst.Assign] = source.nodes_of(cst.Assign)
-    positions = source.positions
-    calls.sort(key=lambda c: (positions[c].start.line, positions[c].start.column))
     named = [(call, values.callee_names(call)) for call in calls]
     owners = {call: _owner(values, call) for call in calls}
     runs = []

@@ -40,7 +40,7 @@ class PythonSource:
         self.text = text
         self.units = list(units)  # the top-level statements parsed alone (python_units)
         self.depths = depths or {}  # a unit's text -> the depth of its statements' syntax trees
-        self._typed: dict[tuple[type, ...], list] = {}
+        self._typed: dict[tuple, list] = {}  # nodes_of and nodes_in_order, by node classes
         # what other layers work out from this source (the rules' index), dropped with it
         self.derived: dict[str, object] = {}
         if tree is not None:
@@ -83,6 +83,25 @@ class PythonSource:
             else:
                 found = [node for node in self.parents if type(node) in kinds]
             self._typed[kinds] = found
+        return found
+
+    def nodes_in_order(self, *kinds: type[cst.CSTNode]) -> list:
+        """``nodes_of(*kinds)`` sorted by where they start, ties in the order of ``parents``;
+        after an edit, only the statements it changed are sorted (units' lines do not overlap,
+        so each unit's nodes, in its own line numbers, keep their place among the others')."""
+        found = self._typed.get(("in order", *kinds))
+        if found is None:
+            body = self.module.body
+            if self.units and len(self.units) == len(body):
+                found = []
+                for statement, unit in zip(body, self.units):
+                    if type(statement) in kinds:  # a statement starts with (before) its first node
+                        found.append(statement)
+                    found += unit.nodes_in_order(kinds)
+            else:
+                positions = self.positions
+                found = sorted(self.nodes_of(*kinds), key=lambda n: (positions[n].start.line, positions[n].start.column))
+            self._typed[("in order", *kinds)] = found
         return found
 
     def every_scope(self) -> set[metadata.Scope]:

@@ -51,6 +51,16 @@ class Unit:
             found = self.typed[kinds] = [node for node in self.parents if type(node) in kinds]
         return found
 
+    def nodes_in_order(self, kinds: tuple[type, ...]) -> list[cst.CSTNode]:
+        """``nodes_of(kinds)`` sorted by where they start (ties in ``parents`` order)."""
+        key = ("in order", kinds)
+        found = self.typed.get(key)
+        if found is None:
+            positions = self.positions
+            found = self.typed[key] = sorted(
+                self.nodes_of(kinds), key=lambda n: (positions[n].start.line, positions[n].start.column))
+        return found
+
     @property
     def statement(self) -> cst.BaseStatement:
         return self.module.body[0]

@@ -91,8 +91,11 @@ def assert_same_module(source: python_source.PythonSource, text: str) -> None:
     # extractors that read the dict see nodes in)
     assert list(source.parents) == list(parents_of(module, shape))
     # the typed lists the extractors walk instead of every node, joined from the units' lists
-    for kinds in ((cst.Call,), (cst.Assign, cst.FunctionDef)):
+    for kinds in ((cst.Call,), (cst.Assign, cst.FunctionDef), (cst.SimpleStatementLine, cst.Expr, cst.Call)):
         assert source.nodes_of(*kinds) == [node for node in source.parents if type(node) in kinds]
+        # and sorted by where they start (a statement line before the expression it starts with)
+        in_order = sorted(source.nodes_of(*kinds), key=lambda n: (positions[n].start.line, positions[n].start.column))
+        assert source.nodes_in_order(*kinds) == in_order
 
 
 def _scope_summary(scopes, nodes) -> tuple:
