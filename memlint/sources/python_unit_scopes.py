@@ -9,7 +9,12 @@ libcst reads their strings as annotations). So each unit's visit is kept with th
 scopes it made, each node's scope, the module-level assignments and the name uses it recorded.
 A join makes a new module scope, gives it the units' module-level assignments (their order
 numbers moved by the assignments above), points the units' scopes at it and runs libcst's own
-``infer_accesses`` over all the name uses again: that linking is a fraction of the visits.
+``infer_accesses`` over the name uses whose links can change: those that reach the module
+scope or the builtins. A use that a join linked to its own statement's scopes alone (a
+function's local variable, a parameter) keeps its links at the next join: libcst's lookup for
+it stopped in those scopes before the module's, so nothing outside the statement entered it,
+except a dotted module-level name (``import a.b``) that a longer attribute would have preferred
+(checked at each join). That is most of a training script's uses.
 
 A unit's visit is kept only while the ``typing`` bindings above it are the ones it was visited
 with (``_typing_bindings``); otherwise it is visited again. The scopes of a module's earlier
@@ -20,7 +25,7 @@ same document is analysed (memlint analyses a document's versions one after anot
 from __future__ import annotations
 
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterator, Mapping, Sequence
 
 import libcst as cst
@@ -34,6 +39,7 @@ from libcst.metadata.scope_provider import (
     GlobalScope,
     ImportAssignment,
     LocalScope,
+    _gen_dotted_names,
 )
 
 from memlint.sources.python_units import Unit, unit_of
@@ -82,6 +88,10 @@ class UnitScopes:
     # nodes with a scope that are not the unit's: those of the string annotations libcst parses
     strings: list[cst.CSTNode]
     attached_to: GlobalScope | None = None  # the module scope of the last join
+    # after a join: the uses linked to the unit's own scopes alone (by index in ``uses``), kept
+    # linked at the next join, and the other uses' accesses, which that join unlinks
+    local: dict[int, Access] = field(default_factory=dict)
+    relinked: set[Access] = field(default_factory=set)
 
 
 _VISITS: "weakref.WeakKeyDictionary[Unit, UnitScopes]" = weakref.WeakKeyDictionary()
@@ -141,6 +151,7 @@ def scopes_of_units(module: cst.Module, units: Sequence[Unit],
     hidden: set[cst.CSTNode] = set()
     visits: dict[Unit, UnitScopes] = {}
     deferred: list[DeferredAccess] = []
+    fresh: list[tuple[UnitScopes, int, Access]] = []  # the accesses made for this join's linking
     base = 0
     typing_names: set[str] = set()
     superseded: set[GlobalScope] = set()
@@ -159,13 +170,15 @@ def scopes_of_units(module: cst.Module, units: Sequence[Unit],
         for node in visit.strings:
             found = visit.node_scopes[node]
             own[node] = module_scope if found is visit.module_scope else found
-        deferred += _attach(visit, unit.statement, statement, module_scope, base)
+        deferred += _attach(visit, unit.statement, statement, module_scope, base, fresh)
         typing_names.update(bound.name for bound in visit.bound if _is_typing_import(bound))
         base += visit.count
     module_scope._assignment_count = base
+    deferred += _unkeep_shadowed(visits.values(), module_scope, fresh)
     linker = visitor_class(ScopeProvider())
     linker._ScopeVisitor__deferred_accesses = deferred
     linker.infer_accesses()
+    _sort_linked(fresh, module_scope)
     for previous in superseded:
         _empty(previous, visits)
     _JOINED[module_scope] = list(visits.values())
@@ -247,10 +260,11 @@ def _foreign_nodes(unit: Unit, visitor, node_scopes: dict[cst.CSTNode, Scope]) -
 
 
 def _attach(visit: UnitScopes, visited: cst.CSTNode, statement: cst.CSTNode, module_scope: GlobalScope,
-            base: int) -> list[DeferredAccess]:
+            base: int, fresh: list[tuple[UnitScopes, int, Access]]) -> list[DeferredAccess]:
     """Point the unit's scopes at ``module_scope``, give it the unit's module-level assignments
     (their order numbers moved by ``base``, the module-level assignments above the unit) and
-    return the unit's name uses as fresh accesses, for ``infer_accesses`` to link.
+    return fresh accesses for the unit's name uses that ``infer_accesses`` must link: all of
+    them on a visit's first join, afterwards those the last join did not link locally.
     ``statement``: the node the module holds for the ``visited`` one (a copy when the join
     rebuilt it); a top-level ``def``'s or ``class``'s scope and name assignment name it."""
     for scope in visit.top:
@@ -259,12 +273,11 @@ def _attach(visit: UnitScopes, visited: cst.CSTNode, statement: cst.CSTNode, mod
         scope.node = statement
     for scope in visit.scopes:
         scope.globals = module_scope
-        scope._accesses_by_name.clear()
-        scope._accesses_by_node.clear()
     for scope, name in visit.overwrites:
         scope._scope_overwrites[name] = module_scope
-    for assignment in visit.assignments:
-        assignment._BaseAssignment__accesses.clear()
+    if visit.relinked:
+        _unlink(visit, visit.relinked)
+        visit.relinked = set()
     for bound in visit.bound:
         if bound.as_name is not None:
             assignment: BaseAssignment = ImportAssignment(bound.name, module_scope, bound.node, bound.index + base,
@@ -273,14 +286,81 @@ def _attach(visit: UnitScopes, visited: cst.CSTNode, statement: cst.CSTNode, mod
             node = statement if bound.node is visited else bound.node
             assignment = Assignment(bound.name, module_scope, node, bound.index + base)
         module_scope._assignments[bound.name].add(assignment)
+    local = visit.local
     out = []
-    for use in visit.uses:
-        at_module_level = use.scope is visit.module_scope
-        access = Access(use.node, module_scope if at_module_level else use.scope, use.is_annotation,
-                        use.is_type_hint)
-        access._Access__index = use.index + base if at_module_level else use.index
-        out.append(DeferredAccess(access, use.enclosing_attribute, use.enclosing_string_annotation))
+    for number, use in enumerate(visit.uses):
+        if number not in local:
+            out.append(_deferred(visit, number, module_scope, base, fresh))
     return out
+
+
+def _deferred(visit: UnitScopes, number: int, module_scope: GlobalScope, base: int,
+              fresh: list[tuple[UnitScopes, int, Access]]) -> DeferredAccess:
+    """A fresh access for use ``number`` of the visit, for ``infer_accesses`` to link."""
+    use = visit.uses[number]
+    at_module_level = use.scope is visit.module_scope
+    access = Access(use.node, module_scope if at_module_level else use.scope, use.is_annotation, use.is_type_hint)
+    access._Access__index = use.index + base if at_module_level else use.index
+    fresh.append((visit, number, access))
+    return DeferredAccess(access, use.enclosing_attribute, use.enclosing_string_annotation)
+
+
+def _unlink(visit: UnitScopes, accesses: set[Access]) -> None:
+    """Take ``accesses`` out of the unit's scopes and assignments (the module's go with its scope)."""
+    for scope in visit.scopes:
+        for table in (scope._accesses_by_name, scope._accesses_by_node):
+            for key in [key for key, found in table.items() if not found.isdisjoint(accesses)]:
+                found = table[key]
+                found -= accesses
+                if not found:
+                    del table[key]
+    for assignment in visit.assignments:
+        recorded = assignment._BaseAssignment__accesses
+        if not recorded.isdisjoint(accesses):
+            recorded -= accesses
+
+
+def _unkeep_shadowed(visits, module_scope: GlobalScope,
+                     fresh: list[tuple[UnitScopes, int, Access]]) -> list[DeferredAccess]:
+    """Kept uses under an attribute whose dotted name the module now binds (``import a.b``
+    with a local ``a`` used as ``a.b.c``): libcst links such a use to the longer name, so it
+    is linked again. Rare: most modules bind no dotted name."""
+    dotted = {name for name in module_scope._assignments if "." in name}
+    if not dotted:
+        return []
+    out = []
+    for visit in visits:
+        shadowed = {number: access for number, access in visit.local.items()
+                    if visit.uses[number].enclosing_attribute is not None
+                    and any(name in dotted for name, _ in _gen_dotted_names(visit.uses[number].enclosing_attribute))}
+        if shadowed:
+            _unlink(visit, set(shadowed.values()))
+            for number in shadowed:
+                del visit.local[number]
+                out.append(_deferred(visit, number, module_scope, 0, fresh))  # local uses: no module index
+    return out
+
+
+def _sort_linked(fresh: list[tuple[UnitScopes, int, Access]], module_scope: GlobalScope) -> None:
+    """After ``infer_accesses``: keep the accesses it linked to their unit's scopes alone for
+    the next join; remember the others, which the next join unlinks and links again.
+
+    Linked alone means: every assignment the use may refer to is in the unit's scopes, and no
+    assignment of its name in its own scope comes after it (libcst hands a use that precedes an
+    assignment in its scope, ``x = x + 1``, to the same name in the scopes above, the module's
+    included, even when an earlier assignment already binds it)."""
+    outside = (module_scope, module_scope.parent)
+    for visit, number, access in fresh:
+        referents = access.referents
+        scope = access.scope
+        if (referents and scope not in outside and visit.uses[number].enclosing_string_annotation is None
+                and all(assignment.scope not in outside for assignment in referents)):
+            name = next(iter(referents)).name
+            index = access._index
+            if all(assignment._index < index for assignment in scope._assignments.get(name, ())):
+                visit.local[number] = access
+                continue
+        visit.relinked.add(access)
 
 
 def _is_typing_import(bound: _Bound) -> bool:

@@ -336,6 +336,11 @@ BLOCKS = [
     # typing names decide how libcst reads strings; ``global`` writes a module-level name from a function
     "from typing import cast, List\n", "cast = print\n", "import typing as t\n",
     "def u():\n    global x\n    x = cast('int', y)\n    return t.List['C']\n", "y: List['x'] = []\n",
+    # uses linked to a statement's own scopes keep their links across joins (python_unit_scopes)
+    "def n(x):\n    x = x + 1\n    y = [x for x in range(x)]\n    def inner():\n        nonlocal x\n        return x\n"
+    "    return y, z\n",
+    "def m(a):\n    import os.path\n    b = a.b.c\n    return os.path.join(b, a.b)\n", "import a.b\n",
+    "class E:\n    k = 1\n\n    def m(self):\n        return k, self.k\n", "z = 0\n",
 ]
 PIECES = st.sampled_from(BLOCKS) | st.sampled_from(LINES)
 
@@ -369,6 +374,35 @@ def test_any_valid_edit_gives_what_a_whole_parse_gives(first: list[str], inserte
     joined = parse_in_units(after_text, tree)
     if joined is not None:
         assert joined.module.deep_equals(cst.parse_module(after_text))
+
+
+def _valid(text: str) -> bool:
+    try:
+        ast.parse(text)
+        cst.parse_module(text)
+    except (SyntaxError, cst.ParserSyntaxError):
+        return False
+    return True
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(BLOCKS), min_size=1, max_size=10),
+       st.lists(st.tuples(st.lists(PIECES, max_size=3), st.integers(min_value=0, max_value=12)), min_size=2, max_size=5))
+def test_several_edits_in_a_row_give_libcsts_scopes(first: list[str], edits: list[tuple[list[str], int]]) -> None:
+    """What the language server does: each version joined from the last one's units and links
+    (a use linked locally at one join is kept at the next), compared with libcst each time."""
+    if not _valid("".join(first)):
+        return
+    blocks = list(first)
+    source = _source("".join(blocks))
+    source.scopes  # noqa: B018
+    for inserted, at in edits:
+        blocks = blocks[:at] + inserted + blocks[at:]
+        text = "".join(blocks)
+        if not _valid(text):
+            continue  # typed through a broken state: the last valid version stays the one reused
+        source = _source(text, source)
+        assert_same_names(source)
 
 
 def test_diagnostics_after_edits_are_those_of_a_fresh_lint(tmp_path: Path) -> None:
@@ -408,6 +442,49 @@ def train(model, steps):
 TOTAL = 0
 {footer}
 '''
+
+
+LOCAL_LINKS = '''import torch
+{header}
+
+def step(model, batch, a):
+    loss = model(batch).loss
+    loss = loss / 4
+    b = a.b.c
+    total = [loss for loss in range(3)]
+    def scaled():
+        nonlocal loss
+        return loss * scale
+    return scaled(), b, total
+
+
+def late(x):
+    x = x + 1  # the use reads the module's ``x`` when there is one: its own comes after
+    return x
+
+
+class Trainer:
+    steps = 10
+
+    def run(self):
+        return steps, self.steps
+{footer}
+'''
+
+
+def test_local_links_kept_across_joins_stay_libcsts() -> None:
+    """A use linked to its statement's own scopes keeps its links at the next join; module-level
+    names that appear or go later (a dotted import a longer attribute prefers, a module ``x`` the
+    read-before-assign falls back to, a module ``steps``) must still reach those uses."""
+    previous = _source(LOCAL_LINKS.format(header="", footer=""))
+    previous.scopes  # noqa: B018 -- the first join sorts the uses; the next ones keep the local ones
+    for header, footer in [("import a.b", ""), ("import a.b", "x = 0"), ("", "x = 0\nsteps = 3\nscale = 2"),
+                           ("import a.b.c as c", "scale = 2"), ("", ""), ("a = None", "loss = 0")]:
+        text = LOCAL_LINKS.format(header=header, footer=footer)
+        source = _source(text, previous)
+        assert_same_module(source, text)
+        assert_same_names(source)
+        previous = source
 
 
 @pytest.mark.parametrize("header, footer", [
