@@ -122,8 +122,13 @@ class PythonSource:
         (``from transformers import TrainingArguments as TA`` -> ``transformers.TrainingArguments``)."""
         target = node.func if isinstance(node, cst.Call) else node
         # exactly what QualifiedNameProvider answers (it asks the node's scope the same
-        # question), without its pass over every node of the module
-        scope = self.scopes.get(target)
+        # question), without its pass over every node of the module; joined scopes keep the
+        # answers of unchanged statements across edits
+        scopes = self.scopes
+        kept = getattr(scopes, "qualified_names", None)
+        if kept is not None:
+            return set(kept(target))
+        scope = scopes.get(target)
         if not scope:
             return set()
         return {q.name for q in scope.get_qualified_names_for(target)}

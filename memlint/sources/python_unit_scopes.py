@@ -92,6 +92,10 @@ class UnitScopes:
     # linked at the next join, and the other uses' accesses, which that join unlinks
     local: dict[int, Access] = field(default_factory=dict)
     relinked: set[Access] = field(default_factory=set)
+    # the qualified names asked of its nodes (``ScopeMap.qualified_names``), each with the first
+    # part of the node's dotted name, and the module-level order number its uses started at
+    qualified: dict[cst.CSTNode, tuple[frozenset[str], str]] = field(default_factory=dict)
+    base: int = 0
 
 
 _VISITS: "weakref.WeakKeyDictionary[Unit, UnitScopes]" = weakref.WeakKeyDictionary()
@@ -140,6 +144,24 @@ class ScopeMap(Mapping[cst.CSTNode, "Scope | None"]):
     def every_scope(self) -> set[Scope]:
         return {self.module_scope, *(s for visit in self._visits.values() for s in visit.scopes)}
 
+    def qualified_names(self, node: cst.CSTNode) -> frozenset[str]:
+        """What libcst's scope answers for ``node`` (``Scope.get_qualified_names_for``), kept
+        with the node's unit across joins until a join changes what the module binds to the
+        first part of its dotted name or moves the unit among the module's assignments."""
+        visit = self._visits.get(unit_of(node))
+        if visit is None or node in self._hidden:
+            scope = self.get(node)
+            return frozenset(q.name for q in scope.get_qualified_names_for(node)) if scope is not None else frozenset()
+        found = visit.qualified.get(node)
+        if found is not None:
+            return found[0]
+        scope = self.get(node)
+        names = frozenset(q.name for q in scope.get_qualified_names_for(node)) if scope is not None else frozenset()
+        full = get_full_name_for_node(node)
+        if full is not None:
+            visit.qualified[node] = (names, full.split(".", 1)[0])
+        return names
+
 
 def scopes_of_units(module: cst.Module, units: Sequence[Unit],
                     visitor_class: type, contexts_of) -> ScopeMap:
@@ -155,6 +177,7 @@ def scopes_of_units(module: cst.Module, units: Sequence[Unit],
     base = 0
     typing_names: set[str] = set()
     superseded: set[GlobalScope] = set()
+    asked: dict[GlobalScope, list[UnitScopes]] = {}  # kept visits with qualified names, by their last join
     for unit, statement in zip(units, module.body):
         above = _typing_bindings(module_scope, typing_names)
         visit = _VISITS.get(unit)
@@ -163,7 +186,13 @@ def scopes_of_units(module: cst.Module, units: Sequence[Unit],
         visits[unit] = visit
         if visit.attached_to is not None:
             superseded.add(visit.attached_to)
+            if visit.qualified:
+                if visit.base != base:
+                    visit.qualified.clear()  # its module-level uses moved among the assignments
+                else:
+                    asked.setdefault(visit.attached_to, []).append(visit)
         visit.attached_to = module_scope
+        visit.base = base
         if statement is not unit.statement:
             own[statement] = module_scope
             hidden.add(unit.statement)
@@ -179,6 +208,8 @@ def scopes_of_units(module: cst.Module, units: Sequence[Unit],
     linker._ScopeVisitor__deferred_accesses = deferred
     linker.infer_accesses()
     _sort_linked(fresh, module_scope)
+    for previous, kept in asked.items():
+        _forget_rebound(kept, previous, module_scope)
     for previous in superseded:
         _empty(previous, visits)
     _JOINED[module_scope] = list(visits.values())
@@ -339,6 +370,23 @@ def _unkeep_shadowed(visits, module_scope: GlobalScope,
                 del visit.local[number]
                 out.append(_deferred(visit, number, module_scope, 0, fresh))  # local uses: no module index
     return out
+
+
+def _forget_rebound(visits: list[UnitScopes], before: GlobalScope, after: GlobalScope) -> None:
+    """Drop the visits' kept qualified names whose first part the module binds differently
+    now: another assignment, import or order (compared before ``before`` is emptied)."""
+    def bindings(scope: GlobalScope) -> dict[str, frozenset]:
+        return {name: frozenset((type(a), id(getattr(a, "node", None)), id(getattr(a, "as_name", None)), a._index)
+                                for a in found)
+                for name, found in scope._assignments.items() if found}
+
+    old, new = bindings(before), bindings(after)
+    changed = {name.split(".", 1)[0] for name in old.keys() | new.keys() if old.get(name) != new.get(name)}
+    if not changed:
+        return
+    for visit in visits:
+        for node in [node for node, (_, head) in visit.qualified.items() if head in changed]:
+            del visit.qualified[node]
 
 
 def _sort_linked(fresh: list[tuple[UnitScopes, int, Access]], module_scope: GlobalScope) -> None:

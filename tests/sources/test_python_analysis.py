@@ -376,6 +376,28 @@ def test_any_valid_edit_gives_what_a_whole_parse_gives(first: list[str], inserte
         assert joined.module.deep_equals(cst.parse_module(after_text))
 
 
+_USES = "\n\ndef f():\n    return torch.optim.AdamW(p)\n\n\ng = torch.nn.Linear(1, 1)\n"
+
+
+@pytest.mark.parametrize("versions", [
+    # a module-level use before, then after the assignment it may refer to (both statements kept)
+    ["print(x)\nx = 1\n", "x = 1\nprint(x)\n", "print(x)\nx = 1\n"],
+    # the import above the kept statements rebound, one assignment each time (nothing moves)
+    [header + _USES for header in ("import torch\n", "import apex as torch\n", "import torch.optim\n",
+                                   "from bitsandbytes import optim\n", "torch = None\n", "import torch\n")],
+])
+def test_qualified_names_kept_across_edits_are_libcsts(versions: list[str]) -> None:
+    """Qualified names are kept with a statement's nodes from one version to the next, until
+    the module binds the first part of a name differently or the statement moves among the
+    module's assignments; every version's names are compared with libcst's after the last's
+    were asked (and kept)."""
+    source = _source(versions[0])
+    assert_same_names(source)
+    for text in versions[1:]:
+        source = _source(text, source)
+        assert_same_names(source)
+
+
 def _valid(text: str) -> bool:
     try:
         ast.parse(text)
