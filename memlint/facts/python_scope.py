@@ -89,9 +89,10 @@ class Names:
             return set()
         out = set()
         for referent in access.referents:
-            if isinstance(referent, metadata.BuiltinAssignment):
+            kind = type(referent)
+            if kind is metadata.BuiltinAssignment:
                 out.add(f"builtins.{node.value}")
-            elif isinstance(referent, metadata.ImportAssignment):
+            elif kind is metadata.ImportAssignment:
                 name = _imported_name(referent, node.value)
                 if name:
                     out.add(name)
@@ -211,9 +212,9 @@ class Names:
             return False
         if predicate(expr):
             return True
-        if isinstance(expr, cst.Name):
+        if type(expr) is cst.Name:
             for definition in self.definitions(expr):
-                if isinstance(definition, Assigned) and self.could_be(definition.expr, predicate, depth + 1):
+                if type(definition) is Assigned and self.could_be(definition.expr, predicate, depth + 1):
                     return True
         return False
 

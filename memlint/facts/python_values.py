@@ -196,14 +196,14 @@ class Values(Names):
         if names or depth > 4:
             return names
         func = call.func
-        if isinstance(func, (cst.Name, cst.Attribute)):
+        if type(func) is cst.Name or type(func) is cst.Attribute:
             # ``optimizer_class = FusedAdam``; ``class MyTrainer(Trainer)``; ``loader.from_pretrained``
             found = self.evaluate(func, depth + 1)
             if found is not None and isinstance(found.value, Ref):
                 names.add(found.value.qualname)
             elif found is not None and isinstance(found.value, ClassValue):
                 names |= self.class_names(found.value.node)
-        if isinstance(func, cst.Attribute) and not names:
+        if type(func) is cst.Attribute and not names:
             base = self.evaluate(func.value, depth + 1)
             if base is not None and isinstance(base.value, ClassValue):
                 for name in self.class_names(base.value.node):
@@ -361,11 +361,12 @@ class Values(Names):
             return self._unpack(definition.expr, definition.index, depth)
         if isinstance(definition, Parameter):
             return self._parameter(definition, depth)
-        if isinstance(definition, cst.ClassDef):
+        kind = type(definition)  # libcst's node classes are final; ``isinstance`` on them is slow
+        if kind is cst.ClassDef:
             return Found(ClassValue(definition), definition)
-        if isinstance(definition, cst.FunctionDef):
+        if kind is cst.FunctionDef:
             return Found(FunctionValue(definition), definition)
-        if isinstance(definition, (cst.Import, cst.ImportFrom)) and use is not None:
+        if (kind is cst.Import or kind is cst.ImportFrom) and use is not None:
             names = sorted(self.qualified(use))
             return Found(Ref(names[0]), use) if names else None
         return None
@@ -471,7 +472,7 @@ class Values(Names):
                 return self.options.class_attribute(value.node, attr, depth + 1)
             if isinstance(value, Ref):
                 return Found(Ref(f"{value.qualname}.{attr}"), expr)
-        elif isinstance(expr.value, cst.Name) and self._unresolved(expr.value):
+        elif type(expr.value) is cst.Name and self._unresolved(expr.value):
             # ``args.batch_size`` where ``args`` comes from nowhere this module can see (a
             # parameter of a function no one here calls): an argparse option of this module
             found = self.options.argparse_value(attr, fallback=True)

@@ -12,6 +12,7 @@ parameters). A file yields a run only when something in it trains (a trainer, an
 from __future__ import annotations
 
 import re
+from typing import Callable
 
 import libcst as cst
 
@@ -54,18 +55,24 @@ def extract_script(parsed: ParsedDocument) -> list[RunFacts]:
     calls: list[cst.Call] = source.nodes_in_order(cst.Call)
     assignments: list[cst.Assign] = source.nodes_of(cst.Assign)
     named = [(call, values.callee_names(call)) for call in calls]
-    owners = {call: _owner(values, call) for call in calls}
+    owners: dict[cst.CSTNode, cst.CSTNode | None] = {}  # asked only of files with several runs
+
+    def owner(node: cst.CSTNode) -> cst.CSTNode | None:
+        if node not in owners:
+            owners[node] = _owner(values, node)
+        return owners[node]
+
     runs = []
-    for excluded in _run_scopes(values, named, owners):
+    for excluded in _run_scopes(named, owner):
         ctx = ScriptFacts(parsed, values)
         for call, names in named:
-            if excluded and owners[call] in excluded:
+            if excluded and owner(call) in excluded:
                 continue
-            method = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
+            method = call.func.attr.value if type(call.func) is cst.Attribute else None
             for recogniser in RECOGNISERS:
                 recogniser.recognise(ctx, call, names, method)
         for assignment in assignments:
-            if _owner(values, assignment) not in excluded:
+            if not excluded or owner(assignment) not in excluded:
                 _attribute_assignment(ctx, assignment)
         script_loops.finish(ctx)
         if ctx.training:
@@ -89,15 +96,15 @@ def _owner(values: Values, node: cst.CSTNode) -> cst.CSTNode | None:
 _DEFINITIONS = (cst.FunctionDef, cst.ClassDef)
 
 
-def _run_scopes(values: Values, named: list[tuple[cst.Call, set[str]]],
-                owner_of: dict[cst.Call, cst.CSTNode | None]) -> list[set]:
+def _run_scopes(named: list[tuple[cst.Call, set[str]]],
+                owner_of: Callable[[cst.CSTNode], cst.CSTNode | None]) -> list[set]:
     """One run per top-level function that builds its own trainer (``def sft(): SFTTrainer(...)``,
     ``def dpo(): DPOTrainer(...)``): for each, the other such functions to leave out. A file
     with one trainer (or trainers only at module level, or in one function) is one run."""
     owners = []
     for call, names in named:
         if any(trainer_framework(n) for n in names) or names & DEEPSPEED_INITIALIZE:
-            owner = owner_of[call]
+            owner = owner_of(call)
             if owner is None:
                 return [set()]
             if owner not in owners:
