@@ -29,6 +29,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 
 from memlint import __version__
+from memlint.collector import freeze_long_lived
 from memlint.documents import LINTED_SUFFIXES
 from memlint.lsp import actions, hover as hovers, lens as lenses
 from memlint.lsp.convert import (
@@ -107,6 +108,7 @@ class MemlintServer(LanguageServer):
         self.configured: asyncio.Event | None = None
         self._reported: set[str] = set()
         self._large_logged: set[str] = set()
+        self._frozen: asyncio.Future | None = None  # memlint.collector.freeze_long_lived, once
 
     # ----------------------------------------------------------------- plumbing
 
@@ -247,6 +249,8 @@ class MemlintServer(LanguageServer):
         result = DocumentResult(version, diagnostics, self._result_id(version, diagnostics))
         self.results[uri] = result
         self.dependents_changed(outcome.dependents)
+        if self._frozen is None:  # after the first result is out, on the lint thread
+            self._frozen = asyncio.ensure_future(self.on_lint_thread(freeze_long_lived))
         return result
 
     async def lint_and_publish(self, uri: str) -> None:
