@@ -39,7 +39,7 @@ class Debouncer:
         self.cancel(key)
         task = loop.create_task(self._run(key, work, delay))
         self._pending[key] = task
-        task.add_done_callback(lambda done: self._forget(key, done))
+        task.add_done_callback(lambda done: self._drop_done(key, done))
         return task
 
     def cancel(self, key: Hashable) -> None:
@@ -70,6 +70,6 @@ class Debouncer:
         except Exception:  # a failed job must not kill the key's future jobs
             logger.exception("memlint: debounced job for %s failed", key)
 
-    def _forget(self, key: Hashable, task: asyncio.Task) -> None:
+    def _drop_done(self, key: Hashable, task: asyncio.Task) -> None:
         if self._pending.get(key) is task:
             del self._pending[key]

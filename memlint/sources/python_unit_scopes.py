@@ -149,16 +149,13 @@ class ScopeMap(Mapping[cst.CSTNode, "Scope | None"]):
         with the node's unit across joins until a join changes what the module binds to the
         first part of its dotted name or moves the unit among the module's assignments."""
         visit = self._visits.get(unit_of(node))
-        if visit is None or node in self._hidden:
-            scope = self.get(node)
-            return frozenset(q.name for q in scope.get_qualified_names_for(node)) if scope is not None else frozenset()
-        found = visit.qualified.get(node)
-        if found is not None:
-            return found[0]
+        kept = visit.qualified.get(node) if visit is not None and node not in self._hidden else None
+        if kept is not None:
+            return kept[0]
         scope = self.get(node)
         names = frozenset(q.name for q in scope.get_qualified_names_for(node)) if scope is not None else frozenset()
         full = get_full_name_for_node(node)
-        if full is not None:
+        if visit is not None and node not in self._hidden and full is not None:
             visit.qualified[node] = (names, full.split(".", 1)[0])
         return names
 
@@ -211,7 +208,7 @@ def scopes_of_units(module: cst.Module, units: Sequence[Unit],
     for previous, kept in asked.items():
         _forget_rebound(kept, previous, module_scope)
     for previous in superseded:
-        _empty(previous, visits)
+        _empty(previous)
     _JOINED[module_scope] = list(visits.values())
     return ScopeMap(module_scope, own, visits, hidden)
 
@@ -221,7 +218,7 @@ def scopes_of_units(module: cst.Module, units: Sequence[Unit],
 _JOINED: "weakref.WeakKeyDictionary[GlobalScope, list[UnitScopes]]" = weakref.WeakKeyDictionary()
 
 
-def _empty(module_scope: GlobalScope, kept: dict[Unit, UnitScopes]) -> None:
+def _empty(module_scope: GlobalScope) -> None:
     """Unlink the scopes of a version this join supersedes. libcst links each access and the
     assignments it may refer to both ways, and the module scope and its builtins scope refer to
     each other: left linked, every version of an edited document (its accesses, assignments,
@@ -318,11 +315,8 @@ def _attach(visit: UnitScopes, visited: cst.CSTNode, statement: cst.CSTNode, mod
             assignment = Assignment(bound.name, module_scope, node, bound.index + base)
         module_scope._assignments[bound.name].add(assignment)
     local = visit.local
-    out = []
-    for number, use in enumerate(visit.uses):
-        if number not in local:
-            out.append(_deferred(visit, number, module_scope, base, fresh))
-    return out
+    return [_deferred(visit, number, module_scope, base, fresh)
+            for number in range(len(visit.uses)) if number not in local]
 
 
 def _deferred(visit: UnitScopes, number: int, module_scope: GlobalScope, base: int,

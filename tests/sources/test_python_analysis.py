@@ -337,8 +337,8 @@ BLOCKS = [
     "from typing import cast, List\n", "cast = print\n", "import typing as t\n",
     "def u():\n    global x\n    x = cast('int', y)\n    return t.List['C']\n", "y: List['x'] = []\n",
     # uses linked to a statement's own scopes keep their links across joins (python_unit_scopes)
-    "def n(x):\n    x = x + 1\n    y = [x for x in range(x)]\n    def inner():\n        nonlocal x\n        return x\n"
-    "    return y, z\n",
+    ("def n(x):\n    x = x + 1\n    y = [x for x in range(x)]\n    def inner():\n        nonlocal x\n        return x\n"
+     "    return y, z\n"),
     "def m(a):\n    import os.path\n    b = a.b.c\n    return os.path.join(b, a.b)\n", "import a.b\n",
     "class E:\n    k = 1\n\n    def m(self):\n        return k, self.k\n", "z = 0\n",
 ]
