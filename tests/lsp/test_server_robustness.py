@@ -14,6 +14,7 @@ from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient, client_capabilities
 
 from lsp_helpers import (
+    SERVER,
     codes,
     config,
     diagnostics,
@@ -31,6 +32,18 @@ BIG_SCRIPT_LINES = 50_000
 
 @pytest_lsp.fixture(config=config())
 async def client(lsp_client: LanguageClient, project):
+    await lsp_client.initialize_session(initialize_params(client_capabilities("visual-studio-code"), project))
+    lsp_client.project = project
+    yield
+    await lsp_client.shutdown_session()
+
+
+SLOW_DEBOUNCE_SECONDS = 3.0
+SERVER_WITH_SLOW_DEBOUNCE = [*SERVER[:-1], str(int(SLOW_DEBOUNCE_SECONDS * 1000))]
+
+
+@pytest_lsp.fixture(config=config(SERVER_WITH_SLOW_DEBOUNCE))
+async def slow_debounce_client(lsp_client: LanguageClient, project):
     await lsp_client.initialize_session(initialize_params(client_capabilities("visual-studio-code"), project))
     lsp_client.project = project
     yield
@@ -195,3 +208,31 @@ async def test_a_pull_for_a_version_typed_past_is_asked_again(pull_client: Langu
     assert cancelled.value.data == {"retriggerRequest": True}
     assert await pulled(client, document_uri) == []  # current now, and nothing to report
     assert not [m for m in client.log_messages if m.type == types.MessageType.Error]
+
+
+@pytest.mark.asyncio
+async def test_an_edit_after_a_pause_is_linted_at_once_and_a_burst_once_after_its_end(
+        slow_debounce_client: LanguageClient):
+    """A behaviour test, not a speed one: with a 3 s debounce, an edit typed after a pause is
+    answered without waiting for the timer (a small YAML lints in milliseconds), and a burst
+    right after it is linted once, for its last version, after the timer."""
+    client = slow_debounce_client
+    args = client.project / "args.yaml"
+    text = args.read_text()
+    args_uri = open_document(client, args)
+    await diagnostics(client, args_uri, lambda d: "MEM001" in codes(d))
+    await asyncio.sleep(SLOW_DEBOUNCE_SECONDS + 0.2)  # a pause: the next edit is an isolated one
+    small = text.replace("meta-llama/Llama-3.1-8B", "HuggingFaceTB/SmolLM2-135M-Instruct")
+    sent = asyncio.get_running_loop().time()
+    replace_all(client, args_uri, small, version=2)
+    await until(lambda: any(p.uri == args_uri and p.version == 2 for p in client.published),
+                "the isolated edit's diagnostics", timeout=SLOW_DEBOUNCE_SECONDS - 0.5)
+    assert asyncio.get_running_loop().time() - sent < SLOW_DEBOUNCE_SECONDS - 0.5
+    assert "MEM001" not in codes(client.diagnostics[args_uri])
+    first = len(client.published)
+    replace_all(client, args_uri, text, version=3)  # a burst: two edits in a row
+    replace_all(client, args_uri, small, version=4)
+    await until(lambda: any(p.uri == args_uri and p.version == 4 for p in client.published),
+                "the burst's diagnostics", timeout=SLOW_DEBOUNCE_SECONDS * 4)
+    assert [p.version for p in client.published[first:] if p.uri == args_uri] == [4], \
+        "a burst's intermediate version was linted and published"
