@@ -148,14 +148,14 @@ class ScopeMap(Mapping[cst.CSTNode, "Scope | None"]):
         """What libcst's scope answers for ``node`` (``Scope.get_qualified_names_for``), kept
         with the node's unit across joins until a join changes what the module binds to the
         first part of its dotted name or moves the unit among the module's assignments."""
-        visit = self._visits.get(unit_of(node))
-        kept = visit.qualified.get(node) if visit is not None and node not in self._hidden else None
+        visit = None if node in self._hidden else self._visits.get(unit_of(node))
+        kept = visit.qualified.get(node) if visit is not None else None
         if kept is not None:
             return kept[0]
         scope = self.get(node)
         names = frozenset(q.name for q in scope.get_qualified_names_for(node)) if scope is not None else frozenset()
-        full = get_full_name_for_node(node)
-        if visit is not None and node not in self._hidden and full is not None:
+        full = get_full_name_for_node(node) if visit is not None else None
+        if full is not None:
             visit.qualified[node] = (names, full.split(".", 1)[0])
         return names
 
@@ -368,11 +368,14 @@ def _unkeep_shadowed(visits, module_scope: GlobalScope,
 
 def _forget_rebound(visits: list[UnitScopes], before: GlobalScope, after: GlobalScope) -> None:
     """Drop the visits' kept qualified names whose first part the module binds differently
-    now: another assignment, import or order (compared before ``before`` is emptied)."""
+    now: another assignment, import or order (compared before ``before`` is emptied); only the
+    names whose first part a kept answer has are compared."""
+    heads = {head for visit in visits for _, head in visit.qualified.values()}
+
     def bindings(scope: GlobalScope) -> dict[str, frozenset]:
         return {name: frozenset((type(a), id(getattr(a, "node", None)), id(getattr(a, "as_name", None)), a._index)
                                 for a in found)
-                for name, found in scope._assignments.items() if found}
+                for name, found in scope._assignments.items() if found and name.split(".", 1)[0] in heads}
 
     old, new = bindings(before), bindings(after)
     changed = {name.split(".", 1)[0] for name in old.keys() | new.keys() if old.get(name) != new.get(name)}
