@@ -16,6 +16,7 @@ import libcst as cst
 
 from memlint.facts.python_library import is_argument_parser, is_library_dataclass
 from memlint.facts.python_values import MISSING, ClassValue, Found, Instance, Ref
+from memlint.sources.python_unit_scopes import ANYTHING
 
 if TYPE_CHECKING:
     from memlint.facts.python_values import Values
@@ -73,6 +74,7 @@ class Options:
 
     def argparse_options(self) -> dict[str, list[ArgOption]]:
         """Every ``*.add_argument("--x", ...)`` of the module, by destination."""
+        self.values.depends(ANYTHING)  # read from every statement: no answer from it is kept
         if self._argparse is None:
             found: dict[str, list[ArgOption]] = {}
             defaults: dict[str, cst.BaseExpression] = {}

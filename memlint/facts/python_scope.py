@@ -16,6 +16,7 @@ from libcst import metadata
 from libcst.helpers import get_full_name_for_node
 
 from memlint.sources.python_tree import children
+from memlint.sources.python_unit_scopes import uses_of
 
 if TYPE_CHECKING:
     from memlint.sources.python import PythonSource
@@ -57,11 +58,23 @@ NOT_PASSED = _NotPassed()
 
 
 class Names:
-    """Name resolution over one module (scopes are computed on first use)."""
+    """Name resolution over one module (scopes are computed on first use).
+
+    While an answer is worked out, what it reads outside its own statement is recorded
+    (``reading``): the module-level binding of each name it resolves there, and the uses of a
+    function whose call sites it reads. With those an edited document's next version keeps the
+    answers its edit cannot change (``python_values``)."""
 
     def __init__(self, source: "PythonSource") -> None:
         self.source = source
         self._accesses: dict[int, metadata.Access] | None = None
+        self._local: set[int] = set()  # accesses linked to their own statement alone
+        self.reading: list[set[str]] = []  # the dependencies of the answers in progress, innermost last
+
+    def depends(self, dependency: str) -> None:
+        """The answer in progress depends on ``dependency`` (``python_unit_scopes.uses_of``...)."""
+        if self.reading:
+            self.reading[-1].add(dependency)
 
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
         return self.source.parents.get(node)
@@ -87,6 +100,8 @@ class Names:
         access = self._access_index().get(id(node))
         if access is None:
             return set()
+        if self.reading and id(access) not in self._local:
+            self.reading[-1].add(node.value)
         out = set()
         for referent in access.referents:
             kind = type(referent)
@@ -105,6 +120,9 @@ class Names:
                 for access in scope.accesses:
                     index[id(access.node)] = access
             self._accesses = index
+            linked_locally = getattr(self.source.scopes, "linked_locally", None)
+            if linked_locally is not None:
+                self._local = linked_locally()
         return self._accesses
 
     def referents(self, name: cst.Name) -> list[metadata.BaseAssignment]:
@@ -112,18 +130,29 @@ class Names:
         access = self._access_index().get(id(name))
         if access is None:
             return []
+        if self.reading and id(access) not in self._local:
+            self.reading[-1].add(name.value)
         return [r for r in access.referents if type(r) in _ASSIGNMENTS]
 
     def references(self, definition: cst.FunctionDef | cst.ClassDef) -> list[cst.Name]:
-        """Uses of a function's or class's name in this module."""
+        """Uses of a function's or class's name in this module, in source order."""
         scope = self.source.scopes.get(definition)
         if scope is None:
             return []
+        if self.reading:
+            self.reading[-1].update((definition.name.value, uses_of(definition.name.value)))
         out = []
         for assignment in scope.assignments[definition.name.value]:
             if isinstance(assignment, metadata.Assignment) and assignment.node is definition:
                 out.extend(a.node for a in assignment.references if isinstance(a.node, cst.Name))
+        if len(out) > 1:
+            out.sort(key=self._place)
         return out
+
+    def _place(self, node: cst.CSTNode) -> tuple[int, int]:
+        """Where a node starts, to put nodes in source order."""
+        found = self.source.positions.get(node)  # none for a node of a string annotation
+        return (found.start.line, found.start.column) if found is not None else (0, 0)
 
     def enclosing_function(self, node: cst.CSTNode) -> cst.FunctionDef | None:
         current = self.parent(node)
@@ -134,9 +163,13 @@ class Names:
         return None
 
     def definitions(self, name: cst.Name) -> list[Any]:
-        """What a name is bound to at a use: expressions, unpackings, parameters, defs."""
+        """What a name is bound to at a use: expressions, unpackings, parameters, defs; in
+        source order (libcst's sets of them have no fixed order)."""
         out: list[Any] = []
-        for assignment in self.referents(name):
+        referents = self.referents(name)
+        if len(referents) > 1:
+            referents.sort(key=lambda assignment: self._place(assignment.node))
+        for assignment in referents:
             node = assignment.node
             kind = type(node)  # libcst's node classes are final; ``isinstance`` on them is slow
             if kind is cst.Name:

@@ -19,6 +19,7 @@ import libcst as cst
 
 from memlint.facts.python_conditions import deciding_options, guards
 from memlint.facts.python_scope import NOT_PASSED, Assigned, Names, Parameter, Unpacked, own_nodes
+from memlint.sources.python_unit_scopes import ANYTHING, uses_of
 
 if TYPE_CHECKING:
     from memlint.facts.python_options import Options
@@ -129,6 +130,10 @@ class Found:
         return Found(self.value, node, self.options, self.note, self.flip)
 
 
+# values that hold a ``def`` or ``class`` node, and those nodes' classes (``_keepable``)
+_HOLDS_DEFINITIONS = (ClassValue, FunctionValue, Instance, Parsed)
+_DEFINITIONS = (cst.FunctionDef, cst.ClassDef)
+
 _BINARY: dict[type, Callable[[Any, Any], Any]] = {
     cst.Add: operator.add,
     cst.Subtract: operator.sub,
@@ -161,16 +166,34 @@ _CONVERSIONS: dict[str, Callable[[Any], Any]] = {
 }
 
 
+def _keepable(found: Found | None) -> bool:
+    """Can the answer outlive its version? Not when it holds a ``def`` or ``class`` node: a join
+    rebuilds a top-level one whenever the lines above it change, and the answer would hold the
+    old node (an answer that only read them, a call's value, is kept)."""
+    if found is None:
+        return True
+    value = found.value
+    return (type(value) not in _HOLDS_DEFINITIONS and type(found.node) not in _DEFINITIONS
+            and not (type(value) is tuple and any(type(v) in _HOLDS_DEFINITIONS for v in value)))
+
+
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 class Values(Names):
-    """Static evaluation over one module; built once per document, results cached per node."""
+    """Static evaluation over one module; built once per document, results cached per node.
+
+    After an edit most answers are what they were: each is kept with its statement's unit
+    (``ScopeMap.kept``) together with what it read outside that statement (``Names.reading``),
+    and the next version's join drops those the edit may change. An answer that read the whole
+    module (argparse options), met a cycle or a depth limit, or holds a top-level ``def`` or
+    ``class`` (a join may rebuild those nodes) is not kept."""
 
     def __init__(self, source: "PythonSource") -> None:
         super().__init__(source)
-        self._cache: dict[int, Found | None] = {}
+        self._cache: dict[int, tuple[Found | None, frozenset[str]]] = {}
+        self._kept: Callable[[cst.CSTNode], dict | None] | None = None
         self._in_progress: set[int] = set()
         self._options: "Options | None" = None
         self._subscript_sets: dict[str, list[tuple[cst.BaseExpression, cst.BaseExpression, cst.CSTNode]]] | None = None
@@ -192,8 +215,36 @@ class Values(Names):
     def callee_names(self, call: cst.Call, depth: int = 0) -> set[str]:
         """Qualified names of what a call calls: through aliases, variables holding a class,
         and user classes (a ``class MyTrainer(Trainer)`` call also names ``transformers.Trainer``)."""
+        if depth:
+            return self._callee_names(call, depth)
+        return set(self.kept_answer(call, "callee", lambda: frozenset(self._callee_names(call, 0))))
+
+    def kept_answer(self, node: cst.CSTNode, question: str, work_out: Callable[[], Any]) -> Any:
+        """The answer to ``question`` about ``node``: the one kept from an earlier version when
+        nothing it read has changed since, else ``work_out()`` (which must read the module only
+        through this object, so what it reads is recorded; an immutable answer)."""
+        kept = self._kept_for(node)
+        key = (node, question)
+        found = kept.get(key) if kept is not None else None
+        if found is None:
+            self.reading.append(set())
+            try:
+                answer = work_out()
+            finally:
+                depends = frozenset(self.reading.pop())
+            found = (answer, depends)
+            if kept is not None and ANYTHING not in depends:
+                kept[key] = found
+        if self.reading:
+            self.reading[-1].update(found[1])
+        return found[0]
+
+    def _callee_names(self, call: cst.Call, depth: int) -> set[str]:
         names = set(self.qualified(call.func))
-        if names or depth > 4:
+        if names:
+            return names
+        if depth > 4:
+            self.depends(ANYTHING)
             return names
         func = call.func
         if type(func) is cst.Name or type(func) is cst.Attribute:
@@ -210,10 +261,17 @@ class Values(Names):
                     names.add(f"{name}.{func.attr.value}")
         return names
 
+    def _kept_for(self, node: cst.CSTNode) -> dict | None:
+        """Where this node's answers are kept across versions (None: not kept)."""
+        if self._kept is None:
+            self._kept = getattr(self.source.scopes, "kept", None) or (lambda node: None)
+        return self._kept(node)
+
     def class_names(self, node: cst.ClassDef, depth: int = 0) -> set[str]:
         """A user class's own name and every qualified name of its bases, transitively."""
         names = {node.name.value}
         if depth > 6:
+            self.depends(ANYTHING)
             return names
         for base in node.bases:
             names |= self.qualified(base.value)
@@ -252,14 +310,33 @@ class Values(Names):
 
     def evaluate(self, expr: cst.CSTNode | None, depth: int = 0) -> Found | None:
         """The value of ``expr``, or None when it is not statically known."""
-        if expr is None or depth > MAX_DEPTH:
+        if expr is None:
+            return None
+        if depth > MAX_DEPTH:
+            self.depends(ANYTHING)
             return None
         key = id(expr)
-        if key in self._cache:
-            return self._cache[key]
-        if key in self._in_progress:
-            return None  # a cycle (x = x + 1 in a loop, mutual recursion)
+        cached = self._cache.get(key)
+        if cached is None:
+            if key in self._in_progress:
+                self.depends(ANYTHING)
+                return None  # a cycle (x = x + 1 in a loop, mutual recursion)
+            kept = self._kept_for(expr)
+            cached = kept.get(expr) if kept is not None else None
+            if cached is None:
+                cached = self._evaluated(expr, depth)
+                if kept is not None and ANYTHING not in cached[1] and _keepable(cached[0]):
+                    kept[expr] = cached
+            self._cache[key] = cached
+        if self.reading and cached[1]:
+            self.reading[-1].update(cached[1])
+        return cached[0]
+
+    def _evaluated(self, expr: cst.CSTNode, depth: int) -> tuple[Found | None, frozenset[str]]:
+        """``expr``'s value worked out, with what it read outside its statement."""
+        key = id(expr)
         self._in_progress.add(key)
+        self.reading.append(set())
         try:
             result = self._evaluate(expr, depth)
         except (ArithmeticError, ValueError, TypeError, LookupError, RecursionError):
@@ -267,8 +344,8 @@ class Values(Names):
             result = None
         finally:
             self._in_progress.discard(key)
-        self._cache[key] = result
-        return result
+            depends = frozenset(self.reading.pop())
+        return result, depends
 
     def _evaluate(self, expr: cst.CSTNode, depth: int) -> Found | None:
         # one lookup by the node's class (all of them final): a chain of ``isinstance`` tests is
@@ -373,6 +450,7 @@ class Values(Names):
 
     def _with_item_assignments(self, found: Found, use: cst.Name) -> Found:
         """``cfg = {...}; cfg["key"] = value`` -> the dict with ``key`` (same variable name, once)."""
+        self.depends(uses_of(use.value))
         extra = self._subscript_assignments().get(use.value, [])
         if not extra:
             return found

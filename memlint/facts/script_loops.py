@@ -62,8 +62,14 @@ def is_model(values: Values, expr: cst.BaseExpression, depth: int = 0) -> bool:
     if isinstance(expr, cst.Call):
         return loads_model(values, expr, depth)
     if isinstance(expr, cst.Name) and depth < 6:
-        return values.could_be(expr, lambda e: isinstance(e, cst.Call) and loads_model(values, e, depth + 1))
+        if depth == 0:  # asked of most calls' receivers: kept across edits
+            return values.kept_answer(expr, "model", lambda: _could_be_model(values, expr, 0))
+        return _could_be_model(values, expr, depth)
     return False
+
+
+def _could_be_model(values: Values, name: cst.Name, depth: int) -> bool:
+    return values.could_be(name, lambda e: isinstance(e, cst.Call) and loads_model(values, e, depth + 1))
 
 
 def recognise(ctx: ScriptFacts, call: cst.Call, names: set[str], method: str | None) -> None:
@@ -184,9 +190,9 @@ def _is_tokenizer(values: Values, expr: cst.BaseExpression) -> bool:
     if name.lower() in ("tokenizer", "tok", "processor", "processing_class") or name.lower().endswith("tokenizer"):
         return True
     if isinstance(expr, cst.Name):
-        return values.could_be(
+        return values.kept_answer(expr, "tokenizer", lambda: values.could_be(
             expr, lambda e: isinstance(e, cst.Call) and any(is_tokenizer_loader(n) for n in values.callee_names(e))
-        )
+        ))
     return False
 
 

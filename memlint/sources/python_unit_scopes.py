@@ -96,9 +96,22 @@ class UnitScopes:
     # part of the node's dotted name, and the module-level order number its uses started at
     qualified: dict[cst.CSTNode, tuple[frozenset[str], str]] = field(default_factory=dict)
     base: int = 0
+    # answers other layers worked out about its nodes (``ScopeMap.kept``), each with what it
+    # depends on outside the unit: a name's module-level binding, or its uses (``uses_of``)
+    kept: dict[object, tuple[object, frozenset[str]]] = field(default_factory=dict)
 
 
 _VISITS: "weakref.WeakKeyDictionary[Unit, UnitScopes]" = weakref.WeakKeyDictionary()
+
+# What an answer kept with a unit (``ScopeMap.kept``) can depend on outside the unit: what the
+# module binds to a name (the name itself), every use of a name (``uses_of``), or anything at
+# all (``ANYTHING``: a whole-module scan, never kept).
+ANYTHING = "*"
+
+
+def uses_of(name: str) -> str:
+    """The dependency on where a name is used (a function's call sites, ``cfg[k] = v``)."""
+    return "uses:" + name
 
 
 class ScopeMap(Mapping[cst.CSTNode, "Scope | None"]):
@@ -144,6 +157,20 @@ class ScopeMap(Mapping[cst.CSTNode, "Scope | None"]):
     def every_scope(self) -> set[Scope]:
         return {self.module_scope, *(s for visit in self._visits.values() for s in visit.scopes)}
 
+    def kept(self, node: object) -> dict[object, tuple[object, frozenset[str]]] | None:
+        """Where another layer keeps its answers about ``node`` across joins, each with its
+        dependencies outside the node's unit (a name bound or used at module level): a join
+        drops those that the statements it replaced or added may change. None for a node of no
+        kept unit (a statement the join rebuilt, a module parsed whole)."""
+        visit = None if node in self._hidden else self._visits.get(unit_of(node))
+        return visit.kept if visit is not None and visit.attached_to is self.module_scope else None
+
+    def linked_locally(self) -> set[int]:
+        """The ids of the accesses linked to their own statement's scopes alone: what they
+        refer to changes only with that statement (the others may change with any binding of
+        their name at module level)."""
+        return {id(access) for visit in self._visits.values() for access in visit.local.values()}
+
     def qualified_names(self, node: cst.CSTNode) -> frozenset[str]:
         """What libcst's scope answers for ``node`` (``Scope.get_qualified_names_for``), kept
         with the node's unit across joins until a join changes what the module binds to the
@@ -175,6 +202,7 @@ def scopes_of_units(module: cst.Module, units: Sequence[Unit],
     typing_names: set[str] = set()
     superseded: set[GlobalScope] = set()
     asked: dict[GlobalScope, list[UnitScopes]] = {}  # kept visits with qualified names, by their last join
+    moved: list[UnitScopes] = []  # kept visits with more or fewer module-level assignments above them
     for unit, statement in zip(units, module.body):
         above = _typing_bindings(module_scope, typing_names)
         visit = _VISITS.get(unit)
@@ -183,11 +211,11 @@ def scopes_of_units(module: cst.Module, units: Sequence[Unit],
         visits[unit] = visit
         if visit.attached_to is not None:
             superseded.add(visit.attached_to)
-            if visit.qualified:
-                if visit.base != base:
-                    visit.qualified.clear()  # its module-level uses moved among the assignments
-                else:
-                    asked.setdefault(visit.attached_to, []).append(visit)
+            if visit.base != base:  # its module-level uses moved among the assignments
+                visit.qualified.clear()
+                moved.append(visit)
+            elif visit.qualified:
+                asked.setdefault(visit.attached_to, []).append(visit)
         visit.attached_to = module_scope
         visit.base = base
         if statement is not unit.statement:
@@ -207,6 +235,7 @@ def scopes_of_units(module: cst.Module, units: Sequence[Unit],
     _sort_linked(fresh, module_scope)
     for previous, kept in asked.items():
         _forget_rebound(kept, previous, module_scope)
+    _forget_changed(visits.values(), moved, superseded, module_scope)
     for previous in superseded:
         _empty(previous)
     _JOINED[module_scope] = list(visits.values())
@@ -384,6 +413,54 @@ def _forget_rebound(visits: list[UnitScopes], before: GlobalScope, after: Global
     for visit in visits:
         for node in [node for node, (_, head) in visit.qualified.items() if head in changed]:
             del visit.qualified[node]
+
+
+def _forget_changed(visits, moved: list[UnitScopes], superseded: set[GlobalScope], module_scope: GlobalScope) -> None:
+    """Drop the kept visits' kept answers (``UnitScopes.kept``) that depend on a name the join's
+    changed statements bind at module level, or on the uses of a name they use. Changed: those
+    it replaced, those it added, and those that moved among the module's assignments (a use
+    at module level refers to the assignments above it only) or among the other kept
+    statements; the moved ones' own answers go too. A change that binds a dotted name (``import a.b``) relinks local uses too
+    (``_unkeep_shadowed``): all answers go then, as they do when the kept visits come from
+    different joins (a version that was never analysed in between)."""
+    for visit in moved:
+        visit.kept.clear()
+    kept = [visit for visit in visits if visit.kept and visit.attached_to is module_scope]
+    if not kept:
+        return
+    if len(superseded) != 1:
+        for visit in kept:
+            visit.kept.clear()
+        return
+    previous = next(iter(superseded))
+    before = _JOINED.get(previous, ())
+    place = {id(visit): number for number, visit in enumerate(before)}
+    changed = [visit for visit in before if visit.attached_to is previous]  # replaced
+    changed += [visit for visit in visits if id(visit) not in place]  # added
+    changed += moved
+    # kept statements that changed places with others (``a; b`` -> ``b; a``): which call site
+    # of a function comes first, for one, depends on their order
+    last = -1
+    for visit in visits:
+        number = place.get(id(visit))
+        if number is None:
+            continue
+        if number < last:
+            visit.kept.clear()
+            changed.append(visit)
+        last = max(last, number)
+    names: set[str] = set()
+    for visit in changed:
+        names.update(bound.name for bound in visit.bound)
+        names.update(uses_of(use.node.value) for use in visit.uses)
+    if any("." in name for name in names):
+        for visit in kept:
+            visit.kept.clear()
+        return
+    for visit in kept:
+        store = visit.kept
+        for key in [key for key, (_, depends) in store.items() if not depends.isdisjoint(names)]:
+            del store[key]
 
 
 def _sort_linked(fresh: list[tuple[UnitScopes, int, Access]], module_scope: GlobalScope) -> None:

@@ -223,7 +223,8 @@ def parse_in_units(text: str, tree: ast.Module, previous: list[Unit] = (),
     units: list[Unit] = []
     for chunk in texts:
         spare = reusable.get(chunk)
-        unit = spare.pop() if spare else _parse_unit(chunk)  # a unit's nodes appear once only
+        # a unit's nodes appear once only; statements with the same text keep their order
+        unit = spare.pop(0) if spare else _parse_unit(chunk)
         if unit is None:
             return None
         units.append(unit)
