@@ -29,7 +29,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 
 from memlint import __version__
-from memlint.collector import freeze_long_lived
+from memlint.collector import IdleCollection, collector_paused
 from memlint.documents import LINTED_SUFFIXES
 from memlint.lsp import actions, hover as hovers, lens as lenses
 from memlint.lsp.convert import (
@@ -108,7 +108,9 @@ class MemlintServer(LanguageServer):
         self.configured: asyncio.Event | None = None
         self._reported: set[str] = set()
         self._large_logged: set[str] = set()
-        self._frozen: asyncio.Future | None = None  # memlint.collector.freeze_long_lived, once
+        # the cycle collector runs when the editor is quiet, never between an edit and its result
+        self.collection = IdleCollection()
+        self._collect_later: asyncio.TimerHandle | None = None
 
     # ----------------------------------------------------------------- plumbing
 
@@ -173,14 +175,16 @@ class MemlintServer(LanguageServer):
             return None
 
     def _lint_job(self, texts: dict[str, str], path: str, text: str | None):
-        self.session.sync(texts)
-        outcome = self.session.lint(path)
-        lines = (self._lines_of(texts, path) or [""]) if text is None else split_lines(text)
-        lines_of = partial(self._lines_of, texts)
-        converted = [
-            to_lsp_diagnostic(d, lines, self.codec, lines_of, self.related_support) for d in outcome.diagnostics
-        ]
-        return outcome, converted
+        with collector_paused():
+            self.session.sync(texts)
+            outcome = self.session.lint(path)
+            lines = (self._lines_of(texts, path) or [""]) if text is None else split_lines(text)
+            lines_of = partial(self._lines_of, texts)
+            converted = [
+                to_lsp_diagnostic(d, lines, self.codec, lines_of, self.related_support) for d in outcome.diagnostics
+            ]
+            due = self.collection.linted()
+        return outcome, converted, due
 
     def _estimates_job(self, texts: dict[str, str], path: str):
         self.session.sync(texts)
@@ -229,7 +233,9 @@ class MemlintServer(LanguageServer):
         await self.until_configured()
         version = doc.version
         try:
-            outcome, diagnostics = await self.on_lint_thread(self._lint_job, self.snapshot(), doc.path, doc.text)
+            outcome, diagnostics, collection_due = await self.on_lint_thread(
+                self._lint_job, self.snapshot(), doc.path, doc.text)
+            self.collect_when_idle(now=collection_due)
         except asyncio.CancelledError:
             raise
         except Exception as error:  # an engine bug: keep the previous diagnostics, say so, stay up
@@ -249,9 +255,20 @@ class MemlintServer(LanguageServer):
         result = DocumentResult(version, diagnostics, self._result_id(version, diagnostics))
         self.results[uri] = result
         self.dependents_changed(outcome.dependents)
-        if self._frozen is None:  # after the first result is out, on the lint thread
-            self._frozen = asyncio.ensure_future(self.on_lint_thread(freeze_long_lived))
         return result
+
+    def collect_when_idle(self, now: bool = False) -> None:
+        """(Re)arm the cycle collector's pass for when no lint has come for a while (on the
+        lint thread, so never during a lint); ``now``: too many lints went without one."""
+        if self._collect_later is not None:
+            self._collect_later.cancel()
+        loop = asyncio.get_running_loop()
+
+        def collect() -> None:
+            self._collect_later = None
+            asyncio.ensure_future(self.on_lint_thread(self.collection.collect))
+
+        self._collect_later = loop.call_later(0 if now else self.collection.idle_seconds, collect)
 
     async def lint_and_publish(self, uri: str) -> None:
         result = await self.lint_document(uri)
@@ -519,7 +536,9 @@ def create_server(debounce: float = DEFAULT_DEBOUNCE_SECONDS) -> MemlintServer:
         items: list[types.Diagnostic] = []
         if path is not None and path.lower().endswith(LINTED_SUFFIXES) and Path(path).is_file():
             try:
-                _, items = await ls.on_lint_thread(ls._lint_job, ls.snapshot(), str(Path(path).resolve()), None)
+                _, items, collection_due = await ls.on_lint_thread(
+                    ls._lint_job, ls.snapshot(), str(Path(path).resolve()), None)
+                ls.collect_when_idle(now=collection_due)
             except Exception as error:
                 ls.log(f"memlint: linting {path} failed: {type(error).__name__}: {error}", types.MessageType.Error)
         return types.RelatedFullDocumentDiagnosticReport(items=items, result_id=ls._result_id(None, items))
