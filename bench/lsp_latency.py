@@ -7,8 +7,13 @@ callbacks, a Trainer and a hand-written loop) in a project with a DeepSpeed conf
 as a user tuning a run does) and measures, for each, the time from sending ``didChange`` to
 receiving the ``publishDiagnostics`` for that version. Prints the median and p95.
 
-    python bench/lsp_latency.py [--edits 50] [--debounce-ms 50] [--lines 2000] [--target config]
+    python bench/lsp_latency.py [--edits 50] [--pace-ms 120] [--debounce-ms 50] [--lines 2000] [--target config]
 
+Edits come at a fast typist's pace: each is sent ``--pace-ms`` after the one before (120 ms, a
+keystroke at 100 words a minute) or when the one before has been answered, whichever is later.
+``--pace-ms 0`` sends each edit the moment the one before is answered: when that is sooner than
+the server's debounce delay after it, the server takes the edit for the next of a burst (a
+paste, a formatter) and waits the delay out before linting, as designed.
 The figure includes the server's debounce (``--debounce-ms``, the server's default unless
 given). The server's CPU time per edit (from ``/proc``, where there is one) is printed too: on
 a busy machine it says what the work costs when the wall clock says mostly how long the server
@@ -256,7 +261,8 @@ def cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def measure(edits: int, debounce_ms: int | None, lines: int, target: str) -> tuple[list[float], float | None]:
+async def measure(edits: int, debounce_ms: int | None, lines: int, target: str,
+                  pace_ms: float = 120) -> tuple[list[float], float | None]:
     with tempfile.TemporaryDirectory(prefix="memlint-bench-") as tmp:
         root = Path(tmp)
         script = write_project(root, lines)
@@ -316,6 +322,8 @@ async def measure(edits: int, debounce_ms: int | None, lines: int, target: str) 
                 cpu_before = cpu_seconds(pid)
             version += 1
             value = str(n % 8 + 1)
+            if n:  # a keystroke comes no sooner than the pace after the one before
+                await asyncio.sleep(max(0.0, sent + pace_ms / 1000 - time.perf_counter()))
             published.clear()
             sent = time.perf_counter()
             client.text_document_did_change(types.DidChangeTextDocumentParams(
@@ -339,18 +347,22 @@ async def measure(edits: int, debounce_ms: int | None, lines: int, target: str) 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--edits", type=int, default=50)
+    parser.add_argument("--pace-ms", type=float, default=120,
+                        help="least time between two edits' sending (0: each as soon as the last is answered)")
     parser.add_argument("--debounce-ms", type=int, default=None, help="passed to the server (default: its own)")
     parser.add_argument("--lines", type=int, default=2000)
     parser.add_argument("--target", choices=("script", "config"), default="script",
                         help="edit the training script (default) or the TrainingArguments YAML")
     args = parser.parse_args()
-    latencies, cpu_per_edit = asyncio.run(measure(args.edits, args.debounce_ms, args.lines, args.target))
+    latencies, cpu_per_edit = asyncio.run(measure(args.edits, args.debounce_ms, args.lines, args.target,
+                                                  args.pace_ms))
     ordered = sorted(latencies)
     p95 = ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)]
     debounce = "server default" if args.debounce_ms is None else f"{args.debounce_ms} ms"
     what = f"a {args.lines}-line script" if args.target == "script" else "the TrainingArguments YAML"
+    pace = f"{args.pace_ms:g} ms apart or more" if args.pace_ms else "each when the last is answered"
     print(f"didChange -> publishDiagnostics over {len(latencies)} edits of {what} "
-          f"(debounce: {debounce}): median {statistics.median(latencies):.1f} ms, p95 {p95:.1f} ms, "
+          f"({pace}; debounce: {debounce}): median {statistics.median(latencies):.1f} ms, p95 {p95:.1f} ms, "
           f"min {ordered[0]:.1f} ms, max {ordered[-1]:.1f} ms"
           + (f"; server CPU {cpu_per_edit:.1f} ms per edit" if cpu_per_edit is not None else ""))
 

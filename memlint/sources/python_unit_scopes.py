@@ -7,19 +7,23 @@ outside it is only the module-level names bound above it, and of those only the 
 decide whether a call or a subscript is ``typing``'s (``typing.cast("T", x)``, ``List["T"]``:
 libcst reads their strings as annotations). So each unit's visit is kept with the unit: the
 scopes it made, each node's scope, the module-level assignments and the name uses it recorded.
-A join makes a new module scope, gives it the units' module-level assignments (their order
+The first join makes a module scope, gives it the units' module-level assignments (their order
 numbers moved by the assignments above), points the units' scopes at it and runs libcst's own
-``infer_accesses`` over the name uses whose links can change: those that reach the module
-scope or the builtins. A use that a join linked to its own statement's scopes alone (a
-function's local variable, a parameter) keeps its links at the next join: libcst's lookup for
-it stopped in those scopes before the module's, so nothing outside the statement entered it,
-except a dotted module-level name (``import a.b``) that a longer attribute would have preferred
-(checked at each join). That is most of a training script's uses.
+``infer_accesses`` over the name uses. A use that a join linked to its own statement's scopes
+alone (a function's local variable, a parameter) keeps its links at the next join: libcst's
+lookup for it stopped in those scopes before the module's, so nothing outside the statement
+entered it, except a dotted module-level name (``import a.b``) that a longer attribute would
+have preferred (checked at each join). That is most of a training script's uses. The next
+join of the same document keeps the module scope too and patches it (``_Patch``): the
+module-level assignments of the statements the edit replaced, and of those it moved among the
+module's assignments, are taken out and the new statements' put in; the uses that reach the
+module scope or the builtins are linked again only where the patch rebound their name. An
+edit inside a function rebinds the function's name alone.
 
 A unit's visit is kept only while the ``typing`` bindings above it are the ones it was visited
 with (``_typing_bindings``); otherwise it is visited again. The scopes of a module's earlier
-version are re-pointed at the new module scope, so they are valid until a later version of the
-same document is analysed (memlint analyses a document's versions one after another).
+version are the later version's, patched, so they are valid until a later version of the same
+document is analysed (memlint analyses a document's versions one after another).
 """
 
 from __future__ import annotations
@@ -87,11 +91,14 @@ class UnitScopes:
     statement_scopes: list[LocalScope]  # the scopes of the statement itself (a top-level def's)
     # nodes with a scope that are not the unit's: those of the string annotations libcst parses
     strings: list[cst.CSTNode]
-    attached_to: GlobalScope | None = None  # the module scope of the last join
+    attached_to: "_Join | None" = None  # the last join
     # after a join: the uses linked to the unit's own scopes alone (by index in ``uses``), kept
-    # linked at the next join, and the other uses' accesses, which that join unlinks
+    # linked at the next join, and the other uses' accesses (reaching the module scope or the
+    # builtins), which a join links again when what the module binds to their name changed
     local: dict[int, Access] = field(default_factory=dict)
-    relinked: set[Access] = field(default_factory=set)
+    relinked: dict[int, Access] = field(default_factory=dict)
+    # the assignments the last join gave the module scope for ``bound``, one each
+    module_assignments: list[BaseAssignment] = field(default_factory=list)
     # the qualified names asked of its nodes (``ScopeMap.qualified_names``), each with the first
     # part of the node's dotted name, and the module-level order number its uses started at
     qualified: dict[cst.CSTNode, tuple[frozenset[str], str]] = field(default_factory=dict)
@@ -102,6 +109,15 @@ class UnitScopes:
 
 
 _VISITS: "weakref.WeakKeyDictionary[Unit, UnitScopes]" = weakref.WeakKeyDictionary()
+
+
+@dataclass(eq=False)
+class _Join:
+    """One join: the module scope and the visits joined into it, in order (emptied when the
+    next join supersedes it, so that visits and joins form no cycle)."""
+
+    module_scope: GlobalScope
+    visits: list[UnitScopes]
 
 # What an answer kept with a unit (``ScopeMap.kept``) can depend on outside the unit: what the
 # module binds to a name (the name itself), every use of a name (``uses_of``), or anything at
@@ -118,9 +134,10 @@ class ScopeMap(Mapping[cst.CSTNode, "Scope | None"]):
     """Each node's scope, what ``MetadataWrapper(module).resolve(ScopeProvider)`` maps it to,
     read from the units' visits."""
 
-    def __init__(self, module_scope: GlobalScope, own: dict[cst.CSTNode, Scope],
+    def __init__(self, join: _Join, own: dict[cst.CSTNode, Scope],
                  visits: dict[Unit, UnitScopes], hidden: set[cst.CSTNode]) -> None:
-        self.module_scope = module_scope
+        self._join = join
+        self.module_scope = join.module_scope
         self._own = own  # the module and the statements the join rebuilt
         self._visits = visits
         self._hidden = hidden  # statements the join replaced
@@ -163,7 +180,7 @@ class ScopeMap(Mapping[cst.CSTNode, "Scope | None"]):
         drops those that the statements it replaced or added may change. None for a node of no
         kept unit (a statement the join rebuilt, a module parsed whole)."""
         visit = None if node in self._hidden else self._visits.get(unit_of(node))
-        return visit.kept if visit is not None and visit.attached_to is self.module_scope else None
+        return visit.kept if visit is not None and visit.attached_to is self._join else None
 
     def linked_locally(self) -> set[int]:
         """The ids of the accesses linked to their own statement's scopes alone: what they
@@ -191,8 +208,18 @@ def scopes_of_units(module: cst.Module, units: Sequence[Unit],
                     visitor_class: type, contexts_of) -> ScopeMap:
     """The scopes of ``module``, joined from ``units`` (one per statement of its body).
     ``visitor_class``: the scope visitor (``python_scopes._Scopes``); ``contexts_of(unit)``: the
-    unit's expression contexts."""
-    module_scope = GlobalScope()
+    unit's expression contexts.
+
+    When every kept visit comes from one earlier join (the language server's case), that
+    join's module scope is kept and patched (``_Patch``): the module-level assignments of the
+    statements the edit replaced, and of those that moved among the module's assignments, are
+    taken out, the new ones put in, and only the uses whose name the patch rebinds are linked
+    again. Otherwise (a first analysis; units from several earlier joins) a new module scope
+    gets every statement's assignments and every use that reaches it is linked."""
+    joins = {visit.attached_to for visit in map(_VISITS.get, units) if visit is not None} - {None}
+    previous = next(iter(joins)) if len(joins) == 1 else None
+    module_scope = previous.module_scope if previous is not None else GlobalScope()
+    patch = _Patch(module_scope) if previous is not None else None
     own: dict[cst.CSTNode, Scope] = {module: module_scope}
     hidden: set[cst.CSTNode] = set()
     visits: dict[Unit, UnitScopes] = {}
@@ -200,92 +227,195 @@ def scopes_of_units(module: cst.Module, units: Sequence[Unit],
     fresh: list[tuple[UnitScopes, int, Access]] = []  # the accesses made for this join's linking
     base = 0
     typing_names: set[str] = set()
-    superseded: set[GlobalScope] = set()
-    asked: dict[GlobalScope, list[UnitScopes]] = {}  # kept visits with qualified names, by their last join
+    above: dict[str, list[BaseAssignment]] = {}  # the module-level assignments of the statements above
     moved: list[UnitScopes] = []  # kept visits with more or fewer module-level assignments above them
+    in_place: list[UnitScopes] = []  # kept visits whose links stand (when the module scope is patched)
+    asked: dict[_Join, list[UnitScopes]] = {}  # kept visits with qualified names, by their last join
     for unit, statement in zip(units, module.body):
-        above = _typing_bindings(module_scope, typing_names)
+        bindings = _typing_bindings(above, typing_names)
         visit = _VISITS.get(unit)
-        if visit is None or visit.typing_bindings != above:
-            visit = _VISITS[unit] = _visit(unit, visitor_class, contexts_of(unit), module_scope, typing_names, above)
+        if visit is None or visit.typing_bindings != bindings:
+            visit = _VISITS[unit] = _visit(unit, visitor_class, contexts_of(unit), above, typing_names, bindings)
         visits[unit] = visit
         if visit.attached_to is not None:
-            superseded.add(visit.attached_to)
             if visit.base != base:  # its module-level uses moved among the assignments
                 visit.qualified.clear()
                 moved.append(visit)
             elif visit.qualified:
                 asked.setdefault(visit.attached_to, []).append(visit)
-        visit.attached_to = module_scope
-        visit.base = base
         if statement is not unit.statement:
             own[statement] = module_scope
             hidden.add(unit.statement)
         for node in visit.strings:
             found = visit.node_scopes[node]
             own[node] = module_scope if found is visit.module_scope else found
-        deferred += _attach(visit, unit.statement, statement, module_scope, base, fresh)
+        if patch is not None and visit.attached_to is previous and visit.base == base:
+            _renamed(visit, unit.statement, statement)
+            in_place.append(visit)
+        else:
+            if patch is not None and visit.attached_to is previous:
+                patch.take_out(visit)
+            deferred += _attach(visit, unit.statement, statement, module_scope, base, fresh, patch)
+        visit.base = base
+        for bound, assignment in zip(visit.bound, visit.module_assignments):
+            above.setdefault(bound.name, []).append(assignment)
         typing_names.update(bound.name for bound in visit.bound if _is_typing_import(bound))
         base += visit.count
     module_scope._assignment_count = base
-    deferred += _unkeep_shadowed(visits.values(), module_scope, fresh)
+    join = _Join(module_scope, list(visits.values()))
+    joined = {id(visit) for visit in join.visits}
+    earlier = list(joins)
+    dropped = [visit for old in earlier for visit in old.visits if id(visit) not in joined]
+    if patch is not None:
+        for visit in dropped:
+            patch.take_out(visit)
+        deferred += patch.relink_rebound(in_place, fresh)
+        patch.finish()
+    deferred += _unkeep_shadowed(join.visits, module_scope, fresh)
     linker = visitor_class(ScopeProvider())
     linker._ScopeVisitor__deferred_accesses = deferred
     linker.infer_accesses()
     _sort_linked(fresh, module_scope)
-    for previous, kept in asked.items():
-        _forget_rebound(kept, previous, module_scope)
-    _forget_changed(visits.values(), moved, superseded, module_scope)
-    for previous in superseded:
-        _empty(previous)
-    _JOINED[module_scope] = list(visits.values())
-    return ScopeMap(module_scope, own, visits, hidden)
+    if patch is not None:
+        _forget_qualified(in_place, patch.heads)
+    else:
+        for old, kept in asked.items():
+            _forget_rebound(kept, old.module_scope, module_scope)
+    _forget_changed(join.visits, moved, previous, dropped)
+    for old in earlier:
+        old.visits = []
+    for visit in join.visits:
+        visit.attached_to = join
+    _empty(dropped, [] if patch is not None else [old.module_scope for old in earlier])
+    return ScopeMap(join, own, visits, hidden)
 
 
-# the units' visits each module scope was joined from: when a later join supersedes it, the
-# visits it does not keep (the statements an edit replaced) are emptied with it
-_JOINED: "weakref.WeakKeyDictionary[GlobalScope, list[UnitScopes]]" = weakref.WeakKeyDictionary()
+class _Patch:
+    """The changes a join makes to the module scope it keeps: the assignments it takes out and
+    puts in, by name, and the accesses it unlinks (taken out of the module scope's records in
+    one pass, ``finish``)."""
+
+    def __init__(self, module_scope: GlobalScope) -> None:
+        self.module_scope = module_scope
+        self.rebound: set[str] = set()  # names whose module-level assignments changed
+        self.unlinked: set[Access] = set()
+
+    @property
+    def heads(self) -> set[str]:
+        """The first parts of the rebound names (``import a.b`` rebinds what ``a.b.c`` is)."""
+        return {name.split(".", 1)[0] for name in self.rebound}
+
+    def take_out(self, visit: UnitScopes) -> None:
+        """Take a replaced or moved statement's assignments and name uses out of the module."""
+        table = self.module_scope._assignments
+        for bound, assignment in zip(visit.bound, visit.module_assignments):
+            found = table.get(bound.name)
+            if found is not None:
+                found.discard(assignment)
+                if not found:
+                    del table[bound.name]
+            assignment._BaseAssignment__accesses.clear()
+            self.rebound.add(bound.name)
+        visit.module_assignments = []
+        self.unlink(visit, list(visit.relinked.items()))
+        visit.relinked = {}
+
+    def put_in(self, visit: UnitScopes) -> None:
+        self.rebound.update(bound.name for bound in visit.bound)
+
+    def unlink(self, visit: UnitScopes, uses: list[tuple[int, Access]]) -> None:
+        """Take the visit's accesses for these uses out of every assignment that recorded them:
+        those they refer to, and the module's and builtins' of their name, which libcst also
+        gives a use that precedes an assignment in its own scope (``x = x + 1``)."""
+        if not uses:
+            return
+        tables = (self.module_scope._assignments, self.module_scope.parent._assignments)
+        for number, access in uses:
+            for assignment in access.referents:
+                assignment._BaseAssignment__accesses.discard(access)
+            names = [visit.uses[number].node.value]
+            if type(access.node) is cst.Attribute:  # linked by a dotted name (``import a.b``)
+                names.append(get_full_name_for_node(access.node))
+            for table in tables:
+                for name in names:
+                    for assignment in table.get(name, ()):
+                        assignment._BaseAssignment__accesses.discard(access)
+        accesses = {access for _, access in uses}
+        self.unlinked |= accesses
+        _unlink(visit, accesses)
+
+    def relink_rebound(self, in_place: list[UnitScopes], fresh: list[tuple[UnitScopes, int, Access]]) -> list[DeferredAccess]:
+        """Fresh accesses for the kept statements' uses of a rebound name (after every
+        ``take_out``: the rebound names are all known then)."""
+        heads = self.heads
+        if not heads:
+            return []
+        out = []
+        for visit in in_place:
+            numbers = [number for number in visit.relinked if visit.uses[number].node.value in heads]
+            if numbers:
+                self.unlink(visit, [(number, visit.relinked.pop(number)) for number in numbers])
+                out += [_deferred(visit, number, self.module_scope, visit.base, fresh) for number in numbers]
+        return out
+
+    def finish(self) -> None:
+        """Take the unlinked accesses out of the module scope's records of its uses."""
+        if self.unlinked:
+            _drop_accesses([self.module_scope], self.unlinked)
 
 
-def _empty(module_scope: GlobalScope) -> None:
-    """Unlink the scopes of a version this join supersedes. libcst links each access and the
-    assignments it may refer to both ways, and the module scope and its builtins scope refer to
-    each other: left linked, every version of an edited document (its accesses, assignments,
-    nodes) would wait for the cycle collector, which walks all of it on its way. The kept units'
-    scopes point at the new module scope by now and were linked again."""
-    dropped = [visit for visit in _JOINED.pop(module_scope, ()) if visit.attached_to is module_scope]
-    scopes = [module_scope, module_scope.parent]
-    for visit in dropped:  # the replaced statements' scopes, and the module scope their visit stood in for
+def _drop_accesses(scopes, accesses: set[Access]) -> None:
+    for scope in scopes:
+        for table in (scope._accesses_by_name, scope._accesses_by_node):
+            for key in [key for key, found in table.items() if not found.isdisjoint(accesses)]:
+                found = table[key]
+                found -= accesses
+                if not found:
+                    del table[key]
+
+
+def _empty(dropped: list[UnitScopes], module_scopes: list[GlobalScope]) -> None:
+    """Unlink the scopes a join leaves behind: the replaced statements' scopes (and the module
+    scope their visit stood in for) and, when the join made a new module scope, the earlier
+    ones. libcst links each access and the assignments it may refer to both ways, and a module
+    scope and its builtins scope refer to each other: left linked, every version of an edited
+    document (its accesses, assignments, nodes) would wait for the cycle collector, which walks
+    all of it on its way. The kept units' scopes point at the join's module scope by now."""
+    scopes = [scope for module_scope in module_scopes for scope in (module_scope, module_scope.parent)]
+    for visit in dropped:
         scopes += [*visit.scopes, visit.module_scope, visit.module_scope.parent]
+        visit.local = {}
+        visit.relinked = {}
     for scope in scopes:
         for found in scope._assignments.values():
             for assignment in found:
-                assignment._BaseAssignment__accesses.clear()
+                if assignment.scope is scope:  # not the module's ``typing`` imports a visit was given
+                    assignment._BaseAssignment__accesses.clear()
         scope._assignments.clear()
         scope._accesses_by_name.clear()
         scope._accesses_by_node.clear()
 
 
-def _visit(unit: Unit, visitor_class: type, contexts, module_scope: GlobalScope, typing_names: set[str],
-           typing_bindings: frozenset) -> UnitScopes:
+def _visit(unit: Unit, visitor_class: type, contexts, above: dict[str, list[BaseAssignment]],
+           typing_names: set[str], typing_bindings: frozenset) -> UnitScopes:
     provider = ScopeProvider()
     provider.metadata = {ExpressionContextProvider: contexts}
     visitor = visitor_class(provider)
     stand_in: GlobalScope = visitor.scope
     # what the module bound above the unit to the names the visit's questions (is ``cast``
     # typing's?) can answer ``typing`` for: only a name a ``typing`` import binds can
-    above: set[int] = set()
+    copied: set[int] = set()
     for name in typing_names:
-        found = module_scope._assignments.get(name)
+        found = above.get(name)
         if found:
             stand_in._assignments[name] = set(found)
-            above.update(id(a) for a in found)
+            copied.update(id(a) for a in found)
     unit.statement.visit(visitor)
     node_scopes = provider._computed
     scopes = list({s for s in node_scopes.values() if s is not None and s is not stand_in})
     bound = [
         _Bound(a.name, a.node, a._index, getattr(a, "as_name", None))
-        for found in stand_in._assignments.values() for a in found if id(a) not in above
+        for found in stand_in._assignments.values() for a in found if id(a) not in copied
     ]
     uses = [
         _Use(d.access.node, d.access.scope, d.access.is_annotation, d.access.is_type_hint, d.access._index,
@@ -317,7 +447,7 @@ def _foreign_nodes(unit: Unit, visitor, node_scopes: dict[cst.CSTNode, Scope]) -
 
 
 def _attach(visit: UnitScopes, visited: cst.CSTNode, statement: cst.CSTNode, module_scope: GlobalScope,
-            base: int, fresh: list[tuple[UnitScopes, int, Access]]) -> list[DeferredAccess]:
+            base: int, fresh: list[tuple[UnitScopes, int, Access]], patch: "_Patch | None") -> list[DeferredAccess]:
     """Point the unit's scopes at ``module_scope``, give it the unit's module-level assignments
     (their order numbers moved by ``base``, the module-level assignments above the unit) and
     return fresh accesses for the unit's name uses that ``infer_accesses`` must link: all of
@@ -332,9 +462,10 @@ def _attach(visit: UnitScopes, visited: cst.CSTNode, statement: cst.CSTNode, mod
         scope.globals = module_scope
     for scope, name in visit.overwrites:
         scope._scope_overwrites[name] = module_scope
-    if visit.relinked:
-        _unlink(visit, visit.relinked)
-        visit.relinked = set()
+    if visit.relinked:  # linked into an earlier module scope, which goes
+        _unlink(visit, set(visit.relinked.values()))
+        visit.relinked = {}
+    visit.module_assignments = []
     for bound in visit.bound:
         if bound.as_name is not None:
             assignment: BaseAssignment = ImportAssignment(bound.name, module_scope, bound.node, bound.index + base,
@@ -343,9 +474,22 @@ def _attach(visit: UnitScopes, visited: cst.CSTNode, statement: cst.CSTNode, mod
             node = statement if bound.node is visited else bound.node
             assignment = Assignment(bound.name, module_scope, node, bound.index + base)
         module_scope._assignments[bound.name].add(assignment)
+        visit.module_assignments.append(assignment)
+    if patch is not None:
+        patch.put_in(visit)
     local = visit.local
     return [_deferred(visit, number, module_scope, base, fresh)
             for number in range(len(visit.uses)) if number not in local]
+
+
+def _renamed(visit: UnitScopes, visited: cst.CSTNode, statement: cst.CSTNode) -> None:
+    """A kept visit whose links stand: only the node the module holds for its statement may be
+    new (a copy, when the lines above it changed), which its scope and name assignment name."""
+    for scope in visit.statement_scopes:
+        scope.node = statement
+    for bound, assignment in zip(visit.bound, visit.module_assignments):
+        if bound.node is visited:
+            assignment.node = statement
 
 
 def _deferred(visit: UnitScopes, number: int, module_scope: GlobalScope, base: int,
@@ -360,14 +504,8 @@ def _deferred(visit: UnitScopes, number: int, module_scope: GlobalScope, base: i
 
 
 def _unlink(visit: UnitScopes, accesses: set[Access]) -> None:
-    """Take ``accesses`` out of the unit's scopes and assignments (the module's go with its scope)."""
-    for scope in visit.scopes:
-        for table in (scope._accesses_by_name, scope._accesses_by_node):
-            for key in [key for key, found in table.items() if not found.isdisjoint(accesses)]:
-                found = table[key]
-                found -= accesses
-                if not found:
-                    del table[key]
+    """Take ``accesses`` out of the unit's own scopes and assignments."""
+    _drop_accesses(visit.scopes, accesses)
     for assignment in visit.assignments:
         recorded = assignment._BaseAssignment__accesses
         if not recorded.isdisjoint(accesses):
@@ -415,29 +553,27 @@ def _forget_rebound(visits: list[UnitScopes], before: GlobalScope, after: Global
             del visit.qualified[node]
 
 
-def _forget_changed(visits, moved: list[UnitScopes], superseded: set[GlobalScope], module_scope: GlobalScope) -> None:
+def _forget_changed(visits: list[UnitScopes], moved: list[UnitScopes], previous: _Join | None,
+                    dropped: list[UnitScopes]) -> None:
     """Drop the kept visits' kept answers (``UnitScopes.kept``) that depend on a name the join's
     changed statements bind at module level, or on the uses of a name they use. Changed: those
     it replaced, those it added, and those that moved among the module's assignments (a use
     at module level refers to the assignments above it only) or among the other kept
-    statements; the moved ones' own answers go too. A change that binds a dotted name (``import a.b``) relinks local uses too
-    (``_unkeep_shadowed``): all answers go then, as they do when the kept visits come from
-    different joins (a version that was never analysed in between)."""
+    statements; the moved ones' own answers go too. A change that binds a dotted name
+    (``import a.b``) relinks local uses too (``_unkeep_shadowed``): all answers go then, as
+    they do when the kept visits come from several joins (versions never analysed between).
+    Before ``previous`` is emptied."""
     for visit in moved:
         visit.kept.clear()
-    kept = [visit for visit in visits if visit.kept and visit.attached_to is module_scope]
+    kept = [visit for visit in visits if visit.kept]
     if not kept:
         return
-    if len(superseded) != 1:
+    if previous is None:
         for visit in kept:
             visit.kept.clear()
         return
-    previous = next(iter(superseded))
-    before = _JOINED.get(previous, ())
-    place = {id(visit): number for number, visit in enumerate(before)}
-    changed = [visit for visit in before if visit.attached_to is previous]  # replaced
-    changed += [visit for visit in visits if id(visit) not in place]  # added
-    changed += moved
+    place = {id(visit): number for number, visit in enumerate(previous.visits)}
+    changed = [*dropped, *moved, *(visit for visit in visits if id(visit) not in place)]
     # kept statements that changed places with others (``a; b`` -> ``b; a``): which call site
     # of a function comes first, for one, depends on their order
     last = -1
@@ -463,6 +599,17 @@ def _forget_changed(visits, moved: list[UnitScopes], superseded: set[GlobalScope
             del store[key]
 
 
+def _forget_qualified(visits: list[UnitScopes], heads: set[str]) -> None:
+    """Drop the visits' kept qualified names whose first part a patch of the module scope
+    rebound (``_Patch.heads``)."""
+    if not heads:
+        return
+    for visit in visits:
+        if visit.qualified:
+            for node in [node for node, (_, head) in visit.qualified.items() if head in heads]:
+                del visit.qualified[node]
+
+
 def _sort_linked(fresh: list[tuple[UnitScopes, int, Access]], module_scope: GlobalScope) -> None:
     """After ``infer_accesses``: keep the accesses it linked to their unit's scopes alone for
     the next join; remember the others, which the next join unlinks and links again.
@@ -482,7 +629,7 @@ def _sort_linked(fresh: list[tuple[UnitScopes, int, Access]], module_scope: Glob
             if all(assignment._index < index for assignment in scope._assignments.get(name, ())):
                 visit.local[number] = access
                 continue
-        visit.relinked.add(access)
+        visit.relinked[number] = access
 
 
 def _is_typing_import(bound: _Bound) -> bool:
@@ -498,10 +645,10 @@ def _is_typing_import(bound: _Bound) -> bool:
     return name is not None and name.split(".")[0] in _TYPING_MODULES
 
 
-def _typing_bindings(module_scope: GlobalScope, typing_names: set[str]) -> frozenset:
+def _typing_bindings(above: dict[str, list[BaseAssignment]], typing_names: set[str]) -> frozenset:
     """The module-level bindings of the names a ``typing`` import binds, as the visit of the
     next statement would see them: which assignments, in what order."""
     return frozenset(
-        (name, frozenset((type(a).__name__, id(a.node)) for a in module_scope._assignments.get(name, ())))
+        (name, frozenset((type(a).__name__, id(a.node)) for a in above.get(name, ())))
         for name in typing_names
     )

@@ -202,7 +202,7 @@ def test_the_generated_2000_line_scripts_answers_stay_fresh_while_its_numbers_ar
     lines = text.splitlines(keepends=True)
     numbered = [i for i, line in enumerate(lines) if _NUMBER.search(line)]
     for step, index in enumerate(numbered[:: max(1, len(numbered) // 6)][:6]):
-        lines[index] = _NUMBER.sub(lambda m: str(int(m.group()) + step + 1), lines[index], count=1)
+        lines[index] = _NUMBER.sub(lambda m, bump=step + 1: str(int(m.group()) + bump), lines[index], count=1)
         text = "".join(lines)
         source = _source(text, source)
         assert _answers(source) == _answers(_source(text)), lines[index]

@@ -586,9 +586,17 @@ def test_an_edited_documents_earlier_versions_go_without_the_cycle_collector(tmp
             text = EDITS[edit](text)
             linter.project.set_overlay(script, text)
             assert linter.lint_path(script) is not None
-            assert not list(module_scope.assignments) and not list(module_scope.accesses), \
-                "the superseded module scope still holds its version"
-            del module_scope
+            # the module scope is kept and patched (python_unit_scopes._Patch): nothing in it
+            # may be of a statement the edit replaced
+            current = linter.project.parsed(script).python
+            assert current.scopes[current.module] is module_scope
+            nodes = current.positions
+            assert all(a.node in nodes for a in module_scope.assignments), "an assignment of a replaced statement"
+            assert all(access.node in nodes for access in module_scope.accesses), "a use of a replaced statement"
+            for scope in (module_scope, module_scope.parent):  # the module's and the builtins' assignments
+                assert all(access.node in nodes for a in scope.assignments for access in a.references), \
+                    "an assignment still lists a use of a replaced statement"
+            del module_scope, current, nodes
         alive = [what for what, ref in kept if ref() is not None]
         assert not alive, f"alive until the cycle collector runs: {alive}"
     finally:
