@@ -8,7 +8,6 @@ tests edit scripts again and again and compare every answer with a fresh parse's
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import re
 import sys
@@ -25,6 +24,7 @@ from memlint.facts.python_values import Values
 from memlint.facts.script_loops import _is_tokenizer, is_model
 from memlint.parsed import parse_document
 from memlint.sources import python as python_source
+from python_texts import parses, source_of
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
@@ -74,19 +74,6 @@ BLOCKS = [
 ]
 
 
-def _valid(text: str) -> bool:
-    try:
-        ast.parse(text)
-        cst.parse_module(text)
-    except (SyntaxError, cst.ParserSyntaxError):
-        return False
-    return True
-
-
-def _source(text: str, previous: python_source.PythonSource | None = None) -> python_source.PythonSource:
-    source = python_source.parse(text, previous)
-    assert isinstance(source, python_source.PythonSource), source
-    return source
 
 
 def _described(source: python_source.PythonSource, value: object) -> object:
@@ -130,9 +117,9 @@ def test_answers_kept_across_edits_are_a_fresh_analysis(first: list[str], edits:
     typed: after each, every answer (some kept from the version before, some worked out again)
     is the one a fresh parse of the same text gives."""
     blocks = list(first)
-    if not _valid("".join(blocks)):
+    if not parses("".join(blocks)):
         return
-    source = _source("".join(blocks))
+    source = source_of("".join(blocks))
     _answers(source)
     for insert, block, at in edits:
         if insert:
@@ -140,10 +127,10 @@ def test_answers_kept_across_edits_are_a_fresh_analysis(first: list[str], edits:
         elif blocks:
             del blocks[at % len(blocks)]
         text = "".join(blocks)
-        if not blocks or not _valid(text):
+        if not blocks or not parses(text):
             continue
-        source = _source(text, source)
-        assert _answers(source) == _answers(_source(text)), text
+        source = source_of(text, source)
+        assert _answers(source) == _answers(source_of(text)), text
 
 
 _NUMBER = re.compile(r"(?<![\w.])\d+(?![\w.])")
@@ -174,7 +161,7 @@ def _alias_rebound(text: str, step: int) -> str:
 SCRIPTS = sorted({*ROOT.glob("examples/*/*.py"), *ROOT.glob("bench/scripts/*.py")})
 
 
-@pytest.mark.parametrize("path", [p for p in SCRIPTS if _valid(p.read_text(encoding="utf-8"))], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [p for p in SCRIPTS if parses(p.read_text(encoding="utf-8"))], ids=lambda p: p.name)
 def test_an_edited_scripts_facts_are_a_fresh_parses(path: Path) -> None:
     """A realistic script edited in the ways a user edits one, each version's facts (runs,
     models, batch sizes, with their places) extracted from the last version's kept answers and
@@ -186,7 +173,7 @@ def test_an_edited_scripts_facts_are_a_fresh_parses(path: Path) -> None:
         text = original
         for change in (_numbers_changed, _statement_dropped, _alias_rebound)[: 1 + step % 3]:
             text = change(text, step)
-        if not _valid(text):
+        if not parses(text):
             continue
         parsed = parse_document(Document(str(path), text, "python"), previous)
         assert extract(parsed) == extract(parse_document(Document(str(path), text, "python"))), step
@@ -197,12 +184,12 @@ def test_the_generated_2000_line_scripts_answers_stay_fresh_while_its_numbers_ar
     """The benchmark's script (``bench/lsp_latency.py``): kept answers after edits of one
     statement at a time, and of its module-level settings, are the fresh ones."""
     text = training_script(2000)
-    source = _source(text)
+    source = source_of(text)
     _answers(source)
     lines = text.splitlines(keepends=True)
     numbered = [i for i, line in enumerate(lines) if _NUMBER.search(line)]
     for step, index in enumerate(numbered[:: max(1, len(numbered) // 6)][:6]):
         lines[index] = _NUMBER.sub(lambda m, bump=step + 1: str(int(m.group()) + bump), lines[index], count=1)
         text = "".join(lines)
-        source = _source(text, source)
-        assert _answers(source) == _answers(_source(text)), lines[index]
+        source = source_of(text, source)
+        assert _answers(source) == _answers(source_of(text)), lines[index]

@@ -28,6 +28,7 @@ from memlint.sources import python as python_source
 from memlint.sources.python_scopes import expression_contexts_of
 from memlint.sources.python_tree import FORMATTING, children, parents_of
 from memlint.sources.python_units import parse_in_units
+from python_texts import parses, source_of
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
@@ -49,11 +50,6 @@ def _parses(path: Path) -> bool:
 
 SCRIPTS = [path for path in SCRIPTS if _parses(path)]
 
-
-def _source(text: str, previous: python_source.PythonSource | None = None) -> python_source.PythonSource:
-    source = python_source.parse(text, previous)
-    assert isinstance(source, python_source.PythonSource), source
-    return source
 
 
 def assert_same_module(source: python_source.PythonSource, text: str) -> None:
@@ -138,7 +134,7 @@ def assert_same_names(source: python_source.PythonSource) -> None:
 @pytest.mark.parametrize("path", SCRIPTS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_realistic_scripts_analyse_as_libcst_does(path: Path) -> None:
     text = path.read_text(encoding="utf-8")
-    source = _source(text)
+    source = source_of(text)
     assert source.units, "a realistic script is parsed statement by statement"
     assert_same_module(source, text)
     assert_same_names(source)
@@ -146,7 +142,7 @@ def test_realistic_scripts_analyse_as_libcst_does(path: Path) -> None:
 
 def test_a_generated_2000_line_script_analyses_as_libcst_does() -> None:
     text = training_script(2000)
-    source = _source(text)
+    source = source_of(text)
     assert len(source.units) > 50
     assert_same_module(source, text)
     assert_same_names(source)
@@ -205,7 +201,7 @@ def _indented(text: str, start: str, end: str, indent) -> str:
 
 @pytest.mark.parametrize("edit", EDITS, ids=list(EDITS))
 def test_an_edit_reparses_only_what_it_changed(edit: str) -> None:
-    before = _source(SCRIPT)
+    before = source_of(SCRIPT)
     before.scopes  # noqa: B018 -- the kept units' expression contexts are reused after the edit
     text = EDITS[edit](SCRIPT)
     assert text != SCRIPT
@@ -254,14 +250,14 @@ def test_nesting_too_deep_is_found_in_an_edited_statement_and_forgotten_when_fix
     """Each unit's depth is measured once and kept with the document; an edit that nests a
     statement past the limit is caught, and the version that fixes it parses again."""
     limit = python_source.MAX_DEPTH
-    before = _source(SCRIPT)
+    before = source_of(SCRIPT)
     assert before.depths and python_source._depth(ast.parse(SCRIPT)) == 1 + max(before.depths.values())
     deep = SCRIPT.replace("logger = get_logger(__name__)\n", "logger = get_logger(__name__)\n" + _nested(limit))
     problem = python_source.parse(deep, before)
     assert isinstance(problem, python_source.PythonSyntaxError) and problem.kind == "too-complex"
     assert problem == python_source.parse(deep)
     shallow = SCRIPT.replace("logger = get_logger(__name__)\n", "logger = get_logger(__name__)\n" + _nested(limit - 10))
-    after = _source(shallow, before)
+    after = source_of(shallow, before)
     assert_same_module(after, shallow)
     assert python_source._depth(ast.parse(shallow)) == 1 + max(after.depths.values())
     assert max(after.depths.values()) > max(before.depths.values())  # the edited statement measured again
@@ -286,7 +282,7 @@ def test_nesting_too_deep_is_found_in_an_edited_statement_and_forgotten_when_fix
 def test_an_edit_checked_alone_gives_the_whole_texts_verdict(before_text: str, after_text: str) -> None:
     """CPython checks only the changed lines when they stand alone; where they do not (they run
     on into the kept statements, or need the lines around them), the whole text is checked."""
-    before = _source(before_text)
+    before = source_of(before_text)
     after = python_source.parse(after_text, before)
     fresh = python_source.parse(after_text)
     assert after == fresh if isinstance(fresh, python_source.PythonSyntaxError) else (
@@ -303,7 +299,7 @@ def test_a_sequence_of_edits_gives_what_a_whole_parse_gives() -> None:
             text = edit(text)
         except ValueError:  # an edit whose anchor an earlier one removed
             continue
-        source = _source(text, previous)
+        source = source_of(text, previous)
         assert_same_module(source, text)
         previous = source
     assert_same_names(previous)
@@ -311,7 +307,7 @@ def test_a_sequence_of_edits_gives_what_a_whole_parse_gives() -> None:
 
 def test_a_file_with_windows_line_ends_is_parsed_whole_and_the_same() -> None:
     text = SCRIPT.replace("\n", "\r\n")
-    source = _source(text)
+    source = source_of(text)
     assert not source.units
     assert source.module.code == text
     assert_same_names(source)
@@ -359,7 +355,7 @@ def test_any_valid_edit_gives_what_a_whole_parse_gives(first: list[str], inserte
         cst.parse_module(before_text)
     except (SyntaxError, cst.ParserSyntaxError):
         return
-    before = _source(before_text)
+    before = source_of(before_text)
     before.scopes  # noqa: B018 -- the kept units' expression contexts are reused after the edit
     after = python_source.parse(after_text, before)
     fresh = python_source.parse(after_text)
@@ -391,20 +387,12 @@ def test_qualified_names_kept_across_edits_are_libcsts(versions: list[str]) -> N
     the module binds the first part of a name differently or the statement moves among the
     module's assignments; every version's names are compared with libcst's after the last's
     were asked (and kept)."""
-    source = _source(versions[0])
+    source = source_of(versions[0])
     assert_same_names(source)
     for text in versions[1:]:
-        source = _source(text, source)
+        source = source_of(text, source)
         assert_same_names(source)
 
-
-def _valid(text: str) -> bool:
-    try:
-        ast.parse(text)
-        cst.parse_module(text)
-    except (SyntaxError, cst.ParserSyntaxError):
-        return False
-    return True
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -413,17 +401,17 @@ def _valid(text: str) -> bool:
 def test_several_edits_in_a_row_give_libcsts_scopes(first: list[str], edits: list[tuple[list[str], int]]) -> None:
     """What the language server does: each version joined from the last one's units and links
     (a use linked locally at one join is kept at the next), compared with libcst each time."""
-    if not _valid("".join(first)):
+    if not parses("".join(first)):
         return
     blocks = list(first)
-    source = _source("".join(blocks))
+    source = source_of("".join(blocks))
     source.scopes  # noqa: B018
     for inserted, at in edits:
         blocks = blocks[:at] + inserted + blocks[at:]
         text = "".join(blocks)
-        if not _valid(text):
+        if not parses(text):
             continue  # typed through a broken state: the last valid version stays the one reused
-        source = _source(text, source)
+        source = source_of(text, source)
         assert_same_names(source)
 
 
@@ -498,12 +486,12 @@ def test_local_links_kept_across_joins_stay_libcsts() -> None:
     """A use linked to its statement's own scopes keeps its links at the next join; module-level
     names that appear or go later (a dotted import a longer attribute prefers, a module ``x`` the
     read-before-assign falls back to, a module ``steps``) must still reach those uses."""
-    previous = _source(LOCAL_LINKS.format(header="", footer=""))
+    previous = source_of(LOCAL_LINKS.format(header="", footer=""))
     previous.scopes  # noqa: B018 -- the first join sorts the uses; the next ones keep the local ones
     for header, footer in [("import a.b", ""), ("import a.b", "x = 0"), ("", "x = 0\nsteps = 3\nscale = 2"),
                            ("import a.b.c as c", "scale = 2"), ("", ""), ("a = None", "loss = 0")]:
         text = LOCAL_LINKS.format(header=header, footer=footer)
-        source = _source(text, previous)
+        source = source_of(text, previous)
         assert_same_module(source, text)
         assert_same_names(source)
         previous = source
@@ -520,12 +508,12 @@ def test_local_links_kept_across_joins_stay_libcsts() -> None:
 def test_edits_around_typing_names_and_module_assignments_give_libcsts_scopes(header: str, footer: str) -> None:
     """A statement's visit is kept across edits only while the ``typing`` bindings above it are
     the same; module-level assignments above a kept statement move its order numbers."""
-    plain = _source(TYPING_AND_ORDER.format(header="", footer=""))
+    plain = source_of(TYPING_AND_ORDER.format(header="", footer=""))
     plain.scopes  # noqa: B018 -- the visits an edit may reuse
     for text in (TYPING_AND_ORDER.format(header=header, footer=""),
                  TYPING_AND_ORDER.format(header=header, footer=footer),
                  TYPING_AND_ORDER.format(header="", footer=footer)):
-        source = _source(text, plain)
+        source = source_of(text, plain)
         assert_same_module(source, text)
         assert_same_names(source)
         plain = source
