@@ -230,7 +230,8 @@ def scopes_of_units(module: cst.Module, units: Sequence[Unit],
     above: dict[str, list[BaseAssignment]] = {}  # the module-level assignments of the statements above
     moved: list[UnitScopes] = []  # kept visits with more or fewer module-level assignments above them
     in_place: list[UnitScopes] = []  # kept visits whose links stand (when the module scope is patched)
-    asked: dict[_Join, list[UnitScopes]] = {}  # kept visits with qualified names, by their last join
+    # without a patch: kept visits with qualified names, by their last join (``_forget_rebound``)
+    asked: dict[_Join, list[UnitScopes]] = {}
     for unit, statement in zip(units, module.body):
         bindings = _typing_bindings(above, typing_names)
         visit = _VISITS.get(unit)
@@ -241,7 +242,7 @@ def scopes_of_units(module: cst.Module, units: Sequence[Unit],
             if visit.base != base:  # its module-level uses moved among the assignments
                 visit.qualified.clear()
                 moved.append(visit)
-            elif visit.qualified:
+            elif patch is None and visit.qualified:
                 asked.setdefault(visit.attached_to, []).append(visit)
         if statement is not unit.statement:
             own[statement] = module_scope
