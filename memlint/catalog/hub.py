@@ -14,13 +14,29 @@ import contextlib
 import os
 import threading
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 ETAG_TIMEOUT_S = 3.0  # the metadata request (HEAD)
 DOWNLOAD_TIMEOUT_S = 5  # the file itself: a few kilobytes
 
 _failures: dict[str, str] = {}  # id -> why the Hub gave no config.json
 _lock = threading.Lock()
+# The language server never waits for the network: with a callback set, a lookup starts a
+# download in a thread and answers "not yet"; the callback runs (in that thread) once the
+# config.json is in the cache, and the server lints again.
+_background: Callable[[str], None] | None = None
+_pending: set[str] = set()
+
+
+def in_background(on_fetched: Callable[[str], None] | None) -> None:
+    """Fetch without blocking from now on, calling ``on_fetched(model_id)`` after each success."""
+    global _background
+    _background = on_fetched
+
+
+def pending(model_id: str) -> bool:
+    with _lock:
+        return model_id in _pending
 
 
 def env_offline() -> bool:
@@ -63,15 +79,33 @@ def fetch_config(model_id: str, *, offline: bool | None = None) -> dict[str, Any
     if why_offline(offline) is not None:
         return None
     with _lock:
-        if model_id in _failures:
+        if model_id in _failures or model_id in _pending:
             return None
+        callback = _background
+        if callback is not None:
+            _pending.add(model_id)
+    if callback is not None:
+        threading.Thread(target=_fetch_then, args=(model_id, callback), daemon=True,
+                         name=f"memlint-hub-{model_id}").start()
+        return None
+    return _fetch(model_id)
+
+
+def _fetch(model_id: str) -> dict[str, Any] | None:
     try:
-        config = _download(model_id)
+        return _download(model_id)
     except _HubFailure as failure:
         with _lock:
             _failures[model_id] = str(failure)
         return None
-    return config
+
+
+def _fetch_then(model_id: str, callback: Callable[[str], None]) -> None:
+    config = _fetch(model_id)
+    with _lock:
+        _pending.discard(model_id)
+    if config is not None:
+        callback(model_id)
 
 
 class _HubFailure(Exception):
@@ -122,4 +156,4 @@ def _download(model_id: str) -> dict[str, Any]:
         raise _HubFailure(f"its config.json is unreadable: {str(error).split(': ', 1)[-1]}") from None
 
 
-__all__ = ["fetch_config", "last_failure", "why_offline", "env_offline"]
+__all__ = ["fetch_config", "in_background", "last_failure", "pending", "why_offline", "env_offline"]

@@ -286,6 +286,8 @@ def _unknown_message(name: str, offline: bool | None) -> str:
         failed = hub.last_failure(name)
         if why_not_hub:
             where += f" (the Hub was not asked: {why_not_hub})"
+        elif hub.pending(name):
+            where += " (its config.json is being fetched from the Hub; this answer will be updated)"
         elif failed:
             where += f", and the Hub gave no config.json: {failed}"
     return (

@@ -129,3 +129,18 @@ def test_memlint_estimate_end_to_end_through_the_fake_hub(fake_hub, tmp_path):
     out = subprocess.run([*command[:5], "acme/gated", "--offline"], capture_output=True, text=True, env=env,
                          timeout=120)
     assert out.returncode != 0 and "the Hub was not asked: offline" in out.stderr
+
+
+def test_in_the_background_a_lookup_never_waits_and_reports_when_the_file_is_cached(fake_hub):
+    """The language server's mode: the first lint answers at once, the next one has the model."""
+    fetched = threading.Event()
+    hub.in_background(lambda model: fetched.set())
+    try:
+        started = time.monotonic()
+        with pytest.raises(UnknownModel, match="being fetched from the Hub"):
+            resolve("acme/public-1b")
+        assert time.monotonic() - started < 1
+        assert fetched.wait(15)
+        assert resolve("acme/public-1b").arch.n_params == 1_235_814_400
+    finally:
+        hub.in_background(None)
