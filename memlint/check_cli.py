@@ -33,6 +33,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="apply excludes to files named on the command line too (for pre-commit)")
     p.add_argument("--config", type=Path, help="a memlint.toml or pyproject.toml to use instead of discovery")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the result cache")
+    p.add_argument("--offline", action="store_true",
+                   help="never ask the Hugging Face Hub for an uncatalogued model's config.json "
+                        "(as HF_HUB_OFFLINE=1 or `offline = true`)")
     p.add_argument("--cache-dir", type=Path, metavar="DIR",
                    help="where the result cache lives (default: $MEMLINT_CACHE_DIR, else .memlint_cache in the project root)")
     p.add_argument("-j", "--jobs", type=int, metavar="N",
@@ -81,7 +84,10 @@ def apply_flags(settings: Settings, args: argparse.Namespace) -> Settings:
         ignore = ignore or ()
     elif ignore:
         ignore = settings.ignore + ignore
+    if getattr(args, "offline", False):
+        os.environ["HF_HUB_OFFLINE"] = "1"  # worker processes and nested settings files inherit it
     return settings.with_overrides(
+        offline=True if getattr(args, "offline", False) else None,
         gpu=args.gpu,
         gpus=args.gpus,
         seq_len=args.seq_len,

@@ -38,6 +38,8 @@ def run_context(settings: Settings) -> RunContext:
         seq_len=settings.seq_len,
         micro_batch=settings.micro_batch,
         model=settings.model,
+        model_config=settings.model_config_for,
+        offline=settings.offline,
     )
 
 

@@ -6,7 +6,9 @@ import argparse
 import json
 
 from memlint.catalog.gpus import UnknownGpu, lookup_gpu
-from memlint.catalog.models import UnknownModel, resolve_model
+import sys
+
+from memlint.catalog.models import UnknownModel, resolve
 from memlint.estimate import (
     Architecture,
     Attention,
@@ -46,6 +48,8 @@ def add_run_arguments(p: argparse.ArgumentParser, done: str) -> None:
     p.add_argument("path", nargs="?", help="a training script or config (DeepSpeed, Axolotl, "
                    f"TrainingArguments YAML/JSON); the run it describes is {done}")
     p.add_argument("--model", help="Hub id or alias from the catalogue, a config.json, or a model directory")
+    p.add_argument("--offline", action="store_true",
+                   help="never ask the Hugging Face Hub for an uncatalogued model's config.json")
     p.add_argument("--batch", type=int, help="micro-batch per GPU (default 1)")
     p.add_argument("--seq", type=int, help="sequence length in tokens (default 2048)")
     p.add_argument("--precision", choices=PRECISIONS, help="precision policy (default bf16)")
@@ -134,10 +138,14 @@ def plan_from_args(args: argparse.Namespace) -> tuple[Architecture, TrainingSetu
     if not args.model:
         raise UsageError("give --model (a Hub id, alias or config.json) or a script/config path")
     try:
-        arch = resolve_model(args.model)
+        found = resolve(args.model, offline=getattr(args, "offline", False) or None)
     except (UnknownModel, UnsupportedArchitecture) as error:
         raise UsageError(str(error)) from None
-    return arch, setup_from_args(args), args.gpu
+    if found.note:
+        print(f"memlint: note: {found.note}", file=sys.stderr)
+    if found.four_bit and args.lora_r and not args.qlora:
+        args.qlora = True  # a bnb-4bit upload's weights are 4-bit NF4 under the adapters
+    return found.arch, setup_from_args(args), args.gpu
 
 
 def run(args: argparse.Namespace) -> int:

@@ -44,6 +44,10 @@ class Settings:
     seq_len: int = 2048  # sequence length when the code does not set one
     micro_batch: int | None = None  # micro-batch when the code does not set one
     model: str | None = None  # model for scripts that load it from a variable
+    # glob -> config.json: the architecture of the runs whose entry file matches (a private or
+    # uncatalogued model); a plain string in the file means every file ("**")
+    model_config: dict[str, str] = field(default_factory=dict)
+    offline: bool = False  # never ask the Hugging Face Hub for a model's config.json
     select: tuple[str, ...] = ()  # rule codes or prefixes; empty = all
     ignore: tuple[str, ...] = ()
     extend_select: tuple[str, ...] = ()
@@ -93,6 +97,15 @@ class Settings:
         if _matcher(patterns)(relative) is not None:
             return True
         return any(_excluded_part(patterns, part) for part in relative.split("/"))
+
+    def model_config_for(self, path: Path | str) -> Path | None:
+        """The ``model-config`` whose pattern matches ``path`` (the last one listed wins)."""
+        relative = _relative(Path(path), self.root)
+        found = None
+        for pattern, config in self.model_config.items():
+            if pattern == "**" or _glob_match(relative, pattern):
+                found = Path(config)
+        return found
 
     def with_overrides(self, **changes: Any) -> "Settings":
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
@@ -191,7 +204,12 @@ def parse(table: dict[str, Any], source: Path) -> Settings:
             if name == "headroom" and value >= 1:
                 raise _fail(source, key, "expected a fraction below 1 (e.g. 0.05)")
             values[name] = float(value)
-        elif name in ("respect_gitignore", "cache"):
+        elif name == "model_config":
+            table = {"**": value} if isinstance(value, str) else value
+            if not isinstance(table, dict) or not all(isinstance(v, str) and v.strip() for v in table.values()):
+                raise _fail(source, key, 'expected a config.json path, or a table of glob = "path/to/config.json"')
+            values[name] = {str(k): str((source.parent / Path(v.strip()).expanduser())) for k, v in table.items()}
+        elif name in ("respect_gitignore", "cache", "offline"):
             if not isinstance(value, bool):
                 raise _fail(source, key, "expected true or false")
             values[name] = value
@@ -316,6 +334,11 @@ def json_schema() -> dict[str, Any]:
         "micro-batch": {"type": "integer", "minimum": 1,
                         "description": "Micro-batch when the code does not set one."},
         "model": {"type": "string", "description": "Model for scripts that load it from a variable."},
+        "model-config": {"oneOf": [{"type": "string"}, {"type": "object", "additionalProperties": {"type": "string"}}],
+                         "description": "A config.json (relative to this file) for an uncatalogued or private "
+                                        "model: one path for every file, or a table of glob = path."},
+        "offline": {"type": "boolean", "default": False,
+                    "description": "Never ask the Hugging Face Hub for an uncatalogued model's config.json."},
         "select": {**strings, "description": "Rule codes or prefixes to enable (default: all)."},
         "extend-select": {**strings, "description": "Rule codes or prefixes to add to the selection."},
         "ignore": {**strings, "description": "Rule codes or prefixes to disable."},

@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import os
 
+# Tests never use the internet: memlint's Hub lookup (memlint/catalog/hub.py) stays off unless a
+# test turns it on against its own local server.
+os.environ["HF_HUB_OFFLINE"] = "1"
+
 from hypothesis import HealthCheck, Phase, settings
 
 _COMMON = dict(

@@ -1,8 +1,11 @@
-"""Finding a model's architecture offline: the bundled catalogue, a local path, or the HF cache.
+"""Finding a model's architecture: the bundled catalogues, a local path, the HF cache, the Hub.
 
-memlint never downloads anything. A Hub id resolves, in order, to a bundled entry (by id or
-alias), then to a snapshot in the local Hugging Face cache. A path to a ``config.json`` or to
-a directory holding one is read directly.
+A name resolves, in order, to a bundled entry (by id, alias or LitGPT name: the hand-sourced
+``models/`` first, then the generated ``litgpt.json``), a ``config.json`` at a local path, a
+snapshot in the local Hugging Face cache, a catalogued entry by the variant rules
+(``variants.py``), the Hub's ``config.json`` when online (``hub.py``), and last, for a local
+path that does not exist here, the catalogued model its folder is named after. Every step
+past an exact match says what it assumed.
 """
 
 from __future__ import annotations
@@ -10,11 +13,13 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from memlint.catalog import variants
 from memlint.catalog.names import normalize, suggestions
 from memlint.estimate.architecture import Architecture, UnsupportedArchitecture, from_config
 
@@ -32,6 +37,32 @@ class CatalogEntry:
     config: dict[str, Any]
     published_parameters: int | None
     source: str
+    origin: str = "memlint/catalog/models"  # or "LitGPT 0.5.13 (name)" for a generated entry
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """A model's architecture, and what was assumed to find it (None: the name was exact)."""
+
+    arch: Architecture
+    note: str | None = None
+    four_bit: bool = False  # a pre-quantized bitsandbytes 4-bit upload (``*-bnb-4bit``)
+
+
+def _litgpt_entries() -> list[CatalogEntry]:
+    raw = json.loads(resources.files("memlint.catalog").joinpath("litgpt.json").read_text("utf-8"))
+    stamp = raw["x-memlint-generated-from"]
+    return [
+        CatalogEntry(
+            id=e["id"],
+            aliases=(e["litgpt_name"],),
+            config=e["config"],
+            published_parameters=None,
+            source=e["source"],
+            origin=f"LitGPT {stamp['version']} ({e['litgpt_name']})",
+        )
+        for e in raw["entries"]
+    ]
 
 
 @functools.lru_cache(maxsize=1)
@@ -39,22 +70,39 @@ def _catalogue() -> tuple[dict[str, CatalogEntry], dict[str, str]]:
     entries: dict[str, CatalogEntry] = {}
     index: dict[str, str] = {}
     folder = resources.files("memlint.catalog").joinpath("models")
+    hand = []
     for item in sorted(folder.iterdir(), key=lambda p: p.name):
         if not item.name.endswith(".json"):
             continue
         raw = json.loads(item.read_text("utf-8"))
         published = raw.get("published_parameters", {}).get("count")
-        entry = CatalogEntry(
+        hand.append(CatalogEntry(
             id=raw["id"],
             aliases=tuple(raw.get("aliases", [])),
             config=raw["config"],
             published_parameters=int(published) if published else None,
             source=raw.get("sources", {}).get("config", ""),
-        )
+        ))
+    # hand-sourced entries first: their names win over generated ones
+    for entry in hand + _litgpt_entries():
+        if entry.id in entries:
+            continue
         entries[entry.id] = entry
         for name in (entry.id, entry.id.split("/")[-1], *entry.aliases):
             index.setdefault(normalize(name), entry.id)
     return entries, index
+
+
+@functools.lru_cache(maxsize=1)
+def _variant_index() -> dict[str, list[CatalogEntry]]:
+    """Catalogued entries by their variant key (``variants.split``), hand-sourced first."""
+    by_key: dict[str, list[CatalogEntry]] = {}
+    for entry in _catalogue()[0].values():
+        for name in (entry.id, *(a for a in entry.aliases if "/" in a)):
+            bucket = by_key.setdefault(variants.split(name).key, [])
+            if entry not in bucket:
+                bucket.append(entry)
+    return by_key
 
 
 def catalog_entries() -> list[CatalogEntry]:
@@ -65,6 +113,26 @@ def find_entry(model_id: str) -> CatalogEntry | None:
     entries, index = _catalogue()
     key = index.get(normalize(model_id))
     return entries[key] if key else None
+
+
+def find_variant(name: str) -> tuple[CatalogEntry, variants.Name] | None:
+    """The catalogued entry ``name`` is a variant of, by the rules in ``variants.py``."""
+    asked = variants.split(name)
+    found = [e for e in _variant_index().get(asked.key, []) if variants.org_matches(asked.org, e.id.split("/")[0])]
+    if not found:
+        return None
+    sizes = {from_config(e.config, e.id).n_params for e in found if _countable(e)}
+    if len(sizes) > 1:
+        return None  # one key, several architectures: no guess
+    return found[0], asked
+
+
+def _countable(entry: CatalogEntry) -> bool:
+    try:
+        from_config(entry.config, entry.id)
+    except UnsupportedArchitecture:
+        return False
+    return True
 
 
 def _hf_cache_roots() -> list[Path]:
@@ -116,44 +184,144 @@ def read_config(path: Path) -> dict[str, Any]:
     return data
 
 
-def resolve_model(name: str, base_dir: Path | None = None) -> Architecture:
-    """An :class:`Architecture` for a Hub id, alias, ``config.json`` path or model directory.
+_PLACEHOLDER_WORDS = re.compile(r"path/to|<|>|\{|\}|\$|\byour[-_ ]|^(model|models|checkpoint|ckpt|"
+                               r"model[-_]name(_or_path)?|model[-_]path|base[-_]model|pretrained[-_]model)$",
+                               re.IGNORECASE)
 
-    Relative paths are taken from ``base_dir`` (the file that named the model). Raises
-    :class:`UnknownModel` (with suggestions) or :class:`UnsupportedArchitecture`.
+
+def looks_like_placeholder(name: str) -> bool:
+    """``/path/to/model``, ``<your-model>``, ``${MODEL}``: documentation, not a model."""
+    last = name.rstrip("/").rpartition("/")[2]
+    return bool(_PLACEHOLDER_WORDS.search(name) or _PLACEHOLDER_WORDS.search(last))
+
+
+def looks_like_path(name: str) -> bool:
+    """A local path rather than a Hub id (``org/name``: one slash, no leading ``.``/``/``/``~``)."""
+    return (name.endswith(".json") or name.startswith((".", "/", "~")) or "\\" in name
+            or name.count("/") > 1 or re.match(r"^[A-Za-z]:", name) is not None)
+
+
+def _variant_note(name: str, entry: CatalogEntry, four_bit: bool) -> str:
+    note = f"{name!r} is not catalogued: took the architecture of {entry.id} ({entry.origin})"
+    if four_bit:
+        note += "; a bnb-4bit upload: 4-bit NF4 base weights"
+    return note
+
+
+def _from_entry(entry: CatalogEntry) -> Architecture:
+    return from_config(entry.config, entry.id)
+
+
+def resolve(name: str, base_dir: Path | None = None, *, offline: bool | None = None) -> Resolution:
+    """A :class:`Resolution` for a Hub id, alias, ``config.json`` path or model directory.
+
+    Relative paths are taken from ``base_dir`` (the file that named the model). ``offline``
+    None follows ``HF_HUB_OFFLINE``. Raises :class:`UnknownModel` (with suggestions) or
+    :class:`UnsupportedArchitecture`.
     """
     name = name.strip()
     if not name:
         raise UnknownModel("no model given")
     entry = find_entry(name)
     if entry is not None:
-        return from_config(entry.config, entry.id)
+        return Resolution(_from_entry(entry))
     candidate = Path(name).expanduser()
     if base_dir is not None and not candidate.is_absolute():
         candidate = base_dir / candidate
-    looks_like_path = name.endswith(".json") or name.startswith((".", "/", "~"))
+    path_like = looks_like_path(name)
     try:
         exists = candidate.exists()
     except OSError:
         exists = False
-    if exists:
-        return from_config(read_config(candidate), name)
-    cached = cached_config(name)
-    if cached is not None:
-        return from_config(read_config(cached), name)
-    if looks_like_path:
-        raise UnknownModel(f"{name}: no such file or directory")
-    ids = [e.id for e in catalog_entries()] + [a for e in catalog_entries() for a in e.aliases]
-    hint = suggestions(name, ids)
+    if exists and (candidate.is_file() or (candidate / "config.json").is_file()):
+        return Resolution(from_config(read_config(candidate), name))
+    if path_like and looks_like_placeholder(name):
+        raise UnknownModel(
+            f"{name!r} looks like a placeholder path, not a model: set `model` (a Hub id) or "
+            "`model-config` (a config.json) in [tool.memlint], or pass --model"
+        )
+    if not path_like:
+        cached = cached_config(name)
+        if cached is not None:
+            return Resolution(from_config(read_config(cached), name))
+        variant = find_variant(name)
+        if variant is not None:
+            entry, asked = variant
+            return Resolution(_from_entry(entry), _variant_note(name, entry, asked.four_bit), asked.four_bit)
+        if "/" in name:
+            from memlint.catalog import hub
+
+            config = hub.fetch_config(name, offline=offline)
+            if config is not None:
+                return Resolution(from_config(config, name), f"{name}: config.json read from the Hugging Face Hub")
+    folder = name.rstrip("/").rpartition("/")[2]
+    local = path_like or (name.count("/") == 1 and not _known_org(name.split("/")[0]))
+    if local and folder:
+        found = find_entry(folder) or (find_variant(folder) or (None,))[0]
+        if found is not None:
+            return Resolution(
+                _from_entry(found),
+                f"{name}: no config.json here; assumed the architecture of {found.id} from the folder name"
+                + (" (a bnb-4bit upload: 4-bit NF4 base weights)" if variants.split(folder).four_bit else ""),
+                variants.split(folder).four_bit,
+            )
+        if path_like:
+            raise UnknownModel(f"{name}: no such file or directory, and its folder name is not a catalogued model")
+    raise UnknownModel(_unknown_message(name, offline))
+
+
+def _known_org(org: str) -> bool:
+    org = org.lower()
+    return org in variants.MIRROR_ORGS or any(e.id.split("/")[0].lower() == org for e in catalog_entries())
+
+
+def _unknown_message(name: str, offline: bool | None) -> str:
+    hint = did_you_mean(name)
     more = f" Did you mean {', '.join(hint)}?" if hint else ""
-    raise UnknownModel(
-        f"unknown model {name!r}: not in memlint's catalogue nor in the local Hugging Face cache."
-        f"{more} Pass a config.json path, or set `model-config` in [tool.memlint]."
+    from memlint.catalog import hub
+
+    where = "memlint's catalogue nor in the local Hugging Face cache"
+    if "/" in name and not looks_like_path(name):
+        why_not_hub = hub.why_offline(offline)
+        failed = hub.last_failure(name)
+        if why_not_hub:
+            where += f" (the Hub was not asked: {why_not_hub})"
+        elif hub.pending(name):
+            where += " (its config.json is being fetched from the Hub; this answer will be updated)"
+        elif failed:
+            where += f", and the Hub gave no config.json: {failed}"
+    return (
+        f"unknown model {name!r}: not in {where}.{more} Pass a config.json path, or set "
+        "`model-config` (a config.json) in [tool.memlint]."
     )
+
+
+def did_you_mean(name: str, limit: int = 3) -> list[str]:
+    """Catalogued ids close to ``name``: the same family and size first, then by spelling."""
+    family, size = variants.family_and_size(name)
+    ids = [e.id for e in catalog_entries()]
+    same = [i for i in ids if variants.family_and_size(i) == (family, size)] if size else []
+    same.sort(key=lambda i: (len(i), i))
+    close = suggestions(name, ids + [a for e in catalog_entries() for a in e.aliases], limit=limit)
+    out: list[str] = []
+    for candidate in same + close:
+        entry = find_entry(candidate)
+        shown = entry.id if entry else candidate
+        if shown not in out:
+            out.append(shown)
+    return out[:limit]
+
+
+def resolve_model(name: str, base_dir: Path | None = None, *, offline: bool | None = None) -> Architecture:
+    """The architecture only (see :func:`resolve` for what was assumed)."""
+    return resolve(name, base_dir, offline=offline).arch
 
 
 __all__ = [
     "CatalogEntry",
+    "Resolution",
+    "resolve",
+    "did_you_mean",
     "UnknownModel",
     "UnsupportedArchitecture",
     "catalog_entries",

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from memlint.catalog.models import UnknownModel, resolve_model
+from memlint.catalog.models import UnknownModel, read_config
+from memlint.catalog.models import resolve as resolve_model_name
 from memlint.estimate import (
     Architecture,
     Attention,
@@ -23,6 +24,7 @@ from memlint.estimate import (
     Sharding,
     TrainingSetup,
     UnsupportedArchitecture,
+    from_config,
 )
 from memlint.facts.names import LIGHTNING_PRECISION
 from memlint.facts.plan import TrainingPlan
@@ -42,6 +44,9 @@ class RunContext:
     seq_len: int = 2048
     micro_batch: int | None = None
     model: str | None = None  # a fallback model (Hub id or config.json) for scripts that load by variable
+    # the `model-config` setting: entry file -> the config.json that overrides its model, or None
+    model_config: Callable[[str], Path | None] | None = field(default=None, compare=False)
+    offline: bool = False  # `offline = true`: never ask the Hub
 
 
 @dataclass
@@ -165,6 +170,16 @@ def _with_framework_defaults(plan: TrainingPlan) -> tuple[TrainingPlan, list[str
     return replace(plan, facts=facts), [note for _, note in added.values()]
 
 
+def _four_bit(plan: TrainingPlan, model: Sourced[Any] | None) -> TrainingPlan:
+    """A bnb-4bit upload loads 4-bit NF4 weights whatever the script says: QLoRA-style."""
+    from dataclasses import replace
+
+    facts = dict(plan.facts)
+    facts["quantization"] = Sourced("nf4", model.origin if model is not None else None,
+                                    "a bnb-4bit upload: 4-bit NF4 weights")
+    return replace(plan, facts=facts)
+
+
 def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = None) -> ResolvedRun:
     """The architecture and setup of a plan, or the reason there is none."""
     plan, default_notes = _with_framework_defaults(plan)
@@ -172,11 +187,22 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
     run.assumptions.extend(default_notes)
     model = plan.get("model")
     model_name = model.value if model is not None else context.model
-    if not model_name:
+    override = context.model_config(plan.entry) if context.model_config is not None and plan.entry else None
+    if not model_name and override is None:
         run.problem = "no model found (set `model` in [tool.memlint] for scripts that load it from a variable)"
         return run
     try:
-        arch = resolve_model(str(model_name), base_dir)
+        if override is not None:
+            arch = from_config(read_config(override), str(model_name or override))
+            run.assumptions.append(f"architecture from `model-config` {override}")
+        else:
+            found = resolve_model_name(str(model_name), base_dir, offline=context.offline or None)
+            arch = found.arch
+            if found.note:
+                run.assumptions.append(found.note)
+            if found.four_bit and plan.get("quantization") is None:
+                plan = _four_bit(plan, model)
+                run.plan = plan
     except (UnknownModel, UnsupportedArchitecture) as error:
         run.problem, run.problem_fact = str(error), model
         return run

@@ -1,0 +1,146 @@
+"""An uncatalogued Hub id answered through the Hub's file API (`HF_ENDPOINT`), served by a local
+HTTP server on 127.0.0.1: a public model, a gated one (401), a missing one (404), one that does
+not answer in time, and a malformed config.json. Offline switches keep the Hub out."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+pytest.importorskip("huggingface_hub")
+
+from huggingface_hub import constants  # noqa: E402
+
+from memlint.catalog import hub  # noqa: E402
+from memlint.catalog.models import UnknownModel, find_entry, resolve  # noqa: E402
+
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+SMOLLM3 = {  # a custom-code-style config: auto_map is data, never run
+    **find_entry("meta-llama/Llama-3.2-1B-Instruct").config,
+    "auto_map": {"AutoModelForCausalLM": "modeling_evil.EvilForCausalLM"},
+}
+
+
+class FakeHub(BaseHTTPRequestHandler):
+    """``/{org}/{name}/resolve/{revision}/config.json`` the way huggingface.co answers it."""
+
+    def _answer(self, body: bool) -> None:
+        repo = self.path.split("/resolve/")[0].strip("/")
+        if repo == "acme/public-1b":
+            payload = json.dumps(SMOLLM3).encode()
+        elif repo == "acme/broken":
+            payload = b'{"model_type": "llama", "hidden_size": 20'
+        elif repo == "acme/gated":
+            self.send_response(401)
+            self.send_header("X-Error-Code", "GatedRepo")
+            self.send_header("X-Error-Message", "Access to model acme/gated is restricted.")
+            self.end_headers()
+            return
+        elif repo == "acme/slow":
+            time.sleep(3)
+            payload = b"{}"
+        else:
+            self.send_response(404)
+            self.send_header("X-Error-Code", "RepoNotFound")
+            self.end_headers()
+            return
+        self.send_response(200)
+        self.send_header("X-Repo-Commit", COMMIT)
+        self.send_header("ETag", f'"{abs(hash(payload))}"')
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        if body:
+            self.wfile.write(payload)
+
+    def do_HEAD(self):  # noqa: N802
+        self._answer(False)
+
+    def do_GET(self):  # noqa: N802
+        self._answer(True)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def fake_hub(tmp_path, monkeypatch):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeHub)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    endpoint = f"http://127.0.0.1:{server.server_address[1]}"
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setenv("HF_ENDPOINT", endpoint)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(hub, "ETAG_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(hub, "DOWNLOAD_TIMEOUT_S", 1)
+    monkeypatch.setattr(hub, "_failures", {})
+    yield endpoint
+    server.shutdown()
+    server.server_close()
+
+
+def test_an_uncatalogued_id_is_answered_from_the_hub_and_cached(fake_hub, monkeypatch):
+    found = resolve("acme/public-1b")
+    assert found.arch.n_params == 1_235_814_400 and "Hugging Face Hub" in found.note
+    # the file is in the standard cache: the next run answers offline
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert resolve("acme/public-1b").arch.n_params == 1_235_814_400
+
+
+@pytest.mark.parametrize(("repo", "said"), [
+    ("acme/gated", "gated repository: accept its licence on the Hub and set HF_TOKEN"),
+    ("acme/missing", "no such repository on the Hub"),
+    ("acme/slow", "did not answer in time"),
+    ("acme/broken", "config.json is unreadable"),
+])
+def test_hub_failures_are_clear_messages(fake_hub, repo, said):
+    started = time.monotonic()
+    with pytest.raises(UnknownModel, match=said):
+        resolve(repo)
+    assert time.monotonic() - started < 15
+
+
+@pytest.mark.parametrize("how", ["flag", "env"])
+def test_offline_keeps_the_hub_out(fake_hub, monkeypatch, how):
+    if how == "env":
+        monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(UnknownModel, match="the Hub was not asked"):
+        resolve("acme/public-1b", offline=True if how == "flag" else None)
+
+
+def test_memlint_estimate_end_to_end_through_the_fake_hub(fake_hub, tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
+    env.update(HF_ENDPOINT=fake_hub, HF_HOME=str(tmp_path / "home"), HF_HUB_CACHE=str(tmp_path / "home-hub"))
+    command = [sys.executable, "-m", "memlint", "estimate", "--model", "acme/public-1b", "--format", "json"]
+    out = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["parameters"] == 1_235_814_400
+    out = subprocess.run(command + ["--offline"], capture_output=True, text=True, env=env, timeout=120)
+    assert json.loads(out.stdout)["parameters"] == 1_235_814_400  # from the cache the first run filled
+    out = subprocess.run([*command[:5], "acme/gated", "--offline"], capture_output=True, text=True, env=env,
+                         timeout=120)
+    assert out.returncode != 0 and "the Hub was not asked: offline" in out.stderr
+
+
+def test_in_the_background_a_lookup_never_waits_and_reports_when_the_file_is_cached(fake_hub):
+    """The language server's mode: the first lint answers at once, the next one has the model."""
+    fetched = threading.Event()
+    hub.in_background(lambda model: fetched.set())
+    try:
+        started = time.monotonic()
+        with pytest.raises(UnknownModel, match="being fetched from the Hub"):
+            resolve("acme/public-1b")
+        assert time.monotonic() - started < 1
+        assert fetched.wait(15)
+        assert resolve("acme/public-1b").arch.n_params == 1_235_814_400
+    finally:
+        hub.in_background(None)

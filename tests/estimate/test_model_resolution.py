@@ -1,0 +1,162 @@
+"""Every model a user names gets an answer: the generated LitGPT catalogue, the variant rules,
+local paths and placeholders, did-you-mean, and the `model-config` / `offline` settings."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from memlint.catalog.models import (
+    UnknownModel,
+    catalog_entries,
+    did_you_mean,
+    find_entry,
+    find_variant,
+    resolve,
+)
+from memlint.estimate import from_config
+from memlint.settings import SettingsError, parse
+
+GENERATED = json.loads(resources.files("memlint.catalog").joinpath("litgpt.json").read_text("utf-8"))
+
+
+def test_generated_catalogue_names_its_source_and_each_entry_its_provenance():
+    stamp = GENERATED["x-memlint-generated-from"]
+    assert (stamp["package"], stamp["version"], stamp["file"]) == ("litgpt", "0.5.13", "litgpt/config.py")
+    ids = {e.id for e in catalog_entries()}
+    assert len(ids) >= 220, len(ids)  # 80 hand-sourced + 194 generated, 50 ids in both
+    for entry in GENERATED["entries"]:
+        assert entry["litgpt_name"] and entry["template"] and entry["source"].startswith("https://huggingface.co/")
+        assert entry["tie_word_embeddings_from"]
+        # the stored count is what memlint computes from the stored config
+        assert from_config(entry["config"], entry["id"]).n_params == entry["parameters"], entry["id"]
+
+
+def test_generated_entries_that_the_hand_catalogue_holds_agree_with_it():
+    checked = [e for e in GENERATED["entries"] if "checked" in e]
+    assert len(checked) >= 40
+    for entry in checked:
+        hand = find_entry(entry["checked"]["against"])
+        assert hand.origin == "memlint/catalog/models"
+        assert from_config(hand.config).n_params == entry["parameters"], entry["id"]
+
+
+def test_hand_entries_win_over_generated_ones():
+    assert find_entry("Qwen/Qwen2.5-7B").origin == "memlint/catalog/models"
+    assert find_entry("Qwen/Qwen2.5-7B-Instruct").origin.startswith("LitGPT 0.5.13")
+    # LitGPT's Mixtral-8x22B-v0.1 has the Instruct model's vocabulary: left out, the hand entry answers
+    assert "mistralai/Mixtral-8x22B-v0.1" in {d["id"] for d in GENERATED["disagreements"]}
+    assert find_entry("mistralai/Mixtral-8x22B-v0.1").config["vocab_size"] == 32000
+
+
+@pytest.mark.parametrize(("name", "entry_id", "four_bit"), [
+    ("unsloth/Meta-Llama-3.1-8B-bnb-4bit", "meta-llama/Llama-3.1-8B", True),
+    ("unsloth/Qwen2.5-7B-Instruct-bnb-4bit", "Qwen/Qwen2.5-7B", True),
+    ("NousResearch/Llama-2-7b-hf", "meta-llama/Llama-2-7b-hf", False),
+    ("unsloth/mistral-7b-v0.3", "mistralai/Mistral-7B-Instruct-v0.3", False),
+    ("google/gemma-3-1b-pt", "google/gemma-3-1b-it", False),
+    ("Qwen/Qwen2.5-7B-Instruct-2507", "Qwen/Qwen2.5-7B", False),
+    ("Llama-3.1-8B-Instruct", "meta-llama/Llama-3.1-8B", False),  # no org
+])
+def test_variant_rules(name, entry_id, four_bit):
+    entry, asked = find_variant(name)
+    assert entry.id == entry_id
+    assert asked.four_bit is four_bit
+
+
+def test_variant_rules_keep_versions_orgs_and_sizes_apart():
+    v2, v3 = find_variant("mistralai/Mistral-7B-v0.2")[0], find_variant("mistralai/Mistral-7B-v0.3")[0]
+    assert from_config(v2.config).vocab_size == 32000 and from_config(v3.config).vocab_size == 32768
+    assert find_variant("acme-labs/Qwen2.5-7B-Instruct") is None  # another org's upload is not assumed
+    assert find_variant("Qwen/Qwen2.5-8B-Instruct") is None
+
+
+def test_a_variant_says_which_entry_it_was_resolved_to_and_a_bnb_upload_is_four_bit():
+    found = resolve("unsloth/Qwen2.5-7B-Instruct-bnb-4bit")
+    assert found.four_bit
+    assert "took the architecture of Qwen/Qwen2.5-7B" in found.note and "4-bit" in found.note
+    assert resolve("meta-llama/Llama-3.1-8B").note is None  # an exact name assumes nothing
+
+
+def test_a_local_model_folder_is_read_and_a_missing_one_is_named_after(tmp_path):
+    folder = tmp_path / "checkpoints" / "my-sft-run"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps(find_entry("Qwen/Qwen3-4B").config))
+    found = resolve(str(folder))
+    assert found.note is None and found.arch.n_params == from_config(find_entry("Qwen/Qwen3-4B").config).n_params
+
+    found = resolve("/data/llm/Meta-Llama-3-8B-Instruct")
+    assert "assumed the architecture of meta-llama/Meta-Llama-3-8B from the folder name" in found.note
+    found = resolve("models/Qwen2.5-7B", base_dir=tmp_path)
+    assert "Qwen/Qwen2.5-7B" in found.note and "folder name" in found.note
+
+
+@pytest.mark.parametrize("name", ["/path/to/model", "/path/to/your/model", "./<your-model>", "${MODEL_DIR}/x/y"])
+def test_a_placeholder_path_gets_a_note_not_a_guess(name):
+    with pytest.raises(UnknownModel, match="placeholder"):
+        resolve(name)
+
+
+def test_did_you_mean_ranks_the_same_family_and_size_first():
+    assert did_you_mean("Qwen/Qwen2.5-7B-Chatty")[0] == "Qwen/Qwen2.5-7B"
+    with pytest.raises(UnknownModel) as error:
+        resolve("Qwen/Qwen2.5-7B-Chatty")
+    message = str(error.value)
+    assert "Did you mean Qwen/Qwen2.5-7B," in message and "HF_HUB_OFFLINE" in message
+
+
+def test_model_config_and_offline_settings_are_accepted(tmp_path):
+    settings = parse({"model-config": {"train/*.py": "configs/private.json"}, "offline": True},
+                     tmp_path / "pyproject.toml")
+    assert settings.offline is True
+    assert settings.model_config_for(tmp_path / "train" / "sft.py") == tmp_path / "configs" / "private.json"
+    assert settings.model_config_for(tmp_path / "eval.py") is None
+    assert parse({"model-config": "cfg.json"}, tmp_path / "pyproject.toml").model_config_for(tmp_path / "a.py")
+    with pytest.raises(SettingsError, match="model-config"):
+        parse({"model-config": 3}, tmp_path / "pyproject.toml")
+
+
+PRIVATE_SCRIPT = '''\
+import argparse
+
+from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", default="acme-internal/chat-7b-v4")
+    args = parser.parse_args()
+    model = AutoModelForCausalLM.from_pretrained(args.model, torch_dtype="bfloat16")
+    training_args = TrainingArguments(output_dir="out", per_device_train_batch_size=4, bf16=True)
+    Trainer(model=model, args=training_args).train()
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def _check(folder: Path) -> list[dict]:
+    out = subprocess.run([sys.executable, "-m", "memlint", "check", ".", "--gpu", "h100", "--output-format",
+                          "json", "--no-cache", "--exit-zero"], cwd=folder, capture_output=True, text=True,
+                         timeout=120)
+    return json.loads(out.stdout)
+
+
+def test_model_config_setting_answers_for_a_private_model_in_memlint_check(tmp_path):
+    (tmp_path / "train").mkdir()
+    (tmp_path / "train" / "sft.py").write_text(PRIVATE_SCRIPT)
+    unknown = [d for d in _check(tmp_path) if d["code"] == "MEM003"]
+    assert unknown and "acme-internal/chat-7b-v4" in unknown[0]["message"]
+
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "chat-7b.json").write_text(json.dumps(find_entry("mistralai/Mistral-7B-v0.1").config))
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.memlint]\nmodel-config = { "train/*.py" = "configs/chat-7b.json" }\n'
+    )
+    assert not [d for d in _check(tmp_path) if d["code"] == "MEM003"]
