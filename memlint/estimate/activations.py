@@ -81,6 +81,7 @@ def tape_settings(arch: Architecture, setup: TrainingSetup, block_trains: bool =
         lora_dropout=lora.dropout if lora else 0.0,
         quantized_base=setup.quantized,
         mask_bytes=setup.dropout_mask_bytes,
+        fp32_gqa_sdpa_math=setup.fp32_gqa_sdpa_math,
     )
 
 

@@ -54,6 +54,11 @@ class TapeSettings:
     # input's dtype (None). memlint prices the CUDA kernel.
     mask_bytes: int | None = 1
     quantized_base: bool = False  # bitsandbytes 4/8-bit base linears (QLoRA)
+    # CUDA's SDPA has no fused kernel for fp32 inputs with fewer key/value heads (flash takes
+    # no fp32, memory-efficient no enable_gqa): it runs the math kernel, which saves the
+    # probabilities. Measured on an H200 (tests/calibration/gpu_truth.json). False prices the
+    # CPU flash kernel the fake-tensor oracle ran.
+    fp32_gqa_sdpa_math: bool = True
 
 
 class Tape:
@@ -291,7 +296,7 @@ class Tape:
         # dropout mask from the RNG state instead of keeping it.
         qc, kc, vc = (self.autocast_input(t) for t in (q, k, v))
         rg = q.rg or k.rg or v.rg
-        if broadcast_kv and kv_heads != heads:
+        if kv_heads != heads and (broadcast_kv or self._fp32_gqa_on_cuda_sdpa()):
             return self._math_sdpa(qc, kc, vc, heads, kv_heads, out_numel)
         out = self.new(out_numel, qc.nbytes, rg)
         if rg:
@@ -300,10 +305,16 @@ class Tape:
             return self.new(out_numel, out.nbytes, rg)  # transpose(1, 2).contiguous() copies
         return out
 
+    def _fp32_gqa_on_cuda_sdpa(self) -> bool:
+        """Whether torch's SDPA gets fp32 inputs (fp32 compute, no autocast): with grouped
+        key/value heads CUDA then has no fused kernel (flash-attention 2 is another kernel)."""
+        s = self.s
+        return s.fp32_gqa_sdpa_math and s.attention == "sdpa" and s.compute_bytes == 4 and not s.autocast
+
     def _math_sdpa(self, q, k, v, heads, kv_heads, out_numel) -> Value:
-        """SDPA's math kernel, taken when k/v have fewer heads and GQA is not requested
-        (Falcon's multi-query attention): half inputs are upcast to fp32, k and v broadcast
-        to every head, and the fp32 probabilities are saved."""
+        """SDPA's math kernel, taken when k/v have fewer heads and no fused kernel serves them
+        (Falcon's multi-query attention without enable_gqa; fp32 GQA on CUDA): half inputs are
+        upcast to fp32, k and v broadcast to every head, and the fp32 probabilities are saved."""
         rep = heads // max(kv_heads, 1)
         rg = q.rg or k.rg or v.rg
         up = 4 if q.nbytes < 4 else q.nbytes

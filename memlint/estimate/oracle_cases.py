@@ -59,6 +59,8 @@ def setup_of(inputs: Mapping[str, Any], cpu_dropout: bool = False) -> TrainingSe
         keep_logits=bool(inputs.get("keep_outputs", False)),
         reduce_bucket_elements=_bucket(inputs.get("reduce_bucket_size")),
         dropout_mask_bytes=None if cpu_dropout else 1,
+        # the oracle ran CPU SDPA's flash kernel for every sdpa case, fp32 GQA included
+        fp32_gqa_sdpa_math=False,
     )
 
 

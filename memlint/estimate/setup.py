@@ -93,6 +93,9 @@ class TrainingSetup:
     # Bytes per element of a saved dropout mask: 1 on CUDA (native_dropout keeps a bool
     # mask); None = the input's dtype, as PyTorch's CPU kernel keeps a scaled noise tensor.
     dropout_mask_bytes: int | None = 1
+    # CUDA runs SDPA's math kernel for fp32 inputs with grouped key/value heads (see
+    # graph.TapeSettings); False prices the CPU flash kernel the fake-tensor oracle measured.
+    fp32_gqa_sdpa_math: bool = True
     # Train the model (default) or run inference (forward only, no optimizer).
     mode: str = "train"
     notes: tuple[str, ...] = field(default_factory=tuple)
