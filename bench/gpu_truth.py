@@ -298,6 +298,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--cases", type=Path, default=CASES, help="a case file (default tests/calibration/cases.json)")
     ap.add_argument("--ids", help="comma-separated case ids (default: the default list)")
     ap.add_argument("--out", type=Path, help=f"results JSON (default {OUT_GPU.name} with a GPU, {OUT_CPU.name} without)")
     ap.add_argument("--budget-s", type=float, default=420,
@@ -315,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     device = probe_device()
     total = device["total_bytes"] if device else None
-    cases = {c.id: c for c in load_cases(CASES)}
+    cases = {c.id: c for c in load_cases(args.cases)}
     fake = committed_fake()
     ids = [i for i in args.ids.split(",") if i] if args.ids is not None else list(DEFAULT_IDS)
     chosen, skipped = select(cases, ids, total, fake)

@@ -55,7 +55,7 @@ def capacity_of(settings: Settings, gpu: str | None = None) -> Capacity | None:
         gpu_info = lookup_gpu(name)
     except UnknownGpu:
         return None
-    return capacity_for(gpu_info, int(settings.cuda_context_gib * GiB), settings.headroom)
+    return capacity_for(gpu_info, int(settings.cuda_context_gib * GiB), settings.headroom, settings.fragmentation)
 
 
 class Linter:

@@ -77,7 +77,8 @@ def render_text(budget: Budget, suggestions: list[Suggestion] = ()) -> str:
     if cap:
         lines.append(
             f"Target: {cap.gpu_name} — {_gib(cap.total_bytes)} GiB total, {_gib(cap.usable_bytes)} GiB "
-            f"usable after {_gib(cap.reserved_bytes)} GiB for the CUDA context and kernels"
+            f"usable after {_gib(cap.reserved_bytes)} GiB for the CUDA context and kernels and "
+            f"{cap.fragmentation_fraction:.1%} for allocator fragmentation"
         )
     lines.append("")
     peak = budget.peak_phase

@@ -49,16 +49,18 @@ class Capacity:
     gpu_name: str
     total_bytes: int  # torch.cuda.mem_get_info()'s total
     reserved_bytes: int  # CUDA context, kernels and library workspaces (not in the allocator)
-    headroom_fraction: float  # allocator fragmentation margin
+    headroom_fraction: float  # margin below usable that MEM002 warns in
+    fragmentation_fraction: float = 0.0  # what the caching allocator cannot hand out
 
     @property
     def usable_bytes(self) -> int:
-        """Bytes the caching allocator can hand out to tensors."""
-        return self.total_bytes - self.reserved_bytes
+        """The largest tensor peak (``max_memory_allocated``) a run can reach: the GPU less
+        the context, less what the caching allocator loses to fragmentation."""
+        return int((self.total_bytes - self.reserved_bytes) * (1.0 - self.fragmentation_fraction))
 
     @property
     def comfortable_bytes(self) -> int:
-        """Usable bytes minus the fragmentation headroom."""
+        """Usable bytes minus the headroom MEM002 warns in."""
         return int(self.usable_bytes * (1.0 - self.headroom_fraction))
 
     def to_json(self) -> dict[str, Any]:
@@ -69,6 +71,7 @@ class Capacity:
             "reserved_bytes": self.reserved_bytes,
             "usable_bytes": self.usable_bytes,
             "headroom_fraction": self.headroom_fraction,
+            "fragmentation_fraction": self.fragmentation_fraction,
         }
 
 

@@ -38,8 +38,9 @@ class OutOfMemory(Rule):
     Estimates the peak GPU memory of each training run defined by a script or config —
     weights, gradients, optimizer states, master weights, activations, logits and loss
     buffers, sharding buffers — and reports the run when the peak exceeds what the target
-    GPU can give its tensors (its capacity as ``torch.cuda.mem_get_info`` reports it, minus
-    the CUDA context).
+    GPU can give its tensors: its capacity as ``torch.cuda.mem_get_info`` reports it, minus
+    the CUDA context (1 GiB) and minus what the caching allocator loses to fragmentation
+    (3.5 % of the rest), both measured on a real GPU (``docs/accuracy.md``).
 
     The finding sits on the line that sets the largest part of the peak (the micro-batch when
     activations dominate, the optimizer when its states do) and lists the cheapest changes
@@ -53,7 +54,8 @@ class OutOfMemory(Rule):
 
     ## Settings
     The target GPU comes from ``gpu`` in ``[tool.memlint]`` or ``--gpu``; ``gpus`` gives the GPU
-    count when no launcher states it; ``seq-len`` the sequence length when the code has none.
+    count when no launcher states it; ``seq-len`` the sequence length when the code has none;
+    ``cuda-context-gib`` and ``fragmentation`` what the usable memory leaves out.
     """
 
     code = "MEM001"

@@ -187,10 +187,13 @@ def test_sliding_window_caps_the_kv_cache():
     assert kv_bytes_per_sequence(arch, 32_768) == kv_bytes_per_sequence(arch, 4096)
 
 
-def test_capacity_subtracts_the_cuda_context():
+def test_capacity_subtracts_the_cuda_context_and_the_allocators_fragmentation():
     gpu = lookup_gpu("NVIDIA A100-SXM4-80GB")
     cap = capacity_for(gpu)
-    assert cap.usable_bytes == gpu.total_bytes - 1 * GiB
+    assert cap.usable_bytes == int((gpu.total_bytes - 1 * GiB) * 0.965)
+    assert cap.comfortable_bytes == int(cap.usable_bytes * 0.95)
+    lenient = capacity_for(gpu, fragmentation=0.0)  # e.g. expandable_segments
+    assert lenient.usable_bytes == gpu.total_bytes - 1 * GiB
     assert lookup_gpu("a100").id == lookup_gpu("A100-80GB").id == gpu.id
 
 
