@@ -141,8 +141,9 @@ def plan_from_args(args: argparse.Namespace) -> tuple[Architecture, TrainingSetu
         found = resolve(args.model, offline=getattr(args, "offline", False) or None)
     except (UnknownModel, UnsupportedArchitecture) as error:
         raise UsageError(str(error)) from None
-    if found.note:
-        print(f"memlint: note: {found.note}", file=sys.stderr)
+    for note in (found.note, found.arch.generic_note):
+        if note:
+            print(f"memlint: note: {note}", file=sys.stderr)
     if found.four_bit and args.lora_r and not args.qlora:
         args.qlora = True  # a bnb-4bit upload's weights are 4-bit NF4 under the adapters
     return found.arch, setup_from_args(args), args.gpu

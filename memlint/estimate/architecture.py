@@ -87,6 +87,8 @@ class Architecture:
     extra_params: int = 0
     dropout: float = 0.0  # residual/attention dropout active in training
     attention_dropout: float = 0.0
+    # Set when no recipe of memlint's describes this model (``meta_count.py``): what was assumed.
+    generic_note: str | None = None
     config: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     @property
@@ -187,9 +189,16 @@ def _sliding(cfg: Mapping[str, Any], layers: int) -> tuple[int | None, int]:
 # --------------------------------------------------------------------------- families
 
 
+# transformers' default when config.json omits tie_word_embeddings, where the config class ties
+_TIED_BY_DEFAULT = ("gemma", "gemma2", "gemma3_text", "smollm3")
+
+
 def _llama_like(name: str, cfg: Mapping[str, Any], model_type: str) -> Architecture:
-    """Llama, Mistral, Qwen2/3, Gemma 1/2/3, SmolLM, TinyLlama: RMSNorm + GQA + gated MLP."""
-    tie_default = model_type in ("gemma", "gemma2", "gemma3_text")
+    """Llama, Mistral, Qwen2/3, Gemma 1/2/3, SmolLM 1-3, TinyLlama, OLMo-2, Granite: RMSNorm +
+    GQA + gated MLP. SmolLM3 skips RoPE on some layers (no parameters, no memory of its own);
+    Granite only scales by constants; OLMo-2 normalises q and k over all heads and puts its
+    norms after attention and MLP instead of before."""
+    tie_default = model_type in _TIED_BY_DEFAULT
     c = _common(cfg, tie_default)
     h, d = c["hidden_size"], c["head_dim"]
     q_dim, kv_dim = c["num_heads"] * d, c["num_kv_heads"] * d
@@ -211,7 +220,10 @@ def _llama_like(name: str, cfg: Mapping[str, Any], model_type: str) -> Architect
         norms = 4 * h  # pre/post attention and pre/post feed-forward norms
     if model_type in ("qwen3", "gemma3_text", "qwen3_moe"):
         norms += 2 * d  # per-head q_norm and k_norm
-    family = {"gemma": "gemma", "gemma2": "gemma2", "gemma3_text": "gemma2"}.get(model_type, "llama")
+    if model_type == "olmo2":
+        norms += q_dim + kv_dim  # q_norm and k_norm over all heads at once
+    family = {"gemma": "gemma", "gemma2": "gemma2", "gemma3_text": "gemma2", "olmo2": "olmo2",
+              "granite": "granite"}.get(model_type, "llama")
     if model_type in ("qwen3",):
         family = "qwen3"
     window, sliding_layers = _sliding(cfg, c["num_layers"])
@@ -228,6 +240,37 @@ def _llama_like(name: str, cfg: Mapping[str, Any], model_type: str) -> Architect
         attention_dropout=float(cfg.get("attention_dropout", 0.0) or 0.0),
         sliding_window=window,
         sliding_layers=sliding_layers,
+        config=cfg,
+        **c,
+    )
+
+
+def _internlm2(name: str, cfg: Mapping[str, Any], model_type: str) -> Architecture:
+    """InternLM2 / 2.5 (``modeling_internlm2.py``, shipped with the checkpoint and read here as
+    data only): Llama's block with q, k and v fused into one ``wqkv`` and the MLP named w1/w3/w2."""
+    c = _common(cfg, False)
+    h, d = c["hidden_size"], c["head_dim"]
+    q_dim, kv_dim = c["num_heads"] * d, c["num_kv_heads"] * d
+    bias = bool(cfg.get("bias", False))
+    inter = _require(cfg, "intermediate_size")
+    linears = (
+        Linear("wqkv", h, q_dim + 2 * kv_dim, bias),
+        Linear("wo", q_dim, h, bias),
+        Linear("w1", h, inter),
+        Linear("w3", h, inter),
+        Linear("w2", inter, h),
+    )
+    return Architecture(
+        name=name,
+        model_type=model_type,
+        family="internlm2",
+        intermediate_size=inter,
+        blocks=(BlockGroup("decoder", c["num_layers"], linears, 2 * h),),
+        embedding_params=c["vocab_size"] * h,
+        final_params=h,
+        lm_head=_head(c),
+        activation=str(cfg.get("hidden_act", "silu")),
+        attention_dropout=float(cfg.get("attention_dropout", 0.0) or 0.0),
         config=cfg,
         **c,
     )
@@ -690,6 +733,10 @@ _BUILDERS: dict[str, Callable[[str, Mapping[str, Any], str], Architecture]] = {
     "gemma": _llama_like,
     "gemma2": _llama_like,
     "gemma3_text": _llama_like,
+    "olmo2": _llama_like,
+    "smollm3": _llama_like,
+    "granite": _llama_like,
+    "internlm2": _internlm2,
     "mixtral": _moe,
     "qwen2_moe": _moe,
     "qwen3_moe": _moe,
@@ -779,10 +826,15 @@ def from_config(config: Mapping[str, Any], name: str = "") -> Architecture:
     cfg, model_type = text_config(config)
     builder = _BUILDERS.get(model_type)
     if builder is None:
+        from memlint.estimate import meta_count
+
+        if model_type and meta_count.available():
+            return meta_count.from_meta(config, name or str(config.get("_name_or_path") or model_type))
         supported = ", ".join(SUPPORTED_MODEL_TYPES)
         shown = model_type or "(no model_type)"
         raise UnsupportedArchitecture(
-            f"model_type {shown!r} is not supported; supported: {supported}"
+            f"model_type {shown!r} is not supported; supported: {supported} (with the `trace` "
+            "extra installed, memlint counts other transformers architectures on the meta device)"
         )
     arch = builder(name or str(config.get("_name_or_path") or model_type), cfg, model_type)
     extra = _multimodal_extra(config, arch.hidden_size)

@@ -96,6 +96,48 @@ def gemma2_block(t: Tape, arch: Architecture, x: Value) -> Value:
     return t.add(x, m)
 
 
+def olmo2_block(t: Tape, arch: Architecture, x: Value) -> Value:
+    """OLMo-2: no norm before attention or MLP; RMSNorm (weight applied in fp32) over all of q
+    and all of k before RoPE, and after the attention and MLP outputs, before each residual add."""
+    q = t.rms_norm(t.linear(x, arch.q_dim, "q_proj"), "q_norm", gemma=True)
+    k = t.rms_norm(t.linear(x, arch.kv_dim, "k_proj"), "k_norm", gemma=True)
+    v = t.linear(x, arch.kv_dim, "v_proj")
+    q = t.rope(q, cos_bytes=x_bytes(t, x))
+    k = t.rope(k, cos_bytes=x_bytes(t, x))
+    out = t.attention(q, k, v, arch.num_heads, arch.num_kv_heads, arch.attention_dropout)
+    a = t.rms_norm(t.linear(out, arch.hidden_size, "o_proj"), "post_attention_layernorm", gemma=True)
+    x = t.add(x, a)
+    m = t.rms_norm(_gated_mlp(t, arch, x, arch.intermediate_size), "post_feedforward_layernorm",
+                   gemma=True)
+    return t.add(x, m)
+
+
+def granite_block(t: Tape, arch: Architecture, x: Value) -> Value:
+    """Granite 3: Llama's block with each branch scaled by ``residual_multiplier`` before its
+    residual add (a multiplication by a constant, which saves nothing)."""
+    h = t.rms_norm(x, "input_layernorm")
+    x = t.add(x, t.scale(_qkv_attention(t, arch, h)))
+    h = t.rms_norm(x, "post_attention_layernorm")
+    return t.add(x, t.scale(_gated_mlp(t, arch, h, arch.intermediate_size)))
+
+
+def internlm2_block(t: Tape, arch: Architecture, x: Value) -> Value:
+    """InternLM2: Llama's block with one fused ``wqkv`` (q, k and v are slices of it) and a gated
+    MLP named w1 (gate), w3 (up), w2 (down)."""
+    h = t.rms_norm(x, "attention_norm")
+    qkv = t.linear(h, arch.q_dim + 2 * arch.kv_dim, "wqkv")
+    q = t.rope(t.view(qkv, arch.q_dim), t.s.param_bytes)
+    k = t.rope(t.view(qkv, arch.kv_dim), t.s.param_bytes)
+    v = t.view(qkv, arch.kv_dim)
+    out = t.attention(q, k, v, arch.num_heads, arch.num_kv_heads, arch.attention_dropout)
+    x = t.add(x, t.linear(out, arch.hidden_size, "wo"))
+    h = t.rms_norm(x, "ffn_norm")
+    gate = t.linear(h, arch.intermediate_size, "w1")
+    up = t.linear(h, arch.intermediate_size, "w3")
+    hidden = t.mul(t.activation(gate, arch.activation), up)
+    return t.add(x, t.linear(hidden, arch.hidden_size, "w2"))
+
+
 def phi3_block(t: Tape, arch: Architecture, x: Value) -> Value:
     """Phi-3: fused qkv_proj (q, k, v are views of it) and gate_up_proj, residual dropout."""
     h = t.rms_norm(x, "input_layernorm")
@@ -317,6 +359,9 @@ BLOCKS: dict[str, Block] = {
     "gemma": gemma_block,
     "gemma2": gemma2_block,
     "phi3": phi3_block,
+    "olmo2": olmo2_block,
+    "granite": granite_block,
+    "internlm2": internlm2_block,
     "phi": phi_block,
     "gpt2": gpt2_block,
     "gpt_neox": neox_block,
@@ -337,6 +382,9 @@ FINAL_NORM: dict[str, str] = {
     "gemma": "gemma",
     "gemma2": "gemma",
     "phi3": "rms",
+    "olmo2": "gemma",  # Olmo2RMSNorm applies its weight in fp32 too
+    "granite": "rms",
+    "internlm2": "rms",
     "phi": "layer",
     "gpt2": "layer",
     "gpt_neox": "layer",

@@ -43,6 +43,11 @@ def effective_setup(arch: Architecture, setup: TrainingSetup) -> tuple[TrainingS
     if arch.family == "gpt_oss" and setup.attention == Attention.SDPA:
         setup = setup.but(attention=Attention.EAGER)
         notes.append("gpt-oss has no SDPA path in transformers 5 (attention sinks): eager attention")
+    if (arch.family == "internlm2" and setup.attention == Attention.SDPA
+            and str(arch.config.get("attn_implementation", "eager")) == "eager"):
+        setup = setup.but(attention=Attention.EAGER)
+        notes.append("InternLM2's own modelling code runs the attention its config.json names "
+                     "(attn_implementation \"eager\")")
     if not arch.is_causal_lm and setup.attention == Attention.SDPA and arch.family == "t5":
         setup = setup.but(attention=Attention.EAGER)
         notes.append("T5's relative position bias runs in eager attention")

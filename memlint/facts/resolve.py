@@ -206,6 +206,8 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
     except (UnknownModel, UnsupportedArchitecture) as error:
         run.problem, run.problem_fact = str(error), model
         return run
+    if arch.generic_note:
+        run.assumptions.append(arch.generic_note)
     run.arch = arch
     prov = run.provenance
     notes = run.assumptions

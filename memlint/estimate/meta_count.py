@@ -1,0 +1,147 @@
+"""An architecture memlint has no recipe for, counted by transformers on the meta device.
+
+When the ``trace`` extra (torch + transformers) is installed, a ``config.json`` whose
+``model_type`` transformers knows is built with ``from_config`` under ``torch.device("meta")``:
+no weights, no memory, no network, and never ``trust_remote_code`` (a config that needs its own
+modelling code is refused, as before). The modules give exact parameter counts and the shape
+memlint's estimate reads: the repeated layer stack (its Linear layers, for LoRA and QLoRA),
+the input embeddings and an untied output head. What the layers save for backward is not
+known, so the estimate prices them with the Llama recipe and says so; ``memlint trace``
+measures the real model.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import warnings
+from typing import Any, Mapping
+
+from memlint.estimate.architecture import Architecture, BlockGroup, Linear, UnsupportedArchitecture
+
+GENERIC_NOTE = (
+    "no memlint recipe for model_type {model_type!r}: parameters counted by transformers "
+    "{version} on the meta device; activations use the Llama recipe (an approximation); "
+    "run `memlint trace` to measure this model"
+)
+
+# The heads a published checkpoint of each kind carries, tried in order.
+_AUTO_CLASSES = ("AutoModelForCausalLM", "AutoModelForImageTextToText", "AutoModelForSeq2SeqLM",
+                 "AutoModelForMaskedLM", "AutoModel")
+
+
+def available() -> bool:
+    try:
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _build(config: Mapping[str, Any]):
+    import torch
+    import transformers
+
+    model_type = str(config.get("model_type") or "")
+    kwargs = {k: v for k, v in config.items() if k not in ("model_type", "auto_map", "_name_or_path")}
+    try:
+        hf_config = transformers.AutoConfig.for_model(model_type, **kwargs)
+    except (ValueError, KeyError, TypeError) as error:
+        raise UnsupportedArchitecture(
+            f"model_type {model_type!r} is not supported by memlint, and transformers "
+            f"{transformers.__version__} does not know it either ({error})"
+        ) from None
+    last: Exception | None = None
+    for name in _AUTO_CLASSES:
+        auto = getattr(transformers, name, None)
+        if auto is None:
+            continue
+        try:
+            with torch.device("meta"):
+                return auto.from_config(hf_config), transformers.__version__
+        except (ValueError, KeyError, TypeError, AttributeError, AssertionError, RuntimeError) as error:
+            last = error
+    raise UnsupportedArchitecture(
+        f"model_type {model_type!r}: transformers could not build it from config.json ({last})"
+    )
+
+
+def _layer_stack(model):
+    """The largest ModuleList of same-class modules: the repeated blocks."""
+    import torch
+
+    best, best_params = None, 0
+    for module in model.modules():
+        if isinstance(module, torch.nn.ModuleList) and len(module) > 1:
+            if len({type(m) for m in module}) != 1:
+                continue
+            params = sum(p.numel() for p in module.parameters())
+            if params > best_params:
+                best, best_params = module, params
+    return best
+
+
+def from_meta(config: Mapping[str, Any], name: str) -> Architecture:
+    """An :class:`Architecture` counted from the modules transformers builds for ``config``."""
+    import torch
+
+    model_type = str(config.get("model_type") or "")
+    quiet = logging.getLogger("transformers")
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
+            warnings.simplefilter("ignore")
+            model, version = _build(config)
+    finally:
+        quiet.setLevel(level)
+    total = sum(p.numel() for p in model.parameters())  # tied weights once
+    stack = _layer_stack(model)
+    if stack is None:
+        raise UnsupportedArchitecture(f"model_type {model_type!r}: no repeated layers found")
+    first = stack[0]
+    linears = tuple(
+        Linear(sub, m.in_features, m.out_features, m.bias is not None)
+        for sub, m in first.named_modules()
+        if isinstance(m, torch.nn.Linear)
+    )
+    per_block = sum(p.numel() for p in stack.parameters()) // len(stack)
+    block_linear = sum(lin.params for lin in linears)
+    embed = model.get_input_embeddings()
+    embedding = embed.weight.numel() if embed is not None else 0
+    out = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    tied = out is None or embed is None or out.weight is embed.weight
+    head = None if tied else Linear("lm_head", out.weight.shape[1], out.weight.shape[0],
+                                    getattr(out, "bias", None) is not None)
+    text = getattr(model.config, "text_config", None) or model.config
+    hidden = int(getattr(text, "hidden_size", 0) or embed.weight.shape[1])
+    heads = int(getattr(text, "num_attention_heads", 0) or 1)
+    kv = int(getattr(text, "num_key_value_heads", 0) or heads)
+    head_dim = int(getattr(text, "head_dim", 0) or hidden // heads)
+    vocab = int(getattr(text, "vocab_size", 0) or embed.weight.shape[0])
+    inter = int(getattr(text, "intermediate_size", 0) or getattr(text, "moe_intermediate_size", 0) or 4 * hidden)
+    counted = embedding + len(stack) * per_block + (head.params if head else 0)
+    return Architecture(
+        name=name,
+        model_type=model_type,
+        family="llama",
+        hidden_size=hidden,
+        num_layers=len(stack),
+        num_heads=heads,
+        num_kv_heads=kv,
+        head_dim=head_dim,
+        intermediate_size=inter,
+        vocab_size=vocab,
+        tie_word_embeddings=tied,
+        blocks=(BlockGroup("decoder", len(stack), linears, per_block - block_linear),),
+        embedding_params=embedding,
+        final_params=0,
+        lm_head=head,
+        max_position_embeddings=getattr(text, "max_position_embeddings", None),
+        extra_params=total - counted,  # final norms, vision towers, pooler: no text activations
+        activation=str(getattr(text, "hidden_act", "silu")),
+        config=config,
+        generic_note=GENERIC_NOTE.format(model_type=model_type, version=version),
+    )

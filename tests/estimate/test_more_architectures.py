@@ -1,0 +1,96 @@
+"""Recipes close to Llama (OLMo-2, SmolLM3, Granite, InternLM2) and the meta-device count for an
+architecture with no recipe: parameter counts equal what transformers builds, and the estimate
+runs full fine-tuning and LoRA on them."""
+
+from __future__ import annotations
+
+import pytest
+
+from memlint.catalog.models import find_entry, resolve
+from memlint.estimate import Lora, TrainingSetup, UnsupportedArchitecture, estimate_training, from_config
+
+# Small configs shaped like the published ones (same keys, smaller sizes).
+OLMO2 = {"architectures": ["Olmo2ForCausalLM"], "attention_bias": False, "hidden_act": "silu", "hidden_size": 256,
+         "intermediate_size": 688, "max_position_embeddings": 4096, "model_type": "olmo2",
+         "num_attention_heads": 8, "num_hidden_layers": 2, "num_key_value_heads": 4, "rms_norm_eps": 1e-06,
+         "rope_theta": 500000, "tie_word_embeddings": False, "vocab_size": 1024}
+SMOLLM3 = {"architectures": ["SmolLM3ForCausalLM"], "attention_bias": False, "hidden_act": "silu",
+           "hidden_size": 256, "intermediate_size": 688, "model_type": "smollm3", "num_attention_heads": 8,
+           "num_hidden_layers": 4, "num_key_value_heads": 2, "no_rope_layer_interval": 4,
+           "no_rope_layers": [1, 1, 1, 0], "pad_token_id": 1, "vocab_size": 1024}  # tie left to the default
+GRANITE = {"architectures": ["GraniteForCausalLM"], "attention_multiplier": 0.0078125, "embedding_multiplier": 12.0,
+           "hidden_act": "silu", "hidden_size": 256, "intermediate_size": 640, "logits_scaling": 16.0,
+           "model_type": "granite", "num_attention_heads": 8, "num_hidden_layers": 2, "num_key_value_heads": 2,
+           "residual_multiplier": 0.22, "tie_word_embeddings": True, "vocab_size": 1024}
+
+
+def _transformers_count(config: dict) -> int:
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    kwargs = {k: v for k, v in config.items() if k != "model_type"}
+    hf = transformers.AutoConfig.for_model(config["model_type"], **kwargs)
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(hf)
+    return sum(p.numel() for p in model.parameters())
+
+
+@pytest.mark.parametrize("config", [OLMO2, SMOLLM3, GRANITE], ids=["olmo2", "smollm3", "granite"])
+def test_recipe_counts_what_transformers_builds(config):
+    arch = from_config(config)
+    assert arch.generic_note is None  # a recipe of memlint's, not the meta-device fallback
+    assert arch.n_params == _transformers_count(config)
+
+
+def test_internlm2_matches_its_published_count_and_names_its_fused_layers():
+    entry = find_entry("internlm/internlm2_5-7b-chat")
+    arch = from_config(entry.config, entry.id)
+    assert abs(arch.n_params / entry.published_parameters - 1) < 0.0005
+    assert [lin.name for lin in arch.blocks[0].linears] == ["wqkv", "wo", "w1", "w3", "w2"]
+    # the base model is the same architecture, by the variant rules (-chat)
+    assert resolve("internlm/internlm2_5-7b").arch.n_params == arch.n_params
+
+
+@pytest.mark.parametrize("model", ["allenai/OLMo-2-1124-7B", "internlm/internlm2_5-7b-chat"])
+def test_full_fine_tune_and_lora_estimates(model):
+    arch = resolve(model).arch
+    full = estimate_training(arch, TrainingSetup(micro_batch=1, seq_len=2048))
+    targets = ("wqkv", "wo") if arch.family == "internlm2" else ("q_proj", "v_proj")
+    lora = estimate_training(arch, TrainingSetup(micro_batch=1, seq_len=2048, lora=Lora(r=16, targets=targets)))
+    assert 0 < lora.peak_bytes < full.peak_bytes
+    # full bf16 fine-tuning with AdamW holds at least weights, gradients and two moments
+    assert full.peak_bytes > arch.n_params * (2 + 2 + 2 + 2)
+
+
+def test_internlm2_runs_the_eager_attention_its_config_names():
+    arch = resolve("internlm/internlm2_5-7b-chat").arch
+    budget = estimate_training(arch, TrainingSetup(micro_batch=1, seq_len=1024))
+    assert any("InternLM2" in note for note in budget.assumptions)
+
+
+def test_no_recipe_is_counted_on_the_meta_device_and_says_so():
+    pytest.importorskip("transformers")
+    roberta = {"architectures": ["RobertaForMaskedLM"], "attention_probs_dropout_prob": 0.1, "hidden_act": "gelu",
+               "hidden_size": 128, "intermediate_size": 512, "max_position_embeddings": 130,
+               "model_type": "roberta", "num_attention_heads": 4, "num_hidden_layers": 2, "pad_token_id": 1,
+               "type_vocab_size": 1, "vocab_size": 1000}
+    arch = from_config(roberta, "acme/tiny-roberta")
+    torch = pytest.importorskip("torch")
+    import transformers
+
+    hf = transformers.AutoConfig.for_model("roberta", **{k: v for k, v in roberta.items() if k != "model_type"})
+    with torch.device("meta"):
+        expected = sum(p.numel() for p in transformers.AutoModelForMaskedLM.from_config(hf).parameters())
+    assert arch.n_params == expected
+    assert arch.num_layers == 2 and any(lin.name.endswith("query") for lin in arch.blocks[0].linears)
+    assert "no memlint recipe for model_type 'roberta'" in arch.generic_note and "memlint trace" in arch.generic_note
+    full = estimate_training(arch, TrainingSetup(micro_batch=2, seq_len=128))
+    assert full.peak_bytes > expected * 16
+
+
+def test_remote_code_architectures_are_refused_not_run(tmp_path):
+    pytest.importorskip("transformers")
+    config = {"architectures": ["AcmeForCausalLM"], "model_type": "acme_private_arch", "hidden_size": 64,
+              "auto_map": {"AutoModelForCausalLM": "modeling_acme.AcmeForCausalLM"}}
+    (tmp_path / "modeling_acme.py").write_text("raise SystemExit('remote code must never run')\n")
+    with pytest.raises(UnsupportedArchitecture, match="acme_private_arch"):
+        from_config(config)
