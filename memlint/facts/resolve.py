@@ -53,6 +53,7 @@ class ResolvedRun:
     provenance: dict[str, Sourced[Any] | None] = field(default_factory=dict)
     assumptions: list[str] = field(default_factory=list)
     problem: str | None = None  # why no estimate could be made (unknown model, ...)
+    trains: bool = True  # False: the documents launch or define no training (nothing to estimate)
     problem_fact: Sourced[Any] | None = None
 
 
@@ -168,7 +169,12 @@ def _with_framework_defaults(plan: TrainingPlan) -> tuple[TrainingPlan, list[str
 def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = None) -> ResolvedRun:
     """The architecture and setup of a plan, or the reason there is none."""
     plan, default_notes = _with_framework_defaults(plan)
-    run = ResolvedRun(plan=plan, arch=None, setup=None)
+    run = ResolvedRun(plan=plan, arch=None, setup=None, trains=plan.trains)
+    if not plan.trains:
+        off = plan.get("trains")
+        run.problem = ("the run does not train (`do_train` is false)" if off is not None and off.value is False
+                       else "nothing here trains: the launcher runs no training script memlint can see")
+        return run
     run.assumptions.extend(default_notes)
     model = plan.get("model")
     model_name = model.value if model is not None else context.model

@@ -272,6 +272,48 @@ def _could_run_one_of(call: cst.Call, functions: set[str]) -> bool:
         type(arg.value) is cst.Name and arg.value.value in functions for arg in call.args)
 
 
+# methods a framework calls between its own backward and optimizer step (Lightning's
+# ``training_step`` with manual optimisation, a Trainer subclass's ``training_step``)
+_FRAMEWORK_STEP_METHODS = frozenset({"training_step"})
+
+
+def updating_backwards(index: ModuleIndex) -> set[int]:
+    """ids of the ``backward()`` calls that train: those that run with a parameter update.
+
+    What a training loop is, for every rule that judges training: a loop (or a function,
+    helpers inlined) that runs ``backward()`` *and* updates the parameters — an optimizer's
+    ``step()``, ``scaler.step(optimizer)``, an engine's or a Fabric's step — or a Trainer's
+    ``training_step`` (the Trainer steps after it). A ``backward()`` alone computes gradients
+    to compare or inspect them (a test of two attention implementations, a gradient-norm
+    probe): nothing is trained, so nothing is judged as training."""
+    return index.once("updating_backwards", lambda: _updating_backwards(index))
+
+
+def _updating_backwards(index: ModuleIndex) -> set[int]:
+    found: set[int] = set()
+    for loop in training_loops(index):
+        if loop.steps:
+            found.update(id(b.call) for _, b in loop.backwards)
+    candidates = [c for c in index.calls if _could_be_backward(index, c)]
+    flows: list = []
+    for call in candidates:
+        for ancestor in index.ancestors(call):
+            if type(ancestor) is cst.FunctionDef:
+                if ancestor.name.value in _FRAMEWORK_STEP_METHODS and index.class_of(ancestor) is not None:
+                    found.add(id(call))
+                if not any(f is ancestor for f in flows):
+                    flows.append(ancestor)
+                break
+        else:
+            if not any(f is index.py.module for f in flows):
+                flows.append(index.py.module)
+    for flow in flows:
+        events = flow_events(index, flow)
+        if any(e.call is not None and step_of(index, e.call) is not None for e in events):
+            found.update(id(e.node) for e in events if e.call is not None and backward_of(index, e.call) is not None)
+    return found
+
+
 def step_loops(index: ModuleIndex) -> list[TrainingLoop]:
     """The innermost loops that run both ``backward()`` and an optimizer step: one pass is
     one training (micro-)step."""
