@@ -335,7 +335,7 @@ def test_gradients_compared_in_a_test_train_nothing(lint):
 
 
 def test_the_same_backward_with_an_optimizer_step_in_its_function_trains(lint, where):
-    source = GRADIENT_COMPARISON_TEST.replace(
+    source = GRADIENT_COMPARISON_TEST.replace("def test_attn_impl", "def finetune_attention").replace(
         "    loss1.backward()\n",
         "    loss1.backward()\n    opt = torch.optim.SGD(attn0.parameters(), lr=0.1)\n    opt.step()\n",
     )
