@@ -51,6 +51,7 @@ def materialize(git_dir: Path, dest: Path, commit: str) -> None:
         target = dest / path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(blob.stdout)
+    subprocess.run(["git", "init", "-q", str(dest)], check=True)  # a checkout has a .git: the project root
     print(f"{dest}: {commit} ({skipped} absent blobs skipped)")
 
 
