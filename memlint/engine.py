@@ -121,7 +121,7 @@ class Linter:
                 message=finding.message,
                 path=path,
                 range=finding.range,
-                severity=self.settings.severity_of(rule.code, rule.severity),
+                severity=self.settings.severity_of(rule.code, finding.severity or rule.severity),
                 fix=finding.fix,
                 related=finding.related,
                 data=finding.data,

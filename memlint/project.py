@@ -428,16 +428,19 @@ class Project:
         linked: list[RunFacts] = []
         if facts.launches is not None:
             script = self.resolve_reference(str(facts.launches.value), facts.path)
+            script_facts_found = self.facts(script) if script is not None else []
             if script is not None:
                 seen.add(self.key(script))
-                for script_facts in self.facts(script):
+                for script_facts in script_facts_found:
                     overrides = apply_cli(script_facts, facts)
                     linked.append(script_facts)
                     linked.extend(self.linked(script_facts, seen))
-            else:
+            if not script_facts_found:
                 # a framework's entry point outside the project (installed with the framework, run
-                # as a module): its options still state the run. A script in the project that
-                # memlint read and found not to train (a preprocessing step) states nothing.
+                # as a module), or a script in the project that trains through an import
+                # (FastChat's train_mem.py calls fastchat.train.train.train()): its options still
+                # state the run when they read as a training config. A preprocessing step's
+                # options do not, and the run then trains nothing (TrainingPlan.trains).
                 from memlint.configs.command_line import options_as_config
 
                 options = options_as_config(facts)

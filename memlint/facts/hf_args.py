@@ -69,6 +69,9 @@ def _flag(value: Any, on: Any) -> Any:
 
 # field -> (fact name, converter). A converter returns None for values it does not understand.
 FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    # TrainingArguments.do_train is read by the scripts, not the Trainer (``if args.do_train:
+    # trainer.train()``): false makes a prediction or evaluation run
+    "do_train": ("trains", _bool),
     "per_device_train_batch_size": ("micro_batch", _int),
     "per_gpu_train_batch_size": ("micro_batch", _int),
     "micro_batch_size": ("micro_batch", _int),

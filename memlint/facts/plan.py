@@ -26,6 +26,10 @@ class RunFacts:
     # the first key of a config).
     anchor: Location | None = None
 
+    # ---- whether the run trains at all: ``do_train: false`` (a prediction run of a training
+    # script) says it does not
+    trains: Sourced[bool] | None = None
+
     # ---- model
     model: Sourced[str] | None = None  # Hub id, alias or path as written
     load_dtype: Sourced[str] | None = None  # "fp32", "bf16", "fp16", "auto"
@@ -108,6 +112,9 @@ class TrainingPlan:
     facts: dict[str, Sourced[Any]]
     documents: tuple[str, ...]  # every document that contributed (entry first)
     conflicts: list[tuple[str, Sourced[Any], Sourced[Any]]] = field(default_factory=list)
+    # Does any document of the run train? A launcher alone trains nothing: a shell script that
+    # builds a package, serves a model or prepares data defines no training run.
+    trains: bool = True
 
     def get(self, name: str) -> Sourced[Any] | None:
         return self.facts.get(name)
@@ -125,6 +132,11 @@ _DEEPSPEED_OWNED = {
     "zero_stage", "offload_optimizer", "offload_params", "ds_bf16", "ds_fp16",
     "reduce_bucket", "allgather_bucket", "prefetch_bucket", "max_live_parameters", "optimizer",
 }
+
+
+# documents that only take part in runs other documents define: a launcher (its script trains,
+# or nothing does), a DeepSpeed or Accelerate config
+_LINKED_ONLY = ("shell", "deepspeed", "accelerate")
 
 
 def merge(entry: RunFacts, linked: list[RunFacts], overrides: dict[str, Sourced[Any]] | None = None) -> TrainingPlan:
@@ -159,10 +171,15 @@ def merge(entry: RunFacts, linked: list[RunFacts], overrides: dict[str, Sourced[
                 elif name == "world_size" and doc.kind == "shell":
                     facts[name] = fact
     anchor = entry.anchor or Location(entry.path, Range.file_start())
+    stated_off = facts.get("trains") is not None and facts["trains"].value is False
+    trains = not stated_off and (
+        "framework" in facts or any(doc.kind not in _LINKED_ONLY for doc in ordered)
+    )
     return TrainingPlan(
         entry=entry.path,
         anchor=anchor,
         facts=facts,
         documents=tuple(dict.fromkeys(d.path for d in ordered)),
         conflicts=conflicts,
+        trains=trains,
     )

@@ -7,6 +7,8 @@ spellings (``transformers.trainer.Trainer``, ``torch.optim.adamw.AdamW``) are ac
 
 from __future__ import annotations
 
+import re
+
 from memlint.facts.names import OPTIMIZER_CLASSES
 
 
@@ -99,8 +101,17 @@ KBIT_PREPARATION = {n for n in MODEL_WRAPPERS if n.endswith("prepare_model_for_k
 QUANTIZATION_CONFIGS = {"transformers.BitsAndBytesConfig", "transformers.utils.quantization_config.BitsAndBytesConfig"}
 LORA_CONFIGS = {"peft.LoraConfig", "peft.tuners.lora.LoraConfig", "peft.tuners.lora.config.LoraConfig"}
 DATALOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
-AUTOCASTS = {"torch.autocast", "torch.amp.autocast", "torch.amp.autocast_mode.autocast", "torch.cuda.amp.autocast",
-             "torch.cuda.amp.autocast_mode.autocast"}
+# autocast entry points -> the device they run on ("any": the device_type argument says)
+AUTOCAST_DEVICES = {
+    "torch.autocast": "any",
+    "torch.amp.autocast": "any",
+    "torch.amp.autocast_mode.autocast": "any",
+    "torch.cuda.amp.autocast": "cuda",
+    "torch.cuda.amp.autocast_mode.autocast": "cuda",
+    "torch.cpu.amp.autocast": "cpu",
+    "torch.cpu.amp.autocast_mode.autocast": "cpu",
+}
+AUTOCASTS = {name for name, device in AUTOCAST_DEVICES.items() if device != "cpu"}  # those that can run on a GPU
 CHECKPOINT_FUNCTIONS = {
     "torch.utils.checkpoint.checkpoint",
     "torch.utils.checkpoint.checkpoint_sequential",
@@ -110,10 +121,19 @@ DEEPSPEED_INITIALIZE = {"deepspeed.initialize"}
 ACCELERATORS = {"accelerate.Accelerator", "accelerate.accelerator.Accelerator"}
 DEEPSPEED_PLUGINS = {"accelerate.DeepSpeedPlugin", "accelerate.utils.DeepSpeedPlugin",
                      "accelerate.utils.dataclasses.DeepSpeedPlugin"}
+# What steps the parameters, by the name of the object whose ``.step()`` is called: an
+# optimizer (``optimizer``, ``opt``, ``self.optim_g``), a GradScaler's ``scaler.step(opt)``, a
+# DeepSpeed engine, an Accelerate / Lightning object. A scheduler's ``step()`` updates no weight.
+# Shared by the script extractor (does the file train?) and the training-code rules.
+UPDATER_NAME = re.compile(r"optim|^opt($|_|\d)|_opt($|\d)|scaler|engine|ds_model|accelerator|fabric|trainer")
+NOT_UPDATER_NAME = re.compile(r"sched|^lr")
+
 # PyTorch's own FSDP: the FSDP1 wrapper class, FSDP2's ``fully_shard`` and their precision/offload
 TORCH_FSDP_WRAPPERS = {"torch.distributed.fsdp.FullyShardedDataParallel",
                        "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel"}
 TORCH_FULLY_SHARD = {"torch.distributed.fsdp.fully_shard", "torch.distributed._composable.fsdp.fully_shard",
+                     "torch.distributed.fsdp._fully_shard.fully_shard",
+                     "torch.distributed.fsdp._fully_shard._fully_shard.fully_shard",
                      "torch.distributed._composable.fsdp.fully_shard.fully_shard"}
 TORCH_FSDP_PRECISION = {"torch.distributed.fsdp.MixedPrecision",
                         "torch.distributed.fsdp.fully_sharded_data_parallel.MixedPrecision",

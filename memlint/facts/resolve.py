@@ -49,6 +49,23 @@ class RunContext:
     offline: bool = False  # `offline = true`: never ask the Hub
 
 
+@dataclass(frozen=True)
+class Assumed:
+    """A deciding fact no document states, the value memlint took for it, and where the user
+    can state the truth. A verdict that rests on one says so (and is less certain)."""
+
+    fact: str  # "parallelism", "world_size", "seq_len", "micro_batch"
+    value: str  # what was assumed, in words
+    where: str  # where to state the truth
+
+
+_STATE_PARALLELISM = (
+    "if the run shards (ZeRO, FSDP), name its config where memlint can read it: `deepspeed: ds.json` or "
+    "`fsdp: full_shard` in the config, or a launcher script in the project "
+    "(`accelerate launch --config_file zero3.yaml ...`)"
+)
+
+
 @dataclass
 class ResolvedRun:
     plan: TrainingPlan
@@ -58,6 +75,9 @@ class ResolvedRun:
     provenance: dict[str, Sourced[Any] | None] = field(default_factory=dict)
     assumptions: list[str] = field(default_factory=list)
     problem: str | None = None  # why no estimate could be made (unknown model, ...)
+    trains: bool = True  # False: the documents launch or define no training (nothing to estimate)
+    # deciding facts no document states (a subset of what ``assumptions`` explains)
+    assumed: list[Assumed] = field(default_factory=list)
     problem_fact: Sourced[Any] | None = None
 
 
@@ -183,7 +203,12 @@ def _four_bit(plan: TrainingPlan, model: Sourced[Any] | None) -> TrainingPlan:
 def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = None) -> ResolvedRun:
     """The architecture and setup of a plan, or the reason there is none."""
     plan, default_notes = _with_framework_defaults(plan)
-    run = ResolvedRun(plan=plan, arch=None, setup=None)
+    run = ResolvedRun(plan=plan, arch=None, setup=None, trains=plan.trains)
+    if not plan.trains:
+        off = plan.get("trains")
+        run.problem = ("the run does not train (`do_train` is false)" if off is not None and off.value is False
+                       else "nothing here trains: the launcher runs no training script memlint can see")
+        return run
     run.assumptions.extend(default_notes)
     model = plan.get("model")
     model_name = model.value if model is not None else context.model
@@ -242,6 +267,8 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
         "micro_batch", batch_default,
         f"micro-batch not found: {batch_default}" + (" (TrainingArguments default)" if hf_like else ""),
     )
+    if prov.get("micro_batch") is None and not hf_like and not context.micro_batch:
+        run.assumed.append(Assumed("micro_batch", f"micro-batch {micro_batch}", "`micro-batch` in [tool.memlint]"))
     # a model never sees more tokens than it has positions (GPT-2's 1024: run_clm's block_size
     # defaults to the tokenizer's model_max_length, capped there)
     positions = arch.max_position_embeddings
@@ -249,11 +276,18 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
     capped = f", the model's {positions} positions" if seq_default < context.seq_len else ""
     seq_len = number("seq_len", seq_default, f"sequence length not found: {seq_default}{capped} "
                      "(set `seq-len` in [tool.memlint])")
+    if prov.get("seq_len") is None:
+        run.assumed.append(Assumed("seq_len", f"sequence length {seq_len}", "`seq-len` in [tool.memlint]"))
     world = plan.get("world_size")
     prov["world_size"] = world
     world_size = int(world.value) if world is not None else (context.world_size or 1)
     if world is None and context.world_size is None and sharding != Sharding.NONE:
         notes.append("GPU count not found: 1 (set `gpus` in [tool.memlint] or pass --gpus)")
+        run.assumed.append(Assumed("world_size", "1 GPU", "`gpus` in [tool.memlint] or --gpus"))
+    if prov.get("sharding") is None and world_size > 1:
+        notes.append("parallelism not found: plain data parallelism (every GPU holds the whole model and its "
+                     "optimizer states)")
+        run.assumed.append(Assumed("parallelism", "plain data parallelism (DDP)", _STATE_PARALLELISM))
 
     grad_ckpt = plan.get("grad_ckpt")
     prov["grad_ckpt"] = grad_ckpt

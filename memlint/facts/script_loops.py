@@ -15,6 +15,8 @@ from memlint.facts.python_library import (
     AUTOCASTS,
     CHECKPOINT_FUNCTIONS,
     DATALOADERS,
+    NOT_UPDATER_NAME,
+    UPDATER_NAME,
     MODEL_WRAPPERS,
     is_model_class,
     is_model_loader,
@@ -97,8 +99,9 @@ def recognise(ctx: ScriptFacts, call: cst.Call, names: set[str], method: str | N
         return
     receiver = call.func.value
     if method in _BACKWARD_METHODS:
-        ctx.training = True
         ctx.pending.setdefault("backward", []).append(call)
+    elif method == "step" and _updates_parameters(receiver):
+        ctx.pending.setdefault("steps", []).append(call)
     elif method in ("gradient_checkpointing_enable", "activation_checkpointing_enable"):
         every = ctx.values.arguments(call).get("every_n_layers")
         found = ctx.values.evaluate(every) if every is not None else None
@@ -449,7 +452,24 @@ def _nodes(function: cst.FunctionDef):
         stack.extend(children(node))
 
 
+def _updates_parameters(receiver: cst.BaseExpression) -> bool:
+    """``optimizer.step()``, ``scaler.step(opt)``, ``engine.step()``: a step that updates weights."""
+    name = receiver.attr.value if isinstance(receiver, cst.Attribute) else (
+        receiver.value if isinstance(receiver, cst.Name) else "")
+    name = name.lower()
+    return bool(name) and UPDATER_NAME.search(name) is not None and NOT_UPDATER_NAME.search(name) is None
+
+
+def finish_training(ctx: ScriptFacts) -> None:
+    """A ``backward()`` trains only with a step that updates the parameters: gradients computed
+    to compare two implementations or to probe a norm train nothing (see
+    ``memlint.rules._python_helpers.loops.updating_backwards`` for the rules' side)."""
+    if ctx.pending.get("backward") and ctx.pending.get("steps"):
+        ctx.training = True
+
+
 def finish(ctx: ScriptFacts) -> None:
+    finish_training(ctx)
     finish_dataloaders(ctx)
     finish_lengths(ctx)
     finish_length_option(ctx)

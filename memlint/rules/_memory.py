@@ -67,7 +67,35 @@ def describe_dominant(budget: Budget) -> str:
     return f"{dominant.label.split(' (')[0].split(':')[0].lower()} {gib(dominant.bytes)}"
 
 
-def memory_finding(ctx: RuleContext, run: ResolvedRun, budget: Budget, message: str) -> Finding:
+def resting_assumptions(ctx: RuleContext, run: ResolvedRun) -> list:
+    """The assumed facts an out-of-memory verdict rests on: an assumed sequence length,
+    micro-batch or GPU count always could be otherwise; assumed plain data parallelism only
+    when sharding across the same GPUs would make the run fit."""
+    from memlint.estimate import Sharding, estimate_training
+
+    out = []
+    for assumed in run.assumed:
+        if assumed.fact == "parallelism":
+            if run.arch is None or run.setup is None or ctx.capacity is None:
+                continue
+            sharded = estimate_training(run.arch, run.setup.but(sharding=Sharding.ZERO3), ctx.capacity)
+            if sharded.fits is False:
+                continue  # it would not fit sharded either: the verdict stands
+        out.append(assumed)
+    return out
+
+
+def assumption_clause(assumed: list) -> str:
+    """``; this assumes X (nothing here states it; to state the truth: ...)``."""
+    if not assumed:
+        return ""
+    what = ", ".join(a.value for a in assumed)
+    where = "; ".join(dict.fromkeys(a.where for a in assumed))
+    return f". This rests on an assumption: {what}, which no file states ({where})"
+
+
+def memory_finding(ctx: RuleContext, run: ResolvedRun, budget: Budget, message: str,
+                   assumed: list | None = None, severity=None) -> Finding:
     where = location_for(run, budget)
     suggestions = ctx.suggestions(run)
     data = {
@@ -75,7 +103,9 @@ def memory_finding(ctx: RuleContext, run: ResolvedRun, budget: Budget, message: 
         "suggestions": [s.to_json() for s in suggestions],
         "entry": run.plan.entry,
     }
-    return Finding(range=where.range, path=where.path, message=message, data=data)
+    if assumed:
+        data["assumed"] = [{"fact": a.fact, "value": a.value, "where": a.where} for a in assumed]
+    return Finding(range=where.range, path=where.path, message=message, data=data, severity=severity)
 
 
 def fix_hint(ctx: RuleContext, run: ResolvedRun, verb: str = "makes it fit") -> str:

@@ -8,7 +8,7 @@ from memlint.diagnostics import Edit, Fix, Related, Severity
 from memlint.rules._python_helpers import index_for
 from memlint.rules._python_helpers.dataflow import loss_is_divided
 from memlint.rules._python_helpers.loops import Accumulation, step_loops, accumulation_of
-from memlint.rules._python_helpers.syntax import as_operand, method_name
+from memlint.rules._python_helpers.syntax import argument, as_operand, dotted, method_name, receiver
 from memlint.rules._python_helpers.training import Backward
 from memlint.rules.base import Example, Finding, Rule
 
@@ -66,6 +66,35 @@ def train(model, optimizer, get_batch, config: TrainConfig):
 """
 
 
+_ACCELERATE = """\
+import torch
+from accelerate import Accelerator
+
+MAX_GPU_BATCH_SIZE = 16
+
+
+def training_function(config, args):
+    accelerator = Accelerator(cpu=args.cpu, mixed_precision=args.mixed_precision)
+    batch_size = int(config["batch_size"])
+    gradient_accumulation_steps = 1
+    if batch_size > MAX_GPU_BATCH_SIZE:
+        gradient_accumulation_steps = batch_size // MAX_GPU_BATCH_SIZE
+        batch_size = MAX_GPU_BATCH_SIZE
+    model, optimizer, train_dataloader, lr_scheduler = accelerator.prepare(
+        model, optimizer, train_dataloader, lr_scheduler
+    )
+    for epoch in range(int(config["num_epochs"])):
+        model.train()
+        for step, batch in enumerate(train_dataloader):
+            loss = model(**batch).loss
+            accelerator.backward(loss)
+            if step % gradient_accumulation_steps == 0:
+                optimizer.step()
+                lr_scheduler.step()
+                optimizer.zero_grad()
+"""
+
+
 class AccumulationWithoutLossDivision(Rule):
     """## What it does
     Finds gradient accumulation — an optimizer step that runs only every *k*-th pass of the
@@ -75,9 +104,17 @@ class AccumulationWithoutLossDivision(Rule):
 
     Division only counts on the way to ``backward()``: ``loss = loss / accum`` before it,
     ``(loss / accum).backward()``, ``scaler.scale(loss / accum).backward()``, a helper that
-    returns the divided loss. Dividing a copy for logging does not. Loops run by Accelerate
-    (``accelerator.backward`` / ``accelerator.accumulate``), DeepSpeed's engine, Lightning and
-    the Hugging Face Trainer divide the loss themselves and are not reported.
+    returns the divided loss. Dividing a copy for logging does not. Gradients rescaled before
+    the step count too: torchtune's recipes multiply each loss by its token count and call
+    ``scale_grads_(model.parameters(), 1 / num_tokens)`` before ``optimizer.step()``, which
+    makes the accumulated gradient a per-token mean (so do ``p.grad.div_(k)`` /
+    ``p.grad.mul_(...)`` loops). DeepSpeed's engine, Lightning and the Hugging Face Trainer
+    divide the loss themselves and are not reported; so does ``accelerator.backward`` when the
+    ``Accelerator`` knows the accumulation (``Accelerator(gradient_accumulation_steps=k)`` or
+    ``with accelerator.accumulate(model):``). An ``Accelerator`` built without it divides by 1:
+    a loop that steps every *k* passes on its own (Accelerate's
+    ``by_feature/fsdp_with_peak_mem_tracking.py``, where *k* grows with ``--batch_size``) is
+    reported.
 
     ## Why it matters
     ``backward()`` adds to ``.grad``. Over *k* micro-batches the gradient that reaches
@@ -129,6 +166,33 @@ for batch in loader:
 """,
             title="Accelerate divides the loss in accelerator.backward()",
         ),
+        Example(
+            """\
+import torch
+from torchtune import training
+
+
+class FullFinetuneRecipe:
+    def train(self):
+        num_tokens = 0
+        running_loss = 0
+        for idx, batch in enumerate(self._dataloader):
+            current_num_tokens = (batch["labels"] != self._loss_fn.ignore_index).sum()
+            num_tokens += current_num_tokens
+            current_loss = self._loss_step(batch) * current_num_tokens
+            running_loss += current_loss.detach()
+            current_loss.backward()
+            if (idx + 1) % self._gradient_accumulation_steps == 0:
+                training.scale_grads_(self._model.parameters(), 1.0 / num_tokens)
+                torch.nn.utils.clip_grad_norm_(self._model.parameters(), 1.0)
+                self._optimizer.step()
+                self._optimizer.zero_grad(set_to_none=True)
+                num_tokens = 0
+                running_loss = 0
+""",
+            path="recipes/full_finetune_single_device.py",
+            title="torchtune: losses weighted by token count, gradients scaled by 1/num_tokens before the step",
+        ),
     )
     INVALID = (
         Example(
@@ -148,6 +212,15 @@ for batch in loader:
             ),
             title="A micro-step loop that scales the loss but never divides it",
         ),
+        Example(
+            _ACCELERATE,
+            path="examples/by_feature/fsdp_with_peak_mem_tracking.py",
+            lines=(21,),
+            message="divides by 1",
+            fixed=_ACCELERATE.replace("accelerator.backward(loss)", "accelerator.backward(loss / gradient_accumulation_steps)"),
+            title="Accelerate's fsdp_with_peak_mem_tracking.py: accumulation grows with --batch_size, the Accelerator "
+            "never hears of it",
+        ),
     )
 
     def check(self, ctx) -> Iterator[Finding]:
@@ -156,10 +229,12 @@ for batch in loader:
             return
         for loop in step_loops(index):
             accumulation = accumulation_of(index, loop)
-            if accumulation is None or _framework_accumulates(loop):
+            if accumulation is None or _framework_accumulates(loop) or _gradients_rescaled(index, loop):
                 continue
             for event, backward in loop.backwards:
-                if backward.kind == "framework" or not accumulation.outside_step_guard(event):
+                if not accumulation.outside_step_guard(event):
+                    continue
+                if backward.kind == "framework" and not _accelerator_without_accumulation(index, backward):
                     continue
                 if backward.loss is None or loss_is_divided(index, backward.loss, backward.call, chain=event.chain):
                     continue
@@ -175,11 +250,16 @@ for batch in loader:
             f"`{divisor}` micro-batches (line {step_line}): the accumulated gradient is the sum of the "
             f"micro-batch gradients, not their mean; divide the loss by `{divisor}`"
         )
+        if backward.kind == "framework":
+            message += (
+                " (the Accelerator is built without `gradient_accumulation_steps`, so `accelerator.backward` "
+                f"divides by 1; or pass `gradient_accumulation_steps={divisor}` to it)"
+            )
         fix = None
-        if event.depth == 0 and accumulation.step.depth == 0:
+        if event.depth == 0 and accumulation.step.depth == 0 and backward.loss is not None:
             loss_text = as_operand(py.code_of(backward.loss), backward.loss)
             divided = f"{loss_text} / {as_operand(divisor, accumulation.divisor)}"
-            new_text = divided if backward.kind == "scaled" else f"({divided})"
+            new_text = divided if backward.kind in ("scaled", "framework") else f"({divided})"
             fix = Fix(
                 f"divide the loss by `{divisor}` before backward()",
                 (Edit(ctx.path, py.range_of(backward.loss), new_text),),
@@ -191,6 +271,45 @@ for batch in loader:
             fix=fix,
             related=(Related(ctx.path, py.range_of(step_call), "the optimizer steps here"),),
         )
+
+
+_GRAD_SCALERS = {"scale_grads_", "scale_grads"}
+
+
+def _gradients_rescaled(index, loop) -> bool:
+    """Gradients rescaled in the loop before the step (torchtune's ``scale_grads_(params,
+    1 / num_tokens)``, ``p.grad.div_(k)``): the sum becomes a mean there."""
+    for event in loop.events:
+        call = event.call
+        if call is None:
+            continue
+        name = method_name(call)
+        if name in _GRAD_SCALERS:
+            return True
+        if name in ("div_", "mul_") and _mentions_grad(receiver(call)):
+            return True
+    return False
+
+
+def _mentions_grad(expr) -> bool:
+    return expr is not None and "grad" in (dotted(expr) or "")
+
+
+def _accelerator_without_accumulation(index, backward: Backward) -> bool:
+    """``accelerator.backward(loss)`` where every ``Accelerator(...)`` of the module is built
+    without ``gradient_accumulation_steps`` (or a ``gradient_accumulation_plugin``): it divides
+    the loss by 1."""
+    target = receiver(backward.call)
+    if target is None or "accelerator" not in (dotted(target) or "").lower() or backward.loss is None:
+        return False
+    built = [c for c in index.calls if any(q.endswith(".Accelerator") and q.startswith("accelerate")
+                                             for q in index.qualified(c))]
+    return bool(built) and not any(
+        argument(c, None, "gradient_accumulation_steps") is not None
+        or argument(c, None, "gradient_accumulation_plugin") is not None
+        or any(a.star == "**" for a in c.args)
+        for c in built
+    )
 
 
 def _framework_accumulates(loop) -> bool:

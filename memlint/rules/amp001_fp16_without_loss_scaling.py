@@ -10,7 +10,7 @@ import libcst as cst
 from memlint.diagnostics import Related, Severity
 from memlint.rules._python_helpers import index_for
 from memlint.rules._python_helpers.index import ModuleIndex
-from memlint.rules._python_helpers.loops import TrainingLoop, step_loops, training_loops
+from memlint.rules._python_helpers.loops import TrainingLoop, step_loops, training_loops, updating_backwards
 from memlint.rules._python_helpers.training import (
     Backward,
     autocast_regions,
@@ -76,7 +76,9 @@ class Fp16WithoutLossScaling(Rule):
     ``scaler.scale(loss).backward()`` instead of ``scaler.step(optimizer)``. bfloat16,
     inference under ``torch.no_grad()`` / ``inference_mode()``, and loops where Accelerate
     (``accelerator.backward``), DeepSpeed's engine, Lightning or the Hugging Face Trainer
-    scale the loss are not reported.
+    scale the loss are not reported, and neither is a ``backward()`` that updates no parameter
+    (no optimizer, engine or Trainer step with it: a test that compares the gradients of two
+    implementations under float16 autocast trains nothing).
 
     ## Why it matters
     Float16 has 5 exponent bits: values below 2⁻²⁴ (about 6e-8) are zero and values below
@@ -177,7 +179,8 @@ with torch.inference_mode():
         index = index_for(ctx.python)
         if index is None:
             return
-        backwards = [b for b in _backwards(index) if b.kind != "framework"]
+        training = updating_backwards(index)
+        backwards = [b for b in _backwards(index) if b.kind != "framework" and id(b.call) in training]
         if not backwards:
             return
         constructed = [c for c in index.calls if is_scaler_constructor(index, c)]

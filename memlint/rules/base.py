@@ -46,6 +46,9 @@ class Finding:
     fix: Fix | None = None
     related: tuple[Related, ...] = ()
     data: dict[str, Any] = field(default_factory=dict)
+    # a finding less certain than the rule's usual verdict (an out-of-memory verdict that rests
+    # on an assumed fact is a warning); None: the rule's severity. A user's override still wins.
+    severity: Severity | None = None
 
 
 class Rule:

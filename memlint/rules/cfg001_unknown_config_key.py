@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Iterator
+
+from memlint.configs import validation
 from memlint.diagnostics import Severity
+from memlint.facts.project_arguments import project_argument_fields
 from memlint.rules._config import SchemaRule
-from memlint.rules.base import Example
+from memlint.rules.base import Example, Finding
+
+# config kinds a project's own argument classes can extend (parsed by HfArgumentParser / TrlParser)
+_PARSED_BY_THE_PROJECT = ("hf-args",)
 
 
 class UnknownConfigKey(SchemaRule):
@@ -20,6 +27,11 @@ class UnknownConfigKey(SchemaRule):
     default of 512 tokens, or runs out of memory with a setting the user believes is applied.
     Accelerate, LLaMA-Factory and ``HfArgumentParser`` refuse the file instead — after the job
     waited in the queue.
+
+    A TrainingArguments / TRL config may hold the fields of the project's own argument classes:
+    when the project's code passes a dataclass to ``HfArgumentParser`` or ``TrlParser`` (such
+    as alignment-handbook's ``SFTConfig`` subclass with ``chat_template``), that class's fields
+    and those of its bases in the project are known keys.
 
     ## Fix
     Rename the key to the one the tool reads. When the names differ only in case or in ``-``
@@ -91,3 +103,15 @@ class UnknownConfigKey(SchemaRule):
             title="A misspelt top-level key is ignored silently; inside `zero_optimization` DeepSpeed refuses it",
         ),
     )
+
+    def check(self, ctx) -> Iterator[Finding]:
+        project_fields = None
+        for issue in validation.issues(ctx.path, ctx.kind, ctx.structured):
+            if issue.category != self.category:
+                continue
+            if ctx.kind in _PARSED_BY_THE_PROJECT and len(issue.path) == 1:
+                if project_fields is None:
+                    project_fields = project_argument_fields(ctx.settings.root)
+                if issue.path[0] in project_fields:
+                    continue  # a field of the project's own argument class
+            yield Finding(issue.range, issue.message, fix=issue.fix)

@@ -1,4 +1,4 @@
-"""CKP001: gradient checkpointing enabled after PEFT wrapped the model (and the optimizer exists)."""
+"""CKP001: gradient checkpointing enabled after the optimizer, the engine or PEFT already took the model."""
 
 from __future__ import annotations
 
@@ -55,16 +55,26 @@ class _Late:
 class LateGradientCheckpointing(Rule):
     """## What it does
     Finds ``model.gradient_checkpointing_enable()`` (or ``activation_checkpointing_enable``)
-    called after PEFT wrapped the model — ``get_peft_model(model, config)`` or
-    ``PeftModel.from_pretrained(model, ...)`` — typically after the optimizer was created,
-    with reentrant checkpointing (no ``{"use_reentrant": False}`` in the kwargs) and no
-    ``enable_input_require_grads()`` anywhere.
+    called after the model was handed over: after the optimizer was built from its parameters,
+    after ``deepspeed.initialize(model=...)``, after ``accelerator.prepare(model, ...)``, or
+    after PEFT wrapped it (``get_peft_model``, ``PeftModel.from_pretrained``). The order people
+    are told to use is: enable checkpointing, wrap, then build the optimizer or engine.
 
-    Enabling checkpointing after creating the optimizer of a fully trainable model is not
-    reported: ``gradient_checkpointing_enable`` only sets each layer's
-    ``gradient_checkpointing`` flag and checkpoint function and registers a forward hook on
-    the input embeddings; it creates, replaces and freezes no parameter, so the optimizer's
-    parameter list stays valid (checked against transformers 5.23 and PEFT 0.21).
+    The severity says what is at stake:
+
+    * **warning** — after a PEFT wrap, with reentrant checkpointing (no
+      ``{"use_reentrant": False}``) and no ``enable_input_require_grads()`` anywhere: the
+      checkpointed layers get no gradient (below);
+    * **info** — after the optimizer, ``deepspeed.initialize`` or ``accelerator.prepare`` of a
+      model PEFT did not wrap late: only the order differs. ``gradient_checkpointing_enable``
+      sets each layer's ``gradient_checkpointing`` flag and checkpoint function and registers a
+      forward hook on the input embeddings; it creates, replaces and freezes no parameter, so
+      the optimizer's parameter list and the engine's wrapped module stay valid (checked against
+      transformers 5.23, PEFT 0.21, and DeepSpeed's engine, which forwards attribute look-ups
+      to its module).
+
+    A ``Trainer`` is never reported: it builds its optimizer lazily in ``train()``, after
+    enabling checkpointing itself.
 
     ## Why it matters
     With LoRA the embeddings are frozen, so the hidden states entering the first checkpointed
@@ -82,11 +92,16 @@ class LateGradientCheckpointing(Rule):
     hook for every text model and defaults to non-reentrant checkpointing, so the late call
     is harmless there — but the script then depends on that version.
 
+    In the other orders nothing breaks today, but the script reads as if checkpointing were
+    part of building the optimizer or engine, and the next change (a PEFT wrap, a framework
+    that snapshots the module's configuration when it wraps it) makes it matter.
+
     ## Fix
     Enable checkpointing before ``get_peft_model`` (the fix, safe, moves the statement there
     when both are plain statements of the same block), or pass
     ``gradient_checkpointing_kwargs={"use_reentrant": False}``, or call
-    ``model.enable_input_require_grads()``.
+    ``model.enable_input_require_grads()``. In the other cases, move the call before the
+    optimizer, ``deepspeed.initialize`` or ``accelerator.prepare``.
     """
 
     code = "CKP001"
@@ -101,22 +116,17 @@ class LateGradientCheckpointing(Rule):
             title="Checkpointing enabled before get_peft_model: PEFT prepares the inputs",
         ),
         Example(
-            _SCRIPT.format(
-                before="",
-                after='model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})',
-            ),
-            title="Late, but non-reentrant checkpointing needs no input gradients",
-        ),
-        Example(
             """\
 import torch
-from transformers import AutoModelForCausalLM
+from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
 
-model = AutoModelForCausalLM.from_pretrained("gpt2").cuda()
-optimizer = torch.optim.AdamW(model.parameters(), lr=5e-5)
+model = AutoModelForCausalLM.from_pretrained("gpt2")
 model.gradient_checkpointing_enable()
+args = TrainingArguments(output_dir="out", per_device_train_batch_size=8, bf16=True)
+trainer = Trainer(model=model, args=args, train_dataset=train_dataset)
+trainer.train()
 """,
-            title="A fully trainable model: enabling after the optimizer changes no parameter",
+            title="A Trainer builds its optimizer lazily in train(): nothing is late",
         ),
     )
     INVALID = (
@@ -130,16 +140,63 @@ model.gradient_checkpointing_enable()
             ),
             title="Enabled after get_peft_model and the optimizer",
         ),
+        Example(
+            """\
+import argparse
+
+import deepspeed
+from transformers import AutoModelForCausalLM
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--model_name_or_path", default="facebook/opt-1.3b")
+parser.add_argument("--gradient_checkpointing", action="store_true")
+parser = deepspeed.add_config_arguments(parser)
+args = parser.parse_args()
+
+model = AutoModelForCausalLM.from_pretrained(args.model_name_or_path)
+model, optimizer, _, lr_scheduler = deepspeed.initialize(model=model, args=args, config=ds_config)
+if args.gradient_checkpointing:
+    model.gradient_checkpointing_enable()
+""",
+            lines=(15,),
+            message="only the order differs",
+            title="DeepSpeed-Chat's order: enabled after deepspeed.initialize (an info)",
+        ),
+        Example(
+            _SCRIPT.format(
+                before="",
+                after='model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})',
+            ),
+            lines=(8,),
+            message="only the order differs",
+            title="After PEFT and the optimizer, but non-reentrant: no gradient is lost, only the order differs (an info)",
+        ),
     )
 
     def check(self, ctx) -> Iterator[Finding]:
         index = index_for(ctx.python)
         if index is None:
             return
-        if _prepares_inputs(index):
-            return
-        for late in _late_enables(index):
-            yield self._finding(ctx, index, late)
+        reported: set[int] = set()
+        if not _prepares_inputs(index):
+            for late in _late_enables(index):
+                reported.add(id(late.enable))
+                yield self._finding(ctx, index, late)
+        for enable, handover, what in _ordering_only(index):
+            if id(enable) in reported:
+                continue
+            py = ctx.python
+            yield Finding(
+                range=py.range_of(enable),
+                message=(
+                    f"`{py.code_of(enable)}` comes after {what} (line {py.range_of(handover).start.line}); "
+                    "only the order differs: enabling checkpointing creates no parameter, so the optimizer and the "
+                    "engine keep the right ones. Enable it first, the order that stays safe when a PEFT wrap or "
+                    "another framework joins"
+                ),
+                related=(Related(ctx.path, py.range_of(handover), "the model is handed over here"),),
+                severity=Severity.INFO,
+            )
 
     def _finding(self, ctx, index: ModuleIndex, late: _Late) -> Finding:
         py = ctx.python
@@ -214,6 +271,42 @@ def _late_enables(index: ModuleIndex) -> Iterator[_Late]:
             )
             yield _Late(node, wrap, statement, base, optimizer)
             break
+
+
+def _ordering_only(index: ModuleIndex) -> Iterator[tuple[cst.Call, cst.Call, str]]:
+    """``(enable, the earlier call that took the model, how to name it)`` for enables after an
+    optimizer built from the model's parameters, ``deepspeed.initialize`` or
+    ``accelerator.prepare`` given the model, in the same function."""
+    creations = optimizer_creations(index)
+    for node in index.calls:
+        if not (method_name(node) in _ENABLE and receiver(node) is not None):
+            continue
+        model = dotted(receiver(node))
+        if model is None:
+            continue
+        flow = index.flow_of(node)
+        earlier = []
+        for creation in creations:
+            if index.flow_of(creation.call) is flow and index.before(creation.call, node) and any(
+                m == model or m.split(".")[0] == model for m in creation.models
+            ):
+                earlier.append((creation.call, "the optimizer"))
+        for call in index.calls_of_flow(flow):
+            if not index.before(call, node) or index.exclusive(call, node):
+                continue
+            if index.calls_named(call, "deepspeed.initialize") and _names(argument(call, None, "model"), model):
+                earlier.append((call, "`deepspeed.initialize`"))
+            elif method_name(call) == "prepare" and "accelerator" in (dotted(receiver(call)) or "").lower() and any(
+                _names(arg.value, model) for arg in call.args
+            ):
+                earlier.append((call, "`accelerator.prepare`"))
+        if earlier:
+            call, what = min(earlier, key=lambda e: index.start(e[0]))
+            yield node, call, what
+
+
+def _names(expr: cst.BaseExpression | None, model: str) -> bool:
+    return expr is not None and dotted(expr) == model
 
 
 def _wraps_before(index: ModuleIndex, flow, enable: cst.Call):

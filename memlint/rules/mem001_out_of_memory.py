@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from memlint.diagnostics import Severity
-from memlint.rules._memory import describe_dominant, fix_hint, gib, memory_finding
+from memlint.rules._memory import assumption_clause, describe_dominant, fix_hint, gib, memory_finding, resting_assumptions
 from memlint.rules.base import Example, Finding, Rule
 
 _SFT = """\
@@ -51,6 +51,11 @@ class OutOfMemory(Rule):
     after the job queued, loaded a 15 GB checkpoint and crashed on step one. Adam allocates its
     states at the first ``optimizer.step()``, so a run can survive its first forward and
     backward and still die.
+
+    A verdict that rests on a fact no file states — plain data parallelism where nothing names
+    a ZeRO or FSDP config (and sharding would make the run fit), a sequence length, micro-batch
+    or GPU count memlint had to assume — is a warning, not an error, and its message names the
+    assumption and where to state the truth.
 
     ## Settings
     The target GPU comes from ``gpu`` in ``[tool.memlint]`` or ``--gpu``; ``gpus`` gives the GPU
@@ -104,9 +109,10 @@ class OutOfMemory(Rule):
             if budget is None or budget.fits is not False:
                 continue
             cap = ctx.capacity
+            assumed = resting_assumptions(ctx, run)
             message = (
                 f"estimated peak {gib(budget.peak_bytes)} per GPU exceeds the {gib(cap.usable_bytes)} "
                 f"usable on {cap.gpu_name} (largest part: {describe_dominant(budget)})"
-                f"{fix_hint(ctx, run)}"
+                f"{fix_hint(ctx, run)}{assumption_clause(assumed)}"
             )
-            yield memory_finding(ctx, run, budget, message)
+            yield memory_finding(ctx, run, budget, message, assumed, Severity.WARNING if assumed else None)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from memlint.diagnostics import Severity
-from memlint.rules._memory import describe_dominant, fix_hint, gib, memory_finding
+from memlint.rules._memory import assumption_clause, describe_dominant, fix_hint, gib, memory_finding, resting_assumptions
 from memlint.rules.base import Example, Finding, Rule
 
 _YAML = """\
@@ -67,4 +67,5 @@ class LittleHeadroom(Rule):
                 f"usable on {cap.gpu_name}, inside the last {cap.headroom_fraction:.0%} "
                 f"(largest part: {describe_dominant(budget)}){fix_hint(ctx, run, 'frees')}"
             )
-            yield memory_finding(ctx, run, budget, message)
+            assumed = resting_assumptions(ctx, run)
+            yield memory_finding(ctx, run, budget, message + assumption_clause(assumed), assumed)

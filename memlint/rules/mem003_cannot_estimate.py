@@ -21,7 +21,9 @@ class CannotEstimate(Rule):
     Tells you when a training run memlint found cannot be checked for memory: its model is
     neither in memlint's catalogue, nor a local ``config.json``, nor in the local Hugging Face
     cache, or its architecture has no memory recipe yet. memlint never downloads anything, so
-    it says so instead of guessing.
+    it says so instead of guessing. A document that launches or defines no training (a script
+    that uploads a package, serves or samples from a model, prepares data; a run with
+    ``do_train: false``) gets no note: there is nothing to check.
 
     ## Why it matters
     A silent linter looks like a passing one. Knowing that the out-of-memory check did not
@@ -53,8 +55,8 @@ class CannotEstimate(Rule):
         if ctx.capacity is None:
             return
         for run in ctx.runs:
-            if run.problem is None:
-                continue
+            if run.problem is None or not run.trains:
+                continue  # estimated, or nothing to estimate: the run trains nothing
             where = run.problem_fact.origin if run.problem_fact and run.problem_fact.origin else run.plan.anchor
             yield Finding(range=where.range, path=where.path,
                           message=f"memory not checked: {run.problem}")

@@ -9,7 +9,7 @@ import libcst as cst
 from memlint.diagnostics import Related, Severity
 from memlint.rules._python_helpers import index_for
 from memlint.rules._python_helpers.index import ModuleIndex
-from memlint.rules._python_helpers.loops import Event, step_loops, training_loops
+from memlint.rules._python_helpers.loops import Event, step_loops, training_loops, updating_backwards
 from memlint.rules._python_helpers.syntax import argument, dotted, is_false, method_name, receiver, root_name
 from memlint.rules._python_helpers.training import model_holder, trained_models
 from memlint.rules.base import Example, Finding, Rule
@@ -115,7 +115,10 @@ for batch in loader:
     def _evaluations_left_on(self, ctx, index: ModuleIndex, trained: set[str]) -> Iterator[Finding]:
         py = ctx.python
         reported: set[int] = set()
+        training = updating_backwards(index)
         for loop in training_loops(index):
+            if not any(id(b.call) in training for _, b in loop.backwards):
+                continue  # gradients computed to inspect them, not to train
             if any(_is_train_call(e.node) for e in loop.events):
                 continue
             models = trained | _models_run_with_grad(index, loop)

@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import Iterator
 
 from memlint.diagnostics import Severity
-from memlint.estimate import Sharding, estimate_training
+from memlint.catalog.gpus import lookup_gpu
+from memlint.estimate import Sharding, capacity_for, estimate_training
 from memlint.rules._memory import gib
 from memlint.rules.base import Example, Finding, Rule
+from memlint.units import GiB
 
 _DS = """\
 {
@@ -46,11 +48,21 @@ _NAMES = {
 }
 
 
+# With no target GPU set, the run is judged against the smallest of the usual data-centre
+# training cards: a lighter stage that fits an A100 40GB fits every A100, H100, H200 and B200.
+FLOOR_GPU = "a100-40gb"
+
+
 class ZeroThreeOnSmallModel(Rule):
     """## What it does
     Reports ZeRO stage 3 (or FSDP ``FULL_SHARD``) on a model whose training state fits each
     GPU with a lighter stage — DDP, ZeRO-1 or ZeRO-2 (FSDP ``SHARD_GRAD_OP``) — and names the
     lightest one that fits, with its estimated per-GPU peak.
+
+    With a target GPU (``gpu`` in ``[tool.memlint]`` or ``--gpu``) the run is judged on it.
+    Without one it is judged against a stated floor, the A100 40GB: when the lighter stage fits
+    that card, stage 3 is needless on any usual data-centre training GPU, and the message says
+    which card it was judged on.
 
     ## Why it matters
     Stage 3 shards the parameters themselves, so every forward and every backward all-gathers
@@ -68,18 +80,28 @@ class ZeroThreeOnSmallModel(Rule):
         Example(_ARGS.format(model="meta-llama/Llama-3.1-70B"), path="train_args.yaml",
                 files={"ds_zero3.json": _DS}, settings={"gpu": "h100", "gpus": 8},
                 title="A 70B model really needs ZeRO-3 on 8 H100s"),
+        Example(_DS, path="ds_zero3.json", files={"train_args.yaml": _ARGS.format(model="meta-llama/Llama-3.1-8B")},
+                settings={"gpus": 8},
+                title="No target GPU: an 8B model's lighter stages do not fit an A100 40GB, so stage 3 is not needless"),
     )
     INVALID = (
         Example(_DS, path="ds_zero3.json",
                 files={"train_args.yaml": _ARGS.format(model="Qwen/Qwen2.5-1.5B")},
                 settings={"gpu": "h100", "gpus": 8}, lines=(6,), message="ZeRO",
                 title="ZeRO-3 for a 1.5B model on 8 H100s: DDP alone fits"),
+        Example(_DS, path="ds_zero3.json",
+                files={"train_args.yaml": _ARGS.format(model="Qwen/Qwen2.5-0.5B")},
+                settings={"gpus": 8}, lines=(6,), message="judged against NVIDIA A100",
+                title="No target GPU: a 0.5B model fits even an A100 40GB without stage 3"),
     )
 
     def check(self, ctx) -> Iterator[Finding]:
         cap = ctx.capacity
+        floor = ""
         if cap is None:
-            return
+            cap = capacity_for(lookup_gpu(FLOOR_GPU), int(ctx.settings.cuda_context_gib * GiB), ctx.settings.headroom)
+            floor = (f"; no target GPU is set, so this is judged against {cap.gpu_name}, the smallest usual training "
+                     "card (set `gpu` in [tool.memlint] or pass --gpu to judge against yours)")
         for run in ctx.runs:
             setup, arch = run.setup, run.arch
             if setup is None or arch is None or setup.sharding not in _LIGHTER or setup.world_size < 2:
@@ -92,15 +114,15 @@ class ZeroThreeOnSmallModel(Rule):
             for lighter in _LIGHTER[setup.sharding]:
                 candidate = estimate_training(arch, setup.but(sharding=lighter, offload_optimizer=False), cap)
                 if candidate.comfortable:
-                    current = ctx.budget(run)
-                    now = f" ({gib(current.peak_bytes)} now)" if current else ""
+                    current = estimate_training(arch, setup, cap)
+                    now = f" ({gib(current.peak_bytes)} now)"
                     yield Finding(
                         range=fact.origin.range,
                         path=fact.origin.path,
                         message=(
                             f"{setup.sharding.value} shards the parameters of a {arch.n_params / 1e9:.1f}B model "
                             f"that fits each {cap.gpu_name} with {_NAMES[lighter]}: "
-                            f"~{gib(candidate.peak_bytes)} per GPU{now}; stage 3's all-gathers only cost speed here"
+                            f"~{gib(candidate.peak_bytes)} per GPU{now}; stage 3's all-gathers only cost speed here{floor}"
                         ),
                         data={"lighter": lighter.value, "peak_bytes": candidate.peak_bytes},
                     )

@@ -186,11 +186,12 @@ def test_dataloaders_that_disagree_state_no_batch():
         import torch
         from torch.utils.data import DataLoader
 
-        def run(model, a, b):
+        def run(model, a, b, optimizer):
             first = DataLoader(a, batch_size=4)
             second = DataLoader(b, batch_size=16)
             for batch in first:
                 model(batch).sum().backward()
+                optimizer.step()
     ''')
     facts = one(src)
     assert facts.micro_batch is None

@@ -293,3 +293,68 @@ def test_frameworks_that_scale_the_loss(lint):
     """
     for source in (accelerate, deepspeed_engine, trainer):
         assert lint("AMP001", source) == []
+
+
+# The shape of llm-foundry's tests/models/layers/test_flash_torch.py: two attention
+# implementations run under fp16 autocast and their gradients compared; nothing is stepped.
+GRADIENT_COMPARISON_TEST = """\
+import pytest
+import torch
+
+from mylib.attention import build_attention_layer
+
+
+def allclose_helper(t0, t1, rtol=1e-2, atol=1e-2):
+    return torch.allclose(t0, t1, rtol=rtol, atol=atol)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("attn_impl_0, attn_impl_1", [("flash", "torch")])
+def test_attn_impl(attn_impl_0, attn_impl_1, device="cuda"):
+    attn0 = build_attention_layer(attn_impl_0).to(device)
+    attn1 = build_attention_layer(attn_impl_1).to(device)
+    attn1.load_state_dict(attn0.state_dict())
+    x0 = torch.randn(4, 128, 256, device=device).requires_grad_(True)
+    x1 = x0.detach().clone().requires_grad_(True)
+    with torch.autocast(x0.device.type):
+        y0, _, _ = attn0(x0)
+        y1, _, _ = attn1(x1)
+        y0 *= torch.rand_like(y0)
+        y1 *= torch.rand_like(y1)
+    loss0 = y0.sum()
+    loss1 = y1.sum()
+    loss0.backward()
+    loss1.backward()
+    assert allclose_helper(y0, y1)
+    assert allclose_helper(x0.grad, x1.grad)
+"""
+
+
+def test_gradients_compared_in_a_test_train_nothing(lint):
+    assert lint("AMP001", GRADIENT_COMPARISON_TEST, path="tests/test_flash_torch.py") == []
+
+
+def test_the_same_backward_with_an_optimizer_step_in_its_function_trains(lint, where):
+    source = GRADIENT_COMPARISON_TEST.replace("def test_attn_impl", "def finetune_attention").replace(
+        "    loss1.backward()\n",
+        "    loss1.backward()\n    opt = torch.optim.SGD(attn0.parameters(), lr=0.1)\n    opt.step()\n",
+    )
+    diagnostics = lint("AMP001", source, path="tests/test_flash_torch.py")
+    assert [d.range.start.line for d in diagnostics] == [26, 27]
+
+
+def test_a_train_step_helper_called_from_a_loop_elsewhere_trains(lint):
+    source = """\
+    import torch
+
+
+    def train_step(model, batch, optimizer):
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = model(**batch).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        return loss.item()
+    """
+    diagnostics = lint("AMP001", source)
+    assert [d.range.start.line for d in diagnostics] == [7]

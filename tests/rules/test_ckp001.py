@@ -89,13 +89,6 @@ def test_near_misses(lint):
     model.gradient_checkpointing_enable()
     model.enable_input_require_grads()
     """
-    full_model_after_optimizer = """\
-    import torch
-
-    model = AutoModelForCausalLM.from_pretrained("gpt2")
-    optimizer = torch.optim.AdamW(model.parameters(), lr=5e-5)
-    model.gradient_checkpointing_enable()
-    """
     other_model = """\
     from peft import get_peft_model
 
@@ -127,10 +120,61 @@ def test_near_misses(lint):
         early,
         non_reentrant_by_name,
         input_grads,
-        full_model_after_optimizer,
         other_model,
         only_without_lora,
         full_only,
     )
     for source in sources:
         assert lint("CKP001", source) == []
+
+
+def test_enabled_after_the_optimizer_is_an_info_on_the_ordering(lint, where):
+    from memlint.diagnostics import Severity
+
+    source = """\
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained("gpt2").cuda()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=5e-5)
+    model.gradient_checkpointing_enable()
+    """
+    [diagnostic] = lint("CKP001", source)
+    assert diagnostic.range.start.line == 6
+    assert diagnostic.severity == Severity.INFO
+    assert "comes after the optimizer (line 5)" in diagnostic.message and "only the order differs" in diagnostic.message
+
+
+def test_enabled_after_accelerator_prepare_is_an_info(lint):
+    from memlint.diagnostics import Severity
+
+    source = """\
+    from accelerate import Accelerator
+
+    accelerator = Accelerator(gradient_accumulation_steps=4, mixed_precision="bf16")
+    model = AutoModelForCausalLM.from_pretrained(args.model_name_or_path)
+    model, optimizer, train_dataloader = accelerator.prepare(model, optimizer, train_dataloader)
+    if args.gradient_checkpointing:
+        model.gradient_checkpointing_enable()
+    """
+    [diagnostic] = lint("CKP001", source)
+    assert diagnostic.severity == Severity.INFO and "`accelerator.prepare` (line 5)" in diagnostic.message
+
+
+def test_the_peft_case_after_the_optimizer_stays_one_warning(lint):
+    from memlint.diagnostics import Severity
+
+    diagnostics = lint("CKP001", SCRIPT)
+    assert [d.severity for d in diagnostics] == [Severity.WARNING, Severity.WARNING]
+
+
+def test_a_trainer_is_never_reported(lint):
+    source = """\
+    from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+    model = AutoModelForCausalLM.from_pretrained("gpt2")
+    trainer = Trainer(model=model, args=TrainingArguments(output_dir="out"), train_dataset=ds)
+    model.gradient_checkpointing_enable()
+    trainer.train()
+    """
+    assert lint("CKP001", source) == []

@@ -80,3 +80,33 @@ def test_frameworks_that_zero_themselves_and_loops_without_a_step(lint):
     """
     for source in (deepspeed_engine, gradient_only, fresh_optimizer_per_step):
         assert lint("TRN001", source) == []
+
+
+def test_a_determinism_test_stepping_two_models_in_lockstep_is_no_training(lint):
+    # llm-foundry tests/models/test_model.py: two models trained side by side must agree
+    source = """\
+    import pytest
+    import torch
+
+
+    @pytest.mark.gpu
+    @pytest.mark.parametrize("precision", [torch.bfloat16, torch.float16])
+    def test_determinism(precision, tiny_cfg):
+        model_1 = build_model(tiny_cfg).cuda()
+        model_2 = build_model(tiny_cfg).cuda()
+        model_2.load_state_dict(model_1.state_dict())
+        optimizer_1 = torch.optim.AdamW(model_1.parameters(), lr=1e-3)
+        optimizer_2 = torch.optim.AdamW(model_2.parameters(), lr=1e-3)
+        for i in range(5):
+            with torch.autocast("cuda", dtype=precision):
+                batch = gen_random_batch(2, tiny_cfg)
+                loss_1 = model_1(batch).loss
+                loss_2 = model_2(batch).loss
+                assert loss_1 == loss_2, f"differed at step {i}"
+                loss_1.backward()
+                loss_2.backward()
+                optimizer_1.step()
+                optimizer_2.step()
+    """
+    assert lint("TRN001", source, path="tests/models/test_model.py") == []
+    assert lint("AMP001", source, path="tests/models/test_model.py") == []

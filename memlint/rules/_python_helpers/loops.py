@@ -272,12 +272,65 @@ def _could_run_one_of(call: cst.Call, functions: set[str]) -> bool:
         type(arg.value) is cst.Name and arg.value.value in functions for arg in call.args)
 
 
+# methods a framework calls between its own backward and optimizer step (Lightning's
+# ``training_step`` with manual optimisation, a Trainer subclass's ``training_step``)
+_FRAMEWORK_STEP_METHODS = frozenset({"training_step"})
+
+
+def updating_backwards(index: ModuleIndex) -> set[int]:
+    """ids of the ``backward()`` calls that train: those that run with a parameter update.
+
+    What a training loop is, for every rule that judges training: a loop (or a function,
+    helpers inlined) that runs ``backward()`` *and* updates the parameters — an optimizer's
+    ``step()``, ``scaler.step(optimizer)``, an engine's or a Fabric's step — or a Trainer's
+    ``training_step`` (the Trainer steps after it). A ``backward()`` alone computes gradients
+    to compare or inspect them (a test of two attention implementations, a gradient-norm
+    probe): nothing is trained, so nothing is judged as training. Nor is a test function
+    (``def test_...``, pytest's and unittest's convention): a test that steps two models in
+    lockstep and compares them checks code, it trains no model anyone keeps."""
+    return index.once("updating_backwards", lambda: _updating_backwards(index))
+
+
+def _updating_backwards(index: ModuleIndex) -> set[int]:
+    found: set[int] = set()
+    for loop in training_loops(index):
+        if loop.steps and not in_test(index, loop.loop):
+            found.update(id(b.call) for _, b in loop.backwards)
+    candidates = [c for c in index.calls if _could_be_backward(index, c)]
+    flows: list = []
+    for call in candidates:
+        for ancestor in index.ancestors(call):
+            if type(ancestor) is cst.FunctionDef:
+                if ancestor.name.value in _FRAMEWORK_STEP_METHODS and index.class_of(ancestor) is not None:
+                    found.add(id(call))
+                if not any(f is ancestor for f in flows):
+                    flows.append(ancestor)
+                break
+        else:
+            if not any(f is index.py.module for f in flows):
+                flows.append(index.py.module)
+    for flow in flows:
+        if isinstance(flow, cst.FunctionDef) and in_test(index, flow):
+            continue
+        events = flow_events(index, flow)
+        if any(e.call is not None and step_of(index, e.call) is not None for e in events):
+            found.update(id(e.node) for e in events if e.call is not None and backward_of(index, e.call) is not None)
+    return found
+
+
+def in_test(index: ModuleIndex, node: cst.CSTNode) -> bool:
+    """Is ``node`` in a test function (``def test_...``, or the function itself is one)?"""
+    nodes = [node, *index.ancestors(node)]
+    return any(type(n) is cst.FunctionDef and n.name.value.startswith("test") for n in nodes)
+
+
 def step_loops(index: ModuleIndex) -> list[TrainingLoop]:
     """The innermost loops that run both ``backward()`` and an optimizer step: one pass is
-    one training (micro-)step."""
+    one training (micro-)step. Loops of test functions are not training (see
+    :func:`updating_backwards`)."""
     out = []
     for candidate in training_loops(index):
-        if not candidate.is_step_loop:
+        if not candidate.is_step_loop or in_test(index, candidate.loop):
             continue
         inner_with_backward = {id(loop) for e, _ in candidate.backwards for loop in e.loops}
         inner_with_step = {id(loop) for e, _ in candidate.steps for loop in e.loops}

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from memlint.facts.python_library import AUTOCAST_DEVICES, TORCH_FSDP_WRAPPERS, TORCH_FULLY_SHARD
 from memlint.rules._python_helpers.dataflow import dtype_values, string_values
 from memlint.rules._python_helpers.index import ModuleIndex
 from memlint.rules._python_helpers.syntax import (
@@ -96,15 +97,7 @@ SCALER_CLASSES = {
     "torch.distributed.fsdp.ShardedGradScaler",
 }
 PEFT_WRAPPERS = {"peft.get_peft_model", "peft.mapping.get_peft_model", "peft.mapping_func.get_peft_model"}
-FSDP_WRAPPERS = {
-    "torch.distributed.fsdp.FullyShardedDataParallel",
-    "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
-    "torch.distributed.fsdp.fully_shard",
-    "torch.distributed._composable.fsdp.fully_shard",
-    "torch.distributed._composable.fsdp.fully_shard.fully_shard",
-    "torch.distributed.fsdp._fully_shard.fully_shard",
-    "torch.distributed.fsdp._fully_shard._fully_shard.fully_shard",
-}
+FSDP_WRAPPERS = TORCH_FSDP_WRAPPERS | TORCH_FULLY_SHARD
 
 
 def is_optimizer_constructor(index: ModuleIndex, call: cst.Call) -> bool:
@@ -157,7 +150,7 @@ def is_fsdp_wrap(index: ModuleIndex, call: cst.Call) -> bool:
 
 # ---------------------------------------------------------------------- names of objects
 
-_FRAMEWORK = re.compile(r"accelerator|engine|fabric|trainer|ds_model")
+_FRAMEWORK = re.compile(r"accelerator|engine|fabric|trainer|ds_model")  # a subset of UPDATER_NAME
 _FRAMEWORK_MODULES = ("accelerate.", "deepspeed.", "lightning.", "pytorch_lightning.", "lightning_fabric.")
 _OPTIMIZER_NAME = re.compile(r"optim|^opt($|_|\d)|_opt($|\d)")
 
@@ -316,15 +309,7 @@ def is_clip_grad(index: ModuleIndex, call: cst.Call) -> bool:
 
 # ---------------------------------------------------------------------- autocast
 
-_AUTOCAST = {
-    "torch.autocast": "any",
-    "torch.amp.autocast": "any",
-    "torch.amp.autocast_mode.autocast": "any",
-    "torch.cuda.amp.autocast": "cuda",
-    "torch.cuda.amp.autocast_mode.autocast": "cuda",
-    "torch.cpu.amp.autocast": "cpu",
-    "torch.cpu.amp.autocast_mode.autocast": "cpu",
-}
+_AUTOCAST = AUTOCAST_DEVICES
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,70 @@
+"""MEM001: an out-of-memory verdict that rests on an assumed fact says so, and is a warning."""
+
+from __future__ import annotations
+
+from memlint.diagnostics import Severity
+
+# alignment-handbook recipes/zephyr-7b-gemma/sft/config_full.yaml (abridged): the README launches
+# it with `accelerate launch --config_file recipes/accelerate_configs/zero3.yaml`; the YAML
+# itself names no parallelism.
+GEMMA_SFT = """\
+model_name_or_path: google/gemma-7b
+model_revision: main
+torch_dtype: bfloat16
+attn_implementation: flash_attention_2
+bf16: true
+do_eval: true
+gradient_accumulation_steps: 4
+gradient_checkpointing: true
+gradient_checkpointing_kwargs:
+  use_reentrant: false
+learning_rate: 2.0e-05
+lr_scheduler_type: cosine
+max_length: 2048
+num_train_epochs: 3
+output_dir: data/zephyr-7b-gemma-sft
+per_device_eval_batch_size: 4
+per_device_train_batch_size: 4
+save_strategy: "no"
+"""
+
+ZERO3 = """\
+{
+  "train_micro_batch_size_per_gpu": "auto",
+  "gradient_accumulation_steps": "auto",
+  "bf16": {"enabled": "auto"},
+  "zero_optimization": {"stage": 3, "stage3_gather_16bit_weights_on_model_save": true}
+}
+"""
+
+SETTINGS = {"gpu": "h100", "gpus": 8}
+
+
+def test_assumed_data_parallelism_makes_a_warning_that_says_so(lint):
+    [diagnostic] = lint("MEM001", GEMMA_SFT, path="recipes/sft/config_full.yaml", settings=SETTINGS)
+    assert diagnostic.severity == Severity.WARNING
+    assert "rests on an assumption: plain data parallelism (DDP)" in diagnostic.message
+    assert "`deepspeed: ds.json`" in diagnostic.message
+    assert diagnostic.data["assumed"][0]["fact"] == "parallelism"
+
+
+def test_the_stated_zero3_config_fits(lint):
+    source = GEMMA_SFT + "deepspeed: ds_zero3.json\n"
+    files = {"recipes/sft/ds_zero3.json": ZERO3}
+    assert lint("MEM001", source, path="recipes/sft/config_full.yaml", files=files, settings=SETTINGS) == []
+
+
+def test_a_run_too_large_even_sharded_stays_an_error(lint):
+    source = GEMMA_SFT.replace("per_device_train_batch_size: 4", "per_device_train_batch_size: 64").replace(
+        "gradient_checkpointing: true", "gradient_checkpointing: false")
+    [diagnostic] = lint("MEM001", source, path="recipes/sft/config_full.yaml", settings=SETTINGS)
+    assert diagnostic.severity == Severity.ERROR
+    assert "assumption" not in diagnostic.message
+
+
+def test_an_assumed_sequence_length_is_named(lint):
+    source = GEMMA_SFT.replace("max_length: 2048\n", "").replace(
+        "per_device_train_batch_size: 4", "per_device_train_batch_size: 32")
+    [diagnostic] = lint("MEM001", source, path="recipes/sft/config_full.yaml", settings={"gpu": "h100"})
+    assert diagnostic.severity == Severity.WARNING
+    assert "sequence length" in diagnostic.message and "`seq-len` in [tool.memlint]" in diagnostic.message
