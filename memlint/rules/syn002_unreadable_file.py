@@ -17,6 +17,12 @@ class UnreadableFile(Rule):
     long: generated code, never a hand-written script). The finding is on the first line;
     every other file is still checked.
 
+    It also reports a file memlint itself failed on — reading it, extracting its facts,
+    estimating its runs, a rule, writing its findings or fixing it raised an error: a bug in
+    memlint, which the message asks you to report. The failure costs that file (part of) its
+    findings and nothing else: every other file is linted and reported, and the exit code is
+    the findings' as usual.
+
     ## Why it matters
     A ``train.py`` that is really a binary, or a ``ds_config.json`` saved in UTF-16 by an
     editor, silently escapes every check; saying so is better than a clean report.
