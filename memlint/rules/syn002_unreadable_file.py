@@ -14,7 +14,7 @@ class UnreadableFile(Rule):
     invalid UTF-8, a file larger than the 4 MiB limit for scripts and configs, a FIFO or device,
     a broken or looping symlink, or one it has no permission to read — or Python it can parse
     but not analyse (nesting hundreds of levels deep, lines tens of thousands of characters
-    long: generated code, never a hand-written script). The finding is on the first line;
+    long, more than 20,000 lines: generated code, never a hand-written script). The finding is on the first line;
     every other file is still checked.
 
     It also reports a file memlint itself failed on — reading it, extracting its facts,
