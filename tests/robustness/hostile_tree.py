@@ -1,6 +1,6 @@
 """A training project as people write it, and the same project with hostile files beside it.
 
-Used by ``tests/robustness/test_hostile_files.py`` (the findings) and ``bench/hostile_tree.py``
+Used by ``tests/robustness/test_hostile_files.py`` (the findings) and ``bench/hostile_check_speed.py``
 (the time): a DeepSpeed config with a 5,000-digit batch size, a FIFO, a symlink to
 ``/dev/zero``, a symlink loop, a YAML alias bomb, a binary named ``.py``, a 400,000-line
 generated module that imports torch, and JSON nested 100,000 levels deep.

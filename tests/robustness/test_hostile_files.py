@@ -160,7 +160,7 @@ def test_empty_file_list_exits_zero(tmp_path: Path):
 def test_a_hostile_tree_beside_a_real_project_costs_the_project_none_of_its_findings(tmp_path: Path):
     """Every finding of the project alone is reported with the hostile files beside it; each
     hostile file gets its own clear finding or none, never a traceback. (The time, under 60 s
-    on this tree, is measured by ``bench/hostile_tree.py``.)"""
+    on this tree, is measured by ``bench/hostile_check_speed.py``.)"""
     from hostile_tree import write_hostile_files, write_project
 
     def findings(root: Path) -> tuple[int, dict[str, set[tuple]]]:

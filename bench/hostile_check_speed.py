@@ -6,7 +6,7 @@ script measures the time): a DeepSpeed config with a 5,000-digit integer, a FIFO
 module, JSON nested 100,000 levels deep. Prints the wall time of each run (cold: no result
 cache) and each file's codes; the goal is under 60 s.
 
-    python bench/hostile_tree.py [--repeat 3] [--jobs N]
+    python bench/hostile_check_speed.py [--repeat 3] [--jobs N]
 """
 
 from __future__ import annotations
