@@ -5,7 +5,8 @@
 ``distributed_type``; a LLaMA-Factory YAML has ``model_name_or_path`` with ``stage``,
 ``finetuning_type`` or ``template``; TrainingArguments (or TRL's SFTConfig/DPOConfig) written
 as JSON/YAML has fields only the Trainer's arguments have (``per_device_train_batch_size``,
-``output_dir``, ``lr_scheduler_type``). A file that merely shares a few generic key names with
+``output_dir``, ``lr_scheduler_type``); a torchtune recipe config names torchtune components
+(``model: {_component_: torchtune.models.llama3_1.lora_llama3_1_8b}``). A file that merely shares a few generic key names with
 a training config (a Hydra or Lightning config with ``learning_rate``) must not be mistaken
 for one: then most of its keys have to be keys the tool knows, which the committed schemas tell.
 """
@@ -17,7 +18,7 @@ from pathlib import PurePath
 from typing import Any
 
 # The kinds memlint reads as configs (plus "json"/"yaml" for anything else).
-CONFIG_KINDS = ("deepspeed", "accelerate", "axolotl", "llamafactory", "hf-args")
+CONFIG_KINDS = ("deepspeed", "accelerate", "axolotl", "llamafactory", "hf-args", "torchtune")
 
 DEEPSPEED_SIGNATURE = {"zero_optimization", "train_micro_batch_size_per_gpu"}
 DEEPSPEED_KEYS = {
@@ -62,6 +63,8 @@ def detect(path: str, syntax: str, value: Any) -> str:
     if not isinstance(value, dict):
         return by_name(name, posix, syntax) or syntax
     keys = {k for k in value if isinstance(k, str)}
+    if syntax == "yaml" and _is_torchtune(value):
+        return "torchtune"
     if syntax == "json" and keys & DEEPSPEED_SIGNATURE:
         return "deepspeed"
     if keys & ACCELERATE_SIGNATURE and len(keys & ACCELERATE_KEYS) >= 2:
@@ -80,6 +83,12 @@ def detect(path: str, syntax: str, value: Any) -> str:
     if named is not None and (not keys or _known_share(keys, named) >= KNOWN_SHARE):
         return named
     return syntax
+
+
+def _is_torchtune(value: dict) -> bool:
+    from memlint.configs.torchtune import is_torchtune
+
+    return is_torchtune(value)
 
 
 def by_name(name: str, posix: str, syntax: str) -> str | None:

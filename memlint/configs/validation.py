@@ -50,7 +50,12 @@ ON_UNKNOWN = {
     "hf-training-arguments": "HfArgumentParser refuses the file",
     "trl-sft-config": "HfArgumentParser refuses the file",
     "trl-dpo-config": "HfArgumentParser refuses the file",
+    "torchtune": "torchtune's recipes never read it",
 }
+# A torchtune recipe reads the keys it wants from the config; a copied recipe (`tune cp`) or one
+# newer than the schema reads keys the schema does not list, so only a near-certain misspelling
+# of a key the recipes read (`enable_activation_checkpoint`) is reported.
+TORCHTUNE_NEAR = 0.9
 
 # Spellings a tool still accepts although its schema model does not list them: Axolotl strips
 # an ``fsdp_`` prefix from ``fsdp_config`` keys before validating (with a deprecation warning;
@@ -216,6 +221,12 @@ class _Validation:
                 first = str(key).split("_")[0]
                 near = [k for k in _hf_trainer_keys() if k.split("_")[0] == first]
                 if key in _hf_family_keys() or not _suggest(str(key), set(near), instance)[0]:
+                    continue
+                suggestible = set(near)
+            if self.name == "torchtune" and not path:
+                near = [k for k in known if k not in instance
+                        and difflib.SequenceMatcher(None, str(key).lower(), k.lower()).ratio() >= TORCHTUNE_NEAR]
+                if not near:
                     continue
                 suggestible = set(near)
             yield self._unknown_issue(key_path, key, suggestible, instance, where)

@@ -53,6 +53,7 @@ EXTRACTOR_MODULES: list[str] = [
     "memlint.configs.accelerate",
     "memlint.configs.axolotl",
     "memlint.configs.llamafactory",
+    "memlint.configs.torchtune",
     "memlint.facts.script",
     "memlint.facts.launchers",
 ]
