@@ -25,6 +25,7 @@ SCHEMA_OF_KIND = {
     "axolotl": "axolotl",
     "llamafactory": "llamafactory",
     "torchtune": "torchtune",
+    "neox": "deepspeed",  # a GPT-NeoX argument file: its DeepSpeed sections
 }
 HF_VARIANTS = ("hf-training-arguments", "trl-sft-config", "trl-dpo-config")
 CONFIG_KINDS = frozenset({*SCHEMA_OF_KIND, "hf-args"})

@@ -83,7 +83,7 @@ def issues(path: str, kind: str, data: Structured | None) -> list[Issue]:
     cached = _CACHE.get(data)
     if cached is None:
         name = schema_name_for(kind, data.value)
-        cached = _CACHE[data] = [] if name is None else list(_Validation(path, name, data).run())
+        cached = _CACHE[data] = [] if name is None else list(_Validation(path, name, data, kind).run())
     return cached
 
 
@@ -119,13 +119,18 @@ _YAML_NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+$")
 
 
 class _Validation:
-    def __init__(self, path: str, name: str, data: Structured) -> None:
+    def __init__(self, path: str, name: str, data: Structured, kind: str = "") -> None:
         self.file = path
         self.name = name
         self.data = data
         self.root = load_schema(name)
         self.validator = validator(name)
         self.tool = TOOL[name]
+        # a GPT-NeoX argument file holds NeoX's own keys beside the DeepSpeed sections it passes on
+        self.foreign_top_level = kind == "neox"
+        # DeepSpeed's autotuner takes a list of candidates where a value goes ("stage": [0, 1, 2, 3])
+        self.tuning = name == "deepspeed" and isinstance(data.value, dict) and isinstance(
+            data.value.get("autotuning"), dict)
 
     def run(self) -> Iterator[Issue]:
         seen: set[tuple] = set()
@@ -142,6 +147,8 @@ class _Validation:
     def _from_error(self, error: ValidationError) -> Iterator[Issue]:
         path = tuple(error.absolute_path)
         validator_name = error.validator
+        if self.tuning and isinstance(error.instance, list) and path and path[0] != "autotuning":
+            return  # an autotuning space: the tuner tries each value
         if validator_name in ("anyOf", "oneOf") and error.context:
             yield from self._from_alternatives(error)
         elif validator_name in ("additionalProperties", "unevaluatedProperties"):
@@ -207,6 +214,8 @@ class _Validation:
             if prefix and str(key).startswith(prefix) and key[len(prefix):] in known:
                 yield self._deprecated(key_path, key[len(prefix):], instance, "", legacy_prefix=prefix)
                 continue
+            if self.foreign_top_level and not path:
+                continue  # a NeoX argument, not a DeepSpeed key
             if self.name == "deepspeed" and not path and str(key).startswith(("_", "//", "#")):
                 continue  # the JSON comment idiom ("_comment": "..."): DeepSpeed ignores it by design
             if key in removed:

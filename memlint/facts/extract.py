@@ -54,6 +54,7 @@ EXTRACTOR_MODULES: list[str] = [
     "memlint.configs.axolotl",
     "memlint.configs.llamafactory",
     "memlint.configs.torchtune",
+    "memlint.configs.llamafactory_v1",
     "memlint.facts.script",
     "memlint.facts.launchers",
 ]
