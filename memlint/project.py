@@ -432,6 +432,8 @@ class Project:
             if script is not None:
                 seen.add(self.key(script))
                 for script_facts in self.facts(script):
+                    if script_facts.launches is not None:
+                        continue  # a command in the script's docstring: another run of it
                     overrides = apply_cli(script_facts, facts)
                     linked.append(script_facts)
                     linked.extend(self.linked(script_facts, seen))
@@ -457,6 +459,9 @@ class Project:
         for referrer in self.referrers(path):
             launched_by.extend(self._entries_through(referrer))
         own = [f for f in self.facts(path) if self.kind(path) in ENTRY_KINDS and is_entry(f)]
+        documented = [f for f in own if f.kind == "shell" and f.path == own[0].path]
+        if documented and len(documented) < len(own):
+            own = documented  # the script runs as its docstring says: those options apply
         launchers = [f for f in launched_by if f.launches is not None]
         if launchers and own:
             entries = launchers  # the script runs through its launcher(s): their options apply
@@ -466,7 +471,7 @@ class Project:
         seen_plans = set()
         for facts in entries:
             plan = self.plan_for(facts)
-            marker = (plan.entry, plan.documents)
+            marker = (plan.entry, plan.documents, plan.anchor)
             if marker in seen_plans:
                 continue
             seen_plans.add(marker)
