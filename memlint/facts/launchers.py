@@ -18,7 +18,9 @@ from memlint.diagnostics import Position, Range
 from memlint.facts.extract import extractor
 from memlint.facts.plan import RunFacts
 from memlint.facts.python_options import option_key
-from memlint.facts.shell_words import Command, Value, Variables, Word, assignment, commands, expand, line_starts
+from memlint.facts.shell_words import (
+    Command, Value, Variables, Word, assignment, body_words, commands, expand, line_starts,
+)
 from memlint.parsed import ParsedDocument
 from memlint.sourced import Location, Sourced
 
@@ -118,6 +120,7 @@ class _Shell:
         self.text = parsed.text if text is None else text
         self.starts = line_starts(self.text)
         self.variables = Variables()
+        self.heredocs: dict[str, tuple[int, int]] = {}  # variable -> its here-document body
 
     def location(self, start: int, end: int) -> Location:
         return Location(self.parsed.path, Range(self._position(start), self._position(end)))
@@ -151,6 +154,10 @@ class _Shell:
         if words and words[0].text in ("read", "unset") and len(words) > 1:
             for word in words[1:]:
                 self.variables.known[word.text] = None
+            names = [w.text for w in words[1:] if re.fullmatch(r"[A-Za-z_]\w*", w.text)]
+            if words[0].text == "read" and command.heredoc is not None and names:
+                # read -r -d '' CMD <<EOF ... EOF, then `deepspeed --module $CMD` (OpenRLHF's scripts)
+                self.heredocs[names[-1]] = command.heredoc
             return None
         prefix = 0
         while prefix < len(words) and assignment(words[prefix]) is not None:
@@ -158,10 +165,21 @@ class _Shell:
         if prefix == len(words):
             self._assign_all(words, command.depth)
             return None
-        launch = _find_launch(words[prefix:])
+        launch = _find_launch(self._spliced(words[prefix:]))
         if launch is None or launch.script is None:
             return None
         return self._facts(launch)
+
+    def _spliced(self, words: list[Word]) -> list[Word]:
+        """An unquoted ``$VAR`` that a here-document set stands for the body's words."""
+        out: list[Word] = []
+        for word in words:
+            name = re.fullmatch(r"\$\{?([A-Za-z_]\w*)\}?", word.raw)
+            if name is not None and name.group(1) in self.heredocs:
+                out.extend(body_words(self.text, *self.heredocs[name.group(1)]))
+            else:
+                out.append(word)
+        return out
 
     def _assign_all(self, words: list[Word], depth: int) -> None:
         for word in words:
