@@ -5,7 +5,9 @@
 ``distributed_type``; a LLaMA-Factory YAML has ``model_name_or_path`` with ``stage``,
 ``finetuning_type`` or ``template``; TrainingArguments (or TRL's SFTConfig/DPOConfig) written
 as JSON/YAML has fields only the Trainer's arguments have (``per_device_train_batch_size``,
-``output_dir``, ``lr_scheduler_type``). A file that merely shares a few generic key names with
+``output_dir``, ``lr_scheduler_type``); a torchtune recipe config names torchtune components
+(``model: {_component_: torchtune.models.llama3_1.lora_llama3_1_8b}``); a GPT-NeoX argument file
+has NeoX's model and parallelism keys beside DeepSpeed sections. A file that merely shares a few generic key names with
 a training config (a Hydra or Lightning config with ``learning_rate``) must not be mistaken
 for one: then most of its keys have to be keys the tool knows, which the committed schemas tell.
 """
@@ -17,7 +19,8 @@ from pathlib import PurePath
 from typing import Any
 
 # The kinds memlint reads as configs (plus "json"/"yaml" for anything else).
-CONFIG_KINDS = ("deepspeed", "accelerate", "axolotl", "llamafactory", "hf-args")
+CONFIG_KINDS = ("deepspeed", "accelerate", "axolotl", "llamafactory", "llamafactory-v1", "hf-args", "torchtune",
+                "neox")
 
 DEEPSPEED_SIGNATURE = {"zero_optimization", "train_micro_batch_size_per_gpu"}
 DEEPSPEED_KEYS = {
@@ -44,6 +47,12 @@ HF_ARGS_DISTINCTIVE = {
     "optim", "lr_scheduler_type", "warmup_ratio", "logging_steps", "save_strategy", "eval_strategy",
     "max_seq_length", "max_length", "gradient_checkpointing", "activation_checkpointing", "report_to",
 }
+# GPT-NeoX's own arguments (megatron/neox_arguments, written with "_" or "-"): a NeoX file passes
+# its DeepSpeed keys on to DeepSpeed and keeps these for itself
+NEOX_KEYS = {"pipe_parallel_size", "model_parallel_size", "num_layers", "hidden_size", "num_attention_heads",
+             "seq_length", "max_position_embeddings", "pos_emb", "norm", "checkpoint_activations",
+             "tokenizer_type", "vocab_file", "data_path", "train_iters", "partition_activations"}
+NEOX_SIGNATURE = 3
 KNOWN_SHARE = 0.5  # of a TrainingArguments-like file's keys that the schemas must know
 
 _DEEPSPEED_NAME = re.compile(r"^(ds|deepspeed)([_-]?config)?([_-].*)?\.json$|^zero[_-]?(\d|stage).*\.json$", re.I)
@@ -62,6 +71,12 @@ def detect(path: str, syntax: str, value: Any) -> str:
     if not isinstance(value, dict):
         return by_name(name, posix, syntax) or syntax
     keys = {k for k in value if isinstance(k, str)}
+    if syntax == "yaml" and _is_torchtune(value):
+        return "torchtune"
+    if _is_llamafactory_v1(value):
+        return "llamafactory-v1"
+    if len({k.replace("-", "_") for k in keys} & NEOX_KEYS) >= NEOX_SIGNATURE:
+        return "neox"
     if syntax == "json" and keys & DEEPSPEED_SIGNATURE:
         return "deepspeed"
     if keys & ACCELERATE_SIGNATURE and len(keys & ACCELERATE_KEYS) >= 2:
@@ -80,6 +95,18 @@ def detect(path: str, syntax: str, value: Any) -> str:
     if named is not None and (not keys or _known_share(keys, named) >= KNOWN_SHARE):
         return named
     return syntax
+
+
+def _is_torchtune(value: dict) -> bool:
+    from memlint.configs.torchtune import is_torchtune
+
+    return is_torchtune(value)
+
+
+def _is_llamafactory_v1(value: dict) -> bool:
+    from memlint.configs.llamafactory_v1 import is_llamafactory_v1
+
+    return is_llamafactory_v1(value)
 
 
 def by_name(name: str, posix: str, syntax: str) -> str | None:

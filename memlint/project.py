@@ -42,9 +42,10 @@ _EXTENSION = re.compile(r"\.(?:json|ya?ml|py|sh)\b")
 _MODULE_FLAG = re.compile(r"(?<![\w-])(?:-m|--module)(?![\w-])")
 _MODULE_WORD = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 _WORDS_AFTER_MODULE_FLAG = 6  # launcher options may come between the flag and the module
-ENTRY_KINDS = ("python", "axolotl", "llamafactory", "hf-args", "shell")
+ENTRY_KINDS = ("python", "axolotl", "llamafactory", "llamafactory-v1", "hf-args", "torchtune", "shell")
 # kinds whose documents can take part in a training run
-RUN_KINDS = ("python", "deepspeed", "hf-args", "accelerate", "axolotl", "llamafactory", "shell")
+RUN_KINDS = ("python", "deepspeed", "hf-args", "accelerate", "axolotl", "llamafactory", "llamafactory-v1", "torchtune",
+             "shell")
 
 
 @dataclass
@@ -439,6 +440,8 @@ class Project:
             if script is not None:
                 seen.add(self.key(script))
                 for script_facts in script_facts_found:
+                    if script_facts.launches is not None:
+                        continue  # a command in the script's docstring: another run of it
                     overrides = apply_cli(script_facts, facts)
                     linked.append(script_facts)
                     linked.extend(self.linked(script_facts, seen))
@@ -466,6 +469,9 @@ class Project:
         for referrer in self.referrers(path):
             launched_by.extend(self._entries_through(referrer))
         own = [f for f in self.facts(path) if self.kind(path) in ENTRY_KINDS and is_entry(f)]
+        documented = [f for f in own if f.kind == "shell" and f.path == own[0].path]
+        if documented and len(documented) < len(own):
+            own = documented  # the script runs as its docstring says: those options apply
         launchers = [f for f in launched_by if f.launches is not None]
         if launchers and own:
             entries = launchers  # the script runs through its launcher(s): their options apply
@@ -475,7 +481,7 @@ class Project:
         seen_plans = set()
         for facts in entries:
             plan = self.plan_for(facts)
-            marker = (plan.entry, plan.documents)
+            marker = (plan.entry, plan.documents, plan.anchor)
             if marker in seen_plans:
                 continue
             seen_plans.add(marker)

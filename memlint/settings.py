@@ -249,7 +249,9 @@ def load_file(path: Path) -> Settings | None:
 
 def discover(start: Path) -> Settings:
     """The settings that apply to ``start`` (a file or directory): the nearest settings file
-    above it, else defaults rooted at the nearest ``.git`` directory or ``start`` itself."""
+    above it, else defaults rooted at the nearest ``.git`` directory, else at the nearest folder with a
+    project file (``pyproject.toml``, ``setup.cfg``), else at the working directory when ``start`` is in
+    it, else at ``start`` itself."""
     start = start.resolve()
     folder = start if start.is_dir() else start.parent
     for directory in (folder, *folder.parents):
@@ -262,7 +264,30 @@ def discover(start: Path) -> Settings:
     for directory in (folder, *folder.parents):
         if (directory / ".git").exists():
             return Settings(root=directory)
-    return Settings(root=folder)
+    return Settings(root=_root_without_git(folder, _nearest_above(folder, {}, _project_marker)))
+
+
+# Files that mark a project's root when there is no .git (a downloaded checkout, an unpacked archive)
+PROJECT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", "memlint.toml", ".memlint.toml")
+
+
+def _project_marker(directory: Path) -> Path | None:
+    return directory if any((directory / name).is_file() for name in PROJECT_MARKERS) else None
+
+
+def _root_without_git(folder: Path, marked: Path | None) -> Path:
+    """The root of a project that has no .git: the nearest folder with a project file, else the
+    working directory when ``folder`` is inside it (the place a relative path in a launcher is
+    resolved from when people run it), else ``folder`` itself."""
+    if marked is not None:
+        return marked
+    try:
+        cwd = Path.cwd().resolve()
+    except OSError:
+        return folder
+    if cwd == folder or cwd in folder.parents:
+        return cwd
+    return folder
 
 
 class Discovery:
@@ -273,6 +298,7 @@ class Discovery:
     def __init__(self) -> None:
         self._nearest: dict[Path, Settings | None] = {}  # directory -> settings found at or above it
         self._git: dict[Path, Path | None] = {}  # directory -> nearest directory with .git
+        self._marked: dict[Path, Path | None] = {}  # directory -> nearest directory with a project file
         self._answers: dict[Path, Settings] = {}
 
     def __call__(self, start: Path) -> Settings:
@@ -282,7 +308,10 @@ class Discovery:
             folder = folder if folder.is_dir() else folder.parent
             found = self._nearest_settings(folder)
             if found is None:
-                found = Settings(root=self._nearest_git(folder) or folder)
+                root = self._nearest_git(folder)
+                if root is None:
+                    root = _root_without_git(folder, _nearest_above(folder, self._marked, _project_marker))
+                found = Settings(root=root)
             self._answers[start] = found
         return found
 

@@ -9,7 +9,9 @@ LLaMA-Factory's arguments, which include them -- and mean what the same keys mea
 file. So the options are loaded as a mapping, each value converted as a YAML scalar (what
 ``HfArgumentParser`` makes of ``--bf16``, ``--cutoff_len 4096``, ``--gradient_checkpointing True``),
 located at the launcher's words that wrote them, and read by the config extractor of the kind
-the keys make up (``memlint.kinds.detect``: the same test a YAML file passes).
+the keys make up (``memlint.kinds.detect``: the same test a YAML file passes). Options in the
+usual flag names of other training CLIs (OpenRLHF's ``--pretrain``) are read by
+``memlint.configs.usual_flags`` first.
 
 Options read as TrainingArguments are read as plain ``transformers.TrainingArguments``: whether
 the unseen script builds TRL's ``SFTConfig`` (whose defaults differ: checkpointing and bf16 on,
@@ -26,6 +28,7 @@ from memlint import kinds
 from memlint.documents import Document
 from memlint.configs.llamafactory import extract_llamafactory
 from memlint.configs.trainer_args import trainer_args_facts
+from memlint.configs.usual_flags import usual_flags_facts
 from memlint.facts.plan import RunFacts
 from memlint.parsed import ParsedDocument
 from memlint.sources.structured import Structured
@@ -41,6 +44,9 @@ def options_as_config(launcher: RunFacts) -> RunFacts | None:
     TrainingArguments config (None when they make up neither)."""
     if not launcher.cli_args:
         return None
+    usual = usual_flags_facts(launcher)  # OpenRLHF's --pretrain, --micro_train_batch_size, ...
+    if usual is not None:
+        return usual
     value: dict[str, Any] = {}
     ranges = {}
     for key, raw in launcher.cli_args.items():

@@ -24,6 +24,8 @@ SCHEMA_OF_KIND = {
     "accelerate": "accelerate",
     "axolotl": "axolotl",
     "llamafactory": "llamafactory",
+    "torchtune": "torchtune",
+    "neox": "deepspeed",  # a GPT-NeoX argument file: its DeepSpeed sections
 }
 HF_VARIANTS = ("hf-training-arguments", "trl-sft-config", "trl-dpo-config")
 CONFIG_KINDS = frozenset({*SCHEMA_OF_KIND, "hf-args"})
@@ -36,6 +38,7 @@ TOOL = {
     "hf-training-arguments": "TrainingArguments/TRL",
     "trl-sft-config": "TRL SFTConfig",
     "trl-dpo-config": "TRL DPOConfig",
+    "torchtune": "torchtune",
 }
 
 MISSING = object()  # "the schema states no default"

@@ -50,7 +50,12 @@ ON_UNKNOWN = {
     "hf-training-arguments": "HfArgumentParser refuses the file",
     "trl-sft-config": "HfArgumentParser refuses the file",
     "trl-dpo-config": "HfArgumentParser refuses the file",
+    "torchtune": "torchtune's recipes never read it",
 }
+# A torchtune recipe reads the keys it wants from the config; a copied recipe (`tune cp`) or one
+# newer than the schema reads keys the schema does not list, so only a near-certain misspelling
+# of a key the recipes read (`enable_activation_checkpoint`) is reported.
+TORCHTUNE_NEAR = 0.9
 
 # Spellings a tool still accepts although its schema model does not list them: Axolotl strips
 # an ``fsdp_`` prefix from ``fsdp_config`` keys before validating (with a deprecation warning;
@@ -78,7 +83,7 @@ def issues(path: str, kind: str, data: Structured | None) -> list[Issue]:
     cached = _CACHE.get(data)
     if cached is None:
         name = schema_name_for(kind, data.value)
-        found = [] if name is None else list(_Validation(path, name, data).run())
+        found = [] if name is None else list(_Validation(path, name, data, kind).run())
         cached = _CACHE[data] = _with_numbers_out_of_range(data, found)
     return cached
 
@@ -127,13 +132,18 @@ _YAML_NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+$")
 
 
 class _Validation:
-    def __init__(self, path: str, name: str, data: Structured) -> None:
+    def __init__(self, path: str, name: str, data: Structured, kind: str = "") -> None:
         self.file = path
         self.name = name
         self.data = data
         self.root = load_schema(name)
         self.validator = validator(name)
         self.tool = TOOL[name]
+        # a GPT-NeoX argument file holds NeoX's own keys beside the DeepSpeed sections it passes on
+        self.foreign_top_level = kind == "neox"
+        # DeepSpeed's autotuner takes a list of candidates where a value goes ("stage": [0, 1, 2, 3])
+        self.tuning = name == "deepspeed" and isinstance(data.value, dict) and isinstance(
+            data.value.get("autotuning"), dict)
 
     def run(self) -> Iterator[Issue]:
         seen: set[tuple] = set()
@@ -150,6 +160,8 @@ class _Validation:
     def _from_error(self, error: ValidationError) -> Iterator[Issue]:
         path = tuple(error.absolute_path)
         validator_name = error.validator
+        if self.tuning and isinstance(error.instance, list) and path and path[0] != "autotuning":
+            return  # an autotuning space: the tuner tries each value
         if validator_name in ("anyOf", "oneOf") and error.context:
             yield from self._from_alternatives(error)
         elif validator_name in ("additionalProperties", "unevaluatedProperties"):
@@ -215,6 +227,8 @@ class _Validation:
             if prefix and str(key).startswith(prefix) and key[len(prefix):] in known:
                 yield self._deprecated(key_path, key[len(prefix):], instance, "", legacy_prefix=prefix)
                 continue
+            if self.foreign_top_level and not path:
+                continue  # a NeoX argument, not a DeepSpeed key
             if self.name == "deepspeed" and not path and str(key).startswith(("_", "//", "#")):
                 continue  # the JSON comment idiom ("_comment": "..."): DeepSpeed ignores it by design
             if key in removed:
@@ -229,6 +243,12 @@ class _Validation:
                 first = str(key).split("_")[0]
                 near = [k for k in _hf_trainer_keys() if k.split("_")[0] == first]
                 if key in _hf_family_keys() or not _suggest(str(key), set(near), instance)[0]:
+                    continue
+                suggestible = set(near)
+            if self.name == "torchtune" and not path:
+                near = [k for k in known if k not in instance
+                        and difflib.SequenceMatcher(None, str(key).lower(), k.lower()).ratio() >= TORCHTUNE_NEAR]
+                if not near:
                     continue
                 suggestible = set(near)
             yield self._unknown_issue(key_path, key, suggestible, instance, where)

@@ -53,6 +53,8 @@ EXTRACTOR_MODULES: list[str] = [
     "memlint.configs.accelerate",
     "memlint.configs.axolotl",
     "memlint.configs.llamafactory",
+    "memlint.configs.torchtune",
+    "memlint.configs.llamafactory_v1",
     "memlint.facts.script",
     "memlint.facts.launchers",
 ]

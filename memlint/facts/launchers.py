@@ -18,7 +18,9 @@ from memlint.diagnostics import Position, Range
 from memlint.facts.extract import extractor
 from memlint.facts.plan import RunFacts
 from memlint.facts.python_options import option_key
-from memlint.facts.shell_words import Command, Value, Variables, Word, assignment, commands, expand, line_starts
+from memlint.facts.shell_words import (
+    Command, Value, Variables, Word, assignment, body_words, commands, expand, line_starts,
+)
 from memlint.parsed import ParsedDocument
 from memlint.sourced import Location, Sourced
 
@@ -113,11 +115,12 @@ def _parse(launch: _Launch, words: list[Word]) -> _Launch | None:
 class _Shell:
     """One shell script: its variables as the commands set them, and its launch commands."""
 
-    def __init__(self, parsed: ParsedDocument) -> None:
+    def __init__(self, parsed: ParsedDocument, text: str | None = None) -> None:
         self.parsed = parsed
-        self.text = parsed.text
+        self.text = parsed.text if text is None else text
         self.starts = line_starts(self.text)
         self.variables = Variables()
+        self.heredocs: dict[str, tuple[int, int]] = {}  # variable -> its here-document body
 
     def location(self, start: int, end: int) -> Location:
         return Location(self.parsed.path, Range(self._position(start), self._position(end)))
@@ -151,6 +154,10 @@ class _Shell:
         if words and words[0].text in ("read", "unset") and len(words) > 1:
             for word in words[1:]:
                 self.variables.known[word.text] = None
+            names = [w.text for w in words[1:] if re.fullmatch(r"[A-Za-z_]\w*", w.text)]
+            if words[0].text == "read" and command.heredoc is not None and names:
+                # read -r -d '' CMD <<EOF ... EOF, then `deepspeed --module $CMD` (OpenRLHF's scripts)
+                self.heredocs[names[-1]] = command.heredoc
             return None
         prefix = 0
         while prefix < len(words) and assignment(words[prefix]) is not None:
@@ -158,10 +165,21 @@ class _Shell:
         if prefix == len(words):
             self._assign_all(words, command.depth)
             return None
-        launch = _find_launch(words[prefix:])
+        launch = _find_launch(self._spliced(words[prefix:]))
         if launch is None or launch.script is None:
             return None
         return self._facts(launch)
+
+    def _spliced(self, words: list[Word]) -> list[Word]:
+        """An unquoted ``$VAR`` that a here-document set stands for the body's words."""
+        out: list[Word] = []
+        for word in words:
+            name = re.fullmatch(r"\$\{?([A-Za-z_]\w*)\}?", word.raw)
+            if name is not None and name.group(1) in self.heredocs:
+                out.extend(body_words(self.text, *self.heredocs[name.group(1)]))
+            else:
+                out.append(word)
+        return out
 
     def _assign_all(self, words: list[Word], depth: int) -> None:
         for word in words:
@@ -324,6 +342,50 @@ def _included_devices(text: str) -> int | None:
             return None
         total += len(ids)
     return total or None
+
+
+# a line of prose that starts a launch command (after an optional `$ ` prompt)
+_COMMAND_START = re.compile(
+    r"^[ \t]*(?:\$[ \t]+)?(?:[A-Z_][A-Z0-9_]*=\S*[ \t]+)*(?:srun[ \t]+|nohup[ \t]+)?"
+    r"(?:python3?(?:\.\d+)?|torchrun|deepspeed|accelerate[ \t]+launch)(?=[ \t])", re.M)
+_DOCSTRING = re.compile(r'\A(?:[ \t]*(?:#[^\n]*)?\n)*[ \t]*[rRuU]?("""|\'\'\')(?P<body>.*?)\1', re.S)
+
+
+def command_lines(text: str, start: int = 0, end: int | None = None) -> str:
+    """``text`` with everything but the launch commands between ``start`` and ``end`` blanked
+    (offsets kept, so each fact is located in the real file): a command starts at a line that
+    runs a launcher and goes on over lines ending in a backslash."""
+    end = len(text) if end is None else end
+    kept = [" " if c not in "\n" else c for c in text]
+    for match in _COMMAND_START.finditer(text, start, end):
+        position = match.start()
+        while position < end:
+            line_end = text.find("\n", position, end)
+            line_end = end if line_end < 0 else line_end
+            kept[position:line_end] = text[position:line_end]
+            if not text[position:line_end].rstrip().endswith("\\"):
+                break
+            position = line_end + 1
+    return "".join(kept)
+
+
+def documented_launches(parsed: ParsedDocument) -> list[RunFacts]:
+    """The commands a script's module docstring gives for running it (TRL's examples:
+    ``python trl/scripts/kto.py --model_name_or_path ... --per_device_train_batch_size 16``),
+    each a launch of this very file, whatever folder the command names it in."""
+    found = _DOCSTRING.match(parsed.text)
+    if found is None or not parsed.text:
+        return []
+    own = parsed.path.replace("\\", "/").rsplit("/", 1)[-1]
+    text = command_lines(parsed.text, found.start("body"), found.end("body"))
+    out = []
+    for facts in _Shell(parsed, text).run():
+        launched = facts.launches
+        if launched is None or str(launched.value).rsplit("/", 1)[-1] != own:
+            continue
+        facts.launches = Sourced(own, launched.origin, f"{launched.note} (the command in its docstring)")
+        out.append(facts)
+    return out
 
 
 @extractor("shell")

@@ -77,6 +77,10 @@ def extract_script(parsed: ParsedDocument) -> list[RunFacts]:
         script_loops.finish(ctx)
         if ctx.training:
             runs.append(ctx.facts)
+    if runs:
+        from memlint.facts.launchers import documented_launches
+
+        runs.extend(documented_launches(parsed))
     return runs
 
 

@@ -33,6 +33,7 @@ class Word:
 class Command:
     words: list[Word]
     depth: int  # how many if/for/while/case blocks enclose it
+    heredoc: tuple[int, int] | None = None  # offsets of its here-document's body (``read VAR <<EOF``)
 
 
 @dataclass(frozen=True)
@@ -117,10 +118,14 @@ def commands(text: str) -> list[Command]:
     depth = 0
     index = 0
     heredoc: str | None = None
+    reader: Command | None = None  # the command the here-document is the input of
+    body_start = 0
     while index < len(lines):
         if heredoc is not None:
             if lines[index].strip() == heredoc:
-                heredoc = None
+                if reader is not None:
+                    reader.heredoc = (body_start, max(starts[index] - 1, body_start))
+                heredoc = reader = None
             index += 1
             continue
         words = None
@@ -140,7 +145,18 @@ def commands(text: str) -> list[Command]:
             if command:
                 out.append(Command(command, command_depth))
         heredoc = _heredoc_end(words)
+        if heredoc is not None and out and index < len(lines):
+            reader, body_start = out[-1], starts[index]
     return out
+
+
+def body_words(text: str, start: int, end: int) -> list[Word]:
+    """The words of a here-document's body (continuation lines joined), at their offsets."""
+    clean = text[start:end].replace("\\\r\n", "   ").replace("\\\n", "  ")
+    try:
+        return _words(clean, start)
+    except ValueError:
+        return []
 
 
 def _split(words: list[Word]) -> list[list[Word]]:

@@ -58,7 +58,7 @@ class MissingConfigReference(Rule):
     code = "CFG015"
     name = "missing-config-reference"
     severity = Severity.WARNING
-    kinds = frozenset({"axolotl", "llamafactory", "hf-args", "accelerate", "python", "shell"})
+    kinds = frozenset({"axolotl", "llamafactory", "llamafactory-v1", "hf-args", "accelerate", "python", "shell"})
 
     VALID = (
         Example(_AXOLOTL, path="qwen-14b.yml", files={"deepspeed_configs/zero3_bf16.json": _ZERO3}),

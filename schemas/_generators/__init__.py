@@ -62,4 +62,11 @@ TARGETS: tuple[Target, ...] = (
         modules=("axolotl",),
         build=_lazy("axolotl_config"),
     ),
+    Target(
+        name="torchtune",
+        package="torchtune",
+        outputs=("torchtune.schema.json",),
+        modules=("torchtune", "recipes"),
+        build=_lazy("torchtune_config"),
+    ),
 )

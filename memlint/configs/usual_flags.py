@@ -1,0 +1,89 @@
+"""The usual argparse flags of training CLIs outside the project, read as the run they state.
+
+``deepspeed --module openrlhf.cli.train_dpo --pretrain meta-llama/Meta-Llama-3-8B --zero_stage 3
+--micro_train_batch_size 1 --max_len 4096 --bf16 --gradient_checkpointing`` runs an entry point
+installed with its framework: memlint cannot read its parser, but the flag names are the
+framework's own, documented ones. The table below is OpenRLHF's (``openrlhf/cli/train_sft.py``,
+``train_dpo.py``, ``train_rm.py``): the flat names of its releases up to 0.9 and the dotted ones of
+its later releases (``--model.model_name_or_path``, ``--train.micro_batch_size``, ``--ds.zero_stage``).
+OpenRLHF trains with DeepSpeed, so ``--bf16`` (``--ds.param_dtype bf16``) is DeepSpeed's bf16 (fp32
+master weights). Each fact is located at the launcher's word that wrote it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from memlint.facts.hf_args import _targets
+from memlint.facts.names import ATTENTION
+from memlint.facts.plan import RunFacts
+from memlint.sourced import Sourced
+
+
+def _count(text: str) -> int | None:
+    return int(text) if text.isdigit() and int(text) >= 1 else None
+
+
+def _stage(text: str) -> int | None:
+    return int(text) if text in ("0", "1", "2", "3") else None
+
+
+def _flag(text: str) -> bool | None:
+    return {"true": True, "false": False}.get(text.lower())
+
+
+# flag (as ``option_key`` spells it) -> (fact, conversion of the written text)
+FLAGS: dict[str, tuple[str, Callable[[str], Any]]] = {
+    "pretrain": ("model", str),
+    "model.model_name_or_path": ("model", str),
+    "micro_train_batch_size": ("micro_batch", _count),
+    "train.micro_batch_size": ("micro_batch", _count),
+    "max_len": ("seq_len", _count),
+    "data.max_len": ("seq_len", _count),
+    "zero_stage": ("zero_stage", _stage),
+    "ds.zero_stage": ("zero_stage", _stage),
+    "gradient_checkpointing": ("grad_ckpt", lambda t: int(_flag(t)) if _flag(t) is not None else None),
+    "model.gradient_checkpointing_enable": ("grad_ckpt", lambda t: int(_flag(t)) if _flag(t) is not None else None),
+    "adam_offload": ("offload_optimizer", _flag),
+    "ds.adam_offload": ("offload_optimizer", _flag),
+    "lora_rank": ("lora_r", _count),
+    "ds.lora.rank": ("lora_r", _count),
+    "target_modules": ("lora_targets", _targets),
+    "ds.lora.target_modules": ("lora_targets", _targets),
+    "load_in_4bit": ("quantization", lambda t: "nf4" if _flag(t) else None),
+    "ds.load_in_4bit": ("quantization", lambda t: "nf4" if _flag(t) else None),
+    "bf16": ("ds_bf16", _flag),
+    "ds.param_dtype": ("ds_bf16", lambda t: True if t == "bf16" else None),
+    "flash_attn": ("attention", lambda t: "flash" if _flag(t) else None),
+    "attn_implementation": ("attention", lambda t: ATTENTION.get(t)),
+    "ds.attn_implementation": ("attention", lambda t: ATTENTION.get(t)),
+    "max_norm": ("grad_clip", lambda t: float(t) if t.replace(".", "", 1).isdigit() else None),
+    "use_liger_kernel": ("fused_loss", _flag),
+    "ds.use_liger_kernel": ("fused_loss", _flag),
+}
+MODEL_FLAGS = ("pretrain", "model.model_name_or_path")
+RUN_FLAGS = ("micro_train_batch_size", "train.micro_batch_size", "zero_stage", "ds.zero_stage", "max_len",
+             "data.max_len")
+
+
+def usual_flags_facts(launcher: RunFacts) -> RunFacts | None:
+    """The run a launcher's options state in the usual flag names (None unless they name a model
+    and some of the run: a model flag alone is no training command)."""
+    args = launcher.cli_args
+    if not any(k in args for k in MODEL_FLAGS) or not any(k in args for k in RUN_FLAGS):
+        return None
+    facts = RunFacts(launcher.path, "shell", anchor=launcher.anchor)
+    script = launcher.launches.value if launcher.launches is not None else "the script"
+    facts.framework = Sourced("deepspeed", None, f"the usual training flags passed to {script} (not in the project)")
+    for key, (name, convert) in FLAGS.items():
+        written = args.get(key)
+        if written is None or getattr(facts, name) is not None:
+            continue
+        try:
+            value = convert(str(written.value))
+        except (TypeError, ValueError):
+            value = None
+        if value is None or (name == "lora_r" and value == 0):
+            continue
+        setattr(facts, name, Sourced(value, written.origin, f"--{key}"))
+    return facts
