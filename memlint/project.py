@@ -110,6 +110,9 @@ def links_of(facts: "list[RunFacts]") -> tuple[str, ...]:
     return tuple(out)
 
 
+
+_FROM_IMPORT = re.compile(r"^\s*from\s+([A-Za-z_][\w.]*)\s+import\b", re.MULTILINE)
+
 class Project:
     def __init__(self, settings: Settings, snapshot: bool = False) -> None:
         self.settings = settings
@@ -445,12 +448,13 @@ class Project:
                     overrides = apply_cli(script_facts, facts)
                     linked.append(script_facts)
                     linked.extend(self.linked(script_facts, seen))
-            if not script_facts_found:
+            if not script_facts_found and (script is None or self._delegates_to_project_module(script)):
                 # a framework's entry point outside the project (installed with the framework, run
-                # as a module), or a script in the project that trains through an import
-                # (FastChat's train_mem.py calls fastchat.train.train.train()): its options still
-                # state the run when they read as a training config. A preprocessing step's
-                # options do not, and the run then trains nothing (TrainingPlan.trains).
+                # as a module), or a script in the project that trains through an import of the
+                # project's own code (FastChat's train_mem.py calls fastchat.train.train.train()):
+                # its options still state the run when they read as a training config. A script
+                # that trains nothing and calls none of the project's code (a tokenization step)
+                # states no run, whatever its options are named.
                 from memlint.configs.command_line import options_as_config
 
                 options = options_as_config(facts)
@@ -458,6 +462,19 @@ class Project:
                     linked.append(options)
         linked.extend(self.linked(facts, seen))
         return merge(entry, linked, overrides)
+
+    def _delegates_to_project_module(self, script: Path) -> bool:
+        """Whether ``script`` imports from a package or module of this project (``from pkg.mod
+        import train`` with ``pkg/`` or ``pkg.py`` under the project root)."""
+        try:
+            text = self.document(script).text
+        except (OSError, ValueError):
+            return False
+        for match in _FROM_IMPORT.finditer(text):
+            top = match.group(1).split(".")[0]
+            if top and ((self.root / top).is_dir() or (self.root / f"{top}.py").is_file()):
+                return True
+        return False
 
     def runs_for(self, path: str | Path, context: RunContext) -> list[ResolvedRun]:
         """Every run ``path`` takes part in: as an entry, or linked from an entry."""

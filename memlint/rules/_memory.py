@@ -68,21 +68,27 @@ def describe_dominant(budget: Budget) -> str:
 
 
 def resting_assumptions(ctx: RuleContext, run: ResolvedRun) -> list:
-    """The assumed facts an out-of-memory verdict rests on: an assumed sequence length,
-    micro-batch or GPU count always could be otherwise; assumed plain data parallelism only
-    when sharding across the same GPUs would make the run fit."""
+    """The assumed facts an out-of-memory verdict rests on: an assumed sequence length or
+    micro-batch always could be otherwise; an assumed GPU count (of a sharded run) only when a
+    full node of 8 would make the run fit; assumed plain data parallelism only when sharding
+    across the same GPUs would."""
     from memlint.estimate import Sharding, estimate_training
 
+    truths = {"parallelism": {"sharding": Sharding.ZERO3}, "world_size": {"world_size": FULL_NODE}}
     out = []
     for assumed in run.assumed:
-        if assumed.fact == "parallelism":
+        truth = truths.get(assumed.fact)
+        if truth is not None:
             if run.arch is None or run.setup is None or ctx.capacity is None:
                 continue
-            sharded = estimate_training(run.arch, run.setup.but(sharding=Sharding.ZERO3), ctx.capacity)
-            if sharded.fits is False:
-                continue  # it would not fit sharded either: the verdict stands
+            if estimate_training(run.arch, run.setup.but(**truth), ctx.capacity).fits is False:
+                continue  # it would not fit with the likelier truth either: the verdict stands
         out.append(assumed)
     return out
+
+
+#: the GPU count an unknown sharded run is tried at: one full node
+FULL_NODE = 8
 
 
 def assumption_clause(assumed: list) -> str:

@@ -129,3 +129,23 @@ def test_a_preprocessing_script_in_the_project_is_not_read_as_training_options(t
               "--per_device_train_batch_size 8 --output_dir data/tokenized\n")
     run = _run(tmp_path, {"run.sh": launch, "scripts/tokenize.py": script})
     assert run.plan.get("model") is None and run.setup is None
+
+
+def test_a_script_that_trains_through_the_projects_own_module_takes_the_launch_options(tmp_path):
+    """FastChat's train_mem.py only imports ``train`` from the project's package and calls it:
+    the options of the launch state the run. The tokenization step above, which calls none of
+    the project's code, still states none."""
+    train_mem = (
+        "from fastchat.train.llama2_flash_attn_monkey_patch import replace_llama_attn_with_flash_attn\n"
+        "replace_llama_attn_with_flash_attn()\n\n"
+        "from fastchat.train.train import train\n\n"
+        "if __name__ == \"__main__\":\n    train()\n"
+    )
+    launch = ("torchrun --nproc_per_node=4 --master_port=20001 fastchat/train/train_mem.py \\\n"
+              "    --model_name_or_path meta-llama/Llama-2-7b-hf --bf16 True \\\n"
+              "    --per_device_train_batch_size 2 --gradient_accumulation_steps 16 \\\n"
+              "    --model_max_length 2048 --gradient_checkpointing True --output_dir output_vicuna\n")
+    run = _run(tmp_path, {"run.sh": launch, "fastchat/train/train_mem.py": train_mem,
+                          "fastchat/train/__init__.py": "", "fastchat/__init__.py": ""})
+    assert run.plan.value("model") == "meta-llama/Llama-2-7b-hf"
+    assert run.plan.value("micro_batch") == 2

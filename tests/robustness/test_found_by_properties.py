@@ -68,7 +68,16 @@ def test_python_syntax_error_past_the_end_of_the_line_stays_inside_it(tmp_path: 
 def test_launcher_positions_after_a_lone_carriage_return(tmp_path: Path):
     # shrunk from a mutated tests/real_runs/dschat387-* run.sh: a stray \r in a comment
     script = "#!/bin/bash\n# modifi\red run\ndeepspeed --num_gpus 1 main.py --per_device_train_batch_size 8\n"
-    result = lint_tree(tmp_path, {"run.sh": script, "main.py": "import deepspeed\n"})
+    # main.py trains (an engine step), so the launch is a run memlint judges (a launcher whose
+    # script trains nothing gets no memory verdict)
+    main = ("import argparse\nimport deepspeed\nfrom transformers import AutoModelForCausalLM\n\n"
+            "parser = argparse.ArgumentParser()\nparser.add_argument('--per_device_train_batch_size', type=int)\n"
+            "args = parser.parse_args()\n"
+            "model = AutoModelForCausalLM.from_pretrained('meta-llama/Llama-3.1-8B')\n"
+            "engine, _, loader, _ = deepspeed.initialize(model=model, config={'train_micro_batch_size_per_gpu': "
+            "args.per_device_train_batch_size})\n"
+            "for batch in loader:\n    loss = engine(**batch).loss\n    engine.backward(loss)\n    engine.step()\n")
+    result = lint_tree(tmp_path, {"run.sh": script, "main.py": main, "memlint.toml": 'gpu = "a10g"\n'})
     found = [d for d in result.diagnostics if d.path.endswith("run.sh")]
     assert found, "the launcher is reported"
     lines = document_lines(tmp_path / "run.sh")
