@@ -102,17 +102,15 @@ class OutOfMemory(Rule):
     )
 
     def check(self, ctx) -> Iterator[Finding]:
-        if ctx.capacity is None:
-            return
         for run in ctx.runs:
-            budget = ctx.budget(run)
+            cap = ctx.capacity_for(run)
+            budget = ctx.budget(run) if cap is not None else None
             if budget is None or budget.fits is not False:
                 continue
-            cap = ctx.capacity
             assumed = resting_assumptions(ctx, run)
             message = (
                 f"estimated peak {gib(budget.peak_bytes)} per GPU exceeds the {gib(cap.usable_bytes)} "
-                f"usable on {cap.gpu_name} (largest part: {describe_dominant(budget)})"
+                f"usable on {cap.gpu_name}{ctx.gpu_origin(run)} (largest part: {describe_dominant(budget)})"
                 f"{fix_hint(ctx, run)}{assumption_clause(assumed)}"
             )
             yield memory_finding(ctx, run, budget, message, assumed, Severity.WARNING if assumed else None)
