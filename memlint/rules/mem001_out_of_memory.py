@@ -58,8 +58,12 @@ class OutOfMemory(Rule):
     assumption and where to state the truth.
 
     ## Settings
-    The target GPU comes from ``gpu`` in ``[tool.memlint]`` or ``--gpu``; ``gpus`` gives the GPU
-    count when no launcher states it; ``seq-len`` the sequence length when the code has none;
+    The target GPU comes from ``gpu`` in ``[tool.memlint]`` or ``--gpu``; when neither names one,
+    from the infrastructure file the project commits to ask for it — a slurm script's
+    ``#SBATCH --gres=gpu:a100:8``, a SkyPilot task's ``accelerators: A100:8``, a Kubernetes
+    manifest's ``nvidia.com/gpu`` limit with a node selector naming the product, a Modal app's
+    ``gpu="H100:8"`` — and the finding names that file and line. ``gpus`` gives the GPU
+    count when no launcher (or infrastructure file) states it; ``seq-len`` the sequence length when the code has none;
     ``cuda-context-gib`` and ``fragmentation`` what the usable memory leaves out.
     """
 
