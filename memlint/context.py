@@ -39,14 +39,37 @@ class RuleContext:
     def structured(self):
         return self.parsed.structured
 
+    def capacity_for(self, run: ResolvedRun) -> Capacity | None:
+        """The GPU ``run`` is judged against: the settings' (``gpu``, ``--gpu``) when they name
+        one, else the one an infrastructure file of the project requests for it."""
+        if self.capacity is not None or run.gpu is None:
+            return self.capacity
+        return _infrastructure_capacity(run.gpu.gpu, self.settings.cuda_context_gib, self.settings.headroom,
+                                        self.settings.fragmentation)
+
+    def gpu_origin(self, run: ResolvedRun) -> str:
+        """`` (requested by `#SBATCH --gres=gpu:a100:8` in job.slurm:4)`` when the GPU
+        came from a file, for the memory findings' messages."""
+        if self.capacity is not None or run.gpu is None:
+            return ""
+        return f" (requested by {run.gpu.describe(str(self.settings.root.resolve()))})"
+
     def budget(self, run: ResolvedRun) -> Budget | None:
-        return _budget(run, self.capacity)
+        return _budget(run, self.capacity_for(run))
 
     def suggestions(self, run: ResolvedRun) -> "list[Suggestion]":
         budget = self.budget(run)
         if budget is None or run.arch is None or run.setup is None:
             return []
-        return _suggestions(run, self.capacity)
+        return _suggestions(run, self.capacity_for(run))
+
+
+@functools.lru_cache(maxsize=64)
+def _infrastructure_capacity(gpu, context_gib: float, headroom: float, fragmentation: float) -> Capacity:
+    from memlint.estimate import capacity_for
+    from memlint.units import GiB
+
+    return capacity_for(gpu, int(context_gib * GiB), headroom, fragmentation)
 
 
 @functools.lru_cache(maxsize=256)

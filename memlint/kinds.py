@@ -20,7 +20,7 @@ from typing import Any
 
 # The kinds memlint reads as configs (plus "json"/"yaml" for anything else).
 CONFIG_KINDS = ("deepspeed", "accelerate", "axolotl", "llamafactory", "llamafactory-v1", "hf-args", "torchtune",
-                "neox")
+                "neox", "composer")
 
 DEEPSPEED_SIGNATURE = {"zero_optimization", "train_micro_batch_size_per_gpu"}
 DEEPSPEED_KEYS = {
@@ -75,6 +75,8 @@ def detect(path: str, syntax: str, value: Any) -> str:
         return "torchtune"
     if _is_llamafactory_v1(value):
         return "llamafactory-v1"
+    if syntax == "yaml" and _is_composer(value):
+        return "composer"
     if len({k.replace("-", "_") for k in keys} & NEOX_KEYS) >= NEOX_SIGNATURE:
         return "neox"
     if syntax == "json" and keys & DEEPSPEED_SIGNATURE:
@@ -101,6 +103,12 @@ def _is_torchtune(value: dict) -> bool:
     from memlint.configs.torchtune import is_torchtune
 
     return is_torchtune(value)
+
+
+def _is_composer(value: dict) -> bool:
+    from memlint.configs.composer import is_composer
+
+    return is_composer(value)
 
 
 def _is_llamafactory_v1(value: dict) -> bool:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -42,10 +42,10 @@ _EXTENSION = re.compile(r"\.(?:json|ya?ml|py|sh)\b")
 _MODULE_FLAG = re.compile(r"(?<![\w-])(?:-m|--module)(?![\w-])")
 _MODULE_WORD = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 _WORDS_AFTER_MODULE_FLAG = 6  # launcher options may come between the flag and the module
-ENTRY_KINDS = ("python", "axolotl", "llamafactory", "llamafactory-v1", "hf-args", "torchtune", "shell")
+ENTRY_KINDS = ("python", "axolotl", "llamafactory", "llamafactory-v1", "hf-args", "torchtune", "composer", "shell")
 # kinds whose documents can take part in a training run
 RUN_KINDS = ("python", "deepspeed", "hf-args", "accelerate", "axolotl", "llamafactory", "llamafactory-v1", "torchtune",
-             "shell")
+             "composer", "shell")
 
 
 @dataclass
@@ -128,6 +128,7 @@ class Project:
         self._records: dict[str, DocumentRecord] = {}  # seeded: known without parsing
         self._files: frozenset[str] | None = None  # absolute paths known to be regular files
         self._names: dict[str, str] = {}  # key -> the path a file was walked as
+        self._infrastructure: list | None = None  # the GPUs the project's infrastructure files request
 
     # ----------------------------------------------------------------- documents
 
@@ -186,6 +187,7 @@ class Project:
             self._records.pop(self.key(path), None)
         self._candidates = None
         self._mentions = None
+        self._infrastructure = None
         self._referrers.clear()
 
     def document(self, path: str | Path) -> Document:
@@ -504,8 +506,61 @@ class Project:
             seen_plans.add(marker)
             if key not in {self.key(d) for d in plan.documents}:
                 continue
-            runs.append(resolve(plan, context, Path(plan.entry).parent))
+            infra = self._gpu_for(plan) if context.gpu is None else None
+            run_context = context
+            if infra is not None and context.world_size is None and plan.get("world_size") is None and infra.count:
+                run_context = replace(context, world_size=infra.count)
+            run = resolve(plan, run_context, Path(plan.entry).parent)
+            if infra is not None:
+                run.gpu = infra
+                stated = f", {infra.count} GPUs" if run_context is not context else ""
+                run.assumptions.append(f"target GPU: {infra.gpu.name}{stated}, requested by {infra.describe(str(self.root))}")
+            runs.append(run)
         return runs
+
+    # ----------------------------------------------------------------- target GPU
+
+    def infrastructure(self) -> list:
+        """The GPUs the project's infrastructure files request (slurm scripts, SkyPilot tasks,
+        Kubernetes manifests, Modal apps): one text pass over the project, kept until invalidated."""
+        from memlint.facts.infrastructure import read
+
+        if self._infrastructure is None:
+            found = []
+            with reads.paused():
+                for candidate in self.candidates():
+                    key = self.key(candidate)
+                    text = self._overlays.get(key) or self._read_for_scan(candidate)
+                    if text and ("#SBATCH" in text or "accelerators" in text or "nvidia.com/gpu" in text
+                                 or ("modal" in text and "gpu" in text)):
+                        infra = read(str(candidate), text)
+                        if infra is not None:
+                            found.append((infra, reads.digest(text, None)))
+            self._infrastructure = found
+        return self._infrastructure
+
+    def _gpu_for(self, plan: TrainingPlan):
+        """The infrastructure GPU a run is judged against: the one its own documents request (a
+        slurm script that launches it), else one whose file names the run's entry script, else the
+        project's when all its infrastructure files request the same GPU."""
+        found = self.infrastructure()
+        if not found:
+            return None
+        documents = {self.key(d) for d in plan.documents}
+        entry_name = Path(plan.entry).name
+        own = [(i, d) for i, d in found if self.key(i.origin.path) in documents]
+        naming = [(i, d) for i, d in found if entry_name in self.mentions_of(i.origin.path)]
+        for group in (own, naming, found):
+            if group and len({i.gpu.id for i, _ in group}) == 1:
+                infra, digest = group[0]
+                reads.document(self.key(infra.origin.path), digest)
+                return infra
+        return None
+
+    def mentions_of(self, path: str) -> tuple[str, ...]:
+        """The file names one document mentions (its own text, not the project index)."""
+        text = self._overlays.get(self.key(path)) or self._read_for_scan(Path(path)) or ""
+        return tuple(name.rsplit("/", 1)[-1] for line in _lines_naming_files(text) for name in _FILE_NAME.findall(line))
 
 
 def is_entry(facts: RunFacts) -> bool:

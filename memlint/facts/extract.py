@@ -55,6 +55,7 @@ EXTRACTOR_MODULES: list[str] = [
     "memlint.configs.llamafactory",
     "memlint.configs.torchtune",
     "memlint.configs.llamafactory_v1",
+    "memlint.configs.composer",
     "memlint.facts.script",
     "memlint.facts.launchers",
 ]

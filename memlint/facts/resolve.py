@@ -80,6 +80,9 @@ class ResolvedRun:
     # deciding facts no document states (a subset of what ``assumptions`` explains)
     assumed: list[Assumed] = field(default_factory=list)
     problem_fact: Sourced[Any] | None = None
+    # the GPU an infrastructure file of the project requests (memlint.facts.infrastructure), when
+    # the settings name none: the run is judged against it and its findings name the file
+    gpu: Any = None
 
 
 def _precision(plan: TrainingPlan, arch: Architecture) -> tuple[Precision, Sourced | None, str | None]:

@@ -79,9 +79,10 @@ def resting_assumptions(ctx: RuleContext, run: ResolvedRun) -> list:
     for assumed in run.assumed:
         truth = truths.get(assumed.fact)
         if truth is not None:
-            if run.arch is None or run.setup is None or ctx.capacity is None:
+            capacity = ctx.capacity_for(run)
+            if run.arch is None or run.setup is None or capacity is None:
                 continue
-            if estimate_training(run.arch, run.setup.but(**truth), ctx.capacity).fits is False:
+            if estimate_training(run.arch, run.setup.but(**truth), capacity).fits is False:
                 continue  # it would not fit with the likelier truth either: the verdict stands
         out.append(assumed)
     return out
@@ -109,6 +110,9 @@ def memory_finding(ctx: RuleContext, run: ResolvedRun, budget: Budget, message: 
         "suggestions": [s.to_json() for s in suggestions],
         "entry": run.plan.entry,
     }
+    if ctx.capacity is None and run.gpu is not None:
+        data["gpu"] = {"id": run.gpu.gpu.id, "count": run.gpu.count, "file": run.gpu.origin.path,
+                       "line": run.gpu.origin.range.start.line, "said": run.gpu.said}
     if assumed:
         data["assumed"] = [{"fact": a.fact, "value": a.value, "where": a.where} for a in assumed]
     return Finding(range=where.range, path=where.path, message=message, data=data, severity=severity)

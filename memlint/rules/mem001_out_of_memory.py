@@ -58,8 +58,12 @@ class OutOfMemory(Rule):
     assumption and where to state the truth.
 
     ## Settings
-    The target GPU comes from ``gpu`` in ``[tool.memlint]`` or ``--gpu``; ``gpus`` gives the GPU
-    count when no launcher states it; ``seq-len`` the sequence length when the code has none;
+    The target GPU comes from ``gpu`` in ``[tool.memlint]`` or ``--gpu``; when neither names one,
+    from the infrastructure file the project commits to ask for it — a slurm script's
+    ``#SBATCH --gres=gpu:a100:8``, a SkyPilot task's ``accelerators: A100:8``, a Kubernetes
+    manifest's ``nvidia.com/gpu`` limit with a node selector naming the product, a Modal app's
+    ``gpu="H100:8"`` — and the finding names that file and line. ``gpus`` gives the GPU
+    count when no launcher (or infrastructure file) states it; ``seq-len`` the sequence length when the code has none;
     ``cuda-context-gib`` and ``fragmentation`` what the usable memory leaves out.
     """
 
@@ -102,17 +106,15 @@ class OutOfMemory(Rule):
     )
 
     def check(self, ctx) -> Iterator[Finding]:
-        if ctx.capacity is None:
-            return
         for run in ctx.runs:
-            budget = ctx.budget(run)
+            cap = ctx.capacity_for(run)
+            budget = ctx.budget(run) if cap is not None else None
             if budget is None or budget.fits is not False:
                 continue
-            cap = ctx.capacity
             assumed = resting_assumptions(ctx, run)
             message = (
                 f"estimated peak {gib(budget.peak_bytes)} per GPU exceeds the {gib(cap.usable_bytes)} "
-                f"usable on {cap.gpu_name} (largest part: {describe_dominant(budget)})"
+                f"usable on {cap.gpu_name}{ctx.gpu_origin(run)} (largest part: {describe_dominant(budget)})"
                 f"{fix_hint(ctx, run)}{assumption_clause(assumed)}"
             )
             yield memory_finding(ctx, run, budget, message, assumed, Severity.WARNING if assumed else None)

@@ -54,17 +54,15 @@ class LittleHeadroom(Rule):
     )
 
     def check(self, ctx) -> Iterator[Finding]:
-        cap = ctx.capacity
-        if cap is None:
-            return
         for run in ctx.runs:
-            budget = ctx.budget(run)
+            cap = ctx.capacity_for(run)
+            budget = ctx.budget(run) if cap is not None else None
             if budget is None or budget.fits is not True or budget.comfortable:
                 continue
             share = budget.peak_bytes / cap.usable_bytes * 100
             message = (
                 f"estimated peak {gib(budget.peak_bytes)} per GPU is {share:.0f}% of the {gib(cap.usable_bytes)} "
-                f"usable on {cap.gpu_name}, inside the last {cap.headroom_fraction:.0%} "
+                f"usable on {cap.gpu_name}{ctx.gpu_origin(run)}, inside the last {cap.headroom_fraction:.0%} "
                 f"(largest part: {describe_dominant(budget)}){fix_hint(ctx, run, 'frees')}"
             )
             assumed = resting_assumptions(ctx, run)

@@ -52,9 +52,9 @@ class CannotEstimate(Rule):
     )
 
     def check(self, ctx) -> Iterator[Finding]:
-        if ctx.capacity is None:
-            return
         for run in ctx.runs:
+            if ctx.capacity_for(run) is None:
+                continue
             if run.problem is None or not run.trains:
                 continue  # estimated, or nothing to estimate: the run trains nothing
             where = run.problem_fact.origin if run.problem_fact and run.problem_fact.origin else run.plan.anchor

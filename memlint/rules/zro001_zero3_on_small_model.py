@@ -96,13 +96,14 @@ class ZeroThreeOnSmallModel(Rule):
     )
 
     def check(self, ctx) -> Iterator[Finding]:
-        cap = ctx.capacity
-        floor = ""
-        if cap is None:
-            cap = capacity_for(lookup_gpu(FLOOR_GPU), int(ctx.settings.cuda_context_gib * GiB), ctx.settings.headroom)
-            floor = (f"; no target GPU is set, so this is judged against {cap.gpu_name}, the smallest usual training "
-                     "card (set `gpu` in [tool.memlint] or pass --gpu to judge against yours)")
         for run in ctx.runs:
+            cap = ctx.capacity_for(run)
+            floor = ""
+            if cap is None:
+                cap = capacity_for(lookup_gpu(FLOOR_GPU), int(ctx.settings.cuda_context_gib * GiB),
+                                   ctx.settings.headroom)
+                floor = (f"; no target GPU is set, so this is judged against {cap.gpu_name}, the smallest usual "
+                         "training card (set `gpu` in [tool.memlint] or pass --gpu to judge against yours)")
             setup, arch = run.setup, run.arch
             if setup is None or arch is None or setup.sharding not in _LIGHTER or setup.world_size < 2:
                 continue

@@ -1,0 +1,40 @@
+"""Composer / llm-foundry train YAMLs read as their own kind, with the run they define."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memlint.engine import run_context
+from memlint.kinds import detect
+from memlint.project import Project
+from memlint.settings import Settings
+import yaml
+
+
+
+def _text() -> str:
+    # llm-foundry scripts/train/yamls/finetune layout: variables, ${...} interpolations, fsdp_config
+    return (Path(__file__).parent / "data" / "llm_foundry_finetune.yaml").read_text(encoding="utf-8")
+
+
+def test_llm_foundry_finetune_yaml_is_composer_and_states_its_run(tmp_path: Path):
+    text = _text()
+    assert detect("finetune.yaml", "yaml", yaml.safe_load(text)) == "composer"
+    (tmp_path / ".git").mkdir()
+    path = tmp_path / "yamls" / "finetune.yaml"
+    path.parent.mkdir()
+    path.write_text(text, encoding="utf-8")
+    settings = Settings(root=tmp_path).with_overrides(gpu="h100", gpus=8, cache=False)
+    [run] = Project(settings).runs_for(path, run_context(settings))
+    plan = run.plan
+    assert plan.value("model") == "meta-llama/Llama-3.1-8B"
+    assert plan.value("micro_batch") == 8 and plan.get("micro_batch").origin.range.start.line == 50
+    assert plan.value("seq_len") == 2048  # ${variables.max_seq_len}
+    assert plan.value("mixed") == "bf16" and plan.value("fsdp") == "full" and plan.value("grad_ckpt") == 1
+    assert plan.value("optimizer") == "adamw"
+    assert run.problem is None and run.setup is not None
+
+
+def test_a_hydra_config_with_a_model_block_is_not_composer():
+    near = {"model": {"name": "resnet50", "pretrained": True}, "precision": "amp_bf16", "trainer": {"max_epochs": 3}}
+    assert detect("config.yaml", "yaml", near) != "composer"
