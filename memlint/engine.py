@@ -68,6 +68,8 @@ class Linter:
         self.project = project or Project(settings)
         self.rules: list[Rule] = [cls() for code, cls in all_rules().items() if settings.enabled(code)]
         self.internal_errors: list[str] = []
+        # the language server: a run's memory verdict also in each document of the run
+        self.verdicts_everywhere = False
 
     def lint_path(self, path: str | Path) -> list[Diagnostic]:
         with collector_paused():  # see memlint.collector: a third of a big file's lint otherwise
@@ -97,7 +99,23 @@ class Linter:
                 self._internal(f"rule {rule.code} on {path}: {type(error).__name__}: {error}")
                 if "MEMLINT_DEBUG" in os.environ:
                     traceback.print_exc()
+        if self.verdicts_everywhere and runs:
+            findings += self._verdicts_here(findings, runs, parsed.path, ctx)
         return self._diagnostics(parsed.path, parsed.document.syntax, parsed.text, findings)
+
+    def _verdicts_here(self, findings, runs, path: str, ctx) -> list:
+        from memlint.verdicts import mirrored
+
+        out = []
+        for rule, finding in findings:
+            try:
+                here = mirrored(rule.code, finding, runs, path, self.project.key, ctx.budget)
+            except (RecursionError, ValueError, TypeError, KeyError) as error:
+                self._internal(f"placing {rule.code} in {path}: {type(error).__name__}: {error}")
+                continue
+            if here is not None:
+                out.append((rule, here))
+        return out
 
     def _internal(self, message: str) -> None:
         self.internal_errors.append(message)

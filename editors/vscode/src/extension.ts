@@ -1,4 +1,5 @@
-// memlint for VS Code: starts `memlint lsp` and hands it Python, JSON and YAML files.
+// memlint for VS Code: starts `memlint lsp` and hands it Python, JSON, YAML and shell files
+// (and memlint's settings files).
 // Everything else (diagnostics, hovers, estimates, quick fixes, settings) is the server's.
 
 import { execFile } from "child_process";
@@ -89,6 +90,10 @@ async function start(context: vscode.ExtensionContext): Promise<void> {
       { scheme: "file", language: "json" },
       { scheme: "file", language: "jsonc" },
       { scheme: "file", language: "yaml" },
+      // launchers (`accelerate launch`, `deepspeed`, `torchrun` in run.sh) and the settings files
+      { scheme: "file", language: "shellscript" },
+      { scheme: "file", pattern: "**/*.{slurm,sbatch}" },
+      { scheme: "file", pattern: "**/{pyproject,memlint,.memlint}.toml" },
     ],
     outputChannel: output,
     initializationOptions: { settings: vscode.workspace.getConfiguration("memlint") },
