@@ -68,8 +68,9 @@ class Linter:
         self.project = project or Project(settings)
         self.rules: list[Rule] = [cls() for code, cls in all_rules().items() if settings.enabled(code)]
         self.internal_errors: list[str] = []
-        # the language server: a run's memory verdict also in each document of the run
-        self.verdicts_everywhere = False
+        # the language server's view: a run's memory verdict also in each document of the run,
+        # and its suggestions with the edits that make them (memlint.verdicts, memlint.suggestion_edits)
+        self.editor_view = False
 
     def lint_path(self, path: str | Path) -> list[Diagnostic]:
         with collector_paused():  # see memlint.collector: a third of a big file's lint otherwise
@@ -99,9 +100,39 @@ class Linter:
                 self._internal(f"rule {rule.code} on {path}: {type(error).__name__}: {error}")
                 if "MEMLINT_DEBUG" in os.environ:
                     traceback.print_exc()
-        if self.verdicts_everywhere and runs:
+        if self.editor_view and runs:
+            findings = self._with_edits(findings, runs, ctx)
             findings += self._verdicts_here(findings, runs, parsed.path, ctx)
         return self._diagnostics(parsed.path, parsed.document.syntax, parsed.text, findings)
+
+    def _with_edits(self, findings, runs, ctx) -> list:
+        """Each memory finding's suggestions with the edits that make them true."""
+        from dataclasses import replace
+
+        from memlint.suggestion_edits import edits_json, suggestion_edits
+        from memlint.verdicts import VERDICT_CODES
+
+        def read(path: str) -> str | None:
+            try:
+                return self.project.parsed(path).text
+            except (OSError, ValueError, UnicodeDecodeError):
+                return None
+
+        out = []
+        for rule, finding in findings:
+            run = next((r for r in runs if r.plan.entry == finding.data.get("entry")), None)
+            listed = finding.data.get("suggestions")
+            if rule.code in VERDICT_CODES and run is not None and listed:
+                try:
+                    made = [edits_json(suggestion_edits(s, run, read)) for s in ctx.suggestions(run)]
+                except (RecursionError, ValueError, TypeError, KeyError, IndexError) as error:
+                    self._internal(f"edits of {rule.code}'s suggestions: {type(error).__name__}: {error}")
+                    made = []
+                if len(made) == len(listed):
+                    listed = [{**s, "edits": e} if e else s for s, e in zip(listed, made)]
+                    finding = replace(finding, data={**finding.data, "suggestions": listed})
+            out.append((rule, finding))
+        return out
 
     def _verdicts_here(self, findings, runs, path: str, ctx) -> list:
         from memlint.verdicts import mirrored

@@ -115,18 +115,39 @@ def _rule_url(code: str) -> str | None:
     return rule.url() if rule is not None else None
 
 
-def _suggestions(data: dict[str, Any]) -> list[dict[str, Any]]:
+def _suggestions(data: dict[str, Any], edits_of: Callable[[list], list | None]) -> list[dict[str, Any]]:
     out = []
     for s in data.get("suggestions") or []:
         if not isinstance(s, dict) or not s.get("change"):
             continue
-        out.append({
+        suggestion = {
             "change": str(s["change"]),
             "how": str(s.get("how") or ""),
             "saves_gib": round(float(s.get("saves_bytes") or 0) / GiB, 1),
             "peak_gib": round(float(s.get("peak_bytes") or 0) / GiB, 1),
             "fits": s.get("fits"),
-        })
+        }
+        edits = edits_of(s.get("edits") or [])
+        if edits:
+            suggestion["edits"] = edits
+        out.append(suggestion)
+    return out
+
+
+def _placed_edits(edits: list, here: str, lines: Sequence[str], codec: PositionCodec,
+                  lines_of: Callable[[str], Sequence[str] | None]) -> list[dict[str, Any]] | None:
+    """A suggestion's edits (memlint ranges, any file) in client units; None when one of them
+    cannot be placed exactly (its file is unreadable): a partial change is never offered."""
+    out = []
+    for edit in edits:
+        try:
+            path, rng, new_text = str(edit["path"]), Range.of(*edit["range"]), str(edit["new_text"])
+        except (KeyError, TypeError, ValueError):
+            return None
+        target = lines if same_file(path, here) else lines_of(path)
+        if target is None:
+            return None
+        out.append({"uri": uri_of(path), "range": range_json(to_lsp_range(codec, target, rng)), "newText": new_text})
     return out
 
 
@@ -159,7 +180,8 @@ def to_lsp_diagnostic(
                 "safe": diagnostic.fix.applicability == "safe",
                 "edits": edits,
             }
-    suggestions = _suggestions(diagnostic.data)
+    suggestions = _suggestions(diagnostic.data,
+                               lambda edits: _placed_edits(edits, diagnostic.path, lines, codec, lines_of))
     if suggestions:
         data["suggestions"] = suggestions
     related = None

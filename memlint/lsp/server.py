@@ -684,6 +684,7 @@ def create_server(debounce: float = DEFAULT_DEBOUNCE_SECONDS) -> MemlintServer:
         only = params.context.only
         versions = {d.uri: d.version for d in ls.documents.values()}
         out: list[types.CodeAction] = []
+        ignores: list[types.CodeAction] = []  # after every fix: never the first choice
         for diagnostic in params.context.diagnostics:
             if not actions.is_ours(diagnostic):
                 continue
@@ -691,16 +692,17 @@ def create_server(debounce: float = DEFAULT_DEBOUNCE_SECONDS) -> MemlintServer:
                 fix = actions.fix_action(diagnostic, versions, ls.edit_support)
                 if fix is not None:
                     out.append(fix)
+            if actions.wanted(actions.SUGGESTION_KIND, only):
+                out.extend(actions.suggestion_actions(diagnostic, versions, ls.edit_support))
+            if actions.wanted(types.CodeActionKind.QuickFix, only):
                 syntax = diagnostic.data.get("syntax") if isinstance(diagnostic.data, dict) else None
                 if syntax == "json":
                     action = await ignore_in_file(ls, doc, diagnostic)
                 else:
                     action = actions.ignore_line_action(diagnostic, uri, doc.text, doc.version, ls.codec, ls.edit_support)
                 if action is not None:
-                    out.append(action)
-            if actions.wanted(actions.SUGGESTION_KIND, only):
-                out.extend(actions.suggestion_actions(diagnostic))
-        return out
+                    ignores.append(action)
+        return out + ignores
 
     async def ignore_in_file(ls: MemlintServer, doc: OpenDocument, diagnostic: types.Diagnostic):
         try:

@@ -111,7 +111,7 @@ class Session:
         merged = layer(file_settings, editor)
         if linter is None:
             linter = Linter(merged)
-            linter.verdicts_everywhere = True  # the verdict in every open document of a run
+            linter.editor_view = True  # verdicts in every open document of a run, fixes that edit
             for open_path, text in self._texts.items():
                 linter.project.set_overlay(open_path, text)
             self._linters[key] = linter

@@ -86,3 +86,93 @@ def test_the_extension_starts_for_every_kind_memlint_reads():
     assert {"onLanguage:shellscript", "onLanguage:toml"} <= set(manifest["activationEvents"])
     source = (ROOT / "editors" / "vscode" / "src" / "extension.ts").read_text()
     assert 'language: "shellscript"' in source
+
+
+async def actions_for(client, document_uri: str, diagnostic: types.Diagnostic) -> list[types.CodeAction]:
+    result = await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=document_uri),
+        range=diagnostic.range,
+        context=types.CodeActionContext(diagnostics=[diagnostic]),
+    ))
+    return list(result or [])
+
+
+@pytest.mark.asyncio
+async def test_mem001_fix_edits_the_launcher_flags_and_clears_the_finding(client: LanguageClient):
+    """From train.py, the fix changes run.sh's micro-batch and accumulation together."""
+    project = client.project
+    train_uri = open_document(client, project / "train.py")
+    oom = only(await diagnostics(client, train_uri, lambda d: "MEM001" in codes(d)), "MEM001")
+    offered = await actions_for(client, train_uri, oom)
+    titles = [a.title for a in offered]
+    assert titles[-1] == "Ignore MEM001 on this line" and not offered[-1].is_preferred, titles
+    assert all("— fits" in t for t in titles[:-1]), titles  # offloading alone does not fit: not offered
+    micro = next(a for a in offered if "micro-batch 2 with 8x gradient accumulation" in a.title)
+    assert micro.is_preferred and micro.edit is not None
+    edits, _ = edits_by_uri(micro.edit)
+    run_sh = project / "run.sh"
+    assert set(edits) == {uri(run_sh)}
+    fixed = apply_text_edits(run_sh.read_text(), edits[uri(run_sh)])
+    assert "--per_device_train_batch_size 2 \\\n    --gradient_accumulation_steps 8 \\\n" in fixed  # 8 x 2 = 2 x 8
+    # the changes that need more than a value (more GPUs, LoRA) only explain themselves
+    assert all(a.edit is None and a.command is not None for a in offered if "LoRA" in a.title)
+
+    run_uri = open_document(client, run_sh)
+    await diagnostics(client, run_uri, lambda d: "MEM001" in codes(d))
+    replace_all(client, run_uri, fixed, version=2)
+    await diagnostics(client, run_uri, lambda d: "MEM001" not in codes(d))
+    await diagnostics(client, train_uri, lambda d: "MEM001" not in codes(d))
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("example, name, fixed_lines", [
+    ("axolotl-qlora-4090", "qlora-long.yml", ["micro_batch_size: 1", "gradient_accumulation_steps: 4"]),
+])
+async def test_mem001_fix_edits_yaml_keys(client: LanguageClient, tmp_path: Path, example, name, fixed_lines):
+    folder = tmp_path / example
+    shutil.copytree(EXAMPLES / example, folder)
+    path = folder / name
+    document_uri = open_document(client, path)
+    oom = only(await diagnostics(client, document_uri, lambda d: "MEM001" in codes(d)), "MEM001")
+    fix = next(a for a in await actions_for(client, document_uri, oom) if a.is_preferred)
+    edits, _ = edits_by_uri(fix.edit)
+    fixed = apply_text_edits(path.read_text(), edits[document_uri])
+    assert all(line in fixed.splitlines() for line in fixed_lines), fixed
+    replace_all(client, document_uri, fixed, version=2)
+    await diagnostics(client, document_uri, lambda d: "MEM001" not in codes(d))
+
+
+SFT_SCRIPT = """\
+from transformers import AutoModelForCausalLM, TrainingArguments, Trainer
+
+model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.1-8B", torch_dtype="bfloat16")
+args = TrainingArguments(
+    output_dir="out",
+    per_device_train_batch_size=16,
+    gradient_checkpointing=True,
+    bf16=True,
+)
+trainer = Trainer(model=model, args=args, train_dataset=None)
+trainer.train()
+"""
+
+
+@pytest.mark.asyncio
+async def test_mem001_fix_adds_the_accumulation_a_trainingarguments_call_leaves_unset(client: LanguageClient):
+    path = client.project / "finetune.py"
+    path.write_text(SFT_SCRIPT)
+    document_uri = open_document(client, path)
+    oom = only(await diagnostics(client, document_uri, lambda d: "MEM001" in codes(d)), "MEM001")
+    offered = await actions_for(client, document_uri, oom)
+    micro = next(a for a in offered if "gradient accumulation" in a.title)
+    assert micro.is_preferred
+    edits, _ = edits_by_uri(micro.edit)
+    fixed = apply_text_edits(SFT_SCRIPT, edits[document_uri])
+    batch_line = next(line for line in fixed.splitlines() if "per_device_train_batch_size" in line)
+    import re
+
+    micro_batch, accumulation = map(int, re.search(
+        r"per_device_train_batch_size=(\d+), gradient_accumulation_steps=(\d+),", batch_line).groups())
+    assert micro_batch * accumulation == 16  # the effective batch is unchanged
+    replace_all(client, document_uri, fixed, version=2)
+    await diagnostics(client, document_uri, lambda d: "MEM001" not in codes(d))
