@@ -203,8 +203,9 @@ class MemlintServer(LanguageServer):
         return (markdown, target.range) if markdown else None
 
     def _labels_job(self, texts: dict[str, str], path: str):
-        _, estimates = self._estimates_job(texts, path)
-        return lenses.run_labels(estimates, path, same_file)
+        scope, estimates = self._estimates_job(texts, path)
+        labels = lenses.run_labels(estimates, path, same_file)
+        return self.session.last_good.labels(path, scope.linter.project.parsed(path), labels)
 
     def _settings_edit_job(self, texts: dict[str, str], path: str, code: str):
         self.session.sync(texts)

@@ -18,6 +18,7 @@ from memlint.context import RuleContext
 from memlint.diagnostics import Diagnostic
 from memlint.engine import Linter, capacity_of, expand, run_context
 from memlint.facts.resolve import ResolvedRun
+from memlint.lsp.last_good import LastGood
 from memlint.lsp.settings import EditorSettings, layer
 from memlint.settings import SETTINGS_FILES, Settings, SettingsError, discover
 
@@ -69,6 +70,7 @@ class Session:
         self._linters: dict[tuple, Linter] = {}
         self._texts: dict[str, str] = {}  # open documents: resolved path -> buffer text
         self._signatures: dict[str, tuple] = {}  # resolved path -> what its facts said last time
+        self.last_good = LastGood()  # carried over a transient syntax error
 
     # ----------------------------------------------------------------- settings
 
@@ -130,6 +132,7 @@ class Session:
         key = str(Path(path).resolve())
         if text is None:
             self._texts.pop(key, None)
+            self.last_good.forget(key)
         else:
             self._texts[key] = text
         for linter in self._linters.values():
@@ -183,6 +186,8 @@ class Session:
             return LintOutcome([], scope)
         linter = scope.linter
         diagnostics = linter.lint_path(path)
+        if str(Path(path).resolve()) in self._texts:  # an open buffer: keep findings over a syntax error
+            diagnostics = self.last_good.diagnostics(str(Path(path).resolve()), linter.project.parsed(path), diagnostics)
         errors = list(linter.internal_errors)
         linter.internal_errors.clear()
         return LintOutcome(diagnostics, scope, self._changed_dependents(scope, path), errors)

@@ -176,3 +176,38 @@ async def test_mem001_fix_adds_the_accumulation_a_trainingarguments_call_leaves_
     assert micro_batch * accumulation == 16  # the effective batch is unchanged
     replace_all(client, document_uri, fixed, version=2)
     await diagnostics(client, document_uri, lambda d: "MEM001" not in codes(d))
+
+
+@pytest.mark.asyncio
+async def test_a_transient_syntax_error_keeps_the_findings_and_the_estimate(client: LanguageClient):
+    """Typing `x = (` above the run: the syntax error shows, MEM001 stays (one line lower),
+    the code lens stays, marked stale, and all is fresh again once the line is finished."""
+    path = client.project / "finetune.py"
+    path.write_text(SFT_SCRIPT)
+    document_uri = open_document(client, path)
+    before = only(await diagnostics(client, document_uri, lambda d: "MEM001" in codes(d)), "MEM001")
+    assert before.range.start.line == 5
+
+    async def lens_titles():
+        found = await client.text_document_code_lens_async(
+            types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=document_uri)))
+        return [(lens.range.start.line, lens.command.title) for lens in found]
+
+    [(lens_line, title)] = await lens_titles()
+    assert "does not fit" in title
+
+    lines = SFT_SCRIPT.splitlines(keepends=True)
+    broken = "".join(lines[:2] + ["x = (\n"] + lines[2:])
+    replace_all(client, document_uri, broken, version=2)
+    found = await diagnostics(client, document_uri, lambda d: "SYN001" in codes(d))
+    assert codes(found) == ["MEM001", "SYN001"]
+    assert only(found, "MEM001").range.start.line == 6  # moved with its line
+    assert only(found, "MEM001").message == before.message
+    [(stale_line, stale_title)] = await lens_titles()
+    assert stale_line == lens_line + 1 and stale_title.startswith(title) and "stale" in stale_title
+
+    finished = "".join(lines[:2] + ["x = (1)\n"] + lines[2:])
+    replace_all(client, document_uri, finished, version=3)
+    found = await diagnostics(client, document_uri, lambda d: "SYN001" not in codes(d))
+    assert codes(found) == ["MEM001"]
+    assert all("stale" not in t for _, t in await lens_titles())
