@@ -61,7 +61,29 @@ WATCHED_GLOBS = (
 
 class MemlintProtocol(LanguageServerProtocol):
     """Answers a request whose params do not fit the protocol with an error instead of
-    leaving the client waiting (pygls logs it and drops it)."""
+    leaving the client waiting (pygls logs it and drops it); cancellations and superseded
+    versions, normal while typing, are logged at debug."""
+
+    # a request the client cancelled or the server gave up on (the buffer changed under it)
+    CANCELLED = (types.LSPErrorCodes.ServerCancelled, types.LSPErrorCodes.RequestCancelled)
+
+    def _handle_cancel_notification(self, msg_id):
+        """A cancel for a request already answered: normal while typing, not a warning."""
+        if msg_id not in self._request_futures:
+            logger.debug("cancel of %s: answered already", msg_id)
+            return
+        super()._handle_cancel_notification(msg_id)
+
+    def _send_handler_result(self, future, *, msg_id):
+        """A request superseded by a newer version is answered with its error, logged at debug
+        (pygls logs any JsonRpcException with a traceback)."""
+        error = None if future.cancelled() else future.exception()
+        if isinstance(error, JsonRpcException) and error.code in self.CANCELLED:
+            self._request_futures.pop(msg_id, None)
+            logger.debug("request %s: %s", msg_id, error.message)
+            self._send_response(msg_id, error=error.to_response_error())
+            return
+        super()._send_handler_result(future, msg_id=msg_id)
 
     def structure_message(self, data: dict[str, Any]):
         try:

@@ -211,3 +211,35 @@ async def test_a_transient_syntax_error_keeps_the_findings_and_the_estimate(clie
     found = await diagnostics(client, document_uri, lambda d: "SYN001" not in codes(d))
     assert codes(found) == ["MEM001"]
     assert all("stale" not in t for _, t in await lens_titles())
+
+
+@pytest.mark.asyncio
+async def test_cancellations_and_superseded_versions_are_not_warnings(client: LanguageClient, capfd):
+    """Ordinary typing: late cancels and pulls the next keystroke supersedes leave no warning
+    and no traceback in the log (the server logs at WARNING by default)."""
+    import asyncio
+
+    from pygls.exceptions import JsonRpcException
+
+    path = client.project / "finetune.py"
+    path.write_text(SFT_SCRIPT)
+    document_uri = open_document(client, path)
+    await diagnostics(client, document_uri, lambda d: "MEM001" in codes(d))
+    client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=987654))  # answered long ago
+    superseded = 0
+    for version in range(2, 8):
+        pull = asyncio.ensure_future(client.text_document_diagnostic_async(
+            types.DocumentDiagnosticParams(text_document=types.TextDocumentIdentifier(uri=document_uri))))
+        await asyncio.sleep(0)
+        replace_all(client, document_uri, SFT_SCRIPT + f"# edit {version}\n", version=version)
+        try:
+            await pull
+        except JsonRpcException as error:  # what VS Code asks again for
+            assert error.code == types.LSPErrorCodes.ServerCancelled
+            superseded += 1
+        except AttributeError:  # a push client: no pulls
+            break
+    await diagnostics(client, document_uri, lambda d: "MEM001" in codes(d))
+    await asyncio.sleep(0.3)  # the server's stderr is forwarded asynchronously
+    log = capfd.readouterr().err
+    assert "Cancel notification" not in log and "Traceback" not in log, log
