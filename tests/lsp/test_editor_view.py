@@ -77,6 +77,8 @@ async def test_the_runs_verdict_shows_in_the_script_the_launcher_runs(client: La
         types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=train_uri)))
     assert [lens.range.start.line for lens in lenses] == [in_train.range.start.line]
     assert "does not fit" in lenses[0].command.title
+    # the editor's session keeps its state in memory: nothing lands in the project (git status)
+    assert not list(project.rglob(".memlint_cache"))
 
 
 def test_the_extension_starts_for_every_kind_memlint_reads():
