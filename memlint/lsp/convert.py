@@ -110,6 +110,32 @@ def range_from_json(data: dict[str, Any]) -> types.Range:
     )
 
 
+# what stands before a short value when it is a setting: ``--flag 8``, ``name=8``, ``key: 8``,
+# ``"key": 8`` (a positional argument or a list item is left alone)
+_SETTING_BEFORE = re.compile(r'(?:--[\w.-]+(?:\s+|=)|[A-Za-z_][\w.-]*\s*[:=]\s*|"[^"\n]+"\s*:\s*)$')
+_VALUE_CHAR = re.compile(r"[\w.+-]")
+SHORT_RANGE = 3  # characters: a range shorter than this is a barely visible squiggle
+
+
+def widened(rng: Range, lines: Sequence[str]) -> Range:
+    """A range of a character or two (``8`` in ``--per_device_train_batch_size 8``) widened to
+    its whole value and the setting it is the value of, so the squiggle can be seen."""
+    if rng.start.line != rng.end.line or rng.end.column - rng.start.column >= SHORT_RANGE:
+        return rng
+    if not 1 <= rng.start.line <= len(lines):
+        return rng
+    text = lines[rng.start.line - 1]
+    start, end = rng.start.column, max(rng.end.column, rng.start.column)
+    while end < len(text) and _VALUE_CHAR.match(text[end]):
+        end += 1
+    setting = _SETTING_BEFORE.search(text[:start])
+    if setting is not None:
+        start = setting.start()
+    if (start, end) == (rng.start.column, rng.end.column):
+        return rng
+    return Range(Position(rng.start.line, start), Position(rng.end.line, end))
+
+
 def _rule_url(code: str) -> str | None:
     rule = all_rules().get(code)
     return rule.url() if rule is not None else None
@@ -197,7 +223,7 @@ def to_lsp_diagnostic(
             ))
     url = _rule_url(diagnostic.code)
     return types.Diagnostic(
-        range=to_lsp_range(codec, lines, diagnostic.range),
+        range=to_lsp_range(codec, lines, widened(diagnostic.range, lines)),
         message=diagnostic.message,
         severity=SEVERITY.get(diagnostic.severity, types.DiagnosticSeverity.Warning),
         code=diagnostic.code,

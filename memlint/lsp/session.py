@@ -62,6 +62,23 @@ def is_settings_file(path: str | Path) -> bool:
     return Path(path).name in SETTINGS_FILES
 
 
+def _undecodable_on_disk(path: str, text: str) -> bool:
+    """Is ``text`` an editor's UTF-8 reading (U+FFFD for each bad byte) of a file memlint
+    reads in no encoding (a Latin-1 YAML)? Its buffer would lint clean where ``memlint check``
+    reports SYN002."""
+    if "\ufffd" not in text:
+        return False
+    from memlint.documents import decode
+
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return False
+    if data.decode("utf-8", errors="replace") != text:
+        return False  # edited since: the buffer is what the user means
+    return decode(data, path)[1] is not None
+
+
 class Session:
     def __init__(self, folders: list[Path] | None = None) -> None:
         self.folders: list[Path] = [f.resolve() for f in folders or []]
@@ -130,6 +147,8 @@ class Session:
     def set_text(self, path: str | Path, text: str | None) -> None:
         """An open document's buffer (None: closed, the file on disk counts again)."""
         key = str(Path(path).resolve())
+        if text is not None and _undecodable_on_disk(key, text):
+            text = None  # the editor shows the file mis-decoded: lint the file, as the CLI does (SYN002)
         if text is None:
             self._texts.pop(key, None)
             self.last_good.forget(key)

@@ -71,6 +71,19 @@ async def test_the_runs_verdict_shows_in_the_script_the_launcher_runs(client: La
     run_uri = open_document(client, project / "run.sh")
     in_run = only(await diagnostics(client, run_uri, lambda d: "MEM001" in codes(d)), "MEM001")
     assert in_run.range.start.line == 6 and "run decided at" not in in_run.message
+    # the squiggle underlines the whole setting, not the one character `8`
+    run_line = (project / "run.sh").read_text().splitlines()[6]
+    squiggled = run_line[in_run.range.start.character:in_run.range.end.character]
+    assert squiggled == "--per_device_train_batch_size 8"
+
+    # the hover over the trainer: the verdict first, the table after
+    trainer_line = next(i for i, line in enumerate(train_lines) if "SFTTrainer(" in line)
+    hover = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=train_uri),
+        position=types.Position(trainer_line, train_lines[trainer_line].index("SFTTrainer") + 2)))
+    sheet = hover.contents.value
+    assert sheet.startswith("**✗ Does not fit on NVIDIA H100"), sheet[:200]
+    assert sheet.index("GiB short") < sheet.index("| component | GiB |")
 
     # and the code lens with the estimate is in train.py too, on the verdict's line
     lenses = await client.text_document_code_lens_async(
@@ -245,3 +258,22 @@ async def test_cancellations_and_superseded_versions_are_not_warnings(client: La
     await asyncio.sleep(0.3)  # the server's stderr is forwarded asynchronously
     log = capfd.readouterr().err
     assert "Cancel notification" not in log and "Traceback" not in log, log
+
+
+@pytest.mark.asyncio
+async def test_a_latin1_yaml_gets_the_finding_the_cli_gives(client: LanguageClient):
+    """VS Code opens a Latin-1 file as UTF-8 (U+FFFD for each bad byte); the server lints the
+    file as `memlint check` reads it and reports the same SYN002."""
+    path = client.project / "args.yaml"
+    data = "# Entra\u00eenement\nmodel_name_or_path: meta-llama/Llama-3.1-8B\nper_device_train_batch_size: 4\n"
+    path.write_bytes(data.encode("latin-1"))
+    document_uri = open_document(client, path, text=path.read_bytes().decode("utf-8", errors="replace"))
+    found = await diagnostics(client, document_uri, lambda d: "SYN002" in codes(d))
+    assert "not valid UTF-8" in only(found, "SYN002").message
+
+    import subprocess
+    import sys
+
+    cli = subprocess.run([sys.executable, "-m", "memlint", "check", "--no-cache", str(path)],
+                         capture_output=True, text=True, cwd=client.project)
+    assert f"SYN002 [warning] {only(found, 'SYN002').message}" in cli.stdout, cli.stdout
