@@ -160,7 +160,7 @@ def _suggestions(data: dict[str, Any], edits_of: Callable[[list], list | None]) 
     return out
 
 
-def _placed_edits(edits: list, here: str, lines: Sequence[str], codec: PositionCodec,
+def placed_edits(edits: list, here: str, lines: Sequence[str], codec: PositionCodec,
                   lines_of: Callable[[str], Sequence[str] | None]) -> list[dict[str, Any]] | None:
     """A suggestion's edits (memlint ranges, any file) in client units; None when one of them
     cannot be placed exactly (its file is unreadable): a partial change is never offered."""
@@ -207,7 +207,7 @@ def to_lsp_diagnostic(
                 "edits": edits,
             }
     suggestions = _suggestions(diagnostic.data,
-                               lambda edits: _placed_edits(edits, diagnostic.path, lines, codec, lines_of))
+                               lambda edits: placed_edits(edits, diagnostic.path, lines, codec, lines_of))
     if suggestions:
         data["suggestions"] = suggestions
     related = None

@@ -31,9 +31,10 @@ from pygls.protocol import LanguageServerProtocol
 from memlint import __version__
 from memlint.collector import IdleCollection, collector_paused
 from memlint.documents import LINTED_SUFFIXES
-from memlint.lsp import actions, hover as hovers, lens as lenses
+from memlint.lsp import actions, budget_view as budget_views, hover as hovers, lens as lenses
 from memlint.lsp.convert import (
     path_of,
+    placed_edits,
     same_file,
     split_lines,
     to_lsp_diagnostic,
@@ -42,6 +43,7 @@ from memlint.lsp.convert import (
     uri_of,
 )
 from memlint.lsp.debounce import Debouncer
+from memlint.lsp.last_good import is_broken
 from memlint.lsp.per_file_ignores import ignore_in_settings
 from memlint.lsp.session import Session, is_settings_file
 from memlint.lsp.settings import RUN_ON_SAVE, EditorSettings, parse_editor_settings
@@ -53,6 +55,7 @@ CONFIGURATION_TIMEOUT_SECONDS = 5.0
 # buffers this long are linted on open and save only: each lint of them holds the GIL for seconds
 LARGE_DOCUMENT_LINES = 20_000
 SHOW_BUDGET_COMMAND = "memlint.showBudget"
+BUDGET_VIEW_COMMAND = "memlint.budgetView"  # the budget page of a document's runs (VS Code's webview)
 WATCHED_GLOBS = (
     "**/pyproject.toml", "**/memlint.toml", "**/.memlint.toml",
     "**/*.json", "**/*.yaml", "**/*.yml", "**/*.py", "**/*.sh",
@@ -228,6 +231,22 @@ class MemlintServer(LanguageServer):
         scope, estimates = self._estimates_job(texts, path)
         labels = lenses.run_labels(estimates, path, same_file)
         return self.session.last_good.labels(path, scope.linter.project.parsed(path), labels)
+
+    def _budget_view_job(self, texts: dict[str, str], path: str):
+        scope, estimates = self._estimates_job(texts, path)
+        project = scope.linter.project
+        lines = self._lines_of(texts, path) or [""]
+
+        def read(other: str) -> str | None:
+            try:
+                return project.parsed(other).text
+            except (OSError, ValueError):
+                return None
+
+        def place(edits: list) -> list | None:
+            return placed_edits(edits, path, lines, self.codec, partial(self._lines_of, texts))
+
+        return budget_views.budget_view(estimates, path, read, place, stale=is_broken(project.parsed(path)))
 
     def _settings_edit_job(self, texts: dict[str, str], path: str, code: str):
         self.session.sync(texts)
@@ -691,6 +710,19 @@ def create_server(debounce: float = DEFAULT_DEBOUNCE_SECONDS) -> MemlintServer:
         if sheet:
             ls.log(sheet)
         ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=f"memlint: {label}"))
+
+    @server.command(BUDGET_VIEW_COMMAND)
+    async def budget_view(ls: MemlintServer, *arguments: Any) -> dict | None:
+        document_uri = arguments[0] if arguments and isinstance(arguments[0], str) else None
+        doc = ls.documents.get(document_uri) if document_uri else None
+        if doc is None:
+            return None
+        await ls.until_configured()
+        try:
+            return await ls.on_lint_thread(ls._budget_view_job, ls.snapshot(), doc.path)
+        except Exception as error:
+            ls.log(f"memlint: budget view of {doc.path} failed: {type(error).__name__}: {error}", types.MessageType.Error)
+            return None
 
     # ---------------------------------------------------------------- code actions
 

@@ -277,3 +277,35 @@ async def test_a_latin1_yaml_gets_the_finding_the_cli_gives(client: LanguageClie
     cli = subprocess.run([sys.executable, "-m", "memlint", "check", "--no-cache", str(path)],
                          capture_output=True, text=True, cwd=client.project)
     assert f"SYN002 [warning] {only(found, 'SYN002').message}" in cli.stdout, cli.stdout
+
+
+@pytest.mark.asyncio
+async def test_the_budget_view_shows_the_run_and_applies_a_change(client: LanguageClient):
+    """The page the VS Code webview shows (memlint.budgetView): the verdict, the phases, the
+    changes that fit with an Apply button each that has an edit; applying one clears MEM001."""
+    import re
+
+    project = client.project
+    train_uri = open_document(client, project / "train.py")
+    await diagnostics(client, train_uri, lambda d: "MEM001" in codes(d))
+    view = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="memlint.budgetView", arguments=[train_uri]))
+    page = view["html"]
+    assert "✗ Does not fit on NVIDIA H100" in page and 'data-phase="optimizer_step"' in page
+    buttons = [int(i) for i in re.findall(r'data-apply="(\d+)"', page)]
+    assert buttons and all(view["edits"][i] for i in buttons)
+    assert all(view["edits"][i] is None for i in range(len(view["edits"])) if i not in buttons)
+    micro = next(i for i in buttons if re.search(rf'micro-batch 2 with 8x[^<]*<span[^>]*>[^\n]*data-apply="{i}"', page))
+    run_sh = project / "run.sh"
+    (target_uri, text_edits), = view["edits"][micro].items()
+    assert target_uri == uri(run_sh)
+    edits = [types.TextEdit(range=types.Range(types.Position(**e["range"]["start"]), types.Position(**e["range"]["end"])),
+                            new_text=e["newText"]) for e in text_edits]
+    run_uri = open_document(client, run_sh)
+    await diagnostics(client, run_uri, lambda d: "MEM001" in codes(d))
+    replace_all(client, run_uri, apply_text_edits(run_sh.read_text(), edits), version=2)
+    await diagnostics(client, run_uri, lambda d: "MEM001" not in codes(d))  # an editor pulls the changed one
+    await diagnostics(client, train_uri, lambda d: "MEM001" not in codes(d))
+    after = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="memlint.budgetView", arguments=[train_uri]))
+    assert "✓ Fits on NVIDIA H100" in after["html"] or "! Fits on NVIDIA H100" in after["html"]
