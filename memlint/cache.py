@@ -95,7 +95,9 @@ class ResultCache:
             tag = self.directory / "CACHEDIR.TAG"
             if not tag.exists():
                 tag.write_text(CACHEDIR_TAG, encoding="utf-8")
-                (self.directory / ".gitignore").write_text("# created by memlint\n*\n", encoding="utf-8")
+            ignore = self.directory / ".gitignore"
+            if not ignore.exists():  # also in a cache an older memlint made: never in git status
+                ignore.write_text("# created by memlint\n*\n", encoding="utf-8")
             live_digests = {entry[2] for entry in self._stats.values()}
             data = {
                 "format": FORMAT,

@@ -66,6 +66,9 @@ class Linter:
         self.project = project or Project(settings)
         self.rules: list[Rule] = [cls() for code, cls in all_rules().items() if settings.enabled(code)]
         self.internal_errors: list[str] = []
+        # the language server's view: a run's memory verdict also in each document of the run,
+        # and its suggestions with the edits that make them (memlint.verdicts, memlint.suggestion_edits)
+        self.editor_view = False
 
     def lint_path(self, path: str | Path) -> list[Diagnostic]:
         """The document's diagnostics. Never raises: whatever the document makes memlint
@@ -105,6 +108,9 @@ class Linter:
                     findings.append((rule, finding))
             except Exception as error:  # a rule's bug must not take the run down
                 self._failed(failed, f"running rule {rule.code}", path, error)
+        if self.editor_view and runs:
+            findings = self._with_edits(findings, runs, ctx)
+            findings += self._verdicts_here(findings, runs, parsed.path, ctx)
         reporter = next((r for r in self.rules if r.code == failures.CODE), None)
         if reporter is not None:
             messages = list(parsed.failures)
@@ -117,6 +123,53 @@ class Linter:
         error (a broken estimate fails every memory rule the same way)."""
         self.internal_errors.append(failures.note(stage, str(path), error))
         failed.setdefault(failures.error_text(error), []).append(stage)
+
+    def _with_edits(self, findings, runs, ctx) -> list:
+        """Each memory finding's suggestions with the edits that make them true."""
+        from dataclasses import replace
+
+        from memlint.suggestion_edits import edits_json, suggestion_edits
+        from memlint.verdicts import VERDICT_CODES
+
+        def read(path: str) -> str | None:
+            try:
+                return self.project.parsed(path).text
+            except (OSError, ValueError, UnicodeDecodeError):
+                return None
+
+        out = []
+        for rule, finding in findings:
+            run = next((r for r in runs if r.plan.entry == finding.data.get("entry")), None)
+            listed = finding.data.get("suggestions")
+            if rule.code in VERDICT_CODES and run is not None and listed:
+                try:
+                    made = [edits_json(suggestion_edits(s, run, read)) for s in ctx.suggestions(run)]
+                except (RecursionError, ValueError, TypeError, KeyError, IndexError) as error:
+                    self._internal(f"edits of {rule.code}'s suggestions: {type(error).__name__}: {error}")
+                    made = []
+                if len(made) == len(listed):
+                    listed = [{**s, "edits": e} if e else s for s, e in zip(listed, made)]
+                    finding = replace(finding, data={**finding.data, "suggestions": listed})
+            out.append((rule, finding))
+        return out
+
+    def _verdicts_here(self, findings, runs, path: str, ctx) -> list:
+        from memlint.verdicts import mirrored
+
+        out = []
+        for rule, finding in findings:
+            try:
+                here = mirrored(rule.code, finding, runs, path, self.project.key, ctx.budget)
+            except (RecursionError, ValueError, TypeError, KeyError) as error:
+                self._internal(f"placing {rule.code} in {path}: {type(error).__name__}: {error}")
+                continue
+            if here is not None:
+                out.append((rule, here))
+        return out
+
+    def _internal(self, message: str) -> None:
+        self.internal_errors.append(message)
+        print(f"memlint: internal error: {message} (please report it)", file=sys.stderr)
 
     def _diagnostics(self, path: str, syntax: str, text: str, findings) -> list[Diagnostic]:
         suppressions = suppress.find(text, syntax)

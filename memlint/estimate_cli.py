@@ -39,7 +39,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--serve", action="store_true", help="inference serving sheet (KV cache) instead of training")
     p.add_argument("--kv-dtype", default="bf16", help="KV-cache dtype for --serve (bf16, fp8, ...)")
     p.add_argument("--tp", type=int, default=1, help="tensor-parallel degree for --serve")
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--format", choices=("text", "json", "html"), default="text",
+                   help="html: a self-contained page with bars per component and phase (CI artifacts)")
 
 
 def add_run_arguments(p: argparse.ArgumentParser, done: str) -> None:
@@ -169,6 +170,11 @@ def run(args: argparse.Namespace) -> int:
     suggestions = suggest(arch, setup, budget) if capacity is not None else []
     if args.format == "json":
         print(json.dumps(budget_json(budget, suggestions), indent=2))
+    elif args.format == "html":
+        from memlint.sheet_html import RunView, render_html
+
+        title = f"memlint budget: {args.path or budget.model}"
+        print(render_html([RunView(budget.model, budget, suggestions)], title=title), end="")
     else:
         print(render_text(budget, suggestions))
     return EXIT_OK

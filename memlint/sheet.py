@@ -114,9 +114,11 @@ def render_text(budget: Budget, suggestions: list[Suggestion] = ()) -> str:
 
 
 def render_markdown(budget: Budget, suggestions: list[Suggestion] = ()) -> str:
-    """A compact table for editor hovers and pull-request comments."""
+    """A compact table for editor hovers and pull-request comments: the verdict first (a
+    hover shows its first 250 px), the table after."""
     cap = budget.capacity
-    out = [f"**memlint** — {budget.model}: ~{_gib(budget.peak_bytes)} GiB per GPU at the peak "
+    out = [f"**{verdict_line(budget)}**", "",
+           f"**memlint** — {budget.model}: ~{_gib(budget.peak_bytes)} GiB per GPU at the peak "
            f"({budget.peak_phase.name.replace('_', ' ')})", "", describe_setup(budget), ""]
     out += ["| component | GiB |", "|---|---:|"]
     for c in sorted(budget.components, key=lambda c: -c.bytes):
@@ -124,7 +126,6 @@ def render_markdown(budget: Budget, suggestions: list[Suggestion] = ()) -> str:
     out.append(f"| **peak** | **{_gib(budget.peak_bytes)}** |")
     if cap:
         out.append(f"| usable on {cap.gpu_name} | {_gib(cap.usable_bytes)} |")
-    out += ["", verdict_line(budget)]
     if suggestions:
         out += ["", "Cheapest changes:"]
         for s in suggestions[:4]:

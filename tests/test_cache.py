@@ -199,6 +199,12 @@ def test_the_cache_directory_follows_ruff_conventions(examples: Path, capsys, tm
     directory = examples / ".memlint_cache"  # the root of the directory argument's settings
     assert (directory / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f597d28d172789f06886806bc55")
     assert (directory / ".gitignore").read_text().splitlines()[-1] == "*"
+    # a cache an older memlint made without its .gitignore gets one on the next write
+    (directory / ".gitignore").unlink()
+    edited = examples / "sft-llama3-h100" / "train.py"
+    edited.write_text(edited.read_text() + "\n# edited\n")
+    check(capsys, ".")
+    assert (directory / ".gitignore").read_text().splitlines()[-1] == "*"
     shutil.rmtree(directory)
 
     elsewhere = tmp_path / "ci-cache" / "memlint"

@@ -63,10 +63,15 @@ def _candidates(arch: Architecture, setup: TrainingSetup) -> list[Candidate]:
     if not s.grad_ckpt:
         add("grad_ckpt", "enable gradient checkpointing", "gradient_checkpointing=True",
             lambda t: t.but(grad_ckpt_every=1))
-    if s.micro_batch > 1:
-        add("micro_batch", f"micro-batch {s.micro_batch // 2} with {s.grad_accum * 2}x gradient accumulation",
-            f"per_device_train_batch_size={s.micro_batch // 2}, gradient_accumulation_steps={s.grad_accum * 2}",
-            lambda t: t.but(micro_batch=t.micro_batch // 2, grad_accum=t.grad_accum * 2))
+    # halving the micro-batch and doubling accumulation keeps the effective batch; each halving
+    # is a candidate, and ``_single_changes`` keeps the largest micro-batch that fits
+    factor = 2
+    while s.micro_batch % factor == 0:
+        micro, accum = s.micro_batch // factor, s.grad_accum * factor
+        add("micro_batch", f"micro-batch {micro} with {accum}x gradient accumulation",
+            f"per_device_train_batch_size={micro}, gradient_accumulation_steps={accum}",
+            lambda t, f=factor: t.but(micro_batch=t.micro_batch // f, grad_accum=t.grad_accum * f))
+        factor *= 2
     if s.world_size > 1 and s.sharding in (Sharding.NONE, Sharding.ZERO1):
         add("zero2", "ZeRO stage 2 (shard gradients and optimizer states)",
             '"zero_optimization": {"stage": 2}', lambda t: t.but(sharding=Sharding.ZERO2))
@@ -123,7 +128,17 @@ def _single_changes(arch: Architecture, setup: TrainingSetup, budget: Budget) ->
         if saves <= 0:
             continue
         results.append(Suggestion(key, change, how, changed, new.peak_bytes, saves, new.fits))
-    return results
+    return _one_per_key(results)
+
+
+def _one_per_key(results: list[Suggestion]) -> list[Suggestion]:
+    """Of several sizes of one change (micro-batch 4, 2, 1), the first that fits, else the first."""
+    chosen: dict[str, Suggestion] = {}
+    for suggestion in results:
+        kept = chosen.get(suggestion.key)
+        if kept is None or (not kept.fits and suggestion.fits):
+            chosen[suggestion.key] = suggestion
+    return [s for s in results if chosen[s.key] is s]
 
 
 def _combined(arch: Architecture, budget: Budget, first: list[Suggestion]) -> Suggestion | None:

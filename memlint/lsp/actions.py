@@ -5,8 +5,9 @@
   suppression comment already on the line);
 - "Ignore CODE in this file" for JSON, which has no comments: a per-file ignore added to the
   settings file (see ``per_file_ignores``);
-- MEM001's cheapest changes that make a run fit, as actions that explain the change (a server
-  command shows where to set it) when no edit can make it.
+- MEM001's cheapest changes that make a run fit: edits of the lines that set the values
+  (preferred), or actions that explain the change (a server command shows where to set it)
+  when no edit can make it; "Ignore CODE on this line" comes after them, never preferred.
 
 An action that would break the file (a comment appended inside a multi-line string or a
 YAML block scalar) is not offered.
@@ -187,12 +188,26 @@ def ignore_file_action(diagnostic: types.Diagnostic, settings_edit: SettingsEdit
 # ----------------------------------------------------------------- MEM001 suggestions
 
 
-def suggestion_actions(diagnostic: types.Diagnostic, limit: int = 4) -> list[types.CodeAction]:
+def suggestion_actions(diagnostic: types.Diagnostic, versions: dict[str, int | None], support: EditSupport,
+                       limit: int = 4) -> list[types.CodeAction]:
+    """The changes that make the run fit: an edit of the lines that set the values (preferred)
+    when the files can say it, else an action that explains where to make the change. A
+    change that does not make the run fit is no fix (the hover's sheet lists it)."""
     out = []
-    for suggestion in (_data(diagnostic).get("suggestions") or [])[:limit]:
-        verdict = " — fits" if suggestion.get("fits") else ""
+    for suggestion in [s for s in _data(diagnostic).get("suggestions") or [] if s.get("fits")][:limit]:
         title = (f"{diagnostic.code}: {suggestion['change']} "
-                 f"(−{suggestion['saves_gib']:.1f} GiB → {suggestion['peak_gib']:.1f} GiB{verdict})")
+                 f"(−{suggestion['saves_gib']:.1f} GiB → {suggestion['peak_gib']:.1f} GiB — fits)")
+        edits: dict[str, list[types.TextEdit]] = {}
+        try:
+            for edit in suggestion.get("edits") or []:
+                edits.setdefault(edit["uri"], []).append(
+                    types.TextEdit(range=range_from_json(edit["range"]), new_text=str(edit["newText"])))
+        except (KeyError, TypeError, ValueError):
+            edits = {}  # data the client mangled: explain instead of a wrong edit
+        if edits:
+            out.append(types.CodeAction(title=title, kind=SUGGESTION_KIND, diagnostics=[diagnostic],
+                                        is_preferred=True, edit=workspace_edit(edits, versions, support)))
+            continue
         out.append(types.CodeAction(
             title=title,
             kind=SUGGESTION_KIND,

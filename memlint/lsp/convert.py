@@ -110,23 +110,70 @@ def range_from_json(data: dict[str, Any]) -> types.Range:
     )
 
 
+# what stands before a short value when it is a setting: ``--flag 8``, ``name=8``, ``key: 8``,
+# ``"key": 8`` (a positional argument or a list item is left alone)
+_SETTING_BEFORE = re.compile(r'(?:--[\w.-]+(?:\s+|=)|[A-Za-z_][\w.-]*\s*[:=]\s*|"[^"\n]+"\s*:\s*)$')
+_VALUE_CHAR = re.compile(r"[\w.+-]")
+SHORT_RANGE = 3  # characters: a range shorter than this is a barely visible squiggle
+
+
+def widened(rng: Range, lines: Sequence[str]) -> Range:
+    """A range of a character or two (``8`` in ``--per_device_train_batch_size 8``) widened to
+    its whole value and the setting it is the value of, so the squiggle can be seen."""
+    if rng.start.line != rng.end.line or rng.end.column - rng.start.column >= SHORT_RANGE:
+        return rng
+    if not 1 <= rng.start.line <= len(lines):
+        return rng
+    text = lines[rng.start.line - 1]
+    start, end = rng.start.column, max(rng.end.column, rng.start.column)
+    while end < len(text) and _VALUE_CHAR.match(text[end]):
+        end += 1
+    setting = _SETTING_BEFORE.search(text[:start])
+    if setting is not None:
+        start = setting.start()
+    if (start, end) == (rng.start.column, rng.end.column):
+        return rng
+    return Range(Position(rng.start.line, start), Position(rng.end.line, end))
+
+
 def _rule_url(code: str) -> str | None:
     rule = all_rules().get(code)
     return rule.url() if rule is not None else None
 
 
-def _suggestions(data: dict[str, Any]) -> list[dict[str, Any]]:
+def _suggestions(data: dict[str, Any], edits_of: Callable[[list], list | None]) -> list[dict[str, Any]]:
     out = []
     for s in data.get("suggestions") or []:
         if not isinstance(s, dict) or not s.get("change"):
             continue
-        out.append({
+        suggestion = {
             "change": str(s["change"]),
             "how": str(s.get("how") or ""),
             "saves_gib": round(float(s.get("saves_bytes") or 0) / GiB, 1),
             "peak_gib": round(float(s.get("peak_bytes") or 0) / GiB, 1),
             "fits": s.get("fits"),
-        })
+        }
+        edits = edits_of(s.get("edits") or [])
+        if edits:
+            suggestion["edits"] = edits
+        out.append(suggestion)
+    return out
+
+
+def placed_edits(edits: list, here: str, lines: Sequence[str], codec: PositionCodec,
+                  lines_of: Callable[[str], Sequence[str] | None]) -> list[dict[str, Any]] | None:
+    """A suggestion's edits (memlint ranges, any file) in client units; None when one of them
+    cannot be placed exactly (its file is unreadable): a partial change is never offered."""
+    out = []
+    for edit in edits:
+        try:
+            path, rng, new_text = str(edit["path"]), Range.of(*edit["range"]), str(edit["new_text"])
+        except (KeyError, TypeError, ValueError):
+            return None
+        target = lines if same_file(path, here) else lines_of(path)
+        if target is None:
+            return None
+        out.append({"uri": uri_of(path), "range": range_json(to_lsp_range(codec, target, rng)), "newText": new_text})
     return out
 
 
@@ -159,7 +206,8 @@ def to_lsp_diagnostic(
                 "safe": diagnostic.fix.applicability == "safe",
                 "edits": edits,
             }
-    suggestions = _suggestions(diagnostic.data)
+    suggestions = _suggestions(diagnostic.data,
+                               lambda edits: placed_edits(edits, diagnostic.path, lines, codec, lines_of))
     if suggestions:
         data["suggestions"] = suggestions
     related = None
@@ -175,7 +223,7 @@ def to_lsp_diagnostic(
             ))
     url = _rule_url(diagnostic.code)
     return types.Diagnostic(
-        range=to_lsp_range(codec, lines, diagnostic.range),
+        range=to_lsp_range(codec, lines, widened(diagnostic.range, lines)),
         message=diagnostic.message,
         severity=SEVERITY.get(diagnostic.severity, types.DiagnosticSeverity.Warning),
         code=diagnostic.code,

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from memlint.estimate import Budget
 from memlint.lsp.hover import budget_markdown
 from memlint.units import GiB
+from memlint.verdicts import place_in
 
 MAX_PROBLEM_CHARS = 80
 
@@ -44,10 +45,13 @@ def label_for(budget: Budget) -> str:
 
 
 def run_labels(estimates: list, path: str, same_file) -> list[RunLabel]:
-    """One label per line that anchors a run in ``path``."""
+    """One label per line that anchors a run in ``path``; a run anchored in another document
+    (a script launched by ``run.sh``) gets its label where its verdict goes in this one."""
     by_line: dict[int, list] = {}
     for estimate in estimates:
         anchor = estimate.run.plan.anchor
+        if not same_file(anchor.path, path):
+            anchor = place_in(estimate.run, estimate.budget, lambda p: same_file(p, path)) or anchor
         if same_file(anchor.path, path):
             by_line.setdefault(anchor.range.start.line, []).append(estimate)
     out = []

@@ -31,9 +31,10 @@ from pygls.protocol import LanguageServerProtocol
 from memlint import __version__
 from memlint.collector import IdleCollection, collector_paused
 from memlint.documents import LINTED_SUFFIXES
-from memlint.lsp import actions, hover as hovers, lens as lenses
+from memlint.lsp import actions, budget_view as budget_views, hover as hovers, lens as lenses
 from memlint.lsp.convert import (
     path_of,
+    placed_edits,
     same_file,
     split_lines,
     to_lsp_diagnostic,
@@ -42,6 +43,7 @@ from memlint.lsp.convert import (
     uri_of,
 )
 from memlint.lsp.debounce import Debouncer
+from memlint.lsp.last_good import is_broken
 from memlint.lsp.per_file_ignores import ignore_in_settings
 from memlint.lsp.session import Session, is_settings_file
 from memlint.lsp.settings import RUN_ON_SAVE, EditorSettings, parse_editor_settings
@@ -53,6 +55,7 @@ CONFIGURATION_TIMEOUT_SECONDS = 5.0
 # buffers this long are linted on open and save only: each lint of them holds the GIL for seconds
 LARGE_DOCUMENT_LINES = 20_000
 SHOW_BUDGET_COMMAND = "memlint.showBudget"
+BUDGET_VIEW_COMMAND = "memlint.budgetView"  # the budget page of a document's runs (VS Code's webview)
 WATCHED_GLOBS = (
     "**/pyproject.toml", "**/memlint.toml", "**/.memlint.toml",
     "**/*.json", "**/*.yaml", "**/*.yml", "**/*.py", "**/*.sh",
@@ -61,7 +64,29 @@ WATCHED_GLOBS = (
 
 class MemlintProtocol(LanguageServerProtocol):
     """Answers a request whose params do not fit the protocol with an error instead of
-    leaving the client waiting (pygls logs it and drops it)."""
+    leaving the client waiting (pygls logs it and drops it); cancellations and superseded
+    versions, normal while typing, are logged at debug."""
+
+    # a request the client cancelled or the server gave up on (the buffer changed under it)
+    CANCELLED = (types.LSPErrorCodes.ServerCancelled, types.LSPErrorCodes.RequestCancelled)
+
+    def _handle_cancel_notification(self, msg_id):
+        """A cancel for a request already answered: normal while typing, not a warning."""
+        if msg_id not in self._request_futures:
+            logger.debug("cancel of %s: answered already", msg_id)
+            return
+        super()._handle_cancel_notification(msg_id)
+
+    def _send_handler_result(self, future, *, msg_id):
+        """A request superseded by a newer version is answered with its error, logged at debug
+        (pygls logs any JsonRpcException with a traceback)."""
+        error = None if future.cancelled() else future.exception()
+        if isinstance(error, JsonRpcException) and error.code in self.CANCELLED:
+            self._request_futures.pop(msg_id, None)
+            logger.debug("request %s: %s", msg_id, error.message)
+            self._send_response(msg_id, error=error.to_response_error())
+            return
+        super()._send_handler_result(future, msg_id=msg_id)
 
     def structure_message(self, data: dict[str, Any]):
         try:
@@ -203,8 +228,25 @@ class MemlintServer(LanguageServer):
         return (markdown, target.range) if markdown else None
 
     def _labels_job(self, texts: dict[str, str], path: str):
-        _, estimates = self._estimates_job(texts, path)
-        return lenses.run_labels(estimates, path, same_file)
+        scope, estimates = self._estimates_job(texts, path)
+        labels = lenses.run_labels(estimates, path, same_file)
+        return self.session.last_good.labels(path, scope.linter.project.parsed(path), labels)
+
+    def _budget_view_job(self, texts: dict[str, str], path: str):
+        scope, estimates = self._estimates_job(texts, path)
+        project = scope.linter.project
+        lines = self._lines_of(texts, path) or [""]
+
+        def read(other: str) -> str | None:
+            try:
+                return project.parsed(other).text
+            except (OSError, ValueError):
+                return None
+
+        def place(edits: list) -> list | None:
+            return placed_edits(edits, path, lines, self.codec, partial(self._lines_of, texts))
+
+        return budget_views.budget_view(estimates, path, read, place, stale=is_broken(project.parsed(path)))
 
     def _settings_edit_job(self, texts: dict[str, str], path: str, code: str):
         self.session.sync(texts)
@@ -669,6 +711,19 @@ def create_server(debounce: float = DEFAULT_DEBOUNCE_SECONDS) -> MemlintServer:
             ls.log(sheet)
         ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=f"memlint: {label}"))
 
+    @server.command(BUDGET_VIEW_COMMAND)
+    async def budget_view(ls: MemlintServer, *arguments: Any) -> dict | None:
+        document_uri = arguments[0] if arguments and isinstance(arguments[0], str) else None
+        doc = ls.documents.get(document_uri) if document_uri else None
+        if doc is None:
+            return None
+        await ls.until_configured()
+        try:
+            return await ls.on_lint_thread(ls._budget_view_job, ls.snapshot(), doc.path)
+        except Exception as error:
+            ls.log(f"memlint: budget view of {doc.path} failed: {type(error).__name__}: {error}", types.MessageType.Error)
+            return None
+
     # ---------------------------------------------------------------- code actions
 
     @server.feature(
@@ -684,6 +739,7 @@ def create_server(debounce: float = DEFAULT_DEBOUNCE_SECONDS) -> MemlintServer:
         only = params.context.only
         versions = {d.uri: d.version for d in ls.documents.values()}
         out: list[types.CodeAction] = []
+        ignores: list[types.CodeAction] = []  # after every fix: never the first choice
         for diagnostic in params.context.diagnostics:
             if not actions.is_ours(diagnostic):
                 continue
@@ -691,16 +747,17 @@ def create_server(debounce: float = DEFAULT_DEBOUNCE_SECONDS) -> MemlintServer:
                 fix = actions.fix_action(diagnostic, versions, ls.edit_support)
                 if fix is not None:
                     out.append(fix)
+            if actions.wanted(actions.SUGGESTION_KIND, only):
+                out.extend(actions.suggestion_actions(diagnostic, versions, ls.edit_support))
+            if actions.wanted(types.CodeActionKind.QuickFix, only):
                 syntax = diagnostic.data.get("syntax") if isinstance(diagnostic.data, dict) else None
                 if syntax == "json":
                     action = await ignore_in_file(ls, doc, diagnostic)
                 else:
                     action = actions.ignore_line_action(diagnostic, uri, doc.text, doc.version, ls.codec, ls.edit_support)
                 if action is not None:
-                    out.append(action)
-            if actions.wanted(actions.SUGGESTION_KIND, only):
-                out.extend(actions.suggestion_actions(diagnostic))
-        return out
+                    ignores.append(action)
+        return out + ignores
 
     async def ignore_in_file(ls: MemlintServer, doc: OpenDocument, diagnostic: types.Diagnostic):
         try:

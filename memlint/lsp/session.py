@@ -18,6 +18,7 @@ from memlint.context import RuleContext
 from memlint.diagnostics import Diagnostic
 from memlint.engine import Linter, capacity_of, expand, run_context
 from memlint.facts.resolve import ResolvedRun
+from memlint.lsp.last_good import LastGood
 from memlint.lsp.settings import EditorSettings, layer
 from memlint.settings import SETTINGS_FILES, Settings, SettingsError, discover
 
@@ -61,6 +62,23 @@ def is_settings_file(path: str | Path) -> bool:
     return Path(path).name in SETTINGS_FILES
 
 
+def _undecodable_on_disk(path: str, text: str) -> bool:
+    """Is ``text`` an editor's UTF-8 reading (U+FFFD for each bad byte) of a file memlint
+    reads in no encoding (a Latin-1 YAML)? Its buffer would lint clean where ``memlint check``
+    reports SYN002."""
+    if "\ufffd" not in text:
+        return False
+    from memlint.documents import decode
+
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return False
+    if data.decode("utf-8", errors="replace") != text:
+        return False  # edited since: the buffer is what the user means
+    return decode(data, path)[1] is not None
+
+
 class Session:
     def __init__(self, folders: list[Path] | None = None) -> None:
         self.folders: list[Path] = [f.resolve() for f in folders or []]
@@ -69,6 +87,7 @@ class Session:
         self._linters: dict[tuple, Linter] = {}
         self._texts: dict[str, str] = {}  # open documents: resolved path -> buffer text
         self._signatures: dict[str, tuple] = {}  # resolved path -> what its facts said last time
+        self.last_good = LastGood()  # carried over a transient syntax error
 
     # ----------------------------------------------------------------- settings
 
@@ -111,6 +130,7 @@ class Session:
         merged = layer(file_settings, editor)
         if linter is None:
             linter = Linter(merged)
+            linter.editor_view = True  # verdicts in every open document of a run, fixes that edit
             for open_path, text in self._texts.items():
                 linter.project.set_overlay(open_path, text)
             self._linters[key] = linter
@@ -127,8 +147,11 @@ class Session:
     def set_text(self, path: str | Path, text: str | None) -> None:
         """An open document's buffer (None: closed, the file on disk counts again)."""
         key = str(Path(path).resolve())
+        if text is not None and _undecodable_on_disk(key, text):
+            text = None  # the editor shows the file mis-decoded: lint the file, as the CLI does (SYN002)
         if text is None:
             self._texts.pop(key, None)
+            self.last_good.forget(key)
         else:
             self._texts[key] = text
         for linter in self._linters.values():
@@ -182,6 +205,8 @@ class Session:
             return LintOutcome([], scope)
         linter = scope.linter
         diagnostics = linter.lint_path(path)
+        if str(Path(path).resolve()) in self._texts:  # an open buffer: keep findings over a syntax error
+            diagnostics = self.last_good.diagnostics(str(Path(path).resolve()), linter.project.parsed(path), diagnostics)
         errors = list(linter.internal_errors)
         linter.internal_errors.clear()
         return LintOutcome(diagnostics, scope, self._changed_dependents(scope, path), errors)

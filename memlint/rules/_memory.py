@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from memlint.context import RuleContext
 from memlint.estimate import Budget
@@ -46,8 +46,9 @@ def gib(n: float) -> str:
 _SHARDING_FACTS = {"zero_stage", "fsdp", "world_size", "reduce_bucket", "allgather_bucket"}
 
 
-def location_for(run: ResolvedRun, budget: Budget) -> Location:
-    """The line that sets the dominant factor of the peak, else the run's anchor.
+def location_for(run: ResolvedRun, budget: Budget, within: Callable[[str], bool] | None = None) -> Location | None:
+    """The line that sets the dominant factor of the peak, else the run's anchor; with
+    ``within``, only a line of a document it accepts, else None (see ``memlint.verdicts``).
 
     On one GPU the ZeRO stage or FSDP strategy shards nothing, so it is never blamed there.
     """
@@ -57,9 +58,9 @@ def location_for(run: ResolvedRun, budget: Budget) -> Location:
             if single_gpu and name in _SHARDING_FACTS:
                 continue
             fact: Sourced[Any] | None = run.plan.get(name)
-            if fact is not None and fact.origin is not None:
+            if fact is not None and fact.origin is not None and (within is None or within(fact.origin.path)):
                 return fact.origin
-    return run.plan.anchor
+    return run.plan.anchor if within is None else None
 
 
 def describe_dominant(budget: Budget) -> str:

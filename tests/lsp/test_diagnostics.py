@@ -54,8 +54,9 @@ async def test_diagnostics_follow_the_buffer_in_the_clients_mode(client: Languag
     assert mem001.severity == types.DiagnosticSeverity.Error
     assert mem001.source == "memlint"
     assert "A10G" in mem001.message
-    # on the value of per_device_train_batch_size (line 4), the largest lever of the peak
-    assert mem001.range == types.Range(types.Position(3, 29), types.Position(3, 30))
+    # on per_device_train_batch_size (line 4), the largest lever of the peak: the whole
+    # key-value pair, not the one character of its value (a squiggle one can see)
+    assert mem001.range == types.Range(types.Position(3, 0), types.Position(3, 30))
     assert mem001.code_description.href.endswith("/rules/MEM001.md")
     assert any(s["change"] for s in mem001.data["suggestions"])
 
@@ -74,7 +75,8 @@ async def test_diagnostics_follow_the_buffer_in_the_clients_mode(client: Languag
 @pytest.mark.asyncio
 async def test_ranges_in_the_negotiated_position_encoding(client: LanguageClient):
     """A one-line JSON (``json.dump`` of the arguments) with an emoji and Chinese before the
-    finding: the squiggle must cover the ``16`` in every encoding."""
+    finding: the squiggle must cover ``"per_device_train_batch_size": 16`` (the setting, not
+    only its two-character value) in every encoding."""
     path = client.project / "trainer_state_args.json"
     text = path.read_text("utf-8")
     document_uri = open_document(client, path)
@@ -83,7 +85,8 @@ async def test_ranges_in_the_negotiated_position_encoding(client: LanguageClient
     start = text.index('"per_device_train_batch_size": ') + len('"per_device_train_batch_size": ')
     assert text[start:start + 2] == "16"
     encoding = client.position_encoding or types.PositionEncodingKind.Utf16
-    assert mem001.range.start == types.Position(0, column_in(encoding, text, start))
+    key = text.index('"per_device_train_batch_size": ')
+    assert mem001.range.start == types.Position(0, column_in(encoding, text, key))
     assert mem001.range.end == types.Position(0, column_in(encoding, text, start + 2))
     # the encodings really differ on this line, so a wrong conversion cannot pass by luck
     assert len({column_in(e, text, start) for e in ("utf-8", "utf-16", "utf-32")}) == 3

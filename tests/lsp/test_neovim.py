@@ -96,11 +96,12 @@ def test_neovim_shows_the_finding_on_the_right_characters(nvim: str, project: Pa
     (finding,) = result["diagnostics"]  # exactly once: Neovim pulls, and is not pushed to
     assert finding["code"] == "MEM001" and finding["source"] == "memlint"
     assert finding["severity"] == 1  # vim.diagnostic.severity.ERROR
-    # Neovim's columns are bytes; the "16" sits after an emoji and Chinese characters
-    start = text.index('"per_device_train_batch_size": ') + len('"per_device_train_batch_size": ')
+    # Neovim's columns are bytes; the setting sits after an emoji and Chinese characters (the
+    # squiggle covers the key-value pair: its two-character value alone is barely visible)
+    start = text.index('"per_device_train_batch_size": ')
     line = text.splitlines()[0]
     assert (finding["lnum"], finding["end_lnum"]) == (0, 0)
-    assert line.encode()[finding["col"]:finding["end_col"]] == b"16"
+    assert line.encode()[finding["col"]:finding["end_col"]] == b'"per_device_train_batch_size": 16'
     assert finding["col"] == len(text[:start].encode())
 
 

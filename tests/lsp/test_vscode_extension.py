@@ -6,8 +6,8 @@ The build needs the npm packages of ``package-lock.json``: those installed in
 (``npm ci --offline``), else the registry (``npm ci``, the pinned versions of the lock file).
 The test is skipped only where node is missing or none of the three has them.
 
-Once the packages are there, compiling and ``vsce package`` run offline (the test cuts the
-network off for them).
+Once the packages are there, type-checking (tsc), bundling (esbuild: one file, no
+node_modules in the .vsix) and ``vsce package`` run offline (the test cuts the network off).
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def _run(command: list[str], cwd: Path, env: dict[str, str] | None = None, timeo
 @pytest.mark.skipif(shutil.which("node") is None or shutil.which("npm") is None, reason="node and npm are not installed")
 def test_extension_builds_type_checks_and_packages(tmp_path: Path):
     work = tmp_path / "vscode"
-    shutil.copytree(EXTENSION, work, ignore=shutil.ignore_patterns("node_modules", "out", "*.vsix"))
+    shutil.copytree(EXTENSION, work, ignore=shutil.ignore_patterns("node_modules", "out", "dist", "*.vsix"))
     if (EXTENSION / "node_modules" / ".package-lock.json").is_file():
         (work / "node_modules").symlink_to(EXTENSION / "node_modules", target_is_directory=True)
         install = subprocess.CompletedProcess([], 0)
@@ -66,14 +66,18 @@ def test_extension_builds_type_checks_and_packages(tmp_path: Path):
     # tsc in strict mode: compiling is type-checking (a type error fails the build)
     compile_ = _run(["npm", "run", "compile"], work, OFFLINE)
     assert compile_.returncode == 0, compile_.stdout[-3000:]
-    assert "memlint.interpreter" in (work / "out" / "extension.js").read_text()
+    bundle = (work / "dist" / "extension.js").read_text()
+    assert "memlint.interpreter" in bundle and "memlint.openBudgetView" in bundle
+    assert 'require("vscode-languageclient' not in bundle  # bundled in, not loaded from node_modules
 
     package = _run(["npm", "run", "package"], work, OFFLINE)  # vsce, offline
     assert package.returncode == 0, package.stdout[-3000:] + package.stderr[-2000:]
+    # one bundled file (esbuild), with its LICENSE: vsce has nothing to warn about
+    assert "WARNING" not in package.stdout + package.stderr, package.stdout[-3000:]
     with zipfile.ZipFile(work / "memlint.vsix") as vsix:
         names = set(vsix.namelist())
         manifest = json.loads(vsix.read("extension/package.json"))
-    assert {"extension/out/extension.js", "extension/readme.md"} <= names
-    assert "extension/node_modules/vscode-languageclient/package.json" in names  # runtime dependency shipped
-    assert not any(name.startswith("extension/src/") for name in names)
-    assert manifest["main"] == "./out/extension.js"
+    assert {"extension/dist/extension.js", "extension/readme.md", "extension/LICENSE.txt"} <= names
+    assert sum(name.endswith(".js") for name in names) == 1
+    assert not any(name.startswith(("extension/src/", "extension/node_modules/")) for name in names)
+    assert manifest["main"] == "./dist/extension.js"

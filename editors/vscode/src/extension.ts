@@ -1,4 +1,5 @@
-// memlint for VS Code: starts `memlint lsp` and hands it Python, JSON and YAML files.
+// memlint for VS Code: starts `memlint lsp` and hands it Python, JSON, YAML and shell files
+// (and memlint's settings files).
 // Everything else (diagnostics, hovers, estimates, quick fixes, settings) is the server's.
 
 import { execFile } from "child_process";
@@ -11,10 +12,13 @@ import {
   ServerOptions,
   TransportKind,
 } from "vscode-languageclient/node";
+import { BudgetView, OPEN_COMMAND } from "./budgetView";
 
 const INSTALL_HINT = "pip install 'memlint[lsp]'";
 let client: LanguageClient | undefined;
 let output: vscode.LogOutputChannel | undefined;
+// the server's lens command (other editors log the sheet); here the lens opens the budget view
+const SERVER_LENS_COMMAND = "memlint.showBudget";
 
 // The part of the Python extension's API used here (ms-python.python exports it).
 interface PythonExtensionApi {
@@ -89,8 +93,23 @@ async function start(context: vscode.ExtensionContext): Promise<void> {
       { scheme: "file", language: "json" },
       { scheme: "file", language: "jsonc" },
       { scheme: "file", language: "yaml" },
+      // launchers (`accelerate launch`, `deepspeed`, `torchrun` in run.sh) and the settings files
+      { scheme: "file", language: "shellscript" },
+      { scheme: "file", pattern: "**/*.{slurm,sbatch}" },
+      { scheme: "file", pattern: "**/{pyproject,memlint,.memlint}.toml" },
     ],
     outputChannel: output,
+    middleware: {
+      async provideCodeLenses(document, token, next) {
+        const lenses = (await next(document, token)) ?? [];
+        for (const lens of lenses) {
+          if (lens.command?.command === SERVER_LENS_COMMAND) {
+            lens.command = { title: lens.command.title, command: OPEN_COMMAND, arguments: [document.uri] };
+          }
+        }
+        return lenses;
+      },
+    },
     initializationOptions: { settings: vscode.workspace.getConfiguration("memlint") },
     synchronize: { configurationSection: "memlint" },
   };
@@ -118,8 +137,11 @@ async function restart(context: vscode.ExtensionContext): Promise<void> {
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   output = vscode.window.createOutputChannel("memlint", { log: true });
+  const budgetView = new BudgetView(() => client);
   context.subscriptions.push(
     output,
+    budgetView,
+    vscode.commands.registerCommand(OPEN_COMMAND, (uri?: vscode.Uri) => budgetView.show(uri)),
     vscode.commands.registerCommand("memlint.restart", () => restart(context)),
     vscode.commands.registerCommand("memlint.showLogs", () => output?.show()),
     vscode.workspace.onDidChangeConfiguration((event) => {
