@@ -136,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
     color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty() and not args.output_file
                                        and "NO_COLOR" not in os.environ)
     ctx = FormatContext(Path.cwd(), _read, color=color and args.format in ("text", "concise"))
-    report = formatter(args.format)(diagnostics, ctx)
+    report, diagnostics = write_report(diagnostics, args.format, ctx, settings)
     if args.output_file:
         args.output_file.write_text(report, encoding="utf-8")
     else:
@@ -145,6 +145,33 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
     failing = [d for d in diagnostics if d.severity >= settings.fail_on]
     return EXIT_FINDINGS if failing else EXIT_OK
+
+
+def write_report(diagnostics: list[Diagnostic], name: str, ctx: FormatContext,
+                 settings: Settings) -> tuple[str, list[Diagnostic]]:
+    """The report, and the diagnostics it holds. A file whose diagnostics the format fails on
+    is reported by one diagnostic saying so (memlint.failures) instead of by them; the rest
+    of the report is written as usual."""
+    from memlint import failures
+
+    write = formatter(name)
+    try:
+        return write(diagnostics, ctx), diagnostics
+    except Exception:
+        pass
+    by_file: dict[str, list[Diagnostic]] = {}
+    for diagnostic in diagnostics:
+        by_file.setdefault(diagnostic.path, []).append(diagnostic)
+    kept: list[Diagnostic] = []
+    for path, found in by_file.items():
+        try:
+            write(found, ctx)
+            kept.extend(found)
+        except Exception as error:
+            failures.note("writing the findings of", path, error)
+            replacement = failures.diagnostic(path, failures.describe("writing its findings", error), settings)
+            kept.extend([replacement] if replacement is not None else [])
+    return write(kept, ctx), kept
 
 
 def summary_line(diagnostics: list[Diagnostic]) -> str:

@@ -5,17 +5,15 @@ call it; it never imports either of them.
 from __future__ import annotations
 
 import functools
-import os
 import sys
-import traceback
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
 
-from memlint import suppress
+from memlint import failures, suppress
 from memlint.batch import LintResult
 from memlint.collector import collector_paused
-from memlint.diagnostics import Diagnostic, Severity
+from memlint.diagnostics import Diagnostic, Range, Severity
 from memlint.project import RUN_KINDS, Project
 from memlint.settings import Settings
 from memlint.walk import iter_files
@@ -70,21 +68,33 @@ class Linter:
         self.internal_errors: list[str] = []
 
     def lint_path(self, path: str | Path) -> list[Diagnostic]:
+        """The document's diagnostics. Never raises: whatever the document makes memlint
+        raise is reported on it (:mod:`memlint.failures`), and the caller goes on."""
         with collector_paused():  # see memlint.collector: a third of a big file's lint otherwise
-            return self._lint_path(path)
+            try:
+                return self._lint_path(path)
+            except Exception as error:
+                self.internal_errors.append(failures.note("linting", str(path), error))
+                found = failures.diagnostic(str(path), failures.describe("linting it", error), self.settings)
+                return [found] if found is not None else []
 
     def _lint_path(self, path: str | Path) -> list[Diagnostic]:
         from memlint.context import RuleContext
+        from memlint.rules.base import Finding
 
         parsed = self.project.parsed(path)
+        failed: dict[str, list[str]] = {}  # the error -> the stages it broke
+        for message in parsed.failures:  # reading it, extracting its facts (memlint.project)
+            self.internal_errors.append(f"{path}: {message}")
+            print(f"memlint: internal error: {path}: {message}", file=sys.stderr)
         capacity = capacity_of(self.settings)
         runs = []
         needs_runs = parsed.kind in RUN_KINDS and any("run" in r.kinds for r in self.rules)
         if needs_runs:
             try:
                 runs = self.project.runs_for(path, run_context(self.settings))
-            except (RecursionError, OSError, ValueError) as error:
-                self._internal(f"linking {path}: {error}")
+            except Exception as error:
+                self._failed(failed, "linking and estimating its training runs", path, error)
         ctx = RuleContext(parsed=parsed, settings=self.settings, capacity=capacity, runs=runs)
         findings: list[tuple[Rule, Finding]] = []
         for rule in self.rules:
@@ -94,14 +104,19 @@ class Linter:
                 for finding in rule.check(ctx):
                     findings.append((rule, finding))
             except Exception as error:  # a rule's bug must not take the run down
-                self._internal(f"rule {rule.code} on {path}: {type(error).__name__}: {error}")
-                if "MEMLINT_DEBUG" in os.environ:
-                    traceback.print_exc()
+                self._failed(failed, f"running rule {rule.code}", path, error)
+        reporter = next((r for r in self.rules if r.code == failures.CODE), None)
+        if reporter is not None:
+            messages = list(parsed.failures)
+            messages += [failures.describe(", ".join(stages), error) for error, stages in failed.items()]
+            findings += [(reporter, Finding(Range.file_start(), message)) for message in messages]
         return self._diagnostics(parsed.path, parsed.document.syntax, parsed.text, findings)
 
-    def _internal(self, message: str) -> None:
-        self.internal_errors.append(message)
-        print(f"memlint: internal error: {message} (please report it)", file=sys.stderr)
+    def _failed(self, failed: dict[str, list[str]], stage: str, path: str | Path, error: Exception) -> None:
+        """A stage failed on the document: said on stderr, reported on the document once per
+        error (a broken estimate fails every memory rule the same way)."""
+        self.internal_errors.append(failures.note(stage, str(path), error))
+        failed.setdefault(failures.error_text(error), []).append(stage)
 
     def _diagnostics(self, path: str, syntax: str, text: str, findings) -> list[Diagnostic]:
         suppressions = suppress.find(text, syntax)

@@ -14,6 +14,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+from memlint import failures
 from memlint.diagnostics import Diagnostic, Edit
 from memlint.documents import decode, syntax_of
 from memlint.engine import LintResult, lint
@@ -54,6 +55,7 @@ def fix_files(
     """Apply fixes until the files stop changing; return the diagnostics that remain."""
     diagnostics = result.diagnostics
     refused: set[Path] = set()  # files that could not be written: reported once, left alone
+    failed: dict[Path, Diagnostic] = {}  # files memlint failed to fix (memlint.failures): left alone
     for _ in range(MAX_PASSES):
         edits: dict[str, list[Edit]] = defaultdict(list)
         for d in diagnostics:
@@ -65,11 +67,19 @@ def fix_files(
         for path, file_edits in edits.items():
             target = Path(path)
             source = _read(target)
-            if source is None or target in refused:
+            if source is None or target in refused or target in failed:
                 continue
             original, bom = source
-            fixed = apply_edits(original, file_edits)
-            if fixed == original or not _still_parses(path, fixed):
+            try:
+                fixed = apply_edits(original, file_edits)
+                if fixed == original or not _still_parses(path, fixed):
+                    continue
+            except Exception as error:  # the file keeps its findings, the others are fixed
+                shown = file_edits[0].path
+                failures.note("fixing", shown, error)
+                found = failures.diagnostic(shown, failures.describe("applying fixes to it", error), settings)
+                if found is not None:
+                    failed[target] = found
                 continue
             try:
                 write_atomically(target, fixed, bom=bom)
@@ -83,4 +93,13 @@ def fix_files(
             break
         diagnostics = lint(paths, settings, force_exclude=force_exclude, overrides=overrides, jobs=jobs,
                            cache_dir=cache_dir).diagnostics
-    return diagnostics
+    return _with_failures(diagnostics, failed)
+
+
+def _with_failures(diagnostics: list[Diagnostic], failed: dict[Path, Diagnostic]) -> list[Diagnostic]:
+    """Each failure first among its file's diagnostics (they come grouped by file)."""
+    out = list(diagnostics)
+    for target, failure in failed.items():
+        same = [i for i, d in enumerate(out) if Path(d.path).resolve() == target]
+        out.insert(same[0] if same else len(out), failure)
+    return out

@@ -32,6 +32,8 @@ class ParsedDocument:
     reusable: python_source.PythonSource | None = field(default=None, repr=False, compare=False)
     # what ``memlint.facts.extract.extract`` found in it (None: not extracted yet)
     facts: "list[RunFacts] | None" = field(default=None, repr=False, compare=False)
+    # memlint's own failures on it while reading it or extracting its facts (memlint.failures)
+    failures: list[str] = field(default_factory=list, repr=False, compare=False)
 
     @property
     def path(self) -> str:

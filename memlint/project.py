@@ -191,8 +191,9 @@ class Project:
         return read_document(path)
 
     def _entry(self, path: str | Path) -> _Cached:
+        from memlint import failures
         from memlint.facts.extract import extract
-        from memlint.parsed import parse_document
+        from memlint.parsed import ParsedDocument, parse_document
 
         key = self.key(path)
         cached = self._cache.get(key)
@@ -202,11 +203,17 @@ class Project:
         document = self.document(self._names.get(key, path))
         digest = reads.digest(document.text, document.problem)
         if cached is None or cached.digest != digest:
-            parsed = parse_document(document, previous=cached.parsed if cached is not None else None)
+            # whatever the document makes memlint raise stays with it (memlint.failures): it is
+            # reported on the document when it is linted, and every other one goes on
+            try:
+                parsed = parse_document(document, previous=cached.parsed if cached is not None else None)
+            except Exception as error:
+                parsed = ParsedDocument(document, "other", failures=[failures.describe("reading it", error)])
             try:
                 facts = extract(parsed)
-            except (RecursionError, ValueError, TypeError, KeyError, AttributeError, IndexError):
-                facts = []  # an extractor bug must never cost the user their diagnostics
+            except Exception as error:
+                facts = []
+                parsed.failures.append(failures.describe("extracting its facts", error))
             cached = _Cached(digest, parsed, facts)
             self._cache[key] = cached
         reads.document(key, digest)

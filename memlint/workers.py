@@ -111,15 +111,7 @@ class Worker:
             linter = self.linter(root)
             before = len(linter.internal_errors)
             with reads.recording() as recorded:
-                try:
-                    diagnostics = linter.lint_path(path)
-                except Exception as error:  # a bug must cost one file its diagnostics, not the run
-                    diagnostics = []
-                    linter.internal_errors.append(f"linting {path}: {type(error).__name__}: {error}")
-                    print(f"memlint: internal error: linting {path}: {type(error).__name__}: {error} "
-                          "(please report it)", file=sys.stderr)
-                    if "MEMLINT_DEBUG" in os.environ:
-                        traceback.print_exc()
+                diagnostics = linter.lint_path(path)  # never raises: a failure is reported on the file
             try:
                 digest = linter.project.digest(path)
             except Exception:

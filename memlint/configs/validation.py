@@ -78,8 +78,21 @@ def issues(path: str, kind: str, data: Structured | None) -> list[Issue]:
     cached = _CACHE.get(data)
     if cached is None:
         name = schema_name_for(kind, data.value)
-        cached = _CACHE[data] = [] if name is None else list(_Validation(path, name, data).run())
+        found = [] if name is None else list(_Validation(path, name, data).run())
+        cached = _CACHE[data] = _with_numbers_out_of_range(data, found)
     return cached
+
+
+def _with_numbers_out_of_range(data: Structured, found: list[Issue]) -> list[Issue]:
+    """A number no tool can take (kept as its text by the loader) is an invalid value, said
+    so once: not also as a string where a number belongs."""
+    insane = {p.range: p for p in data.problems if p.kind == "out-of-range"}
+    if not insane:
+        return found
+    kept = [issue for issue in found if issue.range not in insane]
+    for problem in insane.values():
+        kept.append(Issue("invalid", (), problem.message, problem.range))
+    return sorted(kept, key=lambda issue: (issue.range.start, issue.range.end))
 
 
 def _dotted(path: Path_) -> str:

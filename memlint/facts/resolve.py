@@ -29,6 +29,7 @@ from memlint.estimate import (
 from memlint.facts.names import LIGHTNING_PRECISION
 from memlint.facts.plan import TrainingPlan
 from memlint.sourced import Sourced
+from memlint.sources.structured import SANE_INTEGERS
 
 # Framework defaults (transformers 5.x TrainingArguments / TRL / Axolotl), used when silent.
 HF_DEFAULT_MICRO_BATCH = 8  # TrainingArguments.per_device_train_batch_size
@@ -253,9 +254,9 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
         if fact is not None:
             try:
                 value = int(fact.value)
-                if value >= 1:
+                if 1 <= value < SANE_INTEGERS.stop:  # larger: a typo no estimate can be made of
                     return value
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):
                 pass
         notes.append(why)
         return default
@@ -281,6 +282,8 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
     world = plan.get("world_size")
     prov["world_size"] = world
     world_size = int(world.value) if world is not None else (context.world_size or 1)
+    if world_size not in SANE_INTEGERS:
+        world_size = context.world_size or 1
     if world is None and context.world_size is None and sharding != Sharding.NONE:
         notes.append("GPU count not found: 1 (set `gpus` in [tool.memlint] or pass --gpus)")
         run.assumed.append(Assumed("world_size", "1 GPU", "`gpus` in [tool.memlint] or --gpus"))

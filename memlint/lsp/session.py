@@ -213,7 +213,8 @@ class Session:
         key = str(Path(path).resolve())
         try:
             signature = self._signature(scope, path)
-        except (RecursionError, ValueError, TypeError):
+        except Exception:  # the lint reported any failure on the document; its links wait
+            logger.exception("the facts of %s", path)
             return []
         previous = self._signatures.get(key)
         self._signatures[key] = signature
@@ -230,7 +231,8 @@ class Session:
             return []
         try:
             linked = expand([Path(path)], scope.settings, scope.linter.project)
-        except (OSError, RecursionError, ValueError):
+        except Exception:
+            logger.exception("the documents linked with %s", path)
             return []
         keys = {str(p.resolve()) for p in linked}
         return [o for o in others if o in keys]
@@ -246,6 +248,10 @@ class Session:
             return scope, []
         project = scope.linter.project
         parsed = project.parsed(path)
-        runs = project.runs_for(path, run_context(scope.settings))
+        try:
+            runs = project.runs_for(path, run_context(scope.settings))
+        except Exception:  # the lint reports it on the document (SYN002); no hover, no hints
+            logger.exception("the runs of %s", path)
+            runs = []
         context = RuleContext(parsed=parsed, settings=scope.settings, capacity=capacity_of(scope.settings), runs=runs)
         return scope, [RunEstimate(run, context) for run in runs]

@@ -14,8 +14,14 @@ class UnreadableFile(Rule):
     invalid UTF-8, a file larger than the 4 MiB limit for scripts and configs, a FIFO or device,
     a broken or looping symlink, or one it has no permission to read — or Python it can parse
     but not analyse (nesting hundreds of levels deep, lines tens of thousands of characters
-    long: generated code, never a hand-written script). The finding is on the first line;
+    long, more than 20,000 lines: generated code, never a hand-written script). The finding is on the first line;
     every other file is still checked.
+
+    It also reports a file memlint itself failed on — reading it, extracting its facts,
+    estimating its runs, a rule, writing its findings or fixing it raised an error: a bug in
+    memlint, which the message asks you to report. The failure costs that file (part of) its
+    findings and nothing else: every other file is linted and reported, and the exit code is
+    the findings' as usual.
 
     ## Why it matters
     A ``train.py`` that is really a binary, or a ``ds_config.json`` saved in UTF-16 by an

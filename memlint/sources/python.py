@@ -156,6 +156,9 @@ class PythonSource:
 
 
 MAX_LINE_CHARS = 20_000  # no hand-written script has a line this long; generated code might
+# Nor this many lines (transformers' largest modules have ~6,000): analysing a 400,000-line
+# generated table that imports torch took 3 minutes and 3.5 GB; this many takes ~25 s
+MAX_LINES = 20_000
 MAX_DEPTH = 300  # syntax-tree depth; libcst's native parser overflows its stack near 2,000 and
 # is super-linear on long operator chains (3,000 terms: 2 s; 10,000: a minute)
 
@@ -277,7 +280,11 @@ def _cut_after_edit(text: str, previous: PythonSource | None) -> list[tuple[str,
 def parse(text: str, previous: PythonSource | None = None) -> PythonSource | PythonSyntaxError:
     """The module, or why it cannot be analysed. ``previous``: the source of an earlier version
     of the same document, whose unchanged top-level statements need no parsing again."""
-    longest = max(map(len, text.splitlines()), default=0)
+    lines = text.splitlines()
+    if len(lines) > MAX_LINES:
+        return PythonSyntaxError(f"{len(lines):,} lines: too long to analyse (generated code?)",
+                                 Range.file_start(), "too-complex")
+    longest = max(map(len, lines), default=0)
     if longest > MAX_LINE_CHARS:
         return PythonSyntaxError(
             f"a line of {longest:,} characters: too long to analyse (generated code?)",

@@ -10,7 +10,15 @@ pure-Python one otherwise); a small iterative composer turns the events into pla
 Nothing is ever constructed from a tag, nothing recurses, and two budgets bound the work:
 nesting depth, and the number of values after alias expansion — so an alias bomb ("billion
 laughs") or a 10,000-level document is refused in milliseconds instead of exhausting memory
-or the stack. Aliases share the anchored value instead of copying it.
+or the stack. Aliases share the anchored value instead of copying it. Newer libyaml releases
+(the C scanner of PyYAML >= 6.0.3) refuse flow nesting past 1,000 levels themselves, before
+any event reaches the composer; that refusal is read as the depth budget's, so a document
+gets the same problem whichever PyYAML is installed.
+
+Numbers no training tool can take — an integer that does not fit in 64 bits (one of over
+4,300 digits even makes Python's ``json.load`` and ``yaml.safe_load`` raise), a literal like
+``1e999`` that overflows a float — are ``out-of-range`` problems at the value, which keeps
+the text as written instead of a number nothing downstream could compute with.
 
 JSON values come from the ``json`` module (exact JSON semantics, exact error positions); their
 ranges and duplicate keys from the same event composer, since a JSON document is a YAML flow
@@ -37,6 +45,9 @@ Path_ = tuple[Any, ...]  # keys and indices from the root
 # Problem kinds that mean the tools refuse the file (its value cannot be trusted)
 FATAL_KINDS = ("syntax", "too-large", "multiple-documents", "unsupported-tag")
 
+# The integers a training setting can hold: PyTorch, DeepSpeed and CUDA take 64-bit integers.
+SANE_INTEGERS = range(-2**63, 2**64)
+
 _Loader = getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader
 _YAML = "tag:yaml.org,2002:"
 _SCALAR_TAGS = {f"{_YAML}{t}" for t in ("str", "int", "float", "bool", "null", "timestamp")}
@@ -48,7 +59,8 @@ _SAFE_TAGS = _SCALAR_TAGS | {f"{_YAML}{t}" for t in ("map", "seq", "set", "omap"
 class Problem:
     """A defect of the file itself (not of its meaning)."""
 
-    kind: str  # "syntax", "duplicate-key", "too-large", "multiple-documents", "unsupported-tag"
+    # "syntax", "duplicate-key", "too-large", "multiple-documents", "unsupported-tag", "out-of-range"
+    kind: str
     message: str
     range: Range
 
@@ -274,11 +286,7 @@ class _Composer:
         self._check_tag(event.tag, event, scalar=False)
         is_map = isinstance(event, yaml.MappingStartEvent)
         if len(self.stack) >= MAX_DEPTH:
-            raise _Refused(Problem(
-                "too-large",
-                f"nested more than {MAX_DEPTH} levels deep (runaway nesting); not read",
-                _one_char(_position(event.start_mark)),
-            ))
+            raise _Refused(_too_deep(_position(event.start_mark)))
         path = self._path_for_child()
         frame = _Frame(is_map, path if path is not None else (_KEY_PATH,), {} if is_map else [],
                        _position(event.start_mark), bool(event.flow_style), event.anchor)
@@ -399,8 +407,14 @@ class _Composer:
             value = yaml.SafeLoader.yaml_constructors[tag](self.loader, node)
         except Exception:  # an explicit tag its constructor cannot read fails
             # any way (`!!float ""`: IndexError, `!!bool x`: KeyError, `!!timestamp x`:
-            # AttributeError): keep the text as written
-            return event.value
+            # AttributeError), and so does an integer of over 4,300 digits (ValueError)
+            value = event.value
+        if tag in (f"{_YAML}int", f"{_YAML}float"):
+            message = _insane_number(event.value, value, tag == f"{_YAML}int")
+            if message is not None:
+                where = Range(_position(event.start_mark), _position(event.end_mark))
+                self.result.problems.append(Problem("out-of-range", message, where))
+                return event.value
         return value.isoformat() if hasattr(value, "isoformat") else value
 
     def _check_tag(self, tag: str | None, event: yaml.Event, scalar: bool) -> None:
@@ -460,6 +474,38 @@ _KEY_PATH = object()  # the path of a collection used as a mapping key (recorded
 # ---------------------------------------------------------------------------- errors
 
 
+def _too_deep(position: Position) -> Problem:
+    return Problem("too-large", f"nested more than {MAX_DEPTH} levels deep (runaway nesting); not read",
+                   _one_char(position))
+
+
+def _is_depth_refusal(error: yaml.YAMLError) -> bool:
+    """libyaml's own nesting limit (PyYAML >= 6.0.3: "exceeded maximum nesting depth")."""
+    problem = str(getattr(error, "problem", None) or error).lower()
+    return "nesting" in problem and "depth" in problem
+
+
+def _abbreviated(text: str) -> str:
+    text = text.strip()
+    return text if len(text) <= 24 else f"{text[:12]}…{text[-4:]}"
+
+
+def _insane_number(text: str, value: Any, integer: bool) -> str | None:
+    """Why a number as written is not one a training setting can hold (None: it is)."""
+    if integer:
+        if isinstance(value, int) and value in SANE_INTEGERS:
+            return None
+        digits = text.strip().lstrip("+-")
+        length = f" ({len(digits):,} digits)" if digits.isdigit() else ""
+        refused = ("; Python refuses to read integers of over 4,300 digits, so json.load and yaml.safe_load "
+                   "fail on this file" if not isinstance(value, int) else "")
+        return (f"`{_abbreviated(text)}`{length} is not a sane integer: it does not fit in 64 bits, "
+                f"and PyTorch, DeepSpeed and CUDA take nothing larger{refused}")
+    if isinstance(value, float) and value in (float("inf"), float("-inf")) and "inf" not in text.lower():
+        return f"`{_abbreviated(text)}` is too large for a 64-bit float: the tools read it as infinity"
+    return None
+
+
 def _yaml_problem(error: yaml.YAMLError, text: str) -> Problem:
     mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
     if mark is None and isinstance(error, yaml.reader.ReaderError):
@@ -507,8 +553,32 @@ def _compose(text: str, result: Structured, keep_values: bool, key_text=None) ->
     except _Refused as refused:
         result.problems.append(refused.problem)
     except yaml.YAMLError as error:
-        result.problems.append(_yaml_problem(error, text))
+        if _is_depth_refusal(error):
+            result.problems.append(_depth_refusal(text, error, key_text))
+        else:
+            result.problems.append(_yaml_problem(error, text))
     return composer
+
+
+def _depth_refusal(text: str, error: yaml.YAMLError, key_text) -> Problem:
+    """The depth budget's problem for a document libyaml refused as too deeply nested: its
+    scanner reads a line of ``[[[[…`` to the end before the first event, so the composer never
+    saw the nesting. The text before the place libyaml stopped is nested no deeper than its
+    limit (1,000): composed again, it meets the budget where any PyYAML would."""
+    mark = getattr(error, "problem_mark", None)
+    if mark is None:
+        return _too_deep(Position(1, 0))
+    starts = [0] + [m.end() for m in _YAML_BREAK.finditer(text)]
+    offset = starts[min(mark.line, len(starts) - 1)] + mark.column
+    prefix = Structured()
+    try:
+        _Composer(text[:offset], prefix, keep_values=False, key_text=key_text).run()
+    except _Refused as refused:
+        if refused.problem.kind == "too-large":
+            return refused.problem
+    except yaml.YAMLError:
+        pass
+    return _too_deep(Position(mark.line + 1, mark.column))
 
 
 # refused by YAML's reader, or line breaks to YAML (NEL, LS, PS) but not to JSON
@@ -525,15 +595,50 @@ def _json_key(key: str) -> str:
         return key
 
 
+class _Insane(str):
+    """A JSON number no training setting can hold, kept as written (with why)."""
+
+    message: str
+
+
+def _json_number(integer: bool, insane: list[_Insane]):
+    def parse(text: str) -> Any:
+        try:
+            value = int(text) if integer else float(text)
+        except ValueError:  # an integer of over 4,300 digits
+            value = None
+        message = _insane_number(text, value, integer)
+        if message is None:
+            return value
+        kept = _Insane(text)
+        kept.message = message
+        insane.append(kept)
+        return kept
+    return parse
+
+
+def _out_of_range(result: Structured) -> None:
+    """Problems for the numbers the JSON reader kept as text, at their values."""
+    for path, value in result.items():
+        if isinstance(value, _Insane):
+            result.problems.append(Problem("out-of-range", value.message, result.range_of(path)))
+            parent = result.get(*path[:-1])
+            parent[path[-1]] = str(value)
+    if isinstance(result.value, _Insane):
+        result.value = str(result.value)
+
+
 def _load_json(text: str) -> Structured:
     result = Structured(syntax="json", text=text)
+    deep = False
+    insane: list[_Insane] = []
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_int=_json_number(True, insane), parse_float=_json_number(False, insane))
     except json.JSONDecodeError as error:
         result.problems.append(_json_problem(error, text))
         value = None
     except RecursionError:  # the composer below finds where the nesting runs away
-        value = None
+        value, deep = None, True
     # Ranges and duplicate keys: the same text read as YAML flow. Tabs are JSON whitespace;
     # characters JSON allows raw in strings but YAML refuses or breaks lines at are swapped one for one (columns
     # stay), and keys are mapped back, with YAML's \u-escaped surrogate pairs joined as json does.
@@ -542,6 +647,8 @@ def _load_json(text: str) -> Structured:
     result.value_ranges, result.key_ranges = ranges.value_ranges, ranges.key_ranges
     result.partial_keys = composer.top_level_keys()
     too_large = [p for p in ranges.problems if p.kind == "too-large"]
+    if not too_large and deep:  # deeper than json's recursion limit, yet not past the budget
+        too_large = [_too_deep(Position(1, 0))]
     if too_large:
         result.problems += too_large
         return result
@@ -549,6 +656,8 @@ def _load_json(text: str) -> Structured:
         return result
     result.value = value
     result.problems += [p for p in ranges.problems if p.kind == "duplicate-key"]
+    if insane:
+        _out_of_range(result)
     return result
 
 

@@ -9,7 +9,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memlint.diagnostics import Range
+from memlint.diagnostics import Position, Range
+from memlint.sources import structured
 from memlint.sources.structured import MAX_DEPTH, MAX_NODES, load
 
 # A DeepSpeed config as the HF docs write it (two-space indent, "auto" values, 1e9 integers).
@@ -265,19 +266,137 @@ def test_aliases_below_the_budget_share_values():
     assert data.value["lol3"][0] is data.value["lol2"]  # not copied
 
 
+class _ScannerWithANestingLimit(yaml.SafeLoader):
+    """The scanner of PyYAML >= 6.0.3's libyaml, in pure Python: flow nesting past 1,000
+    levels is refused with its "exceeded maximum nesting depth", and as it reads a line of
+    ``[[[[`` to the end before its first token, before any event reaches memlint's composer."""
+
+    def fetch_flow_collection_start(self, TokenClass):
+        if self.flow_level >= 1000:
+            raise yaml.scanner.ScannerError(None, None, "exceeded maximum nesting depth", self.get_mark())
+        super().fetch_flow_collection_start(TokenClass)
+
+
+# The YAML scanners a user may have: PyYAML's pure-Python one (no nesting limit of its own, as
+# every release before 6.0.3), one that refuses deep nesting itself (the libyaml of 6.0.3 and
+# later), and whatever this machine's PyYAML uses.
+SCANNERS = {
+    "pure-python": yaml.SafeLoader,
+    "limit-1000": _ScannerWithANestingLimit,
+    "installed": getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader,
+}
+
+
+@pytest.fixture(params=sorted(SCANNERS))
+def scanner(request, monkeypatch):
+    monkeypatch.setattr(structured, "_Loader", SCANNERS[request.param])
+    return request.param
+
+
 @pytest.mark.parametrize("syntax", ["yaml", "json"])
-def test_ten_thousand_levels_of_nesting_stop_at_the_depth_budget(syntax):
-    """Refused where the nesting passes the budget (column 64), without recursing."""
-    data = load("[" * 10_000 + "]" * 10_000, syntax)
+@pytest.mark.parametrize("levels", [63, MAX_DEPTH, MAX_DEPTH + 1, 1_000, 1_001, 100_000])
+def test_nesting_stops_at_the_depth_budget_whatever_the_scanner(scanner, syntax, levels):
+    """Up to the budget the value is read; past it the same problem, at the same place
+    (column 64, where the nesting passes the budget), whichever PyYAML reads the text."""
+    data = load("[" * levels + "]" * levels, syntax)
+    if levels <= MAX_DEPTH:
+        assert data.ok and data.problems == []
+        value, depth = data.value, 0
+        while value:
+            value, depth = value[0], depth + 1
+        assert depth == levels - 1
+        return
     [problem] = data.problems
     assert problem.kind == "too-large" and f"{MAX_DEPTH} levels" in problem.message
     assert problem.range == r(1, MAX_DEPTH, 1, MAX_DEPTH + 1)
+    assert data.value is None
+
+
+@pytest.mark.parametrize("syntax", ["yaml", "json"])
+def test_deep_nesting_over_many_lines_and_in_mappings(scanner, syntax):
+    """One bracket a line (the scanner no longer reads ahead) and nested mappings."""
+    data = load("[\n" * 100_000 + "]" * 100_000, syntax)
+    [problem] = data.problems
+    assert problem.kind == "too-large" and problem.range.start.line == MAX_DEPTH + 1
+    data = load('{"a": ' * 2_000 + "1" + "}" * 2_000, syntax)
+    [problem] = data.problems
+    assert problem.kind == "too-large" and problem.range.start == Position(1, 6 * MAX_DEPTH)
 
 
 def test_deep_block_yaml_stops_at_the_depth_budget():
     data = load("".join("  " * i + f"k{i}:\n" for i in range(10_000)), "yaml")
     [problem] = data.problems
     assert problem.kind == "too-large" and problem.range.start.line == MAX_DEPTH + 1
+
+
+# A DeepSpeed config with a batch size of 5,000 nines: Python's int() (and so json.load and
+# yaml.safe_load) refuses integers of over 4,300 digits.
+HUGE = "9" * 5_000
+
+
+@pytest.mark.parametrize("syntax", ["yaml", "json"])
+@pytest.mark.parametrize("written, why", [
+    (HUGE, "5,000 digits) is not a sane integer"),
+    ("9" * 4_000, "4,000 digits) is not a sane integer"),
+    (str(2**64), "20 digits) is not a sane integer"),
+    ("-" + str(2**63 + 1), "19 digits) is not a sane integer"),
+])
+def test_integers_no_tool_can_take_are_reported_at_the_value(syntax, written, why):
+    text = f'{{"train_micro_batch_size_per_gpu": {written}, "zero_optimization": {{"stage": 2}}}}'
+    data = load(text, syntax)
+    [problem] = data.problems
+    assert problem.kind == "out-of-range" and why in problem.message
+    assert problem.range == r(1, 35, 1, 35 + len(written))
+    assert ("json.load and yaml.safe_load fail" in problem.message) == (len(written) > 4_300)
+    assert len(problem.message) < 300  # the number is abbreviated, not repeated
+    # the rest of the file is read; the number stays as written
+    assert data.ok and data.get("zero_optimization", "stage") == 2
+    assert data.get("train_micro_batch_size_per_gpu") == written
+
+
+@pytest.mark.parametrize("syntax", ["yaml", "json"])
+def test_64_bit_integers_zero_and_negative_zero_are_sane(syntax):
+    text = f'{{"seed": {2**64 - 1}, "low": {-2**63}, "zero": -0, "half": -0.0, "pi": 3.14}}'
+    data = load(text, syntax)
+    assert data.problems == []
+    assert data.value == {"seed": 2**64 - 1, "low": -2**63, "zero": 0, "half": -0.0, "pi": 3.14}
+
+
+def test_a_float_that_overflows_is_reported_not_read_as_infinity():
+    text = '{"gradient_clipping": 1e999, "lr": -1E+400, "ok": 1e308}'
+    data = load(text, "json")
+    assert [(p.kind, p.range.start.column) for p in data.problems] == [
+        ("out-of-range", text.index("1e999")), ("out-of-range", text.index("-1E+400"))]
+    assert "too large for a 64-bit float" in data.problems[0].message
+    assert data.value == {"gradient_clipping": "1e999", "lr": "-1E+400", "ok": 1e308}
+    # YAML 1.1 reads `1.0e+999` as a float (the sign is required), `1e999` as a string
+    data = load("max_grad_norm: 1.0e+999\nwarmup_ratio: 1e999\n", "yaml")
+    [problem] = data.problems
+    assert problem.kind == "out-of-range" and problem.range == r(1, 15, 1, 23)
+    assert data.value == {"max_grad_norm": "1.0e+999", "warmup_ratio": "1e999"}
+
+
+def test_nan_and_infinity_as_written_are_values_not_problems():
+    """Python's json reads `NaN` and `Infinity`, YAML `.nan` and `.inf`: the tools take them;
+    whether the setting may be one is the schema's question."""
+    import math
+
+    data = load('{"gradient_clipping": NaN, "lr": -Infinity}', "json")
+    assert data.problems == [] and math.isnan(data.value["gradient_clipping"]) and data.value["lr"] == -math.inf
+    data = load("max_grad_norm: .nan\nwarmup_ratio: -.inf\n", "yaml")
+    assert data.problems == [] and math.isnan(data.value["max_grad_norm"]) and data.value["warmup_ratio"] == -math.inf
+
+
+def test_numbers_as_keys_stay_text():
+    """A key is the text as written (YAML's simple keys end at 1,024 characters)."""
+    big = "9" * 1_000
+    text = f"1: one\n2.5: half\n{big}: huge\n0x10: hex\nnull: none\n[1, 2]: list\n"
+    data = load(text, "yaml")
+    assert data.problems == []
+    assert list(data.value) == ["1", "2.5", big, "0x10", "null", "[1, 2]"]
+    assert data.key_ranges[(big,)] == r(3, 0, 3, 1_000)
+    data = load(f'{{"1": 1, "{HUGE}": 2}}', "json")
+    assert data.problems == [] and list(data.value) == ["1", HUGE]
 
 
 def test_recursive_and_undefined_aliases():

@@ -154,3 +154,44 @@ def test_empty_file_list_exits_zero(tmp_path: Path):
     result = subprocess.run([sys.executable, "-m", "memlint", "check", "--force-exclude"],
                             capture_output=True, text=True, cwd=tmp_path, timeout=60)
     assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.skipif(os.name != "posix", reason="symlinks and FIFOs")
+def test_a_hostile_tree_beside_a_real_project_costs_the_project_none_of_its_findings(tmp_path: Path):
+    """Every finding of the project alone is reported with the hostile files beside it; each
+    hostile file gets its own clear finding or none, never a traceback. (The time, under 60 s
+    on this tree, is measured by ``bench/hostile_check_speed.py``.)"""
+    from hostile_tree import write_hostile_files, write_project
+
+    def findings(root: Path) -> tuple[int, dict[str, set[tuple]]]:
+        result = run(root)
+        assert "Traceback" not in result.stderr and "internal error" not in result.stderr, result.stderr
+        out: dict[str, set[tuple]] = {}
+        for d in json.loads(result.stdout):
+            name = d["filename"]  # relative to the project, where it runs (a device link: absolute)
+            name = Path(os.path.relpath(name, root) if os.path.isabs(name) else name).as_posix()
+            out.setdefault(name, set()).add((d["code"], d["location"]["row"], d["message"]))
+        return result.returncode, out
+
+    alone = write_project(tmp_path / "alone")
+    code, expected = findings(alone)
+    assert code == 1
+    assert {name: {c for c, _, _ in found} for name, found in expected.items()} == {
+        "train.py": {"MEM001"}, "ds_config.json": {"CFG002"}, "configs/sft.yaml": {"MEM001"},
+        "loops/train_amp.py": {"AMP004"}}
+
+    hostile = write_project(tmp_path / "hostile")
+    write_hostile_files(hostile)
+    code, found = findings(hostile)
+    assert code == 1
+    assert {name: found[name] for name in expected} == expected
+    codes = {name.removeprefix("hostile/"): {c for c, _, _ in f} for name, f in found.items() if name not in expected}
+    assert codes == {
+        "ds_huge.json": {"CFG002"},  # the value is not a sane integer
+        "generated_table.py": {"SYN002"},  # 400,000 lines: generated code
+        "model.py": {"SYN002"},  # binary
+        "zero.json": {"SYN002"}, "pipe.yaml": {"SYN002"},  # a device and a FIFO: not read
+    }  # the symlink loop is not walked; bomb.yaml and deep.json are no configs: refused by the
+    # loader's budgets, quietly
+    [(_, row, message)] = found["hostile/ds_huge.json"]
+    assert row == 2 and "(5,000 digits) is not a sane integer" in message
