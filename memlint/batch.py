@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import os
 import stat as stat_module
+import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
@@ -38,10 +39,31 @@ MAX_BATCH = 64
 
 
 @dataclass
+class Statistics:
+    """Where a check's time went (``memlint check --statistics``)."""
+
+    files: int = 0  # walked, and linked with them
+    from_cache: int = 0  # whose record (kind, links, mentions) the cache knew: not read
+    parsed: int = 0  # read and parsed (Python training code, configs, launchers)
+    set_aside: int = 0  # Python read and set aside by the prefilter: no ML import, never parsed
+    reused: int = 0  # results taken from the cache
+    linted: int = 0
+    workers: int = 1
+    seconds: dict[str, float] = field(default_factory=dict)  # stage -> wall seconds
+
+    def line(self) -> str:
+        stages = ", ".join(f"{stage} {seconds:.2f} s" for stage, seconds in self.seconds.items())
+        return (f"memlint: {self.files} files: {self.parsed} parsed, {self.set_aside} Python set aside by the "
+                f"prefilter, {self.from_cache} known from the cache; {self.linted} linted, {self.reused} results "
+                f"reused; {self.workers} worker{'s' if self.workers != 1 else ''}; {stages}")
+
+
+@dataclass
 class LintResult:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
     internal_errors: list[str] = field(default_factory=list)
+    statistics: Statistics = field(default_factory=Statistics)
 
 
 class Check:
@@ -233,6 +255,15 @@ class Check:
     # ----------------------------------------------------------------- the check
 
     def run(self):
+        started = clock = time.perf_counter()
+        stats = Statistics()
+
+        def stage(name: str) -> None:
+            nonlocal clock
+            now = time.perf_counter()
+            stats.seconds[name] = stats.seconds.get(name, 0.0) + now - clock
+            clock = now
+
         first = self.roots[self.first]
         files = self._walk(self.paths, first, explicit_too=not self.force_exclude)
         walked = dict(self.stats)
@@ -249,6 +280,8 @@ class Check:
                 todo.append((str(path), root))
             else:
                 self.records[absolute] = record
+        stats.from_cache = len(files) - len(todo)
+        stage("walk")
         self.lanes = self._start_lanes(len(todo))
         try:
             for lane, answers in self.lanes.run("analyse", self._batches(todo)):
@@ -257,8 +290,13 @@ class Check:
                         absolute = os.path.abspath(path)
                         self._remember(absolute, record)
                         self.parsed_by[absolute] = lane
+                        if record.kind == "python-other":
+                            stats.set_aside += 1
+                        else:
+                            stats.parsed += 1
                         if record.facts:
                             self.analysed[absolute] = record
+            stage("analyse")
             for root_files in self.candidates.values():
                 for candidate in root_files:
                     self._scan(candidate)
@@ -274,6 +312,7 @@ class Check:
                 if self.force_exclude and self.roots[root].is_excluded(path):
                     continue
                 targets.append((path, root))
+            stage("link")
 
             # reuse what is still valid, lint the rest
             result = LintResult()
@@ -296,6 +335,8 @@ class Check:
                     misses.append((str(path), root))
                 else:
                     found[str(path)] = reused
+            stage("cache look-up")
+            stats.reused, stats.linted = len(found), len(misses)
             for outcome in self._lint(misses):
                 found[outcome.path] = outcome.diagnostics
                 result.internal_errors.extend(outcome.errors)
@@ -304,8 +345,10 @@ class Check:
                     self.cache.remember_result(result_cache.result_key(outcome.path), outcome.digest,
                                                result_cache.settings_fingerprint(settings), str(settings.root),
                                                outcome.diagnostics, outcome.reads)
+            stage("lint")
         finally:
             if self.lanes is not None:
+                stats.workers = len(self.lanes)
                 self.lanes.close()
         for path, _root in targets:
             result.diagnostics.extend(found.get(str(path), ()))
@@ -313,6 +356,10 @@ class Check:
             directories = [os.path.abspath(p) for p in self.paths if os.path.isdir(p)]
             self.cache.forget_missing(set(walked), directories)
             self.cache.save()
+            stage("cache write")
+        stats.files = len(targets)
+        stats.seconds["total"] = time.perf_counter() - started
+        result.statistics = stats
         return result
 
     def _lint(self, misses: list[Task]) -> list[Outcome]:

@@ -40,6 +40,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="where the result cache lives (default: $MEMLINT_CACHE_DIR, else .memlint_cache in the project root)")
     p.add_argument("-j", "--jobs", type=int, metavar="N",
                    help="worker processes (default: every core; small inputs run in one process)")
+    p.add_argument("--statistics", action="store_true",
+                   help="print where the time went (files parsed, set aside, seconds per stage) on stderr")
     p.add_argument("--output-file", type=Path, help="write the report to this file instead of stdout")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
 
@@ -141,6 +143,8 @@ def run(args: argparse.Namespace) -> int:
         args.output_file.write_text(report, encoding="utf-8")
     else:
         sys.stdout.write(report)
+    if args.statistics:
+        print(result.statistics.line(), file=sys.stderr)
     if args.exit_zero:
         return EXIT_OK
     failing = [d for d in diagnostics if d.severity >= settings.fail_on]

@@ -77,16 +77,17 @@ def _nonlocal_at_module_level(module: cst.Module) -> cst.Nonlocal | None:
     return None
 
 
-def parse_document(document: Document, previous: ParsedDocument | None = None) -> ParsedDocument:
+def parse_document(document: Document, previous: ParsedDocument | None = None, whole: bool = False) -> ParsedDocument:
     """``previous``: the same document as parsed before an edit (the language server's case):
-    what did not change is not parsed again."""
+    what did not change is not parsed again. ``whole``: the document will not be edited
+    (``memlint check``): Python is parsed in one piece (``python_source.parse``)."""
     if document.problem is not None:
         return ParsedDocument(document, document.syntax)
     if document.syntax == "python" and not is_training_code(document.text):
         return ParsedDocument(document, "python-other")
     if document.syntax == "python":
         before = previous.reusable if previous is not None else None
-        result = python_source.parse(document.text, before)
+        result = python_source.parse(document.text, before, whole=whole)
         if isinstance(result, python_source.PythonSyntaxError):
             # CPython puts some errors (a bad unindent, an unexpected end of file) one column
             # past the end of the line: keep the range inside the document

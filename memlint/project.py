@@ -212,7 +212,8 @@ class Project:
             # whatever the document makes memlint raise stays with it (memlint.failures): it is
             # reported on the document when it is linted, and every other one goes on
             try:
-                parsed = parse_document(document, previous=cached.parsed if cached is not None else None)
+                parsed = parse_document(document, previous=cached.parsed if cached is not None else None,
+                                        whole=self.snapshot)
             except Exception as error:
                 parsed = ParsedDocument(document, "other", failures=[failures.describe("reading it", error)])
             try:

@@ -20,6 +20,10 @@ ETAG_TIMEOUT_S = 3.0  # the metadata request (HEAD)
 DOWNLOAD_TIMEOUT_S = 5  # the file itself: a few kilobytes
 
 _failures: dict[str, str] = {}  # id -> why the Hub gave no config.json
+# Why no request reaches the Hub at all (its host name does not resolve, the connection is
+# refused), once one lookup found out: huggingface_hub retries a failed connection five times
+# over 23 s, which a tree of configs naming twenty uncatalogued models paid twenty times.
+_unreachable: str | None = None
 _lock = threading.Lock()
 # The language server never waits for the network: with a callback set, a lookup starts a
 # download in a thread and answers "not yet"; the callback runs (in that thread) once the
@@ -79,6 +83,9 @@ def fetch_config(model_id: str, *, offline: bool | None = None) -> dict[str, Any
     if why_offline(offline) is not None:
         return None
     with _lock:
+        if _unreachable is not None:
+            _failures.setdefault(model_id, _unreachable)
+            return None
         if model_id in _failures or model_id in _pending:
             return None
         callback = _background
@@ -92,12 +99,32 @@ def fetch_config(model_id: str, *, offline: bool | None = None) -> dict[str, Any
 
 
 def _fetch(model_id: str) -> dict[str, Any] | None:
+    global _unreachable
     try:
+        _check_host()
         return _download(model_id)
     except _HubFailure as failure:
         with _lock:
             _failures[model_id] = str(failure)
+            if failure.unreachable:
+                _unreachable = str(failure)
         return None
+
+
+def _check_host() -> None:
+    """A host name that does not resolve fails here at once, not after the retries."""
+    import socket
+    from urllib.parse import urlsplit
+
+    endpoint = os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
+    parts = urlsplit(endpoint)
+    if not parts.hostname:
+        return
+    try:
+        socket.getaddrinfo(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
+    except (socket.gaierror, UnicodeError):
+        raise _HubFailure(f"the Hub could not be reached ({parts.hostname} does not resolve)",
+                          unreachable=True) from None
 
 
 def _fetch_then(model_id: str, callback: Callable[[str], None]) -> None:
@@ -109,7 +136,9 @@ def _fetch_then(model_id: str, callback: Callable[[str], None]) -> None:
 
 
 class _HubFailure(Exception):
-    pass
+    def __init__(self, message: str, unreachable: bool = False) -> None:
+        super().__init__(message)
+        self.unreachable = unreachable  # no request can reach the Hub: no other id is asked either
 
 
 def _download(model_id: str) -> dict[str, Any]:
@@ -144,12 +173,15 @@ def _download(model_id: str) -> dict[str, Any]:
         raise _HubFailure("HF_HUB_OFFLINE is set") from None
     except HfHubHTTPError as error:
         status = getattr(getattr(error, "response", None), "status_code", None)
-        raise _HubFailure(f"the Hub answered HTTP {status}" if status else "the Hub could not be reached") from None
+        if status:
+            raise _HubFailure(f"the Hub answered HTTP {status}") from None
+        raise _HubFailure("the Hub could not be reached", unreachable=True) from None
     except Exception as error:  # noqa: BLE001 - the transport's errors differ between releases
         # (httpx, httpx2); an optional download must never stop the lint
         if "timeout" in type(error).__name__.lower() or isinstance(error, TimeoutError):
             raise _HubFailure("the Hub did not answer in time") from None
-        raise _HubFailure(f"the Hub could not be reached ({type(error).__name__})") from None
+        raise _HubFailure(f"the Hub could not be reached ({type(error).__name__})",
+                          unreachable="connect" in type(error).__name__.lower()) from None
     try:
         return read_config(Path(path))
     except UnknownModel as error:

@@ -277,9 +277,13 @@ def _cut_after_edit(text: str, previous: PythonSource | None) -> list[tuple[str,
             *((unit.text, []) for unit in units[kept_after:])]
 
 
-def parse(text: str, previous: PythonSource | None = None) -> PythonSource | PythonSyntaxError:
+def parse(text: str, previous: PythonSource | None = None, whole: bool = False) -> PythonSource | PythonSyntaxError:
     """The module, or why it cannot be analysed. ``previous``: the source of an earlier version
-    of the same document, whose unchanged top-level statements need no parsing again."""
+    of the same document, whose unchanged top-level statements need no parsing again.
+
+    ``whole``: the text will not be edited (``memlint check``): it is parsed in one piece, not
+    in units (``python_units``), which only an edit repays: parsing each top-level statement
+    alone, recording its positions and joining the pieces costs a cold run a quarter more."""
     lines = text.splitlines()
     if len(lines) > MAX_LINES:
         return PythonSyntaxError(f"{len(lines):,} lines: too long to analyse (generated code?)",
@@ -290,9 +294,13 @@ def parse(text: str, previous: PythonSource | None = None) -> PythonSource | Pyt
             f"a line of {longest:,} characters: too long to analyse (generated code?)",
             Range.file_start(), "too-complex",
         )
-    cut = _cut_after_edit(text, previous)
+    cut = None if whole else _cut_after_edit(text, previous)
     tree = None
-    if cut is None:
+    if whole:
+        cpython_error, tree = _python_error(text)
+        if cpython_error is not None:
+            return cpython_error
+    elif cut is None:
         cpython_error, tree = _python_error(text)
         if cpython_error is not None:
             return cpython_error

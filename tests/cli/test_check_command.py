@@ -125,3 +125,20 @@ def test_a_config_edited_alone_rechecks_the_run_that_uses_it(project):
     (finding,) = result.json()
     assert finding["code"] == "MEM001" and finding["filename"] == "ds_config.json"
     assert "ZeRO stage 2" in finding["message"]
+
+
+# ------------------------------------------------------------------ statistics
+
+
+def test_statistics_say_what_was_parsed_set_aside_and_reused(project):
+    """``--statistics``: one line on stderr, the report on stdout unchanged. A module that
+    imports no ML library is read and set aside; a second run takes every result from the cache."""
+    write(project, {"utils/strings.py": "def slug(text: str) -> str:\n    return text.lower().replace(' ', '-')\n"})
+    plain = memlint(project, "check", "--output-format", "json", "--no-cache")
+    first = memlint(project, "check", "--output-format", "json", "--statistics", "--jobs", "1")
+    assert first.json() == plain.json() and plain.err == ""
+    (line,) = first.err.splitlines()
+    assert "5 files: 4 parsed, 1 Python set aside by the prefilter, 0 known from the cache" in line
+    assert "5 linted, 0 results reused; 1 worker;" in line and "analyse " in line and "total " in line
+    again = memlint(project, "check", "--output-format", "json", "--statistics")
+    assert "0 parsed, 0 Python set aside by the prefilter, 5 known from the cache; 0 linted, 5 results reused" in again.err

@@ -83,6 +83,7 @@ def fake_hub(tmp_path, monkeypatch):
     monkeypatch.setattr(hub, "ETAG_TIMEOUT_S", 0.5)
     monkeypatch.setattr(hub, "DOWNLOAD_TIMEOUT_S", 1)
     monkeypatch.setattr(hub, "_failures", {})
+    monkeypatch.setattr(hub, "_unreachable", None)
     yield endpoint
     server.shutdown()
     server.server_close()
@@ -144,3 +145,18 @@ def test_in_the_background_a_lookup_never_waits_and_reports_when_the_file_is_cac
         assert resolve("acme/public-1b").arch.n_params == 1_235_814_400
     finally:
         hub.in_background(None)
+
+
+def test_an_unreachable_hub_is_asked_once_per_process(fake_hub, monkeypatch):
+    """A host name that does not resolve fails at once (not after huggingface_hub's retries),
+    and the ids looked up after it are not asked: each says why."""
+    monkeypatch.setenv("HF_ENDPOINT", "http://hub.memlint-test.invalid")
+    asked: list[str] = []
+    download = hub._download
+    monkeypatch.setattr(hub, "_download", lambda model_id: asked.append(model_id) or download(model_id))
+    started = time.monotonic()
+    for repo in ("acme/public-1b", "acme/other-7b", "acme/third-3b"):
+        with pytest.raises(UnknownModel, match="could not be reached"):
+            resolve(repo)
+    assert asked == [] and time.monotonic() - started < 10
+    assert hub.last_failure("acme/third-3b") == hub.last_failure("acme/public-1b")
