@@ -226,8 +226,6 @@ def preload() -> None:
     forked, the workers share the parent's copy. ``gc.freeze`` (undone in the parent once the
     workers started: :class:`Lanes`) keeps the workers' collectors off those objects, whose
     pages then stay shared."""
-    import gc
-
     from memlint.catalog.models import catalog_entries
     from memlint.engine import Linter  # noqa: F401
     from memlint.facts.extract import extract  # noqa: F401
