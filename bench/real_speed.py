@@ -29,6 +29,7 @@ machine), printed with the load average when it was measured.
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import platform
 import shutil
@@ -45,7 +46,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 
-import make_tree  # noqa: E402  (the generator beside this script)
+import make_tree  # (the generator beside this script)
 
 # (distribution, version, what of its sources is kept: paths under the unpacked root, None = all)
 PACKAGES: list[tuple[str, str, tuple[str, ...] | None]] = [
@@ -142,7 +143,7 @@ def download(name: str, pinned: str, into: Path) -> Path | None:
             return found[0]
     pip = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--dest", str(into)]
     for how in (["--only-binary", ":all:"], ["--no-binary", ":all:", "--no-build-isolation"]):
-        done = subprocess.run(pip + how + [f"{name}=={pinned}"], capture_output=True, text=True)
+        done = subprocess.run(pip + how + [f"{name}=={pinned}"], capture_output=True, text=True, check=False)
         if done.returncode == 0:
             return download(name, pinned, into)
     print(f"  {name}=={pinned}: pip download failed; skipped ({done.stderr.strip().splitlines()[-1:]})")
@@ -357,20 +358,23 @@ def _measure_memlints(report: Report, label: str, memlints: dict[str, tuple[str,
             report.add(label, f"{name} {title}", result)
 
     def cold(name):
-        base, with_cache, env, cache = commands[name]
+        _, with_cache, env, cache = commands[name]
         return (lambda: Run(with_cache, env), lambda: shutil.rmtree(cache, ignore_errors=True))
 
     def warm(name):
-        base, with_cache, env, cache = commands[name]
+        _, with_cache, env, _ = commands[name]
         Run(with_cache, env)  # fill the cache
         return (lambda: Run(with_cache, env), None)
 
+    edits = itertools.count()
+
     def one_edit(name):
-        base, with_cache, env, cache = commands[name]
+        _, with_cache, env, _ = commands[name]
         original = edited.read_text()
 
         def run() -> Run:
-            edited.write_text(original + "\n# edited\n")  # new content, the same meaning
+            # new content, the same meaning; never content a cache has seen (its result would be kept)
+            edited.write_text(original + f"\n# edited {os.getpid()}-{next(edits)}\n")
             try:
                 return Run(with_cache, env)
             finally:
@@ -380,7 +384,7 @@ def _measure_memlints(report: Report, label: str, memlints: dict[str, tuple[str,
         return (run, None)
 
     def no_cache(name, jobs):
-        base, with_cache, env, cache = commands[name]
+        base, _, env, _ = commands[name]
         return (lambda: Run(base + ["--no-cache", "--jobs", str(jobs), str(tree)], env), None)
 
     figure("cold", {name: cold(name) for name in commands})

@@ -16,6 +16,7 @@ earlier work did). A lane whose process dies is replaced by a local one, and the
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import sys
@@ -222,10 +223,9 @@ def preload() -> None:
     libcst, the extractors, the rules and the model catalogue. Imported in each worker, they
     cost every worker the whole start-up of a one-process run (a second of CPU on a loaded
     machine), which is why two workers were slower than one on a tree of small YAML files;
-    forked, the workers share the parent's copy. ``gc.freeze`` keeps the collector off those
-    objects, whose pages then stay shared."""
-    import gc
-
+    forked, the workers share the parent's copy. ``gc.freeze`` (undone in the parent once the
+    workers started: :class:`Lanes`) keeps the workers' collectors off those objects, whose
+    pages then stay shared."""
     from memlint.catalog.models import catalog_entries
     from memlint.engine import Linter  # noqa: F401
     from memlint.facts.extract import extract  # noqa: F401
@@ -234,7 +234,6 @@ def preload() -> None:
 
     all_rules()
     catalog_entries()
-    gc.freeze()
 
 
 def _context():
@@ -250,11 +249,19 @@ class Lanes:
 
     def __init__(self, setup: Setup, processes: int) -> None:
         self.setup = setup
-        if processes > 1 and _context().get_start_method() == "fork":
+        freeze = processes > 1 and _context().get_start_method() == "fork"
+        if freeze:
             preload()
-        self.lanes: list[LocalLane | ProcessLane] = (
-            [ProcessLane(setup) for _ in range(processes)] if processes > 1 else [LocalLane(setup)]
-        )
+            freeze = gc.get_freeze_count() == 0  # a caller's own frozen objects stay as they are
+            if freeze:
+                gc.freeze()
+        try:
+            self.lanes: list[LocalLane | ProcessLane] = (
+                [ProcessLane(setup) for _ in range(processes)] if processes > 1 else [LocalLane(setup)]
+            )
+        finally:
+            if freeze:
+                gc.unfreeze()
         self._seeds: list[tuple[int, list[tuple[str, DocumentRecord]]]] = []
         # the worker when everything runs in this process (its projects then serve the caller too)
         self.local: Worker | None = self.lanes[0].worker if isinstance(self.lanes[0], LocalLane) else None
