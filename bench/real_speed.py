@@ -47,6 +47,7 @@ REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 
 import make_tree  # (the generator beside this script)
+from check_speed import cores, load  # the same cores and load average as the generated-tree benchmark
 
 # (distribution, version, what of its sources is kept: paths under the unpacked root, None = all)
 PACKAGES: list[tuple[str, str, tuple[str, ...] | None]] = [
@@ -70,20 +71,6 @@ PACKAGES: list[tuple[str, str, tuple[str, ...] | None]] = [
 ]
 SUFFIXES = (".py", ".json", ".yml", ".yaml", ".sh", ".toml")
 SLOW_S = 60.0  # a run this long is not repeated: its noise is small beside it
-
-
-def cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
-
-
-def load() -> str:
-    try:
-        return "{:.1f} {:.1f} {:.1f}".format(*os.getloadavg())
-    except OSError:
-        return "unknown"
 
 
 class Run:
