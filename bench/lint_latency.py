@@ -40,16 +40,16 @@ sys.path.insert(0, str(ROOT / "bench"))
 from lsp_latency import write_project  # noqa: E402
 
 try:
-    from memlint.collector import collector_paused  # noqa: E402
+    from memlint.lint.collector import collector_paused  # noqa: E402
 except ImportError:  # an older memlint, measured for comparison
     from contextlib import nullcontext as collector_paused  # noqa: E402
-from memlint.context import RuleContext  # noqa: E402
-from memlint.documents import read_document  # noqa: E402
-from memlint.engine import Linter, capacity_of, run_context  # noqa: E402
+from memlint.documents.parsed import parse_document  # noqa: E402
+from memlint.documents.reading import read_document  # noqa: E402
 from memlint.facts.extract import extract  # noqa: E402
-from memlint.parsed import parse_document  # noqa: E402
-from memlint.project import Project  # noqa: E402
-from memlint.settings import discover  # noqa: E402
+from memlint.lint.context import RuleContext  # noqa: E402
+from memlint.lint.engine import Linter, capacity_of, run_context  # noqa: E402
+from memlint.project.settings import discover  # noqa: E402
+from memlint.project.store import Project  # noqa: E402
 
 STAGES = ("parse", "structure", "names", "facts", "runs", "rules")
 _NUMBER = re.compile(r"(?<![\w.])\d+(?![\w.])")

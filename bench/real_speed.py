@@ -225,10 +225,10 @@ def count(root: Path, suffixes: tuple[str, ...] = SUFFIXES) -> tuple[int, int, i
 PER_FILE = """
 import json, os, statistics, sys, time
 from pathlib import Path
-from memlint.settings import discover
-from memlint.project import Project
-from memlint.engine import Linter
-from memlint.walk import iter_files
+from memlint.project.settings import discover
+from memlint.project.store import Project
+from memlint.lint.engine import Linter
+from memlint.project.walk import iter_files
 tree = Path(sys.argv[1])
 settings = discover(tree)
 files = [p for p in iter_files([tree], settings) if p.suffix == ".py"]

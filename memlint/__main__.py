@@ -1,5 +1,5 @@
 """``python -m memlint`` runs the command-line interface."""
 
-from memlint.cli import main
+from memlint.cli.main import main
 
 raise SystemExit(main())

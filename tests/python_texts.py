@@ -6,7 +6,7 @@ import ast
 
 import libcst as cst
 
-from memlint.sources import python as python_source
+from memlint.python import source as python_source
 
 
 def parses(text: str) -> bool:

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from memlint import cache as result_cache
-from memlint import engine
-from memlint.cli import main
+from memlint.check import cache as result_cache
+from memlint.cli.main import main
+from memlint.lint import engine
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

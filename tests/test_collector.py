@@ -6,7 +6,7 @@ import gc
 import threading
 import weakref
 
-from memlint.collector import IdleCollection, collector_paused, freeze_long_lived
+from memlint.lint.collector import IdleCollection, collector_paused, freeze_long_lived
 
 
 class _Node:

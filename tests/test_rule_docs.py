@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import shutil
 
-from memlint import docs
-from memlint.cli import main as cli_main
+from memlint.cli.main import main as cli_main
+from memlint.rules import reference as docs
 from memlint.rules.base import Example, Rule, all_rules
 
 
 def test_committed_pages_are_up_to_date():
     stale = docs.stale_pages()
-    assert stale == [], f"stale rule pages {stale}: run `python -m memlint.docs`"
+    assert stale == [], f"stale rule pages {stale}: run `python -m memlint.rules.reference`"
 
 
 def test_check_mode_reports_a_changed_missing_or_orphan_page(tmp_path, capsys):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from memlint.lint.rule_examples import run_example
 from memlint.rules.base import all_rules
-from memlint.rule_examples import run_example
 
 RULES = all_rules()
 CASES = [

@@ -21,11 +21,11 @@ from pathlib import Path
 import pytest
 
 from memlint.catalog.models import resolve_model
+from memlint.cli.trace import EXTRA_MESSAGE
 from memlint.estimate import Attention, Lora, Optimizer, Precision, Sharding, TrainingSetup, estimate_training
 from memlint.estimate.oracle_cases import trace_case_inputs
 from memlint.trace.compare import ROWS, compare, describe_phase, persistent_optimizer_bytes
 from memlint.trace.setup_case import NotMeasurable, trace_plan
-from memlint.trace_cli import EXTRA_MESSAGE
 
 ROOT = Path(__file__).resolve().parents[1]
 TOLERANCE = 0.10  # the estimate must be within 10 % of the measured peak
@@ -101,7 +101,7 @@ BLOCKING = textwrap.dedent('''
             return None
 
     sys.meta_path.insert(0, Blocker())
-    from memlint.cli import main
+    from memlint.cli.main import main
     raise SystemExit(main(sys.argv[1:]))
 ''')
 WITHOUT_TORCH = 'BLOCKED = ("torch", "transformers", "peft")' + BLOCKING
@@ -134,9 +134,9 @@ def extra_found() -> None:
 
 # --------------------------------------------------------------------------- without torch
 def test_importing_the_cli_does_not_import_torch() -> None:
-    code = ("import sys, contextlib, memlint.cli\n"
+    code = ("import sys, contextlib, memlint.cli.main\n"
             "with contextlib.suppress(SystemExit):\n"
-            "    memlint.cli.main(['trace', '--help'])\n"
+            "    memlint.cli.main.main(['trace', '--help'])\n"
             "assert 'torch' not in sys.modules and 'transformers' not in sys.modules, 'imported'\n")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=_env(), capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
@@ -238,7 +238,7 @@ def test_the_measured_setup_reads_back_from_the_case(setup: TrainingSetup) -> No
 
 
 def test_a_script_path_becomes_a_case() -> None:
-    from memlint.plans import plan_for_path
+    from memlint.cli.run_of_path import plan_for_path
 
     args = Namespace(model=None, batch=None, seq=None, precision=None, optimizer=None, grad_ckpt=None, attn=None,
                      lora_r=None, lora_targets=None, lora_dropout=None, qlora=False, zero=None, fsdp=None,
@@ -253,7 +253,7 @@ def test_a_script_path_becomes_a_case() -> None:
 def test_model_config_replaces_the_model_of_a_script(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from argparse import ArgumentParser
 
-    from memlint.trace_cli import _runs, add_arguments
+    from memlint.cli.trace import _runs, add_arguments
 
     (tmp_path / ".git").mkdir()
     (tmp_path / "run_clm.py").write_text(RUN_CLM)

@@ -19,11 +19,11 @@ from typing import Any
 from memlint.configs import schema
 from memlint.configs.deepspeed import OFFLOAD_DEVICES, offload_stages, positive_int
 from memlint.configs.reading import ConfigReader, loaded_mapping, new_facts
+from memlint.documents.parsed import ParsedDocument
 from memlint.facts.extract import extractor
 from memlint.facts.hf_args import _bool
 from memlint.facts.names import FSDP_STRATEGIES
 from memlint.facts.plan import RunFacts
-from memlint.parsed import ParsedDocument
 
 
 def described_default(*path: str) -> Any:

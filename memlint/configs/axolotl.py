@@ -17,12 +17,12 @@ from typing import Any
 from memlint.configs.deepspeed import positive_int, read_deepspeed
 from memlint.configs.reading import ConfigReader, loaded_mapping, new_facts
 from memlint.configs.schema import plugin_listed
+from memlint.documents.parsed import ParsedDocument
 from memlint.facts.extract import extractor
 from memlint.facts.hf_args import _bool, _targets
 from memlint.facts.names import ATTENTION, optimizer_from_hf
 from memlint.facts.plan import RunFacts
-from memlint.parsed import ParsedDocument
-from memlint.sourced import Sourced
+from memlint.model.provenance import Sourced
 
 TOOL = "Axolotl"
 LIGER = "axolotl.integrations.liger.LigerPlugin"

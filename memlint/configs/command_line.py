@@ -9,7 +9,7 @@ LLaMA-Factory's arguments, which include them -- and mean what the same keys mea
 file. So the options are loaded as a mapping, each value converted as a YAML scalar (what
 ``HfArgumentParser`` makes of ``--bf16``, ``--cutoff_len 4096``, ``--gradient_checkpointing True``),
 located at the launcher's words that wrote them, and read by the config extractor of the kind
-the keys make up (``memlint.kinds.detect``: the same test a YAML file passes). Options in the
+the keys make up (``memlint.documents.kinds.detect``: the same test a YAML file passes). Options in the
 usual flag names of other training CLIs (OpenRLHF's ``--pretrain``) are read by
 ``memlint.configs.usual_flags`` first.
 
@@ -24,14 +24,14 @@ from typing import Any
 
 import yaml
 
-from memlint import kinds
-from memlint.documents import Document
 from memlint.configs.llamafactory import extract_llamafactory
 from memlint.configs.trainer_args import trainer_args_facts
 from memlint.configs.usual_flags import usual_flags_facts
+from memlint.documents import kinds
+from memlint.documents.parsed import ParsedDocument
+from memlint.documents.reading import Document
+from memlint.documents.structured import Structured
 from memlint.facts.plan import RunFacts
-from memlint.parsed import ParsedDocument
-from memlint.sources.structured import Structured
 
 # configs a launcher's options can make up: those whose keys are command-line options of the
 # framework's own argument parser

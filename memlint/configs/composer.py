@@ -15,11 +15,11 @@ from typing import Any
 
 from memlint.configs.deepspeed import positive_int
 from memlint.configs.reading import ConfigReader, loaded_mapping, new_facts
+from memlint.documents.parsed import ParsedDocument
 from memlint.facts.extract import extractor
 from memlint.facts.names import FSDP_STRATEGIES
 from memlint.facts.plan import RunFacts
-from memlint.parsed import ParsedDocument
-from memlint.sourced import Sourced
+from memlint.model.provenance import Sourced
 
 TOOL = "Composer"
 # keys of llm-foundry's train config (llmfoundry/utils/config_utils.py TrainConfig) no other kind has

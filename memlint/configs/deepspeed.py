@@ -18,12 +18,12 @@ from typing import Any
 
 from memlint.configs import schema
 from memlint.configs.reading import ConfigReader, loaded_mapping, new_facts
+from memlint.documents.parsed import ParsedDocument
+from memlint.documents.structured import Path_, Structured
 from memlint.facts.extract import extractor
 from memlint.facts.names import DEEPSPEED_OPTIMIZERS
 from memlint.facts.plan import RunFacts
-from memlint.parsed import ParsedDocument
-from memlint.sourced import Location
-from memlint.sources.structured import Path_, Structured
+from memlint.model.provenance import Location
 
 OFFLOAD_DEVICES = ("cpu", "nvme")
 

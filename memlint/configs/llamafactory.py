@@ -20,12 +20,12 @@ from __future__ import annotations
 
 from memlint.configs.deepspeed import positive_int, read_deepspeed
 from memlint.configs.reading import ConfigReader, loaded_mapping, new_facts
+from memlint.documents.parsed import ParsedDocument
 from memlint.facts.extract import extractor
 from memlint.facts.hf_args import _bool, _fsdp, _targets
 from memlint.facts.names import optimizer_from_hf
 from memlint.facts.plan import RunFacts
-from memlint.parsed import ParsedDocument
-from memlint.sourced import Sourced
+from memlint.model.provenance import Sourced
 
 TOOL = "LLaMA-Factory"
 FLASH_ATTN = {"fa2": "flash", "fa3": "flash", "sdpa": "sdpa", "disabled": "eager"}

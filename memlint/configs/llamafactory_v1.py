@@ -15,11 +15,11 @@ from typing import Any
 
 from memlint.configs.deepspeed import positive_int
 from memlint.configs.reading import ConfigReader, loaded_mapping, new_facts
+from memlint.documents.parsed import ParsedDocument
 from memlint.facts.extract import extractor
 from memlint.facts.hf_args import _targets
 from memlint.facts.plan import RunFacts
-from memlint.parsed import ParsedDocument
-from memlint.sourced import Sourced
+from memlint.model.provenance import Sourced
 
 TOOL = "LLaMA-Factory v1"
 # Blocks only v1 configs have (0.9 configs are flat and name the model `model_name_or_path`)

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from memlint.configs import schema
+from memlint.documents.structured import Path_, Structured
 from memlint.facts.plan import RunFacts
-from memlint.sourced import Location, Sourced
-from memlint.sources.structured import Path_, Structured
+from memlint.model.provenance import Location, Sourced
 
 
 @dataclass

@@ -16,7 +16,7 @@ from typing import Any
 
 import jsonschema
 
-from memlint.sources.structured import Path_
+from memlint.documents.structured import Path_
 
 # document kind -> schema name (hf-args picks one of HF_VARIANTS by its keys)
 SCHEMA_OF_KIND = {

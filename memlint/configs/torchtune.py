@@ -23,12 +23,12 @@ from typing import Any
 
 from memlint.configs.deepspeed import positive_int
 from memlint.configs.reading import ConfigReader, loaded_mapping, new_facts
-from memlint.diagnostics import Position, Range
+from memlint.documents.parsed import ParsedDocument
 from memlint.facts.extract import extractor
 from memlint.facts.names import DTYPES, OPTIMIZER_CLASSES
 from memlint.facts.plan import RunFacts
-from memlint.parsed import ParsedDocument
-from memlint.sourced import Location, Sourced
+from memlint.model.diagnostics import Position, Range
+from memlint.model.provenance import Location, Sourced
 
 TOOL = "torchtune"
 COMPONENT = "_component_"

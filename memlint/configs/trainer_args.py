@@ -17,11 +17,11 @@ from typing import Any
 from memlint.configs.deepspeed import read_deepspeed
 from memlint.configs.reading import ConfigReader, loaded_mapping, new_facts
 from memlint.configs.schema import schema_name_for
+from memlint.documents.parsed import ParsedDocument
 from memlint.facts import hf_args
 from memlint.facts.extract import extractor
 from memlint.facts.plan import RunFacts
-from memlint.parsed import ParsedDocument
-from memlint.sourced import Sourced
+from memlint.model.provenance import Sourced
 
 TRL_VARIANTS = ("trl-sft-config", "trl-dpo-config")
 # Read first so that the newer spelling wins over its deprecated alias.

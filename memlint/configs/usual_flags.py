@@ -17,7 +17,7 @@ from typing import Any, Callable
 from memlint.facts.hf_args import _targets
 from memlint.facts.names import ATTENTION
 from memlint.facts.plan import RunFacts
-from memlint.sourced import Sourced
+from memlint.model.provenance import Sourced
 
 
 def _count(text: str) -> int | None:

@@ -38,8 +38,8 @@ from memlint.configs.schema import (
     top_level_keys,
     validator,
 )
-from memlint.diagnostics import Edit, Fix, Range
-from memlint.sources.structured import Path_, Structured
+from memlint.documents.structured import Path_, Structured
+from memlint.model.diagnostics import Edit, Fix, Range
 
 # What the tool does with a key it does not know (the reason an unknown key matters).
 ON_UNKNOWN = {

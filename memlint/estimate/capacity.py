@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from memlint.catalog.gpus import Gpu
 from memlint.estimate.budget import Capacity
-from memlint.units import GiB
+from memlint.model.units import GiB
 
 DEFAULT_RESERVED_BYTES = 1 * GiB
 DEFAULT_FRAGMENTATION = 0.035

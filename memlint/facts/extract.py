@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
+    from memlint.documents.parsed import ParsedDocument
     from memlint.facts.plan import RunFacts
-    from memlint.parsed import ParsedDocument
 
 Extractor = Callable[["ParsedDocument"], "list[RunFacts]"]
 EXTRACTORS: dict[str, Extractor] = {}

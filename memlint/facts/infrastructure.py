@@ -20,8 +20,8 @@ from pathlib import PurePath
 import yaml
 
 from memlint.catalog.gpus import Gpu, UnknownGpu, lookup_gpu
-from memlint.diagnostics import Range
-from memlint.sourced import Location
+from memlint.model.diagnostics import Range
+from memlint.model.provenance import Location
 
 # Names a platform gives a card that the catalogue's aliases would read as another. SkyPilot's and
 # Modal's bare "A100" is the 40 GB card (SkyPilot lists A100-80GB apart, `sky show-gpus`; Modal:

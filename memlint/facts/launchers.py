@@ -14,15 +14,23 @@ import bisect
 import re
 from dataclasses import dataclass, field
 
-from memlint.diagnostics import Position, Range
+from memlint.documents.parsed import ParsedDocument
 from memlint.facts.extract import extractor
 from memlint.facts.plan import RunFacts
-from memlint.facts.python_options import option_key
 from memlint.facts.shell_words import (
-    Command, Value, Variables, Word, assignment, body_words, commands, expand, line_starts,
+    Command,
+    Value,
+    Variables,
+    Word,
+    assignment,
+    body_words,
+    commands,
+    expand,
+    line_starts,
 )
-from memlint.parsed import ParsedDocument
-from memlint.sourced import Location, Sourced
+from memlint.model.diagnostics import Position, Range
+from memlint.model.provenance import Location, Sourced
+from memlint.python.options import option_key
 
 # value-less options of each launcher (everything else takes a value unless written --x=y)
 _FLAGS = {

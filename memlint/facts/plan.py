@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from memlint.diagnostics import Range
-from memlint.sourced import Location, Sourced
+from memlint.model.diagnostics import Range
+from memlint.model.provenance import Location, Sourced
 
 
 @dataclass

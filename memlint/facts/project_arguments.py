@@ -21,7 +21,7 @@ import re
 import warnings
 from pathlib import Path
 
-from memlint import reads
+from memlint.documents import reads
 
 _PARSERS = re.compile(r"\b(?:HfArgumentParser|TrlParser)\b")
 _DATACLASS = re.compile(r"@(?:dataclasses\.)?dataclass\b")  # HfArgumentParser takes dataclasses only

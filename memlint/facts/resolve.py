@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from memlint.catalog.models import UnknownModel, read_config
 from memlint.catalog.models import resolve as resolve_model_name
+from memlint.documents.structured import SANE_INTEGERS
 from memlint.estimate import (
     Architecture,
     Attention,
@@ -28,8 +29,7 @@ from memlint.estimate import (
 )
 from memlint.facts.names import LIGHTNING_PRECISION
 from memlint.facts.plan import TrainingPlan
-from memlint.sourced import Sourced
-from memlint.sources.structured import SANE_INTEGERS
+from memlint.model.provenance import Sourced
 
 # Framework defaults (transformers 5.x TrainingArguments / TRL / Axolotl), used when silent.
 HF_DEFAULT_MICRO_BATCH = 8  # TrainingArguments.per_device_train_batch_size

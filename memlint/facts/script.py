@@ -16,13 +16,13 @@ from typing import Callable
 
 import libcst as cst
 
+from memlint.documents.parsed import ParsedDocument
 from memlint.facts import script_distributed, script_loops, script_models, script_trainers
 from memlint.facts.extract import extractor
 from memlint.facts.plan import RunFacts
-from memlint.facts.python_library import DEEPSPEED_INITIALIZE, trainer_framework
-from memlint.facts.python_values import Mapping, Values
 from memlint.facts.script_facts import RANK_CONFIG, ScriptFacts
-from memlint.parsed import ParsedDocument
+from memlint.python.library import DEEPSPEED_INITIALIZE, trainer_framework
+from memlint.python.values import Mapping, Values
 
 TRAINING_PACKAGES = (
     "torch", "transformers", "deepspeed", "accelerate", "peft", "trl", "bitsandbytes", "lightning",

@@ -9,7 +9,9 @@ import libcst as cst
 
 from memlint.facts.deepspeed_keys import auto_paths, deepspeed_facts
 from memlint.facts.hf_args import _fsdp, _int
-from memlint.facts.python_library import (
+from memlint.facts.names import dtype_name
+from memlint.facts.script_facts import ANCHOR_ENGINE, RANK_CONFIG, RANK_EXPLICIT, ScriptFacts, encode
+from memlint.python.library import (
     ACCELERATORS,
     DEEPSPEED_INITIALIZE,
     DEEPSPEED_PLUGINS,
@@ -20,9 +22,7 @@ from memlint.facts.python_library import (
     TORCH_FULLY_SHARD,
     lightning_strategy,
 )
-from memlint.facts.names import dtype_name
-from memlint.facts.python_values import Found, Mapping, Ref
-from memlint.facts.script_facts import ANCHOR_ENGINE, RANK_CONFIG, RANK_EXPLICIT, ScriptFacts, encode
+from memlint.python.values import Found, Mapping, Ref
 
 _DEEPSPEED_INITIALIZE_ARGS = (
     "args", "model", "optimizer", "model_parameters", "training_data", "lr_scheduler", "distributed_port", "mpu",

@@ -17,11 +17,11 @@ from typing import Any, Callable
 
 import libcst as cst
 
+from memlint.documents.parsed import ParsedDocument
 from memlint.facts.plan import RunFacts
-from memlint.facts.python_conditions import Guard, guards
-from memlint.facts.python_values import MISSING, CallValue, Found, Mapping, Values
-from memlint.parsed import ParsedDocument
-from memlint.sourced import Location, Sourced
+from memlint.model.provenance import Location, Sourced
+from memlint.python.conditions import Guard, guards
+from memlint.python.values import MISSING, CallValue, Found, Mapping, Values
 
 # precedence of the places a fact can come from (higher wins)
 RANK_LOOP = 0  # DataLoader(batch_size=...), tokenizer(max_length=...), torch.autocast

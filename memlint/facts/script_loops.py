@@ -11,22 +11,22 @@ import libcst as cst
 
 from memlint.facts.hf_args import FIELDS as HF_FIELDS
 from memlint.facts.hf_args import _int
-from memlint.facts.python_library import (
+from memlint.facts.script_facts import RANK_EXPLICIT, RANK_LOOP, RANK_MODEL, ScriptFacts
+from memlint.facts.script_models import dtype_of
+from memlint.python.library import (
     AUTOCASTS,
     CHECKPOINT_FUNCTIONS,
     DATALOADERS,
+    MODEL_WRAPPERS,
     NOT_UPDATER_NAME,
     UPDATER_NAME,
-    MODEL_WRAPPERS,
     is_model_class,
     is_model_loader,
     is_tokenizer_loader,
     optimizer_class,
 )
-from memlint.facts.python_values import Found, Ref, Values
-from memlint.facts.script_facts import RANK_EXPLICIT, RANK_LOOP, RANK_MODEL, ScriptFacts
-from memlint.facts.script_models import dtype_of
-from memlint.sources.python_tree import children
+from memlint.python.tree import children
+from memlint.python.values import Found, Ref, Values
 
 _MODEL_NAMES = {"model", "policy", "actor", "net", "llm", "engine", "model_engine", "ds_engine"}
 _MODEL_METHODS = ("half", "to", "cuda", "bfloat16", "float", "train", "to_empty")
@@ -463,7 +463,7 @@ def _updates_parameters(receiver: cst.BaseExpression) -> bool:
 def finish_training(ctx: ScriptFacts) -> None:
     """A ``backward()`` trains only with a step that updates the parameters: gradients computed
     to compare two implementations or to probe a norm train nothing (see
-    ``memlint.rules._python_helpers.loops.updating_backwards`` for the rules' side)."""
+    ``memlint.python.loops.updating_backwards`` for the rules' side)."""
     if ctx.pending.get("backward") and ctx.pending.get("steps"):
         ctx.training = True
 

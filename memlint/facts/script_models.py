@@ -8,7 +8,8 @@ from typing import Any
 import libcst as cst
 
 from memlint.facts.names import ATTENTION, dtype_name
-from memlint.facts.python_library import (
+from memlint.facts.script_facts import ANCHOR_MODEL, RANK_CONFIG, RANK_MODEL, ScriptFacts
+from memlint.python.library import (
     KBIT_PREPARATION,
     LORA_CONFIGS,
     QUANTIZATION_CONFIGS,
@@ -16,8 +17,7 @@ from memlint.facts.python_library import (
     is_model_loader,
     liger,
 )
-from memlint.facts.python_values import Found, Mapping, Ref
-from memlint.facts.script_facts import ANCHOR_MODEL, RANK_CONFIG, RANK_MODEL, ScriptFacts
+from memlint.python.values import Found, Mapping, Ref
 
 
 def dtype_of(value: Any) -> str | None:
@@ -197,9 +197,3 @@ def lora(ctx: ScriptFacts, call: cst.Call) -> None:
     if "lora_dropout" in arguments:
         ctx.state_found("lora_dropout", values.evaluate(arguments.get("lora_dropout")), _float,
                         "LoraConfig(lora_dropout=...)", at=call, binding="lora_dropout", extra_guards=guards)
-
-
-def mapping_entries(found: Found | None) -> dict[str, cst.BaseExpression] | None:
-    if found is None or not isinstance(found.value, Mapping):
-        return None
-    return dict(found.value.entries)

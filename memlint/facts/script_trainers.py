@@ -9,11 +9,11 @@ from typing import Any
 import libcst as cst
 
 from memlint.facts import hf_args
-from memlint.facts.python_library import config_framework, is_argument_parser, is_library_dataclass, trainer_framework
-from memlint.facts.python_values import ClassValue, Found, Mapping
 from memlint.facts.script_distributed import deepspeed_config, lightning_strategy_name
 from memlint.facts.script_facts import ANCHOR_CONFIG, ANCHOR_TRAINER, RANK_CONFIG, ScriptFacts
 from memlint.facts.script_models import loading_arguments, model_id
+from memlint.python.library import config_framework, is_argument_parser, is_library_dataclass, trainer_framework
+from memlint.python.values import ClassValue, Found, Mapping
 
 # TrainingArguments fields a launcher can usefully pass (the ones that mean something for memory)
 HF_OPTIONS = tuple(hf_args.FIELDS) + ("bf16", "fp16")

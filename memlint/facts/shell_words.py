@@ -14,7 +14,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
-from memlint.diagnostics import LINE_BREAK
+from memlint.model.diagnostics import LINE_BREAK
 
 _SEPARATORS = {";", ";;", "&", "&&", "|", "||", "|&"}
 _REDIRECTIONS = {">", ">>", "<", "&>", "&>>", ">&", "<&", ">|", "<>", "<<<"}

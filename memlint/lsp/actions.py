@@ -22,7 +22,7 @@ from typing import Any, Iterable, Sequence
 
 from lsprotocol import types
 
-from memlint import suppress
+from memlint.lint import suppress
 from memlint.lsp.convert import SOURCE, position_at_offset, range_from_json, split_lines
 from memlint.lsp.per_file_ignores import SettingsEdit
 
@@ -121,7 +121,7 @@ def _comment_on_line(text: str, line: int) -> bool:
 
 
 def _same_yaml(before: str, after: str) -> bool:
-    from memlint.sources.structured import load
+    from memlint.documents.structured import load
 
     old = load(before, "yaml")
     if not old.ok:

@@ -1,4 +1,4 @@
-"""The editor's budget view: the HTML page of ``memlint.sheet_html`` for the runs a document
+"""The editor's budget view: the HTML page of ``memlint.output.sheet_html`` for the runs a document
 takes part in, with the edits of the changes that can be applied from it with one click.
 
 The server answers the ``memlint.budgetView`` command with ``{"html", "edits", "stale"}``:
@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from memlint.sheet_html import RunView, render_html
-from memlint.suggestion_edits import edits_json, suggestion_edits
+from memlint.lint.suggestion_edits import edits_json, suggestion_edits
+from memlint.output.sheet_html import RunView, render_html
 
 MAX_RUNS = 3
 

@@ -20,10 +20,10 @@ from lsprotocol import types
 from pygls.uris import from_fs_path, to_fs_path
 from pygls.workspace.position_codec import PositionCodec
 
-from memlint.diagnostics import Diagnostic, Position, Range, Severity
-from memlint.documents import syntax_of
+from memlint.documents.reading import syntax_of
+from memlint.model.diagnostics import Diagnostic, Position, Range, Severity
+from memlint.model.units import GiB
 from memlint.rules.base import all_rules
-from memlint.units import GiB
 
 SOURCE = "memlint"
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from memlint.diagnostics import Position, Range
-from memlint.parsed import ParsedDocument
+from memlint.documents.parsed import ParsedDocument
+from memlint.model.diagnostics import Position, Range
+from memlint.output.sheet import render_markdown
 from memlint.rules.base import all_rules, section
-from memlint.sheet import render_markdown
 
 # calls that define a training run, by the name they are called with (import aliases resolved)
 RUN_CALLS = frozenset({

@@ -13,8 +13,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from memlint.diagnostics import Diagnostic, Position, Range, split_lines
-from memlint.parsed import ParsedDocument
+from memlint.documents.parsed import ParsedDocument
+from memlint.model.diagnostics import Diagnostic, Position, Range, split_lines
 
 STALE = " · stale: the file does not parse"
 

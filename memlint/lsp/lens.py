@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memlint.estimate import Budget
+from memlint.lint.verdicts import place_in
 from memlint.lsp.hover import budget_markdown
-from memlint.units import GiB
-from memlint.verdicts import place_in
+from memlint.model.units import GiB
 
 MAX_PROBLEM_CHARS = 80
 

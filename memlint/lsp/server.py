@@ -29,9 +29,12 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 
 from memlint import __version__
-from memlint.collector import IdleCollection, collector_paused
-from memlint.documents import LINTED_SUFFIXES
-from memlint.lsp import actions, budget_view as budget_views, hover as hovers, lens as lenses
+from memlint.documents.reading import LINTED_SUFFIXES
+from memlint.lint.collector import IdleCollection, collector_paused
+from memlint.lsp import actions
+from memlint.lsp import budget_view as budget_views
+from memlint.lsp import hover as hovers
+from memlint.lsp import lens as lenses
 from memlint.lsp.convert import (
     path_of,
     placed_edits,

@@ -14,13 +14,13 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memlint.context import RuleContext
-from memlint.diagnostics import Diagnostic
-from memlint.engine import Linter, capacity_of, expand, run_context
 from memlint.facts.resolve import ResolvedRun
+from memlint.lint.context import RuleContext
+from memlint.lint.engine import Linter, capacity_of, expand, run_context
 from memlint.lsp.last_good import LastGood
 from memlint.lsp.settings import EditorSettings, layer
-from memlint.settings import SETTINGS_FILES, Settings, SettingsError, discover
+from memlint.model.diagnostics import Diagnostic
+from memlint.project.settings import SETTINGS_FILES, Settings, SettingsError, discover
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ def _undecodable_on_disk(path: str, text: str) -> bool:
     reports SYN002."""
     if "\ufffd" not in text:
         return False
-    from memlint.documents import decode
+    from memlint.documents.reading import decode
 
     try:
         data = Path(path).read_bytes()

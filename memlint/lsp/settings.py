@@ -1,5 +1,5 @@
 """The editor's settings (section ``memlint`` of ``workspace/configuration``), layered over the
-settings file that ``memlint.settings.discover`` finds, so that the editor and the CLI agree
+settings file that ``memlint.project.settings.discover`` finds, so that the editor and the CLI agree
 on everything the editor does not set.
 
 Editors send every key they know, set or not: VS Code sends the defaults from the extension's
@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from memlint.settings import Settings
+from memlint.project.settings import Settings
 
 RUN_ON_TYPE = "onType"
 RUN_ON_SAVE = "onSave"

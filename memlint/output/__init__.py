@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from memlint.diagnostics import Diagnostic
+from memlint.model.diagnostics import Diagnostic
 
 Formatter = Callable[[list[Diagnostic], "FormatContext"], str]
 

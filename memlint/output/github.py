@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memlint.diagnostics import Diagnostic, Severity
+from memlint.model.diagnostics import Diagnostic, Severity
 
 _LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 

@@ -12,7 +12,7 @@ import hashlib
 import json
 from collections import Counter
 
-from memlint.diagnostics import Diagnostic, Severity
+from memlint.model.diagnostics import Diagnostic, Severity
 
 _SEVERITY = {Severity.ERROR: "critical", Severity.WARNING: "major", Severity.INFO: "info"}
 

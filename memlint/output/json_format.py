@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from memlint.diagnostics import Diagnostic
+from memlint.model.diagnostics import Diagnostic
 from memlint.rules.base import all_rules
 
 

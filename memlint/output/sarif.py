@@ -7,7 +7,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from memlint import __version__
-from memlint.diagnostics import Diagnostic, Severity
+from memlint.model.diagnostics import Diagnostic, Severity
 from memlint.rules.base import all_rules, section
 
 _LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from memlint.diagnostics import Diagnostic, Severity, split_lines
+from memlint.model.diagnostics import Diagnostic, Severity, split_lines
 
 # Messages quote what files contain (a YAML key can hold a line break or a terminal escape):
 # shown escaped, so each finding stays one line and the terminal only prints text.

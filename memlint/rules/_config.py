@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import Any, ClassVar, Iterator
 
 from memlint.configs import schema, validation
-from memlint.context import RuleContext
-from memlint.diagnostics import Edit, Fix, Range
 from memlint.facts.resolve import ResolvedRun
+from memlint.lint.context import RuleContext
+from memlint.model.diagnostics import Edit, Fix, Range
+from memlint.model.provenance import Sourced
 from memlint.rules.base import Finding, Rule
-from memlint.sourced import Sourced
 
 CONFIG_KINDS = frozenset(schema.CONFIG_KINDS)
 # Frameworks that run DeepSpeed through the HF Trainer (which fills "auto" and checks the rest).
@@ -72,16 +72,6 @@ def runs_through(ctx: RuleContext) -> list[ResolvedRun]:
             seen.add(run.plan.entry)
             out.append(run)
     return out
-
-
-def trainer_fact(run: ResolvedRun, name: str, ds_path: str) -> Sourced[Any] | None:
-    """The value the Trainer side of a run gives ``name``: a fact no DeepSpeed file set
-    (stated beats assumed), from the plan or from the conflicts it recorded."""
-    candidates = [run.plan.get(name)] + [other for fact_name, first, second in run.plan.conflicts
-                                         if fact_name == name for other in (first, second)]
-    ours = [f for f in candidates if f is not None and (f.origin is None or f.origin.path != ds_path)]
-    stated = [f for f in ours if f.origin is not None]
-    return (stated or ours or [None])[0]
 
 
 def trainer_default(framework: str, field: str) -> Any:

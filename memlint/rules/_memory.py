@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from memlint.context import RuleContext
 from memlint.estimate import Budget
 from memlint.facts.resolve import ResolvedRun
+from memlint.lint.context import RuleContext
+from memlint.model.provenance import Location, Sourced
+from memlint.model.units import GiB
 from memlint.rules.base import Finding
-from memlint.sourced import Location, Sourced
-from memlint.units import GiB
 
 # The facts that control each budget component, most direct first.
 CONTROLS: dict[str, tuple[str, ...]] = {
@@ -48,7 +48,7 @@ _SHARDING_FACTS = {"zero_stage", "fsdp", "world_size", "reduce_bucket", "allgath
 
 def location_for(run: ResolvedRun, budget: Budget, within: Callable[[str], bool] | None = None) -> Location | None:
     """The line that sets the dominant factor of the peak, else the run's anchor; with
-    ``within``, only a line of a document it accepts, else None (see ``memlint.verdicts``).
+    ``within``, only a line of a document it accepts, else None (see ``memlint.lint.verdicts``).
 
     On one GPU the ZeRO stage or FSDP strategy shards nothing, so it is never blamed there.
     """

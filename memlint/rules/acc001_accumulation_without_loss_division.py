@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from memlint.diagnostics import Edit, Fix, Related, Severity
-from memlint.rules._python_helpers import index_for
-from memlint.rules._python_helpers.dataflow import loss_is_divided
-from memlint.rules._python_helpers.loops import Accumulation, step_loops, accumulation_of
-from memlint.rules._python_helpers.syntax import argument, as_operand, dotted, method_name, receiver
-from memlint.rules._python_helpers.training import Backward
+from memlint.model.diagnostics import Edit, Fix, Related, Severity
+from memlint.python.dataflow import loss_is_divided
+from memlint.python.index import index_for
+from memlint.python.loops import Accumulation, accumulation_of, step_loops
+from memlint.python.syntax import argument, as_operand, dotted, method_name, receiver
+from memlint.python.training import Backward
 from memlint.rules.base import Example, Finding, Rule
 
 _LOOP = """\

@@ -6,12 +6,11 @@ from typing import Iterator
 
 import libcst as cst
 
-from memlint.diagnostics import Related, Severity
-from memlint.rules._python_helpers import index_for
-from memlint.rules._python_helpers.index import ModuleIndex
-from memlint.rules._python_helpers.loops import accumulation_of, step_loops
-from memlint.rules._python_helpers.syntax import dotted, iter_nodes, receiver
-from memlint.rules._python_helpers.training import is_scheduler_constructor, is_scheduler_step
+from memlint.model.diagnostics import Related, Severity
+from memlint.python.index import ModuleIndex, index_for
+from memlint.python.loops import accumulation_of, step_loops
+from memlint.python.syntax import dotted, iter_nodes, receiver
+from memlint.python.training import is_scheduler_constructor, is_scheduler_step
 from memlint.rules.base import Example, Finding, Rule
 
 _SCRIPT = """\

@@ -7,11 +7,10 @@ from typing import Iterator
 
 import libcst as cst
 
-from memlint.diagnostics import Related, Severity
-from memlint.rules._python_helpers import index_for
-from memlint.rules._python_helpers.index import ModuleIndex
-from memlint.rules._python_helpers.loops import TrainingLoop, step_loops, training_loops, updating_backwards
-from memlint.rules._python_helpers.training import (
+from memlint.model.diagnostics import Related, Severity
+from memlint.python.index import ModuleIndex, index_for
+from memlint.python.loops import TrainingLoop, step_loops, training_loops, updating_backwards
+from memlint.python.training import (
     Backward,
     autocast_regions,
     backward_of,

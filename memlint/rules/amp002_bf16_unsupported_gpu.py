@@ -7,11 +7,10 @@ from typing import Iterator
 import libcst as cst
 
 from memlint.catalog.gpus import UnknownGpu, lookup_gpu
-from memlint.diagnostics import Severity
-from memlint.rules._python_helpers import index_for
-from memlint.rules._python_helpers.index import ModuleIndex
-from memlint.rules._python_helpers.syntax import argument, dotted, is_false, iter_nodes, method_name, string_value
-from memlint.rules._python_helpers.training import autocast_of, dtype_choices, trained_models
+from memlint.model.diagnostics import Severity
+from memlint.python.index import ModuleIndex, index_for
+from memlint.python.syntax import argument, dotted, is_false, iter_nodes, method_name, string_value
+from memlint.python.training import autocast_of, dtype_choices, trained_models
 from memlint.rules.base import Example, Finding, Rule
 
 _SCRIPT = """\

@@ -6,12 +6,11 @@ from typing import Iterator
 
 import libcst as cst
 
-from memlint.diagnostics import Edit, Fix, Position, Range, Related, Severity, split_lines
-from memlint.rules._python_helpers import index_for
-from memlint.rules._python_helpers.index import ModuleIndex
-from memlint.rules._python_helpers.loops import Event, flow_events
-from memlint.rules._python_helpers.syntax import method_name, receiver
-from memlint.rules._python_helpers.training import backward_of, is_clip_grad, step_of
+from memlint.model.diagnostics import Edit, Fix, Position, Range, Related, Severity, split_lines
+from memlint.python.index import ModuleIndex, index_for
+from memlint.python.loops import Event, flow_events
+from memlint.python.syntax import method_name, receiver
+from memlint.python.training import backward_of, is_clip_grad, step_of
 from memlint.rules.base import Example, Finding, Rule
 
 _LOOP = """\

@@ -7,10 +7,9 @@ from typing import Iterator
 
 import libcst as cst
 
-from memlint.diagnostics import Edit, Fix, Position, Range, Severity, split_lines
-from memlint.rules._python_helpers import index_for
-from memlint.rules._python_helpers.index import ModuleIndex, could_be_named
-from memlint.rules._python_helpers.syntax import dotted, positional
+from memlint.model.diagnostics import Edit, Fix, Position, Range, Severity, split_lines
+from memlint.python.index import ModuleIndex, could_be_named, index_for
+from memlint.python.syntax import dotted, positional
 from memlint.rules.base import Example, Finding, Rule
 
 # qualified name -> (class, device)

@@ -13,10 +13,10 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Mapping
 
-from memlint.diagnostics import Fix, Range, Related, Severity
+from memlint.model.diagnostics import Fix, Range, Related, Severity
 
 if TYPE_CHECKING:
-    from memlint.context import RuleContext
+    from memlint.lint.context import RuleContext
 
 REGISTRY: dict[str, type["Rule"]] = {}
 DOCS_URL = "https://github.com/memlint/memlint/blob/main/rules/{code}.md"

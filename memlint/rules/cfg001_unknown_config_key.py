@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Iterator
 
 from memlint.configs import validation
-from memlint.diagnostics import Severity
 from memlint.facts.project_arguments import project_argument_fields
+from memlint.model.diagnostics import Severity
 from memlint.rules._config import SchemaRule
 from memlint.rules.base import Example, Finding
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memlint.diagnostics import Severity
+from memlint.model.diagnostics import Severity
 from memlint.rules._config import SchemaRule
 from memlint.rules.base import Example
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from memlint import kinds
-from memlint.context import RuleContext
-from memlint.diagnostics import Range, Severity
+from memlint.documents import kinds
+from memlint.documents.conflicts import conflict_message
+from memlint.documents.structured import FATAL_KINDS
+from memlint.lint.context import RuleContext
+from memlint.model.diagnostics import Range, Severity
 from memlint.rules._config import CONFIG_KINDS
 from memlint.rules.base import Example, Finding, Rule
-from memlint.sources.conflicts import conflict_message
-from memlint.sources.structured import FATAL_KINDS
 
 
 def looks_like_config(ctx: RuleContext) -> bool:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from memlint.context import RuleContext
-from memlint.diagnostics import Severity
+from memlint.lint.context import RuleContext
+from memlint.model.diagnostics import Severity
 from memlint.rules._config import CONFIG_KINDS
 from memlint.rules.base import Example, Finding, Rule
 

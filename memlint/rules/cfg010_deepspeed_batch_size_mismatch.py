@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Iterator
 
 from memlint.configs.deepspeed import positive_int
-from memlint.context import RuleContext
-from memlint.diagnostics import Severity
+from memlint.lint.context import RuleContext
+from memlint.model.diagnostics import Severity
 from memlint.rules._config import replace_with, runs_through, world_size
 from memlint.rules.base import Example, Finding, Rule
 

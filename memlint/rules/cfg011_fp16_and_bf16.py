@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Iterator
 
 from memlint.configs.deepspeed import enabled
-from memlint.context import RuleContext
-from memlint.diagnostics import Severity
 from memlint.facts.hf_args import _bool
+from memlint.lint.context import RuleContext
+from memlint.model.diagnostics import Severity
 from memlint.rules.base import Example, Finding, Rule
 
 # What each tool does with both switches on.

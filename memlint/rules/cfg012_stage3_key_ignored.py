@@ -7,8 +7,8 @@ from typing import Iterator
 
 from memlint.configs import schema
 from memlint.configs.deepspeed import zero_stage
-from memlint.context import RuleContext
-from memlint.diagnostics import Severity
+from memlint.lint.context import RuleContext
+from memlint.model.diagnostics import Severity
 from memlint.rules.base import Example, Finding, Rule
 
 _SAME_AS = re.compile(r"Same as `stage3_")

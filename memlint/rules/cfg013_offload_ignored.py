@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Iterator
 
 from memlint.configs.deepspeed import OFFLOAD_DEVICES, offload_device, offload_stages, zero_stage
-from memlint.context import RuleContext
-from memlint.diagnostics import Severity
+from memlint.lint.context import RuleContext
+from memlint.model.diagnostics import Severity
 from memlint.rules.base import Example, Finding, Rule
 
 WHAT = {"offload_optimizer": "optimizer states", "offload_param": "parameters"}

@@ -7,9 +7,9 @@ import os
 from typing import Any, Iterator
 
 from memlint.configs.deepspeed import enabled, number, positive_int
-from memlint.context import RuleContext
-from memlint.diagnostics import Related, Severity
 from memlint.facts.resolve import ResolvedRun
+from memlint.lint.context import RuleContext
+from memlint.model.diagnostics import Related, Severity
 from memlint.rules._config import (
     HF_TRAINER_FAMILY,
     replace_with,
@@ -91,8 +91,8 @@ SPELLING = {"axolotl": {"per_device_train_batch_size": "micro_batch_size"}}
 
 @functools.lru_cache(maxsize=256)
 def _kind_of(path: str, stamp: tuple[int, int]) -> str:
-    from memlint.documents import read_document
-    from memlint.parsed import parse_document
+    from memlint.documents.parsed import parse_document
+    from memlint.documents.reading import read_document
 
     return parse_document(read_document(path)).kind
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterator
 
-from memlint.context import RuleContext
-from memlint.diagnostics import Severity
-from memlint.documents import read_document
+from memlint.documents.parsed import parse_document
+from memlint.documents.reading import read_document
 from memlint.facts.extract import extract
-from memlint.parsed import parse_document
-from memlint.project import Project
+from memlint.lint.context import RuleContext
+from memlint.model.diagnostics import Severity
+from memlint.project.store import Project
 from memlint.rules.base import Example, Finding, Rule
 
 _AXOLOTL = """\

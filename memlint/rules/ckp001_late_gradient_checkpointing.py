@@ -7,10 +7,9 @@ from typing import Iterator
 
 import libcst as cst
 
-from memlint.diagnostics import Edit, Fix, Position, Range, Related, Severity, split_lines
-from memlint.rules._python_helpers import index_for
-from memlint.rules._python_helpers.index import ModuleIndex
-from memlint.rules._python_helpers.syntax import (
+from memlint.model.diagnostics import Edit, Fix, Position, Range, Related, Severity, split_lines
+from memlint.python.index import ModuleIndex, index_for
+from memlint.python.syntax import (
     argument,
     dotted,
     is_false,
@@ -20,7 +19,7 @@ from memlint.rules._python_helpers.syntax import (
     receiver,
     string_value,
 )
-from memlint.rules._python_helpers.training import is_peft_wrap, optimizer_creations
+from memlint.python.training import is_peft_wrap, optimizer_creations
 from memlint.rules.base import Example, Finding, Rule
 
 _ENABLE = ("gradient_checkpointing_enable", "activation_checkpointing_enable")

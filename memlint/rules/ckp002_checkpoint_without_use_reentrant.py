@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
-
-from memlint.diagnostics import Edit, Fix, Range, Severity
-from memlint.rules._python_helpers import index_for
-from memlint.rules._python_helpers.syntax import has_star_kwargs, keyword
+from memlint.model.diagnostics import Edit, Fix, Range, Severity
+from memlint.python.index import index_for
+from memlint.python.syntax import has_star_kwargs, keyword
 from memlint.rules.base import Example, Finding, Rule
 
 _CHECKPOINT = {

@@ -4,8 +4,15 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from memlint.diagnostics import Severity
-from memlint.rules._memory import assumption_clause, describe_dominant, fix_hint, gib, memory_finding, resting_assumptions
+from memlint.model.diagnostics import Severity
+from memlint.rules._memory import (
+    assumption_clause,
+    describe_dominant,
+    fix_hint,
+    gib,
+    memory_finding,
+    resting_assumptions,
+)
 from memlint.rules.base import Example, Finding, Rule
 
 _YAML = """\

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from memlint.diagnostics import Severity
+from memlint.documents.conflicts import conflict_message
+from memlint.model.diagnostics import Severity
 from memlint.rules.base import Example, Finding, Rule
-from memlint.sources.conflicts import conflict_message
 
 
 class PythonSyntaxError(Rule):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from memlint.diagnostics import Range, Severity
+from memlint.model.diagnostics import Range, Severity
 from memlint.rules.base import Example, Finding, Rule
 
 

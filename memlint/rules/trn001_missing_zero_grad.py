@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from memlint.diagnostics import Related, Severity
-from memlint.rules._python_helpers import index_for
-from memlint.rules._python_helpers.loops import flow_events, step_loops
-from memlint.rules._python_helpers.training import zero_grad_target
+from memlint.model.diagnostics import Related, Severity
+from memlint.python.index import index_for
+from memlint.python.loops import flow_events, step_loops
+from memlint.python.training import zero_grad_target
 from memlint.rules.base import Example, Finding, Rule
 
 _SCRIPT = """\

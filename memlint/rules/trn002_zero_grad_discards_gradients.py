@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from memlint.diagnostics import Related, Severity
-from memlint.rules._python_helpers import index_for
-from memlint.rules._python_helpers.loops import Event, TrainingLoop, accumulation_of, step_loops
-from memlint.rules._python_helpers.training import (
+from memlint.model.diagnostics import Related, Severity
+from memlint.python.index import index_for
+from memlint.python.loops import Event, TrainingLoop, accumulation_of, step_loops
+from memlint.python.training import (
     Step,
     backward_of,
     is_optimizer_object,

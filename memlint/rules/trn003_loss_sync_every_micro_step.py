@@ -6,11 +6,11 @@ from typing import Iterator
 
 import libcst as cst
 
-from memlint.diagnostics import Severity
-from memlint.rules._python_helpers import index_for
-from memlint.rules._python_helpers.dataflow import names_in
-from memlint.rules._python_helpers.loops import accumulation_of, step_loops
-from memlint.rules._python_helpers.syntax import method_name, positional, receiver, root_name
+from memlint.model.diagnostics import Severity
+from memlint.python.dataflow import names_in
+from memlint.python.index import index_for
+from memlint.python.loops import accumulation_of, step_loops
+from memlint.python.syntax import method_name, positional, receiver, root_name
 from memlint.rules.base import Example, Finding, Rule
 
 _SYNCING_METHODS = ("item", "tolist", "cpu", "numpy")

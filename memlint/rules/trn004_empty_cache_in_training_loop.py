@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from memlint.diagnostics import Severity
-from memlint.rules._python_helpers import index_for
-from memlint.rules._python_helpers.loops import step_loops
+from memlint.model.diagnostics import Severity
+from memlint.python.index import index_for
+from memlint.python.loops import step_loops
 from memlint.rules.base import Example, Finding, Rule
 
 _EMPTY_CACHE = {

@@ -6,12 +6,11 @@ from typing import Iterator
 
 import libcst as cst
 
-from memlint.diagnostics import Related, Severity
-from memlint.rules._python_helpers import index_for
-from memlint.rules._python_helpers.index import ModuleIndex
-from memlint.rules._python_helpers.loops import Event, step_loops, training_loops, updating_backwards
-from memlint.rules._python_helpers.syntax import argument, dotted, is_false, method_name, receiver, root_name
-from memlint.rules._python_helpers.training import model_holder, trained_models
+from memlint.model.diagnostics import Related, Severity
+from memlint.python.index import ModuleIndex, index_for
+from memlint.python.loops import Event, step_loops, training_loops, updating_backwards
+from memlint.python.syntax import argument, dotted, is_false, method_name, receiver, root_name
+from memlint.python.training import model_holder, trained_models
 from memlint.rules.base import Example, Finding, Rule
 
 _SCRIPT = """\

@@ -6,11 +6,10 @@ from typing import Iterator
 
 import libcst as cst
 
-from memlint.diagnostics import Related, Severity
-from memlint.rules._python_helpers import index_for
-from memlint.rules._python_helpers.index import ModuleIndex
-from memlint.rules._python_helpers.syntax import argument, dotted, iter_nodes, root_name
-from memlint.rules._python_helpers.training import (
+from memlint.model.diagnostics import Related, Severity
+from memlint.python.index import ModuleIndex, index_for
+from memlint.python.syntax import argument, dotted, iter_nodes, root_name
+from memlint.python.training import (
     OptimizerCreation,
     is_fsdp_wrap,
     is_peft_wrap,

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from memlint.diagnostics import Severity
 from memlint.catalog.gpus import lookup_gpu
 from memlint.estimate import Sharding, capacity_for, estimate_training
+from memlint.model.diagnostics import Severity
+from memlint.model.units import GiB
 from memlint.rules._memory import gib
 from memlint.rules.base import Example, Finding, Rule
-from memlint.units import GiB
 
 _DS = """\
 {

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from memlint.estimate import Budget
+from memlint.model.units import GiB
 from memlint.trace.measure import phase_kind
-from memlint.units import GiB
 
 # (key, label) of the rows, in the order they are shown
 ROWS = (

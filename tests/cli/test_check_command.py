@@ -4,15 +4,13 @@ how findings are silenced, and what it exits with."""
 from __future__ import annotations
 
 import os
-import time
-
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
-
-from cli_testing import memlint, write
 from cli_project import DS_CONFIG, FILES, LOOP
+from cli_testing import memlint, write
 
 
 @pytest.fixture
@@ -137,7 +135,7 @@ def test_statistics_say_what_was_parsed_set_aside_and_reused(project):
     """``--statistics``: one line on stderr, the report on stdout unchanged. A module that
     imports no ML library is read and set aside; a second run takes every result from the cache."""
     write(project, {"utils/strings.py": "def slug(text: str) -> str:\n    return text.lower().replace(' ', '-')\n"})
-    # files changed within two seconds of a run are read again (memlint.cache.RACY_NS): date them
+    # files changed within two seconds of a run are read again (memlint.check.cache.RACY_NS): date them
     # back, or a fast second run re-parses what it could take from the cache
     an_hour_ago = time.time() - 3600
     for path in project.rglob("*"):

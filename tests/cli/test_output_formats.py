@@ -10,11 +10,11 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-
-from cli_testing import REPO, memlint, write
-from memlint.diagnostics import Diagnostic, Position, Range, Severity
-from memlint.output import FormatContext, formatter
 from cli_project import FILES
+from cli_testing import REPO, memlint, write
+
+from memlint.model.diagnostics import Diagnostic, Position, Range, Severity
+from memlint.output import FormatContext, formatter
 
 SARIF_SCHEMA = json.loads((REPO / "tests/data/sarif/sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
 RUFF_FIELDS = {"code", "message", "filename", "location", "end_location", "severity", "fix", "url"}

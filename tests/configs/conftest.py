@@ -7,9 +7,9 @@ from typing import Callable
 
 import pytest
 
-from memlint.diagnostics import Diagnostic
-from memlint.engine import Linter, expand
-from memlint.settings import Settings, parse
+from memlint.lint.engine import Linter, expand
+from memlint.model.diagnostics import Diagnostic
+from memlint.project.settings import Settings, parse
 
 from .helpers import write_files
 

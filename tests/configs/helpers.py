@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memlint.diagnostics import Diagnostic
+from memlint.model.diagnostics import Diagnostic
 
 
 def write_files(root: Path, files: dict[str, str]) -> None:

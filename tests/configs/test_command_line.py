@@ -8,8 +8,8 @@ from pathlib import Path
 
 from memlint.estimate import Precision, Sharding
 from memlint.facts.resolve import RunContext
-from memlint.project import Project
-from memlint.settings import Settings
+from memlint.project.settings import Settings
+from memlint.project.store import Project
 
 from .helpers import write_files
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memlint.engine import run_context
-from memlint.kinds import detect
-from memlint.project import Project
-from memlint.settings import Settings
 import yaml
 
+from memlint.documents.kinds import detect
+from memlint.lint.engine import run_context
+from memlint.project.settings import Settings
+from memlint.project.store import Project
 
 
 def _text() -> str:

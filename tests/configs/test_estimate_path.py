@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from memlint.cli import EXIT_OK, EXIT_USAGE, main
-from memlint.estimate_cli import add_arguments
-from memlint.plans import plan_for_path
+from memlint.cli.estimate import add_arguments
+from memlint.cli.main import EXIT_OK, EXIT_USAGE, main
+from memlint.cli.run_of_path import plan_for_path
 
 from .helpers import write_files
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from memlint.documents import document_from_text
+from memlint.documents.parsed import parse_document
+from memlint.documents.reading import document_from_text
 from memlint.facts.extract import extract
 from memlint.facts.plan import RunFacts
-from memlint.parsed import parse_document
 
 
 def facts_of(path: str, text: str) -> RunFacts:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from memlint.kinds import detect
-from memlint.sources.structured import load
+from memlint.documents.kinds import detect
+from memlint.documents.structured import load
 
 HF_ZERO2 = """\
 {

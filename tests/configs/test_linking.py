@@ -5,16 +5,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memlint.diagnostics import Range
-from memlint.documents import document_from_text
+from memlint.documents.parsed import parse_document
+from memlint.documents.reading import document_from_text
 from memlint.estimate import Optimizer, Precision, Sharding
 from memlint.facts.extract import extract
 from memlint.facts.plan import RunFacts, merge
 from memlint.facts.resolve import RunContext
-from memlint.parsed import parse_document
-from memlint.project import Project
-from memlint.settings import Settings
-from memlint.sourced import Location, Sourced
+from memlint.model.diagnostics import Range
+from memlint.model.provenance import Location, Sourced
+from memlint.project.settings import Settings
+from memlint.project.store import Project
 
 from .helpers import spans, write_files
 

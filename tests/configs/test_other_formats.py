@@ -4,8 +4,8 @@ spaces, and LLaMA-Factory v1 YAMLs."""
 
 from __future__ import annotations
 
-from memlint import kinds
-from memlint.sources.structured import load
+from memlint.documents import kinds
+from memlint.documents.structured import load
 
 from .test_extractors import at, facts_of
 

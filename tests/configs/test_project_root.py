@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memlint.settings import Discovery, discover
+from memlint.project.settings import Discovery, discover
 
 from .helpers import write_files
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memlint.fix import apply_edits
+from memlint.lint.apply_fixes import apply_edits
 
 from .helpers import spans
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from memlint.configs import schema, validation
-from memlint.fix import apply_edits
-from memlint.kinds import detect
-from memlint.sources.structured import load
+from memlint.documents.kinds import detect
+from memlint.documents.structured import load
+from memlint.lint.apply_fixes import apply_edits
 
 from .helpers import spans
 

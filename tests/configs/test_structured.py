@@ -9,9 +9,9 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memlint.diagnostics import Position, Range
-from memlint.sources import structured
-from memlint.sources.structured import MAX_DEPTH, MAX_NODES, load
+from memlint.documents import structured
+from memlint.documents.structured import MAX_DEPTH, MAX_NODES, load
+from memlint.model.diagnostics import Position, Range
 
 # A DeepSpeed config as the HF docs write it (two-space indent, "auto" values, 1e9 integers).
 DS_ZERO3 = """\

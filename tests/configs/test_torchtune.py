@@ -4,8 +4,8 @@ the schema's unknown keys reported only when they are misspellings of keys the r
 
 from __future__ import annotations
 
-from memlint import kinds
-from memlint.sources.structured import load
+from memlint.documents import kinds
+from memlint.documents.structured import load
 
 from .test_extractors import at, facts_of
 
@@ -194,9 +194,9 @@ max_seq_length: 4096
 batch_size: 8
 dtype: bf16
 """
-    from memlint.documents import document_from_text
+    from memlint.documents.parsed import parse_document
+    from memlint.documents.reading import document_from_text
     from memlint.facts.extract import extract
-    from memlint.parsed import parse_document
 
     parsed = parse_document(document_from_text("evaluation.yaml", text))
     assert parsed.kind == "torchtune"

@@ -17,7 +17,7 @@ from memlint.estimate import (
     kv_bytes_per_sequence,
 )
 from memlint.estimate.states import NF4_DOUBLE_QUANT_BYTES, count_parameters
-from memlint.units import GiB
+from memlint.model.units import GiB
 
 LLAMA2_7B = 6_738_415_616  # published safetensors total (fp16 part)
 

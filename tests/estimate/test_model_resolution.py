@@ -20,7 +20,7 @@ from memlint.catalog.models import (
     resolve,
 )
 from memlint.estimate import from_config
-from memlint.settings import SettingsError, parse
+from memlint.project.settings import SettingsError, parse
 
 GENERATED = json.loads(resources.files("memlint.catalog").joinpath("litgpt.json").read_text("utf-8"))
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from memlint.diagnostics import Range
-from memlint.documents import document_from_text
+from memlint.documents.parsed import parse_document
+from memlint.documents.reading import document_from_text
 from memlint.facts.extract import extract
 from memlint.facts.plan import RunFacts
-from memlint.parsed import parse_document
-from memlint.sourced import Sourced
+from memlint.model.diagnostics import Range
+from memlint.model.provenance import Sourced
 
 
 def dedent(text: str) -> str:

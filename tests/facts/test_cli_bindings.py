@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from facts_testing import dedent, one, span, where
 
-from memlint.facts.cli import facts_from_cli
+from memlint.facts.launch_options import facts_from_cli
 
 
 def _apply(script_src: str, launcher_src: str) -> dict:

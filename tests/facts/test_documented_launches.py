@@ -8,9 +8,9 @@ from pathlib import Path
 
 from facts_testing import dedent, facts_of, span, where
 
-from memlint.engine import run_context
-from memlint.project import Project
-from memlint.settings import Settings
+from memlint.lint.engine import run_context
+from memlint.project.settings import Settings
+from memlint.project.store import Project
 
 # as TRL writes its example scripts (examples/scripts/kto.py), trimmed
 KTO = dedent('''

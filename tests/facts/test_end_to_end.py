@@ -130,9 +130,9 @@ def test_a_script_on_its_own_is_flagged_at_its_argparse_default(tmp_path):
 
 
 def test_the_plan_takes_each_fact_from_the_document_that_sets_it(tmp_path):
-    from memlint.engine import run_context
-    from memlint.project import Project
-    from memlint.settings import Settings
+    from memlint.lint.engine import run_context
+    from memlint.project.settings import Settings
+    from memlint.project.store import Project
 
     write(tmp_path, {"train.py": TRAIN_PY, "scripts/run.sh": RUN_SH.replace("train.py", "../train.py")})
     settings = Settings(root=tmp_path).with_overrides(cache=False)

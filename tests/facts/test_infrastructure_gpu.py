@@ -8,9 +8,9 @@ from pathlib import Path
 
 from facts_testing import dedent, write
 
-from memlint.engine import Linter
 from memlint.facts.infrastructure import read
-from memlint.settings import Settings
+from memlint.lint.engine import Linter
+from memlint.project.settings import Settings
 
 TRAIN = dedent('''
     import argparse

@@ -17,14 +17,14 @@ import libcst as cst
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from memlint.documents import Document
-from memlint.facts.extract import extract
-from memlint.facts.python_values import Values
-from memlint.facts.script_loops import _is_tokenizer, is_model
-from memlint.parsed import parse_document
-from memlint.sources import python as python_source
 from python_texts import parses, source_of
+
+from memlint.documents.parsed import parse_document
+from memlint.documents.reading import Document
+from memlint.facts.extract import extract
+from memlint.facts.script_loops import _is_tokenizer, is_model
+from memlint.python import source as python_source
+from memlint.python.values import Values
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))

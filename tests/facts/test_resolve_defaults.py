@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from facts_testing import dedent, write
 
-from memlint.engine import run_context
-from memlint.project import Project
-from memlint.settings import Settings
+from memlint.lint.engine import run_context
+from memlint.project.settings import Settings
+from memlint.project.store import Project
 
 RUN_CLM = dedent('''
     from dataclasses import dataclass, field

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from facts_testing import dedent, write
 
-from memlint.engine import run_context
 from memlint.estimate import Precision
-from memlint.project import Project
-from memlint.settings import Settings
+from memlint.lint.engine import run_context
+from memlint.project.settings import Settings
+from memlint.project.store import Project
 
 
 def _precision(tmp_path, src: str) -> Precision:

@@ -103,9 +103,9 @@ def test_files_without_training_imports_are_skipped_before_parsing_metadata():
             optimizer = make_optimizer(lr=1e-3)
             loss.backward()
     ''') * 200
-    from memlint.documents import document_from_text
+    from memlint.documents.parsed import parse_document
+    from memlint.documents.reading import document_from_text
     from memlint.facts.extract import extract
-    from memlint.parsed import parse_document
 
     parsed = parse_document(document_from_text("tool.py", src))
     assert extract(parsed) == []
@@ -169,9 +169,9 @@ def test_a_model_definition_that_imports_torch_costs_no_metadata():
             def forward(self, x):
                 return self.down(torch.nn.functional.gelu(self.up(x)))
     ''')
-    from memlint.documents import document_from_text
+    from memlint.documents.parsed import parse_document
+    from memlint.documents.reading import document_from_text
     from memlint.facts.extract import extract
-    from memlint.parsed import parse_document
 
     parsed = parse_document(document_from_text("mlp.py", src))
     assert extract(parsed) == []

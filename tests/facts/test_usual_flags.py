@@ -8,9 +8,9 @@ from pathlib import Path
 
 from facts_testing import dedent, span
 
-from memlint.engine import run_context
-from memlint.project import Project
-from memlint.settings import Settings
+from memlint.lint.engine import run_context
+from memlint.project.settings import Settings
+from memlint.project.store import Project
 
 # OpenRLHF 0.4-0.9's examples/scripts/train_dpo_llama.sh, as the issue quotes it
 FLAT = dedent('''

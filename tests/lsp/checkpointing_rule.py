@@ -5,7 +5,7 @@ memlint's own rules that carry fixes live on other branches; this one has the sh
 to the editor's quick fix is exercised with a real server and client.
 """
 
-from memlint.diagnostics import Edit, Fix, Severity
+from memlint.model.diagnostics import Edit, Fix, Severity
 from memlint.rules.base import Example, Finding, Rule
 
 

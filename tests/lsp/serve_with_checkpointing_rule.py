@@ -7,6 +7,6 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import checkpointing_rule  # noqa: E402,F401  (registers TST901)
 
-from memlint.cli import main  # noqa: E402
+from memlint.cli.main import main  # noqa: E402
 
 raise SystemExit(main(["lsp", *sys.argv[1:]]))

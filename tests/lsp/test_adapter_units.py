@@ -11,14 +11,14 @@ import pytest
 from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec
 
-from memlint.diagnostics import Diagnostic, Edit, Fix, Position, Range, Severity
 from memlint.lsp import actions
 from memlint.lsp.convert import position_at_offset, split_lines, to_lsp_diagnostic, to_lsp_range, to_memlint_position
 from memlint.lsp.debounce import Debouncer
 from memlint.lsp.hover import rule_code_at, rule_page
 from memlint.lsp.per_file_ignores import add_ignore, ignore_in_settings
 from memlint.lsp.settings import EditorSettings, layer, parse_editor_settings
-from memlint.settings import Settings, discover
+from memlint.model.diagnostics import Diagnostic, Edit, Fix, Position, Range, Severity
+from memlint.project.settings import Settings, discover
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -273,7 +273,7 @@ def _run_with_facts(path: str, fact_ranges: dict[str, Range], anchor: Range):
 
     from memlint.facts.plan import TrainingPlan
     from memlint.facts.resolve import ResolvedRun
-    from memlint.sourced import Location, Sourced
+    from memlint.model.provenance import Location, Sourced
 
     facts = {name: Sourced(1, Location(path, rng), name) for name, rng in fact_ranges.items()}
     plan = TrainingPlan(entry=path, anchor=Location(path, anchor), facts=facts, documents=(path,))
@@ -286,10 +286,10 @@ def _run_with_facts(path: str, fact_ranges: dict[str, Range], anchor: Range):
 
 
 def test_python_hover_target_is_the_innermost_run_call_through_aliases():
-    from memlint.documents import document_from_text
-    from memlint.lsp.hover import runs_at, target_at
+    from memlint.documents.parsed import parse_document
+    from memlint.documents.reading import document_from_text
     from memlint.lsp.convert import same_file
-    from memlint.parsed import parse_document
+    from memlint.lsp.hover import runs_at, target_at
 
     parsed = parse_document(document_from_text("/p/train.py", SCRIPT))
     on_batch = Position(6, SCRIPT.splitlines()[5].index("8"))
@@ -310,7 +310,7 @@ def test_lsp_without_its_extra_exits_2_and_says_what_to_install():
     import subprocess
 
     code = ("import sys; sys.modules['pygls'] = None; sys.modules['lsprotocol'] = None\n"
-            "from memlint.cli import main; raise SystemExit(main(['lsp']))")
+            "from memlint.cli.main import main; raise SystemExit(main(['lsp']))")
     env = {**__import__("os").environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert run.returncode == 2

@@ -1,14 +1,13 @@
 """Settings: the editor's (workspace/configuration, section ``memlint``) layered over the
-settings file that ``memlint.settings.discover`` finds, both re-read when they change."""
+settings file that ``memlint.project.settings.discover`` finds, both re-read when they change."""
 
 from __future__ import annotations
 
 import pytest
 import pytest_lsp
+from lsp_helpers import change_settings, codes, config, diagnostics, initialize_params, open_document, until, uri
 from lsprotocol import types
 from pytest_lsp import LanguageClient, client_capabilities
-
-from lsp_helpers import change_settings, codes, config, diagnostics, initialize_params, open_document, until, uri
 
 
 @pytest_lsp.fixture(config=config())

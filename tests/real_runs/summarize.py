@@ -5,7 +5,7 @@
     python tests/real_runs/summarize.py --write    # rewrite it in tests/real_runs/README.md
 
 Each run is checked the way ``memlint check <entry> --gpu <gpu> --gpus <gpus>`` checks it: the
-same argument parsing, settings discovery and ``memlint.engine.lint``, in process. The verdict is
+same argument parsing, settings discovery and ``memlint.check.run.lint``, in process. The verdict is
 ``oom`` when memlint reports MEM001 for the run, ``fits`` otherwise. The estimate shown is the
 largest per-GPU peak among the runs the entry file takes part in. ``tests/test_real_runs.py``
 asserts each verdict against the thread's outcome, and that the README table is current.
@@ -112,11 +112,12 @@ def cases() -> list[Case]:
 @lru_cache(maxsize=None)
 def check(case: Case) -> Verdict:
     """memlint's verdict, reached as ``memlint check`` reaches it."""
-    from memlint.check_cli import add_arguments, apply_flags, settings_for
-    from memlint.engine import capacity_of, lint, run_context
+    from memlint.check.run import lint
+    from memlint.cli.check import add_arguments, apply_flags, settings_for
     from memlint.estimate import estimate_training
-    from memlint.project import Project
-    from memlint.units import GiB
+    from memlint.lint.engine import capacity_of, run_context
+    from memlint.model.units import GiB
+    from memlint.project.store import Project
 
     parser = argparse.ArgumentParser(prog="memlint check")
     add_arguments(parser)

@@ -20,10 +20,10 @@ from typing import Iterator
 from unittest import mock
 from urllib.parse import quote, unquote
 
-from memlint import check_cli
-from memlint.cli import main
-from memlint.diagnostics import Diagnostic, Position, Range
-from memlint.documents import read_document
+from memlint.cli import check as check_cli
+from memlint.cli.main import main
+from memlint.documents.reading import read_document
+from memlint.model.diagnostics import Diagnostic, Position, Range
 from memlint.output import FORMATS
 
 # No file may take longer than this to lint. Real scripts take well under a second; the bound
@@ -92,7 +92,7 @@ class Outcome:
 
 
 def check_tree(tree: Path, *flags: str, files: int = 1, output_format: str = "json") -> Outcome:
-    """``memlint check [flags] .`` inside ``tree``, through ``memlint.cli.main``. The formatter
+    """``memlint check [flags] .`` inside ``tree``, through ``memlint.cli.main.main``. The formatter
     the command picks is wrapped so that the same diagnostics are also rendered in every
     other format (one lint, five reports). Fails when the run takes more than
     ``PER_FILE_SECONDS`` per file."""

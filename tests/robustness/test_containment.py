@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-import memlint.batch
-import memlint.context
+import memlint.check.fix_loop
+import memlint.check.run
+import memlint.documents.structured
 import memlint.facts.extract
-import memlint.fixer
+import memlint.lint.context
 import memlint.output.json_format
-import memlint.sources.structured
-from memlint.cli import EXIT_FINDINGS, EXIT_OK, main
+from memlint.cli.main import EXIT_FINDINGS, EXIT_OK, main
 from memlint.rules.mem001_out_of_memory import OutOfMemory
 
 MARK = "# memlint-test: fail here"
@@ -84,7 +84,7 @@ def _failed(findings: list[dict], stage: str) -> list[dict]:
 @pytest.fixture(params=[1, 2], ids=["one-process", "workers"])
 def jobs(request, monkeypatch) -> str:
     if request.param > 1:
-        monkeypatch.setattr(memlint.batch, "PARALLEL_MIN_FILES", 1)  # workers even for five files
+        monkeypatch.setattr(memlint.check.run, "PARALLEL_MIN_FILES", 1)  # workers even for five files
     return str(request.param)
 
 
@@ -104,12 +104,12 @@ def _raise(*_args, **_kwargs):
 
 
 def inject_parse(monkeypatch) -> None:
-    original = memlint.sources.structured.load
+    original = memlint.documents.structured.load
 
     def load(text: str, syntax: str):
         return _raise() if MARK in text else original(text, syntax)
 
-    monkeypatch.setattr(memlint.sources.structured, "load", load)
+    monkeypatch.setattr(memlint.documents.structured, "load", load)
 
 
 def inject_facts(monkeypatch) -> None:
@@ -122,14 +122,14 @@ def inject_facts(monkeypatch) -> None:
 
 
 def inject_estimate(monkeypatch) -> None:
-    original = memlint.context.estimate_training
+    original = memlint.lint.context.estimate_training
 
     def estimate_training(arch, setup, capacity):
         return _raise() if "qwen" in arch.name.lower() else original(arch, setup, capacity)
 
-    memlint.context._cached_budget.cache_clear()
-    memlint.context._cached_suggestions.cache_clear()
-    monkeypatch.setattr(memlint.context, "estimate_training", estimate_training)
+    memlint.lint.context._cached_budget.cache_clear()
+    memlint.lint.context._cached_suggestions.cache_clear()
+    monkeypatch.setattr(memlint.lint.context, "estimate_training", estimate_training)
 
 
 def inject_rule(monkeypatch) -> None:
@@ -158,7 +158,7 @@ def test_a_failure_costs_one_document_its_findings_not_the_run(stage, jobs, base
     try:
         code, found = _check(_write(tmp_path), capsys, "--jobs", jobs)
     finally:
-        memlint.context._cached_budget.cache_clear()
+        memlint.lint.context._cached_budget.cache_clear()
     assert code == EXIT_FINDINGS
     for name in baseline:
         if name in victims:
@@ -190,12 +190,12 @@ def test_a_failure_while_writing_the_report_costs_that_file_only(baseline, tmp_p
 
 
 def test_a_failure_while_fixing_leaves_that_file_alone_and_fixes_the_others(tmp_path, monkeypatch, capsys):
-    original = memlint.fixer.apply_edits
+    original = memlint.check.fix_loop.apply_edits
 
     def apply_edits(text, edits):
         return _raise() if MARK in text else original(text, edits)
 
-    monkeypatch.setattr(memlint.fixer, "apply_edits", apply_edits)
+    monkeypatch.setattr(memlint.check.fix_loop, "apply_edits", apply_edits)
     root = _write(tmp_path)
     code, found = _check(root, capsys, "--fix", "--jobs", "1")
     assert code == EXIT_FINDINGS

@@ -20,12 +20,12 @@ from unittest import mock
 
 import pytest
 import yaml
-from hypothesis import given, settings
-
 from fix_cases import CASES, FixCase
-from memlint.cli import main
+from hypothesis import given, settings
 from robustness_checks import assert_sound, check_tree, time_limit, working_directory, write_tree
 from robustness_inputs import fixable_scripts
+
+from memlint.cli.main import main
 
 UNSAFE = [c for c in CASES if c.unsafe]
 ids = [case.name for case in CASES]

@@ -11,13 +11,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from memlint.diagnostics import Edit, Position, Range
-from memlint.engine import lint
-from memlint.fix import apply_edits
-from memlint.settings import Settings
-from memlint.sources.structured import load
-
 from robustness_checks import assert_sound, check_tree, document_lines, write_tree
+
+from memlint.check.run import lint
+from memlint.documents.structured import load
+from memlint.lint.apply_fixes import apply_edits
+from memlint.model.diagnostics import Edit, Position, Range
+from memlint.project.settings import Settings
 
 
 def r(line: int, column: int, end_line: int, end_column: int) -> Range:

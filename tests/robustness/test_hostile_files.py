@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from memlint.engine import lint
-from memlint.settings import Settings
+from memlint.check.run import lint
+from memlint.project.settings import Settings
 
 GOOD_ARGS = (
     "model_name_or_path: meta-llama/Llama-3.1-8B\nper_device_train_batch_size: 8\n"

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memlint.documents import read_document
-from memlint.engine import lint
-from memlint.settings import Settings
+from memlint.check.run import lint
+from memlint.documents.reading import read_document
+from memlint.project.settings import Settings
 
 LATIN1_LOOP = """\
 # -*- coding: latin-1 -*-

@@ -7,11 +7,11 @@ from typing import Callable
 
 import pytest
 
-from memlint.diagnostics import Diagnostic
-from memlint.fix import apply_edits
-from memlint.rule_examples import run_example
+from memlint.lint.apply_fixes import apply_edits
+from memlint.lint.rule_examples import run_example
+from memlint.model.diagnostics import Diagnostic
+from memlint.python.source import PythonSyntaxError, parse
 from memlint.rules.base import Example, all_rules
-from memlint.sources.python import PythonSyntaxError, parse
 
 
 def _lint(code: str, source: str, path: str = "train.py", **example) -> list[Diagnostic]:

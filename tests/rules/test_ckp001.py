@@ -129,7 +129,7 @@ def test_near_misses(lint):
 
 
 def test_enabled_after_the_optimizer_is_an_info_on_the_ordering(lint, where):
-    from memlint.diagnostics import Severity
+    from memlint.model.diagnostics import Severity
 
     source = """\
     import torch
@@ -146,7 +146,7 @@ def test_enabled_after_the_optimizer_is_an_info_on_the_ordering(lint, where):
 
 
 def test_enabled_after_accelerator_prepare_is_an_info(lint):
-    from memlint.diagnostics import Severity
+    from memlint.model.diagnostics import Severity
 
     source = """\
     from accelerate import Accelerator
@@ -162,7 +162,7 @@ def test_enabled_after_accelerator_prepare_is_an_info(lint):
 
 
 def test_the_peft_case_after_the_optimizer_stays_one_warning(lint):
-    from memlint.diagnostics import Severity
+    from memlint.model.diagnostics import Severity
 
     diagnostics = lint("CKP001", SCRIPT)
     assert [d.severity for d in diagnostics] == [Severity.WARNING, Severity.WARNING]

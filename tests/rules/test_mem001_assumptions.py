@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memlint.diagnostics import Severity
+from memlint.model.diagnostics import Severity
 
 # alignment-handbook recipes/zephyr-7b-gemma/sft/config_full.yaml (abridged): the README launches
 # it with `accelerate launch --config_file recipes/accelerate_configs/zero3.yaml`; the YAML

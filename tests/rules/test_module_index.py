@@ -10,9 +10,9 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from memlint.rules._python_helpers.index import ModuleIndex, _definitions_in, could_be_named, index_for
-from memlint.rules._python_helpers.syntax import iter_nodes
-from memlint.sources import python as python_source
+from memlint.python import source as python_source
+from memlint.python.index import ModuleIndex, _definitions_in, could_be_named, index_for
+from memlint.python.syntax import iter_nodes
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "sources"))

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from memlint.engine import Linter
+from memlint.lint.engine import Linter
+from memlint.project.settings import Settings
 from memlint.rules.base import all_rules
-from memlint.settings import Settings
 
 TRAINING_RULES = tuple(code for code in all_rules() if code[:3] in ("ACC", "AMP", "CKP", "TRN"))
 

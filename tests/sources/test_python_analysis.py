@@ -19,16 +19,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from libcst import metadata
-
-from memlint.documents import Document
-from memlint.engine import Linter
-from memlint.parsed import parse_document
-from memlint.settings import Settings
-from memlint.sources import python as python_source
-from memlint.sources.python_scopes import expression_contexts_of
-from memlint.sources.python_tree import FORMATTING, children, parents_of
-from memlint.sources.python_units import parse_in_units
 from python_texts import parses, source_of
+
+from memlint.documents.parsed import parse_document
+from memlint.documents.reading import Document
+from memlint.lint.engine import Linter
+from memlint.project.settings import Settings
+from memlint.python import source as python_source
+from memlint.python.scopes import expression_contexts_of
+from memlint.python.tree import FORMATTING, children, parents_of
+from memlint.python.units import parse_in_units
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))

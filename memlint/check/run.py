@@ -1,0 +1,443 @@
+"""``memlint check`` over many files: the walk, the result cache, the work on every core.
+
+1. Walk the paths, keeping each file's ``stat``, and find each file's settings root.
+2. A file whose content the cache knows (same ``mtime_ns`` and size → its digest → its record:
+   kind, the files it names, the file names its text mentions) is not read. The others are
+   analysed by the workers: read, classified, parsed, their facts extracted
+   (:mod:`memlint.check.workers`). Python that imports no ML library is read and classified, no more.
+3. The links between documents come from the records alone: the documents linked with the
+   given files join them (pre-commit passes ``ds_config.json``: its scripts are checked too).
+4. A file's cached result is reused when nothing it read has changed (:mod:`memlint.check.cache`).
+5. The rest are linted by the workers, each file by the worker that parsed it.
+6. Diagnostics come out in file order, each file's sorted; the cache is written.
+
+Below :data:`PARALLEL_MIN_FILES` files to analyse or lint, everything runs in this process.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import stat as stat_module
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Callable, Iterable
+
+from memlint.check import cache as result_cache
+from memlint.check.workers import Lanes, Outcome, Setup, Task, cpu_count
+from memlint.documents.reading import read_document
+from memlint.documents.reads import digest as content_digest
+from memlint.model.diagnostics import Diagnostic
+from memlint.project.settings import Discovery, Settings
+from memlint.project.store import DocumentRecord, Project, mentioned_names
+from memlint.project.walk import walk
+
+PARALLEL_MIN_FILES = 32  # fewer files than this are not worth starting worker processes for
+BATCHES_PER_LANE = 8  # batches are small enough that the lanes finish together
+MAX_BATCH = 64
+
+
+@dataclass
+class Statistics:
+    """Where a check's time went (``memlint check --statistics``)."""
+
+    files: int = 0  # walked, and linked with them
+    from_cache: int = 0  # whose record (kind, links, mentions) the cache knew: not read
+    parsed: int = 0  # read and parsed (Python training code, configs, launchers)
+    set_aside: int = 0  # Python read and set aside by the prefilter: no ML import, never parsed
+    reused: int = 0  # results taken from the cache
+    linted: int = 0
+    workers: int = 1
+    seconds: dict[str, float] = field(default_factory=dict)  # stage -> wall seconds
+
+    def line(self) -> str:
+        stages = ", ".join(f"{stage} {seconds:.2f} s" for stage, seconds in self.seconds.items())
+        return (f"memlint: {self.files} files: {self.parsed} parsed, {self.set_aside} Python set aside by the "
+                f"prefilter, {self.from_cache} known from the cache; {self.linted} linted, {self.reused} results "
+                f"reused; {self.workers} worker{'s' if self.workers != 1 else ''}; {stages}")
+
+
+@dataclass
+class LintResult:
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    internal_errors: list[str] = field(default_factory=list)
+    statistics: Statistics = field(default_factory=Statistics)
+
+
+class Check:
+    def __init__(self, paths: list[Path], settings: Settings, force_exclude: bool,
+                 overrides: Callable[[Settings], Settings] | None, jobs: int | None,
+                 cache_dir: Path | None = None) -> None:
+        self.paths = paths
+        self.settings = settings
+        self.force_exclude = force_exclude
+        self.overrides = overrides
+        self.jobs = jobs if jobs is not None and jobs > 0 else cpu_count()
+        self.roots: list[Settings] = []
+        self._root_index: dict[Path, int] = {}
+        self._directory_settings: dict[Path, Settings] = {}
+        self._discover = Discovery()
+        self._overridden: dict[int, Settings] = {}
+        self._keep: list[Settings] = []  # what the ids above name stays alive
+        self.stats: dict[str, tuple[int, int] | None] = {}  # walked file -> (mtime_ns, size); None: not regular
+        self.names: dict[str, str] = {}  # walked file -> path as walked
+        self.symlinks = False
+        self.digests: dict[str, str] = {}  # absolute path -> content digest, as of this run
+        self.records: dict[str, DocumentRecord] = {}  # absolute path -> record (no facts)
+        self.analysed: dict[str, DocumentRecord] = {}  # absolute path -> record with its facts
+        self.parsed_by: dict[str, int] = {}  # absolute path -> the lane that holds its tree
+        self.candidates: dict[int, list[Path]] = {}
+        self.projects: dict[int, Project] = {}
+        self.lanes: Lanes | None = None
+        anchor = Path(paths[0]) if paths else Path.cwd()
+        first = self.settings_for(anchor, is_directory=anchor.is_dir())  # a directory's own settings
+        self.first = self.root_of_settings(first)
+        self.cache = result_cache.ResultCache.load(first.root, cache_dir) if first.cache else None
+
+    # ----------------------------------------------------------------- settings
+
+    def settings_for(self, path: Path, is_directory: bool = False) -> Settings:
+        """The settings of a file: discovered for its directory, the command line's on top."""
+        if self.overrides is None:
+            return self.settings
+        directory = path if is_directory else path.parent
+        found = self._directory_settings.get(directory)
+        if found is None:
+            discovered = self._discover(directory)
+            found = self._overridden.get(id(discovered))
+            if found is None:  # the flags are applied once per settings file, not per directory
+                found = self._overridden[id(discovered)] = self.overrides(discovered)
+                self._keep.append(discovered)
+            self._directory_settings[directory] = found
+        return found
+
+    def root_of_settings(self, settings: Settings) -> int:
+        index = self._root_index.get(settings.root)
+        if index is None:  # the first settings seen for a root are that root's (as the engine's linters)
+            index = self._root_index[settings.root] = len(self.roots)
+            self.roots.append(settings)
+        return index
+
+    def root_of(self, path: Path) -> int:
+        return self.root_of_settings(self.settings_for(path))
+
+    # ----------------------------------------------------------------- the walk
+
+    def _walk(self, paths: list[Path], settings: Settings, explicit_too: bool) -> list[Path]:
+        found: dict[Path, None] = {}
+
+        def symlink(_path: Path) -> None:
+            self.symlinks = True
+
+        for path in paths:
+            if os.path.realpath(path) != os.path.abspath(path):
+                self.symlinks = True
+        for path, entry in walk(paths, settings, explicit_too, on_symlink=symlink):
+            if path in found:
+                continue
+            found[path] = None
+            absolute = os.path.abspath(path)
+            if absolute in self.stats:
+                continue
+            try:
+                info = entry.stat() if entry is not None else os.stat(path)
+                regular = stat_module.S_ISREG(info.st_mode)
+            except OSError:
+                regular = False
+            if entry is None and os.path.islink(path):
+                self.symlinks = True
+            self.stats[absolute] = (info.st_mtime_ns, info.st_size) if regular else None
+            if regular:
+                self.names.setdefault(absolute, str(path))
+        return list(found)
+
+    def _candidates_of(self, root: int, walked: list[Path]) -> list[Path]:
+        """The files of a root's project (what its referrer index scans): the walk already
+        made when it was of exactly that root, else a walk of the root."""
+        settings = self.roots[root]
+        top = settings.root.resolve()
+        if (len(self.paths) == 1 and self.roots[self.first] is settings and not self.symlinks
+                and os.path.abspath(self.paths[0]) == str(top)):
+            return [Path(os.path.abspath(p)) for p in walked]
+        return self._walk([top], settings, explicit_too=True)
+
+    # ----------------------------------------------------------------- contents
+
+    def digest_of(self, absolute: str) -> str:
+        """The content digest of a file now: known this run, from the cache by stat, or read."""
+        known = self.digests.get(absolute)
+        if known is not None:
+            return known
+        stat = self.stats.get(absolute) if absolute in self.stats else _stat(absolute)
+        known = self.cache.digest_for(absolute, stat) if self.cache is not None else None
+        if known is None:
+            document = read_document(self.names.get(absolute, absolute))
+            known = content_digest(document.text, document.problem)
+            if self.cache is not None:
+                self.cache.remember_digest(absolute, stat, known)
+        self.digests[absolute] = known
+        return known
+
+    def _cached_record(self, absolute: str, need_links: bool) -> DocumentRecord | None:
+        if self.cache is None:
+            return None
+        digest = self.cache.digest_for(absolute, self.stats.get(absolute))
+        content = self.cache.content(digest) if digest is not None else None
+        if content is None:
+            return None
+        kind, links, mentions = content.get("kind"), content.get("links"), content.get("mentions")
+        if not isinstance(mentions, list) or (need_links and (not isinstance(kind, str) or not isinstance(links, list))):
+            return None
+        self.digests[absolute] = digest
+        return DocumentRecord(
+            digest=digest,
+            kind=kind if isinstance(kind, str) else None,
+            links=tuple(str(x) for x in links) if isinstance(links, list) else None,
+            mentions=tuple(str(x) for x in mentions),
+        )
+
+    def _remember(self, absolute: str, record: DocumentRecord) -> None:
+        self.digests[absolute] = record.digest
+        self.records[absolute] = replace(record, facts=None)
+        if self.cache is not None:
+            self.cache.remember_digest(absolute, self.stats.get(absolute), record.digest)
+            self.cache.remember_content(record.digest, record.kind, record.links, record.mentions)
+
+    def _scan(self, path: Path) -> None:
+        """A project file that is not linked: its digest and the names it mentions suffice."""
+        absolute = os.path.abspath(path)
+        if absolute in self.records:
+            return
+        record = self._cached_record(absolute, need_links=False)
+        if record is None:
+            document = read_document(self.names.get(absolute, str(path)))
+            record = DocumentRecord(content_digest(document.text, document.problem),
+                                    mentions=mentioned_names(str(path), document.text))
+            self._remember(absolute, record)
+        self.records[absolute] = record
+
+    # ----------------------------------------------------------------- lanes
+
+    def _start_lanes(self, work: int) -> Lanes:
+        parallel = self.jobs > 1 and work >= PARALLEL_MIN_FILES
+        setup = Setup(self.roots, None if self.symlinks else self.names, self.candidates)
+        return Lanes(setup, self.jobs if parallel else 1)
+
+    def _batches(self, tasks: list[Task]) -> list[list[Task]]:
+        lanes = len(self.lanes) if self.lanes is not None else 1
+        size = max(1, min(MAX_BATCH, math.ceil(len(tasks) / (lanes * BATCHES_PER_LANE))))
+        return [tasks[i:i + size] for i in range(0, len(tasks), size)]
+
+    def _project(self, root: int) -> Project:
+        """The project a root's links are computed in: the local worker's own when the work
+        runs in this process (what it parses serves both), else one of this process."""
+        if self.lanes is not None and self.lanes.local is not None:
+            return self.lanes.local.project(root)
+        project = self.projects.get(root)
+        if project is None:
+            project = self.projects[root] = Project(self.roots[root], snapshot=True)
+            if not self.symlinks:
+                project.seed_files(self.names, self.candidates.get(root))
+            for absolute, record in self.records.items():
+                project.seed(absolute, record)
+        return project
+
+    def _seed(self, roots: list[int]) -> None:
+        """Every worker learns every record; facts only where one worker parsed the file."""
+        assert self.lanes is not None
+        self.lanes.set_roots(self.roots, self.candidates)
+        records = [(absolute, self.analysed.get(absolute, record)) for absolute, record in self.records.items()]
+        for root in roots:
+            self.lanes.seed(root, records)
+
+    # ----------------------------------------------------------------- the check
+
+    def run(self):
+        started = clock = time.perf_counter()
+        stats = Statistics()
+
+        def stage(name: str) -> None:
+            nonlocal clock
+            now = time.perf_counter()
+            stats.seconds[name] = stats.seconds.get(name, 0.0) + now - clock
+            clock = now
+
+        first = self.roots[self.first]
+        files = self._walk(self.paths, first, explicit_too=not self.force_exclude)
+        walked = dict(self.stats)
+        file_roots = [self.root_of(f) for f in files]
+        for root in sorted(set(file_roots) | {self.first}):
+            self.candidates[root] = self._candidates_of(root, files)
+
+        # analyse what the cache does not know
+        todo: list[Task] = []
+        for path, root in zip(files, file_roots):
+            absolute = os.path.abspath(path)
+            record = self._cached_record(absolute, need_links=True) if absolute in walked else None
+            if record is None:
+                todo.append((str(path), root))
+            else:
+                self.records[absolute] = record
+        stats.from_cache = len(files) - len(todo)
+        stage("walk")
+        self.lanes = self._start_lanes(len(todo))
+        try:
+            for lane, answers in self.lanes.run("analyse", self._batches(todo)):
+                for path, _root, record in answers:
+                    if record is not None:
+                        absolute = os.path.abspath(path)
+                        self._remember(absolute, record)
+                        self.parsed_by[absolute] = lane
+                        if record.kind == "python-other":
+                            stats.set_aside += 1
+                        else:
+                            stats.parsed += 1
+                        if record.facts:
+                            self.analysed[absolute] = record
+            stage("analyse")
+            for root_files in self.candidates.values():
+                for candidate in root_files:
+                    self._scan(candidate)
+            if self.lanes.local is not None:
+                self._seed(sorted(self.candidates))
+
+            # the documents linked with the given files
+            project = self._project(self.first)
+            extra = project.linked_with(files, first)
+            targets: list[tuple[Path, int]] = []
+            for path in files + extra:
+                root = self.root_of(path)
+                if self.force_exclude and self.roots[root].is_excluded(path):
+                    continue
+                targets.append((path, root))
+            stage("link")
+
+            # reuse what is still valid, lint the rest
+            result = LintResult()
+            found: dict[str, list[Diagnostic]] = {}
+            misses: list[Task] = []
+            tree = _Tree(self)
+            fingerprints: dict[int, str] = {}
+            for path, root in targets:
+                result.files.append(str(path))
+                settings = self.roots[root]
+                if self.cache is None or not settings.cache:
+                    misses.append((str(path), root))
+                    continue
+                fingerprint = fingerprints.get(root)
+                if fingerprint is None:
+                    fingerprint = fingerprints[root] = result_cache.settings_fingerprint(settings)
+                reused = self.cache.reusable(result_cache.result_key(str(path)), self.digest_of(os.path.abspath(path)),
+                                             fingerprint, str(settings.root), tree)
+                if reused is None:
+                    misses.append((str(path), root))
+                else:
+                    found[str(path)] = reused
+            stage("cache look-up")
+            stats.reused, stats.linted = len(found), len(misses)
+            for outcome in self._lint(misses):
+                found[outcome.path] = outcome.diagnostics
+                result.internal_errors.extend(outcome.errors)
+                settings = self.roots[outcome.root]
+                if self.cache is not None and settings.cache and not outcome.errors and outcome.digest:
+                    self.cache.remember_result(result_cache.result_key(outcome.path), outcome.digest,
+                                               result_cache.settings_fingerprint(settings), str(settings.root),
+                                               outcome.diagnostics, outcome.reads)
+            stage("lint")
+        finally:
+            if self.lanes is not None:
+                stats.workers = len(self.lanes)
+                self.lanes.close()
+        for path, _root in targets:
+            result.diagnostics.extend(found.get(str(path), ()))
+        if self.cache is not None:
+            directories = [os.path.abspath(p) for p in self.paths if os.path.isdir(p)]
+            self.cache.forget_missing(set(walked), directories)
+            self.cache.save()
+            stage("cache write")
+        stats.files = len(targets)
+        stats.seconds["total"] = time.perf_counter() - started
+        result.statistics = stats
+        return result
+
+    def _lint(self, misses: list[Task]) -> list[Outcome]:
+        if not misses:
+            return []
+        assert self.lanes is not None
+        if self.lanes.local is not None and self.jobs > 1 and len(misses) >= PARALLEL_MIN_FILES:
+            self.lanes.close()  # much to lint but little was analysed here: use every core
+            self.lanes = self._start_lanes(len(misses))
+            self.parsed_by.clear()
+        if self.lanes.local is None:
+            self._seed(sorted(self.candidates))
+        own: dict[int, list[Task]] = {}
+        shared: list[Task] = []
+        for task in misses:
+            lane = self.parsed_by.get(os.path.abspath(task[0]))
+            if lane is None:
+                shared.append(task)
+            else:
+                own.setdefault(lane, []).append(task)
+        outcomes: list[Outcome] = []
+        batches = {lane: self._batches(tasks) for lane, tasks in own.items()}
+        for _lane, answers in self.lanes.run("lint", self._batches(shared), batches):
+            outcomes.extend(answers)
+        return outcomes
+
+
+class _Tree:
+    """The files as they are now, for deciding whether a cached result still holds."""
+
+    def __init__(self, check: Check) -> None:
+        self.check = check
+        self._roots = {str(settings.root): index for index, settings in enumerate(check.roots)}
+        self._referrers: dict[tuple[str, str], tuple[str, ...]] = {}
+
+    def digest(self, path: str) -> str | None:
+        return self.check.digest_of(path)
+
+    def is_file(self, path: str) -> bool:
+        if path in self.check.stats:
+            return self.check.stats[path] is not None
+        return os.path.isfile(path)
+
+    def referrers(self, root: str, path: str) -> tuple[str, ...]:
+        found = self._referrers.get((root, path))
+        if found is None:
+            index = self._roots.get(root)
+            if index is None:
+                return ("?",)  # a root this run does not have: never equal
+            project = self.check._project(index)
+            found = self._referrers[(root, path)] = tuple(str(c) for c in project.referrers(path))
+        return found
+
+
+def _stat(path: str) -> tuple[int, int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_mtime_ns, info.st_size) if stat_module.S_ISREG(info.st_mode) else None
+
+
+def lint(
+    paths: Iterable[Path],
+    settings: Settings,
+    force_exclude: bool = False,
+    overrides: Callable[[Settings], Settings] | None = None,
+    jobs: int | None = None,
+    cache_dir: Path | None = None,
+) -> LintResult:
+    """Lint files and directories.
+
+    With ``overrides`` (the command line's flags), every file is linted with the settings
+    discovered for its own directory — the nearest ``memlint.toml`` / ``[tool.memlint]`` wins,
+    as in ruff — with the overrides applied on top; without it, ``settings`` applies to all.
+    Results of unchanged files come from the result cache unless the settings turn it off
+    (``cache = false``, ``--no-cache``; ``cache_dir`` instead of ``.memlint_cache`` in the
+    project root); the rest is linted on ``jobs`` processes (default:
+    every core this process may use; small inputs are linted in this process).
+    """
+    return Check(list(paths), settings, force_exclude, overrides, jobs, cache_dir).run()

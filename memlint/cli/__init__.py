@@ -1,0 +1,1 @@
+"""The ``memlint`` command line: one module per subcommand."""

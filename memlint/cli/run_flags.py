@@ -1,0 +1,121 @@
+"""The run a command line names: ``--model`` and the setup flags (``estimate`` and ``trace``),
+which also override what a PATH's files say."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from memlint.catalog.models import UnknownModel, resolve
+from memlint.cli.errors import UsageError
+from memlint.estimate import (
+    Architecture,
+    Attention,
+    Lora,
+    Optimizer,
+    Precision,
+    Sharding,
+    TrainingSetup,
+    UnsupportedArchitecture,
+)
+
+PRECISIONS = [p.value for p in Precision]
+OPTIMIZERS = [o.value for o in Optimizer]
+ZERO = {0: Sharding.NONE, 1: Sharding.ZERO1, 2: Sharding.ZERO2, 3: Sharding.ZERO3}
+FSDP = {"full": Sharding.FSDP_FULL, "hybrid": Sharding.FSDP_HYBRID, "grad-op": Sharding.FSDP_GRAD_OP}
+
+
+def add_run_arguments(p: argparse.ArgumentParser, done: str) -> None:
+    """The run to look at: a PATH (its files say), or --model and the setup flags (which also
+    override what the files say). ``done`` ends the PATH help: "estimated", "measured"."""
+    p.add_argument("path", nargs="?", help="a training script or config (DeepSpeed, Axolotl, "
+                   f"TrainingArguments YAML/JSON); the run it describes is {done}")
+    p.add_argument("--model", help="Hub id or alias from the catalogue, a config.json, or a model directory")
+    p.add_argument("--offline", action="store_true",
+                   help="never ask the Hugging Face Hub for an uncatalogued model's config.json")
+    p.add_argument("--batch", type=int, help="micro-batch per GPU (default 1)")
+    p.add_argument("--seq", type=int, help="sequence length in tokens (default 2048)")
+    p.add_argument("--precision", choices=PRECISIONS, help="precision policy (default bf16)")
+    p.add_argument("--optimizer", choices=OPTIMIZERS, help="optimizer (default adamw: torch's foreach AdamW)")
+    p.add_argument("--grad-ckpt", nargs="?", const=1, type=int, metavar="EVERY",
+                   help="gradient checkpointing (every layer, or every EVERY-th)")
+    p.add_argument("--attn", choices=[a.value for a in Attention], help="attention implementation (default sdpa)")
+    p.add_argument("--lora-r", type=int, help="train LoRA adapters of this rank instead of the full model")
+    p.add_argument("--lora-targets", default=None,
+                   help="all-linear, or comma-separated module names (default q_proj,v_proj)")
+    p.add_argument("--lora-dropout", type=float, default=None)
+    p.add_argument("--qlora", action="store_true", help="4-bit NF4 base weights (bitsandbytes) under LoRA")
+    p.add_argument("--zero", type=int, choices=(0, 1, 2, 3), help="DeepSpeed ZeRO stage")
+    p.add_argument("--fsdp", choices=sorted(FSDP), help="FSDP sharding strategy")
+    p.add_argument("--offload", choices=("optimizer", "all"), help="ZeRO offload to CPU")
+    p.add_argument("--gpus", type=int, help="data-parallel world size (default 1)")
+    p.add_argument("--gpu", help="target GPU, e.g. h100, a100-80gb, 'NVIDIA A10G' (see `memlint gpus`)")
+    p.add_argument("--grad-accum", type=int, help="gradient accumulation steps")
+    p.add_argument("--fused-loss", action="store_true", help="fused/chunked cross-entropy (Liger)")
+    p.add_argument("--keep-logits", action="store_true", help="the loop keeps model outputs alive through backward")
+
+
+def setup_from_args(args: argparse.Namespace, base: TrainingSetup | None = None) -> TrainingSetup:
+    """A training setup from flags; flags override ``base`` (a setup read from files)."""
+    s = base or TrainingSetup()
+    changes: dict = {}
+    if args.batch is not None:
+        changes["micro_batch"] = args.batch
+    if args.seq is not None:
+        changes["seq_len"] = args.seq
+    if args.precision:
+        changes["precision"] = Precision(args.precision)
+    if args.optimizer:
+        changes["optimizer"] = Optimizer(args.optimizer)
+    if args.grad_ckpt is not None:
+        changes["grad_ckpt_every"] = args.grad_ckpt
+    if args.attn:
+        changes["attention"] = Attention(args.attn)
+    if args.lora_r or args.qlora:
+        targets = tuple(t.strip() for t in (args.lora_targets or "q_proj,v_proj").split(",") if t.strip())
+        dropout = 0.05 if args.lora_dropout is None else args.lora_dropout
+        changes["lora"] = Lora(r=args.lora_r or 16, targets=targets, dropout=dropout,
+                               quantization="nf4" if args.qlora else None)
+    if args.zero is not None:
+        changes["sharding"] = ZERO[args.zero]
+    if args.fsdp:
+        changes["sharding"] = FSDP[args.fsdp]
+    if args.offload:
+        changes["offload_optimizer"] = True
+        changes["offload_params"] = args.offload == "all"
+    if args.gpus is not None:
+        changes["world_size"] = args.gpus
+    if args.grad_accum is not None:
+        changes["grad_accum"] = args.grad_accum
+    if args.fused_loss:
+        changes["fused_loss"] = True
+    if args.keep_logits:
+        changes["keep_logits"] = True
+    try:
+        s = s.but(**changes)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    if s.offload_params and s.sharding not in (Sharding.ZERO3, Sharding.FSDP_FULL, Sharding.FSDP_HYBRID):
+        raise UsageError("--offload all (parameter offload) needs --zero 3 or --fsdp full")
+    return s
+
+
+def plan_from_args(args: argparse.Namespace) -> tuple[Architecture, TrainingSetup, str | None]:
+    """(architecture, setup, target GPU) of the run the command line names: the run of a PATH
+    (with the flags overriding its files), else --model and the setup flags."""
+    if args.path and not args.model:
+        from memlint.cli.run_of_path import plan_for_path  # configs and scripts
+
+        return plan_for_path(args.path, args)
+    if not args.model:
+        raise UsageError("give --model (a Hub id, alias or config.json) or a script/config path")
+    try:
+        found = resolve(args.model, offline=getattr(args, "offline", False) or None)
+    except (UnknownModel, UnsupportedArchitecture) as error:
+        raise UsageError(str(error)) from None
+    for note in (found.note, found.arch.generic_note):
+        if note:
+            print(f"memlint: note: {note}", file=sys.stderr)
+    if found.four_bit and args.lora_r and not args.qlora:
+        args.qlora = True  # a bnb-4bit upload's weights are 4-bit NF4 under the adapters
+    return found.arch, setup_from_args(args), args.gpu

@@ -1,0 +1,157 @@
+"""A launcher's command-line options, applied to the script it runs.
+
+A script declares which options feed which facts (``RunFacts.cli_bindings``); each binding is
+one of:
+
+- ``"micro_batch"`` (any fact name): the option's value is the fact, converted from its text
+  (an argparse ``--batch_size`` read into ``DataLoader(batch_size=args.batch_size)``);
+- ``"hf:<field>"``: the option is a TrainingArguments-style field, read as ``hf_args.facts_for``
+  reads it (every field of an ``HfArgumentParser`` script);
+- ``"if:<fact>=<value>"`` / ``"ifnot:<fact>=<value>"``: a switch -- passing the option on
+  (``--use_lora``, ``--q_lora True``) or off makes the script state ``fact = value``
+  (``if args.gradient_checkpointing: model.gradient_checkpointing_enable()``).
+
+``torchrun ... train.py --batch_size 4`` then overrides the script's default with the launcher's
+4, located in the launcher. Value-less flags arrive as ``"true"``; a binding prefixed ``"not:"``
+belongs to an argparse ``store_false`` flag (``--no_ckpt`` sets its destination to False).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from memlint.facts import hf_args
+from memlint.facts.names import ATTENTION, dtype_name
+from memlint.facts.plan import RunFacts
+from memlint.model.provenance import Sourced
+
+
+def _float(value: Any) -> float | None:
+    try:
+        number = float(str(value))
+    except ValueError:
+        return None
+    return number if number >= 0 else None
+
+
+def _targets(value: Any) -> tuple[str, ...] | None:
+    parts = [p.strip() for p in str(value).replace(",", " ").split() if p.strip()]
+    return tuple(parts) or None
+
+
+def _lower_in(*allowed: str) -> Callable[[Any], str | None]:
+    def convert(value: Any) -> str | None:
+        text = str(value).strip().lower()
+        return text if text in allowed else None
+
+    return convert
+
+
+def _device_offloaded(value: Any) -> bool | None:
+    text = str(value).strip().lower()
+    if text in ("cpu", "nvme"):
+        return True
+    if text == "none":
+        return False
+    return hf_args._bool(value)
+
+
+def _half(value: Any) -> str | None:
+    name = dtype_name(str(value))
+    return name if name in ("fp16", "bf16") else None
+
+
+# plain fact -> converter for raw command-line text
+_CONVERT: dict[str, Callable[[Any], Any]] = {
+    "micro_batch": hf_args._int,
+    "seq_len": hf_args._int,
+    "grad_accum": hf_args._int,
+    "global_batch": hf_args._int,
+    "world_size": hf_args._int,
+    "gpus_per_node": hf_args._int,
+    "zero_stage": hf_args._int,
+    "lora_r": hf_args._int,
+    "lora_dropout": _float,
+    "lora_targets": _targets,
+    "grad_ckpt": lambda v: None if hf_args._bool(v) is None else int(bool(hf_args._bool(v))),
+    "model": lambda v: str(v) or None,
+    "load_dtype": lambda v: dtype_name(str(v)),
+    "half_model": _half,
+    "autocast": _half,
+    "attention": lambda v: ATTENTION.get(str(v), str(v) if str(v) in ("eager", "sdpa", "flash") else None),
+    "mixed": _lower_in("bf16", "fp16", "no", "fp8"),
+    "lightning_precision": lambda v: str(v).strip() or None,
+    "quantization": _lower_in("nf4", "fp4", "int8"),
+    "optimizer": lambda v: hf_args.FIELDS["optim"][1](v),
+    "double_quant": hf_args._bool,
+    "fused_loss": hf_args._bool,
+    "ds_bf16": hf_args._bool,
+    "ds_fp16": hf_args._bool,
+    "offload_optimizer": _device_offloaded,
+    "offload_params": _device_offloaded,
+    "reduce_bucket": _float,
+    "allgather_bucket": _float,
+    "prefetch_bucket": _float,
+    "max_live_parameters": _float,
+}
+
+
+def _switched_on(raw: str) -> bool | None:
+    """Is an option passed as ``raw`` on? Flags arrive as "true"; numbers count when nonzero."""
+    flag = hf_args._bool(raw)
+    if flag is not None:
+        return flag
+    try:
+        return float(raw) != 0
+    except ValueError:
+        return bool(raw.strip())
+
+
+def _literal(text: str) -> Any:
+    """The value of an ``if:`` binding as the script extractor encoded it."""
+    if text in ("true", "false"):
+        return text == "true"
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def facts_from_cli(script: RunFacts, launcher: RunFacts) -> dict[str, Sourced[Any]]:
+    """The facts the launcher's options set in ``script`` (located in the launcher)."""
+    out: dict[str, Sourced[Any]] = {}
+    for option, raw in launcher.cli_args.items():
+        note = f"--{option} on the command line"
+        for binding in script.cli_bindings.get(option, ()):
+            for name, value in _apply(binding, str(raw.value)).items():
+                out[name] = Sourced(value, raw.origin, note)
+    return out
+
+
+def _apply(binding: str, raw: str) -> dict[str, Any]:
+    if binding.startswith("not:"):
+        on = _switched_on(raw)
+        return {} if on is None else _apply(binding[4:], "false" if on else "true")
+    if binding.startswith("hf:"):
+        found = hf_args.facts_for(binding[3:], raw)
+        found.pop("__reference__", None)  # --deepspeed ds.json: the launcher's own reference
+        return found
+    if binding.startswith(("if:", "ifnot:")):
+        prefix, _, rest = binding.partition(":")
+        name, _, literal = rest.partition("=")
+        on = _switched_on(raw)
+        if on is None or on != (prefix == "if"):
+            return {}
+        return {name: _literal(literal)}
+    convert = _CONVERT.get(binding)
+    if convert is None:
+        return {}
+    try:
+        value = convert(raw)
+    except (TypeError, ValueError):
+        return {}
+    return {} if value is None else {binding: value}

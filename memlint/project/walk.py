@@ -1,0 +1,109 @@
+"""Finding the files to lint: directories walked once, .gitignore and excludes respected.
+
+Symlinked directories are followed at most once (a loop of links ends there); files that are
+not regular files are still yielded so that the engine can say why it skipped them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+import pathspec
+
+from memlint.documents.reading import LINTED_SUFFIXES
+from memlint.project.settings import Settings
+
+MAX_FILES = 200_000
+
+
+def _gitignore(directory: Path) -> pathspec.PathSpec | None:
+    path = directory / ".gitignore"
+    try:
+        if path.is_file():
+            return pathspec.PathSpec.from_lines("gitwildmatch", path.read_text("utf-8", errors="ignore").splitlines())
+    except OSError:
+        return None
+    return None
+
+
+def iter_files(paths: Iterable[Path], settings: Settings, explicit_too: bool = True) -> Iterator[Path]:
+    """Lintable files under ``paths``. Files named explicitly are yielded whatever their suffix
+    (and even when excluded, unless ``explicit_too`` is False: pre-commit's force-exclude)."""
+    for path, _entry in walk(paths, settings, explicit_too):
+        yield path
+
+
+def walk(
+    paths: Iterable[Path], settings: Settings, explicit_too: bool = True,
+    on_symlink: Callable[[Path], None] | None = None,
+) -> Iterator[tuple[Path, os.DirEntry | None]]:
+    """:func:`iter_files`, with the directory entry each file was found as (None for a file
+    named explicitly), whose ``stat()`` the result cache uses; ``on_symlink`` hears of every
+    symbolic link the walk goes through (a path through one is not its file's real name)."""
+    seen_dirs: set[tuple[int, int]] = set()
+    count = 0
+    for start in paths:
+        start = Path(start)
+        try:
+            is_dir = start.is_dir()
+        except OSError:
+            is_dir = False
+        if not is_dir:
+            if explicit_too or not settings.is_excluded(start):
+                yield start, None
+            continue
+        stack: list[tuple[Path, list[tuple[Path, pathspec.PathSpec]]]] = [(start, [])]
+        while stack:
+            directory, specs = stack.pop()
+            try:
+                info = directory.stat()
+            except OSError:
+                continue
+            ident = (info.st_dev, info.st_ino)
+            if ident in seen_dirs:
+                continue  # a symlink loop, or a directory reached twice
+            seen_dirs.add(ident)
+            if settings.respect_gitignore:
+                spec = _gitignore(directory)
+                if spec is not None:
+                    specs = specs + [(directory, spec)]
+            try:
+                entries = sorted(os.scandir(directory), key=lambda e: e.name)
+            except OSError:
+                continue
+            subdirs = []
+            for entry in entries:
+                path = Path(entry.path)
+                if settings.is_excluded(path) or _ignored(path, specs, entry):
+                    continue
+                if on_symlink is not None and entry.is_symlink():
+                    on_symlink(path)
+                try:
+                    if entry.is_dir():
+                        subdirs.append(path)
+                        continue
+                except OSError:
+                    continue
+                if path.suffix.lower() in LINTED_SUFFIXES:
+                    count += 1
+                    if count > MAX_FILES:
+                        return
+                    yield path, entry
+            stack.extend((d, specs) for d in reversed(subdirs))
+
+
+def _ignored(path: Path, specs: list[tuple[Path, pathspec.PathSpec]], entry: os.DirEntry) -> bool:
+    for base, spec in specs:
+        try:
+            relative = path.relative_to(base).as_posix()
+        except ValueError:
+            continue
+        try:
+            is_dir = entry.is_dir()
+        except OSError:
+            is_dir = False
+        if spec.match_file(relative + ("/" if is_dir else "")):
+            return True
+    return False

@@ -1,0 +1,98 @@
+"""The conditions a statement runs under, and the options that decide them.
+
+``if args.use_lora: model = get_peft_model(model, config)`` runs only when ``--use_lora`` is
+passed; ``if __name__ == "__main__":`` always runs; ``if torch.cuda.is_available():`` is unknown
+(and counts as running). A condition inside a helper function extends to the one place that
+calls it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+if TYPE_CHECKING:
+    from memlint.python.values import Values
+
+_SCALAR = (int, float, str, bool, type(None))
+
+
+@dataclass(frozen=True)
+class Guard:
+    """A condition a statement runs under. ``active`` is its static truth (None: unknown);
+    ``options`` the command-line options that decide it; ``negated`` when the statement runs
+    while the option is off."""
+
+    active: bool | None
+    options: tuple[str, ...] = ()
+    negated: bool = False
+    node: cst.CSTNode | None = None
+
+    @property
+    def blocks(self) -> bool:
+        """Does the statement not run by default (off, or decided by an option of unknown value)?"""
+        return self.active is False or (self.active is None and bool(self.options))
+
+
+def guards(values: "Values", node: cst.CSTNode, depth: int = 0) -> list[Guard]:
+    """The conditions ``node`` runs under: enclosing ``if`` statements and conditional
+    expressions, and those around the one call of its enclosing function."""
+    out: list[Guard] = []
+    child, current = node, values.parent(node)
+    while current is not None and not isinstance(current, cst.Module):
+        if isinstance(current, (cst.If, cst.IfExp)):
+            if child is current.body:
+                out.append(guard(values, current.test, negated=False))
+            elif child is current.orelse:
+                out.append(guard(values, current.test, negated=True))
+        elif isinstance(current, cst.FunctionDef):
+            if depth < 4 and not values.is_method(current):
+                calls = values.call_sites(current)
+                if len(calls) == 1:
+                    out.extend(guards(values, calls[0], depth + 1))
+            break
+        elif isinstance(current, (cst.Lambda, cst.ClassDef)):
+            break
+        child, current = current, values.parent(current)
+    return out
+
+
+def guard(values: "Values", test: cst.BaseExpression, negated: bool) -> Guard:
+    """A condition's static truth and the option that decides it (``args.use_lora``,
+    ``not args.no_ckpt``, ``args.lora_dim > 0``, ``args.x is not None``)."""
+    found = values.evaluate(test)
+    active = None
+    if found is not None and found.known and isinstance(found.value, _SCALAR):
+        active = bool(found.value) != negated
+    options, flipped = deciding_options(values, test)
+    return Guard(active, options, negated != flipped, test)
+
+
+def deciding_options(values: "Values", test: cst.BaseExpression) -> tuple[tuple[str, ...], bool]:
+    """Options whose truth decides ``test``, and whether the test is their negation."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        options, flipped = deciding_options(values, test.expression)
+        return options, not flipped
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        target = test.comparisons[0]
+        right = values.evaluate(target.comparator)
+        if right is None or not right.known:
+            return (), False
+        op, value = type(target.operator), right.value
+        options, flipped = deciding_options(values, test.left)
+        if not options:
+            return (), False
+        if (op in (cst.GreaterThan, cst.NotEqual) and value == 0) or (op is cst.GreaterThanEqual and value == 1):
+            return options, flipped
+        if op is cst.IsNot and value is None:
+            return options, flipped
+        if (op is cst.Equal and value in (0, False)) or (op is cst.Is and value is None):
+            return options, not flipped
+        return (), False
+    if isinstance(test, (cst.Name, cst.Attribute, cst.Subscript)):
+        found = values.evaluate(test)
+        if found is not None and found.options:
+            return found.options, False
+    return (), False

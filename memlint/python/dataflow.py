@@ -1,0 +1,208 @@
+"""What a name or expression can hold, read from the assignments before it — never run.
+
+Each question is answered with the set of possibilities the code allows, so a rule can tell
+"always float16" from "float16 on one branch" from "cannot tell" (``"unknown"``).
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from memlint.facts.names import dtype_name
+from memlint.python.index import Definition, ModuleIndex
+from memlint.python.syntax import (
+    dotted,
+    iter_nodes,
+    method_name,
+    receiver,
+    string_value,
+)
+
+MAX_DEPTH = 4  # steps followed for a value (name -> assignment -> ...)
+LOSS_DEPTH = 10  # a loss travels further: helpers, parameters, products, returns
+
+_DTYPE_ATTRIBUTES = {
+    "torch.float16": "fp16",
+    "torch.half": "fp16",
+    "torch.bfloat16": "bf16",
+    "torch.float32": "fp32",
+    "torch.float": "fp32",
+    "torch.float64": "fp32",
+    "torch.double": "fp32",
+}
+
+
+def dtype_values(index: ModuleIndex, expr: cst.BaseExpression | None, depth: int = 0) -> set[str]:
+    """The dtypes ``expr`` can name: subsets of {"fp16", "bf16", "fp32", "auto", "unknown"}."""
+    if expr is None or depth > MAX_DEPTH:
+        return {"unknown"}
+    if isinstance(expr, (cst.Attribute, cst.Name)):
+        text = dotted(expr)
+        for name in index.qualified(expr) | ({text} if text else set()):
+            if name in _DTYPE_ATTRIBUTES:
+                return {_DTYPE_ATTRIBUTES[name]}
+        if text:
+            return _union(index, [d.value for d in index.all_definitions(text, expr)], depth, dtype_values) or (
+                _default_values(index, text, expr, depth, dtype_values)
+            )
+        return {"unknown"}
+    if isinstance(expr, cst.SimpleString):
+        name = dtype_name(string_value(expr) or "")
+        return {name} if name else {"unknown"}
+    if isinstance(expr, cst.IfExp):
+        return dtype_values(index, expr.body, depth + 1) | dtype_values(index, expr.orelse, depth + 1)
+    if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Dict):
+        return _union(
+            index, [e.value for e in expr.value.elements if isinstance(e, cst.DictElement)], depth, dtype_values
+        ) or {"unknown"}
+    if isinstance(expr, cst.Call) and method_name(expr) == "getattr" and len(expr.args) >= 2:
+        name = dtype_name(string_value(expr.args[1].value) or "")
+        return {name} if name else {"unknown"}
+    return {"unknown"}
+
+
+def string_values(index: ModuleIndex, expr: cst.BaseExpression | None, depth: int = 0) -> set[str]:
+    """The strings ``expr`` can be (``"cuda" if ... else "cpu"`` -> both); ``"unknown"`` else."""
+    if expr is None or depth > MAX_DEPTH:
+        return {"unknown"}
+    value = string_value(expr)
+    if value is not None:
+        return {value}
+    if isinstance(expr, cst.IfExp):
+        return string_values(index, expr.body, depth + 1) | string_values(index, expr.orelse, depth + 1)
+    if isinstance(expr, (cst.Name, cst.Attribute)):
+        text = dotted(expr)
+        if text:
+            found = _union(index, [d.value for d in index.all_definitions(text, expr)], depth, string_values)
+            return found or _default_values(index, text, expr, depth, string_values)
+    if isinstance(expr, cst.Attribute) and expr.attr.value == "type":
+        return {"unknown"}  # device.type
+    return {"unknown"}
+
+
+def _union(index, values, depth, function) -> set[str]:
+    out: set[str] = set()
+    for value in values:
+        out |= function(index, value, depth + 1) if value is not None else {"unknown"}
+    return out
+
+
+def _default_values(index, name, at, depth, function) -> set[str]:
+    default = index.parameter_default(name, index.flow_of(at))
+    return function(index, default, depth + 1) if default is not None else {"unknown"}
+
+
+# ---------------------------------------------------------------------- division of a loss
+
+
+def divides(expr: cst.BaseExpression | None) -> bool:
+    """Is ``expr`` a quotient: ``x / k``, ``x * (1 / k)``, ``x.div(k)``, ``torch.div(x, k)``?"""
+    if isinstance(expr, cst.BinaryOperation):
+        if isinstance(expr.operator, cst.Divide):
+            return True
+        if isinstance(expr.operator, cst.Multiply):
+            return _is_reciprocal(expr.left) or _is_reciprocal(expr.right)
+        return False
+    if isinstance(expr, cst.Call):
+        name = method_name(expr)
+        if name in ("div", "div_", "true_divide", "divide"):
+            return True
+        if name in ("mul", "mul_") and expr.args and _is_reciprocal(expr.args[0].value):
+            return True
+    return False
+
+
+def _is_reciprocal(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Divide)
+
+
+def loss_is_divided(
+    index: ModuleIndex, expr: cst.BaseExpression | None, at: cst.CSTNode, depth: int = 0, chain: tuple = ()
+) -> bool:
+    """Is the tensor ``expr`` (evaluated at ``at``) divided on its way there: by the expression
+    itself, by the assignments to the name before ``at``, by a local helper that returns it,
+    or — for a parameter of a helper reached through the calls in ``chain`` — by the argument
+    the caller passed?"""
+    if expr is None or depth > LOSS_DEPTH:
+        return False
+    if divides(expr):
+        return True
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Subtract, cst.Multiply)):
+        # loss + aux, local_scale * loss: the loss term decides
+        return loss_is_divided(index, expr.left, at, depth + 1, chain) or loss_is_divided(
+            index, expr.right, at, depth + 1, chain
+        )
+    if isinstance(expr, cst.Call):
+        name = method_name(expr)
+        if name in ("float", "mean", "sum", "contiguous", "clone") and receiver(expr) is not None:
+            return loss_is_divided(index, receiver(expr), at, depth + 1)
+        helper = index.helper_for(expr)
+        return helper is not None and returns_divided(index, helper, depth + 1)
+    text = dotted(expr)
+    if text is None:
+        return False
+    for definition in sorted(index.reaching(text, at), key=lambda d: index.start(d.statement), reverse=True):
+        verdict = _definition_divides(index, definition, depth, chain)
+        if verdict is not None:
+            return verdict
+    caller = _argument_for_parameter(index, text, at, chain)
+    if caller is not None:
+        argument_value, call = caller
+        return loss_is_divided(index, argument_value, call, depth + 1, chain[:-1])
+    return False
+
+
+def _argument_for_parameter(index: ModuleIndex, name: str, at: cst.CSTNode, chain: tuple):
+    """``(the argument, the call)`` bound to parameter ``name`` of the function holding ``at``,
+    when the innermost call of ``chain`` runs that function."""
+    function = index.flow_of(at)
+    if not chain or not isinstance(function, cst.FunctionDef) or index.helper_for(chain[-1]) is not function:
+        return None
+    call = chain[-1]
+    params = [*function.params.posonly_params, *function.params.params]
+    if params and params[0].name.value in ("self", "cls") and isinstance(call.func, cst.Attribute):
+        params = params[1:]
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg.value, call
+    positional_args = [a for a in call.args if a.keyword is None and a.star == ""]
+    for position, param in enumerate(params):
+        if param.name.value == name and position < len(positional_args):
+            return positional_args[position].value, call
+    return None
+
+
+def _definition_divides(index: ModuleIndex, definition: Definition, depth: int, chain: tuple = ()) -> bool | None:
+    """True / False for a definition that settles the question, None to look further back."""
+    if definition.augmented is not None:
+        if isinstance(definition.augmented, cst.DivideAssign):
+            return True
+        if isinstance(definition.augmented, cst.MultiplyAssign) and _is_reciprocal(definition.value):
+            return True
+        return None  # ``loss += aux``: the earlier value decides
+    if isinstance(definition.statement, cst.Call):  # loss.div_(accum)
+        return divides(definition.statement)
+    value = definition.value
+    if value is None:
+        whole = definition.whole_value
+        if isinstance(whole, cst.Call):
+            helper = index.helper_for(whole)
+            return helper is not None and returns_divided(index, helper, depth + 1)
+        return False
+    return loss_is_divided(index, value, definition.statement, depth + 1, chain)
+
+
+def returns_divided(index: ModuleIndex, helper: cst.FunctionDef, depth: int = 0) -> bool:
+    for node in iter_nodes(helper.body):
+        if isinstance(node, cst.Return) and node.value is not None:
+            values = [e.value for e in node.value.elements] if isinstance(node.value, cst.Tuple) else [node.value]
+            if any(loss_is_divided(index, v, node, depth + 1) for v in values):
+                return True
+    return False
+
+
+def names_in(expr: cst.CSTNode | None) -> set[str]:
+    """Every plain name an expression reads."""
+    if expr is None:
+        return set()
+    return {n.value for n in iter_nodes(expr) if isinstance(n, cst.Name)}

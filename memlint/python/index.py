@@ -1,0 +1,522 @@
+"""One pass over a module that the training-code rules share: its functions, where each node
+sits (its function, its position), and every assignment by name.
+
+Built once per parsed module (:func:`index_for`) and dropped with it.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass, field
+from typing import Iterator
+
+import libcst as cst
+
+from memlint.python.source import PythonSource
+from memlint.python.statement_index import (
+    StatementPart,
+    flow_calls,
+    function_table,
+    module_calls,
+    part_of,
+    part_of_whole,
+)
+from memlint.python.syntax import dotted, iter_nodes, method_name, receiver
+
+Flow = cst.Module | cst.FunctionDef  # a body that runs top to bottom
+
+_NO_GRAD = {
+    "torch.no_grad",
+    "torch.inference_mode",
+    "torch.autograd.no_grad",
+    "torch.autograd.grad_mode.no_grad",
+    "torch.autograd.grad_mode.inference_mode",
+}
+
+
+@dataclass(frozen=True)
+class Definition:
+    """``name = value`` (or ``name /= value``...) somewhere in a flow."""
+
+    name: str  # "loss", or "args.max_train_steps" for attribute targets
+    statement: cst.CSTNode  # the Assign / AugAssign / AnnAssign / For / WithItem / NamedExpr
+    value: cst.BaseExpression | None  # what was assigned (None when unknown: unpacking, loops)
+    augmented: cst.BaseAugOp | None = None  # the operator of ``name op= value``
+    whole_value: cst.BaseExpression | None = None  # for ``a, b = f()``: ``f()``
+    position: int | None = None  # for ``a, b = f()``: where the name sits in the tuple
+
+
+@dataclass
+class ModuleIndex:
+    # weak: the index is kept on its source (``PythonSource.derived``); a strong reference back
+    # would make each version of an edited document a cycle, freed only by the cycle collector
+    # after its objects sat in the collector's generations (docs/latency.md, fourth round)
+    source: "weakref.ref[PythonSource]"
+    functions: dict[str, list[cst.FunctionDef]] = field(default_factory=dict)
+    classes: dict[str, cst.ClassDef] = field(default_factory=dict)
+    flows: list[Flow] = field(default_factory=list)
+    definitions: dict[int, dict[str, list[Definition]]] = field(default_factory=dict)  # id(flow) -> name -> defs
+    cache: dict[object, object] = field(default_factory=dict)
+    _qualified: dict[cst.CSTNode, frozenset[str]] = field(default_factory=dict, repr=False)  # results other helpers compute once
+
+    parts: list[tuple[cst.BaseStatement, StatementPart]] = field(default_factory=list, repr=False)
+    _part_of_function: dict[int, tuple[cst.BaseStatement, StatementPart]] = field(default_factory=dict, repr=False)
+
+    @property
+    def py(self) -> PythonSource:
+        source = self.source()
+        assert source is not None, "an index is reached through its source"
+        return source
+
+    @property
+    def nodes(self) -> list[cst.CSTNode]:
+        """Every node of the module, functions and classes included, in source order."""
+        return self.once("nodes", self._nodes)
+
+    def _nodes(self) -> list[cst.CSTNode]:
+        out: list[cst.CSTNode] = [self.py.module]
+        for statement, part in self.parts:
+            out.append(statement)
+            out += part.below
+        return out
+
+    @property
+    def calls(self) -> list[cst.Call]:
+        """Every call of the module, in source order."""
+        return self.nodes_of(cst.Call)
+
+    def nodes_of(self, *kinds: type[cst.CSTNode]) -> list:
+        """The module's nodes of these node classes (concrete ones: the test is ``type(node)``,
+        not a walk of ``isinstance`` calls per rule), in source order; computed once."""
+        return self.once(("nodes_of", kinds), lambda: self._nodes_of(kinds))
+
+    def _nodes_of(self, kinds: tuple[type[cst.CSTNode], ...]) -> list:
+        out: list[cst.CSTNode] = [self.py.module] if cst.Module in kinds else []
+        for statement, part in self.parts:
+            if type(statement) in kinds:
+                out.append(statement)
+            out += part.nodes_of(kinds)
+        return out
+
+    def once(self, key: object, compute):
+        """``compute()`` the first time ``key`` is asked for, the stored result after."""
+        if key not in self.cache:
+            self.cache[key] = compute()
+        return self.cache[key]
+
+    # ------------------------------------------------------------------ positions
+
+    def start(self, node: cst.CSTNode) -> tuple[int, int]:
+        position = self.py.range_of(node).start
+        return (position.line, position.column)
+
+    def end(self, node: cst.CSTNode) -> tuple[int, int]:
+        position = self.py.range_of(node).end
+        return (position.line, position.column)
+
+    def before(self, a: cst.CSTNode, b: cst.CSTNode) -> bool:
+        return self.start(a) < self.start(b)
+
+    def contains(self, outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
+        return self.start(outer) <= self.start(inner) and self.end(inner) <= self.end(outer)
+
+    # ------------------------------------------------------------------ structure
+
+    def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        return self.py.parent(node)
+
+    def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        current = self.parent(node)
+        while current is not None:
+            yield current
+            current = self.parent(current)
+
+    def flow_of(self, node: cst.CSTNode) -> Flow:
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, cst.FunctionDef):
+                return ancestor
+        return self.py.module
+
+    def statement_of(self, node: cst.CSTNode) -> cst.CSTNode:
+        """The statement line (simple or compound) that holds ``node``."""
+        current: cst.CSTNode = node
+        for ancestor in self.ancestors(node):
+            if isinstance(current, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+                return current
+            current = ancestor
+        return current
+
+    def class_of(self, node: cst.CSTNode) -> cst.ClassDef | None:
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, cst.ClassDef):
+                return ancestor
+        return None
+
+    def conditions(self, node: cst.CSTNode) -> set[tuple[str, bool]]:
+        """What the enclosing ``if``s of its function require for ``node`` to run, as
+        (condition as written, truth): ``if a and not b:`` gives {("a", True), ("b", False)},
+        the ``else`` of ``if a:`` gives {("a", False)}."""
+        out: set[tuple[str, bool]] = set()
+        previous: cst.CSTNode = node
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                break
+            if isinstance(ancestor, cst.If):
+                atoms = self._atoms(ancestor.test)
+                if previous is ancestor.body:
+                    out |= atoms
+                elif previous is ancestor.orelse and len(atoms) == 1:
+                    ((text, truth),) = atoms
+                    out.add((text, not truth))
+            previous = ancestor
+        return out
+
+    def _atoms(self, test: cst.BaseExpression) -> set[tuple[str, bool]]:
+        if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+            out: set[tuple[str, bool]] = set()
+            pending = [test]
+            while pending:  # a and b and c ... nests to the left: flatten without recursion
+                current = pending.pop()
+                if isinstance(current, cst.BooleanOperation) and isinstance(current.operator, cst.And):
+                    pending += [current.left, current.right]
+                else:
+                    out |= self._atoms(current)
+            return out
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            inner = self._atoms(test.expression)  # not (a and b) says nothing about a alone
+            return {(text, not truth) for text, truth in inner} if len(inner) == 1 else set()
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+            (target,) = test.comparisons
+            positive = {cst.NotEqual: "==", cst.IsNot: "is", cst.NotIn: "in"}
+            negative = type(target.operator) in positive
+            operator = positive.get(type(target.operator), None) or self.py.code_of(target.operator).strip()
+            left, right = (self.py.code_of(n).strip("() ") for n in (test.left, target.comparator))
+            text = f"{left} {operator} {right}"
+            return {(text, not negative)}
+        return {(self.py.code_of(test).strip("() "), True)}
+
+    def exclusive(self, a: cst.CSTNode, b: cst.CSTNode) -> bool:
+        """Can ``a`` and ``b`` never both run (``if x:`` around one, ``if not x:`` around the other)?"""
+        mine = self.conditions(a)
+        return any((text, not truth) in mine for text, truth in self.conditions(b))
+
+    def qualified(self, node: cst.CSTNode) -> frozenset[str]:
+        """What ``node`` (a name, an attribute, a call's callee) refers to through imports and
+        aliases; asked once per node (the rules ask about the same calls again and again)."""
+        known = self._qualified.get(node)
+        if known is None:
+            try:
+                known = frozenset(self.py.qualified_names(node))
+            except KeyError:  # a node the metadata does not cover
+                known = frozenset()
+            self._qualified[node] = known
+        return known
+
+    def calls_named(self, call: cst.Call, *names: str) -> bool:
+        """Does ``call`` call one of these fully qualified names (through imports and aliases)?"""
+        if not could_be_named(call.func, names):
+            return False
+        qualified = self.qualified(call)
+        return any(q in names for q in qualified)
+
+    def under_no_grad(self, node: cst.CSTNode) -> bool:
+        """Inside ``with torch.no_grad()`` / ``inference_mode()`` / ``set_grad_enabled(False)``
+        or a function decorated with ``@torch.no_grad()``?"""
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, cst.With):
+                for item in ancestor.items:
+                    if self._disables_grad(item.item):
+                        return True
+            if isinstance(ancestor, cst.FunctionDef):
+                for decorator in ancestor.decorators:
+                    if self._disables_grad(decorator.decorator):
+                        return True
+        return False
+
+    def _disables_grad(self, expr: cst.BaseExpression) -> bool:
+        target = expr.func if isinstance(expr, cst.Call) else expr
+        names = self.qualified(target) or {dotted(target) or ""}  # unresolved: as written
+        if names & _NO_GRAD:
+            return True
+        if isinstance(expr, cst.Call) and names & {"torch.set_grad_enabled", "torch.autograd.set_grad_enabled"}:
+            from memlint.python.syntax import argument, is_false
+
+            return is_false(argument(expr, 0, "mode"))
+        return False
+
+    # ------------------------------------------------------------------ helpers
+
+    def helper_for(self, call: cst.Call) -> cst.FunctionDef | None:
+        """The function of this module that ``call`` runs: ``train_step(...)`` or
+        ``self.train_step(...)`` (a method of the caller's class)."""
+        func = call.func
+        if isinstance(func, cst.Name):
+            candidates = [f for f in self.functions.get(func.value, []) if not self._is_method(f)]
+            return candidates[0] if candidates else None
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
+            owner = self.class_of(call)
+            name = func.attr.value
+            if owner is not None:
+                for statement in owner.body.body:
+                    if isinstance(statement, cst.FunctionDef) and statement.name.value == name:
+                        return statement
+        return None
+
+    def _is_method(self, function: cst.FunctionDef) -> bool:
+        parent = self.parent(function)
+        grand = self.parent(parent) if parent is not None else None
+        return isinstance(grand, cst.ClassDef)
+
+    def callees(self, flow: Flow, depth: int = 2) -> set[int]:
+        """ids of the module's functions ``flow`` runs, directly or through ``depth`` levels."""
+        return self.once(f"callees:{id(flow)}:{depth}", lambda: self._reach(flow, depth))
+
+    def _reach(self, flow: Flow, depth: int) -> set[int]:
+        direct = self.once("callees", self._direct_callees)
+        reached: set[int] = set()
+        frontier = {id(flow)}
+        for _ in range(depth):
+            frontier = {c for f in frontier for c in direct.get(f, ())} - reached
+            reached |= frontier
+        return reached
+
+    def _direct_callees(self) -> dict[int, set[int]]:
+        out: dict[int, set[int]] = {}
+        for flow in self.flows:
+            for node in self.calls_of_flow(flow):
+                helper = self.helper_for(node)
+                if helper is not None:
+                    out.setdefault(id(flow), set()).add(id(helper))
+        return out
+
+    def calls_of_flow(self, flow: Flow) -> list[cst.Call]:
+        """The calls a flow makes itself (not those of the functions, classes and lambdas it
+        defines), in source order; kept with the statement that holds the flow."""
+        if isinstance(flow, cst.Module):
+            return [call for _, part in self.parts for call in module_calls(part)]
+        statement, part = self._part_holding(flow)
+        return flow_calls(part, flow, flow is statement)
+
+    def _part_holding(self, function: cst.FunctionDef) -> tuple[cst.BaseStatement, StatementPart]:
+        if not self._part_of_function:
+            for statement, part in self.parts:
+                if type(statement) is cst.FunctionDef:
+                    self._part_of_function[id(statement)] = (statement, part)
+                for node in part.nodes_of(_DEFINES):
+                    if type(node) is cst.FunctionDef:
+                        self._part_of_function[id(node)] = (statement, part)
+        return self._part_of_function[id(function)]
+
+    def connected(self, a: Flow, b: Flow) -> bool:
+        """Do two flows take part in the same run: the same, module level, one calling the
+        other, or both called from a third (``main()`` calling ``build()`` and ``train()``)?"""
+        if a is b or isinstance(a, cst.Module) or isinstance(b, cst.Module):
+            return True
+        if id(b) in self.callees(a) or id(a) in self.callees(b):
+            return True
+        return any({id(a), id(b)} <= self.callees(m) for m in self.flows)
+
+    # ------------------------------------------------------------------ assignments
+
+    def definitions_of(self, name: str, flow: Flow) -> list[Definition]:
+        return self.definitions.get(id(flow), {}).get(name, [])
+
+    def reaching(self, name: str, at: cst.CSTNode) -> list[Definition]:
+        """Definitions of ``name`` in the flow of ``at`` written before it, nearest last; falls
+        back to the module's definitions for a name the function does not bind."""
+        flow = self.flow_of(at)
+        position = self.start(at)
+        found = [d for d in self.definitions_of(name, flow) if self.start(d.statement) < position]
+        if not found and not isinstance(flow, cst.Module) and not self._is_parameter(name, flow):
+            found = list(self.definitions_of(name, self.py.module))
+        return found
+
+    def all_definitions(self, name: str, at: cst.CSTNode) -> list[Definition]:
+        """Every definition of ``name`` in the flow of ``at`` (wherever written), or the module's."""
+        flow = self.flow_of(at)
+        found = list(self.definitions_of(name, flow))
+        if not found and not isinstance(flow, cst.Module) and not self._is_parameter(name, flow):
+            found = list(self.definitions_of(name, self.py.module))
+        return found
+
+    def _is_parameter(self, name: str, flow: cst.FunctionDef) -> bool:
+        params = flow.params
+        every = [*params.posonly_params, *params.params, *params.kwonly_params]
+        if isinstance(params.star_arg, cst.Param):
+            every.append(params.star_arg)
+        if params.star_kwarg is not None:
+            every.append(params.star_kwarg)
+        return any(p.name.value == name for p in every)
+
+    def parameter_default(self, name: str, flow: Flow) -> cst.BaseExpression | None:
+        if isinstance(flow, cst.Module):
+            return None
+        params = flow.params
+        for p in [*params.posonly_params, *params.params, *params.kwonly_params]:
+            if p.name.value == name:
+                return p.default
+        return None
+
+
+def could_be_named(node: cst.CSTNode, names: tuple[str, ...] | frozenset[str]) -> bool:
+    """Can ``node``'s qualified names include one of ``names`` (none of them ``builtins.``)? An
+    attribute ``a.b.c`` resolves to ``<what a or a.b is>.c``: libcst replaces the part it finds
+    bound and keeps the rest, so only a name ending in ``.c`` can match, and most attributes
+    need no resolving at all. (A builtin's attribute resolves to the builtin itself, which is
+    why ``builtins.`` names are left out.) A plain name can be any import's alias."""
+    if type(node) is not cst.Attribute:
+        return True
+    last = _LAST_PARTS.get(names)
+    if last is None:
+        last = _LAST_PARTS[names] = frozenset(n.rsplit(".", 1)[-1] for n in names)
+    return node.attr.value in last
+
+
+_LAST_PARTS: dict[object, frozenset[str]] = {}
+
+
+def _targets(target: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if isinstance(target, (cst.Tuple, cst.List)):
+        out = []
+        for element in target.elements:
+            out.extend(_targets(element.value))
+        return out
+    return [target]
+
+
+def _build(py: PythonSource) -> ModuleIndex:
+    index = ModuleIndex(weakref.ref(py))
+    module = py.module
+    index.parts = _parts(py)
+    index.flows.append(module)
+    module_table: dict[str, list[Definition]] = {}
+    for statement, part in index.parts:
+        for definition in _module_definitions(statement, part):
+            module_table.setdefault(definition.name, []).append(definition)
+        defines = part.nodes_of(_DEFINES)
+        if type(statement) in _DEFINES:
+            defines = [statement, *defines]
+        for node in defines:
+            if type(node) is cst.FunctionDef:  # both are final classes
+                index.functions.setdefault(node.name.value, []).append(node)
+                index.flows.append(node)
+                if node is statement:
+                    if part.own_table is None:
+                        part.own_table = _table(node)
+                    table = part.own_table
+                else:
+                    table = function_table(part, node, lambda function=node: _table(function))
+                index.definitions[id(node)] = table
+            else:
+                index.classes.setdefault(node.name.value, node)
+    index.definitions[id(module)] = module_table
+    return index
+
+
+_DEFINES = (cst.FunctionDef, cst.ClassDef)
+
+
+def _parts(py: PythonSource) -> list[tuple[cst.BaseStatement, StatementPart]]:
+    """Each top-level statement with its part: kept with its unit when the module was parsed
+    in units (an edit recomputes the parts of the statements it changed), else computed."""
+    body = py.module.body
+    if len(py.units) == len(body):
+        return [(statement, part_of(unit, statement)) for unit, statement in zip(py.units, body)]
+    return [(statement, part_of_whole(statement)) for statement in body]
+
+
+def _module_definitions(statement: cst.BaseStatement, part: StatementPart) -> list[Definition]:
+    """What a top-level statement defines at module level (a top-level ``for`` loop's target
+    names the current statement node, so it is not kept)."""
+    if part.module_definitions is None:
+        part.module_definitions = [d for node in part.module_level for d in _definitions_in(node)]
+    return [*_definitions_in(statement), *part.module_definitions]
+
+
+def _table(function: cst.FunctionDef) -> dict[str, list[Definition]]:
+    table: dict[str, list[Definition]] = {}
+    for node in iter_nodes(function.body):
+        for definition in _definitions_in(node):
+            table.setdefault(definition.name, []).append(definition)
+    return table
+
+
+# the node types that bind a name (``_definitions_in``): most nodes are none of them, and a type
+# test beats the chain of ``isinstance`` checks (libcst's classes are ABCs: each check is a call)
+_BINDING_TYPES = frozenset({cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.WithItem,
+                            cst.NamedExpr, cst.Call})
+
+
+def _definitions_in(node: cst.CSTNode) -> Iterator[Definition]:
+    if type(node) not in _BINDING_TYPES:
+        return
+    if isinstance(node, cst.Assign):
+        for target in node.targets:
+            names = _targets(target.target)
+            single = len(names) == 1 and not isinstance(target.target, (cst.Tuple, cst.List))
+            values: list[cst.BaseExpression | None]
+            if single:
+                values = [node.value]
+            elif isinstance(node.value, (cst.Tuple, cst.List)) and len(node.value.elements) == len(names):
+                values = [e.value for e in node.value.elements]
+            else:
+                values = [None] * len(names)
+            for position, (name_node, value) in enumerate(zip(names, values, strict=True)):
+                name = dotted(name_node)
+                if name:
+                    yield Definition(
+                        name, node, value, whole_value=node.value, position=None if single else position
+                    )
+    elif isinstance(node, cst.AnnAssign) and node.value is not None:
+        name = dotted(node.target)
+        if name:
+            yield Definition(name, node, node.value, whole_value=node.value)
+    elif isinstance(node, cst.AugAssign):
+        name = dotted(node.target)
+        if name:
+            yield Definition(name, node, node.value, augmented=node.operator)
+    elif isinstance(node, (cst.For, cst.CompFor)):
+        for name_node in _targets(node.target):
+            name = dotted(name_node)
+            if name:
+                yield Definition(name, node, None, whole_value=node.iter)
+    elif isinstance(node, cst.WithItem) and node.asname is not None:
+        for name_node in _targets(node.asname.name):
+            name = dotted(name_node)
+            if name:
+                yield Definition(name, node, None, whole_value=node.item)
+    elif isinstance(node, cst.NamedExpr):
+        name = dotted(node.target)
+        if name:
+            yield Definition(name, node, node.value, whole_value=node.value)
+    elif isinstance(node, cst.Call) and method_name(node) in ("div_", "mul_") and dotted(receiver(node)):
+        # ``loss.div_(accum)`` rebinds nothing but changes the value in place
+        yield Definition(dotted(receiver(node)) or "", node, node)
+
+
+
+
+# kept on the source, not in a weak dictionary keyed by it: the index holds the source, so a
+# dictionary entry would keep every version of an edited document alive
+_INDEX = "rules.module_index"
+_TOO_DEEP: "weakref.WeakSet[PythonSource]" = weakref.WeakSet()
+
+
+def index_for(py: PythonSource | None) -> ModuleIndex | None:
+    """The shared index of a parsed module (built on first use); None when there is no tree
+    or libcst cannot compute its metadata (code nested thousands deep): the rules then have
+    nothing to say about the file rather than failing on it."""
+    if py is None or py in _TOO_DEEP:
+        return None
+    index = py.derived.get(_INDEX)
+    if index is None:
+        try:
+            # libcst's metadata visitors recurse: deep code exhausts the stack, or (seen with
+            # 1500-term `and` chains) fails with a KeyError
+            _ = (py.parents, py.positions)
+        except (RecursionError, KeyError):
+            _TOO_DEEP.add(py)
+            return None
+        index = _build(py)
+        py.derived[_INDEX] = index
+    return index

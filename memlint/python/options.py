@@ -1,0 +1,290 @@
+"""What a script lets the command line set: argparse options and dataclass fields.
+
+``parser.add_argument("--batch_size", type=int, default=8)`` makes ``args.batch_size`` worth 8
+unless a launcher passes ``--batch_size``; ``HfArgumentParser((ModelArguments, TrainingArguments))``
+makes every field of those dataclasses an option whose default is the field's default. This
+module answers "what is ``args.x`` / ``model_args.x`` by default, and which options set it".
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import libcst as cst
+
+from memlint.python.library import is_argument_parser, is_library_dataclass
+from memlint.python.unit_scopes import ANYTHING
+from memlint.python.values import MISSING, ClassValue, Found, Instance, Ref
+
+if TYPE_CHECKING:
+    from memlint.python.values import Values
+
+# Defaults of library dataclass fields that scripts test in conditions
+# (``if training_args.gradient_checkpointing: ...``). transformers 5 TrainingArguments, TRL
+# ModelConfig. They decide which branch runs; they are never facts themselves.
+LIBRARY_DEFAULTS: dict[str, Any] = {
+    "gradient_checkpointing": False,
+    "activation_checkpointing": False,
+    "bf16": False,
+    "fp16": False,
+    "use_liger_kernel": False,
+    "use_peft": False,
+    "load_in_4bit": False,
+    "load_in_8bit": False,
+    "packing": False,
+    "do_train": False,
+    "do_eval": False,
+}
+
+
+@dataclass(frozen=True)
+class ArgOption:
+    """One ``add_argument`` call."""
+
+    dest: str
+    keys: tuple[str, ...]  # option strings without dashes, "-" as "_" ("bs", "batch_size")
+    default: cst.BaseExpression | None  # the default's expression, if written
+    flag: str | None  # "store_true" / "store_false" for value-less flags
+    flag_node: cst.CSTNode | None
+    call: cst.Call
+
+
+def option_key(text: str) -> str:
+    """``--per-device-train-batch-size`` -> ``per_device_train_batch_size``."""
+    return text.lstrip("-").replace("-", "_")
+
+
+class Options:
+    def __init__(self, values: "Values") -> None:
+        # weak: ``values`` keeps this object (``Values.options``); a strong reference back would
+        # be a cycle that only the cycle collector frees
+        self._values = weakref.ref(values)
+        self._argparse: dict[str, list[ArgOption]] | None = None
+        self._set_defaults: dict[str, cst.BaseExpression] | None = None
+
+    @property
+    def values(self) -> "Values":
+        values = self._values()
+        assert values is not None, "options are reached through their values"
+        return values
+
+    # ------------------------------------------------------------- argparse
+
+    def argparse_options(self) -> dict[str, list[ArgOption]]:
+        """Every ``*.add_argument("--x", ...)`` of the module, by destination."""
+        self.values.depends(ANYTHING)  # read from every statement: no answer from it is kept
+        if self._argparse is None:
+            found: dict[str, list[ArgOption]] = {}
+            defaults: dict[str, cst.BaseExpression] = {}
+            for node in self.values.source.nodes_of(cst.Call):
+                # a type test: libcst's classes are ABCs, whose ``isinstance`` is a Python-level call
+                if type(node.func) is not cst.Attribute:
+                    continue
+                method = node.func.attr.value
+                if method == "add_argument":
+                    option = self._add_argument(node)
+                    if option is not None:
+                        found.setdefault(option.dest, []).append(option)
+                elif method == "set_defaults":
+                    for arg in node.args:
+                        if arg.keyword is not None:
+                            defaults[arg.keyword.value] = arg.value
+            self._argparse = found
+            self._set_defaults = defaults
+        return self._argparse
+
+    def _add_argument(self, call: cst.Call) -> ArgOption | None:
+        strings: list[str] = []
+        for arg in call.args:
+            if arg.keyword is not None or arg.star:
+                continue
+            if not isinstance(arg.value, cst.SimpleString):
+                return None
+            text = arg.value.evaluated_value
+            if not isinstance(text, str) or not text.startswith("-"):
+                return None  # a positional argument: launchers pass no option for it
+            strings.append(text)
+        if not strings:
+            return None
+        keywords = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+        dest = None
+        if "dest" in keywords and isinstance(keywords["dest"], cst.SimpleString):
+            dest = keywords["dest"].evaluated_value
+        if dest is None:
+            long = [s for s in strings if s.startswith("--")]
+            dest = option_key(long[0] if long else strings[0])
+        flag = flag_node = None
+        action = keywords.get("action")
+        if isinstance(action, cst.SimpleString) and action.evaluated_value in ("store_true", "store_false"):
+            flag, flag_node = action.evaluated_value, action
+        return ArgOption(str(dest), tuple(dict.fromkeys(option_key(s) for s in strings)), keywords.get("default"),
+                         flag, flag_node, call)
+
+    def argparse_value(self, dest: str, fallback: bool = False) -> Found | None:
+        """``args.<dest>``: its default and the options that set it (None if no such option)."""
+        options = self.argparse_options().get(dest)
+        if not options:
+            return None
+        keys = tuple(dict.fromkeys(k for o in options for k in o.keys))
+        candidates = []
+        for option in options:
+            candidates.append(self._default_of(option))
+        override = (self._set_defaults or {}).get(dest)
+        if override is not None:
+            found = self.values.evaluate(override)
+            candidates = [Found(found.value, found.node, (), "set_defaults") if found and found.known else None]
+        first = candidates[0]
+        if any(c is None for c in candidates) or any(c.value != first.value for c in candidates):
+            return Found(MISSING, None, keys, f"--{keys[0]}")
+        note = f"argparse default of --{keys[0]}" + (" (guessed from the attribute name)" if fallback else "")
+        return Found(first.value, first.node, keys, note)
+
+    def _default_of(self, option: ArgOption) -> Found | None:
+        if option.default is not None:
+            found = self.values.evaluate(option.default)
+            if found is None or not found.known:
+                return None
+            return Found(found.value, found.node)
+        if option.flag == "store_true":
+            return Found(False, option.flag_node)
+        if option.flag == "store_false":
+            return Found(True, option.flag_node)
+        return Found(None, None)  # argparse's default when none is given
+
+    def flag_kind(self, key: str) -> str | None:
+        """"store_true"/"store_false" when the option ``--key`` is a value-less flag."""
+        for options in self.argparse_options().values():
+            for option in options:
+                if key in option.keys:
+                    return option.flag
+        return None
+
+    # ------------------------------------------------------------- dataclasses
+
+    def is_dataclass(self, node: cst.ClassDef) -> bool:
+        for decorator in node.decorators:
+            target = decorator.decorator
+            if isinstance(target, cst.Call):
+                target = target.func
+            names = self.values.qualified(target)
+            if "dataclasses.dataclass" in names or "pydantic.dataclasses.dataclass" in names:
+                return True
+        return False
+
+    def parser_classes(self, call: cst.Call) -> tuple[Any, ...] | None:
+        """The dataclasses of an ``HfArgumentParser``/``TrlParser`` call: ClassDefs for the
+        script's own, qualified names for library ones, None where unknown."""
+        if not any(is_argument_parser(n) for n in self.values.callee_names(call)):
+            return None
+        arguments = self.values.arguments(call, ("dataclass_types",))
+        first = arguments.get("dataclass_types")
+        if first is None:
+            return None
+        items = list(first.elements) if isinstance(first, (cst.Tuple, cst.List)) else None
+        expressions = [e.value for e in items] if items is not None else [first]
+        classes: list[Any] = []
+        for expression in expressions:
+            found = self.values.evaluate(expression)
+            if found is not None and isinstance(found.value, ClassValue):
+                classes.append(found.value.node)
+            elif found is not None and isinstance(found.value, Ref):
+                classes.append(found.value.qualname)
+            else:
+                classes.append(None)
+        return tuple(classes)
+
+    def fields(self, node: cst.ClassDef) -> dict[str, cst.BaseExpression | None]:
+        """A dataclass's own fields and the expression of each default (None: no default)."""
+        out: dict[str, cst.BaseExpression | None] = {}
+        body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
+        for statement in body:
+            if not isinstance(statement, cst.SimpleStatementLine):
+                continue
+            for small in statement.body:
+                if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+                    out[small.target.value] = self._field_default(small.value)
+                elif isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(
+                    small.targets[0].target, cst.Name
+                ):
+                    out[small.targets[0].target.value] = self._field_default(small.value)
+        return out
+
+    def _field_default(self, value: cst.BaseExpression | None) -> cst.BaseExpression | None:
+        if isinstance(value, cst.Call) and {"dataclasses.field", "pydantic.Field"} & self.values.qualified(value.func):
+            for arg in value.args:
+                if arg.keyword is not None and arg.keyword.value in ("default", "default_factory"):
+                    return arg.value
+            return None
+        return value
+
+    def bases(self, node: cst.ClassDef) -> tuple[list[cst.ClassDef], list[str]]:
+        """A class's bases: the script's own classes, and library qualified names."""
+        own: list[cst.ClassDef] = []
+        library: list[str] = []
+        for base in node.bases:
+            found = self.values.evaluate(base.value)
+            if found is not None and isinstance(found.value, ClassValue) and found.value.node is not node:
+                own.append(found.value.node)
+            else:
+                library.extend(sorted(n for n in self.values.qualified(base.value) if "." in n))
+        return own, library
+
+    def library_base(self, node: cst.ClassDef, depth: int = 0) -> str | None:
+        """The library dataclass a user class extends (``class TrainingArguments(transformers.TrainingArguments)``)."""
+        if depth > 6:
+            return None
+        own, library = self.bases(node)
+        for name in library:
+            if is_library_dataclass(name):
+                return name
+        for base in own:
+            found = self.library_base(base, depth + 1)
+            if found:
+                return found
+        return None
+
+    def field_value(self, instance: Instance, attr: str, depth: int = 0) -> Found | None:
+        """``instance.attr``: a constructor keyword, else the field default (own or inherited)."""
+        keys = (attr,) if instance.cli else ()
+        if instance.call is not None:
+            for arg in instance.call.args:
+                if arg.keyword is not None and arg.keyword.value == attr:
+                    found = self.values.evaluate(arg.value, depth + 1)
+                    return found.at(found.node) if found is not None else None
+        if instance.cls is not None:
+            found = self._class_field(instance.cls, attr, keys, depth)
+            if found is not None:
+                return found
+            library = self.library_base(instance.cls)
+        else:
+            library = instance.library
+        if library is not None:
+            short = library.rsplit(".", 1)[-1]
+            return Found(LIBRARY_DEFAULTS.get(attr, MISSING), None, keys, f"{short}.{attr}")
+        return None
+
+    def _class_field(self, node: cst.ClassDef, attr: str, keys: tuple[str, ...], depth: int) -> Found | None:
+        if depth > 12:
+            return None
+        fields = self.fields(node)
+        if attr in fields:
+            default = fields[attr]
+            note = f"default of {node.name.value}.{attr}"
+            if default is None:
+                return Found(MISSING, None, keys, note)
+            found = self.values.evaluate(default, depth + 1)
+            if found is None or not found.known:
+                return Found(MISSING, None, keys, note)
+            return Found(found.value, found.node, keys, note)
+        own, _ = self.bases(node)
+        for base in own:
+            found = self._class_field(base, attr, keys, depth + 1)
+            if found is not None:
+                return found
+        return None
+
+    def class_attribute(self, node: cst.ClassDef, attr: str, depth: int = 0) -> Found | None:
+        """``Config.batch_size`` on a plain class holding constants."""
+        return self._class_field(node, attr, (), depth)

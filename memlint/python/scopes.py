@@ -1,0 +1,163 @@
+"""libcst's scope analysis, walked over the recorded tree: the same scopes, a fraction of the cost.
+
+``MetadataWrapper.resolve(ScopeProvider)`` spends most of its time in libcst's traversal, not
+in the analysis: ``node.visit(visitor)`` rebuilds every node it enters (constructing and
+validating a copy that a read-only visitor throws away), and the wrapper walks the whole module
+once more for the expression contexts the scopes depend on. Here libcst's own visitors
+(``ExpressionContextVisitor``, ``ScopeVisitor``) run unchanged, but each node hands its
+children to the visitor from the lists ``python_tree`` recorded, so no node is rebuilt. The
+visitors see the same nodes, in the same order, with the same visit and leave calls; the
+scopes, assignments and accesses are libcst's.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
+
+import libcst as cst
+from libcst.metadata import ExpressionContext, ExpressionContextProvider, Scope, ScopeProvider
+from libcst.metadata.expression_context_provider import ExpressionContextVisitor
+from libcst.metadata.scope_provider import _ASSIGNMENT_LIKE_NODES, ScopeVisitor
+
+from memlint.python.tree import children
+from memlint.python.unit_scopes import scopes_of_units
+
+if TYPE_CHECKING:
+    from memlint.python.units import Unit
+
+
+class _WalksRecordedChildren:
+    """A visitor mix-in: visit a node's children here and tell libcst not to.
+
+    ``CSTNode.visit`` calls ``on_visit``, visits the children (rebuilding the node) when it
+    returns True, then calls ``on_leave``. Visiting them inside ``on_visit`` and returning
+    False keeps that order without the rebuild. Field-level hooks (``visit_<Node>_<field>``)
+    are not called; the two visitors below define none that can run (``ScopeVisitor``'s
+    ``ClassDef_bases`` hooks sit under a ``visit_ClassDef`` that returns False).
+
+    ``on_visit`` and ``on_leave`` do what ``CSTVisitor``'s do -- call ``visit_<Node>`` /
+    ``leave_<Node>`` if the visitor has one -- with the method found once per visitor class and
+    node type instead of by name on every node, and libcst's empty stubs not called at all.
+    """
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        visit = _hook(type(self), "visit_", type(node))
+        if visit is None or visit(self, node) is not False:
+            for child in children(node):
+                # what ``child.visit(self)`` does for a visitor that changes nothing
+                self.on_visit(child)
+                self.on_leave(child)  # type: ignore[attr-defined]
+        return False
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        leave = _hook(type(self), "leave_", type(original_node))
+        if leave is not None:
+            leave(self, original_node)
+
+
+_HOOKS: dict[tuple[type, str, type], Callable | None] = {}
+
+
+def _hook(visitor: type, prefix: str, kind: type) -> Callable | None:
+    """The visitor class's ``visit_<Node>`` / ``leave_<Node>`` function; None for none or for
+    libcst's do-nothing stub."""
+    key = (visitor, prefix, kind)
+    try:
+        return _HOOKS[key]
+    except KeyError:
+        found = getattr(visitor, prefix + kind.__name__, None)
+        if found is not None and getattr(found, "_is_no_op", False):
+            found = None
+        _HOOKS[key] = found
+        return found
+
+
+class _ExpressionContexts(_WalksRecordedChildren, ExpressionContextVisitor):
+    """libcst's expression-context visitor. Its ``visit_Assign``, ``visit_Attribute``,
+    ``visit_Subscript``... start a fresh ``ExpressionContextVisitor`` for a target or a value
+    (``node.target.visit(ExpressionContextVisitor(provider, STORE))``); those fresh visitors
+    would walk their subtrees with libcst's rebuilding traversal (half the cost of the scopes).
+    The methods below are libcst's own code, run with that name bound to this class."""
+
+
+def _nested_visitors_of(cls: type) -> None:
+    namespace: dict[str, object] = {}
+    for name, function in vars(ExpressionContextVisitor).items():
+        if name.startswith("visit_") and isinstance(function, types.FunctionType):
+            if not namespace:
+                namespace.update(function.__globals__, ExpressionContextVisitor=cls)
+            setattr(cls, name, types.FunctionType(function.__code__, namespace, name, function.__defaults__,
+                                                  function.__closure__))
+
+
+_nested_visitors_of(_ExpressionContexts)
+
+
+class _Scopes(_WalksRecordedChildren, ScopeVisitor):
+    def __init__(self, provider: ScopeProvider) -> None:
+        super().__init__(provider)
+        self._scopes = provider._computed  # what ``provider.set_metadata`` writes to
+        self.read_strings = False  # parsed a string annotation (whose nodes then have scopes too)
+
+    def _handle_string_annotation(self, node: cst.SimpleString | cst.ConcatenatedString) -> bool:
+        handled = super()._handle_string_annotation(node)
+        self.read_strings = self.read_strings or handled
+        return handled
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        """``ScopeVisitor.on_leave``, its ``isinstance`` test against a tuple of twelve ABCs (up
+        to twelve Python-level calls, on every node) answered once per node type."""
+        self._scopes[original_node] = self.scope
+        kind = type(original_node)
+        plan = _LEAVE_PLAN.get(kind)
+        if plan is None:
+            plan = _LEAVE_PLAN[kind] = (issubclass(kind, _ASSIGNMENT_LIKE_NODES),
+                                        _hook(type(self), "leave_", kind))
+        assigns, leave = plan
+        if assigns:
+            self.scope._assignment_count += 1
+        if leave is not None:
+            leave(self, original_node)
+
+
+_LEAVE_PLAN: dict[type, tuple[bool, Callable | None]] = {}  # for _Scopes only
+
+
+def expression_contexts_of(module: cst.Module, units: Sequence[Unit] = ()) -> dict[cst.CSTNode, ExpressionContext]:
+    """What ``MetadataWrapper(module).resolve(ExpressionContextProvider)`` returns.
+
+    A name's context (load, store, del) is decided inside its top-level statement: libcst's
+    visitor meets each statement of the module with the same load-context visitor. So when the
+    module was joined from ``units`` (``python_units``), each unit's contexts are computed once,
+    kept with the unit, and an edit computes only those of the statements it changed."""
+    if not units:
+        contexts = ExpressionContextProvider()
+        module.visit(_ExpressionContexts(contexts, ExpressionContext.LOAD))
+        return contexts._computed
+    out: dict[cst.CSTNode, ExpressionContext] = {}
+    for unit in units:
+        out.update(_unit_contexts(unit))
+    return out
+
+
+def _unit_contexts(unit: Unit) -> dict[cst.CSTNode, ExpressionContext]:
+    if unit.contexts is None:
+        contexts = ExpressionContextProvider()
+        unit.statement.visit(_ExpressionContexts(contexts, ExpressionContext.LOAD))
+        unit.contexts = contexts._computed
+    return unit.contexts
+
+
+def scopes_of(module: cst.Module, units: Sequence[Unit] = ()) -> Mapping[cst.CSTNode, Scope | None]:
+    """What ``MetadataWrapper(module).resolve(ScopeProvider)`` returns; ``units``: the units the
+    module was joined from, if it was (each unit is then visited once and kept:
+    ``python_unit_scopes``)."""
+    if units and len(units) == len(module.body):
+        return scopes_of_units(module, units, _Scopes, _unit_contexts)
+    provider = ScopeProvider()
+    provider.metadata = {ExpressionContextProvider: expression_contexts_of(module, units)}
+    visitor = _Scopes(provider)
+    module.visit(visitor)
+    visitor.infer_accesses()
+    return provider._computed

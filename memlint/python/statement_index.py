@@ -1,0 +1,106 @@
+"""What the rules' module index holds about one top-level statement, kept across edits.
+
+The language server lints a script again after every edit, and an edit changes one top-level
+statement. ``ModuleIndex`` (every node in source order, each function's assignments by name)
+would walk the whole module each time; here each top-level statement's part is computed once
+and kept with the statement's parsed unit (``python_units``), whose nodes an edit elsewhere
+leaves as they were. The index joins the parts in source order.
+
+The statement node itself is not kept: the join gives a unit's statement a new node when the
+lines above it move over to it (its children stay the same). The parts hold what lies below
+the statement, and what depends on the statement node is computed from the current one.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass, field
+from typing import Callable
+
+import libcst as cst
+
+from memlint.python.syntax import DEFERRED, children, iter_nodes
+
+Table = dict[str, list]  # a flow's definitions by name (``index.Definition``)
+
+
+@dataclass(eq=False)
+class StatementPart:
+    """One top-level statement's share of the index: ``below`` are the nodes under the
+    statement (every node, functions and classes entered) in source order; ``module_level`` the
+    nodes under it that run at module level (``iter_nodes`` without entering definitions)."""
+
+    below: list[cst.CSTNode]
+    module_level: list[cst.CSTNode]
+    of_kinds: dict[tuple[type, ...], list[cst.CSTNode]] = field(default_factory=dict)
+    # the definitions of each function below the statement, by function
+    tables: dict[cst.FunctionDef, Table] = field(default_factory=dict)
+    module_definitions: list | None = None  # of the module flow, from ``module_level``
+    own_table: Table | None = None  # the statement's own, when it is a function
+    # the calls the statement makes at module level, as a function, and each function below it
+    module_calls: list[cst.Call] | None = None
+    own_calls: list[cst.Call] | None = None
+    function_calls: dict[cst.FunctionDef, list[cst.Call]] = field(default_factory=dict)
+
+    def nodes_of(self, kinds: tuple[type, ...]) -> list[cst.CSTNode]:
+        found = self.of_kinds.get(kinds)
+        if found is None:
+            found = self.of_kinds[kinds] = [n for n in self.below if type(n) in kinds]
+        return found
+
+
+# kept with the unit (weakly: a unit no version of the document uses any more takes its part with it)
+_PARTS: "weakref.WeakKeyDictionary[object, StatementPart]" = weakref.WeakKeyDictionary()
+
+
+def part_of(unit: object, statement: cst.BaseStatement) -> StatementPart:
+    """The part of ``statement`` (the node the module holds for ``unit``'s statement)."""
+    part = _PARTS.get(unit)
+    if part is None:
+        part = _PARTS[unit] = _part(statement)
+    return part
+
+
+def part_of_whole(statement: cst.BaseStatement) -> StatementPart:
+    """The part of a statement of a module parsed whole (kept with nothing: computed once per index)."""
+    return _part(statement)
+
+
+def _part(statement: cst.BaseStatement) -> StatementPart:
+    below = list(iter_nodes(statement, enter_defs=True))[1:]
+    # a walk of the module's top level (``iter_nodes(module)``) does not enter a ``def`` or a
+    # ``class`` at all
+    module_level = [] if type(statement) in DEFERRED else list(iter_nodes(statement))[1:]
+    return StatementPart(below, module_level)
+
+
+def function_table(part: StatementPart, function: cst.FunctionDef, compute: Callable[[], Table]) -> Table:
+    """A function's definitions below the statement, computed once per part."""
+    table = part.tables.get(function)
+    if table is None:
+        table = part.tables[function] = compute()
+    return table
+
+
+def flow_calls(part: StatementPart, function: cst.FunctionDef, is_statement: bool) -> list[cst.Call]:
+    """The calls ``function`` makes itself (``iter_nodes(function.body)``'s): the statement's
+    own (``is_statement``) or a function's below it."""
+    if is_statement:
+        if part.own_calls is None:
+            part.own_calls = _calls(iter_nodes(function.body))
+        return part.own_calls
+    found = part.function_calls.get(function)
+    if found is None:
+        found = part.function_calls[function] = _calls(iter_nodes(function.body))
+    return found
+
+
+def module_calls(part: StatementPart) -> list[cst.Call]:
+    """The calls the statement makes at module level (``iter_nodes(module)``'s)."""
+    if part.module_calls is None:
+        part.module_calls = _calls(part.module_level)
+    return part.module_calls
+
+
+def _calls(nodes) -> list[cst.Call]:
+    return [node for node in nodes if type(node) is cst.Call]

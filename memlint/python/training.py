@@ -1,0 +1,607 @@
+"""What a call does in a training script: backward, optimizer step, zero_grad, loss scaling,
+autocast, optimizer and scheduler construction, model wrapping and dtype conversion.
+
+Calls are recognised by their qualified names (through imports and aliases) where the callee
+is a library function, and by the method name plus what the receiver was assigned from where
+it is a method of a user's object (``optimizer.step()``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import libcst as cst
+
+from memlint.python.dataflow import dtype_values, string_values
+from memlint.python.index import ModuleIndex
+from memlint.python.library import AUTOCAST_DEVICES, TORCH_FSDP_WRAPPERS, TORCH_FULLY_SHARD
+from memlint.python.syntax import (
+    argument,
+    dotted,
+    is_false,
+    iter_nodes,
+    method_name,
+    positional,
+    receiver,
+    root_name,
+)
+
+# ---------------------------------------------------------------------- constructors
+
+OPTIMIZER_CLASSES = {
+    "AdamW",
+    "Adam",
+    "SGD",
+    "Adafactor",
+    "Adagrad",
+    "Adadelta",
+    "Adamax",
+    "RMSprop",
+    "Rprop",
+    "ASGD",
+    "NAdam",
+    "RAdam",
+    "LBFGS",
+    "SparseAdam",
+    "Lion",
+    "LAMB",
+    "Lamb",
+    "AdamW8bit",
+    "Adam8bit",
+    "PagedAdamW",
+    "PagedAdamW8bit",
+    "PagedAdamW32bit",
+    "PagedLion8bit",
+    "Lion8bit",
+    "FusedAdam",
+    "FusedLAMB",
+    "DeepSpeedCPUAdam",
+    "Muon",
+    "SophiaG",
+    "AdEMAMix",
+    "CAME",
+    "Prodigy",
+    "AdamWScheduleFree",
+    "SGDScheduleFree",
+    "Adan",
+    "GaLoreAdamW",
+    "GaLoreAdamW8bit",
+}
+_OPTIMIZER_MODULES = (
+    "torch.optim.",
+    "bitsandbytes.optim.",
+    "apex.optimizers.",
+    "deepspeed.ops.",
+    "timm.optim.",
+    "lion_pytorch.",
+    "torch_optimizer.",
+    "schedulefree.",
+    "galore_torch.",
+    "transformers.optimization.Adafactor",
+    "transformers.Adafactor",
+    "transformers.AdamW",
+    "transformers.optimization.AdamW",
+)
+_OPTIMIZER_BUILDER = re.compile(r"(create|build|get|make|init|setup|configure)_?optimi[sz]ers?(_\w+)?")
+
+SCALER_CLASSES = {
+    "torch.amp.GradScaler",
+    "torch.GradScaler",
+    "torch.amp.grad_scaler.GradScaler",
+    "torch.cuda.amp.GradScaler",
+    "torch.cuda.amp.grad_scaler.GradScaler",
+    "torch.cpu.amp.GradScaler",
+    "torch.cpu.amp.grad_scaler.GradScaler",
+    "torch.distributed.fsdp.sharded_grad_scaler.ShardedGradScaler",
+    "torch.distributed.fsdp.ShardedGradScaler",
+}
+PEFT_WRAPPERS = {"peft.get_peft_model", "peft.mapping.get_peft_model", "peft.mapping_func.get_peft_model"}
+FSDP_WRAPPERS = TORCH_FSDP_WRAPPERS | TORCH_FULLY_SHARD
+
+
+def is_optimizer_constructor(index: ModuleIndex, call: cst.Call) -> bool:
+    for name in index.qualified(call):
+        last = name.rsplit(".", 1)[-1]
+        if name.startswith("torch.optim.") and (
+            "lr_scheduler" in name or not last[:1].isupper() or last == "Optimizer"
+        ):
+            continue
+        if name.startswith(_OPTIMIZER_MODULES):
+            return True
+    name = method_name(call)
+    if name is None:
+        return False
+    return name in OPTIMIZER_CLASSES or bool(_OPTIMIZER_BUILDER.fullmatch(name.lower()))
+
+
+def is_scheduler_constructor(index: ModuleIndex, call: cst.Call) -> bool:
+    for name in index.qualified(call):
+        if name.startswith("torch.optim.lr_scheduler.") or (
+            name.startswith(("transformers.", "diffusers.optimization.", "timm.scheduler."))
+            and "schedul" in name.lower()
+        ):
+            return True
+    name = method_name(call) or ""
+    return "schedul" in name.lower() or name.endswith("LR")
+
+
+def is_scaler_constructor(index: ModuleIndex, call: cst.Call) -> bool:
+    return bool(index.qualified(call) & SCALER_CLASSES) or method_name(call) in ("GradScaler", "ShardedGradScaler")
+
+
+def scaler_disabled(call: cst.Call) -> bool:
+    """``GradScaler(enabled=False)`` (a literal False) does nothing."""
+    return is_false(argument(call, None, "enabled"))
+
+
+def is_peft_wrap(index: ModuleIndex, call: cst.Call) -> bool:
+    qualified = index.qualified(call)
+    if qualified & PEFT_WRAPPERS:
+        return True
+    if method_name(call) == "from_pretrained" and any(q.startswith("peft.") for q in qualified):
+        return True  # PeftModel.from_pretrained(base, adapter_dir)
+    return isinstance(call.func, cst.Name) and call.func.value == "get_peft_model"
+
+
+def is_fsdp_wrap(index: ModuleIndex, call: cst.Call) -> bool:
+    return bool(index.qualified(call) & FSDP_WRAPPERS)
+
+
+# ---------------------------------------------------------------------- names of objects
+
+_FRAMEWORK = re.compile(r"accelerator|engine|fabric|trainer|ds_model")  # a subset of UPDATER_NAME
+_FRAMEWORK_MODULES = ("accelerate.", "deepspeed.", "lightning.", "pytorch_lightning.", "lightning_fabric.")
+_OPTIMIZER_NAME = re.compile(r"optim|^opt($|_|\d)|_opt($|\d)")
+
+
+def _last(text: str) -> str:
+    """The part of ``self.optimizer`` that names the object (``optimizer``); a subscript
+    (``optimizers[0]``) is kept whole."""
+    return text.lower() if text.endswith("]") else text.rsplit(".", 1)[-1].lower()
+
+
+def _assigned_from(index: ModuleIndex, expr: cst.BaseExpression, test) -> bool:
+    text = dotted(expr)
+    if text is None:
+        return False
+    for definition in index.all_definitions(text, expr):
+        value = definition.value if definition.value is not None else definition.whole_value
+        if isinstance(value, cst.Call) and test(value):
+            return True
+    return False
+
+
+def is_framework_object(index: ModuleIndex, expr: cst.BaseExpression | None) -> bool:
+    """An Accelerator, a DeepSpeed engine, a Lightning Fabric or Trainer: they scale, divide
+    and step the loss themselves."""
+    if expr is None:
+        return False
+    text = dotted(expr) or ""
+    if text and _FRAMEWORK.search(_last(text)):
+        return True
+    return _assigned_from(
+        index, expr, lambda call: any(q.startswith(_FRAMEWORK_MODULES) for q in index.qualified(call))
+    )
+
+
+def is_optimizer_object(index: ModuleIndex, expr: cst.BaseExpression | None) -> bool:
+    if expr is None:
+        return False
+    if _assigned_from(index, expr, lambda call: is_scheduler_constructor(index, call)):
+        return False
+    if _assigned_from(index, expr, lambda call: is_optimizer_constructor(index, call)):
+        return True
+    text = index.py.code_of(expr)
+    last = _last(text)
+    if "sched" in last or last.startswith("lr") or "scaler" in last or _FRAMEWORK.search(last):
+        return False
+    return bool(_OPTIMIZER_NAME.search(last))
+
+
+def is_scaler_object(index: ModuleIndex, expr: cst.BaseExpression | None) -> bool:
+    if expr is None:
+        return False
+    if _assigned_from(index, expr, lambda call: is_scaler_constructor(index, call)):
+        return True
+    text = dotted(expr) or ""
+    return "scaler" in _last(text) if text else False
+
+
+# ---------------------------------------------------------------------- training calls
+
+
+@dataclass(frozen=True)
+class Backward:
+    call: cst.Call
+    kind: str  # "tensor": loss.backward(); "scaled": scaler.scale(loss).backward(); "framework"
+    loss: cst.BaseExpression | None  # the tensor whose gradient is computed (before scaling)
+    scale_call: cst.Call | None = None  # scaler.scale(loss) / amp.scale_loss(loss, opt)
+
+
+def backward_of(index: ModuleIndex, call: cst.Call) -> Backward | None:
+    if index.calls_named(call, "torch.autograd.backward"):
+        return Backward(call, "tensor", argument(call, 0, "tensors"))
+    if method_name(call) != "backward" or not isinstance(call.func, cst.Attribute):
+        return None
+    target = receiver(call)
+    if isinstance(target, cst.Call) and method_name(target) == "scale" and target.args:
+        return Backward(call, "scaled", target.args[0].value, target)
+    if positional(call) and is_framework_object(index, target):
+        return Backward(call, "framework", argument(call, 0, "loss"))
+    if isinstance(target, cst.Name):
+        for definition in index.reaching(target.value, call):
+            item = definition.whole_value
+            if isinstance(item, cst.Call) and method_name(item) == "scale_loss" and item.args:
+                return Backward(call, "scaled", item.args[0].value, item)  # apex amp
+    return Backward(call, "tensor", target)
+
+
+@dataclass(frozen=True)
+class Step:
+    call: cst.Call
+    kind: str  # "direct": optimizer.step(); "scaled": scaler.step(optimizer); "framework"
+    optimizer: str  # the optimizer's expression as written
+
+
+def step_of(index: ModuleIndex, call: cst.Call) -> Step | None:
+    if method_name(call) != "step" or not isinstance(call.func, cst.Attribute):
+        return None
+    target = receiver(call)
+    args = positional(call)
+    if args and is_scaler_object(index, target):
+        return Step(call, "scaled", index.py.code_of(args[0].value))
+    if is_framework_object(index, target):
+        return Step(call, "framework", index.py.code_of(target))
+    takes_closure = bool(args) and _is_closure(index, args[0].value)  # LBFGS: optimizer.step(closure)
+    if (not args or takes_closure) and is_optimizer_object(index, target):
+        return Step(call, "direct", index.py.code_of(target))
+    return None
+
+
+def _is_closure(index: ModuleIndex, expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, (cst.Name, cst.Lambda)) and (isinstance(expr, cst.Lambda) or expr.value in index.functions)
+
+
+def is_scheduler_step(index: ModuleIndex, call: cst.Call) -> bool:
+    if method_name(call) != "step" or not isinstance(call.func, cst.Attribute) or positional(call):
+        return False
+    target = receiver(call)
+    if _assigned_from(index, target, lambda c: is_scheduler_constructor(index, c)):
+        return True
+    last = _last(index.py.code_of(target))
+    return "sched" in last or last.startswith("lr")
+
+
+def zero_grad_target(index: ModuleIndex, node: cst.CSTNode) -> str | None:
+    """What a statement zeroes: the receiver of ``.zero_grad()``, ``"<grads>"`` for
+    ``p.grad = None`` / ``p.grad.zero_()``; None when it zeroes nothing."""
+    if isinstance(node, cst.Call):
+        name = method_name(node)
+        if name == "zero_grad":
+            target = receiver(node)
+            return index.py.code_of(target) if target is not None else ""
+        if name in ("zero_", "fill_") and _mentions_grad(receiver(node)):
+            return "<grads>"
+        return None
+    if isinstance(node, cst.Assign) and isinstance(node.value, cst.Name) and node.value.value == "None":
+        if any(isinstance(t.target, cst.Attribute) and t.target.attr.value == "grad" for t in node.targets):
+            return "<grads>"
+    return None
+
+
+def _mentions_grad(expr: cst.CSTNode | None) -> bool:
+    return expr is not None and any(isinstance(n, cst.Attribute) and n.attr.value == "grad" for n in iter_nodes(expr))
+
+
+def is_clip_grad(index: ModuleIndex, call: cst.Call) -> bool:
+    names = index.qualified(call)
+    if any(
+        n.startswith("torch.nn.utils")
+        and n.rsplit(".", 1)[-1] in ("clip_grad_norm_", "clip_grad_value_", "clip_grad_norm", "clip_grads_with_norm_")
+        for n in names
+    ):
+        return True
+    return method_name(call) in ("clip_grad_norm_", "clip_grad_value_") and not is_framework_object(
+        index, receiver(call)
+    )
+
+
+# ---------------------------------------------------------------------- autocast
+
+_AUTOCAST = AUTOCAST_DEVICES
+
+
+@dataclass(frozen=True)
+class Autocast:
+    call: cst.Call
+    on_cuda: bool  # can it run on a CUDA device?
+    cuda_dtypes: frozenset[str]  # the dtypes it can use on CUDA ("fp16", "bf16", "unknown", ...)
+    dtype: cst.BaseExpression | None  # the dtype argument, when given
+    enabled: cst.BaseExpression | None
+
+    @property
+    def disabled(self) -> bool:
+        return is_false(self.enabled)
+
+
+def autocast_of(index: ModuleIndex, call: cst.Call) -> Autocast | None:
+    kinds = {_AUTOCAST[q] for q in index.qualified(call) if q in _AUTOCAST}
+    if not kinds:
+        return None
+    kind = kinds.pop()
+    if kind == "any":
+        devices = string_values(index, argument(call, 0, "device_type"))
+        dtype, enabled = argument(call, 1, "dtype"), argument(call, 2, "enabled")
+        on_cuda = "unknown" in devices or any(d.startswith("cuda") for d in devices)
+    else:
+        dtype, enabled = argument(call, 1, "dtype"), argument(call, 0, "enabled")
+        on_cuda = kind == "cuda"
+    if not on_cuda:
+        dtypes: frozenset[str] = frozenset()
+    elif dtype is None:
+        dtypes = frozenset({"fp16"})  # torch.get_autocast_dtype("cuda") is float16
+    else:
+        dtypes = frozenset(dtype_values(index, dtype))
+    return Autocast(call, on_cuda, dtypes, dtype, enabled)
+
+
+@dataclass(frozen=True)
+class AutocastRegion:
+    """Where autocast is in force: a ``with`` statement or a decorated function."""
+
+    node: cst.With | cst.FunctionDef
+    autocast: Autocast
+
+
+def autocast_regions(index: ModuleIndex) -> list[AutocastRegion]:
+    """Every autocast region of the module: ``with`` statements (also through a variable) and
+    decorated functions."""
+    return index.once("autocast_regions", lambda: _autocast_regions(index))
+
+
+def _autocast_regions(index: ModuleIndex) -> list[AutocastRegion]:
+    out = []
+    for node in index.nodes_of(cst.With, cst.FunctionDef):
+        if isinstance(node, cst.With):
+            for item in node.items:
+                for found in _autocasts_behind(index, item.item):
+                    out.append(AutocastRegion(node, found))
+        elif isinstance(node, cst.FunctionDef):
+            for decorator in node.decorators:
+                if isinstance(decorator.decorator, cst.Call):
+                    found = autocast_of(index, decorator.decorator)
+                    if found is not None:
+                        out.append(AutocastRegion(node, found))
+    return out
+
+
+def _autocasts_behind(index: ModuleIndex, expr: cst.BaseExpression, depth: int = 0) -> list[Autocast]:
+    """Autocast calls an expression in a ``with`` evaluates to: the call itself, or what a
+    name (``ctx = torch.autocast(...) if cuda else nullcontext()``) was assigned."""
+    if depth > 3:
+        return []
+    if isinstance(expr, cst.Call):
+        found = autocast_of(index, expr)
+        return [found] if found is not None else []
+    if isinstance(expr, cst.IfExp):
+        return _autocasts_behind(index, expr.body, depth + 1) + _autocasts_behind(index, expr.orelse, depth + 1)
+    text = dotted(expr)
+    if text is None:
+        return []
+    out = []
+    for definition in index.all_definitions(text, expr):
+        if definition.value is not None:
+            out.extend(_autocasts_behind(index, definition.value, depth + 1))
+    return out
+
+
+# ---------------------------------------------------------------------- models
+
+
+@dataclass(frozen=True)
+class DtypeChoice:
+    """A place that puts weights or compute in a dtype: ``model.half()``,
+    ``from_pretrained(torch_dtype=...)``, FSDP ``MixedPrecision(param_dtype=...)``."""
+
+    node: cst.Call
+    dtypes: frozenset[str]
+    model: str | None  # the name that holds the model afterwards (None: not a model)
+    what: str  # how the code says it, for messages
+
+
+def model_holder(index: ModuleIndex, call: cst.Call) -> str | None:
+    """The name a model call's result ends up in: ``model`` for ``model = X.from_pretrained(...)``,
+    ``model = model.cuda().half()`` and for ``model.half()`` alone."""
+    node: cst.CSTNode = call
+    while True:
+        parent = index.parent(node)
+        if isinstance(parent, (cst.Attribute, cst.Call)) and (
+            (isinstance(parent, cst.Attribute) and parent.value is node)
+            or (isinstance(parent, cst.Call) and parent.func is node)
+        ):
+            node = parent
+            continue
+        break
+    parent = index.parent(node)
+    if isinstance(parent, cst.Assign) and len(parent.targets) == 1:
+        return dotted(parent.targets[0].target)
+    if isinstance(parent, cst.AnnAssign):
+        return dotted(parent.target)
+    target = receiver(call)
+    return dotted(target) if isinstance(target, (cst.Name, cst.Attribute)) else root_name(target)
+
+
+def dtype_choices(index: ModuleIndex) -> list[DtypeChoice]:
+    """Every place the module puts weights or compute in float16 / bfloat16."""
+    return index.once("dtype_choices", lambda: _dtype_choices(index))
+
+
+def _dtype_choices(index: ModuleIndex) -> list[DtypeChoice]:
+    out = []
+    for node in index.calls:
+        name = method_name(node)
+        if name in ("half", "bfloat16") and receiver(node) is not None and not node.args:
+            dtypes = frozenset({"fp16" if name == "half" else "bf16"})
+            out.append(DtypeChoice(node, dtypes, model_holder(index, node), f".{name}()"))
+        elif name == "to" and receiver(node) is not None:
+            for arg in node.args:
+                if arg.keyword is not None and arg.keyword.value != "dtype":
+                    continue
+                values = dtype_values(index, arg.value)
+                if values and "unknown" not in values and values & {"fp16", "bf16"}:
+                    out.append(DtypeChoice(node, frozenset(values), model_holder(index, node), ".to(dtype)"))
+                    break
+        elif name == "from_pretrained":
+            value = argument(node, None, "torch_dtype") or argument(node, None, "dtype")
+            if value is not None:
+                values = dtype_values(index, value)
+                if values & {"fp16", "bf16"}:
+                    out.append(
+                        DtypeChoice(
+                            node, frozenset(values), model_holder(index, node), "from_pretrained(torch_dtype=...)"
+                        )
+                    )
+        elif name == "MixedPrecision":
+            value = argument(node, 0, "param_dtype")
+            if value is not None:
+                out.append(
+                    DtypeChoice(node, frozenset(dtype_values(index, value)), None, "MixedPrecision(param_dtype=...)")
+                )
+        elif name == "BitsAndBytesConfig":
+            value = argument(node, None, "bnb_4bit_compute_dtype")
+            if value is not None:
+                out.append(DtypeChoice(node, frozenset(dtype_values(index, value)), None, "bnb_4bit_compute_dtype"))
+        elif index.calls_named(node, "torch.set_default_dtype"):
+            out.append(
+                DtypeChoice(
+                    node, frozenset(dtype_values(index, argument(node, 0, "d"))), None, "torch.set_default_dtype"
+                )
+            )
+    return out
+
+
+def parameter_owners(index: ModuleIndex, expr: cst.CSTNode, at: cst.CSTNode, depth: int = 0) -> set[str]:
+    """Models whose parameters an optimizer argument holds: ``model`` for
+    ``model.parameters()``, ``[p for p in model.parameters() if p.requires_grad]``, a name
+    assigned from those, or a model passed to a builder (``create_optimizer(model, args)``)."""
+    owners: set[str] = set()
+    for node in iter_nodes(expr):
+        if isinstance(node, cst.Call):
+            name = method_name(node)
+            if name in ("parameters", "named_parameters") and receiver(node) is not None:
+                owner = dotted(receiver(node)) or root_name(receiver(node))
+                if owner:
+                    owners.add(owner)
+        elif isinstance(node, cst.Name) and depth < 2:
+            for definition in index.reaching(node.value, at):
+                value = definition.value if definition.value is not None else definition.whole_value
+                if value is not None:
+                    owners |= parameter_owners(index, value, definition.statement, depth + 1)
+    if depth == 0 and isinstance(expr, cst.Call) and not owners:
+        owners |= {arg.value.value for arg in positional(expr) if isinstance(arg.value, cst.Name)}
+    return owners
+
+
+@dataclass(frozen=True)
+class OptimizerCreation:
+    call: cst.Call
+    target: str | None  # the name it is assigned to
+    models: frozenset[str]  # the models whose parameters it updates
+
+
+def optimizer_creations(index: ModuleIndex) -> list[OptimizerCreation]:
+    """Every optimizer the module constructs, with the models whose parameters it takes."""
+    return index.once("optimizer_creations", lambda: _optimizer_creations(index))
+
+
+def _optimizer_creations(index: ModuleIndex) -> list[OptimizerCreation]:
+    out = []
+    for node in index.calls:
+        if is_optimizer_constructor(index, node):
+            owners = parameter_owners(index, node, node)
+            out.append(OptimizerCreation(node, model_holder(index, node), frozenset(owners)))
+    return out
+
+
+_WRAPPING_METHODS = {"to", "cuda", "half", "bfloat16", "float", "train", "requires_grad_"}
+
+
+def trained_models(index: ModuleIndex) -> set[str]:
+    """Names of models an optimizer (or DeepSpeed) updates, and the names they were wrapped
+    from (``model = get_peft_model(base, cfg)`` makes ``base`` trained too)."""
+    return index.once("trained_models", lambda: _trained_models(index))
+
+
+def _trained_models(index: ModuleIndex) -> set[str]:
+    trained: set[str] = set()
+    for creation in optimizer_creations(index):
+        for model in creation.models:
+            trained.add(model)
+            if not model.startswith("self."):
+                trained.add(model.split(".")[0])  # model.module.parameters() trains ``model``
+    for node in index.calls:
+        if index.calls_named(node, "deepspeed.initialize"):
+            model = argument(node, None, "model")
+            if isinstance(model, cst.Name):
+                trained.add(model.value)
+    changed = True
+    while changed:
+        changed = False
+        for flow in index.flows:
+            for name, definitions in index.definitions.get(id(flow), {}).items():
+                if name not in trained:
+                    continue
+                for definition in definitions:
+                    source = _wrapped_model(index, definition)
+                    if source and source not in trained:
+                        trained.add(source)
+                        changed = True
+    return trained
+
+
+# calls that return (or are) the model they are given, wrapped: the wrapped model trains too
+_MODEL_WRAPPERS = {
+    "get_peft_model",
+    "prepare_model_for_kbit_training",
+    "PeftModel",
+    "PeftModelForCausalLM",
+    "DistributedDataParallel",
+    "DDP",
+    "DataParallel",
+    "FullyShardedDataParallel",
+    "FSDP",
+    "fully_shard",
+    "compile",
+    "prepare",
+    "prepare_model",
+    "wrap",
+    "from_pretrained",
+}
+
+
+def _wrapped_model(index: ModuleIndex, definition) -> str | None:
+    """``base`` for ``get_peft_model(base, cfg)``, ``DDP(base)``, ``base.to(device)``,
+    ``torch.compile(base)``, and for ``model, opt = accelerator.prepare(base, opt)``."""
+    value = definition.value
+    if value is None and isinstance(definition.whole_value, cst.Call) and definition.position is not None:
+        call = definition.whole_value
+        args = positional(call)
+        if method_name(call) == "prepare" and definition.position < len(args):
+            return dotted(args[definition.position].value)
+        return None
+    if not isinstance(value, cst.Call):
+        return dotted(value) if isinstance(value, cst.Name) else None
+    if method_name(value) in _WRAPPING_METHODS and receiver(value) is not None:
+        inner = receiver(value)
+        while isinstance(inner, cst.Call) and method_name(inner) in _WRAPPING_METHODS and receiver(inner) is not None:
+            inner = receiver(inner)
+        return dotted(inner)  # None for X.from_pretrained(...).cuda(): a new model, not a wrapped one
+    if method_name(value) not in _MODEL_WRAPPERS or (
+        method_name(value) == "from_pretrained" and not is_peft_wrap(index, value)
+    ):
+        return None  # AutoModel.from_pretrained(name): a new model, not a wrapped one
+    model = argument(value, None, "model") or argument(value, None, "module")
+    args = positional(value)
+    first = model if model is not None else (args[0].value if args else None)
+    return dotted(first) if isinstance(first, (cst.Name, cst.Attribute)) else None

@@ -1,0 +1,799 @@
+"""What a Python expression evaluates to, read statically from the libcst tree.
+
+Training scripts spell a value in many ways: a literal, a module constant, ``BS * 2``, an
+f-string, ``args.batch_size`` (an argparse default), ``model_args.model_name_or_path`` (a
+dataclass field default), a helper function's parameter default, a ``dict(...)`` unpacked with
+``**``. :class:`Values` follows names through libcst's scope analysis and returns a
+:class:`Found` -- the value, the node where it is written, and the command-line options that can
+replace it -- or ``None`` when the value is not statically known. Nothing is ever guessed: a
+name assigned twice, a call to an unknown function, an environment variable are all unknown.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
+
+import libcst as cst
+
+from memlint.python.conditions import deciding_options, guards
+from memlint.python.references import NOT_PASSED, Assigned, Names, Parameter, Unpacked, own_nodes
+from memlint.python.unit_scopes import ANYTHING, uses_of
+
+if TYPE_CHECKING:
+    from memlint.python.options import Options
+    from memlint.python.source import PythonSource
+
+MAX_DEPTH = 24  # how deep evaluation follows names, calls and attributes
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "MISSING"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+MISSING: Any = _Missing()  # the value of an option whose default is not statically known
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A library object by its qualified name (``torch.bfloat16``, ``transformers.Trainer``)."""
+
+    qualname: str
+
+
+@dataclass(frozen=True)
+class Namespace:
+    """What ``ArgumentParser.parse_args()`` returns: attributes are argparse options."""
+
+
+@dataclass(frozen=True)
+class Instance:
+    """A dataclass instance: a user ``@dataclass`` (``cls``) or a library one (``library``).
+
+    ``cli`` is True when the instance comes from ``HfArgumentParser``/``TrlParser``: every field
+    is then a command-line option. ``call`` is the constructor call, whose keywords beat the
+    field defaults.
+    """
+
+    cls: cst.ClassDef | None = None
+    library: str | None = None
+    cli: bool = False
+    call: cst.Call | None = None
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """``HfArgumentParser((A, B)).parse_args_into_dataclasses()``: a tuple of instances."""
+
+    classes: tuple[Any, ...]  # each a ClassDef or a library qualified name
+
+
+@dataclass(frozen=True)
+class Mapping:
+    """A dict with constant string keys: the expression of each value, as written."""
+
+    entries: tuple[tuple[str, cst.BaseExpression], ...]
+    complete: bool = True  # False when part of it is unknown (``**other`` that did not evaluate)
+
+    def get(self, key: str) -> cst.BaseExpression | None:
+        for name, value in self.entries:
+            if name == key:
+                return value
+        return None
+
+    def keys(self) -> list[str]:
+        return [name for name, _ in self.entries]
+
+
+@dataclass(frozen=True)
+class CallValue:
+    """The result of a call memlint does not compute (a config object, a model)."""
+
+    call: cst.Call
+
+
+@dataclass(frozen=True)
+class ClassValue:
+    node: cst.ClassDef
+
+
+@dataclass(frozen=True)
+class FunctionValue:
+    node: cst.FunctionDef
+
+
+@dataclass(frozen=True)
+class Found:
+    """A value as the code states it.
+
+    ``node`` is where the value is written (None for a library default, which is no fact);
+    ``options`` are the command-line options (without dashes) that replace it.
+    """
+
+    value: Any
+    node: cst.CSTNode | None
+    options: tuple[str, ...] = ()
+    note: str = ""
+    # ``a if args.flag else b``: (the options, "if"/"ifnot", the value the other setting gives)
+    flip: tuple[tuple[str, ...], str, Any] | None = None
+
+    @property
+    def known(self) -> bool:
+        return self.value is not MISSING
+
+    def at(self, node: cst.CSTNode | None) -> "Found":
+        return Found(self.value, node, self.options, self.note, self.flip)
+
+
+# values that hold a ``def`` or ``class`` node, and those nodes' classes (``_keepable``)
+_HOLDS_DEFINITIONS = (ClassValue, FunctionValue, Instance, Parsed)
+_DEFINITIONS = (cst.FunctionDef, cst.ClassDef)
+
+_BINARY: dict[type, Callable[[Any, Any], Any]] = {
+    cst.Add: operator.add,
+    cst.Subtract: operator.sub,
+    cst.Multiply: operator.mul,
+    cst.Divide: operator.truediv,
+    cst.FloorDivide: operator.floordiv,
+    cst.Modulo: operator.mod,
+    cst.Power: operator.pow,
+}
+
+_COMPARE: dict[type, Callable[[Any, Any], Any]] = {
+    cst.Equal: operator.eq,
+    cst.NotEqual: operator.ne,
+    cst.LessThan: operator.lt,
+    cst.LessThanEqual: operator.le,
+    cst.GreaterThan: operator.gt,
+    cst.GreaterThanEqual: operator.ge,
+    cst.Is: lambda a, b: a is b if (a is None or b is None) else a == b,
+    cst.IsNot: lambda a, b: a is not b if (a is None or b is None) else a != b,
+    cst.In: lambda a, b: a in b,
+    cst.NotIn: lambda a, b: a not in b,
+}
+
+_SCALAR = (int, float, str, bool, type(None))
+_CONVERSIONS: dict[str, Callable[[Any], Any]] = {
+    "builtins.int": int,
+    "builtins.float": float,
+    "builtins.str": str,
+    "builtins.bool": bool,
+}
+
+
+def _keepable(found: Found | None) -> bool:
+    """Can the answer outlive its version? Not when it holds a ``def`` or ``class`` node: a join
+    rebuilds a top-level one whenever the lines above it change, and the answer would hold the
+    old node (an answer that only read them, a call's value, is kept)."""
+    if found is None:
+        return True
+    value = found.value
+    return (type(value) not in _HOLDS_DEFINITIONS and type(found.node) not in _DEFINITIONS
+            and not (type(value) is tuple and any(type(v) in _HOLDS_DEFINITIONS for v in value)))
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+class Values(Names):
+    """Static evaluation over one module; built once per document, results cached per node.
+
+    After an edit most answers are what they were: each is kept with its statement's unit
+    (``ScopeMap.kept``) together with what it read outside that statement (``Names.reading``),
+    and the next version's join drops those the edit may change. An answer that read the whole
+    module (argparse options), met a cycle or a depth limit, or holds a top-level ``def`` or
+    ``class`` (a join may rebuild those nodes) is not kept."""
+
+    def __init__(self, source: "PythonSource") -> None:
+        super().__init__(source)
+        self._cache: dict[int, tuple[Found | None, frozenset[str]]] = {}
+        self._kept: Callable[[cst.CSTNode], dict | None] | None = None
+        self._in_progress: set[int] = set()
+        self._options: "Options | None" = None
+        self._subscript_sets: dict[str, list[tuple[cst.BaseExpression, cst.BaseExpression, cst.CSTNode]]] | None = None
+
+    # ------------------------------------------------------------- plumbing
+
+    @property
+    def options(self) -> "Options":
+        if self._options is None:
+            from memlint.python.options import Options
+
+            self._options = Options(self)
+        return self._options
+
+    # ------------------------------------------------------------- definitions
+
+    # ------------------------------------------------------------- calls
+
+    def callee_names(self, call: cst.Call, depth: int = 0) -> set[str]:
+        """Qualified names of what a call calls: through aliases, variables holding a class,
+        and user classes (a ``class MyTrainer(Trainer)`` call also names ``transformers.Trainer``)."""
+        if depth:
+            return self._callee_names(call, depth)
+        return set(self.kept_answer(call, "callee", lambda: frozenset(self._callee_names(call, 0))))
+
+    def kept_answer(self, node: cst.CSTNode, question: str, work_out: Callable[[], Any]) -> Any:
+        """The answer to ``question`` about ``node``: the one kept from an earlier version when
+        nothing it read has changed since, else ``work_out()`` (which must read the module only
+        through this object, so what it reads is recorded; an immutable answer)."""
+        kept = self._kept_for(node)
+        key = (node, question)
+        found = kept.get(key) if kept is not None else None
+        if found is None:
+            self.reading.append(set())
+            try:
+                answer = work_out()
+            finally:
+                depends = frozenset(self.reading.pop())
+            found = (answer, depends)
+            if kept is not None and ANYTHING not in depends:
+                kept[key] = found
+        if self.reading:
+            self.reading[-1].update(found[1])
+        return found[0]
+
+    def _callee_names(self, call: cst.Call, depth: int) -> set[str]:
+        names = set(self.qualified(call.func))
+        if names:
+            return names
+        if depth > 4:
+            self.depends(ANYTHING)
+            return names
+        func = call.func
+        if type(func) is cst.Name or type(func) is cst.Attribute:
+            # ``optimizer_class = FusedAdam``; ``class MyTrainer(Trainer)``; ``loader.from_pretrained``
+            found = self.evaluate(func, depth + 1)
+            if found is not None and isinstance(found.value, Ref):
+                names.add(found.value.qualname)
+            elif found is not None and isinstance(found.value, ClassValue):
+                names |= self.class_names(found.value.node)
+        if type(func) is cst.Attribute and not names:
+            base = self.evaluate(func.value, depth + 1)
+            if base is not None and isinstance(base.value, ClassValue):
+                for name in self.class_names(base.value.node):
+                    names.add(f"{name}.{func.attr.value}")
+        return names
+
+    def _kept_for(self, node: cst.CSTNode) -> dict | None:
+        """Where this node's answers are kept across versions (None: not kept)."""
+        if self._kept is None:
+            self._kept = getattr(self.source.scopes, "kept", None) or (lambda node: None)
+        return self._kept(node)
+
+    def class_names(self, node: cst.ClassDef, depth: int = 0) -> set[str]:
+        """A user class's own name and every qualified name of its bases, transitively."""
+        names = {node.name.value}
+        if depth > 6:
+            self.depends(ANYTHING)
+            return names
+        for base in node.bases:
+            names |= self.qualified(base.value)
+            found = self.evaluate(base.value) if isinstance(base.value, (cst.Name, cst.Attribute)) else None
+            if found is not None and isinstance(found.value, ClassValue) and found.value.node is not node:
+                names |= self.class_names(found.value.node, depth + 1)
+        return names
+
+    def arguments(self, call: cst.Call, positional: tuple[str, ...] = ()) -> "Arguments":
+        """A call's arguments by name: keywords, positionals named after ``positional``, and the
+        entries of ``**mapping`` when the mapping is statically known."""
+        named: dict[str, cst.BaseExpression] = {}
+        complete = True
+        position = 0
+        for arg in call.args:
+            if arg.star == "**":
+                found = self.evaluate(arg.value)
+                if found is not None and isinstance(found.value, Mapping):
+                    for key, value in found.value.entries:
+                        named.setdefault(key, value)
+                    complete = complete and found.value.complete
+                else:
+                    complete = False
+            elif arg.star == "*":
+                complete = False
+                position = len(positional)  # later positionals can no longer be placed
+            elif arg.keyword is not None:
+                named[arg.keyword.value] = arg.value
+            else:
+                if position < len(positional):
+                    named.setdefault(positional[position], arg.value)
+                position += 1
+        return Arguments(named, complete)
+
+    # ------------------------------------------------------------- evaluation
+
+    def evaluate(self, expr: cst.CSTNode | None, depth: int = 0) -> Found | None:
+        """The value of ``expr``, or None when it is not statically known."""
+        if expr is None:
+            return None
+        if depth > MAX_DEPTH:
+            self.depends(ANYTHING)
+            return None
+        key = id(expr)
+        cached = self._cache.get(key)
+        if cached is None:
+            if key in self._in_progress:
+                self.depends(ANYTHING)
+                return None  # a cycle (x = x + 1 in a loop, mutual recursion)
+            kept = self._kept_for(expr)
+            cached = kept.get(expr) if kept is not None else None
+            if cached is None:
+                cached = self._evaluated(expr, depth)
+                if kept is not None and ANYTHING not in cached[1] and _keepable(cached[0]):
+                    kept[expr] = cached
+            self._cache[key] = cached
+        if self.reading and cached[1]:
+            self.reading[-1].update(cached[1])
+        return cached[0]
+
+    def _evaluated(self, expr: cst.CSTNode, depth: int) -> tuple[Found | None, frozenset[str]]:
+        """``expr``'s value worked out, with what it read outside its statement."""
+        key = id(expr)
+        self._in_progress.add(key)
+        self.reading.append(set())
+        try:
+            result = self._evaluate(expr, depth)
+        except (ArithmeticError, ValueError, TypeError, LookupError, RecursionError):
+            # code that would fail when run (1 / 0, ("a",)[3]) has no static value either
+            result = None
+        finally:
+            self._in_progress.discard(key)
+            depends = frozenset(self.reading.pop())
+        return result, depends
+
+    def _evaluate(self, expr: cst.CSTNode, depth: int) -> Found | None:
+        # one lookup by the node's class (all of them final): a chain of ``isinstance`` tests is
+        # a Python-level call per test for libcst's ABC node classes, on every expression met
+        how = _EVALUATORS.get(type(expr))
+        return how(self, expr, depth) if how is not None else None
+
+    def _literal(self, expr: cst.Integer | cst.Float | cst.SimpleString, depth: int) -> Found | None:
+        return Found(expr.evaluated_value, expr)
+
+    def _inner(self, expr: cst.Lambda | cst.NamedExpr, depth: int) -> Found | None:
+        # ``field(default_factory=lambda: [...])``; ``(n := 4)``
+        return self.evaluate(expr.body if type(expr) is cst.Lambda else expr.value, depth + 1)
+
+    def _if_expression(self, expr: cst.IfExp, depth: int) -> Found | None:
+        """``a if test else b`` with a known test; when an option decides the test, the value the
+        other setting of the option gives is kept (``torch.bfloat16 if args.bf16 else "auto"``)."""
+        test = self.evaluate(expr.test, depth + 1)
+        if test is None or not test.known or not isinstance(test.value, _SCALAR):
+            return None
+        chosen = self.evaluate(expr.body if test.value else expr.orelse, depth + 1)
+        options, flipped = deciding_options(self, expr.test)
+        if chosen is None or not options:
+            return chosen
+        other = self.evaluate(expr.orelse if test.value else expr.body, depth + 1)
+        if other is None or not other.known:
+            return chosen
+        # an option passed on the command line is truthy: does that reach the other branch?
+        prefix = "if" if bool(test.value) == flipped else "ifnot"
+        return Found(chosen.value, chosen.node, chosen.options, chosen.note, (options, prefix, other.value))
+
+    def _concatenated(self, expr: cst.ConcatenatedString, depth: int) -> Found | None:
+        left = self.evaluate(expr.left, depth + 1)
+        right = self.evaluate(expr.right, depth + 1)
+        if left is None or right is None or not isinstance(left.value, str) or not isinstance(right.value, str):
+            return None
+        return Found(left.value + right.value, expr)
+
+    def _fstring(self, expr: cst.FormattedString, depth: int) -> Found | None:
+        parts: list[str] = []
+        for part in expr.parts:
+            if isinstance(part, cst.FormattedStringText):
+                parts.append(part.value)
+                continue
+            if part.format_spec or part.conversion:
+                return None
+            found = self.evaluate(part.expression, depth + 1)
+            if found is None or not found.known or not isinstance(found.value, _SCALAR):
+                return None
+            parts.append(str(found.value))
+        return Found("".join(parts), expr)
+
+    def _name(self, expr: cst.Name, depth: int) -> Found | None:
+        constants = {"True": True, "False": False, "None": None}
+        if expr.value in constants:
+            return Found(constants[expr.value], expr)
+        if expr.value == "__name__" and not self.referents(expr):
+            return Found("__main__", None)  # a script runs as __main__
+        definitions = self.definitions(expr)
+        if not definitions:
+            names = sorted(self.qualified(expr))
+            return Found(Ref(names[0]), expr) if names else None
+        if len(definitions) != 1:
+            return self._same_everywhere(definitions, depth)
+        return self._definition_value(definitions[0], expr, depth)
+
+    def _same_everywhere(self, definitions: list[Any], depth: int) -> Found | None:
+        """A name assigned in several places is known only if every assignment agrees."""
+        values = [self._definition_value(d, None, depth) for d in definitions]
+        if any(v is None or not v.known or not isinstance(v.value, _SCALAR) for v in values):
+            return None
+        first = values[0]
+        if all(v.value == first.value and type(v.value) is type(first.value) for v in values):
+            return first
+        return None
+
+    def _definition_value(self, definition: Any, use: cst.Name | None, depth: int) -> Found | None:
+        if isinstance(definition, Assigned):
+            found = self.evaluate(definition.expr, depth + 1)
+            if found is not None and use is not None and isinstance(found.value, CallValue):
+                # ``cfg = get_config(); cfg["key"] = value``: the keys set here, the rest unknown
+                found = Found(Mapping((), complete=False), found.node)
+                found = self._with_item_assignments(found, use)
+                if not found.value.entries:
+                    return self.evaluate(definition.expr, depth + 1)
+            elif found is not None and isinstance(found.value, Mapping) and use is not None:
+                found = self._with_item_assignments(found, use)
+            return found
+        if isinstance(definition, Unpacked):
+            return self._unpack(definition.expr, definition.index, depth)
+        if isinstance(definition, Parameter):
+            return self._parameter(definition, depth)
+        kind = type(definition)  # libcst's node classes are final; ``isinstance`` on them is slow
+        if kind is cst.ClassDef:
+            return Found(ClassValue(definition), definition)
+        if kind is cst.FunctionDef:
+            return Found(FunctionValue(definition), definition)
+        if (kind is cst.Import or kind is cst.ImportFrom) and use is not None:
+            names = sorted(self.qualified(use))
+            return Found(Ref(names[0]), use) if names else None
+        return None
+
+    def _with_item_assignments(self, found: Found, use: cst.Name) -> Found:
+        """``cfg = {...}; cfg["key"] = value`` -> the dict with ``key`` (same variable name, once)."""
+        self.depends(uses_of(use.value))
+        extra = self._subscript_assignments().get(use.value, [])
+        if not extra:
+            return found
+        entries = list(found.value.entries)
+        for target, key_expr, value in extra:
+            if self.definitions(target) != self.definitions(use):
+                continue
+            if any(g.blocks for g in guards(self, value)):
+                continue  # ``if args.bf16: cfg["bf16"] = {...}`` with the option off
+            key = self.evaluate(key_expr)
+            if key is None or not isinstance(key.value, str):
+                continue
+            entries = [(k, v) for k, v in entries if k != key.value] + [(key.value, value)]
+        return Found(Mapping(tuple(entries), found.value.complete), found.node, found.options, found.note)
+
+    def _subscript_assignments(self) -> dict[str, list[tuple[cst.Name, cst.BaseExpression, cst.BaseExpression]]]:
+        if self._subscript_sets is None:
+            sets: dict[str, list] = {}
+            for node in self.source.nodes_of(cst.Assign):
+                if len(node.targets) != 1:
+                    continue
+                target = node.targets[0].target
+                if (
+                    isinstance(target, cst.Subscript)
+                    and isinstance(target.value, cst.Name)
+                    and len(target.slice) == 1
+                    and isinstance(target.slice[0].slice, cst.Index)
+                ):
+                    sets.setdefault(target.value.value, []).append(
+                        (target.value, target.slice[0].slice.value, node.value)
+                    )
+            self._subscript_sets = sets
+        return self._subscript_sets
+
+    def _parameter(self, definition: Parameter, depth: int) -> Found | None:
+        """A parameter: the argument every call site in the module passes, else its default."""
+        param, function = definition.param, definition.function
+        if isinstance(function, cst.Lambda) or self.is_method(function):
+            return self.evaluate(param.default, depth + 1) if param.default is not None else None
+        passed: list[Found | None] = []
+        default_used = False
+        calls = self.call_sites(function)
+        for call in calls:
+            argument = self.argument_for(function, param, call)
+            if argument is NOT_PASSED:
+                default_used = True
+            elif isinstance(argument, Unpacked):
+                passed.append(self._unpack(argument.expr, argument.index, depth))
+            else:
+                passed.append(self.evaluate(argument, depth + 1) if argument is not None else None)
+        default = self.evaluate(param.default, depth + 1) if param.default is not None else None
+        if default is not None and default.known:
+            default = Found(default.value, default.node, default.options,
+                            default.note or f"default of {function.name.value}({param.name.value}=...)")
+        if not calls:
+            return default
+        candidates = passed + ([default] if default_used else [])
+        if any(c is None for c in candidates):
+            return None
+        first = candidates[0]
+        if len(candidates) == 1:
+            return first
+        if all(isinstance(c.value, _SCALAR) and c.known and c.value == first.value for c in candidates):
+            return first
+        if all(type(c.value) is type(first.value) and c.value == first.value for c in candidates):
+            return first  # the same namespace or instance from every call site
+        return None
+
+
+    def _unpack(self, expr: cst.BaseExpression, index: int, depth: int) -> Found | None:
+        found = self.evaluate(expr, depth + 1)
+        if found is None:
+            return None
+        value = found.value
+        if isinstance(value, Parsed):
+            if index >= len(value.classes):
+                return None
+            cls = value.classes[index]
+            instance = Instance(cls=cls, cli=True) if isinstance(cls, cst.ClassDef) else Instance(library=cls, cli=True)
+            return Found(instance, expr)
+        if isinstance(value, tuple) and index < len(value):
+            return Found(value[index], found.node)
+        if isinstance(value, _KnownArgs):
+            return Found(Namespace(), expr) if index == 0 else None
+        return None
+
+    def _attribute(self, expr: cst.Attribute, depth: int) -> Found | None:
+        base = self.evaluate(expr.value, depth + 1)
+        attr = expr.attr.value
+        if base is not None:
+            value = base.value
+            if isinstance(value, Namespace):
+                return self.options.argparse_value(attr)
+            if isinstance(value, Instance):
+                return self.options.field_value(value, attr, depth + 1)
+            if isinstance(value, ClassValue):
+                return self.options.class_attribute(value.node, attr, depth + 1)
+            if isinstance(value, Ref):
+                return Found(Ref(f"{value.qualname}.{attr}"), expr)
+        elif type(expr.value) is cst.Name and self._unresolved(expr.value):
+            # ``args.batch_size`` where ``args`` comes from nowhere this module can see (a
+            # parameter of a function no one here calls): an argparse option of this module
+            found = self.options.argparse_value(attr, fallback=True)
+            if found is not None:
+                return found
+        names = sorted(self.qualified(expr))
+        return Found(Ref(names[0]), expr) if names else None
+
+    def _unresolved(self, name: cst.Name) -> bool:
+        definitions = self.definitions(name)
+        return all(isinstance(d, Parameter) for d in definitions) and bool(definitions)
+
+    def _subscript(self, expr: cst.Subscript, depth: int) -> Found | None:
+        if len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index):
+            return None
+        key = self.evaluate(expr.slice[0].slice.value, depth + 1)
+        if key is None or not key.known:
+            return None
+        if isinstance(key.value, int) and not isinstance(key.value, bool):
+            unpacked = self._unpack(expr.value, key.value, depth)
+            if unpacked is not None:
+                return unpacked
+        base = self.evaluate(expr.value, depth + 1)
+        if base is None:
+            return None
+        if isinstance(base.value, Mapping) and isinstance(key.value, str):
+            entry = base.value.get(key.value)
+            return self.evaluate(entry, depth + 1) if entry is not None else None
+        if isinstance(base.value, (tuple, str)) and isinstance(key.value, int) and -len(base.value) <= key.value < len(base.value):
+            return Found(base.value[key.value], base.node)
+        return None
+
+    def _call(self, expr: cst.Call, depth: int) -> Found | None:
+        names = self.qualified(expr.func)
+        positional = [a for a in expr.args if a.keyword is None and not a.star]
+        for name in names:
+            if name in _CONVERSIONS and len(positional) == 1 and len(expr.args) == 1:
+                inner = self.evaluate(positional[0].value, depth + 1)
+                if inner is None or not inner.known:
+                    return Found(MISSING, None, inner.options) if inner is not None and inner.options else None
+                return Found(_CONVERSIONS[name](inner.value), inner.node, inner.options, inner.note)
+            if name in ("builtins.min", "builtins.max") and positional and len(positional) == len(expr.args):
+                items = [self.evaluate(a.value, depth + 1) for a in positional]
+                if any(i is None or not _is_number(i.value) for i in items):
+                    return None
+                pick = min if name == "builtins.min" else max
+                chosen = pick(items, key=lambda i: i.value)
+                return Found(chosen.value, chosen.node, (), chosen.note)
+            if name == "builtins.dict":
+                return self._dict_call(expr, depth)
+            if name == "builtins.getattr" and len(positional) == 2 and len(expr.args) == 2:
+                base = self.evaluate(positional[0].value, depth + 1)
+                attr = self.evaluate(positional[1].value, depth + 1)
+                if base is not None and isinstance(base.value, Ref) and attr is not None and isinstance(attr.value, str):
+                    return Found(Ref(f"{base.value.qualname}.{attr.value}"), attr.node, attr.options)
+                if attr is not None and attr.options:
+                    return Found(MISSING, None, attr.options, attr.note)
+                return None
+        func = expr.func
+        if isinstance(func, cst.Attribute):
+            method = func.attr.value
+            if method in ("parse_args",):
+                return Found(Namespace(), expr)
+            if method == "parse_known_args":
+                return Found(_KnownArgs(), expr)
+            if method in _DATACLASS_PARSES:
+                parser = self.definition(func.value)
+                if isinstance(parser, cst.Call):
+                    classes = self.options.parser_classes(parser)
+                    if classes is not None:
+                        return Found(Parsed(classes), expr)
+                return None
+        target = self.evaluate(func, depth + 1) if isinstance(func, (cst.Name, cst.Attribute)) else None
+        if target is not None:
+            if isinstance(target.value, FunctionValue):
+                returned = self._returned(target.value.node, depth)
+                if returned is not None:
+                    return returned
+            elif isinstance(target.value, ClassValue) and self.options.is_dataclass(target.value.node):
+                return Found(Instance(cls=target.value.node, call=expr), expr)
+        return Found(CallValue(expr), expr)
+
+    def _returned(self, function: cst.FunctionDef, depth: int) -> Found | None:
+        """A function's value when it has exactly one ``return`` (``def parse_args(): ...``)."""
+        returns = [n for n in own_nodes(function) if isinstance(n, cst.Return)]
+        if len(returns) != 1 or returns[0].value is None:
+            return None
+        return self.evaluate(returns[0].value, depth + 1)
+
+    def _dict(self, expr: cst.Dict, depth: int) -> Found | None:
+        entries: list[tuple[str, cst.BaseExpression]] = []
+        complete = True
+        for element in expr.elements:
+            if isinstance(element, cst.StarredDictElement):
+                inner = self.evaluate(element.value, depth + 1)
+                if inner is not None and isinstance(inner.value, Mapping):
+                    entries.extend(inner.value.entries)
+                    complete = complete and inner.value.complete
+                else:
+                    complete = False
+                continue
+            key = self.evaluate(element.key, depth + 1)
+            if key is None or not isinstance(key.value, str):
+                complete = False
+                continue
+            entries = [(k, v) for k, v in entries if k != key.value] + [(key.value, element.value)]
+        return Found(Mapping(tuple(entries), complete), expr)
+
+    def _dict_call(self, expr: cst.Call, depth: int) -> Found | None:
+        entries: list[tuple[str, cst.BaseExpression]] = []
+        complete = True
+        for arg in expr.args:
+            if arg.keyword is not None:
+                entries = [(k, v) for k, v in entries if k != arg.keyword.value] + [(arg.keyword.value, arg.value)]
+                continue
+            inner = self.evaluate(arg.value, depth + 1)
+            if inner is not None and isinstance(inner.value, Mapping):
+                entries.extend(inner.value.entries)
+                complete = complete and inner.value.complete
+            else:
+                complete = False
+        return Found(Mapping(tuple(entries), complete), expr)
+
+    def _sequence(self, expr: cst.List | cst.Tuple | cst.Set, depth: int) -> Found | None:
+        items = []
+        for element in expr.elements:
+            if isinstance(element, cst.StarredElement):
+                return None
+            found = self.evaluate(element.value, depth + 1)
+            if found is None or not found.known:
+                return None
+            items.append(found.value)
+        return Found(tuple(items), expr)
+
+    def _binary(self, expr: cst.BinaryOperation, depth: int) -> Found | None:
+        function = _BINARY.get(type(expr.operator))
+        if function is None:
+            return None
+        left = self.evaluate(expr.left, depth + 1)
+        right = self.evaluate(expr.right, depth + 1)
+        if left is None or right is None or not left.known or not right.known:
+            return None
+        a, b = left.value, right.value
+        if _is_number(a) and _is_number(b):
+            if function is operator.pow and (abs(b) > 64 or abs(a) > 1 << 32):
+                return None
+            return Found(function(a, b), expr)
+        if isinstance(a, str) and isinstance(b, str) and function is operator.add:
+            return Found(a + b, expr)
+        return None
+
+    def _unary(self, expr: cst.UnaryOperation, depth: int) -> Found | None:
+        inner = self.evaluate(expr.expression, depth + 1)
+        if inner is None or not inner.known:
+            return None
+        if isinstance(expr.operator, cst.Minus) and _is_number(inner.value):
+            return Found(-inner.value, expr)
+        if isinstance(expr.operator, cst.Plus) and _is_number(inner.value):
+            return Found(inner.value, expr)
+        if isinstance(expr.operator, cst.Not) and isinstance(inner.value, _SCALAR):
+            return Found(not inner.value, expr, inner.options)
+        return None
+
+    def _boolean(self, expr: cst.BooleanOperation, depth: int) -> Found | None:
+        left = self.evaluate(expr.left, depth + 1)
+        if left is None or not left.known or not isinstance(left.value, _SCALAR):
+            return None
+        is_and = isinstance(expr.operator, cst.And)
+        if (is_and and not left.value) or (not is_and and left.value):
+            return Found(left.value, expr)
+        right = self.evaluate(expr.right, depth + 1)
+        if right is None or not right.known:
+            return None
+        return Found(right.value, expr)
+
+    def _comparison(self, expr: cst.Comparison, depth: int) -> Found | None:
+        left = self.evaluate(expr.left, depth + 1)
+        if left is None or not left.known:
+            return None
+        result = True
+        current = left.value
+        options = left.options
+        for target in expr.comparisons:
+            function = _COMPARE.get(type(target.operator))
+            right = self.evaluate(target.comparator, depth + 1)
+            if function is None or right is None or not right.known:
+                return None
+            result = result and bool(function(current, right.value))
+            current = right.value
+            options = options or right.options
+        return Found(result, expr, options if len(expr.comparisons) == 1 else ())
+
+    # ------------------------------------------------------------- conditions
+
+
+@dataclass(frozen=True)
+class _KnownArgs:
+    """``parser.parse_known_args()``: (namespace, leftover arguments)."""
+
+
+_DATACLASS_PARSES = (
+    "parse_args_into_dataclasses",
+    "parse_args_and_config",
+    "parse_dict",
+    "parse_json_file",
+    "parse_yaml_file",
+)
+
+
+@dataclass
+class Arguments:
+    named: dict[str, cst.BaseExpression] = field(default_factory=dict)
+    complete: bool = True  # False when ``*args``/``**kwargs`` hide some of them
+
+    def get(self, name: str) -> cst.BaseExpression | None:
+        return self.named.get(name)
+
+    def items(self):
+        return self.named.items()
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.named
+
+
+_EVALUATORS = {
+    cst.Integer: Values._literal,
+    cst.Float: Values._literal,
+    cst.SimpleString: Values._literal,
+    cst.ConcatenatedString: Values._concatenated,
+    cst.FormattedString: Values._fstring,
+    cst.Name: Values._name,
+    cst.Attribute: Values._attribute,
+    cst.Subscript: Values._subscript,
+    cst.Call: Values._call,
+    cst.Dict: Values._dict,
+    cst.List: Values._sequence,
+    cst.Tuple: Values._sequence,
+    cst.Set: Values._sequence,
+    cst.BinaryOperation: Values._binary,
+    cst.UnaryOperation: Values._unary,
+    cst.BooleanOperation: Values._boolean,
+    cst.Comparison: Values._comparison,
+    cst.IfExp: Values._if_expression,
+    cst.Lambda: Values._inner,
+    cst.NamedExpr: Values._inner,
+}
