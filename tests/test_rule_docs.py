@@ -5,8 +5,9 @@ from __future__ import annotations
 import shutil
 
 from memlint.cli.main import main as cli_main
+from memlint.rules import all_rules
 from memlint.rules import reference as docs
-from memlint.rules.base import Example, Rule, all_rules
+from memlint.rules.base import Example, Rule
 
 
 def test_committed_pages_are_up_to_date():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memlint.lint.rule_examples import run_example
-from memlint.rules.base import all_rules
+from memlint.rules import all_rules
 
 RULES = all_rules()
 CASES = [

@@ -238,7 +238,7 @@ def test_the_measured_setup_reads_back_from_the_case(setup: TrainingSetup) -> No
 
 
 def test_a_script_path_becomes_a_case() -> None:
-    from memlint.cli.run_of_path import plan_for_path
+    from memlint.cli.named_run import plan_for_path
 
     args = Namespace(model=None, batch=None, seq=None, precision=None, optimizer=None, grad_ckpt=None, attn=None,
                      lora_r=None, lora_targets=None, lora_dropout=None, qlora=False, zero=None, fsdp=None,

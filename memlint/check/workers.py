@@ -230,7 +230,7 @@ def preload() -> None:
     from memlint.documents.parsed import parse_document  # noqa: F401
     from memlint.facts.extract import extract  # noqa: F401
     from memlint.lint.engine import Linter  # noqa: F401
-    from memlint.rules.base import all_rules
+    from memlint.rules import all_rules
 
     all_rules()
     catalog_entries()

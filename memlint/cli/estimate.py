@@ -7,7 +7,8 @@ import json
 
 from memlint.catalog.gpus import UnknownGpu, lookup_gpu
 from memlint.cli.errors import EXIT_OK, UsageError
-from memlint.cli.run_flags import add_run_arguments, plan_from_args
+from memlint.cli.named_run import plan_from_args
+from memlint.cli.run_flags import add_run_arguments
 from memlint.estimate import Budget, ServingSetup, capacity_for, estimate_serving, estimate_training, suggest
 from memlint.model.units import GiB
 from memlint.output.sheet import render_serving, render_text

@@ -12,7 +12,7 @@ import sys
 from typing import Sequence
 
 from memlint import __version__
-from memlint.cli.errors import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, UsageError
+from memlint.cli.errors import EXIT_OK, EXIT_USAGE, UsageError
 
 
 def _add_estimate(sub) -> None:

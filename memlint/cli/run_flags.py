@@ -4,19 +4,15 @@ which also override what a PATH's files say."""
 from __future__ import annotations
 
 import argparse
-import sys
 
-from memlint.catalog.models import UnknownModel, resolve
 from memlint.cli.errors import UsageError
 from memlint.estimate import (
-    Architecture,
     Attention,
     Lora,
     Optimizer,
     Precision,
     Sharding,
     TrainingSetup,
-    UnsupportedArchitecture,
 )
 
 PRECISIONS = [p.value for p in Precision]
@@ -98,24 +94,3 @@ def setup_from_args(args: argparse.Namespace, base: TrainingSetup | None = None)
     if s.offload_params and s.sharding not in (Sharding.ZERO3, Sharding.FSDP_FULL, Sharding.FSDP_HYBRID):
         raise UsageError("--offload all (parameter offload) needs --zero 3 or --fsdp full")
     return s
-
-
-def plan_from_args(args: argparse.Namespace) -> tuple[Architecture, TrainingSetup, str | None]:
-    """(architecture, setup, target GPU) of the run the command line names: the run of a PATH
-    (with the flags overriding its files), else --model and the setup flags."""
-    if args.path and not args.model:
-        from memlint.cli.run_of_path import plan_for_path  # configs and scripts
-
-        return plan_for_path(args.path, args)
-    if not args.model:
-        raise UsageError("give --model (a Hub id, alias or config.json) or a script/config path")
-    try:
-        found = resolve(args.model, offline=getattr(args, "offline", False) or None)
-    except (UnknownModel, UnsupportedArchitecture) as error:
-        raise UsageError(str(error)) from None
-    for note in (found.note, found.arch.generic_note):
-        if note:
-            print(f"memlint: note: {note}", file=sys.stderr)
-    if found.four_bit and args.lora_r and not args.qlora:
-        args.qlora = True  # a bnb-4bit upload's weights are 4-bit NF4 under the adapters
-    return found.arch, setup_from_args(args), args.gpu

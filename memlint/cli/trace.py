@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from memlint.cli.estimate import budget_json
-from memlint.cli.run_flags import add_run_arguments, plan_from_args
+from memlint.cli.named_run import plan_from_args
+from memlint.cli.run_flags import add_run_arguments
 
 EXTRA_MESSAGE = "memlint trace needs the optional extra: pip install 'memlint[trace]'"
 BITSANDBYTES_MESSAGE = ("memlint trace: QLoRA and 8-bit AdamW also need bitsandbytes: "
@@ -67,11 +68,11 @@ def _runs(args: argparse.Namespace) -> list[_Run]:
         args.model = os.path.abspath(args.model_config)  # from here, not from the directory of PATH's files
     # a PATH with --model / --model-config: the run of PATH with that model instead
     if args.path and os.path.isdir(args.path):
-        from memlint.cli.run_of_path import plans_in_directory
+        from memlint.cli.named_run import plans_in_directory
 
         return [_Run(*found) for found in plans_in_directory(args.path, args)]
     if args.path:
-        from memlint.cli.run_of_path import plan_for_path
+        from memlint.cli.named_run import plan_for_path
 
         return [_Run(args.path, *plan_for_path(args.path, args))]
     arch, setup, gpu = plan_from_args(args)

@@ -14,16 +14,18 @@ DeepSpeed's own ``bf16``/``fp16`` mode. With ``distributed_type: FSDP`` the nest
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memlint.configs import schema
 from memlint.configs.deepspeed import OFFLOAD_DEVICES, offload_stages, positive_int
 from memlint.configs.reading import ConfigReader, loaded_mapping, new_facts
-from memlint.documents.parsed import ParsedDocument
 from memlint.facts.extract import extractor
 from memlint.facts.hf_args import _bool
-from memlint.facts.names import FSDP_STRATEGIES
 from memlint.facts.plan import RunFacts
+from memlint.model.vocabulary import FSDP_STRATEGIES
+
+if TYPE_CHECKING:
+    from memlint.documents.parsed import ParsedDocument
 
 
 def described_default(*path: str) -> Any:

@@ -12,17 +12,19 @@ listed under ``plugins:``. Keys the file leaves out take Axolotl's defaults from
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memlint.configs.deepspeed import positive_int, read_deepspeed
 from memlint.configs.reading import ConfigReader, loaded_mapping, new_facts
 from memlint.configs.schema import plugin_listed
-from memlint.documents.parsed import ParsedDocument
 from memlint.facts.extract import extractor
 from memlint.facts.hf_args import _bool, _targets
-from memlint.facts.names import ATTENTION, optimizer_from_hf
 from memlint.facts.plan import RunFacts
 from memlint.model.provenance import Sourced
+from memlint.model.vocabulary import ATTENTION, optimizer_from_hf
+
+if TYPE_CHECKING:
+    from memlint.documents.parsed import ParsedDocument
 
 TOOL = "Axolotl"
 LIGER = "axolotl.integrations.liger.LigerPlugin"

@@ -11,15 +11,17 @@ Values written as ``${max_seq_len}`` / ``${variables.max_seq_len}`` are looked u
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memlint.configs.deepspeed import positive_int
 from memlint.configs.reading import ConfigReader, loaded_mapping, new_facts
-from memlint.documents.parsed import ParsedDocument
 from memlint.facts.extract import extractor
-from memlint.facts.names import FSDP_STRATEGIES
 from memlint.facts.plan import RunFacts
 from memlint.model.provenance import Sourced
+from memlint.model.vocabulary import FSDP_STRATEGIES
+
+if TYPE_CHECKING:
+    from memlint.documents.parsed import ParsedDocument
 
 TOOL = "Composer"
 # keys of llm-foundry's train config (llmfoundry/utils/config_utils.py TrainConfig) no other kind has

@@ -14,16 +14,18 @@ LLaMA-Factory or TrainingArguments YAML).
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memlint.configs import schema
 from memlint.configs.reading import ConfigReader, loaded_mapping, new_facts
-from memlint.documents.parsed import ParsedDocument
 from memlint.documents.structured import Path_, Structured
 from memlint.facts.extract import extractor
-from memlint.facts.names import DEEPSPEED_OPTIMIZERS
 from memlint.facts.plan import RunFacts
 from memlint.model.provenance import Location
+from memlint.model.vocabulary import DEEPSPEED_OPTIMIZERS
+
+if TYPE_CHECKING:
+    from memlint.documents.parsed import ParsedDocument
 
 OFFLOAD_DEVICES = ("cpu", "nvme")
 

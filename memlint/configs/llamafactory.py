@@ -18,14 +18,18 @@ Keys the file leaves out take LLaMA-Factory's defaults from its schema.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from memlint.configs.deepspeed import positive_int, read_deepspeed
 from memlint.configs.reading import ConfigReader, loaded_mapping, new_facts
-from memlint.documents.parsed import ParsedDocument
 from memlint.facts.extract import extractor
 from memlint.facts.hf_args import _bool, _fsdp, _targets
-from memlint.facts.names import optimizer_from_hf
 from memlint.facts.plan import RunFacts
 from memlint.model.provenance import Sourced
+from memlint.model.vocabulary import optimizer_from_hf
+
+if TYPE_CHECKING:
+    from memlint.documents.parsed import ParsedDocument
 
 TOOL = "LLaMA-Factory"
 FLASH_ATTN = {"fa2": "flash", "fa3": "flash", "sdpa": "sdpa", "disabled": "eager"}

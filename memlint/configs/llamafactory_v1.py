@@ -11,15 +11,17 @@ that default, reported as an assumption.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memlint.configs.deepspeed import positive_int
 from memlint.configs.reading import ConfigReader, loaded_mapping, new_facts
-from memlint.documents.parsed import ParsedDocument
 from memlint.facts.extract import extractor
 from memlint.facts.hf_args import _targets
 from memlint.facts.plan import RunFacts
 from memlint.model.provenance import Sourced
+
+if TYPE_CHECKING:
+    from memlint.documents.parsed import ParsedDocument
 
 TOOL = "LLaMA-Factory v1"
 # Blocks only v1 configs have (0.9 configs are flat and name the model `model_name_or_path`)

@@ -19,16 +19,18 @@ memory, as torchtune's recipes run it:
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memlint.configs.deepspeed import positive_int
 from memlint.configs.reading import ConfigReader, loaded_mapping, new_facts
-from memlint.documents.parsed import ParsedDocument
 from memlint.facts.extract import extractor
-from memlint.facts.names import DTYPES, OPTIMIZER_CLASSES
 from memlint.facts.plan import RunFacts
 from memlint.model.diagnostics import Position, Range
 from memlint.model.provenance import Location, Sourced
+from memlint.model.vocabulary import DTYPES, OPTIMIZER_CLASSES
+
+if TYPE_CHECKING:
+    from memlint.documents.parsed import ParsedDocument
 
 TOOL = "torchtune"
 COMPONENT = "_component_"

@@ -12,16 +12,18 @@ set. TRL recipe files also carry the ``ModelConfig`` fields of the script (``tor
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memlint.configs.deepspeed import read_deepspeed
 from memlint.configs.reading import ConfigReader, loaded_mapping, new_facts
 from memlint.configs.schema import schema_name_for
-from memlint.documents.parsed import ParsedDocument
 from memlint.facts import hf_args
 from memlint.facts.extract import extractor
 from memlint.facts.plan import RunFacts
 from memlint.model.provenance import Sourced
+
+if TYPE_CHECKING:
+    from memlint.documents.parsed import ParsedDocument
 
 TRL_VARIANTS = ("trl-sft-config", "trl-dpo-config")
 # Read first so that the newer spelling wins over its deprecated alias.

@@ -15,9 +15,9 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from memlint.facts.hf_args import _targets
-from memlint.facts.names import ATTENTION
 from memlint.facts.plan import RunFacts
 from memlint.model.provenance import Sourced
+from memlint.model.vocabulary import ATTENTION
 
 
 def _count(text: str) -> int | None:

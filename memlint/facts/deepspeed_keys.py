@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from memlint.facts.names import DEEPSPEED_OPTIMIZERS
+from memlint.model.vocabulary import DEEPSPEED_OPTIMIZERS
 
 Path = tuple[str, ...]
 

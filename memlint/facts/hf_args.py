@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from memlint.facts.names import ATTENTION, FSDP_STRATEGIES, dtype_name, optimizer_from_hf
+from memlint.model.vocabulary import ATTENTION, FSDP_STRATEGIES, dtype_name, optimizer_from_hf
 
 
 def _int(value: Any) -> int | None:

@@ -21,9 +21,9 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from memlint.facts import hf_args
-from memlint.facts.names import ATTENTION, dtype_name
 from memlint.facts.plan import RunFacts
 from memlint.model.provenance import Sourced
+from memlint.model.vocabulary import ATTENTION, dtype_name
 
 
 def _float(value: Any) -> float | None:

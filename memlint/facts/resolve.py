@@ -27,9 +27,9 @@ from memlint.estimate import (
     UnsupportedArchitecture,
     from_config,
 )
-from memlint.facts.names import LIGHTNING_PRECISION
 from memlint.facts.plan import TrainingPlan
 from memlint.model.provenance import Sourced
+from memlint.model.vocabulary import LIGHTNING_PRECISION
 
 # Framework defaults (transformers 5.x TrainingArguments / TRL / Axolotl), used when silent.
 HF_DEFAULT_MICRO_BATCH = 8  # TrainingArguments.per_device_train_batch_size

@@ -9,8 +9,8 @@ import libcst as cst
 
 from memlint.facts.deepspeed_keys import auto_paths, deepspeed_facts
 from memlint.facts.hf_args import _fsdp, _int
-from memlint.facts.names import dtype_name
 from memlint.facts.script_facts import ANCHOR_ENGINE, RANK_CONFIG, RANK_EXPLICIT, ScriptFacts, encode
+from memlint.model.vocabulary import dtype_name
 from memlint.python.library import (
     ACCELERATORS,
     DEEPSPEED_INITIALIZE,

@@ -7,8 +7,8 @@ from typing import Any
 
 import libcst as cst
 
-from memlint.facts.names import ATTENTION, dtype_name
 from memlint.facts.script_facts import ANCHOR_MODEL, RANK_CONFIG, RANK_MODEL, ScriptFacts
+from memlint.model.vocabulary import ATTENTION, dtype_name
 from memlint.python.library import (
     KBIT_PREPARATION,
     LORA_CONFIGS,

@@ -59,7 +59,7 @@ class Linter:
     """Lints documents of one project; keeps parsed documents cached between calls."""
 
     def __init__(self, settings: Settings, project: Project | None = None) -> None:
-        from memlint.rules.base import all_rules
+        from memlint.rules import all_rules
 
         self.settings = settings
         self.project = project or Project(settings)

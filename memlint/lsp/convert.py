@@ -23,7 +23,7 @@ from pygls.workspace.position_codec import PositionCodec
 from memlint.documents.reading import syntax_of
 from memlint.model.diagnostics import Diagnostic, Position, Range, Severity
 from memlint.model.units import GiB
-from memlint.rules.base import all_rules
+from memlint.rules import all_rules
 
 SOURCE = "memlint"
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")

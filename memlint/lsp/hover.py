@@ -18,7 +18,8 @@ import libcst as cst
 from memlint.documents.parsed import ParsedDocument
 from memlint.model.diagnostics import Position, Range
 from memlint.output.sheet import render_markdown
-from memlint.rules.base import all_rules, section
+from memlint.rules import all_rules
+from memlint.rules.base import section
 
 # calls that define a training run, by the name they are called with (import aliases resolved)
 RUN_CALLS = frozenset({

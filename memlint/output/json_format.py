@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from memlint.model.diagnostics import Diagnostic
-from memlint.rules.base import all_rules
+from memlint.rules import all_rules
 
 
 def diagnostic_to_json(d: Diagnostic, ctx) -> dict:

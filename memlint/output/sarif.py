@@ -8,7 +8,8 @@ from urllib.parse import quote
 
 from memlint import __version__
 from memlint.model.diagnostics import Diagnostic, Severity
-from memlint.rules.base import all_rules, section
+from memlint.rules import all_rules
+from memlint.rules.base import section
 
 _LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from memlint.facts.names import dtype_name
+from memlint.model.vocabulary import dtype_name
 from memlint.python.index import Definition, ModuleIndex
 from memlint.python.syntax import (
     dotted,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from memlint.facts.names import OPTIMIZER_CLASSES
+from memlint.model.vocabulary import OPTIMIZER_CLASSES
 
 
 def _root_last(qualname: str) -> tuple[str, str]:
@@ -87,10 +87,8 @@ def is_tokenizer_loader(qualname: str) -> bool:
     )
 
 
-MODEL_WRAPPERS = {
-    "peft.get_peft_model",
-    "peft.mapping.get_peft_model",
-    "peft.mapping_func.get_peft_model",
+PEFT_WRAPPERS = {"peft.get_peft_model", "peft.mapping.get_peft_model", "peft.mapping_func.get_peft_model"}
+MODEL_WRAPPERS = PEFT_WRAPPERS | {
     "peft.prepare_model_for_kbit_training",
     "peft.utils.prepare_model_for_kbit_training",
     "peft.utils.other.prepare_model_for_kbit_training",
@@ -167,8 +165,90 @@ def liger(qualname: str) -> str | None:
     return None
 
 
+# optimizer classes by their own name, for a call whose callee is not a library name
+# (``opt = Lion(...)`` after a star import, ``self.optim_cls(...)`` is not one)
+OPTIMIZER_CLASS_NAMES = {
+    "AdamW",
+    "Adam",
+    "SGD",
+    "Adafactor",
+    "Adagrad",
+    "Adadelta",
+    "Adamax",
+    "RMSprop",
+    "Rprop",
+    "ASGD",
+    "NAdam",
+    "RAdam",
+    "LBFGS",
+    "SparseAdam",
+    "Lion",
+    "LAMB",
+    "Lamb",
+    "AdamW8bit",
+    "Adam8bit",
+    "PagedAdamW",
+    "PagedAdamW8bit",
+    "PagedAdamW32bit",
+    "PagedLion8bit",
+    "Lion8bit",
+    "FusedAdam",
+    "FusedLAMB",
+    "DeepSpeedCPUAdam",
+    "Muon",
+    "SophiaG",
+    "AdEMAMix",
+    "CAME",
+    "Prodigy",
+    "AdamWScheduleFree",
+    "SGDScheduleFree",
+    "Adan",
+    "GaLoreAdamW",
+    "GaLoreAdamW8bit",
+}
+# modules whose classes are optimizers (``torch.optim.AdamW``, ``bitsandbytes.optim.AdamW8bit``)
+OPTIMIZER_MODULES = (
+    "torch.optim.",
+    "bitsandbytes.optim.",
+    "apex.optimizers.",
+    "deepspeed.ops.",
+    "timm.optim.",
+    "lion_pytorch.",
+    "torch_optimizer.",
+    "schedulefree.",
+    "galore_torch.",
+    "transformers.optimization.Adafactor",
+    "transformers.Adafactor",
+    "transformers.AdamW",
+    "transformers.optimization.AdamW",
+)
+
+# loss scalers: ``torch.amp.GradScaler`` and its older and FSDP spellings
+SCALER_CLASSES = {
+    "torch.amp.GradScaler",
+    "torch.GradScaler",
+    "torch.amp.grad_scaler.GradScaler",
+    "torch.cuda.amp.GradScaler",
+    "torch.cuda.amp.grad_scaler.GradScaler",
+    "torch.cpu.amp.GradScaler",
+    "torch.cpu.amp.grad_scaler.GradScaler",
+    "torch.distributed.fsdp.sharded_grad_scaler.ShardedGradScaler",
+    "torch.distributed.fsdp.ShardedGradScaler",
+}
+
+
+def is_optimizer_class(qualname: str) -> bool:
+    """Is ``qualname`` an optimizer class (not a scheduler, a helper function or the base class)?"""
+    last = qualname.rsplit(".", 1)[-1]
+    if qualname.startswith("torch.optim.") and ("lr_scheduler" in qualname or not last[:1].isupper()
+                                                 or last == "Optimizer"):
+        return False
+    return qualname.startswith(OPTIMIZER_MODULES)
+
+
 def optimizer_class(qualname: str) -> str | None:
-    """The memlint optimizer of a torch / bitsandbytes / transformers optimizer class."""
+    """The estimator's optimizer for an optimizer class whose states it models (None for the
+    others, which :func:`is_optimizer_class` still recognises)."""
     if qualname in OPTIMIZER_CLASSES:
         return OPTIMIZER_CLASSES[qualname]
     parts = qualname.split(".")

@@ -16,7 +16,7 @@ import libcst as cst
 
 from memlint.python.library import is_argument_parser, is_library_dataclass
 from memlint.python.unit_scopes import ANYTHING
-from memlint.python.values import MISSING, ClassValue, Found, Instance, Ref
+from memlint.python.value_types import MISSING, ClassValue, Found, Instance, Ref
 
 if TYPE_CHECKING:
     from memlint.python.values import Values

@@ -15,7 +15,15 @@ import libcst as cst
 
 from memlint.python.dataflow import dtype_values, string_values
 from memlint.python.index import ModuleIndex
-from memlint.python.library import AUTOCAST_DEVICES, TORCH_FSDP_WRAPPERS, TORCH_FULLY_SHARD
+from memlint.python.library import (
+    AUTOCAST_DEVICES,
+    OPTIMIZER_CLASS_NAMES,
+    PEFT_WRAPPERS,
+    SCALER_CLASSES,
+    TORCH_FSDP_WRAPPERS,
+    TORCH_FULLY_SHARD,
+    is_optimizer_class,
+)
 from memlint.python.syntax import (
     argument,
     dotted,
@@ -29,90 +37,17 @@ from memlint.python.syntax import (
 
 # ---------------------------------------------------------------------- constructors
 
-OPTIMIZER_CLASSES = {
-    "AdamW",
-    "Adam",
-    "SGD",
-    "Adafactor",
-    "Adagrad",
-    "Adadelta",
-    "Adamax",
-    "RMSprop",
-    "Rprop",
-    "ASGD",
-    "NAdam",
-    "RAdam",
-    "LBFGS",
-    "SparseAdam",
-    "Lion",
-    "LAMB",
-    "Lamb",
-    "AdamW8bit",
-    "Adam8bit",
-    "PagedAdamW",
-    "PagedAdamW8bit",
-    "PagedAdamW32bit",
-    "PagedLion8bit",
-    "Lion8bit",
-    "FusedAdam",
-    "FusedLAMB",
-    "DeepSpeedCPUAdam",
-    "Muon",
-    "SophiaG",
-    "AdEMAMix",
-    "CAME",
-    "Prodigy",
-    "AdamWScheduleFree",
-    "SGDScheduleFree",
-    "Adan",
-    "GaLoreAdamW",
-    "GaLoreAdamW8bit",
-}
-_OPTIMIZER_MODULES = (
-    "torch.optim.",
-    "bitsandbytes.optim.",
-    "apex.optimizers.",
-    "deepspeed.ops.",
-    "timm.optim.",
-    "lion_pytorch.",
-    "torch_optimizer.",
-    "schedulefree.",
-    "galore_torch.",
-    "transformers.optimization.Adafactor",
-    "transformers.Adafactor",
-    "transformers.AdamW",
-    "transformers.optimization.AdamW",
-)
 _OPTIMIZER_BUILDER = re.compile(r"(create|build|get|make|init|setup|configure)_?optimi[sz]ers?(_\w+)?")
-
-SCALER_CLASSES = {
-    "torch.amp.GradScaler",
-    "torch.GradScaler",
-    "torch.amp.grad_scaler.GradScaler",
-    "torch.cuda.amp.GradScaler",
-    "torch.cuda.amp.grad_scaler.GradScaler",
-    "torch.cpu.amp.GradScaler",
-    "torch.cpu.amp.grad_scaler.GradScaler",
-    "torch.distributed.fsdp.sharded_grad_scaler.ShardedGradScaler",
-    "torch.distributed.fsdp.ShardedGradScaler",
-}
-PEFT_WRAPPERS = {"peft.get_peft_model", "peft.mapping.get_peft_model", "peft.mapping_func.get_peft_model"}
 FSDP_WRAPPERS = TORCH_FSDP_WRAPPERS | TORCH_FULLY_SHARD
 
 
 def is_optimizer_constructor(index: ModuleIndex, call: cst.Call) -> bool:
-    for name in index.qualified(call):
-        last = name.rsplit(".", 1)[-1]
-        if name.startswith("torch.optim.") and (
-            "lr_scheduler" in name or not last[:1].isupper() or last == "Optimizer"
-        ):
-            continue
-        if name.startswith(_OPTIMIZER_MODULES):
-            return True
+    if any(is_optimizer_class(name) for name in index.qualified(call)):
+        return True
     name = method_name(call)
     if name is None:
         return False
-    return name in OPTIMIZER_CLASSES or bool(_OPTIMIZER_BUILDER.fullmatch(name.lower()))
+    return name in OPTIMIZER_CLASS_NAMES or bool(_OPTIMIZER_BUILDER.fullmatch(name.lower()))
 
 
 def is_scheduler_constructor(index: ModuleIndex, call: cst.Call) -> bool:

@@ -111,10 +111,3 @@ def _dedent(doc: str) -> str:
 
     first, _, rest = doc.partition("\n")
     return (first.strip() + "\n" + textwrap.dedent(rest)).strip()
-
-
-def all_rules() -> dict[str, type[Rule]]:
-    """Every registered rule, by code (importing the rule modules registers them)."""
-    import memlint.rules  # noqa: F401  (the package imports every rule module)
-
-    return dict(sorted(REGISTRY.items()))

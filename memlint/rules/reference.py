@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # the rules (and libcst) load when a page is rendered, not wi
 
 
 def all_rules() -> "dict[str, type[Rule]]":
-    from memlint.rules.base import all_rules as registered
+    from memlint.rules import all_rules as registered
 
     return registered()
 

@@ -9,7 +9,7 @@ import pytest
 
 from memlint.cli.estimate import add_arguments
 from memlint.cli.main import EXIT_OK, EXIT_USAGE, main
-from memlint.cli.run_of_path import plan_for_path
+from memlint.cli.named_run import plan_for_path
 
 from .helpers import write_files
 

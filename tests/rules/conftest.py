@@ -11,7 +11,8 @@ from memlint.lint.apply_fixes import apply_edits
 from memlint.lint.rule_examples import run_example
 from memlint.model.diagnostics import Diagnostic
 from memlint.python.source import PythonSyntaxError, parse
-from memlint.rules.base import Example, all_rules
+from memlint.rules import all_rules
+from memlint.rules.base import Example
 
 
 def _lint(code: str, source: str, path: str = "train.py", **example) -> list[Diagnostic]:

@@ -7,7 +7,7 @@ import pytest
 
 from memlint.lint.engine import Linter
 from memlint.project.settings import Settings
-from memlint.rules.base import all_rules
+from memlint.rules import all_rules
 
 TRAINING_RULES = tuple(code for code in all_rules() if code[:3] in ("ACC", "AMP", "CKP", "TRN"))
 

@@ -1,4 +1,5 @@
-"""The training run a path defines or takes part in, for ``memlint estimate PATH``.
+"""The training run a command line names: the run a PATH defines or takes part in, or
+``--model`` with the setup flags (``memlint estimate`` and ``memlint trace``).
 
 The path goes through the same machinery as ``memlint check``: the project around it (its
 settings discovered from the path), the documents it links and those that link it, the plan
@@ -14,8 +15,12 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from memlint.catalog.models import UnknownModel
+from memlint.catalog.models import resolve as resolve_model
+from memlint.cli.errors import UsageError
+from memlint.cli.run_flags import setup_from_args
 from memlint.documents.reading import LINTED_SUFFIXES
-from memlint.estimate import Architecture, TrainingSetup
+from memlint.estimate import Architecture, TrainingSetup, UnsupportedArchitecture
 from memlint.facts.resolve import ResolvedRun, resolve
 from memlint.lint.engine import run_context
 from memlint.model.provenance import Sourced
@@ -30,11 +35,9 @@ def plan_for_path(path: str, args: argparse.Namespace) -> tuple[Architecture, Tr
     """(architecture, setup, target GPU) of the run ``path`` defines or takes part in.
 
     ``args.model``, when given, replaces the model the files name. Raises
-    ``memlint.cli.main.UsageError`` with a clear message when the path cannot be read, defines no
+    ``UsageError`` with a clear message when the path cannot be read, defines no
     run, or names a model memlint does not know.
     """
-    from memlint.cli.errors import UsageError
-
     target = Path(path)
     if not target.is_file():
         raise UsageError(f"{path}: no such file" if not target.exists() else f"{path}: not a file")
@@ -55,10 +58,8 @@ def plans_in_directory(path: str, args: argparse.Namespace) -> list[tuple[str, A
 
     A run is listed once, under its entry (the launcher of a launched script, the script or
     config that names the model). Runs that cannot be estimated are reported on stderr and
-    left out; a directory with none raises ``memlint.cli.main.UsageError``.
+    left out; a directory with none raises ``UsageError``.
     """
-    from memlint.cli.errors import UsageError
-
     target = Path(path)
     if not target.is_dir():
         raise UsageError(f"{path}: no such directory")
@@ -97,9 +98,6 @@ def plans_in_directory(path: str, args: argparse.Namespace) -> list[tuple[str, A
 def _finish(project: Project, run: ResolvedRun, settings: Settings, args: argparse.Namespace,
             path: str) -> tuple[Architecture, TrainingSetup, str | None]:
     """A resolved run with the command line's overrides: --model, then the setup flags."""
-    from memlint.cli.errors import UsageError
-    from memlint.cli.run_flags import setup_from_args
-
     model = getattr(args, "model", None)
     if model:  # --model replaces the model the files name, the rest of the run stays
         plan = replace(run.plan, facts={**run.plan.facts, "model": Sourced(model, None, "--model")})
@@ -175,3 +173,22 @@ def _shown(project: Project, path: str) -> str:
         return Path(path).resolve().relative_to(project.root).as_posix()
     except ValueError:
         return path
+
+
+def plan_from_args(args: argparse.Namespace) -> tuple[Architecture, TrainingSetup, str | None]:
+    """(architecture, setup, target GPU) of the run the command line names: the run of a PATH
+    (with the flags overriding its files), else --model and the setup flags."""
+    if args.path and not args.model:
+        return plan_for_path(args.path, args)
+    if not args.model:
+        raise UsageError("give --model (a Hub id, alias or config.json) or a script/config path")
+    try:
+        found = resolve_model(args.model, offline=getattr(args, "offline", False) or None)
+    except (UnknownModel, UnsupportedArchitecture) as error:
+        raise UsageError(str(error)) from None
+    for note in (found.note, found.arch.generic_note):
+        if note:
+            print(f"memlint: note: {note}", file=sys.stderr)
+    if found.four_bit and args.lora_r and not args.qlora:
+        args.qlora = True  # a bnb-4bit upload's weights are 4-bit NF4 under the adapters
+    return found.arch, setup_from_args(args), args.gpu
