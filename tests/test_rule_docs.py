@@ -6,13 +6,13 @@ import shutil
 
 from memlint.cli.main import main as cli_main
 from memlint.rules import all_rules
-from memlint.rules import reference as docs
+from memlint.output import rule_pages as docs
 from memlint.rules.base import Example, Rule
 
 
 def test_committed_pages_are_up_to_date():
     stale = docs.stale_pages()
-    assert stale == [], f"stale rule pages {stale}: run `python -m memlint.rules.reference`"
+    assert stale == [], f"stale rule pages {stale}: run `python -m memlint.output.rule_pages`"
 
 
 def test_check_mode_reports_a_changed_missing_or_orphan_page(tmp_path, capsys):

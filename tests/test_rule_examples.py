@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memlint.lint.rule_examples import run_example
+from memlint.model.diagnostics import Applicability
 from memlint.rules import all_rules
 
 RULES = all_rules()
@@ -35,5 +36,22 @@ def test_example(rule, kind, index, example):
         ]
     for diagnostic in outcome.diagnostics:
         assert example.message in diagnostic.message
+        _fix_matches_the_rule(rule, diagnostic.fix)
     if example.fixed is not None:
         assert outcome.fixed == example.fixed
+
+
+def _fix_matches_the_rule(rule, fix) -> None:
+    """A rule's page says which fixes it offers: none, safe ones only, or unsafe ones (which may
+    be safe where the rule is certain). A fix the declaration does not allow is a bug."""
+    if fix is None:
+        return
+    assert rule.fix_applicability is not None, f"{rule.code} offers a fix but declares none"
+    assert isinstance(fix.applicability, Applicability)
+    if rule.fix_applicability is Applicability.SAFE:
+        assert fix.applicability is Applicability.SAFE, f"{rule.code} is declared safe but offers an unsafe fix"
+
+
+def test_every_declared_fix_applicability_is_an_applicability():
+    for code, rule in RULES.items():
+        assert rule.fix_applicability is None or isinstance(rule.fix_applicability, Applicability), code

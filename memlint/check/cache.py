@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from memlint import __version__
-from memlint.model.diagnostics import Diagnostic, Edit, Fix, Position, Range, Related, Severity
+from memlint.model.diagnostics import Applicability, Diagnostic, Edit, Fix, Position, Range, Related, Severity
 from memlint.project.settings import Settings
 
 CACHE_DIR = ".memlint_cache"
@@ -295,7 +295,7 @@ def diagnostic_from_json(v: dict) -> Diagnostic:
         fix=None if fix is None else Fix(
             message=str(fix["message"]),
             edits=tuple(Edit(str(p), _unrange(r), str(t)) for p, r, t in fix["edits"]),
-            applicability=str(fix["applicability"]),
+            applicability=Applicability(fix["applicability"]),
         ),
         related=tuple(Related(str(p), _unrange(r), str(m)) for p, r, m in v["related"]),
         data=v["data"] if isinstance(v["data"], dict) else {},

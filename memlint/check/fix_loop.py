@@ -18,7 +18,7 @@ from memlint.check.run import LintResult, lint
 from memlint.documents.reading import decode, syntax_of
 from memlint.lint import failures
 from memlint.lint.apply_fixes import apply_edits, write_atomically
-from memlint.model.diagnostics import Diagnostic, Edit
+from memlint.model.diagnostics import Applicability, Diagnostic, Edit
 from memlint.project.settings import Settings
 
 MAX_PASSES = 4
@@ -59,7 +59,7 @@ def fix_files(
     for _ in range(MAX_PASSES):
         edits: dict[str, list[Edit]] = defaultdict(list)
         for d in diagnostics:
-            if d.fix is None or (d.fix.applicability != "safe" and not unsafe):
+            if d.fix is None or (d.fix.applicability != Applicability.SAFE and not unsafe):
                 continue
             for edit in d.fix.edits:
                 edits[str(Path(edit.path).resolve())].append(edit)

@@ -7,7 +7,6 @@ import json
 
 from memlint.catalog.gpus import UnknownGpu, lookup_gpu
 from memlint.cli.errors import EXIT_OK, UsageError
-from memlint.cli.named_run import plan_from_args
 from memlint.cli.run_flags import add_run_arguments
 from memlint.estimate import Budget, ServingSetup, capacity_for, estimate_serving, estimate_training, suggest
 from memlint.model.units import GiB
@@ -31,6 +30,8 @@ def budget_json(budget: Budget, suggestions) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
+    from memlint.cli.named_run import plan_from_args  # the project machinery loads only when used
+
     arch, setup, gpu_name = plan_from_args(args)
     capacity = None
     if gpu_name:

@@ -85,7 +85,7 @@ def _run_lsp(args) -> int:
 
 
 def _add_rule(sub) -> None:
-    from memlint.rules import reference as docs
+    from memlint.output import rule_pages as docs
 
     p = sub.add_parser(
         "rule",

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from memlint.cli.estimate import budget_json
-from memlint.cli.named_run import plan_from_args
 from memlint.cli.run_flags import add_run_arguments
 
 EXTRA_MESSAGE = "memlint trace needs the optional extra: pip install 'memlint[trace]'"
@@ -75,6 +74,8 @@ def _runs(args: argparse.Namespace) -> list[_Run]:
         from memlint.cli.named_run import plan_for_path
 
         return [_Run(args.path, *plan_for_path(args.path, args))]
+    from memlint.cli.named_run import plan_from_args
+
     arch, setup, gpu = plan_from_args(args)
     return [_Run(None, arch, setup, gpu)]
 

@@ -28,7 +28,7 @@ SCHEMA_OF_KIND = {
     "neox": "deepspeed",  # a GPT-NeoX argument file: its DeepSpeed sections
 }
 HF_VARIANTS = ("hf-training-arguments", "trl-sft-config", "trl-dpo-config")
-CONFIG_KINDS = frozenset({*SCHEMA_OF_KIND, "hf-args"})
+VALIDATED_KINDS = frozenset({*SCHEMA_OF_KIND, "hf-args"})  # the config kinds checked against a schema
 
 TOOL = {
     "deepspeed": "DeepSpeed",

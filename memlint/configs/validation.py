@@ -23,9 +23,9 @@ from typing import Any, Iterator
 from jsonschema.exceptions import ValidationError, best_match
 
 from memlint.configs.schema import (
-    CONFIG_KINDS,
     HF_VARIANTS,
     TOOL,
+    VALIDATED_KINDS,
     candidates,
     items_schema,
     known_keys,
@@ -39,7 +39,7 @@ from memlint.configs.schema import (
     validator,
 )
 from memlint.documents.structured import Path_, Structured
-from memlint.model.diagnostics import Edit, Fix, Range
+from memlint.model.diagnostics import Applicability, Edit, Fix, Range
 
 # What the tool does with a key it does not know (the reason an unknown key matters).
 ON_UNKNOWN = {
@@ -78,7 +78,7 @@ _CACHE: "weakref.WeakKeyDictionary[Structured, list[Issue]]" = weakref.WeakKeyDi
 
 def issues(path: str, kind: str, data: Structured | None) -> list[Issue]:
     """Every schema issue of a loaded document (computed once per loaded document)."""
-    if data is None or not data.ok or kind not in CONFIG_KINDS:
+    if data is None or not data.ok or kind not in VALIDATED_KINDS:
         return []
     cached = _CACHE.get(data)
     if cached is None:
@@ -261,7 +261,7 @@ class _Validation:
         if suggestions:
             message += "; did you mean " + " or ".join(f"`{s}`" for s in suggestions) + "?"
             if len(suggestions) == 1:
-                fix = self._rename_fix(key_path, suggestions[0], "safe" if certain else "unsafe")
+                fix = self._rename_fix(key_path, suggestions[0], Applicability.SAFE if certain else Applicability.UNSAFE)
         consequence = ON_UNKNOWN.get(self.name, "")
         if self.name == "axolotl" and len(key_path) > 1:
             consequence = "Axolotl does not read it"
@@ -350,7 +350,7 @@ class _Validation:
 
     # ------------------------------------------------------------------ fixes
 
-    def _rename_fix(self, key_path: Path_, new_key: str, applicability: str) -> Fix:
+    def _rename_fix(self, key_path: Path_, new_key: str, applicability: Applicability) -> Fix:
         where = self.data.range_of(key_path, key=True)
         return Fix(f"rename `{key_path[-1]}` to `{new_key}`", (Edit(self.file, where, self._key_text(where, new_key)),),
                    applicability)
@@ -412,7 +412,7 @@ class _Validation:
         fix = None
         if isinstance(replacement, str) and re.fullmatch(r"\w+", replacement):
             if replacement not in siblings and self._takes_value(key_path, replacement, siblings):
-                fix = self._rename_fix(key_path, replacement, "safe")
+                fix = self._rename_fix(key_path, replacement, Applicability.SAFE)
                 if not legacy_prefix:
                     message += f": use `{replacement}`"
             elif replacement in siblings:

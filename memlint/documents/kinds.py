@@ -18,9 +18,44 @@ import re
 from pathlib import PurePath
 from typing import Any
 
-# The kinds memlint reads as configs (plus "json"/"yaml" for anything else).
-CONFIG_KINDS = ("deepspeed", "accelerate", "axolotl", "llamafactory", "llamafactory-v1", "hf-args", "torchtune",
-                "neox", "composer")
+from memlint.model.text_enum import TextEnum
+
+
+class DocumentKind(TextEnum):
+    """What a document is to memlint: training code, a launcher, one tool's config, or plain
+    JSON/YAML/other text it only checks for syntax."""
+
+    PYTHON = "python"  # training code (imports an ML library)
+    PYTHON_OTHER = "python-other"  # Python that imports no ML library: read, not parsed
+    SHELL = "shell"  # launcher scripts: torchrun, deepspeed, accelerate launch, slurm
+    DEEPSPEED = "deepspeed"
+    ACCELERATE = "accelerate"
+    AXOLOTL = "axolotl"
+    LLAMAFACTORY = "llamafactory"
+    LLAMAFACTORY_V1 = "llamafactory-v1"
+    HF_ARGS = "hf-args"  # TrainingArguments / TRL configs written as JSON or YAML
+    TORCHTUNE = "torchtune"
+    COMPOSER = "composer"
+    NEOX = "neox"
+    MEMLINT_SETTINGS = "memlint-settings"
+    JSON = "json"
+    YAML = "yaml"
+    OTHER = "other"
+
+
+# the kinds memlint reads as one tool's config
+CONFIG_KINDS = frozenset({
+    DocumentKind.DEEPSPEED, DocumentKind.ACCELERATE, DocumentKind.AXOLOTL, DocumentKind.LLAMAFACTORY,
+    DocumentKind.LLAMAFACTORY_V1, DocumentKind.HF_ARGS, DocumentKind.TORCHTUNE, DocumentKind.NEOX,
+    DocumentKind.COMPOSER,
+})
+# the kinds that can define a run of their own (a model, a trainer, a launched script)
+ENTRY_KINDS = frozenset({
+    DocumentKind.PYTHON, DocumentKind.AXOLOTL, DocumentKind.LLAMAFACTORY, DocumentKind.LLAMAFACTORY_V1,
+    DocumentKind.HF_ARGS, DocumentKind.TORCHTUNE, DocumentKind.COMPOSER, DocumentKind.SHELL,
+})
+# the kinds whose documents can take part in a training run
+RUN_KINDS = ENTRY_KINDS | {DocumentKind.DEEPSPEED, DocumentKind.ACCELERATE}
 
 DEEPSPEED_SIGNATURE = {"zero_optimization", "train_micro_batch_size_per_gpu"}
 DEEPSPEED_KEYS = {
@@ -61,9 +96,13 @@ _ACCELERATE_DIR = re.compile(r"(^|/)accelerate(_configs?)?/", re.I)
 _SETTINGS_NAME = re.compile(r"^\.?memlint\.toml$")
 
 
-def detect(path: str, syntax: str, value: Any) -> str:
-    """The document kind: deepspeed, accelerate, axolotl, llamafactory, hf-args, or the
-    plain syntax ("json"/"yaml") when it is none of them."""
+def detect(path: str, syntax: str, value: Any) -> DocumentKind:
+    """The document kind: one tool's config, or the plain syntax ("json"/"yaml") when it is
+    none of them."""
+    return DocumentKind(_detect(path, syntax, value))
+
+
+def _detect(path: str, syntax: str, value: Any) -> str:
     name = PurePath(path).name
     posix = PurePath(path).as_posix()
     if _SETTINGS_NAME.match(name):

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from memlint.documents import kinds, structured
+from memlint.documents.kinds import DocumentKind
 from memlint.documents.reading import Document
 from memlint.python import source as python_source
 from memlint.python.tree import children
@@ -20,9 +21,7 @@ if TYPE_CHECKING:
 @dataclass
 class ParsedDocument:
     document: Document
-    # "python" (training code), "python-other" (Python that imports no ML library: not parsed),
-    # "shell", "deepspeed", "accelerate", "axolotl", "llamafactory", "hf-args", "json", "yaml", "other"
-    kind: str
+    kind: DocumentKind
     python: python_source.PythonSource | None = None
     syntax_error: python_source.PythonSyntaxError | None = None
     structured: structured.Structured | None = None
@@ -33,6 +32,9 @@ class ParsedDocument:
     facts: "list[RunFacts] | None" = field(default=None, repr=False, compare=False)
     # memlint's own failures on it while reading it or extracting its facts (memlint.lint.failures)
     failures: list[str] = field(default_factory=list, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.kind = DocumentKind(self.kind)  # a syntax ("json") is a kind too; anything else is a bug
 
     @property
     def path(self) -> str:

@@ -12,7 +12,6 @@ import os
 import stat
 import tokenize
 from dataclasses import dataclass
-from pathlib import Path
 
 from memlint.documents import reads
 

@@ -229,8 +229,8 @@ def render_gpu(data: dict[str, Any] | None) -> list[str]:
     lines = [
         "## On a real GPU",
         "",
-        f"`bench/gpu_truth.py` ran the calibration cases' two training steps on a real GPU, one fresh",
-        f"process per case, random weights from the published `config.json` (same code path as",
+        "`bench/gpu_truth.py` ran the calibration cases' two training steps on a real GPU, one fresh",
+        "process per case, random weights from the published `config.json` (same code path as",
         f"`memlint trace`, with CUDA's own kernels): **{dev['name']}**, {total / GiB:.2f} GiB as",
         f"`torch.cuda.mem_get_info` reports it, driver {dev.get('driver')}, CUDA {dev.get('cuda')}, torch "
         f"{v.get('torch')}, transformers {v.get('transformers')}, peft {v.get('peft')}, on {data['date']}",
@@ -246,7 +246,7 @@ def render_gpu(data: dict[str, Any] | None) -> list[str]:
         f"- The process holds {context[0] / mib:.0f} MiB once CUDA is initialised and "
         f"{outside[0] / mib:.0f}-{outside[-1] / mib:.0f} MiB outside the caching",
         "  allocator after the steps (the context and the kernel modules loaded on first use).",
-        f"  memlint's 1 GiB reserve (`cuda-context-gib`) covers that and the workspaces.",
+        "  memlint's 1 GiB reserve (`cuda-context-gib`) covers that and the workspaces.",
         f"- `max_memory_reserved` is above `max_memory_allocated` by a median {statistics.median(over):.1%} and up to "
         f"{over[-1]:.1%}",
         "  (the allocator keeps freed blocks cached while memory is plentiful; under pressure it frees",

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memlint.estimate.architecture import Architecture, Linear
-from memlint.estimate.policy import BNB_MIN_8BIT_SIZE, OPTIMIZERS, POLICIES
+from memlint.estimate.policy import OPTIMIZERS, POLICIES
 from memlint.estimate.setup import Sharding, TrainingSetup
 
 # bitsandbytes NF4/FP4: 4 bits per weight plus one absmax per 64-weight block, stored as fp32,

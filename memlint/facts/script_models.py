@@ -17,7 +17,7 @@ from memlint.python.library import (
     is_model_loader,
     liger,
 )
-from memlint.python.values import Found, Mapping, Ref
+from memlint.python.values import Found, Ref
 
 
 def dtype_of(value: Any) -> str | None:

@@ -4,17 +4,17 @@ call it; it never imports either of them.
 
 from __future__ import annotations
 
-import functools
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING, Iterable
 
+from memlint.documents.kinds import RUN_KINDS
 from memlint.lint import failures, suppress
 from memlint.lint.collector import collector_paused
-from memlint.model.diagnostics import Diagnostic, Range, Severity
+from memlint.model.diagnostics import Diagnostic, Range
 from memlint.project.settings import Settings
-from memlint.project.store import RUN_KINDS, Project
+from memlint.project.store import Project
 from memlint.project.walk import iter_files
 
 if TYPE_CHECKING:  # the rules, the estimator and libcst load with the first file linted, so
@@ -91,7 +91,7 @@ class Linter:
             print(f"memlint: internal error: {path}: {message}", file=sys.stderr)
         capacity = capacity_of(self.settings)
         runs = []
-        needs_runs = parsed.kind in RUN_KINDS and any("run" in r.kinds for r in self.rules)
+        needs_runs = parsed.kind in RUN_KINDS and any(r.judges_runs for r in self.rules)
         if needs_runs:
             try:
                 runs = self.project.runs_for(path, run_context(self.settings))
@@ -100,7 +100,7 @@ class Linter:
         ctx = RuleContext(parsed=parsed, settings=self.settings, capacity=capacity, runs=runs)
         findings: list[tuple[Rule, Finding]] = []
         for rule in self.rules:
-            if not (parsed.kind in rule.kinds or "*" in rule.kinds or ("run" in rule.kinds and runs)):
+            if not (parsed.kind in rule.kinds or rule.every_document or (rule.judges_runs and runs)):
                 continue
             try:
                 for finding in rule.check(ctx):
@@ -125,7 +125,6 @@ class Linter:
 
     def _with_edits(self, findings, runs, ctx) -> list:
         """Each memory finding's suggestions with the edits that make them true."""
-        from dataclasses import replace
 
         from memlint.lint.suggestion_edits import edits_json, suggestion_edits
         from memlint.lint.verdicts import VERDICT_CODES

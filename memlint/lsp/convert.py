@@ -21,7 +21,7 @@ from pygls.uris import from_fs_path, to_fs_path
 from pygls.workspace.position_codec import PositionCodec
 
 from memlint.documents.reading import syntax_of
-from memlint.model.diagnostics import Diagnostic, Position, Range, Severity
+from memlint.model.diagnostics import Applicability, Diagnostic, Position, Range, Severity
 from memlint.model.units import GiB
 from memlint.rules import all_rules
 
@@ -203,7 +203,7 @@ def to_lsp_diagnostic(
         if edits:
             data["fix"] = {
                 "title": diagnostic.fix.message,
-                "safe": diagnostic.fix.applicability == "safe",
+                "safe": diagnostic.fix.applicability is Applicability.SAFE,
                 "edits": edits,
             }
     suggestions = _suggestions(diagnostic.data,

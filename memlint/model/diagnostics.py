@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from memlint.model.text_enum import TextEnum
+
 # Positions count lines broken at \n, \r\n and \r, as libcst and the Language Server Protocol
 # do. ``str.splitlines`` also breaks at \f, \v, \x1c-\x1e, \x85, \u2028 and \u2029, which
 # can sit inside a line of a script or config and would shift every line after them.
@@ -103,12 +105,19 @@ class Edit:
     new_text: str
 
 
+class Applicability(TextEnum):
+    """How far a fix can be trusted (ruff's terms): ``--fix`` applies safe fixes; unsafe ones
+    are only offered (the editor's quick fixes, ``--unsafe-fixes``)."""
+
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+
+
 @dataclass(frozen=True)
 class Fix:
     message: str
     edits: tuple[Edit, ...]
-    # "safe" fixes are applied by ``--fix``; "unsafe" ones only offered (editor, --unsafe-fixes).
-    applicability: str = "safe"
+    applicability: Applicability = Applicability.SAFE
 
 
 @dataclass(frozen=True)

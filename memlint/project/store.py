@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memlint.documents import reads
+from memlint.documents.kinds import ENTRY_KINDS, RUN_KINDS
 from memlint.documents.reading import LINTED_SUFFIXES, Document, document_from_text, read_document
 from memlint.project.settings import Settings
 from memlint.project.walk import iter_files
@@ -42,10 +43,6 @@ _EXTENSION = re.compile(r"\.(?:json|ya?ml|py|sh)\b")
 _MODULE_FLAG = re.compile(r"(?<![\w-])(?:-m|--module)(?![\w-])")
 _MODULE_WORD = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 _WORDS_AFTER_MODULE_FLAG = 6  # launcher options may come between the flag and the module
-ENTRY_KINDS = ("python", "axolotl", "llamafactory", "llamafactory-v1", "hf-args", "torchtune", "composer", "shell")
-# kinds whose documents can take part in a training run
-RUN_KINDS = ("python", "deepspeed", "hf-args", "accelerate", "axolotl", "llamafactory", "llamafactory-v1", "torchtune",
-             "composer", "shell")
 
 
 @dataclass

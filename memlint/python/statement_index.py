@@ -19,7 +19,7 @@ from typing import Callable
 
 import libcst as cst
 
-from memlint.python.syntax import DEFERRED, children, iter_nodes
+from memlint.python.syntax import DEFERRED, iter_nodes
 
 Table = dict[str, list]  # a flow's definitions by name (``index.Definition``)
 

@@ -6,7 +6,7 @@ import pkgutil
 from memlint.rules.base import REGISTRY, Example, Finding, Rule
 
 for _module in pkgutil.iter_modules(__path__):
-    if not _module.name.startswith("_") and _module.name not in ("base", "reference"):
+    if not _module.name.startswith("_") and _module.name != "base":
         importlib.import_module(f"{__name__}.{_module.name}")
 
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 from typing import Any, ClassVar, Iterator
 
 from memlint.configs import schema, validation
+from memlint.documents.kinds import DocumentKind
 from memlint.facts.resolve import ResolvedRun
 from memlint.lint.context import RuleContext
-from memlint.model.diagnostics import Edit, Fix, Range
-from memlint.model.provenance import Sourced
+from memlint.model.diagnostics import Applicability, Edit, Fix, Range
 from memlint.rules.base import Finding, Rule
 
-CONFIG_KINDS = frozenset(schema.CONFIG_KINDS)
+VALIDATED_KINDS = frozenset(DocumentKind(kind) for kind in schema.VALIDATED_KINDS)
 # Frameworks that run DeepSpeed through the HF Trainer (which fills "auto" and checks the rest).
 HF_TRAINER_FAMILY = ("hf-trainer", "trl", "axolotl", "llamafactory")
 # The schema whose defaults are the Trainer's, per framework.
@@ -28,7 +28,7 @@ class SchemaRule(Rule):
     """A rule that reports one category of schema issue (unknown key, bad value, ...)."""
 
     category: ClassVar[str]
-    kinds = CONFIG_KINDS
+    kinds = VALIDATED_KINDS
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         for issue in validation.issues(ctx.path, ctx.kind, ctx.structured):
@@ -47,7 +47,7 @@ def shown_location(ctx: RuleContext, location) -> str:
     return f"{path}:{location.range.start.line}:{location.range.start.column + 1}"
 
 
-def replace_with(path: str, where: Range, text: str, message: str, applicability: str = "unsafe") -> Fix:
+def replace_with(path: str, where: Range, text: str, message: str, applicability: Applicability = Applicability.UNSAFE) -> Fix:
     return Fix(message, (Edit(path, where, text),), applicability)
 
 

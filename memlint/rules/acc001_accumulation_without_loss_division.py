@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from memlint.model.diagnostics import Edit, Fix, Related, Severity
+from memlint.documents.kinds import DocumentKind
+from memlint.model.diagnostics import Applicability, Edit, Fix, Related, Severity
 from memlint.python.dataflow import loss_is_divided
 from memlint.python.index import index_for
 from memlint.python.loops import Accumulation, accumulation_of, step_loops
@@ -135,8 +136,8 @@ class AccumulationWithoutLossDivision(Rule):
     code = "ACC001"
     name = "accumulation-without-loss-division"
     severity = Severity.WARNING
-    kinds = frozenset({"python"})
-    fix_applicability = "safe"
+    kinds = frozenset({DocumentKind.PYTHON})
+    fix_applicability = Applicability.SAFE
 
     VALID = (
         Example(
@@ -263,7 +264,7 @@ class FullFinetuneRecipe:
             fix = Fix(
                 f"divide the loss by `{divisor}` before backward()",
                 (Edit(ctx.path, py.range_of(backward.loss), new_text),),
-                "safe",
+                Applicability.SAFE,
             )
         return Finding(
             range=py.range_of(backward.call),

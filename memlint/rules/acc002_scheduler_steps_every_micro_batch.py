@@ -6,6 +6,7 @@ from typing import Iterator
 
 import libcst as cst
 
+from memlint.documents.kinds import DocumentKind
 from memlint.model.diagnostics import Related, Severity
 from memlint.python.index import ModuleIndex, index_for
 from memlint.python.loops import accumulation_of, step_loops
@@ -67,7 +68,7 @@ class SchedulerStepsEveryMicroBatch(Rule):
     code = "ACC002"
     name = "scheduler-steps-every-micro-batch"
     severity = Severity.WARNING
-    kinds = frozenset({"python"})
+    kinds = frozenset({DocumentKind.PYTHON})
 
     VALID = (
         Example(

@@ -7,6 +7,7 @@ from typing import Iterator
 
 import libcst as cst
 
+from memlint.documents.kinds import DocumentKind
 from memlint.model.diagnostics import Related, Severity
 from memlint.python.index import ModuleIndex, index_for
 from memlint.python.loops import TrainingLoop, step_loops, training_loops, updating_backwards
@@ -105,7 +106,7 @@ class Fp16WithoutLossScaling(Rule):
     code = "AMP001"
     name = "fp16-without-loss-scaling"
     severity = Severity.WARNING
-    kinds = frozenset({"python"})
+    kinds = frozenset({DocumentKind.PYTHON})
 
     VALID = (
         Example(

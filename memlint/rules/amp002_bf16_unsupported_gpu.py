@@ -7,6 +7,7 @@ from typing import Iterator
 import libcst as cst
 
 from memlint.catalog.gpus import UnknownGpu, lookup_gpu
+from memlint.documents.kinds import DocumentKind
 from memlint.model.diagnostics import Severity
 from memlint.python.index import ModuleIndex, index_for
 from memlint.python.syntax import argument, dotted, is_false, iter_nodes, method_name, string_value
@@ -82,7 +83,7 @@ class Bf16UnsupportedGpu(Rule):
     code = "AMP002"
     name = "bf16-unsupported-gpu"
     severity = Severity.WARNING
-    kinds = frozenset({"python"})
+    kinds = frozenset({DocumentKind.PYTHON})
 
     VALID = (
         Example(

@@ -6,7 +6,8 @@ from typing import Iterator
 
 import libcst as cst
 
-from memlint.model.diagnostics import Edit, Fix, Position, Range, Related, Severity, split_lines
+from memlint.documents.kinds import DocumentKind
+from memlint.model.diagnostics import Applicability, Edit, Fix, Position, Range, Related, Severity, split_lines
 from memlint.python.index import ModuleIndex, index_for
 from memlint.python.loops import Event, flow_events
 from memlint.python.syntax import method_name, receiver
@@ -62,8 +63,8 @@ class ClipBeforeUnscale(Rule):
     code = "AMP003"
     name = "clip-before-unscale"
     severity = Severity.WARNING
-    kinds = frozenset({"python"})
-    fix_applicability = "unsafe"
+    kinds = frozenset({DocumentKind.PYTHON})
+    fix_applicability = Applicability.UNSAFE
 
     VALID = (
         Example(
@@ -134,7 +135,7 @@ for batch in loader:
             fix = Fix(
                 f"call {scaler}.unscale_({optimizer}) before clipping",
                 (Edit(ctx.path, Range(at, at), f"{indent}{scaler}.unscale_({optimizer})\n"),),
-                "unsafe",
+                Applicability.UNSAFE,
             )
         return Finding(
             range=py.range_of(clip.node),

@@ -7,7 +7,8 @@ from typing import Iterator
 
 import libcst as cst
 
-from memlint.model.diagnostics import Edit, Fix, Position, Range, Severity, split_lines
+from memlint.documents.kinds import DocumentKind
+from memlint.model.diagnostics import Applicability, Edit, Fix, Position, Range, Severity, split_lines
 from memlint.python.index import ModuleIndex, could_be_named, index_for
 from memlint.python.syntax import dotted, positional
 from memlint.rules.base import Example, Finding, Rule
@@ -76,8 +77,8 @@ class DeprecatedCudaAmp(Rule):
     code = "AMP004"
     name = "deprecated-cuda-amp"
     severity = Severity.INFO
-    kinds = frozenset({"python"})
-    fix_applicability = "safe"
+    kinds = frozenset({DocumentKind.PYTHON})
+    fix_applicability = Applicability.SAFE
 
     VALID = (
         Example(
@@ -166,7 +167,7 @@ class DeprecatedCudaAmp(Rule):
                     f"`{module}.{cls}` is deprecated and warns on every use; "
                     f'import `{cls}` from `torch.amp` and pass "{device}" first'
                 )
-                fix = Fix(f'use torch.amp.{cls}("{device}", ...)', tuple(edits), "safe") if edits else None
+                fix = Fix(f'use torch.amp.{cls}("{device}", ...)', tuple(edits), Applicability.SAFE) if edits else None
                 yield Finding(range=py.range_of(alias), message=message, fix=fix)
 
     def _uses_of(self, index: ModuleIndex, alias: cst.ImportAlias, module: str) -> list[_Use]:
@@ -208,7 +209,7 @@ class DeprecatedCudaAmp(Rule):
                     fix = Fix(
                         f'use torch.amp.{cls}("{device}", ...)',
                         (Edit(ctx.path, py.range_of(node), f"torch.amp.{cls}"), *call_edits),
-                        "safe",
+                        Applicability.SAFE,
                     )
             written = py.code_of(node)
             yield Finding(

@@ -13,7 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Mapping
 
-from memlint.model.diagnostics import Fix, Range, Related, Severity
+from memlint.documents.kinds import DocumentKind
+from memlint.model.diagnostics import Applicability, Fix, Range, Related, Severity
 
 if TYPE_CHECKING:
     from memlint.lint.context import RuleContext
@@ -55,11 +56,13 @@ class Rule:
     code: ClassVar[str]
     name: ClassVar[str]
     severity: ClassVar[Severity] = Severity.WARNING
-    # Document kinds the rule looks at: "python", "deepspeed", "hf-args", "accelerate",
-    # "axolotl", "llamafactory", "shell", "json", "yaml", or "run" for rules that judge a
-    # whole training run (they see every document of the run).
-    kinds: ClassVar[frozenset[str]] = frozenset()
-    fix_applicability: ClassVar[str | None] = None  # "safe" / "unsafe" when the rule fixes
+    # the kinds of document the rule looks at
+    kinds: ClassVar[frozenset[DocumentKind]] = frozenset()
+    # a rule that judges a whole training run sees every document that takes part in one
+    judges_runs: ClassVar[bool] = False
+    # a rule about reading files at all (SYN002) sees every document, whatever its kind
+    every_document: ClassVar[bool] = False
+    fix_applicability: ClassVar[Applicability | None] = None  # set when the rule's findings carry fixes
     VALID: ClassVar[tuple[Example, ...]] = ()
     INVALID: ClassVar[tuple[Example, ...]] = ()
 

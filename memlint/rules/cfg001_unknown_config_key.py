@@ -6,7 +6,7 @@ from typing import Iterator
 
 from memlint.configs import validation
 from memlint.facts.project_arguments import project_argument_fields
-from memlint.model.diagnostics import Severity
+from memlint.model.diagnostics import Applicability, Severity
 from memlint.rules._config import SchemaRule
 from memlint.rules.base import Example, Finding
 
@@ -42,7 +42,7 @@ class UnknownConfigKey(SchemaRule):
     name = "unknown-config-key"
     severity = Severity.ERROR
     category = "unknown"
-    fix_applicability = "unsafe"
+    fix_applicability = Applicability.UNSAFE
 
     VALID = (
         Example(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memlint.model.diagnostics import Severity
+from memlint.model.diagnostics import Applicability, Severity
 from memlint.rules._config import SchemaRule
 from memlint.rules.base import Example
 
@@ -28,7 +28,7 @@ class DeprecatedConfigKey(SchemaRule):
     name = "deprecated-config-key"
     severity = Severity.WARNING
     category = "deprecated"
-    fix_applicability = "safe"
+    fix_applicability = Applicability.SAFE
 
     VALID = (
         Example(

@@ -6,21 +6,22 @@ from typing import Iterator
 
 from memlint.documents import kinds
 from memlint.documents.conflicts import conflict_message
+from memlint.documents.kinds import DocumentKind
 from memlint.documents.structured import FATAL_KINDS
 from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Range, Severity
-from memlint.rules._config import CONFIG_KINDS
+from memlint.rules._config import VALIDATED_KINDS
 from memlint.rules.base import Example, Finding, Rule
 
 
 def looks_like_config(ctx: RuleContext) -> bool:
     """A config kind, or a broken file whose name or first keys say it is one (a broken
     ``package.json`` or editor settings file is none of memlint's business)."""
-    if ctx.kind in CONFIG_KINDS:
+    if ctx.kind in VALIDATED_KINDS:
         return True
     syntax = ctx.parsed.document.syntax
     keys = ctx.structured.partial_keys if ctx.structured is not None else ()
-    return kinds.detect(ctx.path, syntax, dict.fromkeys(keys) if keys else None) in CONFIG_KINDS
+    return kinds.detect(ctx.path, syntax, dict.fromkeys(keys) if keys else None) in VALIDATED_KINDS
 
 
 class UnreadableConfig(Rule):
@@ -43,7 +44,7 @@ class UnreadableConfig(Rule):
     code = "CFG006"
     name = "unreadable-config"
     severity = Severity.ERROR
-    kinds = CONFIG_KINDS | {"json", "yaml"}
+    kinds = VALIDATED_KINDS | {DocumentKind.JSON, DocumentKind.YAML}
 
     VALID = (
         Example(

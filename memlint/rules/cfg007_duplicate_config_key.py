@@ -6,7 +6,7 @@ from typing import Iterator
 
 from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Severity
-from memlint.rules._config import CONFIG_KINDS
+from memlint.rules._config import VALIDATED_KINDS
 from memlint.rules.base import Example, Finding, Rule
 
 
@@ -29,7 +29,7 @@ class DuplicateConfigKey(Rule):
     code = "CFG007"
     name = "duplicate-config-key"
     severity = Severity.WARNING
-    kinds = CONFIG_KINDS
+    kinds = VALIDATED_KINDS
 
     VALID = (
         Example(

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Iterator
 
 from memlint.configs.deepspeed import positive_int
+from memlint.documents.kinds import DocumentKind
 from memlint.lint.context import RuleContext
-from memlint.model.diagnostics import Severity
+from memlint.model.diagnostics import Applicability, Severity
 from memlint.rules._config import replace_with, runs_through, world_size
 from memlint.rules.base import Example, Finding, Rule
 
@@ -33,8 +34,9 @@ class DeepSpeedBatchSizeMismatch(Rule):
     code = "CFG010"
     name = "deepspeed-batch-size-mismatch"
     severity = Severity.ERROR
-    kinds = frozenset({"deepspeed", "run"})
-    fix_applicability = "unsafe"
+    kinds = frozenset({DocumentKind.DEEPSPEED})
+    judges_runs = True
+    fix_applicability = Applicability.UNSAFE
 
     VALID = (
         Example(

@@ -7,6 +7,7 @@ from typing import Iterator
 
 from memlint.configs import schema
 from memlint.configs.deepspeed import zero_stage
+from memlint.documents.kinds import DocumentKind
 from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Severity
 from memlint.rules.base import Example, Finding, Rule
@@ -41,7 +42,7 @@ class Stage3KeyIgnored(Rule):
     code = "CFG012"
     name = "stage3-key-ignored"
     severity = Severity.WARNING
-    kinds = frozenset({"deepspeed"})
+    kinds = frozenset({DocumentKind.DEEPSPEED})
 
     VALID = (
         Example(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from memlint.configs.deepspeed import OFFLOAD_DEVICES, offload_device, offload_stages, zero_stage
+from memlint.documents.kinds import DocumentKind
 from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Severity
 from memlint.rules.base import Example, Finding, Rule
@@ -33,7 +34,7 @@ class OffloadIgnored(Rule):
     code = "CFG013"
     name = "offload-ignored"
     severity = Severity.WARNING
-    kinds = frozenset({"deepspeed", "accelerate"})
+    kinds = frozenset({DocumentKind.DEEPSPEED, DocumentKind.ACCELERATE})
 
     VALID = (
         Example(

@@ -7,9 +7,10 @@ import os
 from typing import Any, Iterator
 
 from memlint.configs.deepspeed import enabled, number, positive_int
+from memlint.documents.kinds import DocumentKind
 from memlint.facts.resolve import ResolvedRun
 from memlint.lint.context import RuleContext
-from memlint.model.diagnostics import Related, Severity
+from memlint.model.diagnostics import Applicability, Related, Severity
 from memlint.rules._config import (
     HF_TRAINER_FAMILY,
     replace_with,
@@ -132,8 +133,9 @@ class TrainerDeepSpeedMismatch(Rule):
     code = "CFG014"
     name = "trainer-deepspeed-mismatch"
     severity = Severity.ERROR
-    kinds = frozenset({"deepspeed", "run"})
-    fix_applicability = "unsafe"
+    kinds = frozenset({DocumentKind.DEEPSPEED})
+    judges_runs = True
+    fix_applicability = Applicability.UNSAFE
 
     VALID = (
         Example(

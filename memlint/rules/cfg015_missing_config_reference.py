@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterator
 
+from memlint.documents.kinds import DocumentKind
 from memlint.documents.parsed import parse_document
 from memlint.documents.reading import read_document
 from memlint.facts.extract import extract
@@ -58,7 +59,7 @@ class MissingConfigReference(Rule):
     code = "CFG015"
     name = "missing-config-reference"
     severity = Severity.WARNING
-    kinds = frozenset({"axolotl", "llamafactory", "llamafactory-v1", "hf-args", "accelerate", "python", "shell"})
+    kinds = frozenset({DocumentKind.AXOLOTL, DocumentKind.LLAMAFACTORY, DocumentKind.LLAMAFACTORY_V1, DocumentKind.HF_ARGS, DocumentKind.ACCELERATE, DocumentKind.PYTHON, DocumentKind.SHELL})
 
     VALID = (
         Example(_AXOLOTL, path="qwen-14b.yml", files={"deepspeed_configs/zero3_bf16.json": _ZERO3}),

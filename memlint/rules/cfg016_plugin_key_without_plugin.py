@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from memlint.documents.kinds import DocumentKind
 from memlint.model.diagnostics import Severity
 from memlint.rules._config import SchemaRule
 from memlint.rules.base import Example
@@ -31,7 +32,7 @@ class PluginKeyWithoutPlugin(SchemaRule):
     name = "plugin-key-without-plugin"
     severity = Severity.WARNING
     category = "plugin"
-    kinds = frozenset({"axolotl"})
+    kinds = frozenset({DocumentKind.AXOLOTL})
 
     VALID = (
         Example(

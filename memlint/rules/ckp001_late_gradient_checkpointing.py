@@ -7,7 +7,8 @@ from typing import Iterator
 
 import libcst as cst
 
-from memlint.model.diagnostics import Edit, Fix, Position, Range, Related, Severity, split_lines
+from memlint.documents.kinds import DocumentKind
+from memlint.model.diagnostics import Applicability, Edit, Fix, Position, Range, Related, Severity, split_lines
 from memlint.python.index import ModuleIndex, index_for
 from memlint.python.syntax import (
     argument,
@@ -106,8 +107,8 @@ class LateGradientCheckpointing(Rule):
     code = "CKP001"
     name = "late-gradient-checkpointing"
     severity = Severity.WARNING
-    kinds = frozenset({"python"})
-    fix_applicability = "safe"
+    kinds = frozenset({DocumentKind.PYTHON})
+    fix_applicability = Applicability.SAFE
 
     VALID = (
         Example(
@@ -352,4 +353,4 @@ def _move_fix(ctx, index: ModuleIndex, late: _Late) -> Fix | None:
         Edit(ctx.path, Range(Position(target.line, 0), Position(target.line, 0)), f"{indent}{moved}\n"),
         Edit(ctx.path, Range(Position(start, 0), Position(end + 1, 0)), ""),
     )
-    return Fix(f"enable gradient checkpointing before {py.code_of(late.wrap.func)}", edits, "safe")
+    return Fix(f"enable gradient checkpointing before {py.code_of(late.wrap.func)}", edits, Applicability.SAFE)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from memlint.model.diagnostics import Edit, Fix, Range, Severity
+from memlint.documents.kinds import DocumentKind
+from memlint.model.diagnostics import Applicability, Edit, Fix, Range, Severity
 from memlint.python.index import index_for
 from memlint.python.syntax import has_star_kwargs, keyword
 from memlint.rules.base import Example, Finding, Rule
@@ -66,8 +67,8 @@ class CheckpointWithoutUseReentrant(Rule):
     code = "CKP002"
     name = "checkpoint-without-use-reentrant"
     severity = Severity.WARNING
-    kinds = frozenset({"python"})
-    fix_applicability = "safe"
+    kinds = frozenset({DocumentKind.PYTHON})
+    fix_applicability = Applicability.SAFE
 
     VALID = (
         Example(
@@ -98,7 +99,7 @@ class CheckpointWithoutUseReentrant(Rule):
             if keyword(node, "use_reentrant") is not None or has_star_kwargs(node) or not node.args:
                 continue
             end = py.range_of(node.args[-1].value).end
-            fix = Fix("pass use_reentrant=False", (Edit(ctx.path, Range(end, end), ", use_reentrant=False"),), "safe")
+            fix = Fix("pass use_reentrant=False", (Edit(ctx.path, Range(end, end), ", use_reentrant=False"),), Applicability.SAFE)
             yield Finding(
                 range=py.range_of(node),
                 message=(

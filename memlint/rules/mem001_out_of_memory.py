@@ -77,7 +77,7 @@ class OutOfMemory(Rule):
     code = "MEM001"
     name = "out-of-memory"
     severity = Severity.ERROR
-    kinds = frozenset({"run"})
+    judges_runs = True
 
     VALID = (
         Example(

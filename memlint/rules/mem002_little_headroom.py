@@ -48,7 +48,7 @@ class LittleHeadroom(Rule):
     code = "MEM002"
     name = "little-headroom"
     severity = Severity.WARNING
-    kinds = frozenset({"run"})
+    judges_runs = True
 
     VALID = (
         Example(_YAML.format(model="Qwen/Qwen2.5-3B", batch=12), path="sft.yaml", settings={"gpu": "a100-80gb"},

@@ -38,7 +38,7 @@ class CannotEstimate(Rule):
     code = "MEM003"
     name = "cannot-estimate"
     severity = Severity.INFO
-    kinds = frozenset({"run"})
+    judges_runs = True
 
     VALID = (
         Example(_SCRIPT.format(model="Qwen/Qwen2.5-7B"), settings={"gpu": "h100"},

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from memlint.documents.conflicts import conflict_message
+from memlint.documents.kinds import DocumentKind
 from memlint.model.diagnostics import Severity
 from memlint.rules.base import Example, Finding, Rule
 
@@ -23,7 +24,7 @@ class PythonSyntaxError(Rule):
     code = "SYN001"
     name = "python-syntax-error"
     severity = Severity.ERROR
-    kinds = frozenset({"python"})
+    kinds = frozenset({DocumentKind.PYTHON})
 
     VALID = (Example("import torch\n\nmodel = torch.nn.Linear(4, 4)\n", title="Parses"),)
     INVALID = (

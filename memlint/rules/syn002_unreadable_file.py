@@ -31,7 +31,7 @@ class UnreadableFile(Rule):
     code = "SYN002"
     name = "unreadable-file"
     severity = Severity.WARNING
-    kinds = frozenset({"*"})
+    every_document = True
 
     VALID = (Example('{"train_micro_batch_size_per_gpu": 4}\n', path="ds_config.json", title="Plain UTF-8"),)
     INVALID = (

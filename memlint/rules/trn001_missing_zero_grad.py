@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from memlint.documents.kinds import DocumentKind
 from memlint.model.diagnostics import Related, Severity
 from memlint.python.index import index_for
 from memlint.python.loops import flow_events, step_loops
@@ -54,7 +55,7 @@ class MissingZeroGrad(Rule):
     code = "TRN001"
     name = "missing-zero-grad"
     severity = Severity.ERROR
-    kinds = frozenset({"python"})
+    kinds = frozenset({DocumentKind.PYTHON})
 
     VALID = (
         Example(_SCRIPT.format(zero="        optimizer.zero_grad()\n"), title="Gradients reset on every step"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from memlint.documents.kinds import DocumentKind
 from memlint.model.diagnostics import Related, Severity
 from memlint.python.index import index_for
 from memlint.python.loops import Event, TrainingLoop, accumulation_of, step_loops
@@ -80,7 +81,7 @@ class ZeroGradDiscardsGradients(Rule):
     code = "TRN002"
     name = "zero-grad-discards-gradients"
     severity = Severity.ERROR
-    kinds = frozenset({"python"})
+    kinds = frozenset({DocumentKind.PYTHON})
 
     VALID = (Example(_SCRIPT.format(body=_ORDERED), title="zero_grad after the step, under the same condition"),)
     INVALID = (

@@ -6,6 +6,7 @@ from typing import Iterator
 
 import libcst as cst
 
+from memlint.documents.kinds import DocumentKind
 from memlint.model.diagnostics import Severity
 from memlint.python.dataflow import names_in
 from memlint.python.index import index_for
@@ -59,7 +60,7 @@ class LossSyncEveryMicroStep(Rule):
     code = "TRN003"
     name = "loss-sync-every-micro-step"
     severity = Severity.INFO
-    kinds = frozenset({"python"})
+    kinds = frozenset({DocumentKind.PYTHON})
 
     VALID = (
         Example(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from memlint.documents.kinds import DocumentKind
 from memlint.model.diagnostics import Severity
 from memlint.python.index import index_for
 from memlint.python.loops import step_loops
@@ -64,7 +65,7 @@ class EmptyCacheInTrainingLoop(Rule):
     code = "TRN004"
     name = "empty-cache-in-training-loop"
     severity = Severity.INFO
-    kinds = frozenset({"python"})
+    kinds = frozenset({DocumentKind.PYTHON})
 
     VALID = (
         Example(

@@ -6,6 +6,7 @@ from typing import Iterator
 
 import libcst as cst
 
+from memlint.documents.kinds import DocumentKind
 from memlint.model.diagnostics import Related, Severity
 from memlint.python.index import ModuleIndex, index_for
 from memlint.python.loops import Event, step_loops, training_loops, updating_backwards
@@ -70,7 +71,7 @@ class TrainingInEvalMode(Rule):
     code = "TRN005"
     name = "training-in-eval-mode"
     severity = Severity.WARNING
-    kinds = frozenset({"python"})
+    kinds = frozenset({DocumentKind.PYTHON})
 
     VALID = (
         Example(_SCRIPT.format(after="\n            model.train()"), title="Back to train mode right after evaluating"),

@@ -6,6 +6,7 @@ from typing import Iterator
 
 import libcst as cst
 
+from memlint.documents.kinds import DocumentKind
 from memlint.model.diagnostics import Related, Severity
 from memlint.python.index import ModuleIndex, index_for
 from memlint.python.syntax import argument, dotted, iter_nodes, root_name
@@ -77,7 +78,7 @@ class OptimizerBeforeModelWrap(Rule):
     code = "TRN006"
     name = "optimizer-before-model-wrap"
     severity = Severity.ERROR
-    kinds = frozenset({"python"})
+    kinds = frozenset({DocumentKind.PYTHON})
 
     VALID = (
         Example(_PEFT.format(first="", second=_OPTIMIZER), title="The optimizer holds the LoRA weights"),

@@ -74,7 +74,7 @@ class ZeroThreeOnSmallModel(Rule):
     code = "ZRO001"
     name = "zero3-on-small-model"
     severity = Severity.WARNING
-    kinds = frozenset({"run"})
+    judges_runs = True
 
     VALID = (
         Example(_ARGS.format(model="meta-llama/Llama-3.1-70B"), path="train_args.yaml",

@@ -17,7 +17,16 @@ import sys
 import time
 from typing import Any
 
-from memlint.trace.case import ATTN_IMPLS, OPTIMIZERS, PRECISIONS, SHARDINGS, Case, CaseError, load_cases, load_model_config
+from memlint.trace.case import (
+    ATTN_IMPLS,
+    OPTIMIZERS,
+    PRECISIONS,
+    SHARDINGS,
+    Case,
+    CaseError,
+    load_cases,
+    load_model_config,
+)
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -2,8 +2,8 @@
 
 A page is the rule's docstring sections plus its first INVALID example ("Example") and
 first VALID example ("Use instead"), so the page, ``memlint rule CODE`` and the hover all
-say what the tests check. ``python -m memlint.rules.reference`` writes ``rules/``;
-``python -m memlint.rules.reference --check`` exits 1 when a committed page differs from what the code
+say what the tests check. ``python -m memlint.output.rule_pages`` writes ``rules/``;
+``python -m memlint.output.rule_pages --check`` exits 1 when a committed page differs from what the code
 generates (CI and ``tests/test_rule_docs.py`` run it).
 """
 
@@ -31,7 +31,7 @@ def section(doc: str, title: str) -> str:
     return find(doc, title)
 
 
-RULES_DIR = Path(__file__).resolve().parent.parent / "rules"
+RULES_DIR = Path(__file__).resolve().parents[2] / "rules"  # beside the package in a checkout
 INDEX = "README.md"
 
 _FENCES = {
@@ -122,7 +122,7 @@ def render_index(rules: dict[str, type[Rule]]) -> str:
     lines = [
         "# Rule reference",
         "",
-        "One page per rule, generated from the rules' code by `python -m memlint.rules.reference` "
+        "One page per rule, generated from the rules' code by `python -m memlint.output.rule_pages` "
         "(a test fails when a page is stale).",
         "",
         "| Code | Name | Severity | Summary |",
@@ -217,11 +217,11 @@ def run_rule_command(args) -> int:
     return 0
 
 
-# ---------------------------------------------------------------------- python -m memlint.rules.reference
+# ---------------------------------------------------------------------- python -m memlint.output.rule_pages
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m memlint.rules.reference", description="Generate the rule pages in rules/.")
+    parser = argparse.ArgumentParser(prog="python -m memlint.output.rule_pages", description="Generate the rule pages in rules/.")
     parser.add_argument("--check", action="store_true", help="exit 1 when a page is stale instead of writing")
     parser.add_argument("--dir", type=Path, default=RULES_DIR, help="where the pages live (default: rules/)")
     args = parser.parse_args(argv)
@@ -230,7 +230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name in stale:
             print(f"stale: {args.dir / name}", file=sys.stderr)
         if stale:
-            print("run `python -m memlint.rules.reference` to regenerate the rule pages", file=sys.stderr)
+            print("run `python -m memlint.output.rule_pages` to regenerate the rule pages", file=sys.stderr)
             return 1
         return 0
     for name in write_pages(args.dir):
