@@ -42,7 +42,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from memlint.estimate.architecture import UnsupportedArchitecture, from_config  # noqa: E402
+from memlint.estimate.architecture import UnsupportedArchitecture  # noqa: E402
+from memlint.estimate.config_json import from_config  # noqa: E402
 
 PIN = "0.5.13"
 OUTPUT = ROOT / "memlint" / "catalog" / "litgpt.json"

@@ -16,6 +16,8 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from memlint.catalog.config_file import UnknownModel, read_config
+
 ETAG_TIMEOUT_S = 3.0  # the metadata request (HEAD)
 DOWNLOAD_TIMEOUT_S = 5  # the file itself: a few kilobytes
 
@@ -151,8 +153,6 @@ def _download(model_id: str) -> dict[str, Any]:
         OfflineModeIsEnabled,
         RepositoryNotFoundError,
     )
-
-    from memlint.catalog.models import UnknownModel, read_config
 
     try:
         with _download_timeout(DOWNLOAD_TIMEOUT_S):

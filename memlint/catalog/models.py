@@ -20,14 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from memlint.catalog import variants
+from memlint.catalog.config_file import UnknownModel, read_config
 from memlint.catalog.names import normalize, suggestions
-from memlint.estimate.architecture import Architecture, UnsupportedArchitecture, from_config
-
-MAX_CONFIG_BYTES = 4 * 1024 * 1024  # a config.json is kilobytes; refuse anything absurd
-
-
-class UnknownModel(LookupError):
-    pass
+from memlint.estimate.architecture import Architecture, UnsupportedArchitecture
+from memlint.estimate.config_json import from_config
 
 
 @dataclass(frozen=True)
@@ -165,23 +161,6 @@ def cached_config(model_id: str) -> Path | None:
             if path.is_file():
                 return path
     return None
-
-
-def read_config(path: Path) -> dict[str, Any]:
-    """Read a ``config.json`` file, or the one inside a directory."""
-    if path.is_dir():
-        path = path / "config.json"
-    if not path.is_file():
-        raise UnknownModel(f"{path}: no config.json here")
-    if path.stat().st_size > MAX_CONFIG_BYTES:
-        raise UnknownModel(f"{path}: too large to be a model config ({path.stat().st_size} bytes)")
-    try:
-        data = json.loads(path.read_text("utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise UnknownModel(f"{path}: not a readable config.json ({error})") from None
-    if not isinstance(data, dict):
-        raise UnknownModel(f"{path}: config.json must hold a JSON object")
-    return data
 
 
 _PLACEHOLDER_WORDS = re.compile(r"path/to|<|>|\{|\}|\$|\byour[-_ ]|^(model|models|checkpoint|ckpt|"

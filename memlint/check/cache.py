@@ -55,6 +55,9 @@ class TreeState(Protocol):
 
 
 class ResultCache:
+    """``.memlint_cache/results.json`` of one project root: each file's stat and digest, what
+    linking needs of its content, and each result with the reads it depended on."""
+
     def __init__(self, root: Path, data: dict[str, Any] | None = None, directory: Path | None = None) -> None:
         self.root = root
         self.directory = directory if directory is not None else root / CACHE_DIR

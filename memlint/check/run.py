@@ -67,6 +67,9 @@ class LintResult:
 
 
 class Check:
+    """One ``memlint check`` run: walk, settings per root, cache look-ups, analysis and linting
+    on the workers, diagnostics in file order (the numbered steps in this module's docstring)."""
+
     def __init__(self, paths: list[Path], settings: Settings, force_exclude: bool,
                  overrides: Callable[[Settings], Settings] | None, jobs: int | None,
                  cache_dir: Path | None = None) -> None:

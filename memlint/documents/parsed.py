@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 
 @dataclass
 class ParsedDocument:
+    """A document parsed once: its kind, its libcst tree or loaded config, its syntax problems,
+    and what memlint found in it (facts) or failed on (failures)."""
+
     document: Document
     kind: DocumentKind
     python: python_source.PythonSource | None = None

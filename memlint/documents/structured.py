@@ -67,6 +67,9 @@ class Problem:
 
 @dataclass(eq=False)  # compared by identity: rules cache per-document results on it
 class Structured:
+    """A JSON or YAML config as loaded: its value, the ranges of every key and value (for
+    findings and fixes), and the problems the loader met."""
+
     value: Any = None
     problems: list[Problem] = field(default_factory=list)
     value_ranges: dict[Path_, Range] = field(default_factory=dict)

@@ -813,33 +813,3 @@ def _multimodal_extra(config: Mapping[str, Any], text_hidden: int) -> int:
         projector = vh * text_hidden + vh  # mm_input_projection_weight + mm_soft_emb_norm
         return _siglip_params(vision) + projector
     return 0
-
-
-def from_config(config: Mapping[str, Any], name: str = "") -> Architecture:
-    """Build an :class:`Architecture` from a ``config.json`` mapping.
-
-    Raises :class:`UnsupportedArchitecture` with a message that names the model type and the
-    supported ones; a malformed config (missing or non-numeric sizes) raises the same.
-    """
-    if not isinstance(config, Mapping):
-        raise UnsupportedArchitecture("config.json must hold a JSON object")
-    cfg, model_type = text_config(config)
-    builder = _BUILDERS.get(model_type)
-    if builder is None:
-        from memlint.estimate import meta_count
-
-        if model_type and meta_count.available():
-            return meta_count.from_meta(config, name or str(config.get("_name_or_path") or model_type))
-        supported = ", ".join(SUPPORTED_MODEL_TYPES)
-        shown = model_type or "(no model_type)"
-        raise UnsupportedArchitecture(
-            f"model_type {shown!r} is not supported; supported: {supported} (with the `trace` "
-            "extra installed, memlint counts other transformers architectures on the meta device)"
-        )
-    arch = builder(name or str(config.get("_name_or_path") or model_type), cfg, model_type)
-    extra = _multimodal_extra(config, arch.hidden_size)
-    if extra:
-        from dataclasses import replace
-
-        arch = replace(arch, extra_params=extra)
-    return arch

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from memlint.estimate.architecture import Architecture, from_config
+from memlint.estimate.architecture import Architecture
+from memlint.estimate.config_json import from_config
 from memlint.estimate.policy import Optimizer, Precision
 from memlint.estimate.setup import Attention, Lora, Sharding, TrainingSetup
 

@@ -45,6 +45,9 @@ def encode(value: Any) -> str:
 
 
 class ScriptFacts:
+    """The facts of one script while its recognisers run: which statement set each fact (the
+    last one to run wins), whether the script trains at all, what the command line can change."""
+
     def __init__(self, parsed: ParsedDocument, values: Values) -> None:
         self.parsed = parsed
         self.values = values

@@ -17,6 +17,10 @@ if TYPE_CHECKING:
 
 @dataclass
 class RuleContext:
+    """What a rule sees while it checks one document: the parsed document, the settings, the
+    target GPU's capacity and the training runs the document takes part in, with the estimates
+    and suggestions of those runs."""
+
     parsed: ParsedDocument
     settings: Settings
     capacity: Capacity | None  # the target GPU's capacity, when one is known

@@ -22,6 +22,9 @@ logger = logging.getLogger(__name__)
 
 
 class Debouncer:
+    """Runs a document's lint once typing pauses: the first edit after a quiet spell at once,
+    the rest after the delay, a newer edit replacing the pending one."""
+
     def __init__(self, delay: float) -> None:
         self.delay = delay
         self._pending: dict[Hashable, asyncio.Task] = {}

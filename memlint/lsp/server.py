@@ -116,6 +116,9 @@ class DocumentResult:
 
 
 class MemlintServer(LanguageServer):
+    """The language server: LSP requests in, the engine's diagnostics, hovers, code actions and
+    lenses out. It keeps open buffers and last results; the analysis itself is the Session's."""
+
     def __init__(self, debounce: float = DEFAULT_DEBOUNCE_SECONDS) -> None:
         super().__init__("memlint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
                          protocol_cls=MemlintProtocol)

@@ -80,6 +80,10 @@ def _undecodable_on_disk(path: str, text: str) -> bool:
 
 
 class Session:
+    """What the language server knows between requests: workspace folders and their settings,
+    one Linter per settings (with its Project of parsed documents), the open buffers, and the
+    last good result of each document. Pure engine calls; no LSP types."""
+
     def __init__(self, folders: list[Path] | None = None) -> None:
         self.folders: list[Path] = [f.resolve() for f in folders or []]
         self.editor_settings: dict[str, EditorSettings] = {}  # folder path ("" = global) -> settings

@@ -48,9 +48,13 @@ class Definition:
 
 @dataclass
 class ModuleIndex:
+    """One pass over a training script that the rules share: its functions and classes, the
+    flows (module body and each function) with their definitions, the qualified names of calls.
+    Built from per-statement parts, so an edit re-indexes only the statements it changed."""
+
     # weak: the index is kept on its source (``PythonSource.derived``); a strong reference back
     # would make each version of an edited document a cycle, freed only by the cycle collector
-    # after its objects sat in the collector's generations (docs/latency.md, fourth round)
+    # after its objects sat in the collector's generations (docs/latency.md)
     source: "weakref.ref[PythonSource]"
     functions: dict[str, list[cst.FunctionDef]] = field(default_factory=dict)
     classes: dict[str, cst.ClassDef] = field(default_factory=dict)

@@ -57,6 +57,9 @@ def option_key(text: str) -> str:
 
 
 class Options:
+    """The command-line options a script defines (argparse ``add_argument`` calls, the fields
+    of dataclasses given to ``HfArgumentParser``) and the default each gives an attribute."""
+
     def __init__(self, values: "Values") -> None:
         # weak: ``values`` keeps this object (``Values.options``); a strong reference back would
         # be a cycle that only the cycle collector frees

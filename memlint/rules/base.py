@@ -53,6 +53,9 @@ class Finding:
 
 
 class Rule:
+    """A rule: its code, name, severity, the documents it looks at, its docs and its own
+    VALID/INVALID examples, and ``check``, which yields findings for one document."""
+
     code: ClassVar[str]
     name: ClassVar[str]
     severity: ClassVar[Severity] = Severity.WARNING

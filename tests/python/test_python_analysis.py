@@ -1,6 +1,6 @@
 """memlint's fast paths over libcst give what libcst's own providers give.
 
-``memlint.sources`` parses a script statement by statement (reusing the statements an edit left
+``memlint.python`` parses a script statement by statement (reusing the statements an edit left
 alone), records positions, parents and children in one codegen pass, and walks libcst's scope
 visitors over the recorded children. Each must answer exactly as ``cst.parse_module`` and
 libcst's ``PositionProvider`` / ``ParentNodeProvider`` / ``ScopeProvider`` /

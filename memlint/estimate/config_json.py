@@ -1,0 +1,43 @@
+"""An :class:`Architecture` from a model's ``config.json``: its family's builder, else (with the
+``trace`` extra) the parameters counted on the meta device."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Mapping
+
+from memlint.estimate import meta_count
+from memlint.estimate.architecture import (
+    _BUILDERS,
+    SUPPORTED_MODEL_TYPES,
+    Architecture,
+    UnsupportedArchitecture,
+    _multimodal_extra,
+    text_config,
+)
+
+
+def from_config(config: Mapping[str, Any], name: str = "") -> Architecture:
+    """Build an :class:`Architecture` from a ``config.json`` mapping.
+
+    Raises :class:`UnsupportedArchitecture` with a message that names the model type and the
+    supported ones; a malformed config (missing or non-numeric sizes) raises the same.
+    """
+    if not isinstance(config, Mapping):
+        raise UnsupportedArchitecture("config.json must hold a JSON object")
+    cfg, model_type = text_config(config)
+    builder = _BUILDERS.get(model_type)
+    if builder is None:
+        if model_type and meta_count.available():
+            return meta_count.from_meta(config, name or str(config.get("_name_or_path") or model_type))
+        supported = ", ".join(SUPPORTED_MODEL_TYPES)
+        shown = model_type or "(no model_type)"
+        raise UnsupportedArchitecture(
+            f"model_type {shown!r} is not supported; supported: {supported} (with the `trace` "
+            "extra installed, memlint counts other transformers architectures on the meta device)"
+        )
+    arch = builder(name or str(config.get("_name_or_path") or model_type), cfg, model_type)
+    extra = _multimodal_extra(config, arch.hidden_size)
+    if extra:
+        arch = replace(arch, extra_params=extra)
+    return arch
