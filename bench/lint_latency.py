@@ -82,11 +82,11 @@ def _stage_times(path: Path, linter: Linter) -> dict[str, float]:
     project = Project(settings)
     project.facts(path)  # its own parse and facts, timed above
     out["runs"], runs = _timed(lambda: project.runs_for(path, run_context(settings)))
-    ctx = RuleContext(parsed=parsed, settings=settings, capacity=capacity_of(settings), runs=runs)
+    ctx = RuleContext(parsed=parsed, settings=settings, capacity=capacity_of(settings), runs=runs, project=project)
 
     def check() -> None:
         for rule in linter.rules:
-            if parsed.kind in rule.kinds or "*" in rule.kinds or ("run" in rule.kinds and runs):
+            if rule.applies_to(parsed.kind, bool(runs)):
                 list(rule.check(ctx))
 
     out["rules"] = _timed(check)[0]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from memlint.check.run import LintResult, lint
 from memlint.documents.reading import decode, syntax_of
-from memlint.lint import failures
+from memlint.documents import failures
 from memlint.lint.apply_fixes import apply_edits, write_atomically
 from memlint.model.diagnostics import Applicability, Diagnostic, Edit
 from memlint.project.settings import Settings
@@ -55,7 +55,7 @@ def fix_files(
     """Apply fixes until the files stop changing; return the diagnostics that remain."""
     diagnostics = result.diagnostics
     refused: set[Path] = set()  # files that could not be written: reported once, left alone
-    failed: dict[Path, Diagnostic] = {}  # files memlint failed to fix (memlint.lint.failures): left alone
+    failed: dict[Path, Diagnostic] = {}  # files memlint failed to fix (memlint.documents.failures): left alone
     for _ in range(MAX_PASSES):
         edits: dict[str, list[Edit]] = defaultdict(list)
         for d in diagnostics:

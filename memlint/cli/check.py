@@ -152,9 +152,9 @@ def run(args: argparse.Namespace) -> int:
 def write_report(diagnostics: list[Diagnostic], name: str, ctx: FormatContext,
                  settings: Settings) -> tuple[str, list[Diagnostic]]:
     """The report, and the diagnostics it holds. A file whose diagnostics the format fails on
-    is reported by one diagnostic saying so (memlint.lint.failures) instead of by them; the rest
+    is reported by one diagnostic saying so (memlint.documents.failures) instead of by them; the rest
     of the report is written as usual."""
-    from memlint.lint import failures
+    from memlint.documents import failures
 
     write = formatter(name)
     try:

@@ -33,7 +33,7 @@ class ParsedDocument:
     reusable: python_source.PythonSource | None = field(default=None, repr=False, compare=False)
     # what ``memlint.facts.extract.extract`` found in it (None: not extracted yet)
     facts: "list[RunFacts] | None" = field(default=None, repr=False, compare=False)
-    # memlint's own failures on it while reading it or extracting its facts (memlint.lint.failures)
+    # memlint's own failures on it while reading it or extracting its facts (memlint.documents.failures)
     failures: list[str] = field(default_factory=list, repr=False, compare=False)
 
     def __post_init__(self) -> None:

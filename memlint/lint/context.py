@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memlint.documents.kinds import DocumentKind
 from memlint.documents.parsed import ParsedDocument
 from memlint.estimate import Budget, Capacity, estimate_training, suggest
 from memlint.facts.resolve import ResolvedRun
@@ -13,6 +15,8 @@ from memlint.project.settings import Settings
 
 if TYPE_CHECKING:
     from memlint.estimate import Suggestion
+    from memlint.facts.plan import RunFacts
+    from memlint.project.store import Project
 
 
 @dataclass
@@ -26,6 +30,9 @@ class RuleContext:
     capacity: Capacity | None  # the target GPU's capacity, when one is known
     # the training runs this document takes part in (as entry or as a linked config)
     runs: list[ResolvedRun] = field(default_factory=list)
+    # the project the document belongs to: other documents are read through it, so a rule sees
+    # the editor's unsaved buffers and the result cache knows what a finding depended on
+    project: "Project | None" = None
 
     @property
     def path(self) -> str:
@@ -42,6 +49,33 @@ class RuleContext:
     @property
     def structured(self):
         return self.parsed.structured
+
+    # ----------------------------------------------------------------- other documents
+
+    def facts(self) -> "list[RunFacts]":
+        """What this document states about runs (its extracted facts)."""
+        return self._project().facts(self.path)
+
+    def resolve_reference(self, written: str) -> Path | None:
+        """A path as this document writes it -> the file, the way the tools look it up."""
+        return self._project().resolve_reference(written, self.path)
+
+    def kind_of(self, path: str | Path) -> DocumentKind:
+        """The kind of another document of the project."""
+        return DocumentKind(self._project().kind(path))
+
+    def parsed_document(self, path: str | Path) -> ParsedDocument:
+        """Another document of the project, parsed (an open editor buffer, not the file, when there is one)."""
+        return self._project().parsed(path)
+
+    def _project(self) -> "Project":
+        if self.project is None:  # a context built outside a Linter: a project of its own
+            from memlint.project.store import Project
+
+            self.project = Project(self.settings)
+        return self.project
+
+    # ----------------------------------------------------------------- runs and budgets
 
     def capacity_for(self, run: ResolvedRun) -> Capacity | None:
         """The GPU ``run`` is judged against: the settings' (``gpu``, ``--gpu``) when they name

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
 from memlint.documents.kinds import RUN_KINDS
-from memlint.lint import failures, suppress
+from memlint.documents import failures
+from memlint.lint import suppress
 from memlint.lint.collector import collector_paused
 from memlint.model.diagnostics import Diagnostic, Range
 from memlint.project.settings import Settings
@@ -71,7 +72,7 @@ class Linter:
 
     def lint_path(self, path: str | Path) -> list[Diagnostic]:
         """The document's diagnostics. Never raises: whatever the document makes memlint
-        raise is reported on it (:mod:`memlint.lint.failures`), and the caller goes on."""
+        raise is reported on it (:mod:`memlint.documents.failures`), and the caller goes on."""
         with collector_paused():  # see memlint.lint.collector: a third of a big file's lint otherwise
             try:
                 return self._lint_path(path)
@@ -97,10 +98,10 @@ class Linter:
                 runs = self.project.runs_for(path, run_context(self.settings))
             except Exception as error:
                 self._failed(failed, "linking and estimating its training runs", path, error)
-        ctx = RuleContext(parsed=parsed, settings=self.settings, capacity=capacity, runs=runs)
+        ctx = RuleContext(parsed=parsed, settings=self.settings, capacity=capacity, runs=runs, project=self.project)
         findings: list[tuple[Rule, Finding]] = []
         for rule in self.rules:
-            if not (parsed.kind in rule.kinds or rule.every_document or (rule.judges_runs and runs)):
+            if not rule.applies_to(parsed.kind, bool(runs)):
                 continue
             try:
                 for finding in rule.check(ctx):

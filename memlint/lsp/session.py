@@ -282,5 +282,6 @@ class Session:
         except Exception:  # the lint reports it on the document (SYN002); no hover, no hints
             logger.exception("the runs of %s", path)
             runs = []
-        context = RuleContext(parsed=parsed, settings=scope.settings, capacity=capacity_of(scope.settings), runs=runs)
+        context = RuleContext(parsed=parsed, settings=scope.settings, capacity=capacity_of(scope.settings), runs=runs,
+                              project=project)
         return scope, [RunEstimate(run, context) for run in runs]

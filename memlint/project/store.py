@@ -194,9 +194,9 @@ class Project:
         return read_document(path)
 
     def _entry(self, path: str | Path) -> _Cached:
+        from memlint.documents import failures
         from memlint.documents.parsed import ParsedDocument, parse_document
         from memlint.facts.extract import extract
-        from memlint.lint import failures
 
         key = self.key(path)
         cached = self._cache.get(key)
@@ -206,7 +206,7 @@ class Project:
         document = self.document(self._names.get(key, path))
         digest = reads.digest(document.text, document.problem)
         if cached is None or cached.digest != digest:
-            # whatever the document makes memlint raise stays with it (memlint.lint.failures): it is
+            # whatever the document makes memlint raise stays with it (memlint.documents.failures): it is
             # reported on the document when it is linted, and every other one goes on
             try:
                 parsed = parse_document(document, previous=cached.parsed if cached is not None else None,

@@ -82,6 +82,11 @@ class Rule:
             raise ValueError(f"{code}: the docstring needs '## What it does' and '## Why it matters'")
         REGISTRY[code] = cls
 
+    @classmethod
+    def applies_to(cls, kind: DocumentKind, in_a_run: bool) -> bool:
+        """Does the rule look at a document of ``kind`` (``in_a_run``: it takes part in one)?"""
+        return kind in cls.kinds or cls.every_document or (cls.judges_runs and in_a_run)
+
     def check(self, ctx: "RuleContext") -> Iterator[Finding]:  # pragma: no cover - abstract
         raise NotImplementedError
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-import os
 from typing import Any, Iterator
 
 from memlint.configs.deepspeed import enabled, number, positive_int
@@ -88,22 +86,6 @@ CHECKS: tuple[tuple[tuple[str, ...], str, str], ...] = (
 )
 # The field names Axolotl and LLaMA-Factory use for the same TrainingArguments values.
 SPELLING = {"axolotl": {"per_device_train_batch_size": "micro_batch_size"}}
-
-
-@functools.lru_cache(maxsize=256)
-def _kind_of(path: str, stamp: tuple[int, int]) -> str:
-    from memlint.documents.parsed import parse_document
-    from memlint.documents.reading import read_document
-
-    return parse_document(read_document(path)).kind
-
-
-def document_kind(path: str) -> str:
-    try:
-        info = os.stat(path)
-    except OSError:
-        return "other"
-    return _kind_of(path, (info.st_mtime_ns, info.st_size))
 
 
 def _text(value: Any) -> str:
@@ -209,8 +191,8 @@ class TrainerDeepSpeedMismatch(Rule):
         """The Trainer's value for ``field`` in this run, and the fact that set it (if any)."""
         name = "mixed" if fact in ("fp16", "bf16") else fact
         candidates = [run.plan.get(name)] + [f for n, a, b in run.plan.conflicts if n == name for f in (a, b)]
-        ours = [f for f in candidates if f is not None and (f.origin is None or document_kind(f.origin.path)
-                                                             not in ("deepspeed", "accelerate"))]
+        ours = [f for f in candidates if f is not None and (f.origin is None or ctx.kind_of(f.origin.path)
+                                                             not in (DocumentKind.DEEPSPEED, DocumentKind.ACCELERATE))]
         chosen = next((f for f in ours if f.origin is not None), ours[0] if ours else None)
         if name == "mixed":
             if chosen is not None:

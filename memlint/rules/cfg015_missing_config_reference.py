@@ -6,12 +6,8 @@ from pathlib import Path
 from typing import Iterator
 
 from memlint.documents.kinds import DocumentKind
-from memlint.documents.parsed import parse_document
-from memlint.documents.reading import read_document
-from memlint.facts.extract import extract
 from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Severity
-from memlint.project.store import Project
 from memlint.rules.base import Example, Finding, Rule
 
 _AXOLOTL = """\
@@ -83,33 +79,27 @@ class MissingConfigReference(Rule):
     )
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        try:
-            documents = extract(ctx.parsed)
-        except (RecursionError, ValueError, TypeError, KeyError, AttributeError, IndexError):
-            return
-        project = Project(ctx.settings)
-        for facts in documents:
+        for facts in ctx.facts():
             for reference in facts.references:
                 if reference.origin is None or reference.origin.path != ctx.path:
                     continue
                 written = str(reference.value)
-                target = project.resolve_reference(written, ctx.path)
+                target = ctx.resolve_reference(written)
                 if target is None:
                     yield Finding(reference.origin.range,
                                   f"`{written}` does not exist (looked next to {Path(ctx.path).name} and in the "
                                   "project root); the run fails when it opens it, and memlint "
                                   "estimates without its settings")
                     continue
-                problem = self._unreadable(target)
+                problem = self._unreadable(ctx, target)
                 if problem:
                     yield Finding(reference.origin.range, f"`{written}` cannot be read: {problem}")
 
     @staticmethod
-    def _unreadable(target: Path) -> str | None:
-        document = read_document(target)
-        if document.problem is not None:
-            return document.problem
-        parsed = parse_document(document)
+    def _unreadable(ctx: RuleContext, target: Path) -> str | None:
+        parsed = ctx.parsed_document(target)
+        if parsed.document.problem is not None:
+            return parsed.document.problem
         if parsed.structured is not None and not parsed.structured.ok:
             first = next(p for p in parsed.structured.problems if p.kind != "duplicate-key")
             return f"{first.message} (line {first.range.start.line})"

@@ -15,7 +15,7 @@ from memlint.python.index import ModuleIndex, _definitions_in, could_be_named, i
 from memlint.python.syntax import iter_nodes
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests" / "sources"))
+sys.path.insert(0, str(ROOT / "tests" / "python"))
 sys.path.insert(0, str(ROOT / "bench"))
 from lint_latency import edited  # noqa: E402
 from lsp_latency import training_script  # noqa: E402
