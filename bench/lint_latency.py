@@ -49,7 +49,7 @@ from memlint.facts.extract import extract  # noqa: E402
 from memlint.lint.context import RuleContext  # noqa: E402
 from memlint.lint.engine import Linter, capacity_of, run_context  # noqa: E402
 from memlint.project.settings import discover  # noqa: E402
-from memlint.project.store import Project  # noqa: E402
+from memlint.project.project import Project  # noqa: E402
 
 STAGES = ("parse", "structure", "names", "facts", "runs", "rules")
 _NUMBER = re.compile(r"(?<![\w.])\d+(?![\w.])")

@@ -226,7 +226,7 @@ PER_FILE = """
 import json, os, statistics, sys, time
 from pathlib import Path
 from memlint.project.settings import discover
-from memlint.project.store import Project
+from memlint.project.project import Project
 from memlint.lint.engine import Linter
 from memlint.project.walk import iter_files
 tree = Path(sys.argv[1])

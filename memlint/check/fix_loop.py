@@ -15,8 +15,8 @@ from collections import defaultdict
 from pathlib import Path
 
 from memlint.check.run import LintResult, lint
-from memlint.documents.reading import decode, syntax_of
 from memlint.documents import failures
+from memlint.documents.reading import decode, syntax_of
 from memlint.lint.apply_fixes import apply_edits, write_atomically
 from memlint.model.diagnostics import Applicability, Diagnostic, Edit
 from memlint.project.settings import Settings

@@ -29,8 +29,9 @@ from memlint.check.workers import Lanes, Outcome, Setup, Task, cpu_count
 from memlint.documents.reading import read_document
 from memlint.documents.reads import digest as content_digest
 from memlint.model.diagnostics import Diagnostic
+from memlint.project.documents import DocumentRecord, mentioned_names
+from memlint.project.project import Project
 from memlint.project.settings import Discovery, Settings
-from memlint.project.store import DocumentRecord, Project, mentioned_names
 from memlint.project.walk import walk
 
 PARALLEL_MIN_FILES = 32  # fewer files than this are not worth starting worker processes for

@@ -3,7 +3,7 @@
 ``memlint check`` works in two passes over the files it has to analyse. First each file is
 read, classified, parsed and its facts extracted (:meth:`Worker.analyse`); what other
 documents need to know about it — its kind, the files it names, its facts — comes back as a
-:class:`~memlint.project.store.DocumentRecord`. Then, once every worker knows every record
+:class:`~memlint.project.project.DocumentRecord`. Then, once every worker knows every record
 (:meth:`Worker.seed`), each file is linted (:meth:`Worker.lint`) by the worker that parsed it,
 whose tree is still in memory; a launcher linked to a script parsed elsewhere uses the facts
 that came back, and nothing is parsed twice.
@@ -28,8 +28,9 @@ from typing import Any
 from memlint.documents import reads
 from memlint.lint.collector import collector_paused
 from memlint.model.diagnostics import Diagnostic
+from memlint.project.documents import DocumentRecord
+from memlint.project.project import Project
 from memlint.project.settings import Settings
-from memlint.project.store import DocumentRecord, Project
 
 Task = tuple[str, int]  # (path as given, index of its settings root)
 

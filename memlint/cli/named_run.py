@@ -25,7 +25,7 @@ from memlint.facts.resolve import ResolvedRun, resolve
 from memlint.lint.engine import run_context
 from memlint.model.provenance import Sourced
 from memlint.project.settings import Settings, SettingsError, discover
-from memlint.project.store import Project
+from memlint.project.project import Project
 from memlint.project.walk import iter_files
 
 LINKED_ONLY = ("deepspeed", "accelerate")  # kinds that only take part in runs others define

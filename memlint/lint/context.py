@@ -16,7 +16,7 @@ from memlint.project.settings import Settings
 if TYPE_CHECKING:
     from memlint.estimate import Suggestion
     from memlint.facts.plan import RunFacts
-    from memlint.project.store import Project
+    from memlint.project.project import Project
 
 
 @dataclass
@@ -70,7 +70,7 @@ class RuleContext:
 
     def _project(self) -> "Project":
         if self.project is None:  # a context built outside a Linter: a project of its own
-            from memlint.project.store import Project
+            from memlint.project.project import Project
 
             self.project = Project(self.settings)
         return self.project

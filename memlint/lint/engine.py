@@ -15,7 +15,7 @@ from memlint.lint import suppress
 from memlint.lint.collector import collector_paused
 from memlint.model.diagnostics import Diagnostic, Range
 from memlint.project.settings import Settings
-from memlint.project.store import Project
+from memlint.project.project import Project
 from memlint.project.walk import iter_files
 
 if TYPE_CHECKING:  # the rules, the estimator and libcst load with the first file linted, so
@@ -87,7 +87,7 @@ class Linter:
 
         parsed = self.project.parsed(path)
         failed: dict[str, list[str]] = {}  # the error -> the stages it broke
-        for message in parsed.failures:  # reading it, extracting its facts (memlint.project.store)
+        for message in parsed.failures:  # reading it, extracting its facts (memlint.project.project)
             self.internal_errors.append(f"{path}: {message}")
             print(f"memlint: internal error: {path}: {message}", file=sys.stderr)
         capacity = capacity_of(self.settings)

@@ -9,7 +9,7 @@ from pathlib import Path
 from memlint.estimate import Precision, Sharding
 from memlint.facts.resolve import RunContext
 from memlint.project.settings import Settings
-from memlint.project.store import Project
+from memlint.project.project import Project
 
 from .helpers import write_files
 

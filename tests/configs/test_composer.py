@@ -9,7 +9,7 @@ import yaml
 from memlint.documents.kinds import detect
 from memlint.lint.engine import run_context
 from memlint.project.settings import Settings
-from memlint.project.store import Project
+from memlint.project.project import Project
 
 
 def _text() -> str:

@@ -14,7 +14,7 @@ from memlint.facts.resolve import RunContext
 from memlint.model.diagnostics import Range
 from memlint.model.provenance import Location, Sourced
 from memlint.project.settings import Settings
-from memlint.project.store import Project
+from memlint.project.project import Project
 
 from .helpers import spans, write_files
 

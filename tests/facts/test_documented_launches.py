@@ -10,7 +10,7 @@ from facts_testing import dedent, facts_of, span, where
 
 from memlint.lint.engine import run_context
 from memlint.project.settings import Settings
-from memlint.project.store import Project
+from memlint.project.project import Project
 
 # as TRL writes its example scripts (examples/scripts/kto.py), trimmed
 KTO = dedent('''

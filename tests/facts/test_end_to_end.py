@@ -132,7 +132,7 @@ def test_a_script_on_its_own_is_flagged_at_its_argparse_default(tmp_path):
 def test_the_plan_takes_each_fact_from_the_document_that_sets_it(tmp_path):
     from memlint.lint.engine import run_context
     from memlint.project.settings import Settings
-    from memlint.project.store import Project
+    from memlint.project.project import Project
 
     write(tmp_path, {"train.py": TRAIN_PY, "scripts/run.sh": RUN_SH.replace("train.py", "../train.py")})
     settings = Settings(root=tmp_path).with_overrides(cache=False)

@@ -6,7 +6,7 @@ from facts_testing import dedent, write
 
 from memlint.lint.engine import run_context
 from memlint.project.settings import Settings
-from memlint.project.store import Project
+from memlint.project.project import Project
 
 RUN_CLM = dedent('''
     from dataclasses import dataclass, field

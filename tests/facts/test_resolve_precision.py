@@ -8,7 +8,7 @@ from facts_testing import dedent, write
 from memlint.estimate import Precision
 from memlint.lint.engine import run_context
 from memlint.project.settings import Settings
-from memlint.project.store import Project
+from memlint.project.project import Project
 
 
 def _precision(tmp_path, src: str) -> Precision:

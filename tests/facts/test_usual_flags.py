@@ -10,7 +10,7 @@ from facts_testing import dedent, span
 
 from memlint.lint.engine import run_context
 from memlint.project.settings import Settings
-from memlint.project.store import Project
+from memlint.project.project import Project
 
 # OpenRLHF 0.4-0.9's examples/scripts/train_dpo_llama.sh, as the issue quotes it
 FLAT = dedent('''

@@ -117,7 +117,7 @@ def check(case: Case) -> Verdict:
     from memlint.estimate import estimate_training
     from memlint.lint.engine import capacity_of, run_context
     from memlint.model.units import GiB
-    from memlint.project.store import Project
+    from memlint.project.project import Project
 
     parser = argparse.ArgumentParser(prog="memlint check")
     add_arguments(parser)

@@ -1,0 +1,209 @@
+"""The training runs a project's documents define: an entry document (a training script, an
+Axolotl or LLaMA-Factory YAML, a launcher) with the documents it links (``deepspeed="ds.json"``,
+``--deepspeed zero3.json``, ``--config_file accelerate.yaml``) merged into one plan, resolved
+for the estimator, and judged on the GPU the settings or the project's infrastructure files name.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from memlint.documents import reads
+from memlint.documents.kinds import ENTRY_KINDS
+from memlint.project.documents import DocumentStore
+from memlint.project.links import LinkIndex
+
+if TYPE_CHECKING:
+    from memlint.facts.plan import RunFacts, TrainingPlan
+    from memlint.facts.resolve import ResolvedRun, RunContext
+
+MAX_LINK_DEPTH = 3
+_FROM_IMPORT = re.compile(r"^\s*from\s+([A-Za-z_][\w.]*)\s+import\b", re.MULTILINE)
+
+
+class RunFinder:
+    """Finds the runs a document takes part in, as an entry or linked from one, and the
+    infrastructure GPU each is judged on (kept until invalidated)."""
+
+    def __init__(self, documents: DocumentStore, links: LinkIndex) -> None:
+        self.documents = documents
+        self.links = links
+        self._infrastructure: list | None = None  # the GPUs the project's infrastructure files request
+
+    def invalidate(self) -> None:
+        self._infrastructure = None
+
+    def linked(self, facts: RunFacts, seen: set[str], depth: int = 0) -> list[RunFacts]:
+        """Facts of every document ``facts`` references, transitively."""
+        out: list[RunFacts] = []
+        if depth >= MAX_LINK_DEPTH:
+            return out
+        for reference in facts.references:
+            target = self.documents.resolve_reference(str(reference.value), facts.path)
+            if target is None:
+                continue
+            key = self.documents.key(target)
+            if key in seen:
+                continue
+            seen.add(key)
+            for child in self.documents.facts(target):
+                out.append(child)
+                out.extend(self.linked(child, seen, depth + 1))
+        return out
+
+    def _entries_through(self, referrer: Path) -> list[RunFacts]:
+        """The entries of the runs a referencing document takes part in: its own, or — for a
+        script that a launcher starts (``torchrun train.py`` naming ``ds_config.json`` in its
+        argparse defaults) — the launcher's, whose options and GPU count apply to the config too."""
+        own = [f for f in self.documents.facts(referrer) if f.launches is not None or self.documents.kind(referrer) in ENTRY_KINDS]
+        if own and all(f.launches is None for f in own):
+            launchers = [
+                f for launcher in self.links.referrers(referrer) if self.documents.key(launcher) != self.documents.key(referrer)
+                for f in self.documents.facts(launcher)
+                if f.launches is not None and self._same(self.documents.resolve_reference(str(f.launches.value), launcher),
+                                                         self.documents.key(referrer))
+            ]
+            if launchers:
+                return launchers
+        return own
+
+    def _same(self, path: Path | None, key: str) -> bool:
+        return path is not None and self.documents.key(path) == key
+
+    def plan_for(self, facts: RunFacts) -> TrainingPlan:
+        """The plan of a run whose entry is ``facts``; a launcher's script joins with its options."""
+        from memlint.facts.plan import merge
+
+        seen = {self.documents.key(facts.path)}
+        overrides = {}
+        entry = facts
+        linked: list[RunFacts] = []
+        if facts.launches is not None:
+            script = self.documents.resolve_reference(str(facts.launches.value), facts.path)
+            script_facts_found = self.documents.facts(script) if script is not None else []
+            if script is not None:
+                seen.add(self.documents.key(script))
+                for script_facts in script_facts_found:
+                    if script_facts.launches is not None:
+                        continue  # a command in the script's docstring: another run of it
+                    overrides = apply_cli(script_facts, facts)
+                    linked.append(script_facts)
+                    linked.extend(self.linked(script_facts, seen))
+            if not script_facts_found and (script is None or self._delegates_to_project_module(script)):
+                # a framework's entry point outside the project (installed with the framework, run
+                # as a module), or a script in the project that trains through an import of the
+                # project's own code (FastChat's train_mem.py calls fastchat.train.train.train()):
+                # its options still state the run when they read as a training config. A script
+                # that trains nothing and calls none of the project's code (a tokenization step)
+                # states no run, whatever its options are named.
+                from memlint.configs.command_line import options_as_config
+
+                options = options_as_config(facts)
+                if options is not None:
+                    linked.append(options)
+        linked.extend(self.linked(facts, seen))
+        return merge(entry, linked, overrides)
+
+    def _delegates_to_project_module(self, script: Path) -> bool:
+        """Whether ``script`` imports from a package or module of this project (``from pkg.mod
+        import train`` with ``pkg/`` or ``pkg.py`` under the project root)."""
+        try:
+            text = self.documents.document(script).text
+        except (OSError, ValueError):
+            return False
+        for match in _FROM_IMPORT.finditer(text):
+            top = match.group(1).split(".")[0]
+            if top and ((self.documents.root / top).is_dir() or (self.documents.root / f"{top}.py").is_file()):
+                return True
+        return False
+
+    def runs_for(self, path: str | Path, context: RunContext) -> list[ResolvedRun]:
+        """Every run ``path`` takes part in: as an entry, or linked from an entry."""
+        from memlint.facts.resolve import resolve
+
+        key = self.documents.key(path)
+        entries: list[RunFacts] = []
+        launched_by = []
+        for referrer in self.links.referrers(path):
+            launched_by.extend(self._entries_through(referrer))
+        own = [f for f in self.documents.facts(path) if self.documents.kind(path) in ENTRY_KINDS and is_entry(f)]
+        documented = [f for f in own if f.kind == "shell" and f.path == own[0].path]
+        if documented and len(documented) < len(own):
+            own = documented  # the script runs as its docstring says: those options apply
+        launchers = [f for f in launched_by if f.launches is not None]
+        if launchers and own:
+            entries = launchers  # the script runs through its launcher(s): their options apply
+        else:
+            entries = own + [f for f in launched_by if is_entry(f)]
+        runs = []
+        seen_plans = set()
+        for facts in entries:
+            plan = self.plan_for(facts)
+            marker = (plan.entry, plan.documents, plan.anchor)
+            if marker in seen_plans:
+                continue
+            seen_plans.add(marker)
+            if key not in {self.documents.key(d) for d in plan.documents}:
+                continue
+            infra = self._gpu_for(plan) if context.gpu is None else None
+            run_context = context
+            if infra is not None and context.world_size is None and plan.get("world_size") is None and infra.count:
+                run_context = replace(context, world_size=infra.count)
+            run = resolve(plan, run_context, Path(plan.entry).parent)
+            if infra is not None:
+                run.gpu = infra
+                stated = f", {infra.count} GPUs" if run_context is not context else ""
+                run.assumptions.append(f"target GPU: {infra.gpu.name}{stated}, requested by {infra.describe(str(self.documents.root))}")
+            runs.append(run)
+        return runs
+
+    def infrastructure(self) -> list:
+        """The GPUs the project's infrastructure files request (slurm scripts, SkyPilot tasks,
+        Kubernetes manifests, Modal apps): one text pass over the project, kept until invalidated."""
+        from memlint.facts.infrastructure import read
+
+        if self._infrastructure is None:
+            found = []
+            with reads.paused():
+                for candidate in self.links.candidates():
+                    text = self.documents.text_for_scan(candidate)
+                    if text and ("#SBATCH" in text or "accelerators" in text or "nvidia.com/gpu" in text
+                                 or ("modal" in text and "gpu" in text)):
+                        infra = read(str(candidate), text)
+                        if infra is not None:
+                            found.append((infra, reads.digest(text, None)))
+            self._infrastructure = found
+        return self._infrastructure
+
+    def _gpu_for(self, plan: TrainingPlan):
+        """The infrastructure GPU a run is judged against: the one its own documents request (a
+        slurm script that launches it), else one whose file names the run's entry script, else the
+        project's when all its infrastructure files request the same GPU."""
+        found = self.infrastructure()
+        if not found:
+            return None
+        documents = {self.documents.key(d) for d in plan.documents}
+        entry_name = Path(plan.entry).name
+        own = [(i, d) for i, d in found if self.documents.key(i.origin.path) in documents]
+        naming = [(i, d) for i, d in found if entry_name in self.documents.mentions_of(i.origin.path)]
+        for group in (own, naming, found):
+            if group and len({i.gpu.id for i, _ in group}) == 1:
+                infra, digest = group[0]
+                reads.document(self.documents.key(infra.origin.path), digest)
+                return infra
+        return None
+
+
+def is_entry(facts: RunFacts) -> bool:
+    """Does a document define a run of its own (a model, a trainer, or a launched script)?"""
+    return facts.model is not None or facts.framework is not None or facts.launches is not None
+
+
+def apply_cli(script: RunFacts, launcher: RunFacts) -> dict:
+    """The facts a launcher's options set through the script's command-line bindings."""
+    from memlint.facts.launch_options import facts_from_cli
+
+    return facts_from_cli(script, launcher)
