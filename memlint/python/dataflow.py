@@ -10,6 +10,7 @@ import libcst as cst
 
 from memlint.model.vocabulary import dtype_name
 from memlint.python.index import Definition, ModuleIndex
+from memlint.python.limits import DATAFLOW_STEPS, LOSS_STEPS
 from memlint.python.syntax import (
     dotted,
     iter_nodes,
@@ -17,9 +18,6 @@ from memlint.python.syntax import (
     receiver,
     string_value,
 )
-
-MAX_DEPTH = 4  # steps followed for a value (name -> assignment -> ...)
-LOSS_DEPTH = 10  # a loss travels further: helpers, parameters, products, returns
 
 _DTYPE_ATTRIBUTES = {
     "torch.float16": "fp16",
@@ -34,7 +32,7 @@ _DTYPE_ATTRIBUTES = {
 
 def dtype_values(index: ModuleIndex, expr: cst.BaseExpression | None, depth: int = 0) -> set[str]:
     """The dtypes ``expr`` can name: subsets of {"fp16", "bf16", "fp32", "auto", "unknown"}."""
-    if expr is None or depth > MAX_DEPTH:
+    if expr is None or depth > DATAFLOW_STEPS:
         return {"unknown"}
     if isinstance(expr, (cst.Attribute, cst.Name)):
         text = dotted(expr)
@@ -63,7 +61,7 @@ def dtype_values(index: ModuleIndex, expr: cst.BaseExpression | None, depth: int
 
 def string_values(index: ModuleIndex, expr: cst.BaseExpression | None, depth: int = 0) -> set[str]:
     """The strings ``expr`` can be (``"cuda" if ... else "cpu"`` -> both); ``"unknown"`` else."""
-    if expr is None or depth > MAX_DEPTH:
+    if expr is None or depth > DATAFLOW_STEPS:
         return {"unknown"}
     value = string_value(expr)
     if value is not None:
@@ -123,7 +121,7 @@ def loss_is_divided(
     itself, by the assignments to the name before ``at``, by a local helper that returns it,
     or — for a parameter of a helper reached through the calls in ``chain`` — by the argument
     the caller passed?"""
-    if expr is None or depth > LOSS_DEPTH:
+    if expr is None or depth > LOSS_STEPS:
         return False
     if divides(expr):
         return True

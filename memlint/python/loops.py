@@ -16,6 +16,7 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
 from memlint.python.index import ModuleIndex
+from memlint.python.limits import LOOP_HELPER_DEPTH
 from memlint.python.syntax import (
     block_statements,
     calls_in_evaluation_order,
@@ -28,7 +29,6 @@ from memlint.python.syntax import (
 )
 from memlint.python.training import Backward, Step, backward_of, step_of, zero_grad_target
 
-MAX_HELPER_DEPTH = 3
 Loop = cst.For | cst.While
 
 
@@ -134,7 +134,7 @@ class _Walker:
     def expression(self, node, guards, loops, site, in_except, depth, stack) -> None:
         for call in calls_in_evaluation_order(node):
             here = site if site is not None else call
-            if depth < MAX_HELPER_DEPTH:
+            if depth < LOOP_HELPER_DEPTH:
                 for helper in self._helpers_run_by(call):
                     if helper not in stack:
                         self.chain.append(call)

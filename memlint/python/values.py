@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import libcst as cst
 
 from memlint.python.conditions import deciding_options, guards
+from memlint.python.limits import EVALUATION_DEPTH
 from memlint.python.options import Options
 from memlint.python.references import NOT_PASSED, Assigned, Names, Parameter, Unpacked, own_nodes
 from memlint.python.unit_scopes import ANYTHING, uses_of
@@ -37,7 +38,6 @@ from memlint.python.value_types import (
 if TYPE_CHECKING:
     from memlint.python.source import PythonSource
 
-MAX_DEPTH = 24  # how deep evaluation follows names, calls and attributes
 
 
 # values that hold a ``def`` or ``class`` node, and those nodes' classes (``_keepable``)
@@ -220,7 +220,7 @@ class Values(Names):
         """The value of ``expr``, or None when it is not statically known."""
         if expr is None:
             return None
-        if depth > MAX_DEPTH:
+        if depth > EVALUATION_DEPTH:
             self.depends(ANYTHING)
             return None
         key = id(expr)
