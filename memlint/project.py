@@ -42,10 +42,11 @@ _EXTENSION = re.compile(r"\.(?:json|ya?ml|py|sh)\b")
 _MODULE_FLAG = re.compile(r"(?<![\w-])(?:-m|--module)(?![\w-])")
 _MODULE_WORD = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 _WORDS_AFTER_MODULE_FLAG = 6  # launcher options may come between the flag and the module
-ENTRY_KINDS = ("python", "axolotl", "llamafactory", "llamafactory-v1", "hf-args", "torchtune", "composer", "shell")
+ENTRY_KINDS = ("python", "axolotl", "llamafactory", "llamafactory-v1", "hf-args", "torchtune", "composer", "shell",
+               "markdown")
 # kinds whose documents can take part in a training run
 RUN_KINDS = ("python", "deepspeed", "hf-args", "accelerate", "axolotl", "llamafactory", "llamafactory-v1", "torchtune",
-             "composer", "shell")
+             "composer", "shell", "markdown")
 
 
 @dataclass
@@ -416,6 +417,8 @@ class Project:
         script that a launcher starts (``torchrun train.py`` naming ``ds_config.json`` in its
         argparse defaults) — the launcher's, whose options and GPU count apply to the config too."""
         own = [f for f in self.facts(referrer) if f.launches is not None or self.kind(referrer) in ENTRY_KINDS]
+        if self.kind(referrer) == "markdown":
+            own = [f for f in own if self._launches_project_script(f)]
         if own and all(f.launches is None for f in own):
             launchers = [
                 f for launcher in self.referrers(referrer) if self.key(launcher) != self.key(referrer)
@@ -426,6 +429,16 @@ class Project:
             if launchers:
                 return launchers
         return own
+
+    def _launches_project_script(self, facts: RunFacts) -> bool:
+        """A command in Markdown is a launch only of a script of this project that trains, itself or
+        through the project's own modules: READMEs also show installs, preprocessing steps and
+        other repositories' commands. Every config it names must exist too: a README's
+        ``config_{grok,anthropic}.yaml`` or ``<your_config>.yaml`` is a pattern, not a run."""
+        script = self.resolve_reference(str(facts.launches.value), facts.path) if facts.launches else None
+        if script is None or not (self.facts(script) or self._delegates_to_project_module(script)):
+            return False
+        return all(self.resolve_reference(str(r.value), facts.path) is not None for r in facts.references)
 
     def _same(self, path: Path | None, key: str) -> bool:
         return path is not None and self.key(path) == key
@@ -481,14 +494,14 @@ class Project:
 
     def runs_for(self, path: str | Path, context: RunContext) -> list[ResolvedRun]:
         """Every run ``path`` takes part in: as an entry, or linked from an entry."""
-        from memlint.facts.resolve import resolve
-
         key = self.key(path)
         entries: list[RunFacts] = []
         launched_by = []
         for referrer in self.referrers(path):
             launched_by.extend(self._entries_through(referrer))
         own = [f for f in self.facts(path) if self.kind(path) in ENTRY_KINDS and is_entry(f)]
+        if self.kind(path) == "markdown":
+            own = [f for f in own if self._launches_project_script(f)]
         documented = [f for f in own if f.kind == "shell" and f.path == own[0].path]
         if documented and len(documented) < len(own):
             own = documented  # the script runs as its docstring says: those options apply
@@ -497,6 +510,21 @@ class Project:
             entries = launchers  # the script runs through its launcher(s): their options apply
         else:
             entries = own + [f for f in launched_by if is_entry(f)]
+        runs = self._runs(entries, key, context)
+        if any(self.kind(f.path) == "markdown" for f in entries):
+            # a README's command is judged when memlint can estimate it; one it cannot estimate
+            # (a model from a variable, a placeholder) is no news there, and the document's own
+            # run says so once instead of once per command
+            kept = [r for r in runs if r.problem is None or self.kind(r.plan.entry) != "markdown"]
+            if not kept and own and entries is launchers:
+                kept = self._runs(own, key, context)
+            runs = kept
+        return runs
+
+    def _runs(self, entries: list[RunFacts], key: str, context: RunContext) -> list[ResolvedRun]:
+        """The resolved runs of ``entries`` that the document ``key`` takes part in."""
+        from memlint.facts.resolve import resolve
+
         runs = []
         seen_plans = set()
         for facts in entries:
