@@ -44,9 +44,8 @@ _MODULE_WORD = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 _WORDS_AFTER_MODULE_FLAG = 6  # launcher options may come between the flag and the module
 ENTRY_KINDS = ("python", "axolotl", "llamafactory", "llamafactory-v1", "hf-args", "torchtune", "composer", "shell",
                "markdown")
-# configs that only take part in runs other documents define, and the keys that sign them
+# configs that only take part in runs other documents define
 STANDALONE_KINDS = ("deepspeed", "accelerate")
-_STANDALONE_SIGNS = ("zero_optimization", "train_micro_batch_size_per_gpu", "train_batch_size", "distributed_type")
 # kinds whose documents can take part in a training run
 RUN_KINDS = ("python", "deepspeed", "hf-args", "accelerate", "axolotl", "llamafactory", "llamafactory-v1", "torchtune",
              "composer", "shell", "markdown")
@@ -133,7 +132,6 @@ class Project:
         self._files: frozenset[str] | None = None  # absolute paths known to be regular files
         self._names: dict[str, str] = {}  # key -> the path a file was walked as
         self._infrastructure: list | None = None  # the GPUs the project's infrastructure files request
-        self._standalone: list[Path] | None = None  # DeepSpeed/Accelerate configs no document uses
 
     # ----------------------------------------------------------------- documents
 
@@ -193,7 +191,6 @@ class Project:
         self._candidates = None
         self._mentions = None
         self._infrastructure = None
-        self._standalone = None
         self._referrers.clear()
 
     def document(self, path: str | Path) -> Document:
@@ -530,51 +527,17 @@ class Project:
 
     def _standalone_runs(self, path: str | Path, context: RunContext) -> list[ResolvedRun]:
         """A DeepSpeed or Accelerate config that no launcher, script or recipe of the project uses
-        (a template folder): estimated with the settings' ``model`` when they name one; else the
-        first such config of the project says once that memory is not checked for any of them,
-        instead of each staying silent (or each saying so)."""
-        from memlint.facts.resolve import ResolvedRun, resolve
+        (a template folder) is estimated with the settings' ``model`` when they name one."""
+        from memlint.facts.resolve import resolve
 
         facts = self.facts(path)
-        if not facts:
+        if not facts or not (context.model or (context.model_config is not None and context.model_config(str(path)))):
             return []
         plan = replace(self.plan_for(facts[0]), trains=True)  # as a run of it would train
-        name = Path(path).name
-        if context.model or (context.model_config is not None and context.model_config(str(path))):
-            run = resolve(plan, context, Path(plan.entry).parent)
-            run.assumptions.append(f"no launcher or script of the project uses {name}: "
-                                   "estimated with the settings' model")
-            return [run]
-        standalone = self.standalone_configs()
-        if not standalone or self.key(standalone[0]) != self.key(path):
-            return []
-        others = len(standalone) - 1
-        which = (f"this config and {others} other DeepSpeed/Accelerate config{'s' if others != 1 else ''} of the "
-                 "project are" if others else "this config is")
-        run = ResolvedRun(plan=plan, arch=None, setup=None)
-        run.problem = (f"{which} used by no launcher, script or recipe, so no model is known: name it in a launch "
-                       "command (`--deepspeed`, `accelerate launch --config_file`), or set `model` in "
-                       "[tool.memlint] to estimate each with that model")
+        run = resolve(plan, context, Path(plan.entry).parent)
+        run.assumptions.append(f"no launcher or script of the project uses {Path(path).name}: "
+                               "estimated with the settings' model")
         return [run]
-
-    def standalone_configs(self) -> list[Path]:
-        """The project's DeepSpeed and Accelerate configs that no document references, in path
-        order (a text prefilter on their signature keys first: data JSON is not parsed)."""
-        if self._standalone is None:
-            found = []
-            with reads.paused():
-                for candidate in self.candidates():
-                    if candidate.suffix.lower() not in (".json", ".yaml", ".yml"):
-                        continue
-                    text = self._overlays.get(self.key(candidate)) or self._read_for_scan(candidate)
-                    if not text or not any(sign in text for sign in _STANDALONE_SIGNS):
-                        continue
-                    if self.kind(candidate) in STANDALONE_KINDS and not self.referrers(candidate):
-                        found.append(candidate)
-            self._standalone = sorted(found, key=lambda p: self.key(p))
-        for config in self._standalone:
-            reads.document(self.key(config), self.digest(config))
-        return self._standalone
 
     def _runs(self, entries: list[RunFacts], key: str, context: RunContext) -> list[ResolvedRun]:
         """The resolved runs of ``entries`` that the document ``key`` takes part in."""
