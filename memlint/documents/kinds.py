@@ -28,6 +28,7 @@ class DocumentKind(TextEnum):
     PYTHON = "python"  # training code (imports an ML library)
     PYTHON_OTHER = "python-other"  # Python that imports no ML library: read, not parsed
     SHELL = "shell"  # launcher scripts: torchrun, deepspeed, accelerate launch, slurm
+    MARKDOWN = "markdown"  # a project's README and docs: launch commands in shell code blocks
     DEEPSPEED = "deepspeed"
     ACCELERATE = "accelerate"
     AXOLOTL = "axolotl"
@@ -52,10 +53,12 @@ CONFIG_KINDS = frozenset({
 # the kinds that can define a run of their own (a model, a trainer, a launched script)
 ENTRY_KINDS = frozenset({
     DocumentKind.PYTHON, DocumentKind.AXOLOTL, DocumentKind.LLAMAFACTORY, DocumentKind.LLAMAFACTORY_V1,
-    DocumentKind.HF_ARGS, DocumentKind.TORCHTUNE, DocumentKind.COMPOSER, DocumentKind.SHELL,
+    DocumentKind.HF_ARGS, DocumentKind.TORCHTUNE, DocumentKind.COMPOSER, DocumentKind.SHELL, DocumentKind.MARKDOWN,
 })
+# configs that only take part in runs other documents define
+STANDALONE_KINDS = frozenset({DocumentKind.DEEPSPEED, DocumentKind.ACCELERATE})
 # the kinds whose documents can take part in a training run
-RUN_KINDS = ENTRY_KINDS | {DocumentKind.DEEPSPEED, DocumentKind.ACCELERATE}
+RUN_KINDS = ENTRY_KINDS | STANDALONE_KINDS
 
 DEEPSPEED_SIGNATURE = {"zero_optimization", "train_micro_batch_size_per_gpu"}
 DEEPSPEED_KEYS = {

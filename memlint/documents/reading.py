@@ -21,14 +21,15 @@ PYTHON_SUFFIXES = (".py", ".pyi")
 JSON_SUFFIXES = (".json",)
 YAML_SUFFIXES = (".yaml", ".yml")
 SHELL_SUFFIXES = (".sh", ".bash", ".slurm", ".sbatch")
-LINTED_SUFFIXES = PYTHON_SUFFIXES + JSON_SUFFIXES + YAML_SUFFIXES + SHELL_SUFFIXES
+MARKDOWN_SUFFIXES = (".md", ".markdown")  # read for the launch commands in their code blocks
+LINTED_SUFFIXES = PYTHON_SUFFIXES + JSON_SUFFIXES + YAML_SUFFIXES + SHELL_SUFFIXES + MARKDOWN_SUFFIXES
 
 
 @dataclass(frozen=True)
 class Document:
     path: str  # as given (relative to the working directory) or absolute
     text: str
-    syntax: str  # "python", "json", "yaml", "shell", "other"
+    syntax: str  # "python", "json", "yaml", "shell", "markdown", "other"
     problem: str | None = None  # why the text could not be read (text is then "")
 
 
@@ -42,6 +43,8 @@ def syntax_of(path: str) -> str:
         return "yaml"
     if lower.endswith(SHELL_SUFFIXES):
         return "shell"
+    if lower.endswith(MARKDOWN_SUFFIXES):
+        return "markdown"
     return "other"
 
 

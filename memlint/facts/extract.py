@@ -58,4 +58,5 @@ EXTRACTOR_MODULES: list[str] = [
     "memlint.configs.composer",
     "memlint.facts.script",
     "memlint.facts.launchers",
+    "memlint.facts.markdown",
 ]

@@ -396,6 +396,11 @@ def documented_launches(parsed: ParsedDocument) -> list[RunFacts]:
     return out
 
 
+def launches_in(parsed: ParsedDocument, text: str) -> list[RunFacts]:
+    """The launch commands of ``text``: ``parsed``'s text with all but its commands blanked."""
+    return _Shell(parsed, text).run()
+
+
 @extractor("shell")
 def extract_launchers(parsed: ParsedDocument) -> list[RunFacts]:
     if parsed.document.problem is not None or not parsed.text:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memlint.documents import reads
-from memlint.documents.kinds import ENTRY_KINDS
+from memlint.documents.kinds import ENTRY_KINDS, STANDALONE_KINDS, DocumentKind
 from memlint.project.documents import DocumentStore
 from memlint.project.links import LinkIndex
 
@@ -59,6 +59,8 @@ class RunFinder:
         script that a launcher starts (``torchrun train.py`` naming ``ds_config.json`` in its
         argparse defaults) — the launcher's, whose options and GPU count apply to the config too."""
         own = [f for f in self.documents.facts(referrer) if f.launches is not None or self.documents.kind(referrer) in ENTRY_KINDS]
+        if self.documents.kind(referrer) == DocumentKind.MARKDOWN:
+            own = [f for f in own if self._launches_project_script(f)]
         if own and all(f.launches is None for f in own):
             launchers = [
                 f for launcher in self.links.referrers(referrer) if self.documents.key(launcher) != self.documents.key(referrer)
@@ -69,6 +71,16 @@ class RunFinder:
             if launchers:
                 return launchers
         return own
+
+    def _launches_project_script(self, facts: RunFacts) -> bool:
+        """A command in Markdown is a launch only of a script of this project that trains, itself or
+        through the project's own modules: READMEs also show installs, preprocessing steps and
+        other repositories' commands. Every config it names must exist too: a README's
+        ``config_{grok,anthropic}.yaml`` or ``<your_config>.yaml`` is a pattern, not a run."""
+        script = self.documents.resolve_reference(str(facts.launches.value), facts.path) if facts.launches else None
+        if script is None or not (self.documents.facts(script) or self._delegates_to_project_module(script)):
+            return False
+        return all(self.documents.resolve_reference(str(r.value), facts.path) is not None for r in facts.references)
 
     def _same(self, path: Path | None, key: str) -> bool:
         return path is not None and self.documents.key(path) == key
@@ -122,14 +134,14 @@ class RunFinder:
 
     def runs_for(self, path: str | Path, context: RunContext) -> list[ResolvedRun]:
         """Every run ``path`` takes part in: as an entry, or linked from an entry."""
-        from memlint.facts.resolve import resolve
-
         key = self.documents.key(path)
         entries: list[RunFacts] = []
         launched_by = []
         for referrer in self.links.referrers(path):
             launched_by.extend(self._entries_through(referrer))
         own = [f for f in self.documents.facts(path) if self.documents.kind(path) in ENTRY_KINDS and is_entry(f)]
+        if self.documents.kind(path) == DocumentKind.MARKDOWN:
+            own = [f for f in own if self._launches_project_script(f)]
         documented = [f for f in own if f.kind == "shell" and f.path == own[0].path]
         if documented and len(documented) < len(own):
             own = documented  # the script runs as its docstring says: those options apply
@@ -138,6 +150,37 @@ class RunFinder:
             entries = launchers  # the script runs through its launcher(s): their options apply
         else:
             entries = own + [f for f in launched_by if is_entry(f)]
+        runs = self._runs(entries, key, context)
+        if any(self.documents.kind(f.path) == DocumentKind.MARKDOWN for f in entries):
+            # a README's command is judged when memlint can estimate it; one it cannot estimate
+            # (a model from a variable, a placeholder) is no news there, and the document's own
+            # run says so once instead of once per command
+            kept = [r for r in runs if r.problem is None or self.documents.kind(r.plan.entry) != DocumentKind.MARKDOWN]
+            if not kept and own and entries is launchers:
+                kept = self._runs(own, key, context)
+            runs = kept
+        if not runs and not launched_by and self.documents.kind(path) in STANDALONE_KINDS:
+            runs = self._standalone_runs(path, context)
+        return runs
+
+    def _standalone_runs(self, path: str | Path, context: RunContext) -> list[ResolvedRun]:
+        """A DeepSpeed or Accelerate config that no launcher, script or recipe of the project uses
+        (a template folder) is estimated with the settings' ``model`` when they name one."""
+        from memlint.facts.resolve import resolve
+
+        facts = self.documents.facts(path)
+        if not facts or not (context.model or (context.model_config is not None and context.model_config(str(path)))):
+            return []
+        plan = replace(self.plan_for(facts[0]), trains=True)  # as a run of it would train
+        run = resolve(plan, context, Path(plan.entry).parent)
+        run.assumptions.append(f"no launcher or script of the project uses {Path(path).name}: "
+                               "estimated with the settings' model")
+        return [run]
+
+    def _runs(self, entries: list[RunFacts], key: str, context: RunContext) -> list[ResolvedRun]:
+        """The resolved runs of ``entries`` that the document ``key`` takes part in."""
+        from memlint.facts.resolve import resolve
+
         runs = []
         seen_plans = set()
         for facts in entries:

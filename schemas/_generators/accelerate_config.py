@@ -31,7 +31,9 @@ SAGEMAKER = "AMAZON_SAGEMAKER"
 _GROUP_OF = {"deepspeed_config": "DeepSpeed Arguments"}
 # Fix-up: utils/launch.py reads `DynamoBackend(args.dynamo_backend.upper())`, so the upper-case
 # enum values that `accelerate config` writes are valid as well as the parser's lower-case choices.
-_CASE_INSENSITIVE = {"dynamo_backend"}
+# The same holds for `fp8_backend`: the questionnaire writes FP8BackendType values ("AO", "TE",
+# "MSAMP": commands/config/config_utils._convert_fp8_backend), which the Accelerator compares with.
+_CASE_INSENSITIVE = {"dynamo_backend", "fp8_backend"}
 
 
 def build() -> dict[str, dict]:
@@ -148,6 +150,12 @@ def _argument_schema(action: argparse.Action) -> dict:
     if action.help and action.help != argparse.SUPPRESS:
         schema["description"] = " ".join(str(action.help).split())
     ok, default = json_default(action.default)
+    if ok and isinstance(default, list) and isinstance(schema.get("type"), list):
+        # a tuple default (`fp8_override_linear_precision=(False, False, False)`) is what the
+        # questionnaire writes into the file and utils/launch.py indexes: a list is valid too
+        kinds = {bool: "boolean", int: "integer", float: "number", str: "string"}
+        schema["type"] = schema["type"] + ["array"]
+        schema["items"] = {"type": sorted({kinds.get(type(v), "string") for v in default}) or ["boolean"]}
     if ok and default is not None and action.default is not argparse.SUPPRESS:
         schema["default"] = default
     return schema

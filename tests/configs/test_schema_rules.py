@@ -441,3 +441,29 @@ def test_yaml_suppression_comment_and_json_per_file_ignores(lint):
     assert [d.range.start.line for d in lint({"run.yml": text}, "run.yml")] == [4]
     ds = '{"train_batch_size": 8, "_notes": "x", "gradient_clipingg": 1.0}'
     assert lint({"ds_config.json": ds}, "ds_config.json", per_file_ignores={"ds_*.json": ["CFG001"]}) == []
+
+
+# Accelerate's examples/config_yaml_templates/fp8.yaml: the values `accelerate config` itself writes
+ACCELERATE_FP8 = """\
+distributed_type: "NO"
+mixed_precision: "fp8"
+fp8_config:
+  backend: TE # Can be TE | MS-AMP
+  amax_history_len: 1024
+  fp8_format: E4M3
+  interval: 1
+  margin: 0
+  override_linear_precision: [false, false, false]
+  use_autocast_during_eval: false
+"""
+
+
+def test_accelerate_fp8_values_as_accelerate_config_writes_them(lint):
+    assert lint({"fp8.yaml": ACCELERATE_FP8}, "fp8.yaml") == []
+    wrong = ACCELERATE_FP8.replace("backend: TE", "backend: TransformerEngine").replace(
+        "[false, false, false]", "[false, \"off\", 0.5]")
+    messages = [d.message for d in lint({"fp8.yaml": wrong}, "fp8.yaml")]
+    assert len(messages) == 3
+    assert "`fp8_config.backend` must be one of" in messages[0] and "TransformerEngine" in messages[0]
+    assert messages[1] == '`fp8_config.override_linear_precision[1]` must be true or false (got "off")'
+    assert messages[2] == "`fp8_config.override_linear_precision[2]` must be true or false (got 0.5)"

@@ -1,0 +1,71 @@
+"""Launch commands written in a project's Markdown: its README's code blocks.
+
+For many repositories the README is the only launcher there is (alignment-handbook's recipes:
+``accelerate launch --config_file recipes/accelerate_configs/zero3.yaml scripts/sft.py --config
+recipes/smollm2/sft/config.yaml``). Without it a recipe is judged alone, on one GPU with no ZeRO,
+and a run that fits on the eight GPUs the README starts is reported out of memory.
+
+A command is read only inside a fenced code block (```` ``` ```` or ``~~~``) whose info string is
+empty or names a shell (``bash``, ``sh``, ``shell``, ``console``, ``zsh``): prose and Python
+blocks are left alone. Each command is a launch as a shell script's would be (the same parser,
+``$ `` prompts and ``VAR=value`` prefixes allowed); which of them start a script of the project is
+for the project to decide (:meth:`memlint.project.Project.runs_for`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from memlint.documents.parsed import ParsedDocument
+from memlint.facts.extract import extractor
+from memlint.facts.launchers import command_lines, launches_in
+from memlint.facts.plan import RunFacts
+from memlint.model.provenance import Sourced
+
+SHELL_INFO = frozenset({"", "sh", "bash", "shell", "console", "zsh", "shell-session", "bash-session",
+                        "sh-session", "terminal"})
+_FENCE = re.compile(r"^[ \t]*(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^\n]*)$", re.M)
+
+
+def shell_blocks(text: str) -> list[tuple[int, int]]:
+    """The (start, end) offsets of the bodies of the fenced code blocks that hold shell commands.
+    A fence closes at the next fence line of the same character at least as long (CommonMark);
+    an unclosed block runs to the end of the document."""
+    blocks = []
+    position = 0
+    while True:
+        opening = _FENCE.search(text, position)
+        if opening is None:
+            return blocks
+        fence = opening.group("fence")
+        info = opening.group("info").strip()
+        if fence[0] == "`" and "`" in info:
+            position = opening.end()  # an inline code span, not a fence
+            continue
+        body = opening.end() + 1
+        closing = re.compile(rf"^[ \t]*{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$", re.M).search(text, body)
+        end = closing.start() if closing is not None else len(text)
+        language = info.split()[0].lower().lstrip("{.").rstrip("}") if info else ""
+        if language in SHELL_INFO and body <= end:
+            blocks.append((body, end))
+        if closing is None:
+            return blocks
+        position = closing.end()
+
+
+@extractor("markdown")
+def extract_markdown(parsed: ParsedDocument) -> list[RunFacts]:
+    text = parsed.text
+    if parsed.document.problem is not None or not text or ("```" not in text and "~~~" not in text):
+        return []
+    kept = ["\n" if c == "\n" else " " for c in text]
+    for start, end in shell_blocks(text):
+        kept[start:end] = command_lines(text, start, end)[start:end]
+    out = []
+    for facts in launches_in(parsed, "".join(kept)):
+        launched = facts.launches
+        if launched is None:
+            continue
+        facts.launches = Sourced(launched.value, launched.origin, f"{launched.note} (a command in a code block)")
+        out.append(facts)
+    return out
