@@ -23,6 +23,9 @@ LINEAR_NAMES: dict[str, tuple[str, str, str, str, str, str]] = {
     "distilbert": ("q_lin", "k_lin", "v_lin", "out_lin", "lin1", "lin2"),
 }
 
+# DistilBERT adds the attention output to the residual without a dropout (BERT drops it out)
+NO_ATTENTION_OUTPUT_DROPOUT = frozenset({"distilbert"})
+
 
 def _masked_lm_head(h: int, vocab: int) -> int:
     """dense (h x h + bias) + LayerNorm + the decoder's bias; the decoder weight is tied."""

@@ -12,7 +12,7 @@ from typing import Callable
 
 from memlint.estimate.architecture import Architecture
 from memlint.estimate.graph import Tape, Value
-from memlint.estimate.encoders import LINEAR_NAMES
+from memlint.estimate.encoders import LINEAR_NAMES, NO_ATTENTION_OUTPUT_DROPOUT
 
 Block = Callable[[Tape, Architecture, Value], Value]
 
@@ -290,7 +290,9 @@ def bert_block(t: Tape, arch: Architecture, x: Value) -> Value:
     v = t.linear(x, arch.hidden_size, names[2])
     out = t.attention(q, k, v, arch.num_heads, arch.num_heads, arch.attention_dropout,
                       softmax="input")
-    a = t.dropout(t.linear(out, arch.hidden_size, names[3]), arch.dropout)
+    a = t.linear(out, arch.hidden_size, names[3])
+    if arch.model_type not in NO_ATTENTION_OUTPUT_DROPOUT:
+        a = t.dropout(a, arch.dropout)
     x = t.layer_norm(t.add(a, x), "attention.output.LayerNorm")
     m = t.activation(t.linear(x, arch.intermediate_size, names[4]), arch.activation)
     m = t.dropout(t.linear(m, arch.hidden_size, names[5]), arch.dropout)

@@ -15,7 +15,7 @@ Validated against measured peaks of real Hugging Face models (docs/accuracy.md).
 
 from __future__ import annotations
 
-from memlint.estimate.activations import INPUT_BYTES_PER_TOKEN, profile
+from memlint.estimate.activations import INPUT_BYTES_PER_TOKEN, has_vocab_logits, profile
 from memlint.estimate.architecture import Architecture
 from memlint.estimate.budget import Budget, Capacity, Component, Phase
 from memlint.estimate.policy import OPTIMIZERS, POLICIES, Precision
@@ -185,7 +185,9 @@ def estimate_training(
     # view, InputBuffer cannot accumulate into it): the head's, the embedding's and the sum are
     # alive together before AccumulateGrad keeps the sum (measured: the DeepSpeed cases of
     # tests/calibration, where the end of backward decides the peak).
-    tied = arch.tie_word_embeddings and arch.lm_head is None and setup.lora is None and not setup.freeze_embeddings
+    # (an encoder priced with a classification head has no output head over the vocabulary)
+    tied = (arch.tie_word_embeddings and arch.lm_head is None and has_vocab_logits(arch) and setup.lora is None
+            and not setup.freeze_embeddings)
     tied_grad = arch.vocab_size * arch.hidden_size * policy.grad_bytes if tied else 0
     held = Component("tied_head_gradient", "Output head's gradient, held for the tied embedding", int(tied_grad))
     # An untied head's gradient is complete before the first block's backward; where gradients stay
