@@ -124,6 +124,24 @@ def _zero12_master_step(setup: TrainingSetup) -> bool:
             and not setup.offload_optimizer)
 
 
+def _vision_language(arch: Architecture, setup: TrainingSetup, notes: list[str]) -> int:
+    """A vision-language model's tower activations (counted with the activations), and what was assumed."""
+    from memlint.estimate import vision
+
+    if arch.model_type not in vision.MODEL_TYPES:
+        return 0
+    saved = vision.saved_bytes(arch, setup)
+    if saved:
+        notes.append(f"vision tower activations for {setup.image_tokens} image tokens per sequence "
+                     f"({saved / 2**30:.2f} GiB, counted with the activations)")
+    elif setup.image_tokens <= 0:
+        notes.append("text-only batches: no image tokens, so no vision tower activations "
+                     "(memlint estimate --image-tokens N prices N per sequence)")
+    else:
+        notes.append("the vision tower does not train under LoRA: its activations are not kept")
+    return saved
+
+
 def estimate_training(
     arch: Architecture, setup: TrainingSetup, capacity: Capacity | None = None
 ) -> Budget:
@@ -151,6 +169,7 @@ def estimate_training(
                           if spec.step_temp == "group" else "")
 
     stored = prof.stored() * tokens
+    stored += _vision_language(arch, setup, notes)
     ckpt = prof.checkpointed_blocks > 0
     act_label = "Activations" + (" (checkpointed: block inputs)" if ckpt else "")
     activations = Component("activations", act_label, int(stored))

@@ -119,3 +119,43 @@ def from_vl_config(name: str, config: Mapping[str, Any], model_type: str) -> Arc
     arch = architecture._BUILDERS[_TEXT_TYPE[model_type]](name, text, _TEXT_TYPE[model_type])
     vision = tower(config)
     return replace(arch, model_type=model_type, extra_params=vision.params, config=config)
+
+
+def _vision_block(t: Any, v: VisionTower, x: Any) -> Any:
+    """One ViT block of the tower on the tape: norm, fused qkv, attention (SDPA over the
+    window or the whole image: no patches x patches term), projection, MLP."""
+    norm = t.rms_norm if v.gated_mlp else t.layer_norm
+    h = norm(x, "visual.norm1")
+    qkv = t.linear(h, 3 * v.hidden_size, "visual.qkv")
+    q, k, w = (t.view(qkv, v.hidden_size) for _ in range(3))
+    out = t.attention(q, k, w, v.num_heads, v.num_heads)
+    x = t.add(x, t.linear(out, v.hidden_size, "visual.proj"))
+    h = norm(x, "visual.norm2")
+    if v.gated_mlp:
+        m = t.mul(t.silu(t.linear(h, v.intermediate_size, "visual.gate_proj")),
+                  t.linear(h, v.intermediate_size, "visual.up_proj"))
+        m = t.linear(m, v.hidden_size, "visual.down_proj")
+    else:
+        m = t.linear(t.activation(t.linear(h, v.intermediate_size, "visual.linear_fc1"), "gelu_pytorch_tanh"),
+                     v.hidden_size, "visual.linear_fc2")
+    return t.add(x, m)
+
+
+def saved_bytes(arch: Architecture, setup: Any) -> int:
+    """Bytes the vision tower keeps for backward in one micro-batch: ``setup.image_tokens``
+    image tokens per sequence are ``merge`` patches each. Nothing when there are no images, or
+    when the tower does not train (LoRA on the language model: its output needs no gradient)."""
+    from memlint.estimate.activations import tape_settings
+    from memlint.estimate.graph import Tape, Value
+
+    images = int(getattr(setup, "image_tokens", 0) or 0)
+    if images <= 0 or arch.model_type not in MODEL_TYPES or setup.lora is not None:
+        return 0
+    v = tower(arch.config)
+    settings = tape_settings(arch, setup)
+    tape = Tape(settings)
+    x = Value(v.hidden_size, settings.param_bytes, True)
+    _vision_block(tape, v, x)
+    per_patch = x.bytes if setup.grad_ckpt else tape.saved_bytes  # checkpointing keeps block inputs
+    patches = images * v.merge * setup.micro_batch
+    return int(per_patch * v.depth * patches)

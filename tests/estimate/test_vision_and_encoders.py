@@ -70,3 +70,26 @@ def test_lora_on_distilbert_adapts_its_own_layer_names():
     full = estimate_training(arch, TrainingSetup(micro_batch=16, seq_len=256, precision=Precision("bf16"),
                                                  optimizer=Optimizer.parse("adamw")))
     assert budget.peak_bytes < full.peak_bytes
+
+
+def test_image_tokens_add_the_vision_towers_activations_and_text_only_says_so():
+    arch = from_config(find_entry("Qwen/Qwen2.5-VL-7B-Instruct").config)
+    text = estimate_training(arch, TrainingSetup(micro_batch=2, seq_len=2048))
+    assert any("text-only batches" in note for note in text.assumptions)
+    images = estimate_training(arch, TrainingSetup(micro_batch=2, seq_len=2048, image_tokens=1024))
+    double = estimate_training(arch, TrainingSetup(micro_batch=2, seq_len=2048, image_tokens=2048))
+    forward = {p.name: p for p in text.phases}["forward"].bytes
+    added = {p.name: p for p in images.phases}["forward"].bytes - forward
+    # 1024 image tokens are 4096 patches of 1280 features through 32 blocks: tens of KB per
+    # patch per block, linear in the patches
+    per_patch_block = added / (2 * 4096 * 32)
+    assert 20 * 1280 < per_patch_block < 60 * 1280, per_patch_block
+    assert {p.name: p for p in double.phases}["forward"].bytes - forward == 2 * added
+    # checkpointing keeps each block's input only; LoRA on the language model keeps nothing
+    ckpt = estimate_training(arch, TrainingSetup(micro_batch=2, seq_len=2048, image_tokens=1024, grad_ckpt_every=1))
+    plain_ckpt = estimate_training(arch, TrainingSetup(micro_batch=2, seq_len=2048, grad_ckpt_every=1))
+    kept = {p.name: p for p in ckpt.phases}["forward"].bytes - {p.name: p for p in plain_ckpt.phases}["forward"].bytes
+    assert kept == 2 * 4096 * 32 * 1280 * 2  # bf16 block inputs
+    lora = Lora(r=16, targets=("q_proj", "v_proj"))
+    assert (estimate_training(arch, TrainingSetup(micro_batch=2, seq_len=2048, image_tokens=1024, lora=lora)).peak_bytes
+            == estimate_training(arch, TrainingSetup(micro_batch=2, seq_len=2048, lora=lora)).peak_bytes)
