@@ -56,7 +56,7 @@ FAMILIES: list[tuple[str, str, str | None]] = [
     (r"^(stablelm-3b|stablelm-zephyr|stable-code-3b)", "stablelm", None),
     (r"^pythia-", "gpt_neox", "EleutherAI/pythia-1.4b"),
     (r"^falcon-", "falcon", "tiiuae/falcon-7b"),
-    (r"^OLMo-2", "olmo2", None),
+    (r"^OLMo-2", "olmo2", "allenai/OLMo-2-1124-7B"),
     (r"^OLMo", "olmo", None),
     (r"^Gemma-3-1b", "gemma3_text", "google/gemma-3-1b-it"),
     (r"^Gemma-3-", "gemma3", "google/gemma-3-4b-it"),
@@ -92,7 +92,7 @@ EXCLUDE: dict[str, str] = {
 # where the model's config class overrides it); memlint's own counter applies the same defaults.
 TIE_DEFAULT = {"llama": False, "mistral": False, "qwen2": False, "qwen3": False, "qwen3_moe": False,
                "mixtral": False, "phi3": False, "phi": False, "gpt_neox": False, "gemma": True,
-               "gemma2": True, "gemma3_text": True, "falcon": True}
+               "gemma2": True, "gemma3_text": True, "falcon": True, "olmo2": False}
 
 ARCH_KEYS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
              "intermediate_size", "vocab_size")

@@ -1,9 +1,9 @@
 """Finding a model's architecture: the bundled catalogues, a local path, the HF cache, the Hub.
 
 A name resolves, in order, to a bundled entry (by id, alias or LitGPT name: the hand-sourced
-``models/`` first, then the generated ``litgpt.json``), a ``config.json`` at a local path, a
-snapshot in the local Hugging Face cache, a catalogued entry by the variant rules
-(``variants.py``), the Hub's ``config.json`` when online (``hub.py``), and last, for a local
+``models/`` first, then the generated ``litgpt.json``), the entry of a mirror upload that a kept
+table lists (``mirrors.py``), a ``config.json`` at a local path, a snapshot in the local Hugging
+Face cache, a catalogued entry by the variant rules (``variants.py``), the Hub's ``config.json`` when online (``hub.py``), and last, for a local
 path that does not exist here, the catalogued model its folder is named after. Every step
 past an exact match says what it assumed.
 """
@@ -19,7 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from memlint.catalog import variants
+from memlint.catalog import mirrors, variants
 from memlint.catalog.config_file import UnknownModel, read_config
 from memlint.catalog.names import normalize, suggestions
 from memlint.estimate.architecture import Architecture, UnsupportedArchitecture
@@ -204,6 +204,9 @@ def resolve(name: str, base_dir: Path | None = None, *, offline: bool | None = N
     entry = find_entry(name)
     if entry is not None:
         return Resolution(_from_entry(entry))
+    mirror = mirrors.find(name)
+    if mirror is not None:
+        return Resolution(_from_entry(find_entry(mirror.entry)), mirrors.note(name, mirror), mirror.four_bit)
     candidate = Path(name).expanduser()
     if base_dir is not None and not candidate.is_absolute():
         candidate = base_dir / candidate

@@ -49,6 +49,8 @@ def add_run_arguments(p: argparse.ArgumentParser, done: str) -> None:
     p.add_argument("--grad-accum", type=int, help="gradient accumulation steps")
     p.add_argument("--fused-loss", action="store_true", help="fused/chunked cross-entropy (Liger)")
     p.add_argument("--keep-logits", action="store_true", help="the loop keeps model outputs alive through backward")
+    p.add_argument("--image-tokens", type=int, help="image tokens per sequence of a vision-language model "
+                   "(Qwen2.5-VL: one per 28x28 pixels); default none, text-only batches")
 
 
 def setup_from_args(args: argparse.Namespace, base: TrainingSetup | None = None) -> TrainingSetup:
@@ -87,6 +89,10 @@ def setup_from_args(args: argparse.Namespace, base: TrainingSetup | None = None)
         changes["fused_loss"] = True
     if args.keep_logits:
         changes["keep_logits"] = True
+    if getattr(args, "image_tokens", None) is not None:
+        if args.image_tokens < 0:
+            raise UsageError("--image-tokens must be 0 or more")
+        changes["image_tokens"] = args.image_tokens
     try:
         s = s.but(**changes)
     except ValueError as error:

@@ -101,9 +101,15 @@ def _head_input(arch: Architecture, settings: TapeSettings, x: Value) -> tuple[T
         out = tape.layer_norm(x, "final_norm")
     else:
         out = tape.rms_norm(x, "norm", gemma=kind == "gemma")
-    if arch.is_causal_lm:
+    if has_vocab_logits(arch):
         tape.linear(out, arch.vocab_size, "lm_head")
     return tape, out
+
+
+def has_vocab_logits(arch: Architecture) -> bool:
+    """Whether the step computes logits over the vocabulary: causal LMs and T5's decoder do;
+    an encoder is priced as it is most often fine-tuned, with a small classification head."""
+    return arch.is_causal_lm or arch.family == "t5"
 
 
 def _embedding_saved(arch: Architecture, settings: TapeSettings) -> float:
@@ -121,7 +127,7 @@ def _embedding_saved(arch: Architecture, settings: TapeSettings) -> float:
 
 def logits_bytes_per_token(arch: Architecture, setup: TrainingSetup) -> tuple[float, float, float]:
     """(forward high point, end of forward, start of backward) bytes per token of the head."""
-    if not arch.is_causal_lm or setup.fused_loss:
+    if not has_vocab_logits(arch) or setup.fused_loss:
         # fused/chunked cross-entropy never materialises B*T*V logits
         return 0.0, 0.0, 0.0
     v = arch.vocab_size
@@ -166,7 +172,7 @@ def profile(arch: Architecture, setup: TrainingSetup) -> ActivationProfile:
 
     casts = 0
     if settings.autocast:
-        head = arch.lm_head.weight_params if arch.lm_head else (arch.vocab_size * arch.hidden_size if arch.is_causal_lm else 0)
+        head = arch.lm_head.weight_params if arch.lm_head else (arch.vocab_size * arch.hidden_size if has_vocab_logits(arch) else 0)
         casts = settings.compute_bytes * (arch.linear_weight_params + head)
 
     checkpointed = 0

@@ -725,6 +725,20 @@ def _gpt_oss(name: str, cfg: Mapping[str, Any], model_type: str) -> Architecture
     )
 
 
+def _vision_language(name: str, cfg: Mapping[str, Any], model_type: str) -> Architecture:
+    """Qwen2.5-VL / Qwen3-VL: a Qwen decoder plus a vision tower (``vision.py``)."""
+    from memlint.estimate import vision
+
+    return vision.from_vl_config(name, cfg, model_type)
+
+
+def _encoder(name: str, cfg: Mapping[str, Any], model_type: str) -> Architecture:
+    """RoBERTa / DistilBERT: BERT's block around another checkpoint (``encoders.py``)."""
+    from memlint.estimate import encoders
+
+    return encoders.BUILDERS[model_type](name, cfg, model_type)
+
+
 _BUILDERS: dict[str, Callable[[str, Mapping[str, Any], str], Architecture]] = {
     "llama": _llama_like,
     "mistral": _llama_like,
@@ -750,6 +764,10 @@ _BUILDERS: dict[str, Callable[[str, Mapping[str, Any], str], Architecture]] = {
     "t5": _t5,
     "bloom": _bloom,
     "gpt_oss": _gpt_oss,
+    "qwen2_5_vl": _vision_language,
+    "qwen3_vl": _vision_language,
+    "roberta": _encoder,
+    "distilbert": _encoder,
 }
 
 # A multimodal config's text_config omits keys equal to the text model's class defaults, which

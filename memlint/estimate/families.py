@@ -12,6 +12,7 @@ from typing import Callable
 
 from memlint.estimate.architecture import Architecture
 from memlint.estimate.graph import Tape, Value
+from memlint.estimate.encoders import LINEAR_NAMES, NO_ATTENTION_OUTPUT_DROPOUT
 
 Block = Callable[[Tape, Architecture, Value], Value]
 
@@ -277,17 +278,24 @@ def moe_block(t: Tape, arch: Architecture, x: Value) -> Value:
     return t.add(x, moe)
 
 
+_BERT_NAMES = ("query", "key", "value", "attention.output.dense", "intermediate.dense", "output.dense")
+
+
 def bert_block(t: Tape, arch: Architecture, x: Value) -> Value:
-    """BERT post-LayerNorm encoder block (bidirectional attention)."""
-    q = t.linear(x, arch.hidden_size, "query")
-    k = t.linear(x, arch.hidden_size, "key")
-    v = t.linear(x, arch.hidden_size, "value")
+    """BERT post-LayerNorm encoder block (bidirectional attention); RoBERTa's and DistilBERT's
+    too, under their own layer names (``encoders.LINEAR_NAMES``)."""
+    names = LINEAR_NAMES.get(arch.model_type, _BERT_NAMES)
+    q = t.linear(x, arch.hidden_size, names[0])
+    k = t.linear(x, arch.hidden_size, names[1])
+    v = t.linear(x, arch.hidden_size, names[2])
     out = t.attention(q, k, v, arch.num_heads, arch.num_heads, arch.attention_dropout,
                       softmax="input")
-    a = t.dropout(t.linear(out, arch.hidden_size, "attention.output.dense"), arch.dropout)
+    a = t.linear(out, arch.hidden_size, names[3])
+    if arch.model_type not in NO_ATTENTION_OUTPUT_DROPOUT:
+        a = t.dropout(a, arch.dropout)
     x = t.layer_norm(t.add(a, x), "attention.output.LayerNorm")
-    m = t.activation(t.linear(x, arch.intermediate_size, "intermediate.dense"), arch.activation)
-    m = t.dropout(t.linear(m, arch.hidden_size, "output.dense"), arch.dropout)
+    m = t.activation(t.linear(x, arch.intermediate_size, names[4]), arch.activation)
+    m = t.dropout(t.linear(m, arch.hidden_size, names[5]), arch.dropout)
     return t.layer_norm(t.add(m, x), "output.LayerNorm")
 
 

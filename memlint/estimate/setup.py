@@ -96,6 +96,9 @@ class TrainingSetup:
     # CUDA runs SDPA's math kernel for fp32 inputs with grouped key/value heads (see
     # graph.TapeSettings); False prices the CPU flash kernel the fake-tensor oracle measured.
     fp32_gqa_sdpa_math: bool = True
+    # Image placeholder tokens per sequence of a vision-language model (0: text-only batches);
+    # the vision tower's activations scale with them (estimate/vision.py).
+    image_tokens: int = 0
     # Train the model (default) or run inference (forward only, no optimizer).
     mode: str = "train"
     notes: tuple[str, ...] = field(default_factory=tuple)

@@ -15,7 +15,7 @@ Validated against measured peaks of real Hugging Face models (docs/accuracy.md).
 
 from __future__ import annotations
 
-from memlint.estimate.activations import INPUT_BYTES_PER_TOKEN, profile
+from memlint.estimate.activations import INPUT_BYTES_PER_TOKEN, has_vocab_logits, profile
 from memlint.estimate.architecture import Architecture
 from memlint.estimate.budget import Budget, Capacity, Component, Phase
 from memlint.estimate.policy import OPTIMIZERS, POLICIES, Precision
@@ -124,6 +124,24 @@ def _zero12_master_step(setup: TrainingSetup) -> bool:
             and not setup.offload_optimizer)
 
 
+def _vision_language(arch: Architecture, setup: TrainingSetup, notes: list[str]) -> int:
+    """A vision-language model's tower activations (counted with the activations), and what was assumed."""
+    from memlint.estimate import vision
+
+    if arch.model_type not in vision.MODEL_TYPES:
+        return 0
+    saved = vision.saved_bytes(arch, setup)
+    if saved:
+        notes.append(f"vision tower activations for {setup.image_tokens} image tokens per sequence "
+                     f"({saved / 2**30:.2f} GiB, counted with the activations)")
+    elif setup.image_tokens <= 0:
+        notes.append("text-only batches: no image tokens, so no vision tower activations "
+                     "(memlint estimate --image-tokens N prices N per sequence)")
+    else:
+        notes.append("the vision tower does not train under LoRA: its activations are not kept")
+    return saved
+
+
 def estimate_training(
     arch: Architecture, setup: TrainingSetup, capacity: Capacity | None = None
 ) -> Budget:
@@ -151,6 +169,7 @@ def estimate_training(
                           if spec.step_temp == "group" else "")
 
     stored = prof.stored() * tokens
+    stored += _vision_language(arch, setup, notes)
     ckpt = prof.checkpointed_blocks > 0
     act_label = "Activations" + (" (checkpointed: block inputs)" if ckpt else "")
     activations = Component("activations", act_label, int(stored))
@@ -185,7 +204,9 @@ def estimate_training(
     # view, InputBuffer cannot accumulate into it): the head's, the embedding's and the sum are
     # alive together before AccumulateGrad keeps the sum (measured: the DeepSpeed cases of
     # tests/calibration, where the end of backward decides the peak).
-    tied = arch.tie_word_embeddings and arch.lm_head is None and setup.lora is None and not setup.freeze_embeddings
+    # (an encoder priced with a classification head has no output head over the vocabulary)
+    tied = (arch.tie_word_embeddings and arch.lm_head is None and has_vocab_logits(arch) and setup.lora is None
+            and not setup.freeze_embeddings)
     tied_grad = arch.vocab_size * arch.hidden_size * policy.grad_bytes if tied else 0
     held = Component("tied_head_gradient", "Output head's gradient, held for the tied embedding", int(tied_grad))
     # An untied head's gradient is complete before the first block's backward; where gradients stay

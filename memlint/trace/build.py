@@ -49,11 +49,29 @@ def hf_config(case: Case) -> Any:
     return config
 
 
-def _new_model(case: Case, config: Any, device: torch.device | str) -> nn.Module:
-    from transformers import AutoModelForCausalLM
+# Encoders are measured as they are most often fine-tuned, with a sequence-classification head
+# (what memlint's estimate prices for them: no vocabulary logits); T5 with its decoder's LM head.
+_ENCODERS = ("bert", "roberta", "distilbert")
+_SEQ2SEQ = ("t5",)
 
+
+def is_classifier(case: Case) -> bool:
+    return case.model.get("model_type") in _ENCODERS
+
+
+def _auto_class(config: Any) -> Any:
+    import transformers
+
+    if config.model_type in _ENCODERS:
+        return transformers.AutoModelForSequenceClassification
+    if config.model_type in _SEQ2SEQ:
+        return transformers.AutoModelForSeq2SeqLM
+    return transformers.AutoModelForCausalLM
+
+
+def _new_model(case: Case, config: Any, device: torch.device | str) -> nn.Module:
     with torch.device(device):
-        model = AutoModelForCausalLM.from_config(config, attn_implementation=case.attn, dtype=param_dtype(case))
+        model = _auto_class(config).from_config(config, attn_implementation=case.attn, dtype=param_dtype(case))
     model.train()
     if case.grad_ckpt:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
@@ -69,8 +87,10 @@ def _lora_config(case: Case) -> Any:
 
     lc = case.lora_config
     assert lc is not None
+    model_type = case.model.get("model_type")
+    task = "SEQ_2_SEQ_LM" if model_type in _SEQ2SEQ else "SEQ_CLS" if model_type in _ENCODERS else "CAUSAL_LM"
     return LoraConfig(r=lc["r"], lora_alpha=lc["alpha"], lora_dropout=lc["dropout"],
-                      target_modules=lc["target_modules"], task_type="CAUSAL_LM")
+                      target_modules=lc["target_modules"], task_type=task)
 
 
 def _swap_in_linear4bit(model: nn.Module, case: Case) -> int:

@@ -98,7 +98,8 @@ def measure_case(case: Case, *, fake: bool = True, device: str = "cpu") -> dict[
                 opt = build.build_optimizer(case, params)
                 scaler = build.build_scaler(case, dev)
                 ids = torch.randint(0, info["vocab_size"], (case.batch_size, case.seq_len), device=dev)
-                labels = ids.clone()
+                labels = (torch.randint(0, 2, (case.batch_size,), device=dev) if build.is_classifier(case)
+                          else ids.clone())
             timing["build_s"] = round(time.perf_counter() - t0, 2)
 
             with outer:

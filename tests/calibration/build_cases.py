@@ -109,6 +109,8 @@ SHORT = {
     "google/gemma-2-9b": "gemma2-9b", "microsoft/Phi-3-mini-4k-instruct": "phi3-mini", "Qwen/Qwen3-8B": "qwen3-8b",
     "tiiuae/falcon-7b": "falcon7b", "EleutherAI/gpt-neox-20b": "neox20b", "facebook/opt-2.7b": "opt2.7b",
     "Qwen/Qwen1.5-MoE-A2.7B": "qwen1.5moe",
+    "google-bert/bert-base-uncased": "bert-base", "FacebookAI/roberta-base": "roberta-base",
+    "distilbert/distilbert-base-uncased": "distilbert",
 }
 
 ALL_LINEAR = "all-linear"
@@ -128,6 +130,7 @@ def case_rows() -> list[tuple]:
     TL, L32, L2, L3 = ("TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T", "meta-llama/Llama-3.2-1B",
                        "meta-llama/Llama-2-7b-hf", "meta-llama/Meta-Llama-3-8B")
     MI, P2, P3 = "mistralai/Mistral-7B-v0.1", "microsoft/phi-2", "microsoft/Phi-3-mini-4k-instruct"
+    BERT, ROB, DB = ("google-bert/bert-base-uncased", "FacebookAI/roberta-base", "distilbert/distilbert-base-uncased")
     Q05, Q15, Q7, Q3 = "Qwen/Qwen2.5-0.5B", "Qwen/Qwen2.5-1.5B", "Qwen/Qwen2.5-7B", "Qwen/Qwen3-8B"
     GE, GE2 = "google/gemma-2b", "google/gemma-2-9b"
     FA, NX, OPT, MOE = "tiiuae/falcon-7b", "EleutherAI/gpt-neox-20b", "facebook/opt-2.7b", "Qwen/Qwen1.5-MoE-A2.7B"
@@ -215,6 +218,14 @@ def case_rows() -> list[tuple]:
         (MOE, 2, 4096, "bf16", "adamw-fused", True, {}),
         (MOE, 4, 2048, "bf16", "adamw", True, {"lora": lora(16, ATTN)}),
         (MOE, 2, 4096, "bf16", "adamw", True, {"world_size": 8, "sharding": "fsdp-full"}),
+        # --- encoders, measured with a sequence-classification head (how they are most often
+        #     fine-tuned; the trace builds AutoModelForSequenceClassification for them) ---
+        (BERT, 16, 512, "fp32", "adamw", False, {}),
+        (BERT, 32, 512, "amp-bf16", "adamw", False, {"lora": lora(8, ["query", "value"])}),
+        (ROB, 16, 512, "amp-bf16", "adamw", False, {}),
+        (ROB, 32, 512, "bf16", "adamw", True, {"lora": lora(16, ["query", "key", "value", "dense"])}),
+        (DB, 32, 512, "fp32", "adamw", False, {}),
+        (DB, 32, 512, "bf16", "adamw", False, {"lora": lora(8, ["q_lin", "v_lin"])}),
     ]
     return rows
 

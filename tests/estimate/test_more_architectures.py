@@ -69,20 +69,21 @@ def test_internlm2_runs_the_eager_attention_its_config_names():
 
 def test_no_recipe_is_counted_on_the_meta_device_and_says_so():
     pytest.importorskip("transformers")
-    roberta = {"architectures": ["RobertaForMaskedLM"], "attention_probs_dropout_prob": 0.1, "hidden_act": "gelu",
+    # XLM-RoBERTa (RoBERTa's recipe is not applied to another model_type)
+    roberta = {"architectures": ["XLMRobertaForMaskedLM"], "attention_probs_dropout_prob": 0.1, "hidden_act": "gelu",
                "hidden_size": 128, "intermediate_size": 512, "max_position_embeddings": 130,
-               "model_type": "roberta", "num_attention_heads": 4, "num_hidden_layers": 2, "pad_token_id": 1,
+               "model_type": "xlm-roberta", "num_attention_heads": 4, "num_hidden_layers": 2, "pad_token_id": 1,
                "type_vocab_size": 1, "vocab_size": 1000}
-    arch = from_config(roberta, "acme/tiny-roberta")
+    arch = from_config(roberta, "acme/tiny-xlm-roberta")
     torch = pytest.importorskip("torch")
     import transformers
 
-    hf = transformers.AutoConfig.for_model("roberta", **{k: v for k, v in roberta.items() if k != "model_type"})
+    hf = transformers.AutoConfig.for_model("xlm-roberta", **{k: v for k, v in roberta.items() if k != "model_type"})
     with torch.device("meta"):
         expected = sum(p.numel() for p in transformers.AutoModelForMaskedLM.from_config(hf).parameters())
     assert arch.n_params == expected
     assert arch.num_layers == 2 and any(lin.name.endswith("query") for lin in arch.blocks[0].linears)
-    assert "no memlint recipe for model_type 'roberta'" in arch.generic_note and "memlint trace" in arch.generic_note
+    assert "no memlint recipe for model_type 'xlm-roberta'" in arch.generic_note and "memlint trace" in arch.generic_note
     full = estimate_training(arch, TrainingSetup(micro_batch=2, seq_len=128))
     assert full.peak_bytes > expected * 16
 

@@ -1,0 +1,161 @@
+"""Vision-language models whose language model is a Qwen decoder: Qwen2.5-VL and Qwen3-VL.
+
+The checkpoint is the language model (a Qwen2 or Qwen3 decoder, whose recipe memlint already
+has) plus a vision tower: a patch embedding, ``depth`` ViT blocks and a merger that folds
+``spatial_merge_size``² patches into one image token of the language model's width. The tower's
+parameters take weight, gradient and optimizer memory like the language model's; its
+activations scale with the image patches of a batch (:func:`tower_activation_bytes_per_patch`),
+which the config does not fix (the processor's pixel budget does).
+
+A config.json lists only the vision keys that differ from the vision config class's defaults,
+so the missing ones are filled with transformers 5.23's defaults (``_VISION_DEFAULTS``, read
+from ``Qwen2_5_VLVisionConfig()`` and ``Qwen3VLVisionConfig()``). Older Qwen2.5-VL files keep
+the language model's keys at the top level; newer ones nest them in ``text_config``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Mapping
+
+from memlint.estimate.architecture import Architecture, UnsupportedArchitecture
+
+# transformers 5.23.0's vision config defaults (the fields that size the tower)
+_VISION_DEFAULTS: dict[str, dict[str, Any]] = {
+    "qwen2_5_vl": {"depth": 32, "hidden_size": 3584, "intermediate_size": 3420, "num_heads": 16,
+                   "in_channels": 3, "patch_size": 14, "spatial_merge_size": 2, "temporal_patch_size": 2,
+                   "out_hidden_size": 3584, "hidden_act": "silu"},
+    "qwen3_vl": {"depth": 27, "hidden_size": 1152, "intermediate_size": 4304, "num_heads": 16,
+                 "in_channels": 3, "patch_size": 16, "spatial_merge_size": 2, "temporal_patch_size": 2,
+                 "out_hidden_size": 3584, "num_position_embeddings": 2304,
+                 "deepstack_visual_indexes": [8, 16, 24], "hidden_act": "gelu_pytorch_tanh"},
+}
+# the language model's recipe for each vision-language model type
+_TEXT_TYPE = {"qwen2_5_vl": "qwen2", "qwen3_vl": "qwen3"}
+MODEL_TYPES = tuple(sorted(_TEXT_TYPE))
+
+
+@dataclass(frozen=True)
+class VisionTower:
+    """The sizes of a vision tower that its memory depends on."""
+
+    model_type: str
+    hidden_size: int
+    depth: int
+    intermediate_size: int
+    num_heads: int
+    patch_inputs: int  # pixels x channels x frames one patch embeds
+    merge: int  # patches folded into one image token (spatial_merge_size squared)
+    out_hidden_size: int
+    gated_mlp: bool  # Qwen2.5-VL: SwiGLU; Qwen3-VL: a plain GELU MLP
+    params: int
+
+    def image_tokens(self, patches: int) -> int:
+        return patches // self.merge
+
+
+def vision_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    model_type = str(config.get("model_type", ""))
+    given = config.get("vision_config")
+    given = given if isinstance(given, Mapping) else {}
+    merged = {**_VISION_DEFAULTS[model_type], **given}
+    if "in_chans" in given and "in_channels" not in given:  # Qwen2.5-VL's older key name
+        merged["in_channels"] = given["in_chans"]
+    if "spatial_patch_size" in given and "patch_size" not in given:
+        merged["patch_size"] = given["spatial_patch_size"]
+    return merged
+
+
+def _int(cfg: Mapping[str, Any], key: str) -> int:
+    try:
+        value = int(cfg[key])
+    except (KeyError, TypeError, ValueError):
+        raise UnsupportedArchitecture(f"vision_config.{key} must be a number") from None
+    if value <= 0:
+        raise UnsupportedArchitecture(f"vision_config.{key} must be positive")
+    return value
+
+
+def tower(config: Mapping[str, Any]) -> VisionTower:
+    """The vision tower of a Qwen2.5-VL / Qwen3-VL ``config.json``, with its parameter count."""
+    model_type = str(config.get("model_type", ""))
+    v = vision_config(config)
+    h, depth, inter = _int(v, "hidden_size"), _int(v, "depth"), _int(v, "intermediate_size")
+    patch, frames, channels = _int(v, "patch_size"), _int(v, "temporal_patch_size"), _int(v, "in_channels")
+    merge = _int(v, "spatial_merge_size") ** 2
+    out = _int(v, "out_hidden_size")
+    patch_inputs = channels * frames * patch * patch
+    attention = (h * 3 * h + 3 * h) + (h * h + h)  # fused qkv and the output projection, with biases
+    merged = merge * h
+    if model_type == "qwen2_5_vl":
+        # Conv3d without bias; RMSNorm x2 (weights only); SwiGLU MLP with biases
+        block = 2 * h + attention + 2 * (h * inter + inter) + (inter * h + h)
+        merger = h + (merged * merged + merged) + (merged * out + out)  # ln_q, Linear, GELU, Linear
+        params = patch_inputs * h + depth * block + merger
+        gated = True
+    else:
+        # Conv3d with bias and learned position embeddings; LayerNorm x2; GELU MLP; the merger and
+        # one DeepStack merger per listed layer (LayerNorm over the merged width, two Linears)
+        block = 4 * h + attention + (h * inter + inter) + (inter * h + h)
+        merger = 2 * h + (merged * merged + merged) + (merged * out + out)
+        deepstack = len(v.get("deepstack_visual_indexes") or ()) * (
+            2 * merged + (merged * merged + merged) + (merged * out + out))
+        positions = _int(v, "num_position_embeddings") * h
+        params = patch_inputs * h + h + positions + depth * block + merger + deepstack
+        gated = False
+    return VisionTower(model_type, h, depth, inter, _int(v, "num_heads"), patch_inputs, merge, out, gated,
+                       params)
+
+
+def from_vl_config(name: str, config: Mapping[str, Any], model_type: str) -> Architecture:
+    """The language model's architecture with the vision tower's parameters added."""
+    from memlint.estimate import architecture
+
+    inner = config.get("text_config")
+    text = {k: v for k, v in config.items() if k not in ("text_config", "vision_config")}
+    if isinstance(inner, Mapping):
+        text.update(inner)
+    text.setdefault("tie_word_embeddings", config.get("tie_word_embeddings", False))
+    arch = architecture._BUILDERS[_TEXT_TYPE[model_type]](name, text, _TEXT_TYPE[model_type])
+    vision = tower(config)
+    return replace(arch, model_type=model_type, extra_params=vision.params, config=config)
+
+
+def _vision_block(t: Any, v: VisionTower, x: Any) -> Any:
+    """One ViT block of the tower on the tape: norm, fused qkv, attention (SDPA over the
+    window or the whole image: no patches x patches term), projection, MLP."""
+    norm = t.rms_norm if v.gated_mlp else t.layer_norm
+    h = norm(x, "visual.norm1")
+    qkv = t.linear(h, 3 * v.hidden_size, "visual.qkv")
+    q, k, w = (t.view(qkv, v.hidden_size) for _ in range(3))
+    out = t.attention(q, k, w, v.num_heads, v.num_heads)
+    x = t.add(x, t.linear(out, v.hidden_size, "visual.proj"))
+    h = norm(x, "visual.norm2")
+    if v.gated_mlp:
+        m = t.mul(t.silu(t.linear(h, v.intermediate_size, "visual.gate_proj")),
+                  t.linear(h, v.intermediate_size, "visual.up_proj"))
+        m = t.linear(m, v.hidden_size, "visual.down_proj")
+    else:
+        m = t.linear(t.activation(t.linear(h, v.intermediate_size, "visual.linear_fc1"), "gelu_pytorch_tanh"),
+                     v.hidden_size, "visual.linear_fc2")
+    return t.add(x, m)
+
+
+def saved_bytes(arch: Architecture, setup: Any) -> int:
+    """Bytes the vision tower keeps for backward in one micro-batch: ``setup.image_tokens``
+    image tokens per sequence are ``merge`` patches each. Nothing when there are no images, or
+    when the tower does not train (LoRA on the language model: its output needs no gradient)."""
+    from memlint.estimate.activations import tape_settings
+    from memlint.estimate.graph import Tape, Value
+
+    images = int(getattr(setup, "image_tokens", 0) or 0)
+    if images <= 0 or arch.model_type not in MODEL_TYPES or setup.lora is not None:
+        return 0
+    v = tower(arch.config)
+    settings = tape_settings(arch, setup)
+    tape = Tape(settings)
+    x = Value(v.hidden_size, settings.param_bytes, True)
+    _vision_block(tape, v, x)
+    per_patch = x.bytes if setup.grad_ckpt else tape.saved_bytes  # checkpointing keeps block inputs
+    patches = images * v.merge * setup.micro_batch
+    return int(per_patch * v.depth * patches)
