@@ -1,7 +1,8 @@
 """Block recipes of the newer decoder-only families (``decoders.py``), as transformers 5.23 runs them.
 
 DeepSeek-V2/V3 (``modeling_deepseek_v2.py``), GLM and GLM-4 (``modeling_glm.py``,
-``modeling_glm4.py``) and StarCoder2 (``modeling_starcoder2.py``), written op by op like the
+``modeling_glm4.py``), StarCoder2 (``modeling_starcoder2.py``) and Llama-4's language model
+(``modeling_llama4.py``), written op by op like the
 recipes in ``families.py``, which registers them. Checked against ``memlint trace`` measurements
 (``tests/calibration/``, ``docs/accuracy.md``).
 """
@@ -142,11 +143,93 @@ def starcoder2_block(t: Tape, arch: Architecture, x: Value) -> Value:
     return t.add(x, m)
 
 
+def _l2_norm(t: Tape, x: Value, heads: int) -> Value:
+    """Llama-4's weightless q/k norm: ``x.float()`` (saved), an fp32 rsqrt per head (saved), the
+    product cast back with ``type_as``."""
+    x32 = t.cast(x, 4)
+    if x.rg:
+        t.save(x32, t.new(heads, 4, True))
+    return t.cast(t.new(x.numel, 4, x.rg), x.nbytes)
+
+
+def _llama4_attention(t: Tape, arch: Architecture, h: Value, rope: bool) -> Value:
+    """Llama's projections; on the rotary layers q and k are rotated through complex numbers
+    (new tensors, nothing saved per layer) and L2-normed (``use_qk_norm``); the other (NoPE)
+    layers scale q by a per-position temperature instead."""
+    q = t.linear(h, arch.q_dim, "q_proj")
+    k = t.linear(h, arch.kv_dim, "k_proj")
+    v = t.linear(h, arch.kv_dim, "v_proj")
+    if rope:
+        q, k = t.new(q.numel, q.nbytes, q.rg), t.new(k.numel, k.nbytes, k.rg)
+        if arch.config.get("use_qk_norm", True):
+            q, k = _l2_norm(t, q, arch.num_heads), _l2_norm(t, k, arch.num_kv_heads)
+    elif arch.config.get("attn_temperature_tuning", True):
+        q = t.cast(t.mul(q, t.new(1, 4, False)), q.nbytes)  # (q * fp32 scales).to(q.dtype)
+    out = t.attention(q, k, v, arch.num_heads, arch.num_kv_heads, arch.attention_dropout)
+    return t.linear(out, arch.hidden_size, "o_proj")
+
+
+def _llama4_moe(t: Tape, arch: Architecture, h: Value) -> Value:
+    """Llama4TextMoe as transformers 5.23 runs it: every token is repeated for *every* expert,
+    scaled by its sigmoid router score (zero for unchosen experts) and run through all of them
+    with ``bmm``; the shared expert runs on the token once."""
+    experts, hidden = arch.num_experts, arch.hidden_size
+    inter = experts * arch.moe_intermediate_size
+    logits = t.linear(h, experts, "router")  # an nn.Linear: LoRA reaches it
+    scores = t.new(experts, 4, logits.rg)
+    t.save(scores)  # sigmoid(scores.float()) saves its result
+    scores = t.cast(scores, h.nbytes)
+    routed = t.mul(t.new(experts * hidden, h.nbytes, h.rg), scores)  # repeat, * scores
+    gate_up = _parameter_linear(t, routed, 2 * inter, "experts.gate_up_proj")
+    hidden_states = t.mul(t.view(gate_up, inter), t.activation(t.view(gate_up, inter), arch.activation))
+    out = _parameter_linear(t, hidden_states, experts * hidden, "experts.down_proj")
+    shared = _gated_mlp(t, arch, h, arch.moe_intermediate_size, prefix="shared_expert.")
+    return t.new(hidden, shared.nbytes, shared.rg or out.rg)  # shared.add_(routed.sum(0))
+
+
+def _mixed(t: Tape, fraction: float, branch) -> Value:
+    """Run ``branch`` on a tape of its own and keep ``fraction`` of what it saved: one recipe
+    prices every block, so layers of two kinds are priced as their mixture (the sum over all
+    layers is exact; one block's high point is the mixture's)."""
+    sub = Tape(t.s)
+    out = branch(sub)
+    for value in sub._saved.values():
+        t.save(Value(value.numel * fraction, value.nbytes, False))
+    return out
+
+
+def llama4_block(t: Tape, arch: Architecture, x: Value) -> Value:
+    """Llama-4 decoder layer: attention (rotary + qk-norm layers and NoPE layers), then the
+    mixture-of-experts MLP in the ``moe_layers`` and a dense MLP of ``intermediate_size_mlp`` in
+    the others, each priced by its share of the layers."""
+    cfg = arch.config
+    layers = arch.num_layers
+    rope_flags = cfg.get("no_rope_layers")
+    if not isinstance(rope_flags, list) or not rope_flags:
+        interval = int(cfg.get("no_rope_layer_interval") or 4)
+        rope_flags = [int((i + 1) % interval != 0) for i in range(layers)]
+    rope_share = sum(1 for f in rope_flags if f) / max(len(rope_flags), 1)
+    moe_share = arch.blocks[0].count / layers if any(
+        lin.name == "router" for lin in arch.blocks[0].linears) else 0.0
+    h = t.rms_norm(x, "input_layernorm")
+    a = _mixed(t, rope_share, lambda s: _llama4_attention(s, arch, h, rope=True))
+    if rope_share < 1:
+        _mixed(t, 1 - rope_share, lambda s: _llama4_attention(s, arch, h, rope=False))
+    x = t.add(x, a)
+    h = t.rms_norm(x, "post_attention_layernorm")
+    m = _mixed(t, moe_share, lambda s: _llama4_moe(s, arch, h)) if moe_share else None
+    if moe_share < 1:
+        dense_inter = int(cfg.get("intermediate_size_mlp") or arch.intermediate_size)
+        m = _mixed(t, 1 - moe_share, lambda s: _gated_mlp(s, arch, h, dense_inter))
+    return t.add(x, m)
+
+
 BLOCKS = {
+    "llama4": llama4_block,
     "deepseek": deepseek_block,
     "glm": glm_block,
     "glm4": glm4_block,
     "starcoder2": starcoder2_block,
 }
 
-FINAL_NORM = {"deepseek": "rms", "glm": "rms", "glm4": "rms", "starcoder2": "layer"}
+FINAL_NORM = {"llama4": "rms", "deepseek": "rms", "glm": "rms", "glm4": "rms", "starcoder2": "layer"}

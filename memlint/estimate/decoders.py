@@ -1,8 +1,8 @@
 """Architectures of the newer decoder-only families, counted module by module from transformers 5.23.
 
 DeepSeek-V2/V3 (multi-head latent attention and shared + routed experts), GLM and GLM-4 (fused
-gate/up MLP, q/k/v biases, GLM-4's extra post-norms) and StarCoder2 (LayerNorm, biases, GELU
-MLP). They live beside ``architecture.py`` so that its builders table stays small; it registers
+gate/up MLP, q/k/v biases, GLM-4's extra post-norms), StarCoder2 (LayerNorm, biases, GELU MLP)
+and Llama-4's language model (dense-over-experts MoE interleaved with dense layers). They live beside ``architecture.py`` so that its builders table stays small; it registers
 them through :data:`BUILDERS`. Config keys a published ``config.json`` omits take the defaults of
 transformers' config class for that model type (named at each ``_default`` below).
 """
@@ -197,7 +197,71 @@ def _starcoder2(name: str, cfg: Mapping[str, Any], model_type: str) -> Architect
     )
 
 
+def _llama4_text(name: str, cfg: Mapping[str, Any], model_type: str) -> Architecture:
+    """Llama-4's language model (``llama4_text``; Scout, Maverick): Llama's attention (L2-normed q
+    and k on the rotary layers: no parameters), and in the ``moe_layers`` (every
+    ``interleave_moe_layer_step``-th layer) ``num_local_experts`` fused experts, an ``nn.Linear``
+    router and a shared expert; the other layers a dense MLP of ``intermediate_size_mlp``. Missing
+    keys take Llama4TextConfig's defaults (transformers 5.23), which are Scout's sizes."""
+    cfg = {"hidden_size": 5120, "intermediate_size": 8192, "intermediate_size_mlp": 16384,
+           "num_hidden_layers": 48, "num_attention_heads": 40, "num_key_value_heads": 8, "head_dim": 128,
+           "vocab_size": 202048, "num_local_experts": 16, "num_experts_per_tok": 1, **cfg}
+    c = _common(cfg, False)
+    h, d = c["hidden_size"], c["head_dim"]
+    q_dim, kv_dim = c["num_heads"] * d, c["num_kv_heads"] * d
+    bias = bool(cfg.get("attention_bias", False))
+    attention = (
+        Linear("q_proj", h, q_dim, bias),
+        Linear("k_proj", h, kv_dim, bias),
+        Linear("v_proj", h, kv_dim, bias),
+        Linear("o_proj", q_dim, h, bias),
+    )
+    inter = _require(cfg, "intermediate_size")
+    dense_inter = _require(cfg, "intermediate_size_mlp")
+    experts = _require(cfg, "num_local_experts")
+    top_k = _require(cfg, "num_experts_per_tok")
+    layers = c["num_layers"]
+    step = int(cfg.get("interleave_moe_layer_step") or 1)
+    moe_layers = cfg.get("moe_layers")
+    if not isinstance(moe_layers, list):
+        moe_layers = list(range(step - 1, layers, step))
+    sparse = len({i for i in moe_layers if isinstance(i, int) and 0 <= i < layers})
+    moe = (
+        Linear("router", h, experts),
+        Linear("experts.gate_up_proj", h, 2 * inter, copies=experts),
+        Linear("experts.down_proj", inter, h, copies=experts),
+        Linear("shared_expert.gate_proj", h, inter),
+        Linear("shared_expert.up_proj", h, inter),
+        Linear("shared_expert.down_proj", inter, h),
+    )
+    dense = (
+        Linear("gate_proj", h, dense_inter),
+        Linear("up_proj", h, dense_inter),
+        Linear("down_proj", dense_inter, h),
+    )
+    groups = [BlockGroup("decoder", sparse, attention + moe, 2 * h),
+              BlockGroup("decoder", layers - sparse, attention + dense, 2 * h)]
+    return Architecture(
+        name=name,
+        model_type=model_type,
+        family="llama4",
+        intermediate_size=inter,
+        blocks=tuple(g for g in groups if g.count),
+        embedding_params=c["vocab_size"] * h,
+        final_params=h,
+        lm_head=_head(c),
+        num_experts=experts,
+        experts_per_token=top_k,
+        moe_intermediate_size=inter,
+        activation=str(cfg.get("hidden_act", "silu")),
+        attention_dropout=float(cfg.get("attention_dropout", 0.0) or 0.0),
+        config=cfg,
+        **c,
+    )
+
+
 BUILDERS: dict[str, Callable[[str, Mapping[str, Any], str], Architecture]] = {
+    "llama4_text": _llama4_text,
     "deepseek_v2": _deepseek,
     "deepseek_v3": _deepseek,
     "glm": _glm,

@@ -1,4 +1,4 @@
-"""DeepSeek-V2/V3, GLM/GLM-4 and StarCoder2: parameter counts equal what transformers builds from
+"""DeepSeek-V2/V3, GLM/GLM-4, StarCoder2 and Llama-4's language model: parameter counts equal what transformers builds from
 the same config, the published DeepSeek-V2-Lite count is met, and the estimate prices full
 fine-tuning and LoRA with the families' own block recipes."""
 
@@ -31,8 +31,16 @@ STARCODER2 = {"architectures": ["Starcoder2ForCausalLM"], "model_type": "starcod
               "num_key_value_heads": 2, "vocab_size": 1024, "sliding_window": 4096, "use_bias": True,
               "bos_token_id": 0, "eos_token_id": 0, "residual_dropout": 0.1, "embedding_dropout": 0.1,
               "attention_dropout": 0.1}
+_LLAMA4 = {"architectures": ["Llama4ForCausalLM"], "model_type": "llama4_text", "hidden_size": 256,
+           "intermediate_size": 320, "intermediate_size_mlp": 640, "num_hidden_layers": 4,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64, "vocab_size": 1024,
+           "num_local_experts": 4, "num_experts_per_tok": 1, "pad_token_id": 0, "bos_token_id": 0,
+           "eos_token_id": 0}
+LLAMA4_SCOUT_SHAPED = {**_LLAMA4, "interleave_moe_layer_step": 1}  # every layer sparse
+LLAMA4_MAVERICK_SHAPED = {**_LLAMA4, "interleave_moe_layer_step": 2}  # dense and sparse in turn
 CONFIGS = {"deepseek_v2_lite": DEEPSEEK_V2_LITE_SHAPED, "deepseek_v2": DEEPSEEK_V2_SHAPED,
-           "deepseek_v3": DEEPSEEK_V3_SHAPED, "glm": GLM, "glm4": GLM4, "starcoder2": STARCODER2}
+           "deepseek_v3": DEEPSEEK_V3_SHAPED, "glm": GLM, "glm4": GLM4, "starcoder2": STARCODER2,
+           "llama4_scout": LLAMA4_SCOUT_SHAPED, "llama4_maverick": LLAMA4_MAVERICK_SHAPED}
 
 
 def _transformers_count(config: dict) -> int:
@@ -98,3 +106,17 @@ def test_deepseek_config_without_experts_per_token_is_refused():
     config = {k: v for k, v in DEEPSEEK_V2_LITE_SHAPED.items() if k != "num_experts_per_tok"}
     with pytest.raises(UnsupportedArchitecture, match="num_experts_per_tok"):
         from_config(config)
+
+
+def test_llama4_prices_interleaved_layers_by_their_share():
+    """Every token goes through every expert in transformers' Llama-4 MoE, so a sparse layer
+    saves far more than a dense one; interleaving halves the sparse layers."""
+    setup = TrainingSetup(micro_batch=1, seq_len=512)
+    scout = from_config(LLAMA4_SCOUT_SHAPED)
+    maverick = from_config(LLAMA4_MAVERICK_SHAPED)
+    assert [g.count for g in maverick.blocks] == [2, 2]
+    dense = from_config({**_LLAMA4, "moe_layers": []})
+    assert [g.count for g in dense.blocks] == [4]
+    saved = [profile(a, setup).block_saved for a in (scout, maverick, dense)]
+    assert saved[0] > saved[1] > saved[2]
+    assert saved[1] == pytest.approx((saved[0] + saved[2]) / 2)
