@@ -145,7 +145,7 @@ SHORT = {
     "tiiuae/falcon-7b": "falcon7b", "EleutherAI/gpt-neox-20b": "neox20b", "facebook/opt-2.7b": "opt2.7b",
     "Qwen/Qwen1.5-MoE-A2.7B": "qwen1.5moe",
     "deepseek-ai/DeepSeek-V2-Lite": "dsv2lite", "zai-org/GLM-4-9B-0414": "glm4-9b",
-    "bigcode/starcoder2-3b": "starcoder2-3b", "meta-llama/Llama-4-Scout-17B-16E (text model)": "llama4-scout",
+    "bigcode/starcoder2-3b": "starcoder2-3b", "deepseek-ai/DeepSeek-V3": "dsv3", "meta-llama/Llama-4-Scout-17B-16E (text model)": "llama4-scout",
 }
 
 ALL_LINEAR = "all-linear"
@@ -158,6 +158,7 @@ def lora(r: int, targets: object = ALL_LINEAR) -> dict:
 QV = ["q_proj", "v_proj"]
 ATTN = ["q_proj", "k_proj", "v_proj", "o_proj"]
 MLA = ["q_proj", "kv_a_proj_with_mqa", "kv_b_proj", "o_proj"]  # DeepSeek-V2's attention projections
+MLA_Q = ["q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj", "o_proj"]  # V3: low-rank queries
 
 
 # (model, batch, seq, precision, optimizer, grad_ckpt, extra)
@@ -171,6 +172,7 @@ def case_rows() -> list[tuple]:
     FA, NX, OPT, MOE = "tiiuae/falcon-7b", "EleutherAI/gpt-neox-20b", "facebook/opt-2.7b", "Qwen/Qwen1.5-MoE-A2.7B"
     DSL, G4, SC2 = "deepseek-ai/DeepSeek-V2-Lite", "zai-org/GLM-4-9B-0414", "bigcode/starcoder2-3b"
     L4 = "meta-llama/Llama-4-Scout-17B-16E (text model)"
+    DV3 = "deepseek-ai/DeepSeek-V3"
     rows = [
         # --- GPT-2 (learned positions, LayerNorm, GELU, attention dropout) ---
         (G2, 8, 1024, "fp32", "adamw", False, {}),
@@ -263,6 +265,7 @@ def case_rows() -> list[tuple]:
         (DSL, 2, 4096, "bf16", "adamw-fused", False, {}),
         (DSL, 2, 2048, "bf16", "adamw", False, {"lora": lora(16, MLA)}),
         (DSL, 4, 4096, "bf16", "adamw", True, {"lora": lora(16, MLA)}),
+        (DV3, 1, 2048, "bf16", "adamw", True, {"lora": lora(16, MLA_Q)}),
         # --- GLM-4-0414 (half-rotary heads, fused gate_up, post-norms) ---
         (G4, 1, 2048, "bf16", "adamw", False, {}),
         (G4, 2, 4096, "bf16", "adamw-fused", False, {}),
