@@ -201,3 +201,20 @@ def test_cli_runs_a_config_file_and_reports_failures(measure, tmp_path) -> None:
     proc = subprocess.run([sys.executable, "-m", "memlint.trace", str(cases), "--ids", "nope"], cwd=ROOT, env=env,
                           capture_output=True, text=True)
     assert proc.returncode == 2 and "unknown case ids: nope" in proc.stderr
+
+
+TINY_DEEPSEEK_V2 = {"model_type": "deepseek_v2", "hidden_size": 256, "intermediate_size": 640,
+                    "moe_intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4,
+                    "num_key_value_heads": 4, "vocab_size": 4096, "kv_lora_rank": 64, "q_lora_rank": None,
+                    "qk_nope_head_dim": 32, "qk_rope_head_dim": 16, "v_head_dim": 32, "n_routed_experts": 8,
+                    "n_shared_experts": 2, "num_experts_per_tok": 2, "first_k_dense_replace": 1,
+                    "tie_word_embeddings": False}
+
+
+def test_values_narrower_than_queries_run_a_fused_kernel_as_on_cuda(measure) -> None:
+    """DeepSeek's MLA (q/k heads of 48, v heads of 32 here): CPU flash wants one head size and
+    would fall back to the math kernel, which CUDA does not (memory-efficient attention)."""
+    res = measure(Case.from_dict(_case(id="mla", model=TINY_DEEPSEEK_V2, precision="bf16")))
+    assert res["status"] == "ok", res.get("error")
+    assert "aten._scaled_dot_product_flash_attention_for_cpu" in res["kernels"]
+    assert "aten._safe_softmax" not in res["kernels"]

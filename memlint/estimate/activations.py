@@ -122,6 +122,8 @@ def _embedding_saved(arch: Architecture, settings: TapeSettings) -> float:
         if arch.family == "phi":
             p = float(arch.config.get("embd_pdrop", 0.0) or 0.0)
         tape.dropout(x, p)
+    if arch.family == "starcoder2":
+        tape.dropout(x, float(arch.config.get("embedding_dropout", 0.0) or 0.0))
     return tape.saved_bytes
 
 

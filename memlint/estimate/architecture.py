@@ -788,6 +788,11 @@ _TEXT_CONFIG_DEFAULTS: dict[str, dict[str, Any]] = {
     },
 }
 
+# --- newer decoder-only families (DeepSeek-V2/V3, GLM/GLM-4, StarCoder2): memlint/estimate/decoders.py
+from memlint.estimate.decoders import BUILDERS as _DECODER_BUILDERS  # noqa: E402  (imports this module)
+
+_BUILDERS.update(_DECODER_BUILDERS)
+
 SUPPORTED_MODEL_TYPES = tuple(sorted(_BUILDERS))
 
 

@@ -403,3 +403,9 @@ FINAL_NORM: dict[str, str] = {
     "bloom": "layer",
     "gpt_oss": "gemma",
 }
+
+# --- newer decoder-only families (DeepSeek-V2/V3, GLM/GLM-4, StarCoder2): decoder_blocks.py
+from memlint.estimate import decoder_blocks as _decoder_blocks  # noqa: E402  (imports this module)
+
+BLOCKS.update(_decoder_blocks.BLOCKS)
+FINAL_NORM.update(_decoder_blocks.FINAL_NORM)

@@ -122,7 +122,8 @@ def cuda_sdpa_kernel_choice() -> Iterator[None]:
     query heads (``enable_gqa``): flash takes no fp32 and memory-efficient attention no GQA,
     so CUDA runs the math kernel (measured on an H200, torch 2.11: ``_safe_softmax`` in the
     trace, Llama-3.2-1B LoRA fp32 b4 s1024 33.4 GiB against 28.8 GiB with CPU flash). The
-    emulation runs the math kernel there too.
+    emulation runs the math kernel there too. Values narrower than queries (DeepSeek-V2/V3) are
+    padded so that CPU flash runs where CUDA's memory-efficient kernel would (see below).
     """
     import torch
     import torch.nn.functional as F
@@ -136,6 +137,16 @@ def cuda_sdpa_kernel_choice() -> Iterator[None]:
         if gqa and query.dtype == torch.float32:
             with sdpa_kernel(SDPBackend.MATH):
                 return original(query, key, value, attn_mask, dropout_p, *args, **kwargs)
+        dv = value.shape[-1]
+        if dv < query.shape[-1]:
+            # Values narrower than queries (DeepSeek's MLA: 192 vs 128): CPU flash wants one head
+            # size and falls back to the math kernel; CUDA runs memory-efficient attention, which
+            # saves q, k, v, the output and a log-sum-exp. Padding v to the query's size gives
+            # the CPU flash kernel: its saved padded v and padded output stand for CUDA's v (a
+            # view of the wider kv_b_proj output it keeps alive) and narrower output.
+            padded = F.pad(value, (0, query.shape[-1] - dv))
+            out = original(query, key, padded, attn_mask, 0.0, *args, **kwargs)
+            return out[..., :dv]
         return original(query, key, value, attn_mask, 0.0, *args, **kwargs)
 
     F.scaled_dot_product_attention = sdpa_as_on_cuda

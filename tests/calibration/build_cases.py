@@ -98,6 +98,41 @@ TRANSCRIBED: dict[str, tuple[str, dict]] = {
          "router_aux_loss_coef": 0.001, "shared_expert_intermediate_size": 5632, "sliding_window": 32768,
          "tie_word_embeddings": False, "use_sliding_window": False, "vocab_size": 151936},
     ),
+    "zai-org/GLM-4-9B-0414": (
+        "a Glm4ForCausalLM fine-tune's re-save with GLM-4-9B-0414's sizes "
+        "(https://huggingface.co/ccui46/hazardworld_per_chunk_act_glm_tokfix_diffPrompt_2000/blob/main/config.json; "
+        "dtype, transformers_version and use_cache dropped)",
+        {"model_type": "glm4", "architectures": ["Glm4ForCausalLM"], "attention_bias": True, "attention_dropout": 0.0,
+         "eos_token_id": 151329, "head_dim": 128, "hidden_act": "silu", "hidden_size": 4096,
+         "initializer_range": 0.02, "intermediate_size": 13696, "max_position_embeddings": 32768,
+         "num_attention_heads": 32, "num_hidden_layers": 40, "num_key_value_heads": 2, "pad_token_id": 151329,
+         "partial_rotary_factor": 0.5, "rms_norm_eps": 1e-05,
+         "rope_parameters": {"partial_rotary_factor": 0.5, "rope_theta": 10000.0, "rope_type": "default"},
+         "tie_word_embeddings": False, "vocab_size": 151552},
+    ),
+    "bigcode/starcoder2-3b": (
+        "bigcode/starcoder2-3b config.json as uploaded in second-state/StarCoder2-3B-GGUF "
+        "(https://huggingface.co/second-state/StarCoder2-3B-GGUF/blob/main/config.json, 700 bytes; the same keys as "
+        "re-saves whose _name_or_path is bigcode/starcoder2-3b)",
+        {"model_type": "starcoder2", "architectures": ["Starcoder2ForCausalLM"], "attention_dropout": 0.1,
+         "residual_dropout": 0.1, "embedding_dropout": 0.1, "bos_token_id": 0, "eos_token_id": 0,
+         "hidden_act": "gelu_pytorch_tanh", "hidden_size": 3072, "initializer_range": 0.018042,
+         "intermediate_size": 12288, "max_position_embeddings": 16384, "mlp_type": "default", "norm_epsilon": 1e-05,
+         "norm_type": "layer_norm", "num_attention_heads": 24, "num_hidden_layers": 30, "num_key_value_heads": 2,
+         "rope_theta": 999999.4420358813, "sliding_window": 4096, "transformers_version": "4.37.0.dev0",
+         "use_bias": True, "use_cache": True, "vocab_size": 49152},
+    ),
+    "meta-llama/Llama-4-Scout-17B-16E (text model)": (
+        "the Scout text model's sizes as transformers 5.23's Llama4TextConfig defaults "
+        "(transformers/models/llama4/configuration_llama4.py; no copy of the gated Hub file was found): "
+        "48 layers, 16 experts, 107,769,861,120 parameters without the vision tower",
+        {"model_type": "llama4_text", "architectures": ["Llama4ForCausalLM"], "hidden_size": 5120,
+         "intermediate_size": 8192, "intermediate_size_mlp": 16384, "num_hidden_layers": 48,
+         "num_attention_heads": 40, "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 202048,
+         "num_local_experts": 16, "num_experts_per_tok": 1, "interleave_moe_layer_step": 1,
+         "use_qk_norm": True, "no_rope_layer_interval": 4, "attention_chunk_size": 8192,
+         "attn_temperature_tuning": True, "tie_word_embeddings": False},
+    ),
 }
 
 SHORT = {
@@ -111,6 +146,8 @@ SHORT = {
     "Qwen/Qwen1.5-MoE-A2.7B": "qwen1.5moe",
     "google-bert/bert-base-uncased": "bert-base", "FacebookAI/roberta-base": "roberta-base",
     "distilbert/distilbert-base-uncased": "distilbert",
+    "deepseek-ai/DeepSeek-V2-Lite": "dsv2lite", "zai-org/GLM-4-9B-0414": "glm4-9b",
+    "bigcode/starcoder2-3b": "starcoder2-3b", "deepseek-ai/DeepSeek-V3": "dsv3", "meta-llama/Llama-4-Scout-17B-16E (text model)": "llama4-scout",
 }
 
 ALL_LINEAR = "all-linear"
@@ -122,6 +159,8 @@ def lora(r: int, targets: object = ALL_LINEAR) -> dict:
 
 QV = ["q_proj", "v_proj"]
 ATTN = ["q_proj", "k_proj", "v_proj", "o_proj"]
+MLA = ["q_proj", "kv_a_proj_with_mqa", "kv_b_proj", "o_proj"]  # DeepSeek-V2's attention projections
+MLA_Q = ["q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj", "o_proj"]  # V3: low-rank queries
 
 
 # (model, batch, seq, precision, optimizer, grad_ckpt, extra)
@@ -134,6 +173,9 @@ def case_rows() -> list[tuple]:
     Q05, Q15, Q7, Q3 = "Qwen/Qwen2.5-0.5B", "Qwen/Qwen2.5-1.5B", "Qwen/Qwen2.5-7B", "Qwen/Qwen3-8B"
     GE, GE2 = "google/gemma-2b", "google/gemma-2-9b"
     FA, NX, OPT, MOE = "tiiuae/falcon-7b", "EleutherAI/gpt-neox-20b", "facebook/opt-2.7b", "Qwen/Qwen1.5-MoE-A2.7B"
+    DSL, G4, SC2 = "deepseek-ai/DeepSeek-V2-Lite", "zai-org/GLM-4-9B-0414", "bigcode/starcoder2-3b"
+    L4 = "meta-llama/Llama-4-Scout-17B-16E (text model)"
+    DV3 = "deepseek-ai/DeepSeek-V3"
     rows = [
         # --- GPT-2 (learned positions, LayerNorm, GELU, attention dropout) ---
         (G2, 8, 1024, "fp32", "adamw", False, {}),
@@ -226,6 +268,27 @@ def case_rows() -> list[tuple]:
         (ROB, 32, 512, "bf16", "adamw", True, {"lora": lora(16, ["query", "key", "value", "dense"])}),
         (DB, 32, 512, "fp32", "adamw", False, {}),
         (DB, 32, 512, "bf16", "adamw", False, {"lora": lora(8, ["q_lin", "v_lin"])}),
+        # --- DeepSeek-V2-Lite (multi-head latent attention; 64 routed experts, top-6, 2 shared) ---
+        # (LoRA on "all-linear" is refused by peft 0.21 here: it wraps the experts' fused
+        # parameters, which takes no lora_dropout; the attention projections are named instead)
+        (DSL, 1, 1024, "bf16", "adamw", False, {}),
+        (DSL, 1, 2048, "bf16", "adamw", True, {}),
+        (DSL, 2, 4096, "bf16", "adamw-fused", False, {}),
+        (DSL, 2, 2048, "bf16", "adamw", False, {"lora": lora(16, MLA)}),
+        (DSL, 4, 4096, "bf16", "adamw", True, {"lora": lora(16, MLA)}),
+        (DV3, 1, 2048, "bf16", "adamw", True, {"lora": lora(16, MLA_Q)}),
+        # --- GLM-4-0414 (half-rotary heads, fused gate_up, post-norms) ---
+        (G4, 1, 2048, "bf16", "adamw", False, {}),
+        (G4, 2, 4096, "bf16", "adamw-fused", False, {}),
+        (G4, 2, 2048, "bf16", "adamw", True, {"lora": lora(16)}),
+        # --- StarCoder2 (LayerNorm, biases, GELU MLP, residual/embedding dropout) ---
+        (SC2, 2, 2048, "bf16", "adamw", False, {}),
+        (SC2, 4, 2048, "bf16", "adamw", True, {"lora": lora(16, ATTN)}),
+        # --- Llama-4 Scout's language model (every token through all 16 experts, qk-norm, NoPE
+        # layers) ---
+        (L4, 1, 1024, "bf16", "adamw-fused", False, {}),
+        (L4, 1, 2048, "bf16", "adamw", False, {"lora": lora(16, ATTN)}),
+        (L4, 2, 4096, "bf16", "adamw", True, {"lora": lora(16, ATTN)}),
     ]
     return rows
 
