@@ -16,7 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memlint.estimate.architecture import Architecture
-from memlint.estimate.families import BLOCKS, FINAL_NORM, final_softcap
+from memlint.estimate.blocks import BLOCKS, FINAL_NORM
+from memlint.estimate.families import final_softcap
 from memlint.estimate.graph import Tape, TapeSettings, Value
 from memlint.estimate.policy import POLICIES, PrecisionPolicy
 from memlint.estimate.setup import TrainingSetup

@@ -725,21 +725,8 @@ def _gpt_oss(name: str, cfg: Mapping[str, Any], model_type: str) -> Architecture
     )
 
 
-def _vision_language(name: str, cfg: Mapping[str, Any], model_type: str) -> Architecture:
-    """Qwen2.5-VL / Qwen3-VL: a Qwen decoder plus a vision tower (``vision.py``)."""
-    from memlint.estimate import vision
-
-    return vision.from_vl_config(name, cfg, model_type)
-
-
-def _encoder(name: str, cfg: Mapping[str, Any], model_type: str) -> Architecture:
-    """RoBERTa / DistilBERT: BERT's block around another checkpoint (``encoders.py``)."""
-    from memlint.estimate import encoders
-
-    return encoders.BUILDERS[model_type](name, cfg, model_type)
-
-
-_BUILDERS: dict[str, Callable[[str, Mapping[str, Any], str], Architecture]] = {
+# the families built here; estimate/config_json.py adds those of decoders.py, encoders.py and vision.py
+BUILDERS: dict[str, Callable[[str, Mapping[str, Any], str], Architecture]] = {
     "llama": _llama_like,
     "mistral": _llama_like,
     "qwen2": _llama_like,
@@ -764,10 +751,6 @@ _BUILDERS: dict[str, Callable[[str, Mapping[str, Any], str], Architecture]] = {
     "t5": _t5,
     "bloom": _bloom,
     "gpt_oss": _gpt_oss,
-    "qwen2_5_vl": _vision_language,
-    "qwen3_vl": _vision_language,
-    "roberta": _encoder,
-    "distilbert": _encoder,
 }
 
 # A multimodal config's text_config omits keys equal to the text model's class defaults, which
@@ -787,13 +770,6 @@ _TEXT_CONFIG_DEFAULTS: dict[str, dict[str, Any]] = {
         "sliding_window_pattern": 6,
     },
 }
-
-# --- newer decoder-only families (DeepSeek-V2/V3, GLM/GLM-4, StarCoder2): memlint/estimate/decoders.py
-from memlint.estimate.decoders import BUILDERS as _DECODER_BUILDERS  # noqa: E402  (imports this module)
-
-_BUILDERS.update(_DECODER_BUILDERS)
-
-SUPPORTED_MODEL_TYPES = tuple(sorted(_BUILDERS))
 
 
 def text_config(config: Mapping[str, Any]) -> tuple[Mapping[str, Any], str]:

@@ -6,15 +6,18 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Mapping
 
-from memlint.estimate import meta_count
-from memlint.estimate.architecture import (
-    _BUILDERS,
-    SUPPORTED_MODEL_TYPES,
-    Architecture,
-    UnsupportedArchitecture,
-    _multimodal_extra,
-    text_config,
-)
+from memlint.estimate import architecture, decoders, encoders, meta_count, vision
+from memlint.estimate.architecture import Architecture, UnsupportedArchitecture, _multimodal_extra, text_config
+
+# model_type -> the recipe that reads its config.json
+BUILDERS = {
+    **architecture.BUILDERS,
+    **decoders.BUILDERS,
+    **encoders.BUILDERS,
+    "qwen2_5_vl": vision.from_vl_config,
+    "qwen3_vl": vision.from_vl_config,
+}
+SUPPORTED_MODEL_TYPES = tuple(sorted(BUILDERS))
 
 
 def from_config(config: Mapping[str, Any], name: str = "") -> Architecture:
@@ -26,7 +29,7 @@ def from_config(config: Mapping[str, Any], name: str = "") -> Architecture:
     if not isinstance(config, Mapping):
         raise UnsupportedArchitecture("config.json must hold a JSON object")
     cfg, model_type = text_config(config)
-    builder = _BUILDERS.get(model_type)
+    builder = BUILDERS.get(model_type)
     if builder is None:
         if model_type and meta_count.available():
             return meta_count.from_meta(config, name or str(config.get("_name_or_path") or model_type))

@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Callable
 
 from memlint.estimate.architecture import Architecture
-from memlint.estimate.graph import Tape, Value
 from memlint.estimate.encoders import LINEAR_NAMES, NO_ATTENTION_OUTPUT_DROPOUT
+from memlint.estimate.graph import Tape, Value
 
 Block = Callable[[Tape, Architecture, Value], Value]
 
@@ -361,6 +361,7 @@ def gpt_oss_block(t: Tape, arch: Architecture, x: Value) -> Value:
     return t.add(x, t.new(arch.hidden_size, weighted.nbytes, weighted.rg))
 
 
+# the blocks of the families here; estimate/blocks.py adds those of decoder_blocks.py
 BLOCKS: dict[str, Block] = {
     "llama": llama_block,
     "qwen3": llama_block,
@@ -403,9 +404,3 @@ FINAL_NORM: dict[str, str] = {
     "bloom": "layer",
     "gpt_oss": "gemma",
 }
-
-# --- newer decoder-only families (DeepSeek-V2/V3, GLM/GLM-4, StarCoder2): decoder_blocks.py
-from memlint.estimate import decoder_blocks as _decoder_blocks  # noqa: E402  (imports this module)
-
-BLOCKS.update(_decoder_blocks.BLOCKS)
-FINAL_NORM.update(_decoder_blocks.FINAL_NORM)

@@ -116,7 +116,7 @@ def from_vl_config(name: str, config: Mapping[str, Any], model_type: str) -> Arc
     if isinstance(inner, Mapping):
         text.update(inner)
     text.setdefault("tie_word_embeddings", config.get("tie_word_embeddings", False))
-    arch = architecture._BUILDERS[_TEXT_TYPE[model_type]](name, text, _TEXT_TYPE[model_type])
+    arch = architecture.BUILDERS[_TEXT_TYPE[model_type]](name, text, _TEXT_TYPE[model_type])
     vision = tower(config)
     return replace(arch, model_type=model_type, extra_params=vision.params, config=config)
 
