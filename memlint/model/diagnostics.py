@@ -119,6 +119,9 @@ class Fix:
     edits: tuple[Edit, ...]
     applicability: Applicability = Applicability.SAFE
 
+    def __post_init__(self) -> None:  # "safe" as text (a plugin's rule, the cache) is the member
+        object.__setattr__(self, "applicability", Applicability(self.applicability))
+
 
 @dataclass(frozen=True)
 class Related:

@@ -8,7 +8,8 @@ import json
 import pytest
 
 from memlint.cli.estimate import add_arguments
-from memlint.cli.main import EXIT_OK, EXIT_USAGE, main
+from memlint.cli.errors import EXIT_OK, EXIT_USAGE
+from memlint.cli.main import main
 from memlint.cli.named_run import plan_for_path
 
 from .helpers import write_files

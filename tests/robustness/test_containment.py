@@ -22,7 +22,8 @@ import memlint.documents.structured
 import memlint.facts.extract
 import memlint.lint.context
 import memlint.output.json_format
-from memlint.cli.main import EXIT_FINDINGS, EXIT_OK, main
+from memlint.cli.errors import EXIT_FINDINGS, EXIT_OK
+from memlint.cli.main import main
 from memlint.rules.mem001_out_of_memory import OutOfMemory
 
 MARK = "# memlint-test: fail here"
