@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memlint.documents import reads
-from memlint.documents.kinds import ENTRY_KINDS, RUN_KINDS
+from memlint.documents.kinds import ENTRY_KINDS, RUN_KINDS, DocumentKind
 from memlint.documents.reading import LINTED_SUFFIXES, Document, document_from_text, read_document
 from memlint.project.settings import Settings
 from memlint.project.walk import iter_files
@@ -212,7 +212,7 @@ class Project:
                 parsed = parse_document(document, previous=cached.parsed if cached is not None else None,
                                         whole=self.snapshot)
             except Exception as error:
-                parsed = ParsedDocument(document, "other", failures=[failures.describe("reading it", error)])
+                parsed = ParsedDocument(document, DocumentKind.OTHER, failures=[failures.describe("reading it", error)])
             try:
                 facts = extract(parsed)
             except Exception as error:
