@@ -188,7 +188,9 @@ class Check:
         if self.cache is None:
             return None
         digest = self.cache.digest_for(absolute, self.stats.get(absolute))
-        content = self.cache.content(digest) if digest is not None else None
+        if digest is None:
+            return None
+        content = self.cache.content(digest)
         if content is None:
             return None
         kind, links, mentions = content.get("kind"), content.get("links"), content.get("mentions")
@@ -258,7 +260,7 @@ class Check:
 
     # ----------------------------------------------------------------- the check
 
-    def run(self):
+    def run(self) -> LintResult:
         started = clock = time.perf_counter()
         stats = Statistics()
 

@@ -325,7 +325,8 @@ class Lanes:
             return local
         from multiprocessing.connection import wait
 
-        by_connection = {self.lanes[i].connection: i for i in in_flight}
+        # no lane is local here: every one has a connection
+        by_connection = {c: i for i in in_flight if (c := self.lanes[i].connection) is not None}
         return sorted(by_connection[c] for c in wait(list(by_connection)))
 
     def _call(self, index: int, method: str, *args: Any) -> Any:

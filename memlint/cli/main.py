@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Sequence
+from typing import Any, Sequence
 
 from memlint import __version__
 from memlint.cli.errors import EXIT_OK, EXIT_USAGE, UsageError
@@ -123,7 +123,7 @@ def _run_models(args) -> int:
     from memlint.estimate import from_config
     from memlint.model.units import format_count
 
-    rows = []
+    rows: list[dict[str, Any]] = []
     for entry in catalog_entries():
         arch = from_config(entry.config, entry.id)
         rows.append({"id": entry.id, "aliases": list(entry.aliases), "model_type": arch.model_type,

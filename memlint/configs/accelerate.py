@@ -112,6 +112,7 @@ def _fsdp(reader: ConfigReader) -> None:
     version, _ = either("version")
     strategy, strategy_key = either("sharding_strategy")
     reshard, reshard_key = either("reshard_after_forward")
+    sharding: str | None
     if reshard is not None and str(reshard).strip().lower() in FSDP_STRATEGIES:
         # FSDP1 spelling of the strategy under its FSDP2 name (FULL_SHARD, SHARD_GRAD_OP, ...)
         sharding, keys = FSDP_STRATEGIES[str(reshard).strip().lower()], reshard_key

@@ -67,14 +67,16 @@ def _sequence(reader: ConfigReader) -> None:
     """The tokens each GPU holds: ``sequence_len``, split over ``context_parallel_size`` ranks
     (ring/Ulysses attention give each rank its share of every sequence)."""
     ranks_key = next((k for k in ("context_parallel_size", "sequence_parallel_degree")
-                      if positive_int(reader.value(k)) and positive_int(reader.value(k)) > 1), None)
+                      if (positive_int(reader.value(k)) or 0) > 1), None)
     if ranks_key is None:
         reader.read("seq_len", ("sequence_len",), positive_int, TOOL)
         return
     ranks = positive_int(reader.value(ranks_key))
+    assert ranks is not None  # the key was chosen for its count over 1
     length, where = reader.setting("sequence_len")
-    if positive_int(length):
-        share = max(positive_int(length) // ranks, 1)
+    tokens = positive_int(length)
+    if tokens:
+        share = max(tokens // ranks, 1)
         reader.set("seq_len", share, where or reader.location(ranks_key), f"sequence_len / {ranks_key} ({ranks})")
 
 

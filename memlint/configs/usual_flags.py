@@ -32,6 +32,12 @@ def _flag(text: str) -> bool | None:
     return {"true": True, "false": False}.get(text.lower())
 
 
+def _flag_count(text: str) -> int | None:
+    """A switch read as the 0/1 the fact holds (gradient checkpointing)."""
+    flag = _flag(text)
+    return int(flag) if flag is not None else None
+
+
 # flag (as ``option_key`` spells it) -> (fact, conversion of the written text)
 FLAGS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "pretrain": ("model", str),
@@ -42,8 +48,8 @@ FLAGS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "data.max_len": ("seq_len", _count),
     "zero_stage": ("zero_stage", _stage),
     "ds.zero_stage": ("zero_stage", _stage),
-    "gradient_checkpointing": ("grad_ckpt", lambda t: int(_flag(t)) if _flag(t) is not None else None),
-    "model.gradient_checkpointing_enable": ("grad_ckpt", lambda t: int(_flag(t)) if _flag(t) is not None else None),
+    "gradient_checkpointing": ("grad_ckpt", _flag_count),
+    "model.gradient_checkpointing_enable": ("grad_ckpt", _flag_count),
     "adam_offload": ("offload_optimizer", _flag),
     "ds.adam_offload": ("offload_optimizer", _flag),
     "lora_rank": ("lora_r", _count),

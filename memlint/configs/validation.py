@@ -18,7 +18,7 @@ import json
 import re
 import weakref
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from jsonschema.exceptions import ValidationError, best_match
 
@@ -40,6 +40,9 @@ from memlint.configs.schema import (
 )
 from memlint.documents.structured import Path_, Structured
 from memlint.model.diagnostics import Applicability, Edit, Fix, Range
+
+if TYPE_CHECKING:
+    from jsonschema.exceptions import _Error
 
 # What the tool does with a key it does not know (the reason an unknown key matters).
 ON_UNKNOWN = {
@@ -168,7 +171,7 @@ class _Validation:
             yield from self._unknown(error, path)
         elif validator_name == "required":
             yield self._missing(error, path)
-        elif validator_name == "not" and "required" in (error.validator_value or {}):
+        elif validator_name == "not" and "required" in (_value(error) or {}):
             yield self._two_spellings(error, path)
         else:
             yield self._invalid(path, error.instance, self._expected(error.schema, error), error)
@@ -193,7 +196,8 @@ class _Validation:
             for sub in meant[index]:
                 yield from self._from_error(sub)
             return
-        alternatives = error.schema.get(error.validator, [])
+        schema: Any = error.schema
+        alternatives = schema.get(error.validator, [])
         expected = _join([word for branch in alternatives for word in self._describe(branch)])
         yield self._invalid(tuple(error.absolute_path), error.instance, expected, error)
 
@@ -274,8 +278,9 @@ class _Validation:
         return Issue("unknown", key_path, message, where, fix)
 
     def _missing(self, error: ValidationError, path: Path_) -> Issue:
-        missing = [k for k in error.validator_value if isinstance(error.instance, dict) and k not in error.instance]
-        key = missing[0] if missing else error.validator_value[0]
+        required = _value(error)
+        missing = [k for k in required if isinstance(error.instance, dict) and k not in error.instance]
+        key = missing[0] if missing else required[0]
         if path in self.data.key_ranges:
             where = self.data.key_ranges[path]
         elif isinstance(error.instance, dict) and error.instance:  # a list item: its first key
@@ -286,7 +291,7 @@ class _Validation:
         return Issue("missing", path + (key,), f"{self.tool} requires `{key}`; add it{scope}", where)
 
     def _two_spellings(self, error: ValidationError, path: Path_) -> Issue:
-        first, second = error.validator_value["required"][:2]
+        first, second = _value(error)["required"][:2]
         where = self.data.range_of(path + (second,), key=True)
         return Issue("invalid", path + (second,),
                      f"`{first}` and `{second}` are two spellings of one {self.tool} setting; keep one", where)
@@ -316,9 +321,9 @@ class _Validation:
 
     def _expected(self, schema: Any, error: ValidationError) -> str:
         validator_name = error.validator
-        value = error.validator_value
+        value = _value(error)
         if validator_name == "type":
-            types = value if isinstance(value, list) else [value]
+            types: list[str] = value if isinstance(value, list) else [value]
             return _TYPE_WORDS.get(types[0], types[0]) if len(types) == 1 else _join(_type_words(types))
         if validator_name == "enum":
             return _choices(value)
@@ -438,9 +443,15 @@ class _Validation:
 # ---------------------------------------------------------------------------- helpers
 
 
+def _value(error: ValidationError) -> Any:
+    """The failed keyword's value in the schema (``["a", "b"]`` of ``required``): always set on
+    the errors a validator yields, which types-jsonschema cannot tell from a hand-made one."""
+    return error.validator_value
+
+
 def _contains(errors: list[ValidationError], target: ValidationError) -> bool:
     for error in errors:
-        current: ValidationError | None = target
+        current: _Error | None = target
         while current is not None:
             if current is error:
                 return True
@@ -535,8 +546,8 @@ def _hf_family_keys() -> frozenset[str]:
 @functools.lru_cache(maxsize=None)
 def _schematised_plugins(name: str) -> frozenset[str]:
     root = load_schema(name)
-    return frozenset(p.get("x-memlint-plugin") for p in root.get("properties", {}).values()
-                     if isinstance(p, dict) and p.get("x-memlint-plugin"))
+    return frozenset(plugin for p in root.get("properties", {}).values()
+                     if isinstance(p, dict) and (plugin := p.get("x-memlint-plugin")))
 
 
 def _unschematised_plugin_prefixes(name: str, plugins: Any) -> tuple[str, ...]:

@@ -86,9 +86,9 @@ def parse_document(document: Document, previous: ParsedDocument | None = None, w
     what did not change is not parsed again. ``whole``: the document will not be edited
     (``memlint check``): Python is parsed in one piece (``python_source.parse``)."""
     if document.problem is not None:
-        return ParsedDocument(document, document.syntax)
+        return ParsedDocument(document, DocumentKind(document.syntax))
     if document.syntax == "python" and not is_training_code(document.text):
-        return ParsedDocument(document, "python-other")
+        return ParsedDocument(document, DocumentKind.PYTHON_OTHER)
     if document.syntax == "python":
         before = previous.reusable if previous is not None else None
         result = python_source.parse(document.text, before, whole=whole)
@@ -96,16 +96,16 @@ def parse_document(document: Document, previous: ParsedDocument | None = None, w
             # CPython puts some errors (a bad unindent, an unexpected end of file) one column
             # past the end of the line: keep the range inside the document
             error = replace(result, range=result.range.within(document.text))
-            return ParsedDocument(document, "python", syntax_error=error, reusable=before)
+            return ParsedDocument(document, DocumentKind.PYTHON, syntax_error=error, reusable=before)
         # the walk only where the keyword is written at all (a rare one: most scripts skip it)
         misplaced = _nonlocal_at_module_level(result.module) if "nonlocal" in document.text else None
         if misplaced is not None:
             error = python_source.PythonSyntaxError("nonlocal declaration not allowed at module level",
                                                     result.range_of(misplaced))
-            return ParsedDocument(document, "python", syntax_error=error, reusable=result)
-        return ParsedDocument(document, "python", python=result, reusable=result)
+            return ParsedDocument(document, DocumentKind.PYTHON, syntax_error=error, reusable=result)
+        return ParsedDocument(document, DocumentKind.PYTHON, python=result, reusable=result)
     if document.syntax in ("json", "yaml"):
         loaded = structured.load(document.text, document.syntax)
         kind = kinds.detect(document.path, document.syntax, loaded.value)
         return ParsedDocument(document, kind, structured=loaded)
-    return ParsedDocument(document, document.syntax)
+    return ParsedDocument(document, DocumentKind(document.syntax))

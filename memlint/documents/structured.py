@@ -31,7 +31,7 @@ import bisect
 import json
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterator
+from typing import Any, Iterator, cast
 
 import yaml
 
@@ -309,7 +309,7 @@ class _Composer:
 
     def alias(self, event: yaml.AliasEvent) -> None:
         where = Range(_position(event.start_mark), _position(event.end_mark))
-        name = event.anchor
+        name = cast(str, event.anchor)  # an alias always names its anchor
         if name in self.open_anchors:
             raise _Refused(Problem("syntax", f"invalid YAML: alias *{name} refers to the node that contains it", where))
         anchored = self.anchors.get(name)
@@ -350,6 +350,7 @@ class _Composer:
             parent.key, parent.key_range, parent.has_key = self._key(value, where), where, True
             return
         key, key_range = parent.key, parent.key_range
+        assert key_range is not None  # set with the key
         parent.has_key = False
         if key is _MERGE:
             parent.merges.append((value, key_range, where))
@@ -405,7 +406,8 @@ class _Composer:
             return _KeyText(event.value, merge=tag == f"{_YAML}merge" and not event.style)
         if not self.keep_values or tag not in _SCALAR_TAGS:
             return event.value
-        node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
+        # types-PyYAML types an event's marks as the pure or the C parser's, a node's as the pure one's
+        node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)  # type: ignore[arg-type]
         try:
             value = yaml.SafeLoader.yaml_constructors[tag](self.loader, node)
         except Exception:  # an explicit tag its constructor cannot read fails
@@ -463,6 +465,8 @@ class _Composer:
 
 class _KeyText(str):
     """A mapping key as written; ``merge`` marks YAML's plain ``<<``."""
+
+    merge: bool
 
     def __new__(cls, text: str, merge: bool = False) -> "_KeyText":
         self = super().__new__(cls, text)

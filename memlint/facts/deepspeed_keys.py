@@ -9,7 +9,7 @@ fact so the caller can locate it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from memlint.model.vocabulary import DEEPSPEED_OPTIMIZERS
 
@@ -62,12 +62,14 @@ def _offloaded(block: Any) -> bool | None:
     return None
 
 
-_TOP = {
+# key -> (the fact it sets, how its value is read)
+_Keys = dict[str, tuple[str, Callable[[Any], "int | float | bool | None"]]]
+_TOP: _Keys = {
     "train_micro_batch_size_per_gpu": ("micro_batch", _int),
     "train_batch_size": ("global_batch", _int),
     "gradient_accumulation_steps": ("grad_accum", _int),
 }
-_ZERO = {
+_ZERO: _Keys = {
     "stage": ("zero_stage", _int),
     "reduce_bucket_size": ("reduce_bucket", _number),
     "allgather_bucket_size": ("allgather_bucket", _number),
@@ -113,7 +115,7 @@ def deepspeed_facts(config: dict[str, Any]) -> list[DeepSpeedFact]:
                 out.append(DeepSpeedFact(name, enabled, (key, "enabled")))
     optimizer = config.get("optimizer")
     if isinstance(optimizer, dict) and isinstance(optimizer.get("type"), str):
-        name = DEEPSPEED_OPTIMIZERS.get(optimizer["type"].strip().lower())
-        if name is not None:
-            out.append(DeepSpeedFact("optimizer", name, ("optimizer", "type")))
+        known = DEEPSPEED_OPTIMIZERS.get(optimizer["type"].strip().lower())
+        if known is not None:
+            out.append(DeepSpeedFact("optimizer", known, ("optimizer", "type")))
     return out

@@ -203,6 +203,7 @@ class _Shell:
     def _facts(self, launch: _Launch) -> RunFacts:
         facts = RunFacts(self.parsed.path, "shell")
         facts.anchor = self.location(launch.word.start, launch.word.end)
+        assert launch.script is not None  # only a launch that names its script gets here
         script = expand(launch.script, self.variables)
         if script is not None:
             path = script.text
@@ -324,8 +325,8 @@ class _Shell:
 
     def _values(self, words: list[Word]) -> Value | None:
         """An option's value: one word, or several (``--lora_target_modules q_proj v_proj``)."""
-        values = [expand(w, self.variables) for w in words]
-        if any(v is None for v in values):
+        values = [v for w in words if (v := expand(w, self.variables)) is not None]
+        if len(values) < len(words):
             return None
         if len(values) == 1:
             return values[0]

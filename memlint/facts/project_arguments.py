@@ -29,7 +29,9 @@ MAX_BYTES = 2 * 1024 * 1024
 _SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".memlint_cache", "site-packages"}
 
 # path -> ((mtime_ns, size), (parser class names, {class name: (bases, fields)}))
-_FILES: dict[str, tuple[tuple[int, int], tuple[frozenset[str], dict[str, tuple[tuple[str, ...], tuple[str, ...]]]]]] = {}
+# a module's parser calls' class names, and each class's (bases, annotated fields)
+_Scan = tuple[frozenset[str], dict[str, tuple[tuple[str, ...], tuple[str, ...]]]]
+_FILES: dict[str, tuple[tuple[int, int], _Scan | None]] = {}
 
 
 def project_argument_fields(root: Path) -> frozenset[str]:
@@ -66,7 +68,7 @@ def _python_files(root: Path):
                 yield os.path.join(directory, name)
 
 
-def _read(path: str):
+def _read(path: str) -> _Scan | None:
     try:
         info = os.stat(path)
     except OSError:
@@ -88,7 +90,7 @@ def _read(path: str):
     return result
 
 
-def _scan(text: str):
+def _scan(text: str) -> _Scan | None:
     """The parser calls' class names and the classes' bases and annotated fields. Read with
     ``ast`` (CPython's parser, in C): this reads every dataclass module of the project, a
     hundred in a training library, and libcst's parser and visitor took a third of a second

@@ -95,7 +95,8 @@ def _precision(plan: TrainingPlan, arch: Architecture) -> tuple[Precision, Sourc
     lightning_policy = LIGHTNING_PRECISION.get(str(lightning.value)) if lightning is not None else None
     if lightning_policy in ("bf16", "fp16"):
         return Precision(lightning_policy), lightning, None
-    if (mixed is None or mixed.value not in ("bf16", "fp16")) and lightning_policy in ("amp-bf16", "amp-fp16"):
+    if (mixed is None or mixed.value not in ("bf16", "fp16")) and lightning is not None and \
+            lightning_policy in ("amp-bf16", "amp-fp16"):
         mixed = lightning.with_value(lightning_policy[4:])
     uses_deepspeed = plan.get("zero_stage") is not None or ds_bf16 is not None or ds_fp16 is not None
     if uses_deepspeed:
@@ -168,8 +169,8 @@ def _sharding(plan: TrainingPlan) -> tuple[Sharding, Sourced | None]:
         return mapping.get(int(stage.value), Sharding.NONE), stage
     fsdp = plan.get("fsdp")
     if fsdp is not None:
-        mapping = {"full": Sharding.FSDP_FULL, "hybrid": Sharding.FSDP_HYBRID, "grad-op": Sharding.FSDP_GRAD_OP}
-        return mapping.get(str(fsdp.value), Sharding.NONE), fsdp
+        strategies = {"full": Sharding.FSDP_FULL, "hybrid": Sharding.FSDP_HYBRID, "grad-op": Sharding.FSDP_GRAD_OP}
+        return strategies.get(str(fsdp.value), Sharding.NONE), fsdp
     return Sharding.NONE, None
 
 

@@ -53,7 +53,7 @@ def recognise(ctx: ScriptFacts, call: cst.Call, names: set[str], method: str | N
         if "sharding_strategy" in arguments:
             ctx.state_found("fsdp", ctx.values.evaluate(arguments.get("sharding_strategy")), _strategy,
                             "FullyShardedDataParallelPlugin(sharding_strategy=...)", at=call, rank=RANK_CONFIG)
-    strategies = {lightning_strategy(n) for n in names} - {None}
+    strategies = {s for n in names if (s := lightning_strategy(n)) is not None}
     if strategies:
         lightning_strategy_object(ctx, call, strategies.pop())
     if names & TORCH_FSDP_WRAPPERS:
@@ -113,6 +113,7 @@ def _low_precision(value: Any) -> str | None:
 def torch_fsdp_offload(ctx: ScriptFacts, call: cst.Call, policy: bool) -> None:
     """``CPUOffload(offload_params=True)``: parameters, gradients and the optimizer step live on
     the CPU. FSDP2's ``CPUOffloadPolicy()`` offloads by being there."""
+    node: cst.CSTNode
     if policy:
         node, note = call.func, "FSDP2 CPUOffloadPolicy()"
     else:
@@ -149,14 +150,14 @@ def deepspeed_config(ctx: ScriptFacts, found: Found, at: cst.CSTNode, note: str)
                 if isinstance(fact.value, (bool, int, float, str)):
                     ctx.bind(options, f"{prefix}:{fact.name}={encode(fact.value)}")
     for fact in deepspeed_facts(plain):
-        leaf = where.get(fact.path) or where.get(fact.path[:-1])
-        if leaf is None or leaf.node is None:
+        placed = where.get(fact.path) or where.get(fact.path[:-1])
+        if placed is None or placed.node is None:
             continue
-        ctx.state(fact.name, fact.value, leaf.node, f"{note}: {'.'.join(fact.path)}", at=at, rank=RANK_EXPLICIT)
+        ctx.state(fact.name, fact.value, placed.node, f"{note}: {'.'.join(fact.path)}", at=at, rank=RANK_EXPLICIT)
     for path in auto_paths(plain):
-        leaf = where.get(path)
-        if leaf is not None and leaf.node is not None:
-            ctx.auto_key(".".join(path), leaf.node)
+        placed = where.get(path)
+        if placed is not None and placed.node is not None:
+            ctx.auto_key(".".join(path), placed.node)
 
 
 def _nest(path: tuple[str, ...], value: Any) -> dict:

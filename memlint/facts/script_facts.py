@@ -21,6 +21,7 @@ from memlint.documents.parsed import ParsedDocument
 from memlint.facts.plan import RunFacts
 from memlint.model.provenance import Location, Sourced
 from memlint.python.conditions import Guard, guards
+from memlint.python.source import PythonSource
 from memlint.python.values import MISSING, CallValue, Found, Mapping, Values
 
 # precedence of the places a fact can come from (higher wins)
@@ -56,12 +57,18 @@ class ScriptFacts:
         self._anchor_rank = 0
         self.training = False  # saw something that trains (a trainer, an optimizer, backward())
         self.finalizers: list[Callable[[], None]] = []
-        self.pending: dict[str, list[Any]] = {}  # what recognisers collect until the whole file is read
+        self.pending: dict[str, Any] = {}  # what recognisers collect until the whole file is read
 
     # ------------------------------------------------------------- locations
 
+    @property
+    def python(self) -> PythonSource:
+        python = self.parsed.python
+        assert python is not None  # facts are read from parsed Python only
+        return python
+
     def location(self, node: cst.CSTNode) -> Location:
-        return Location(self.parsed.path, self.parsed.python.range_of(node))
+        return Location(self.parsed.path, self.python.range_of(node))
 
     def anchor(self, node: cst.CSTNode, rank: int) -> None:
         if rank > self._anchor_rank:
@@ -170,10 +177,10 @@ class ScriptFacts:
         if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name)):
             return []
         target = parent.targets[0].target
-        scope = self.parsed.python.scopes.get(parent)
+        scope = self.python.scopes.get(parent)
         if scope is None:
             return []
-        uses = []
+        uses: list[cst.CSTNode] = []
         for assignment in scope.assignments[target.value]:
             if getattr(assignment, "node", None) is target:
                 uses.extend(a.node for a in assignment.references)

@@ -75,7 +75,7 @@ def _could_be_model(values: Values, name: cst.Name, depth: int) -> bool:
 
 
 def recognise(ctx: ScriptFacts, call: cst.Call, names: set[str], method: str | None) -> None:
-    kinds = {optimizer_class(n) for n in names} - {None}
+    kinds = {k for n in names if (k := optimizer_class(n)) is not None}
     if kinds:
         optimizer(ctx, call, kinds.pop())
     if names & DATALOADERS:
@@ -97,6 +97,7 @@ def recognise(ctx: ScriptFacts, call: cst.Call, names: set[str], method: str | N
         else:
             data_helper_call(ctx, call)
         return
+    assert isinstance(call.func, cst.Attribute)  # ``method`` is the name of the called attribute
     receiver = call.func.value
     if method in _BACKWARD_METHODS:
         ctx.pending.setdefault("backward", []).append(call)
@@ -155,12 +156,13 @@ def dataloader(ctx: ScriptFacts, call: cst.Call) -> None:
         return
     words: set[str] = set()
     for key in ("dataset", "sampler"):
-        if key in arguments:
-            words |= _words(ctx.parsed.python.code_of(arguments.get(key)))
+        written = arguments.get(key)
+        if written is not None:
+            words |= _words(ctx.python.code_of(written))
     parent = values.parent(call)
     if isinstance(parent, cst.Assign):
         for target in parent.targets:
-            words |= _words(ctx.parsed.python.code_of(target.target))
+            words |= _words(ctx.python.code_of(target.target))
     role = "eval" if words & _EVAL_WORDS else ("train" if words & _TRAIN_WORDS else "unknown")
     if role != "eval" and "shuffle" in arguments:
         shuffle = values.evaluate(arguments.get("shuffle"))
@@ -244,7 +246,7 @@ def data_helper_call(ctx: ScriptFacts, call: cst.Call) -> None:
     batch = next((keywords[k] for k in _BATCH_KEYWORDS if k in keywords), None)
     if length is None and batch is None:
         return
-    words = _words(ctx.parsed.python.code_of(call.func))
+    words = _words(ctx.python.code_of(call.func))
     if words & _NOT_TRAINING_DATA or not _project_code(ctx.values, call):
         return  # print_samples(model, tokenizer, max_length=64): generation, not the training batches
     if not (words & _DATA_WORDS or any(_is_tokenizer(ctx.values, arg.value) for arg in call.args)):
@@ -266,7 +268,7 @@ def _iterated(ctx: ScriptFacts, call: cst.Call) -> bool:
     loops = ctx.pending.get("loop_iterables")
     if loops is None:
         loops = ctx.pending["loop_iterables"] = set().union(*(
-            _words(ctx.parsed.python.code_of(node.iter)) for node in _for_loops(ctx.parsed.python.module)
+            _words(ctx.python.code_of(node.iter)) for node in _for_loops(ctx.python.module)
         ))
     return name.lower() in loops
 
@@ -282,7 +284,7 @@ def _for_loops(module: cst.Module) -> list[cst.For]:
     return found
 
 
-def _length_candidate(ctx: ScriptFacts, found: Found | None, call: cst.Call, note: str) -> None:
+def _length_candidate(ctx: ScriptFacts, found: Found | None, call: cst.CSTNode, note: str) -> None:
     if found is not None:
         ctx.pending.setdefault("lengths", []).append((found, call, note))
 
@@ -296,7 +298,7 @@ def finish_lengths(ctx: ScriptFacts) -> None:
     known = [(f, c, n) for f, c, n in candidates if f.known and _int(f.value) and f.node is not None]
     if not known:
         return
-    found, call, note = max(known, key=lambda entry: _int(entry[0].value))
+    found, call, note = max(known, key=lambda entry: _int(entry[0].value) or 0)  # all known are counts
     ctx.state("seq_len", _int(found.value), found.node, note + (f" ({found.note})" if found.note else ""),
               at=call, rank=RANK_LOOP)
 
@@ -349,6 +351,8 @@ def autocast(ctx: ScriptFacts, call: cst.Call, names: set[str]) -> None:
         device = values.evaluate(arguments.get("device_type"))
         if device is not None and device.known and isinstance(device.value, str) and device.value != "cuda":
             return  # CPU/XPU autocast does not run on the GPU
+    dtype: str | None
+    node: cst.CSTNode | None
     dtype, node, note = "fp16", call.func, "autocast on CUDA defaults to float16"
     if "dtype" in arguments:
         found = values.evaluate(arguments.get("dtype"))

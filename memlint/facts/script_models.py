@@ -105,7 +105,8 @@ def model_loader(ctx: ScriptFacts, call: cst.Call, names: set[str]) -> None:
     ctx.anchor(call.func, ANCHOR_MODEL)
     if any(n.endswith(".from_config") for n in names):
         arguments = values.arguments(call, ("config",))
-        config = values.definition(arguments.get("config")) if arguments.get("config") is not None else None
+        written = arguments.get("config")
+        config = values.definition(written) if written is not None else None
         if isinstance(config, cst.Call) and any(is_config_loader(n) for n in values.callee_names(config)):
             inner = values.arguments(config, ("pretrained_model_name_or_path",))
             ctx.state_found("model", values.evaluate(inner.get("pretrained_model_name_or_path")), model_id,
@@ -152,7 +153,7 @@ def bits_and_bytes(ctx: ScriptFacts, call: cst.Call) -> None:
         return values.evaluate(arguments.get(name)) if name in arguments else None
 
     four, eight = argument("load_in_4bit"), argument("load_in_8bit")
-    kind = "fp4"  # BitsAndBytesConfig's default bnb_4bit_quant_type
+    kind: str | None = "fp4"  # BitsAndBytesConfig's default bnb_4bit_quant_type
     kind_found = argument("bnb_4bit_quant_type")
     if "bnb_4bit_quant_type" in arguments:
         if kind_found is None or not kind_found.known or kind_found.value not in ("nf4", "fp4"):

@@ -225,7 +225,8 @@ def lightning(ctx: ScriptFacts, call: cst.Call, names: set[str]) -> None:
         nodes = values.evaluate(arguments.get("num_nodes")) if "num_nodes" in arguments else Found(1, None)
         count = _devices(devices.value) if devices is not None and devices.known else None
         node_count = nodes.value if nodes is not None and nodes.known and isinstance(nodes.value, int) else None
-        if count is not None and node_count is not None and node_count > 0 and devices.node is not None:
+        if count is not None and node_count is not None and node_count > 0 and devices is not None \
+                and devices.node is not None:
             note = f"{owner}({devices_key}=...)" + (f" x num_nodes={node_count}" if node_count > 1 else "")
             ctx.state("world_size", count * node_count, devices.node, note, at=call, rank=RANK_CONFIG)
             ctx.state("gpus_per_node", count, devices.node, f"{owner}({devices_key}=...)", at=call, rank=RANK_CONFIG)

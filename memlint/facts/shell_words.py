@@ -84,7 +84,8 @@ def _words(chunk: str, offset: int) -> list[Word]:
         if token is None or token == lexer.eof:
             break
         start = _skip_blank(chunk, position, len(chunk))
-        consumed = lexer.instream.tell() - len(lexer._pushback_chars)
+        # shlex keeps where it stopped only in its stream and its (private) pushed-back characters
+        consumed = lexer.instream.tell() - len(lexer._pushback_chars)  # type: ignore[attr-defined]
         end = consumed
         if end > start and chunk[end - 1].isspace():
             end -= 1

@@ -9,9 +9,11 @@ from typing import TYPE_CHECKING
 
 from memlint.documents.kinds import DocumentKind
 from memlint.documents.parsed import ParsedDocument
+from memlint.documents.structured import Structured
 from memlint.estimate import Budget, Capacity, estimate_training, suggest
 from memlint.facts.resolve import ResolvedRun
 from memlint.project.settings import Settings
+from memlint.python.source import PythonSource
 
 if TYPE_CHECKING:
     from memlint.estimate import Suggestion
@@ -39,15 +41,15 @@ class RuleContext:
         return self.parsed.path
 
     @property
-    def kind(self) -> str:
+    def kind(self) -> DocumentKind:
         return self.parsed.kind
 
     @property
-    def python(self):
+    def python(self) -> PythonSource | None:
         return self.parsed.python
 
     @property
-    def structured(self):
+    def structured(self) -> Structured | None:
         return self.parsed.structured
 
     # ----------------------------------------------------------------- other documents

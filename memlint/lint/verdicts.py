@@ -65,7 +65,8 @@ def mirrored(code: str, finding: Finding, runs: Iterable[ResolvedRun], path: str
     for document in run.plan.documents:
         if key(document) in (here, key(finding.path)):
             continue
-        other = place_in(run, budget, lambda p, k=key(document): key(p) == k)
+        there = key(document)
+        other = place_in(run, budget, lambda p: key(p) == there)  # called here, never kept
         if other is not None:
             related.append(Related(other.path, other.range, f"the same run, in {_name(document)}"))
     at = f"{_name(finding.path)}:{finding.range.start.line}"

@@ -188,7 +188,7 @@ def to_lsp_diagnostic(
     gives another file's lines for the ranges of related places and of fixes in other files."""
     data: dict[str, Any] = {"syntax": syntax_of(diagnostic.path)}
     if diagnostic.fix is not None:
-        edits = []
+        edits: list[dict[str, Any]] = []
         for edit in diagnostic.fix.edits:
             same = same_file(edit.path, diagnostic.path)
             target_lines = lines if same else lines_of(edit.path)

@@ -18,6 +18,7 @@ import libcst as cst
 from memlint.documents.parsed import ParsedDocument
 from memlint.model.diagnostics import Position, Range
 from memlint.output.sheet import render_markdown
+from memlint.python.source import PythonSource
 from memlint.rules import all_rules
 from memlint.rules.base import section
 
@@ -100,8 +101,8 @@ class _Aliases(cst.CSTVisitor):
 
 
 class _Calls(cst.CSTVisitor):
-    def __init__(self, parsed: ParsedDocument, position: Position, aliases: dict[str, str]) -> None:
-        self.python = parsed.python
+    def __init__(self, python: PythonSource, position: Position, aliases: dict[str, str]) -> None:
+        self.python = python
         self.position = position
         self.aliases = aliases
         self.found: list[tuple[cst.Call, Range]] = []
@@ -131,7 +132,7 @@ def target_at(parsed: ParsedDocument, position: Position) -> Target | None:
         aliases = _Aliases()
         try:
             parsed.python.module.visit(aliases)
-            visitor = _Calls(parsed, position, aliases.names)
+            visitor = _Calls(parsed.python, position, aliases.names)
             parsed.python.module.visit(visitor)
         except RecursionError:
             return None

@@ -33,12 +33,12 @@ def short_gpu_name(name: str) -> str:
 
 def label_for(budget: Budget) -> str:
     peak = f"≈ {budget.peak_bytes / GiB:.1f} GiB/GPU"
-    cap = budget.capacity
-    if cap is None:
+    cap, margin = budget.capacity, budget.margin_bytes
+    if cap is None or margin is None:  # the margin is known exactly when the GPU is
         return f"{peak} peak (no target GPU set)"
     where = f"{peak} on {short_gpu_name(cap.gpu_name)}"
     if not budget.fits:
-        return f"{where} · does not fit ({-budget.margin_bytes / GiB:.1f} GiB short)"
+        return f"{where} · does not fit ({-margin / GiB:.1f} GiB short)"
     if not budget.comfortable:
         return f"{where} · fits, little headroom"
     return f"{where} · fits"

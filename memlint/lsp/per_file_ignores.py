@@ -58,7 +58,7 @@ def _codes_in(table: object, pattern: str) -> list[str]:
     return [str(c).upper() for c in codes] if isinstance(codes, list) else []
 
 
-def _lookup(data: dict, dotted: str) -> object:
+def _lookup(data: object, dotted: str) -> object:
     for part in dotted.split("."):
         if not isinstance(data, dict):
             return None

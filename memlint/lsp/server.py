@@ -464,7 +464,10 @@ def create_server(debounce: float = DEFAULT_DEBOUNCE_SECONDS) -> MemlintServer:
 
         loop = asyncio.get_running_loop()
         # an uncatalogued model's config.json is fetched off the lint thread; lint again when it lands
-        hub.in_background(lambda _model: loop.call_soon_threadsafe(ls.relint_everything))
+        def relint(_model: str) -> None:
+            loop.call_soon_threadsafe(ls.relint_everything)
+
+        hub.in_background(relint)
         asyncio.ensure_future(ls.fetch_configuration())
         if _supports(ls.client_capabilities, "workspace", "did_change_watched_files", "dynamic_registration"):
             watchers = [types.FileSystemWatcher(glob_pattern=g) for g in WATCHED_GLOBS]

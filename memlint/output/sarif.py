@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 from memlint import __version__
@@ -50,7 +51,7 @@ def format_sarif(diagnostics: list[Diagnostic], ctx) -> str:
             "endLine": d.range.end.line,
             "endColumn": d.range.end.column + 1,
         }
-        result = {
+        result: dict[str, Any] = {
             "ruleId": d.code,
             "level": _LEVEL[d.severity],
             "message": {"text": d.message},

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from memlint.estimate import Budget, ServingSheet, Suggestion
 from memlint.model.units import GiB, format_count
 
@@ -46,11 +48,11 @@ def describe_setup(budget: Budget) -> str:
 
 
 def verdict_line(budget: Budget) -> str:
-    cap = budget.capacity
-    if cap is None:
+    cap, margin = budget.capacity, budget.margin_bytes
+    if cap is None or margin is None:  # the margin is known exactly when the GPU is
         return f"Peak {_gib(budget.peak_bytes)} GiB per GPU (no target GPU given)."
     if not budget.fits:
-        short = -budget.margin_bytes
+        short = -margin
         return (
             f"✗ Does not fit on {cap.gpu_name}: needs {_gib(budget.peak_bytes)} GiB, "
             f"{_gib(cap.usable_bytes)} GiB usable — {_gib(short)} GiB short."
@@ -62,11 +64,11 @@ def verdict_line(budget: Budget) -> str:
         )
     return (
         f"✓ Fits on {cap.gpu_name}: {_gib(budget.peak_bytes)} of {_gib(cap.usable_bytes)} GiB usable, "
-        f"{_gib(budget.margin_bytes)} GiB to spare."
+        f"{_gib(margin)} GiB to spare."
     )
 
 
-def render_text(budget: Budget, suggestions: list[Suggestion] = ()) -> str:
+def render_text(budget: Budget, suggestions: Sequence[Suggestion] = ()) -> str:
     cap = budget.capacity
     scale = cap.usable_bytes if cap else budget.peak_bytes
     lines = [
@@ -113,7 +115,7 @@ def render_text(budget: Budget, suggestions: list[Suggestion] = ()) -> str:
     return "\n".join(lines)
 
 
-def render_markdown(budget: Budget, suggestions: list[Suggestion] = ()) -> str:
+def render_markdown(budget: Budget, suggestions: Sequence[Suggestion] = ()) -> str:
     """A compact table for editor hovers and pull-request comments: the verdict first (a
     hover shows its first 250 px), the table after."""
     cap = budget.capacity

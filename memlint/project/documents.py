@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memlint.documents import reads
+from memlint.documents.kinds import DocumentKind
 from memlint.documents.reading import Document, document_from_text, read_document
 from memlint.project.settings import Settings
 
@@ -189,7 +190,7 @@ class DocumentStore:
                 parsed = parse_document(document, previous=cached.parsed if cached is not None else None,
                                         whole=self.snapshot)
             except Exception as error:
-                parsed = ParsedDocument(document, "other", failures=[failures.describe("reading it", error)])
+                parsed = ParsedDocument(document, DocumentKind.OTHER, failures=[failures.describe("reading it", error)])
             try:
                 facts = extract(parsed)
             except Exception as error:

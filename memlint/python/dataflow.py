@@ -45,8 +45,8 @@ def dtype_values(index: ModuleIndex, expr: cst.BaseExpression | None, depth: int
             )
         return {"unknown"}
     if isinstance(expr, cst.SimpleString):
-        name = dtype_name(string_value(expr) or "")
-        return {name} if name else {"unknown"}
+        named = dtype_name(string_value(expr) or "")
+        return {named} if named else {"unknown"}
     if isinstance(expr, cst.IfExp):
         return dtype_values(index, expr.body, depth + 1) | dtype_values(index, expr.orelse, depth + 1)
     if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Dict):
@@ -54,8 +54,8 @@ def dtype_values(index: ModuleIndex, expr: cst.BaseExpression | None, depth: int
             index, [e.value for e in expr.value.elements if isinstance(e, cst.DictElement)], depth, dtype_values
         ) or {"unknown"}
     if isinstance(expr, cst.Call) and method_name(expr) == "getattr" and len(expr.args) >= 2:
-        name = dtype_name(string_value(expr.args[1].value) or "")
-        return {name} if name else {"unknown"}
+        named = dtype_name(string_value(expr.args[1].value) or "")
+        return {named} if named else {"unknown"}
     return {"unknown"}
 
 
@@ -110,7 +110,7 @@ def divides(expr: cst.BaseExpression | None) -> bool:
     return False
 
 
-def _is_reciprocal(expr: cst.BaseExpression) -> bool:
+def _is_reciprocal(expr: cst.BaseExpression | None) -> bool:
     return isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Divide)
 
 

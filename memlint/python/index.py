@@ -6,9 +6,10 @@ Built once per parsed module (:func:`index_for`) and dropped with it.
 
 from __future__ import annotations
 
+import functools
 import weakref
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Iterator, cast
 
 import libcst as cst
 
@@ -178,7 +179,7 @@ class ModuleIndex:
     def _atoms(self, test: cst.BaseExpression) -> set[tuple[str, bool]]:
         if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
             out: set[tuple[str, bool]] = set()
-            pending = [test]
+            pending: list[cst.BaseExpression] = [test]
             while pending:  # a and b and c ... nests to the left: flatten without recursion
                 current = pending.pop()
                 if isinstance(current, cst.BooleanOperation) and isinstance(current.operator, cst.And):
@@ -409,9 +410,9 @@ def _build(py: PythonSource) -> ModuleIndex:
                         part.own_table = _table(node)
                     table = part.own_table
                 else:
-                    table = function_table(part, node, lambda function=node: _table(function))
+                    table = function_table(part, node, functools.partial(_table, node))
                 index.definitions[id(node)] = table
-            else:
+            elif type(node) is cst.ClassDef:  # the other kind _DEFINES holds
                 index.classes.setdefault(node.name.value, node)
     index.definitions[id(module)] = module_table
     return index
@@ -512,7 +513,7 @@ def index_for(py: PythonSource | None) -> ModuleIndex | None:
     nothing to say about the file rather than failing on it."""
     if py is None or py in _TOO_DEEP:
         return None
-    index = py.derived.get(_INDEX)
+    index = cast("ModuleIndex | None", py.derived.get(_INDEX))  # what _build put there
     if index is None:
         try:
             # libcst's metadata visitors recurse: deep code exhausts the stack, or (seen with

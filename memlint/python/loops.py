@@ -381,7 +381,7 @@ def accumulation_of(index: ModuleIndex, loop: TrainingLoop) -> Accumulation | No
     for event, _ in loop.backwards:
         for inner in event.loops:
             bound = _range_bound(inner)
-            if bound is None or any(inner in e.loops for e, _ in steps):
+            if bound is None or not isinstance(inner, cst.For) or any(inner in e.loops for e, _ in steps):
                 continue
             words = index.py.code_of(inner.target).lower() + " " + index.py.code_of(bound).lower()
             if any(word in words for word in _ACCUMULATION_WORDS):

@@ -18,7 +18,8 @@ import libcst as cst
 
 
 def _node_classes() -> list[type]:
-    found, stack = [], [cst.CSTNode]
+    found: list[type] = []
+    stack: list[type] = [cst.CSTNode]
     while stack:
         cls = stack.pop()
         found.append(cls)
@@ -33,9 +34,9 @@ def use_identity_slots() -> None:
     identity_eq = cst.CSTNode.__dict__["__eq__"]
     for cls in _node_classes():
         if cls.__dict__.get("__hash__") is identity_hash:
-            cls.__hash__ = object.__hash__  # type: ignore[method-assign]
+            setattr(cls, "__hash__", object.__hash__)
         if cls.__dict__.get("__eq__") is identity_eq:
-            cls.__eq__ = object.__eq__  # type: ignore[method-assign]
+            setattr(cls, "__eq__", object.__eq__)
 
 
 use_identity_slots()

@@ -138,9 +138,10 @@ class Options:
         if override is not None:
             found = self.values.evaluate(override)
             candidates = [Found(found.value, found.node, (), "set_defaults") if found and found.known else None]
-        first = candidates[0]
-        if any(c is None for c in candidates) or any(c.value != first.value for c in candidates):
+        known = [c for c in candidates if c is not None]
+        if len(known) < len(candidates) or any(c.value != known[0].value for c in known):
             return Found(MISSING, None, keys, f"--{keys[0]}")
+        first = known[0]
         note = f"argparse default of --{keys[0]}" + (" (guessed from the attribute name)" if fallback else "")
         return Found(first.value, first.node, keys, note)
 

@@ -13,7 +13,7 @@ scopes, assignments and accesses are libcst's.
 from __future__ import annotations
 
 import types
-from typing import TYPE_CHECKING, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence, cast
 
 import libcst as cst
 from libcst.metadata import ExpressionContext, ExpressionContextProvider, Scope, ScopeProvider
@@ -25,6 +25,8 @@ from memlint.python.unit_scopes import scopes_of_units
 
 if TYPE_CHECKING:
     from memlint.python.units import Unit
+
+_Contexts = dict[cst.CSTNode, ExpressionContext]  # what ExpressionContextProvider computes
 
 
 class _WalksRecordedChildren:
@@ -47,7 +49,7 @@ class _WalksRecordedChildren:
             for child in children(node):
                 # what ``child.visit(self)`` does for a visitor that changes nothing
                 self.on_visit(child)
-                self.on_leave(child)  # type: ignore[attr-defined]
+                self.on_leave(child)
         return False
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
@@ -134,7 +136,7 @@ def expression_contexts_of(module: cst.Module, units: Sequence[Unit] = ()) -> di
     if not units:
         contexts = ExpressionContextProvider()
         module.visit(_ExpressionContexts(contexts, ExpressionContext.LOAD))
-        return contexts._computed
+        return cast(_Contexts, contexts._computed)  # a provider's results: a context per node
     out: dict[cst.CSTNode, ExpressionContext] = {}
     for unit in units:
         out.update(_unit_contexts(unit))
@@ -145,7 +147,7 @@ def _unit_contexts(unit: Unit) -> dict[cst.CSTNode, ExpressionContext]:
     if unit.contexts is None:
         contexts = ExpressionContextProvider()
         unit.statement.visit(_ExpressionContexts(contexts, ExpressionContext.LOAD))
-        unit.contexts = contexts._computed
+        unit.contexts = cast(_Contexts, contexts._computed)
     return unit.contexts
 
 
@@ -160,4 +162,4 @@ def scopes_of(module: cst.Module, units: Sequence[Unit] = ()) -> Mapping[cst.CST
     visitor = _Scopes(provider)
     module.visit(visitor)
     visitor.infer_accesses()
-    return provider._computed
+    return cast("Mapping[cst.CSTNode, Scope | None]", provider._computed)  # a provider's results: a scope per node

@@ -182,7 +182,7 @@ class Step:
 def step_of(index: ModuleIndex, call: cst.Call) -> Step | None:
     if method_name(call) != "step" or not isinstance(call.func, cst.Attribute):
         return None
-    target = receiver(call)
+    target = call.func.value  # the receiver: ``optimizer`` of ``optimizer.step()``
     args = positional(call)
     if args and is_scaler_object(index, target):
         return Step(call, "scaled", index.py.code_of(args[0].value))
@@ -201,7 +201,7 @@ def _is_closure(index: ModuleIndex, expr: cst.BaseExpression) -> bool:
 def is_scheduler_step(index: ModuleIndex, call: cst.Call) -> bool:
     if method_name(call) != "step" or not isinstance(call.func, cst.Attribute) or positional(call):
         return False
-    target = receiver(call)
+    target = call.func.value  # the receiver: ``scheduler`` of ``scheduler.step()``
     if _assigned_from(index, target, lambda c: is_scheduler_constructor(index, c)):
         return True
     last = _last(index.py.code_of(target))
@@ -305,9 +305,9 @@ def _autocast_regions(index: ModuleIndex) -> list[AutocastRegion]:
         elif isinstance(node, cst.FunctionDef):
             for decorator in node.decorators:
                 if isinstance(decorator.decorator, cst.Call):
-                    found = autocast_of(index, decorator.decorator)
-                    if found is not None:
-                        out.append(AutocastRegion(node, found))
+                    decorating = autocast_of(index, decorator.decorator)
+                    if decorating is not None:
+                        out.append(AutocastRegion(node, decorating))
     return out
 
 
@@ -477,9 +477,9 @@ def _trained_models(index: ModuleIndex) -> set[str]:
                 trained.add(model.split(".")[0])  # model.module.parameters() trains ``model``
     for node in index.calls:
         if index.calls_named(node, "deepspeed.initialize"):
-            model = argument(node, None, "model")
-            if isinstance(model, cst.Name):
-                trained.add(model.value)
+            engine_model = argument(node, None, "model")
+            if isinstance(engine_model, cst.Name):
+                trained.add(engine_model.value)
     changed = True
     while changed:
         changed = False

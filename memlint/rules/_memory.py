@@ -75,7 +75,7 @@ def resting_assumptions(ctx: RuleContext, run: ResolvedRun) -> list:
     across the same GPUs would."""
     from memlint.estimate import Sharding, estimate_training
 
-    truths = {"parallelism": {"sharding": Sharding.ZERO3}, "world_size": {"world_size": FULL_NODE}}
+    truths: dict[str, dict[str, Any]] = {"parallelism": {"sharding": Sharding.ZERO3}, "world_size": {"world_size": FULL_NODE}}
     out = []
     for assumed in run.assumed:
         truth = truths.get(assumed.fact)
@@ -105,6 +105,7 @@ def assumption_clause(assumed: list) -> str:
 def memory_finding(ctx: RuleContext, run: ResolvedRun, budget: Budget, message: str,
                    assumed: list | None = None, severity=None) -> Finding:
     where = location_for(run, budget)
+    assert where is not None  # without ``within``: the deciding fact's line, else the run's anchor
     suggestions = ctx.suggestions(run)
     data = {
         "budget": budget.to_json(),

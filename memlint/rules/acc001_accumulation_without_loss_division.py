@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from memlint.documents.kinds import DocumentKind
+from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Applicability, Edit, Fix, Related, Severity
 from memlint.python.dataflow import loss_is_divided
 from memlint.python.index import index_for
@@ -224,7 +225,7 @@ class FullFinetuneRecipe:
         ),
     )
 
-    def check(self, ctx) -> Iterator[Finding]:
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
         index = index_for(ctx.python)
         if index is None:
             return
@@ -242,7 +243,7 @@ class FullFinetuneRecipe:
                 yield self._finding(ctx, index, accumulation, event, backward)
 
     def _finding(self, ctx, index, accumulation: Accumulation, event, backward: Backward) -> Finding:
-        py = ctx.python
+        py = index.py
         divisor = py.code_of(accumulation.divisor)
         step_call = accumulation.step.site
         step_line = py.range_of(step_call).start.line

@@ -7,6 +7,7 @@ from typing import Iterator
 import libcst as cst
 
 from memlint.documents.kinds import DocumentKind
+from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Related, Severity
 from memlint.python.index import ModuleIndex, index_for
 from memlint.python.loops import accumulation_of, step_loops
@@ -85,11 +86,11 @@ class SchedulerStepsEveryMicroBatch(Rule):
         ),
     )
 
-    def check(self, ctx) -> Iterator[Finding]:
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
         index = index_for(ctx.python)
         if index is None:
             return
-        py = ctx.python
+        py = index.py
         for loop in step_loops(index):
             accumulation = accumulation_of(index, loop)
             if accumulation is None:
@@ -159,8 +160,8 @@ def _division_by(index: ModuleIndex, expr: cst.CSTNode, divisors: set[str], dept
             and py.code_of(node.right).strip("() ") in divisors
         ):
             return node
-        if isinstance(node, (cst.Name, cst.Attribute)) and dotted(node):
-            for definition in index.all_definitions(dotted(node), node):
+        if isinstance(node, (cst.Name, cst.Attribute)) and (written := dotted(node)):
+            for definition in index.all_definitions(written, node):
                 if definition.value is not None and definition.statement is not None:
                     found = _division_by(index, definition.value, divisors, depth + 1)
                     if found is not None:

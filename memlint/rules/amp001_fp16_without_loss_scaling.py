@@ -8,6 +8,7 @@ from typing import Iterator
 import libcst as cst
 
 from memlint.documents.kinds import DocumentKind
+from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Related, Severity
 from memlint.python.index import ModuleIndex, index_for
 from memlint.python.loops import TrainingLoop, step_loops, training_loops, updating_backwards
@@ -175,7 +176,7 @@ with torch.inference_mode():
         ),
     )
 
-    def check(self, ctx) -> Iterator[Finding]:
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
         index = index_for(ctx.python)
         if index is None:
             return
@@ -220,7 +221,7 @@ with torch.inference_mode():
         )
 
     def _unscaled_steps(self, ctx, index: ModuleIndex) -> Iterator[Finding]:
-        py = ctx.python
+        py = index.py
         seen: set[int] = set()
         for loop in step_loops(index):
             scaled = [b for _, b in loop.backwards if b.kind == "scaled"]

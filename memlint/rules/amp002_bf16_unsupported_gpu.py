@@ -8,6 +8,7 @@ import libcst as cst
 
 from memlint.catalog.gpus import UnknownGpu, lookup_gpu
 from memlint.documents.kinds import DocumentKind
+from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Severity
 from memlint.python.index import ModuleIndex, index_for
 from memlint.python.syntax import argument, dotted, is_false, iter_nodes, method_name, string_value
@@ -119,7 +120,7 @@ class Bf16UnsupportedGpu(Rule):
         ),
     )
 
-    def check(self, ctx) -> Iterator[Finding]:
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
         if not ctx.settings.gpu:
             return
         try:
@@ -144,10 +145,10 @@ class Bf16UnsupportedGpu(Rule):
             )
             if trap is not None:
                 message += (
-                    f"; `torch.cuda.is_bf16_supported()` (line {ctx.python.range_of(trap).start.line}) counts "
+                    f"; `torch.cuda.is_bf16_supported()` (line {index.py.range_of(trap).start.line}) counts "
                     "emulation and returns True here: pass including_emulation=False"
                 )
-            yield Finding(range=ctx.python.range_of(node), message=message)
+            yield Finding(range=index.py.range_of(node), message=message)
 
 
 def _bf16_uses(index: ModuleIndex) -> Iterator[tuple[cst.CSTNode, str, cst.Call | None]]:
@@ -158,7 +159,7 @@ def _bf16_uses(index: ModuleIndex) -> Iterator[tuple[cst.CSTNode, str, cst.Call 
         if autocast is not None and not autocast.disabled and "bf16" in autocast.cuda_dtypes:
             decided = _decides(index, autocast.dtype, autocast.cuda_dtypes)
             if decided is not None:
-                yield decided[0] if decided[1] is not None else node, "bfloat16 autocast", decided[1]
+                yield _reported_at(decided, node), "bfloat16 autocast", decided[1]
         elif method_name(node) == "Accelerator" and string_value(argument(node, None, "mixed_precision")) == "bf16":
             yield node, 'Accelerator(mixed_precision="bf16")', None
     for choice in dtype_choices(index):
@@ -171,7 +172,13 @@ def _bf16_uses(index: ModuleIndex) -> Iterator[tuple[cst.CSTNode, str, cst.Call 
         value = _dtype_argument(choice.node)
         decided = _decides(index, value, choice.dtypes)
         if decided is not None:
-            yield decided[0] if decided[1] is not None else choice.node, f"`{choice.what}`", decided[1]
+            yield _reported_at(decided, choice.node), f"`{choice.what}`", decided[1]
+
+
+def _reported_at(decided: tuple[cst.CSTNode | None, cst.Call | None], use: cst.CSTNode) -> cst.CSTNode:
+    """The choice made by an emulation-counting check is reported there; a certain one at its use."""
+    choice, check = decided
+    return choice if check is not None and choice is not None else use
 
 
 def _dtype_argument(call: cst.Call) -> cst.BaseExpression | None:
@@ -184,7 +191,7 @@ def _dtype_argument(call: cst.Call) -> cst.BaseExpression | None:
 
 def _decides(
     index: ModuleIndex, dtype: cst.BaseExpression | None, dtypes
-) -> tuple[cst.CSTNode, cst.Call | None] | None:
+) -> tuple[cst.CSTNode | None, cst.Call | None] | None:
     """Is bfloat16 certain, or chosen by ``is_bf16_supported()`` counting emulation? Returns
     (where the choice is made, the check) — or None when another condition decides."""
     if dtypes == frozenset({"bf16"}):

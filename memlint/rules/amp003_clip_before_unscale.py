@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterator, cast
 
 import libcst as cst
 
 from memlint.documents.kinds import DocumentKind
+from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Applicability, Edit, Fix, Position, Range, Related, Severity, split_lines
 from memlint.python.index import ModuleIndex, index_for
 from memlint.python.loops import Event, flow_events
@@ -96,7 +97,7 @@ for batch in loader:
         ),
     )
 
-    def check(self, ctx) -> Iterator[Finding]:
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
         index = index_for(ctx.python)
         if index is None:
             return
@@ -113,14 +114,14 @@ for batch in loader:
                 yield self._finding(ctx, index, clip, scaled, step)
 
     def _finding(self, ctx, index: ModuleIndex, clip: Event, scaled: Event, step: Event | None) -> Finding:
-        py = ctx.python
-        scale_call = backward_of(index, scaled.node).scale_call
-        scaler = (
-            py.code_of(receiver(scale_call))
-            if scale_call is not None and receiver(scale_call) is not None
-            else "scaler"
-        )
-        optimizer = step_of(index, step.node).optimizer if step is not None else None
+        py = index.py
+        # the events were found as a scaled backward and a scaler step: their nodes are those calls
+        backward = backward_of(index, cast(cst.Call, scaled.node))
+        scale_call = backward.scale_call if backward is not None else None
+        scaler_expr = receiver(scale_call) if scale_call is not None else None
+        scaler = py.code_of(scaler_expr) if scaler_expr is not None else "scaler"
+        stepped = step_of(index, cast(cst.Call, step.node)) if step is not None else None
+        optimizer = stepped.optimizer if stepped is not None else None
         message = (
             f"`{py.code_of(clip.node)}` clips gradients still multiplied by the loss scale "
             f"(`{py.code_of(scaled.node)}`, line {py.range_of(scaled.node).start.line}): the threshold is in "
@@ -151,12 +152,12 @@ def _exclusive(a: Event, b: Event) -> bool:
     return any(g.node in branches and branches[g.node] != g.branch for g in b.guards if g.branch in ("body", "orelse"))
 
 
-def _clips_of_scaled_gradients(index: ModuleIndex, events: list[Event]):
+def _clips_of_scaled_gradients(index: ModuleIndex, events: list[Event]) -> list[tuple[Event, Event, Event | None]]:
     """(clip, the scaled backward before it, the scaler step after it) for each clip that
     no ``unscale_`` precedes."""
     pending: Event | None = None
     found: list[tuple[Event, Event]] = []
-    out = []
+    out: list[tuple[Event, Event, Event | None]] = []
     for event in events:
         call = event.call
         if call is None:

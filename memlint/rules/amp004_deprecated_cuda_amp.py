@@ -8,6 +8,7 @@ from typing import Iterator
 import libcst as cst
 
 from memlint.documents.kinds import DocumentKind
+from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Applicability, Edit, Fix, Position, Range, Severity, split_lines
 from memlint.python.index import ModuleIndex, could_be_named, index_for
 from memlint.python.syntax import dotted, positional
@@ -123,7 +124,7 @@ class DeprecatedCudaAmp(Rule):
         ),
     )
 
-    def check(self, ctx) -> Iterator[Finding]:
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
         index = index_for(ctx.python)
         if index is None:
             return
@@ -133,7 +134,7 @@ class DeprecatedCudaAmp(Rule):
     # ------------------------------------------------------------------ from torch.cuda.amp import ...
 
     def _imports(self, ctx, index: ModuleIndex) -> Iterator[Finding]:
-        py = ctx.python
+        py = index.py
         for node in index.nodes_of(cst.ImportFrom):
             if node.module is None or isinstance(node.names, cst.ImportStar):
                 continue
@@ -145,7 +146,7 @@ class DeprecatedCudaAmp(Rule):
                 continue
             uses = {id(a): self._uses_of(index, a, module) for a in aliases}
             movable = len(aliases) == len(node.names) and all(
-                isinstance(index.parent(u.node), cst.Call) and index.parent(u.node).func is u.node
+                _is_called(index, u.node)
                 for a in aliases
                 for u in uses[id(a)]
             )
@@ -187,7 +188,7 @@ class DeprecatedCudaAmp(Rule):
     # ------------------------------------------------------------------ torch.cuda.amp.autocast(...)
 
     def _attributes(self, ctx, index: ModuleIndex) -> Iterator[Finding]:
-        py = ctx.python
+        py = index.py
         torch_imported = _binds_torch(py.module)
         for node in index.nodes_of(cst.Attribute):
             if not could_be_named(node, _DEPRECATED_NAMES):
@@ -202,7 +203,8 @@ class DeprecatedCudaAmp(Rule):
             if (
                 isinstance(parent, cst.Call)
                 and parent.func is node
-                and (dotted(node) and (dotted(node).startswith("torch.") or torch_imported))
+                and (written := dotted(node))
+                and (written.startswith("torch.") or torch_imported)
             ):
                 call_edits = _call_edits(ctx, parent, use)
                 if call_edits is not None:
@@ -231,7 +233,13 @@ def _binds_torch(module: cst.Module) -> bool:
     return False
 
 
-def _call_edits(ctx, call: cst.CSTNode, use: _Use) -> list[Edit] | None:
+def _is_called(index: ModuleIndex, node: cst.CSTNode) -> bool:
+    """Is ``node`` the function of a call (``autocast`` in ``autocast(...)``)?"""
+    parent = index.parent(node)
+    return isinstance(parent, cst.Call) and parent.func is node
+
+
+def _call_edits(ctx, call: cst.CSTNode | None, use: _Use) -> list[Edit] | None:
     """Edits that add the device and (for autocast) name the positional arguments. Every edit
     replaces text (never a bare insertion), so the same edit offered twice applies once."""
     if not isinstance(call, cst.Call) or any(a.star == "*" for a in call.args):

@@ -6,6 +6,7 @@ from typing import Iterator
 
 from memlint.configs import validation
 from memlint.facts.project_arguments import project_argument_fields
+from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Applicability, Severity
 from memlint.rules._config import SchemaRule
 from memlint.rules.base import Example, Finding
@@ -104,7 +105,7 @@ class UnknownConfigKey(SchemaRule):
         ),
     )
 
-    def check(self, ctx) -> Iterator[Finding]:
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
         project_fields = None
         for issue in validation.issues(ctx.path, ctx.kind, ctx.structured):
             if issue.category != self.category:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterator, Sequence
 
 from memlint.configs.deepspeed import positive_int
 from memlint.documents.kinds import DocumentKind
+from memlint.facts.resolve import ResolvedRun
 from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Applicability, Severity
 from memlint.rules._config import replace_with, runs_through, world_size
@@ -87,7 +88,7 @@ class DeepSpeedBatchSizeMismatch(Rule):
         total, micro, accum = (positive_int(v) for v in values.values())
         if total is None or (micro is None and accum is None):
             return
-        ds_runs = runs_through(ctx) or [None]
+        ds_runs: Sequence[ResolvedRun | None] = runs_through(ctx) or [None]
         reported = set()
         for run in ds_runs:
             world, where_from = world_size(ctx, run)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from memlint.configs.deepspeed import enabled
+from memlint.documents.kinds import DocumentKind
 from memlint.facts.hf_args import _bool
 from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Severity
@@ -12,10 +13,10 @@ from memlint.rules.base import Example, Finding, Rule
 
 # What each tool does with both switches on.
 CONSEQUENCE = {
-    "deepspeed": "DeepSpeed refuses the config ('bfloat16 and fp16 modes cannot be simultaneously enabled')",
-    "hf-args": "TrainingArguments raises 'At most one of fp16 and bf16 can be True'",
-    "llamafactory": "TrainingArguments raises 'At most one of fp16 and bf16 can be True'",
-    "axolotl": "Axolotl trains in bf16 and drops fp16 without a word",
+    DocumentKind.DEEPSPEED: "DeepSpeed refuses the config ('bfloat16 and fp16 modes cannot be simultaneously enabled')",
+    DocumentKind.HF_ARGS: "TrainingArguments raises 'At most one of fp16 and bf16 can be True'",
+    DocumentKind.LLAMAFACTORY: "TrainingArguments raises 'At most one of fp16 and bf16 can be True'",
+    DocumentKind.AXOLOTL: "Axolotl trains in bf16 and drops fp16 without a word",
 }
 
 
@@ -78,7 +79,7 @@ class Fp16AndBf16(Rule):
         if ctx.kind == "deepspeed":
             bf16 = enabled(data.value.get("bf16")) or enabled(data.value.get("bfloat16"))
             both = enabled(data.value.get("fp16")) and bf16
-            path = ("fp16", "enabled")
+            path: tuple[str, ...] = ("fp16", "enabled")
         else:
             both = _bool(data.value.get("fp16")) and _bool(data.value.get("bf16")) is True
             path = ("fp16",)

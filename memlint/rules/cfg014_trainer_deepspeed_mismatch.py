@@ -160,6 +160,7 @@ class TrainerDeepSpeedMismatch(Rule):
 
     def _compare(self, ctx: RuleContext, run: ResolvedRun, framework: str) -> Iterator[Finding]:
         data = ctx.structured
+        assert data is not None  # check() looks only at parsed DeepSpeed configs
         trainer_values: dict[str, Any] = {}
         for ds_path, fact, field in CHECKS:
             ds_value = data.get(*ds_path)
@@ -207,6 +208,7 @@ class TrainerDeepSpeedMismatch(Rule):
 
     def _finding(self, ctx: RuleContext, ds_path: tuple[str, ...], ds_value: Any, field: str,
                  hf_value: Any, origin, source: str | None = None) -> Finding:
+        assert ctx.structured is not None  # check() looks only at parsed DeepSpeed configs
         where = ctx.structured.range_of(ds_path)
         ds_text, hf_text = _text(ds_value), _text(hf_value)
         if source is not None:
@@ -219,7 +221,7 @@ class TrainerDeepSpeedMismatch(Rule):
             source = f" (`{origin.note}` at {shown_location(ctx, origin.origin)})"
         message = (f"DeepSpeed `{'.'.join(ds_path)}` is {ds_text} but the Trainer's {field} is {hf_text}{source}: "
                    "the HF Trainer refuses to start on a mismatch; set it to \"auto\" so the Trainer fills it in")
-        related = ()
+        related: tuple[Related, ...] = ()
         if origin is not None and origin.origin is not None:
             related = (Related(origin.origin.path, origin.origin.range, f"the Trainer's {field}"),)
         fix = replace_with(ctx.path, where, '"auto"', f'set {".".join(ds_path)} to "auto"')

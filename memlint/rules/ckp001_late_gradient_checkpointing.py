@@ -8,6 +8,7 @@ from typing import Iterator
 import libcst as cst
 
 from memlint.documents.kinds import DocumentKind
+from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Applicability, Edit, Fix, Position, Range, Related, Severity, split_lines
 from memlint.python.index import ModuleIndex, index_for
 from memlint.python.syntax import (
@@ -173,7 +174,7 @@ if args.gradient_checkpointing:
         ),
     )
 
-    def check(self, ctx) -> Iterator[Finding]:
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
         index = index_for(ctx.python)
         if index is None:
             return
@@ -185,7 +186,7 @@ if args.gradient_checkpointing:
         for enable, handover, what in _ordering_only(index):
             if id(enable) in reported:
                 continue
-            py = ctx.python
+            py = index.py
             yield Finding(
                 range=py.range_of(enable),
                 message=(
@@ -199,7 +200,7 @@ if args.gradient_checkpointing:
             )
 
     def _finding(self, ctx, index: ModuleIndex, late: _Late) -> Finding:
-        py = ctx.python
+        py = index.py
         wrap_line = py.range_of(late.wrap).start.line
         optimizer = ""
         related = [Related(ctx.path, py.range_of(late.wrap), "PEFT wraps the model here")]
@@ -329,8 +330,9 @@ def _wraps_before(index: ModuleIndex, flow, enable: cst.Call):
 def _move_fix(ctx, index: ModuleIndex, late: _Late) -> Fix | None:
     """Move the enable statement to just before the wrap, when both are plain statements of
     the same block and the model is a plain name."""
-    py = ctx.python
+    py = index.py
     statement = index.statement_of(late.enable)
+    model = receiver(late.enable)
     if not (
         isinstance(statement, cst.SimpleStatementLine)
         and len(statement.body) == 1
@@ -339,7 +341,7 @@ def _move_fix(ctx, index: ModuleIndex, late: _Late) -> Fix | None:
         and isinstance(late.wrap_statement, cst.SimpleStatementLine)
         and index.parent(statement) is index.parent(late.wrap_statement)
         and late.base is not None
-        and isinstance(receiver(late.enable), cst.Name)
+        and isinstance(model, cst.Name)
     ):
         return None
     lines = split_lines(py.text, keepends=True)
@@ -348,7 +350,7 @@ def _move_fix(ctx, index: ModuleIndex, late: _Late) -> Fix | None:
     target = py.range_of(late.wrap_statement).start
     indent = lines[target.line - 1][: target.column]
     call = py.code_of(late.enable)
-    moved = late.base + call[len(py.code_of(receiver(late.enable))) :]
+    moved = late.base + call[len(py.code_of(model)) :]
     edits = (
         Edit(ctx.path, Range(Position(target.line, 0), Position(target.line, 0)), f"{indent}{moved}\n"),
         Edit(ctx.path, Range(Position(start, 0), Position(end + 1, 0)), ""),

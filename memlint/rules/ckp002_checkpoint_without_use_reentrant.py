@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from memlint.documents.kinds import DocumentKind
+from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Applicability, Edit, Fix, Range, Severity
 from memlint.python.index import index_for
 from memlint.python.syntax import has_star_kwargs, keyword
@@ -88,11 +89,11 @@ class CheckpointWithoutUseReentrant(Rule):
         ),
     )
 
-    def check(self, ctx) -> Iterator[Finding]:
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
         index = index_for(ctx.python)
         if index is None:
             return
-        py = ctx.python
+        py = index.py
         for node in index.calls:
             if not (index.qualified(node) & _CHECKPOINT):
                 continue

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Severity
 from memlint.rules._memory import (
     assumption_clause,
@@ -112,11 +113,11 @@ class OutOfMemory(Rule):
         ),
     )
 
-    def check(self, ctx) -> Iterator[Finding]:
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
         for run in ctx.runs:
             cap = ctx.capacity_for(run)
             budget = ctx.budget(run) if cap is not None else None
-            if budget is None or budget.fits is not False:
+            if cap is None or budget is None or budget.fits is not False:
                 continue
             assumed = resting_assumptions(ctx, run)
             message = (

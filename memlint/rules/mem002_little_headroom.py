@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Severity
 from memlint.rules._memory import (
     assumption_clause,
@@ -60,11 +61,11 @@ class LittleHeadroom(Rule):
                 title="Qwen2.5-3B at micro-batch 13 x 2048 tokens needs 96 % of what an A100-80GB can hold"),
     )
 
-    def check(self, ctx) -> Iterator[Finding]:
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
         for run in ctx.runs:
             cap = ctx.capacity_for(run)
             budget = ctx.budget(run) if cap is not None else None
-            if budget is None or budget.fits is not True or budget.comfortable:
+            if cap is None or budget is None or budget.fits is not True or budget.comfortable:
                 continue
             share = budget.peak_bytes / cap.usable_bytes * 100
             message = (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Severity
 from memlint.rules.base import Example, Finding, Rule
 
@@ -51,7 +52,7 @@ class CannotEstimate(Rule):
                 title="A model id memlint has never seen and cannot find offline"),
     )
 
-    def check(self, ctx) -> Iterator[Finding]:
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
         for run in ctx.runs:
             if ctx.capacity_for(run) is None:
                 continue

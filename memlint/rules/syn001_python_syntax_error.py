@@ -6,6 +6,7 @@ from typing import Iterator
 
 from memlint.documents.conflicts import conflict_message
 from memlint.documents.kinds import DocumentKind
+from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Severity
 from memlint.rules.base import Example, Finding, Rule
 
@@ -44,7 +45,7 @@ class PythonSyntaxError(Rule):
         ),
     )
 
-    def check(self, ctx) -> Iterator[Finding]:
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
         error = ctx.parsed.syntax_error
         if error is not None and error.kind == "syntax":
             conflict = conflict_message(ctx.parsed.text)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Range, Severity
 from memlint.rules.base import Example, Finding, Rule
 
@@ -40,7 +41,7 @@ class UnreadableFile(Rule):
                 title="A config saved in Latin-1 by an old editor ('é' as the single byte 0xE9)"),
     )
 
-    def check(self, ctx) -> Iterator[Finding]:
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
         problem = ctx.parsed.document.problem
         if problem is not None:
             yield Finding(range=Range.file_start(), message=f"not linted: {problem}")

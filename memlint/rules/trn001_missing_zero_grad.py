@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from memlint.documents.kinds import DocumentKind
+from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Related, Severity
 from memlint.python.index import index_for
 from memlint.python.loops import flow_events, step_loops
@@ -89,11 +90,11 @@ def closure_step(model, optimizer, x, y):
         ),
     )
 
-    def check(self, ctx) -> Iterator[Finding]:
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
         index = index_for(ctx.python)
         if index is None:
             return
-        py = ctx.python
+        py = index.py
         for loop in step_loops(index):
             steps = [(e, s) for e, s in loop.steps if s.kind in ("direct", "scaled")]
             if not steps or any(s.kind == "framework" for _, s in loop.steps):

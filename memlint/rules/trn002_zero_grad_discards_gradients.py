@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterator, cast
+
+import libcst as cst
 
 from memlint.documents.kinds import DocumentKind
+from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Related, Severity
 from memlint.python.index import index_for
 from memlint.python.loops import Event, TrainingLoop, accumulation_of, step_loops
@@ -99,7 +102,7 @@ class ZeroGradDiscardsGradients(Rule):
         ),
     )
 
-    def check(self, ctx) -> Iterator[Finding]:
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
         index = index_for(ctx.python)
         if index is None:
             return
@@ -116,12 +119,13 @@ def _same_target(index, zero: Event, step: Step) -> bool:
     target = zero_grad_target(index, zero.node)
     if target in ("<grads>", "", step.optimizer):
         return True
-    expr = zero.node.func.value if zero.call is not None else None
+    call = zero.call  # a zero_grad() with a receiver: ``optimizer.zero_grad()``, ``model.zero_grad()``
+    expr = call.func.value if call is not None and isinstance(call.func, cst.Attribute) else None
     return expr is not None and not is_optimizer_object(index, expr)  # model.zero_grad() clears every optimizer's
 
 
 def _between(ctx, index, loop: TrainingLoop) -> list:
-    py = ctx.python
+    py = index.py
     out = []
     last_backward: Event | None = None
     zeros: list[Event] = []
@@ -163,8 +167,8 @@ def _every_micro_step(ctx, index, loop: TrainingLoop) -> list:
     accumulation = accumulation_of(index, loop)
     if accumulation is None:
         return []
-    py = ctx.python
-    step = step_of(index, accumulation.step.node)
+    py = index.py
+    step = step_of(index, cast(cst.Call, accumulation.step.node))  # an accumulation's step is a call
     divisor = py.code_of(accumulation.divisor)
     out = []
     for event in loop.events:

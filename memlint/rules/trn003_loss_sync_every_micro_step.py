@@ -7,6 +7,7 @@ from typing import Iterator
 import libcst as cst
 
 from memlint.documents.kinds import DocumentKind
+from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Severity
 from memlint.python.dataflow import names_in
 from memlint.python.index import index_for
@@ -81,11 +82,11 @@ class LossSyncEveryMicroStep(Rule):
         ),
     )
 
-    def check(self, ctx) -> Iterator[Finding]:
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
         index = index_for(ctx.python)
         if index is None:
             return
-        py = ctx.python
+        py = index.py
         reported: set[int] = set()
         for loop in step_loops(index):
             accumulation = accumulation_of(index, loop)

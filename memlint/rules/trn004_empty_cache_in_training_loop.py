@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from memlint.documents.kinds import DocumentKind
+from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Severity
 from memlint.python.index import index_for
 from memlint.python.loops import step_loops
@@ -86,11 +87,11 @@ class EmptyCacheInTrainingLoop(Rule):
         ),
     )
 
-    def check(self, ctx) -> Iterator[Finding]:
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
         index = index_for(ctx.python)
         if index is None:
             return
-        py = ctx.python
+        py = index.py
         reported: set[int] = set()
         for loop in step_loops(index):
             for event in loop.events:

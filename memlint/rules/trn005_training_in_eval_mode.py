@@ -7,6 +7,7 @@ from typing import Iterator
 import libcst as cst
 
 from memlint.documents.kinds import DocumentKind
+from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Related, Severity
 from memlint.python.index import ModuleIndex, index_for
 from memlint.python.loops import Event, step_loops, training_loops, updating_backwards
@@ -104,7 +105,7 @@ for batch in loader:
         ),
     )
 
-    def check(self, ctx) -> Iterator[Finding]:
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
         index = index_for(ctx.python)
         if index is None:
             return
@@ -113,7 +114,7 @@ for batch in loader:
         yield from self._never_trained(ctx, index, trained)
 
     def _evaluations_left_on(self, ctx, index: ModuleIndex, trained: set[str]) -> Iterator[Finding]:
-        py = ctx.python
+        py = index.py
         reported: set[int] = set()
         training = updating_backwards(index)
         for loop in training_loops(index):
@@ -154,7 +155,7 @@ for batch in loader:
             holder = model_holder(index, node)
             if holder is None or (holder not in trained and holder.split(".")[0] not in trained):
                 continue
-            py = ctx.python
+            py = index.py
             yield Finding(
                 range=py.range_of(node),
                 message=(

@@ -7,6 +7,7 @@ from typing import Iterator
 import libcst as cst
 
 from memlint.documents.kinds import DocumentKind
+from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Related, Severity
 from memlint.python.index import ModuleIndex, index_for
 from memlint.python.syntax import argument, dotted, iter_nodes, root_name
@@ -97,11 +98,11 @@ class OptimizerBeforeModelWrap(Rule):
         Example(_FSDP, lines=(7,), message="FSDP", title="The optimizer is built before FSDP replaces the parameters"),
     )
 
-    def check(self, ctx) -> Iterator[Finding]:
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
         index = index_for(ctx.python)
         if index is None:
             return
-        py = ctx.python
+        py = index.py
         creations = optimizer_creations(index)
         for creation in creations:
             wrap = _later_wrap(index, creation)

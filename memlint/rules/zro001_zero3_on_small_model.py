@@ -6,6 +6,7 @@ from typing import Iterator
 
 from memlint.catalog.gpus import lookup_gpu
 from memlint.estimate import Sharding, capacity_for, estimate_training
+from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Severity
 from memlint.model.units import GiB
 from memlint.rules._memory import gib
@@ -95,7 +96,7 @@ class ZeroThreeOnSmallModel(Rule):
                 title="No target GPU: a 0.5B model fits even an A100 40GB without stage 3"),
     )
 
-    def check(self, ctx) -> Iterator[Finding]:
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
         for run in ctx.runs:
             cap = ctx.capacity_for(run)
             floor = ""
