@@ -31,7 +31,7 @@ def shell_blocks(text: str) -> list[tuple[int, int]]:
     """The (start, end) offsets of the bodies of the fenced code blocks that hold shell commands.
     A fence closes at the next fence line of the same character at least as long (CommonMark);
     an unclosed block runs to the end of the document."""
-    blocks = []
+    blocks: list[tuple[int, int]] = []
     position = 0
     while True:
         opening = _FENCE.search(text, position)
