@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from memlint.configs import validation
+from memlint.configs.key_history import versioned_issues
 from memlint.diagnostics import Severity
 from memlint.facts.project_arguments import project_argument_fields
 from memlint.rules._config import SchemaRule
@@ -106,7 +106,7 @@ class UnknownConfigKey(SchemaRule):
 
     def check(self, ctx) -> Iterator[Finding]:
         project_fields = None
-        for issue in validation.issues(ctx.path, ctx.kind, ctx.structured):
+        for issue in versioned_issues(ctx):
             if issue.category != self.category:
                 continue
             if ctx.kind in _PARSED_BY_THE_PROJECT and len(issue.path) == 1:
