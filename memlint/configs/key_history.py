@@ -32,6 +32,7 @@ from memlint.configs import schema
 from memlint.configs.validation import ON_UNKNOWN, Issue, issues
 from memlint.diagnostics import Severity
 from memlint.facts.pinned_versions import Pin, pins
+from memlint.facts.project_arguments import project_argument_fields
 
 # schema name -> the tool whose releases decide its top-level keys (TRL's configs inherit
 # TrainingArguments: the keys they share are Transformers')
@@ -80,9 +81,13 @@ def versioned_issues(ctx) -> list[Issue]:
     # at the schema's own release the schema has the last word on the keys it knows (TRL's
     # configs override some TrainingArguments fields)
     newest = release in (None, releases[-1])
-    judged = {key for key in data.value if key in keys and not (newest and key in schema.top_level_keys(name))}
-    out = [issue for issue in found if not (len(issue.path) == 1 and issue.path[0] in judged
-                                            and issue.category in ("unknown", "removed", "deprecated", "invalid"))]
+    # a field of the project's own argument classes is the project's, not the tool's
+    own = project_argument_fields(ctx.settings.root) if ctx.kind == "hf-args" else frozenset()
+    judged = {key for key in data.value if key in keys and key not in own
+              and not (newest and key in schema.top_level_keys(name))}
+    out = [issue for issue in found if not (len(issue.path) == 1 and (
+        (issue.path[0] in judged and issue.category in ("unknown", "removed", "deprecated", "invalid"))
+        or (issue.path[0] in own and issue.category in ("unknown", "removed", "deprecated"))))]
     for key, value in data.value.items():
         if key in judged:
             out.extend(judge.key(key, keys[key], value, [i for i in found if i.path == (key,)]))

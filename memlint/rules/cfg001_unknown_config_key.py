@@ -11,7 +11,7 @@ from memlint.rules._config import SchemaRule
 from memlint.rules.base import Example, Finding
 
 # config kinds a project's own argument classes can extend (parsed by HfArgumentParser / TrlParser)
-_PARSED_BY_THE_PROJECT = ("hf-args",)
+_PARSED_BY_THE_PROJECT = ("hf-args", "llamafactory")  # both are read by HfArgumentParser
 
 
 class UnknownConfigKey(SchemaRule):
