@@ -193,3 +193,61 @@ def test_broken_dependency_files_pin_nothing(tmp_path: Path):
     write_files(tmp_path, {"pyproject.toml": "[project\ndependencies = [", "setup.py": "def (:\n",
                            "environment.yml": "dependencies: [\n", "requirements.txt": "-e .\ngit+https://x/y\n"})
     assert pins(tmp_path) == {}
+
+
+# ---------------------------------------------------------------------------- the project's own parser
+
+PARSER_UTILS = '''\
+from transformers import HfArgumentParser
+
+
+class ArgumentParserPlus(HfArgumentParser):
+    def parse(self):
+        return self.parse_yaml_file(sys.argv[1])
+'''
+
+FINETUNE = '''\
+from dataclasses import dataclass, field
+
+from open_instruct.utils import ArgumentParserPlus
+
+
+@dataclass
+class FlatArguments:
+    model_name_or_path: str = None
+    max_seq_length: int = field(default=2048, metadata={"help": "tokens per example"})
+    num_train_epochs: int = 2
+    warmup_ratio: float = 0.0
+    gradient_checkpointing: bool = False
+    with_tracking: bool = False
+
+
+def main():
+    parser = ArgumentParserPlus((FlatArguments,))
+    args = parser.parse()
+'''
+
+FLAT_YAML = """\
+model_name_or_path: meta-llama/Llama-2-7b-hf
+max_seq_length: 4096
+per_device_train_batch_size: 1
+gradient_accumulation_steps: 16
+learning_rate: 2.0e-05
+warmup_ratio: 0.03
+num_train_epochs: 3
+gradient_checkpointing: true
+with_tracking: true
+lr_scheduler_typ: linear
+output_dir: output/tulu_v2_7b/
+"""
+
+
+def test_fields_of_a_project_parser_subclass_are_known_keys(lint):
+    files = {"open_instruct/utils.py": PARSER_UTILS, "open_instruct/finetune.py": FINETUNE,
+             "configs/sft/tulu_7b.yaml": FLAT_YAML, "uv.lock": 'version = 1\n\n[[package]]\nname = "transformers"\n'
+                                                                'version = "5.4.0"\n'}
+    diagnostics = lint(files, "configs/sft/tulu_7b.yaml")
+    # max_seq_length, with_tracking, warmup_ratio and gradient_checkpointing are FlatArguments' own
+    # fields: neither unknown, nor removed or deprecated upstream; a misspelling still is one
+    assert [(d.code, d.range.start.line) for d in diagnostics] == [("CFG001", 10)]
+    assert "did you mean `lr_scheduler_type`?" in diagnostics[0].message
