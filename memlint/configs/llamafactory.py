@@ -55,6 +55,7 @@ def extract_llamafactory(parsed: ParsedDocument) -> list[RunFacts]:
         if _bool(reader.value(key)):
             reader.set("fused_loss", True, reader.location(key), key)
     reader.set("fsdp", _fsdp(reader.value("fsdp")) if reader.has("fsdp") else None, reader.location("fsdp"), "fsdp")
+    _model_parallel(reader)
     deepspeed = reader.value("deepspeed")
     if isinstance(deepspeed, str):
         reader.reference(("deepspeed",), "deepspeed")
@@ -113,3 +114,19 @@ def _checkpointing(reader: ConfigReader) -> None:
     note = ("disable_gradient_checkpointing: false" if where
             else "LLaMA-Factory checkpoints unless disable_gradient_checkpointing")
     reader.set("grad_ckpt", 1, where, note)
+
+
+# LLaMA-Factory's Megatron backend (``examples/megatron``) takes Megatron's parallel sizes
+_MODEL_PARALLEL_KEYS = ("tensor_model_parallel_size", "pipeline_model_parallel_size", "expert_model_parallel_size")
+
+
+def _model_parallel(reader: ConfigReader) -> None:
+    degree, first = 1, None
+    for key in _MODEL_PARALLEL_KEYS:
+        value = reader.value(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 1:
+            degree *= value
+            first = first or key
+    if first is not None:
+        reader.set("model_parallel", degree, reader.location(first), " x ".join(
+            f"`{k}: {reader.value(k)}`" for k in _MODEL_PARALLEL_KEYS if reader.value(k) not in (None, 1)))

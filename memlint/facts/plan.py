@@ -71,6 +71,8 @@ class RunFacts:
     offload_optimizer: Sourced[bool] | None = None
     offload_params: Sourced[bool] | None = None
     fsdp: Sourced[str] | None = None  # "full", "hybrid", "grad-op"
+    # Megatron's tensor x pipeline x expert parallel degree (> 1): a split memlint does not model
+    model_parallel: Sourced[int] | None = None
     reduce_bucket: Sourced[float] | None = None
     allgather_bucket: Sourced[float] | None = None
     prefetch_bucket: Sourced[float] | None = None

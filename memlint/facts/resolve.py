@@ -214,6 +214,12 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
                        else "nothing here trains: the launcher runs no training script memlint can see")
         return run
     run.assumptions.extend(default_notes)
+    split = plan.get("model_parallel")
+    if split is not None:
+        run.problem = (f"the run splits the model across GPUs ({split.note}, Megatron's model parallelism), "
+                       "which memlint's estimate does not model")
+        run.problem_fact = split
+        return run
     model = plan.get("model")
     model_name = model.value if model is not None else context.model
     override = context.model_config(plan.entry) if context.model_config is not None and plan.entry else None
