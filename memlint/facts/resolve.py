@@ -214,11 +214,10 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
                        else "nothing here trains: the launcher runs no training script memlint can see")
         return run
     run.assumptions.extend(default_notes)
-    split = plan.get("model_parallel")
-    if split is not None:
-        run.problem = (f"the run splits the model across GPUs ({split.note}, Megatron's model parallelism), "
-                       "which memlint's estimate does not model")
-        run.problem_fact = split
+    unmodelled = plan.get("unmodelled")
+    if unmodelled is not None:
+        run.problem = f"the run uses {unmodelled.value}, which memlint's estimate does not model"
+        run.problem_fact = unmodelled
         return run
     model = plan.get("model")
     model_name = model.value if model is not None else context.model
