@@ -118,9 +118,10 @@ def _checkpointing(reader: ConfigReader) -> None:
 
 # LLaMA-Factory's Megatron backend (``examples/megatron``) takes Megatron's parallel sizes
 _MODEL_PARALLEL_KEYS = ("tensor_model_parallel_size", "pipeline_model_parallel_size", "expert_model_parallel_size")
-# memory-saving optimizers whose states the estimate does not model (it would count full AdamW)
+# memory savers the estimate does not model (it would count full AdamW states, or every expert on the GPU)
 _OPTIMIZER_SWITCHES = {"use_galore": "GaLore's low-rank optimizer states", "use_apollo": "APOLLO's optimizer",
-                       "use_badam": "BAdam's block-wise optimizer"}
+                       "use_badam": "BAdam's block-wise optimizer",
+                       "use_kt": "KTransformers (MoE experts kept on the CPU)"}
 # fine-tuning methods the estimate does not model (it would count full fine-tuning)
 _METHODS = {"oft": "orthogonal fine-tuning (OFT)", "freeze": "freeze tuning (some layers trained)"}
 
