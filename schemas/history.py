@@ -44,6 +44,12 @@ TOOLS: dict[str, tuple[str, tuple[str, ...], tuple[Source, ...]]] = {
         ("hf-training-arguments",),
         (Source("hf-training-arguments", "TrainingArguments", (r"^transformers/training_args\.py$",)),),
     ),
+    "trl": (
+        "0.9.0",  # SFTConfig and DPOConfig arrive in 0.9
+        ("trl-sft-config",),
+        (Source("trl-sft-config", "SFTConfig", (r"^trl/trainer/sft_config\.py$",)),
+         Source("trl-dpo-config", "DPOConfig", (r"^trl/trainer/dpo_config\.py$",))),
+    ),
     "axolotl": (
         "0.5.0",
         ("axolotl",),

@@ -34,15 +34,19 @@ from memlint.diagnostics import Severity
 from memlint.facts.pinned_versions import Pin, pins
 from memlint.facts.project_arguments import project_argument_fields
 
-# schema name -> the tool whose releases decide its top-level keys (TRL's configs inherit
-# TrainingArguments: the keys they share are Transformers')
+# schema name -> the tools whose releases decide its top-level keys, base last: a key belongs to
+# the last history that knows it (TRL's configs inherit TrainingArguments: the keys they share
+# are Transformers', the rest TRL's own)
 HISTORY_OF = {
-    "hf-training-arguments": ("transformers", "hf-training-arguments"),
-    "trl-sft-config": ("transformers", "hf-training-arguments"),
-    "trl-dpo-config": ("transformers", "hf-training-arguments"),
-    "axolotl": ("axolotl", "axolotl"),
+    # a TrainingArguments-like file of a project that pins TRL is often a TRL recipe whose
+    # TRL-only keys the newest TRL no longer has (`max_seq_length`)
+    "hf-training-arguments": (("trl", "trl-dpo-config"), ("trl", "trl-sft-config"),
+                              ("transformers", "hf-training-arguments")),
+    "trl-sft-config": (("trl", "trl-sft-config"), ("transformers", "hf-training-arguments")),
+    "trl-dpo-config": (("trl", "trl-dpo-config"), ("transformers", "hf-training-arguments")),
+    "axolotl": (("axolotl", "axolotl"),),
 }
-NAMES = {"transformers": "Transformers", "axolotl": "Axolotl"}
+NAMES = {"transformers": "Transformers", "axolotl": "Axolotl", "trl": "TRL"}
 
 
 @dataclass(frozen=True)
@@ -67,30 +71,36 @@ def versioned_issues(ctx) -> list[Issue]:
     if data is None or not data.ok or not isinstance(data.value, dict):
         return found
     name = schema.schema_name_for(ctx.kind, data.value)
-    tool, keyed = HISTORY_OF.get(name, (None, None))
-    kept = history(tool) if tool else None
-    if kept is None:
-        return found
-    keys = kept["schemas"].get(keyed, {}).get("keys", {})
-    releases = [r["version"] for r in kept["x-memlint-generated-from"]["releases"]]  # oldest first
-    pin = pins(ctx.settings.root).get(tool)
-    release = _pinned_release(pin, releases) if pin is not None else None
-    if pin is not None and release is None:
-        return found  # a release the history does not reach: the schema's verdict stands
-    judge = _Judge(name, tool, releases, release, pin, data, keys)
-    # at the schema's own release the schema has the last word on the keys it knows (TRL's
-    # configs override some TrainingArguments fields)
-    newest = release in (None, releases[-1])
+    root = ctx.settings.root
     # a field of the project's own argument classes is the project's, not the tool's
-    own = project_argument_fields(ctx.settings.root) if ctx.kind == "hf-args" else frozenset()
-    judged = {key for key in data.value if key in keys and key not in own
-              and not (newest and key in schema.top_level_keys(name))}
+    own = project_argument_fields(root) if ctx.kind == "hf-args" else frozenset()
+    judges: dict[str, tuple[_Judge, dict]] = {}  # key -> the judge of the history it belongs to
+    for tool, keyed in HISTORY_OF.get(name, ()):
+        kept = history(tool)
+        if kept is None or (tool == "trl" and name == "hf-training-arguments" and "trl" not in pins(root)):
+            continue
+        keys = kept["schemas"].get(keyed, {}).get("keys", {})
+        releases = [r["version"] for r in kept["x-memlint-generated-from"]["releases"]]  # oldest first
+        pin = pins(root).get(tool)
+        release = _pinned_release(pin, releases) if pin is not None else None
+        if pin is not None and release is None:
+            release = "unreached"  # a release the history does not reach: the schema's verdict stands
+        judge = _Judge(name, tool, releases, None if release == "unreached" else release, pin, data, keys)
+        # at the schema's own release the schema has the last word on the keys it knows (TRL's
+        # configs override some TrainingArguments fields)
+        newest = release in (None, releases[-1])
+        for key in data.value:
+            if key in keys:
+                skip = release == "unreached" or key in own or (newest and key in schema.top_level_keys(name))
+                judges[key] = (None, keys[key]) if skip else (judge, keys[key])
+    judged = {key for key, (judge, _) in judges.items() if judge is not None}
     out = [issue for issue in found if not (len(issue.path) == 1 and (
         (issue.path[0] in judged and issue.category in ("unknown", "removed", "deprecated", "invalid"))
         or (issue.path[0] in own and issue.category in ("unknown", "removed", "deprecated"))))]
     for key, value in data.value.items():
         if key in judged:
-            out.extend(judge.key(key, keys[key], value, [i for i in found if i.path == (key,)]))
+            judge, entry = judges[key]
+            out.extend(judge.key(key, entry, value, [i for i in found if i.path == (key,)]))
     return sorted(out, key=lambda issue: (issue.range.start, issue.range.end))
 
 

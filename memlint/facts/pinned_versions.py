@@ -156,7 +156,7 @@ def _pin(text: str, relative: str, line: int) -> Pin | None:
 
 def _line_of(text: str, name: str) -> int:
     pattern = re.compile(rf"^[\s\"'-]*{re.escape(name)}\b", re.I | re.M)
-    match = pattern.search(text)
+    match = pattern.search(text) or re.search(rf"[\"']{re.escape(name)}", text)  # or inside a one-line list
     return text.count("\n", 0, match.start()) + 1 if match else 0
 
 

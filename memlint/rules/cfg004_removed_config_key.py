@@ -11,7 +11,7 @@ class RemovedConfigKey(SchemaRule):
     """## What it does
     Reports config keys the tool has removed: DeepSpeed sections (``amp``,
     ``compression_training``, ``curriculum_learning`` at the top level, ``elasticity``, ...)
-    with DeepSpeed's own message about what replaced each, and TrainingArguments / TRL and
+    with DeepSpeed's own message about what replaced each, and TrainingArguments, TRL and
     Axolotl keys, judged against the release the project pins (``requirements*.txt``,
     ``pyproject.toml``, ``setup.py``/``setup.cfg`` read without running them, lock files,
     ``environment.yml``). The history of each key (the releases that read it) comes from the

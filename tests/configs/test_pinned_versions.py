@@ -251,3 +251,64 @@ def test_fields_of_a_project_parser_subclass_are_known_keys(lint):
     # fields: neither unknown, nor removed or deprecated upstream; a misspelling still is one
     assert [(d.code, d.range.start.line) for d in diagnostics] == [("CFG001", 10)]
     assert "did you mean `lr_scheduler_type`?" in diagnostics[0].message
+
+
+ZEPHYR_SFT = """\
+# Model arguments
+model_name_or_path: mistralai/Mistral-7B-v0.1
+model_revision: main
+torch_dtype: bfloat16
+
+# Data training arguments
+dataset_mixer:
+  HuggingFaceH4/ultrachat_200k: 1.0
+preprocessing_num_workers: 12
+
+# SFT trainer config
+bf16: true
+do_eval: true
+evaluation_strategy: epoch
+gradient_accumulation_steps: 2
+gradient_checkpointing: true
+learning_rate: 2.0e-05
+log_level: info
+logging_steps: 5
+lr_scheduler_type: cosine
+max_seq_length: 2048
+max_steps: -1
+num_train_epochs: 1
+output_dir: data/zephyr-7b-sft-full
+per_device_train_batch_size: 16
+save_strategy: "no"
+warmup_ratio: 0.1
+"""
+
+
+def test_trl_keys_against_the_pinned_trl_and_inherited_keys_against_transformers(lint):
+    requirements = "torch==2.1.2\ntransformers==4.39.3\ntrl==0.8.6\npeft==0.10.0\n".replace("trl==0.8.6", "trl==0.12.1")
+    diagnostics = lint({"requirements.txt": requirements, "recipes/zephyr-7b/sft/config_full.yaml": ZEPHYR_SFT},
+                       "recipes/zephyr-7b/sft/config_full.yaml")
+    by_line = {d.range.start.line: d for d in diagnostics}
+    # TRL 0.12 reads max_seq_length (TRL 0.20 renamed it max_length): an info, no "did you mean"
+    assert (by_line[21].code, by_line[21].severity.name) == ("CFG004", "INFO")
+    assert by_line[21].message == ("`max_seq_length` is read by the TRL 0.12 you pin (`trl==0.12.1`, "
+                                   "requirements.txt:3); TRL 0.20 removed it, so an upgrade drops it")
+    # evaluation_strategy is TrainingArguments', judged against the pinned Transformers 4.39
+    assert by_line[14].severity.name == "INFO" and "Transformers 4.39 you pin" in by_line[14].message
+    assert not [d for d in diagnostics if d.severity.name == "ERROR"]
+
+
+def test_trl_key_removed_before_the_pinned_trl(lint):
+    pyproject = '[project]\nname = "handbook"\nversion = "0.1"\ndependencies = ["transformers>=4.56", "trl>=0.23"]\n'
+    diagnostics = lint({"pyproject.toml": pyproject, "recipes/zephyr-7b/sft/config_full.yaml": ZEPHYR_SFT},
+                       "recipes/zephyr-7b/sft/config_full.yaml")
+    removed = next(d for d in diagnostics if d.range.start.line == 21)
+    assert (removed.code, removed.message) == (
+        "CFG004", "`max_seq_length` was removed in TRL 0.20 (last read by 0.19); you pin `trl>=0.23` "
+                  "(pyproject.toml:4) (HfArgumentParser refuses the file)")
+
+
+def test_without_a_trl_pin_a_trainingarguments_file_is_not_judged_by_trl(lint):
+    diagnostics = lint({"recipes/zephyr-7b/sft/config_full.yaml": ZEPHYR_SFT}, "recipes/zephyr-7b/sft/config_full.yaml")
+    unknown = next(d for d in diagnostics if d.range.start.line == 21)
+    assert unknown.code == "CFG001" and "did you mean `max_length`?" in unknown.message
