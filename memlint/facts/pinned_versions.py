@@ -34,6 +34,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 
 from memlint import reads
+from memlint.documents import read_document
 
 try:
     import tomllib
@@ -69,7 +70,7 @@ class Pin:
         return None
 
 
-_KEPT: dict[tuple, dict[str, Pin]] = {}
+_KEPT: dict[tuple, tuple[dict[str, Pin], dict[str, str]]] = {}  # stamp -> (pins, path -> content digest)
 
 
 def pins(root: Path) -> dict[str, Pin]:
@@ -77,27 +78,23 @@ def pins(root: Path) -> dict[str, Pin]:
     requirements files, then the packaging metadata, then conda environments)."""
     root = Path(root)
     files = _files(root)
-    stamp = tuple((str(p), *_stat(p)) for p in files)
-    for path in files:
-        reads.document(str(path), f"{_stat(path)}")
     for name in (*_LOCKS, *_OTHERS, "requirements.txt"):
-        reads.probe(str(root / name), (root / name).is_file())
+        reads.probe(os.path.abspath(root / name), (root / name).is_file())
+    stamp = tuple((str(p), *_stat(p)) for p in files)
     kept = _KEPT.get(stamp)
-    if kept is not None:
-        return kept
-    found: dict[str, Pin] = {}
-    for path in files:
-        try:
-            if path.stat().st_size > MAX_BYTES:
-                continue
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        relative = path.relative_to(root).as_posix()
-        for pin in _read(path.name, text, relative):
-            found.setdefault(pin.package, pin)
-    _KEPT[stamp] = found
-    return found
+    if kept is None:
+        found: dict[str, Pin] = {}
+        digests: dict[str, str] = {}
+        for path in files:
+            document = read_document(path, MAX_BYTES)  # read as memlint reads every file (no FIFOs, bounded)
+            digests[os.path.abspath(path)] = reads.digest(document.text, document.problem)
+            if document.problem is None:
+                for pin in _read(path.name, document.text, path.relative_to(root).as_posix()):
+                    found.setdefault(pin.package, pin)
+        kept = _KEPT[stamp] = (found, digests)
+    for path, digest in kept[1].items():  # the lint result depends on them (the result cache)
+        reads.document(path, digest)
+    return kept[0]
 
 
 def _stat(path: Path) -> tuple[int, int]:

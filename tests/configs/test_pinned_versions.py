@@ -312,3 +312,28 @@ def test_without_a_trl_pin_a_trainingarguments_file_is_not_judged_by_trl(lint):
     diagnostics = lint({"recipes/zephyr-7b/sft/config_full.yaml": ZEPHYR_SFT}, "recipes/zephyr-7b/sft/config_full.yaml")
     unknown = next(d for d in diagnostics if d.range.start.line == 21)
     assert unknown.code == "CFG001" and "did you mean `max_length`?" in unknown.message
+
+
+def test_a_new_pin_relints_the_config_the_cache_kept(tmp_path: Path):
+    """The result cache keeps a config's findings only while the dependency files it was judged
+    against are unchanged."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import time
+
+    write_files(tmp_path, {"requirements.txt": REQUIREMENTS_434, "configs/sft.yaml": TRAINING_ARGS_434})
+    old = time.time() - 60  # files changed within two seconds of a run are read again by design
+    for name in ("requirements.txt", "configs/sft.yaml"):
+        os.utime(tmp_path / name, (old, old))
+
+    def codes() -> list[tuple[str, str]]:
+        done = subprocess.run([sys.executable, "-m", "memlint", "check", ".", "--select", "CFG004", "--format", "json"],
+                              cwd=tmp_path, capture_output=True, text=True)
+        return sorted((d["code"], d["severity"]) for d in json.loads(done.stdout or "[]"))
+
+    assert codes() == [("CFG004", "info")] * 3
+    (tmp_path / "requirements.txt").write_text(REQUIREMENTS_434.replace("4.34.0", "5.2.0"), encoding="utf-8")
+    os.utime(tmp_path / "requirements.txt", (old + 5, old + 5))
+    assert ("CFG004", "error") in codes()
