@@ -59,6 +59,7 @@ def extract_llamafactory(parsed: ParsedDocument) -> list[RunFacts]:
         if _bool(reader.value(key)):
             reader.set("fused_loss", True, reader.location(key), key)
     reader.set("fsdp", _fsdp(reader.value("fsdp")) if reader.has("fsdp") else None, reader.location("fsdp"), "fsdp")
+    _unmodelled(reader)
     deepspeed = reader.value("deepspeed")
     if isinstance(deepspeed, str):
         reader.reference(("deepspeed",), "deepspeed")
@@ -117,3 +118,31 @@ def _checkpointing(reader: ConfigReader) -> None:
     note = ("disable_gradient_checkpointing: false" if where
             else "LLaMA-Factory checkpoints unless disable_gradient_checkpointing")
     reader.set("grad_ckpt", 1, where, note)
+
+
+# LLaMA-Factory's Megatron backend (``examples/megatron``) takes Megatron's parallel sizes
+_MODEL_PARALLEL_KEYS = ("tensor_model_parallel_size", "pipeline_model_parallel_size", "expert_model_parallel_size")
+# memory savers the estimate does not model (it would count full AdamW states, or every expert on the GPU)
+_OPTIMIZER_SWITCHES = {"use_galore": "GaLore's low-rank optimizer states", "use_apollo": "APOLLO's optimizer",
+                       "use_badam": "BAdam's block-wise optimizer",
+                       "use_kt": "KTransformers (MoE experts kept on the CPU)"}
+# fine-tuning methods the estimate does not model (it would count full fine-tuning)
+_METHODS = {"oft": "orthogonal fine-tuning (OFT)", "freeze": "freeze tuning (some layers trained)"}
+
+
+def _unmodelled(reader: ConfigReader) -> None:
+    """What the run does that memlint's estimate does not model: no verdict is better than one
+    that counts full AdamW for GaLore or data parallelism for a pipeline-parallel run."""
+    split = [k for k in _MODEL_PARALLEL_KEYS if isinstance(reader.value(k), int) and not isinstance(
+        reader.value(k), bool) and reader.value(k) > 1]
+    if split:
+        written = " x ".join(f"`{k}: {reader.value(k)}`" for k in split)
+        reader.set("unmodelled", f"Megatron's model parallelism ({written})", reader.location(split[0]), split[0])
+        return
+    for key, what in _OPTIMIZER_SWITCHES.items():
+        if _bool(reader.value(key)):
+            reader.set("unmodelled", f"{what} (`{key}: true`)", reader.location(key), key)
+            return
+    method, where = reader.setting("finetuning_type")
+    if method in _METHODS:
+        reader.set("unmodelled", f"{_METHODS[method]} (`finetuning_type: {method}`)", where, "finetuning_type")

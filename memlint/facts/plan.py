@@ -71,6 +71,9 @@ class RunFacts:
     offload_optimizer: Sourced[bool] | None = None
     offload_params: Sourced[bool] | None = None
     fsdp: Sourced[str] | None = None  # "full", "hybrid", "grad-op"
+    # what the run does that the estimate does not model (Megatron's model parallelism, GaLore's
+    # projected optimizer states, ...), as the config writes it
+    unmodelled: Sourced[str] | None = None
     reduce_bucket: Sourced[float] | None = None
     allgather_bucket: Sourced[float] | None = None
     prefetch_bucket: Sourced[float] | None = None

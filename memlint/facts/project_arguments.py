@@ -5,7 +5,8 @@ subclasses TRL's ``SFTConfig`` (adding ``chat_template``), and its scripts parse
 ``TrlParser((ScriptArguments, SFTConfig, ModelConfig))``; run_clm-style scripts parse
 ``HfArgumentParser((ModelArguments, DataTrainingArguments, TrainingArguments))``. A YAML or
 JSON config given to such a parser may hold any field of those classes. This module finds the
-classes passed to an ``HfArgumentParser`` / ``TrlParser`` anywhere in the project, follows
+classes passed to an ``HfArgumentParser`` / ``TrlParser`` (or to the project's own subclass of
+one, such as open-instruct's ``ArgumentParserPlus``) anywhere in the project, follows
 their bases defined in the project, and returns their field names (annotated class
 attributes) — the keys the project itself defines, which are not unknown keys.
 
@@ -23,30 +24,42 @@ from pathlib import Path
 
 from memlint.documents import reads
 
-_PARSERS = re.compile(r"\b(?:HfArgumentParser|TrlParser)\b")
+_PARSERS = re.compile(r"\b(?:HfArgumentParser|TrlParser)\b|\b\w*Parser\w*\(")  # or a project's subclass
+_UPSTREAM = ("HfArgumentParser", "TrlParser")
 _DATACLASS = re.compile(r"@(?:dataclasses\.)?dataclass\b")  # HfArgumentParser takes dataclasses only
 MAX_BYTES = 2 * 1024 * 1024
 _SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".memlint_cache", "site-packages"}
 
-# path -> ((mtime_ns, size), (parser class names, {class name: (bases, fields)}))
-# a module's parser calls' class names, and each class's (bases, annotated fields)
-_Scan = tuple[frozenset[str], dict[str, tuple[tuple[str, ...], tuple[str, ...]]]]
+# a module's parser calls ({(parser name, class names passed)}) and each class's (bases, annotated fields)
+_Scan = tuple[frozenset[tuple[str, frozenset[str]]], dict[str, tuple[tuple[str, ...], tuple[str, ...]]]]
+# path -> ((mtime_ns, size), its scan)
 _FILES: dict[str, tuple[tuple[int, int], _Scan | None]] = {}
 
 
 def project_argument_fields(root: Path) -> frozenset[str]:
     """Field names of the classes the project's code passes to an argument parser (and of
     their bases defined in the project); empty when there are none."""
-    parsed: set[str] = set()
+    calls: dict[str, set[str]] = {}  # parser name -> the classes passed to it
     classes: dict[str, list[tuple[tuple[str, ...], tuple[str, ...]]]] = {}
     for path in _python_files(root):
         found = _read(path)
         if found is None:
             continue
         names, defined = found
-        parsed |= names
+        for callee, passed in names:
+            calls.setdefault(callee, set()).update(passed)
         for name, shape in defined.items():
             classes.setdefault(name, []).append(shape)
+    # a project's own parser (open-instruct's ArgumentParserPlus(HfArgumentParser)) parses too
+    parsers = set(_UPSTREAM)
+    grown = True
+    while grown:
+        grown = False
+        for name, shapes in classes.items():
+            if name not in parsers and any(set(bases) & parsers for bases, _ in shapes):
+                parsers.add(name)
+                grown = True
+    parsed = {cls for callee, passed in calls.items() if callee in parsers for cls in passed}
     fields: set[str] = set()
     todo, seen = list(parsed), set()
     while todo:
@@ -103,7 +116,7 @@ def _scan(text: str) -> _Scan | None:
             module = ast.parse(text)
     except Exception:  # a file that does not parse defines nothing we can read
         return None
-    names: set[str] = set()
+    names: set[tuple[str, frozenset[str]]] = set()
     classes: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
     stack: list[ast.AST] = [module]
     while stack:
@@ -120,19 +133,20 @@ def _scan(text: str) -> _Scan | None:
     return frozenset(names), classes
 
 
-def _parser_call(node: ast.Call, names: set[str]) -> None:
+def _parser_call(node: ast.Call, names: set[tuple[str, frozenset[str]]]) -> None:
+    """A call of a parser (by name: which names are parsers is known once every file is read)
+    and the class names of its first argument."""
     callee = node.func.attr if isinstance(node.func, ast.Attribute) else (
         node.func.id if isinstance(node.func, ast.Name) else "")
     arguments = sorted([*node.args, *(k.value for k in node.keywords)], key=lambda a: (a.lineno, a.col_offset))
-    if callee not in ("HfArgumentParser", "TrlParser") or not arguments:
+    if "Parser" not in callee or not arguments:
         return
     first = arguments[0]
     first = first.value if isinstance(first, ast.Starred) else first
     items = first.elts if isinstance(first, (ast.Tuple, ast.List)) else [first]
-    for item in items:
-        name = _last_name(item.value if isinstance(item, ast.Starred) else item)
-        if name:
-            names.add(name)
+    passed = frozenset(n for n in (_last_name(i.value if isinstance(i, ast.Starred) else i) for i in items) if n)
+    if passed:
+        names.add((callee, passed))
 
 
 def _last_name(expr: ast.AST) -> str | None:

@@ -215,6 +215,11 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
                        else "nothing here trains: the launcher runs no training script memlint can see")
         return run
     run.assumptions.extend(default_notes)
+    unmodelled = plan.get("unmodelled")
+    if unmodelled is not None:
+        run.problem = f"the run uses {unmodelled.value}, which memlint's estimate does not model"
+        run.problem_fact = unmodelled
+        return run
     model = plan.get("model")
     model_name = model.value if model is not None else context.model
     override = context.model_config(plan.entry) if context.model_config is not None and plan.entry else None

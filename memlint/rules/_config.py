@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Iterator
 
-from memlint.configs import schema, validation
+from memlint.configs import schema
+from memlint.configs.key_history import versioned_issues
 from memlint.documents.kinds import DocumentKind
 from memlint.facts.resolve import ResolvedRun
 from memlint.lint.context import RuleContext
@@ -31,9 +32,9 @@ class SchemaRule(Rule):
     kinds = VALIDATED_KINDS
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        for issue in validation.issues(ctx.path, ctx.kind, ctx.structured):
+        for issue in versioned_issues(ctx):
             if issue.category == self.category:
-                yield Finding(issue.range, issue.message, fix=issue.fix)
+                yield Finding(issue.range, issue.message, fix=issue.fix, severity=getattr(issue, "severity", None))
 
 
 def shown_location(ctx: RuleContext, location) -> str:

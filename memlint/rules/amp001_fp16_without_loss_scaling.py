@@ -146,6 +146,57 @@ with torch.inference_mode():
             path="generate.py",
             title="float16 inference: nothing is trained",
         ),
+        Example(
+            """\
+import argparse
+
+import deepspeed
+
+from modeling import BertForSequenceClassification
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--fp16", action="store_true")
+    parser.add_argument("--gradient_accumulation_steps", type=int, default=1)
+    parser = deepspeed.add_config_arguments(parser)
+    args = parser.parse_args()
+    model = BertForSequenceClassification.from_pretrained("bert-base-uncased", num_labels=2)
+    if args.fp16:
+        model.half()
+    model, optimizer, _, _ = deepspeed.initialize(args=args, model=model, model_parameters=model.parameters())
+    for step, batch in enumerate(train_dataloader):
+        loss = model(*batch)
+        loss = loss / args.gradient_accumulation_steps
+        if args.fp16:
+            optimizer.backward(loss)
+        else:
+            loss.backward()
+        if (step + 1) % args.gradient_accumulation_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+""",
+            path="run_glue_classifier.py",
+            title="`.half()` only with --fp16, where DeepSpeed's optimizer scales; the plain backward runs in fp32",
+        ),
+        Example(
+            """\
+import torch
+from apex import amp
+
+model = build_model().cuda()
+optimizer = torch.optim.AdamW(model.parameters(), lr=3e-5)
+model, optimizer = amp.initialize(model, optimizer, opt_level="O2")
+for batch in loader:
+    loss = model(**batch).loss
+    with amp.scale_loss(loss, optimizer) as scaled_loss:
+        scaled_loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+""",
+            path="run_squad.py",
+            title="Apex AMP: amp.initialize patches optimizer.step to unscale and skip overflowed steps",
+        ),
     )
     INVALID = (
         Example(
@@ -193,7 +244,10 @@ with torch.inference_mode():
             sources = _fp16_sources(index, backward, loops)
             if sources:
                 yield self._unscaled(ctx, backward, sources, scalers)
-        if scalers or not constructed:  # a scaler passed in from elsewhere counts too
+        # Apex's amp.initialize patches optimizer.step to unscale and skip overflowed steps: a
+        # plain step after `with amp.scale_loss(...)` is Apex's own idiom
+        apex = any(index.calls_named(c, "apex.amp.scale_loss") for c in index.calls)
+        if (scalers or not constructed) and not apex:  # a scaler passed in from elsewhere counts too
             yield from self._unscaled_steps(ctx, index)
 
     def _unscaled(self, ctx, backward: Backward, sources: list[_Source], scalers) -> Finding:
@@ -283,6 +337,8 @@ def _fp16_sources(index: ModuleIndex, backward: Backward, loops) -> list[_Source
         autocast = region.autocast
         if autocast.disabled or "fp16" not in autocast.cuda_dtypes or index.under_no_grad(autocast.call):
             continue
+        if index.exclusive(autocast.call, backward.call):
+            continue
         encloses = index.contains(region.node, backward.call)
         runs_in_loop = any(index.contains(region.node, e.node) for loop in running for e in loop.events)
         is_forward = isinstance(region.node, cst.FunctionDef) and region.node.name.value == "forward"
@@ -299,6 +355,8 @@ def _fp16_sources(index: ModuleIndex, backward: Backward, loops) -> list[_Source
     for choice in dtype_choices(index):
         if "fp16" not in choice.dtypes or index.under_no_grad(choice.node):
             continue
+        if index.exclusive(choice.node, backward.call):
+            continue  # `if args.fp16: model.half()` and a backward under `else:` never meet
         certain = choice.dtypes == frozenset({"fp16"})
         if not index.connected(index.flow_of(choice.node), index.flow_of(backward.call)):
             continue  # converted in a function that has nothing to do with this backward

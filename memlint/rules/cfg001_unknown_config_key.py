@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from memlint.configs import validation
+from memlint.configs.key_history import versioned_issues
 from memlint.facts.project_arguments import project_argument_fields
 from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Applicability, Severity
@@ -12,7 +12,7 @@ from memlint.rules._config import SchemaRule
 from memlint.rules.base import Example, Finding
 
 # config kinds a project's own argument classes can extend (parsed by HfArgumentParser / TrlParser)
-_PARSED_BY_THE_PROJECT = ("hf-args",)
+_PARSED_BY_THE_PROJECT = ("hf-args", "llamafactory")  # both are read by HfArgumentParser
 
 
 class UnknownConfigKey(SchemaRule):
@@ -107,7 +107,7 @@ class UnknownConfigKey(SchemaRule):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         project_fields = None
-        for issue in validation.issues(ctx.path, ctx.kind, ctx.structured):
+        for issue in versioned_issues(ctx):
             if issue.category != self.category:
                 continue
             if ctx.kind in _PARSED_BY_THE_PROJECT and len(issue.path) == 1:

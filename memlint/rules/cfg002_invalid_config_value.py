@@ -14,6 +14,10 @@ class InvalidConfigValue(SchemaRule):
     where neither the HF Trainer nor Accelerate fills it in. For values that may take several
     forms, the message names the forms allowed instead of listing every failed alternative.
 
+    A TrainingArguments / TRL ``optim`` (and any other enum-typed key) is judged against the
+    Transformers release the project pins: ``optim: adamw_hf`` is right on 4.34 and an error,
+    "removed in Transformers 4.50", on a later pin.
+
     ## Why it matters
     The tools find these at start-up, after the job was queued and the checkpoint loaded —
     or never: YAML 1.1 reads ``learning_rate: 2e-5`` as the *string* ``"2e-5"`` (there is no
@@ -29,6 +33,13 @@ class InvalidConfigValue(SchemaRule):
     category = "invalid"
 
     VALID = (
+        Example(
+            "output_dir: outputs/llama-2-7b-sft\nper_device_train_batch_size: 4\nlearning_rate: 2.0e-5\n"
+            "optim: adamw_hf\nlr_scheduler_type: cosine\nbf16: true\n",
+            path="configs/training_args.yaml",
+            files={"requirements.txt": "torch==2.1.0\ntransformers==4.34.0\n"},
+            title="`adamw_hf` is an optimizer of the pinned Transformers 4.34 (4.50 removed it)",
+        ),
         Example(
             "### model\nmodel_name_or_path: Qwen/Qwen2.5-7B-Instruct\n\n### method\nstage: sft\ndo_train: true\n"
             "finetuning_type: lora\nlora_target: all\n\n### dataset\ndataset: alpaca_en_demo\ntemplate: qwen\n"

@@ -9,17 +9,28 @@ from memlint.rules.base import Example
 
 class RemovedConfigKey(SchemaRule):
     """## What it does
-    Reports DeepSpeed config sections that DeepSpeed has removed (``amp``,
-    ``compression_training``, ``curriculum_learning`` at the top level, ``elasticity``, ...),
-    with DeepSpeed's own message about what replaced each.
+    Reports config keys the tool has removed: DeepSpeed sections (``amp``,
+    ``compression_training``, ``curriculum_learning`` at the top level, ``elasticity``, ...)
+    with DeepSpeed's own message about what replaced each, and TrainingArguments, TRL and
+    Axolotl keys, judged against the release the project pins (``requirements*.txt``,
+    ``pyproject.toml``, ``setup.py``/``setup.cfg`` read without running them, lock files,
+    ``environment.yml``). The history of each key (the releases that read it) comes from the
+    tools' real releases (``schemas/history/``).
+
+    A key removed before the pinned release is an error that says when
+    ("removed in Transformers 4.51 (last read by 4.50); you pin ..."). A key the pinned
+    release still reads is no error: an info says which later release removed it, so an
+    upgrade does not drop it silently. Without a pin, the newest release decides.
 
     ## Why it matters
     DeepSpeed refuses some removed sections at start-up and silently ignores others: a leftover
     ``compression_training`` block trains the model unquantised, a ``nebula`` block falls back
-    to local checkpoints.
+    to local checkpoints. ``HfArgumentParser`` refuses a file with a removed key after the job
+    waited in the queue; Axolotl ignores it silently, so the setting it held is lost.
 
     ## Fix
-    Delete the section, or move to the replacement the message names.
+    Delete the key, or move to the replacement the message names, or pin the release that
+    reads it.
     """
 
     code = "CFG004"
@@ -37,11 +48,29 @@ class RemovedConfigKey(SchemaRule):
     )
     INVALID = (
         Example(
+            "output_dir: outputs/llama-3-8b-sft\nper_device_train_batch_size: 2\ngradient_accumulation_steps: 16\n"
+            "learning_rate: 2.0e-5\nevaluation_strategy: steps\neval_steps: 200\nbf16: true\n",
+            path="configs/training_args.yaml",
+            files={"requirements.txt": "torch==2.5.1\ntransformers==4.52.4\ndatasets==3.6.0\n"},
+            lines=(5,),
+            message="was removed in Transformers 4.51 (last read by 4.50); you pin `transformers==4.52.4`",
+            title="`evaluation_strategy` was renamed `eval_strategy`; the pinned Transformers no longer reads it",
+        ),
+        Example(
             '{\n  "train_micro_batch_size_per_gpu": 8,\n  "amp": {"enabled": true, "opt_level": "O1"},\n'
             '  "zero_optimization": {"stage": 1}\n}\n',
             path="ds_config.json",
             lines=(3,),
             message="was removed from DeepSpeed",
             title="The Apex AMP integration is gone",
+        ),
+        Example(
+            "output_dir: outputs/llama-2-7b-sft\nper_device_train_batch_size: 4\ngradient_accumulation_steps: 8\n"
+            "learning_rate: 2.0e-5\nevaluation_strategy: steps\neval_steps: 500\nbf16: true\n",
+            path="configs/training_args.yaml",
+            files={"requirements.txt": "torch==2.1.0\ntransformers==4.40.2\ndatasets==2.14.5\n"},
+            lines=(5,),
+            message="is read by the Transformers 4.40 you pin",
+            title="The pinned Transformers 4.40 reads `evaluation_strategy`: only an info that 4.51 removed it",
         ),
     )

@@ -6,6 +6,7 @@ from typing import Iterator
 
 from memlint.catalog.gpus import lookup_gpu
 from memlint.estimate import Sharding, capacity_for, estimate_training
+from memlint.facts.resolve import ResolvedRun
 from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Severity
 from memlint.model.units import GiB
@@ -65,6 +66,9 @@ class ZeroThreeOnSmallModel(Rule):
     that card, stage 3 is needless on any usual data-centre training GPU, and the message says
     which card it was judged on.
 
+    A config shared by several runs is reported only when none of them needs stage 3 (a run
+    of a model memlint cannot size counts as needing it).
+
     ## Why it matters
     Stage 3 shards the parameters themselves, so every forward and every backward all-gathers
     each layer's weights across the GPUs: about 1.5x the communication of ZeRO-2, and slower
@@ -84,6 +88,11 @@ class ZeroThreeOnSmallModel(Rule):
         Example(_DS, path="ds_zero3.json", files={"train_args.yaml": _ARGS.format(model="meta-llama/Llama-3.1-8B")},
                 settings={"gpus": 8},
                 title="No target GPU: an 8B model's lighter stages do not fit an A100 40GB, so stage 3 is not needless"),
+        Example(_DS, path="ds_zero3.json",
+                files={"qwen_1.5b_args.yaml": _ARGS.format(model="Qwen/Qwen2.5-1.5B"),
+                       "llama_70b_args.yaml": _ARGS.format(model="meta-llama/Llama-3.1-70B")},
+                settings={"gpu": "h100", "gpus": 8},
+                title="A config shared by a 1.5B and a 70B run: lightening it would break the 70B run"),
     )
     INVALID = (
         Example(_DS, path="ds_zero3.json",
@@ -97,35 +106,46 @@ class ZeroThreeOnSmallModel(Rule):
     )
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        for run in ctx.runs:
-            cap = ctx.capacity_for(run)
-            floor = ""
-            if cap is None:
-                cap = capacity_for(lookup_gpu(FLOOR_GPU), int(ctx.settings.cuda_context_gib * GiB),
-                                   ctx.settings.headroom)
-                floor = (f"; no target GPU is set, so this is judged against {cap.gpu_name}, the smallest usual "
-                         "training card (set `gpu` in [tool.memlint] or pass --gpu to judge against yours)")
-            setup, arch = run.setup, run.arch
-            if setup is None or arch is None or setup.sharding not in _LIGHTER or setup.world_size < 2:
-                continue
-            if setup.offload_params:
-                continue  # parameter offload needs stage 3
-            fact = run.provenance.get("sharding")
-            if fact is None or fact.origin is None:
-                continue
-            for lighter in _LIGHTER[setup.sharding]:
-                candidate = estimate_training(arch, setup.but(sharding=lighter, offload_optimizer=False), cap)
-                if candidate.comfortable:
-                    current = estimate_training(arch, setup, cap)
-                    now = f" ({gib(current.peak_bytes)} now)"
-                    yield Finding(
-                        range=fact.origin.range,
-                        path=fact.origin.path,
-                        message=(
-                            f"{setup.sharding.value} shards the parameters of a {arch.n_params / 1e9:.1f}B model "
-                            f"that fits each {cap.gpu_name} with {_NAMES[lighter]}: "
-                            f"~{gib(candidate.peak_bytes)} per GPU{now}; stage 3's all-gathers only cost speed here{floor}"
-                        ),
-                        data={"lighter": lighter.value, "peak_bytes": candidate.peak_bytes},
-                    )
-                    break
+        findings = [(run, finding) for run in ctx.runs for finding in self._per_run(ctx, run)]
+        # a sharding config shared by several runs (LLaMA-Factory's ds_z3_config.json) is needless
+        # only when no run that uses it needs stage 3: lightening it would break the large ones
+        # (a run of an unsized model counts as needing it: nothing shows it fits a lighter stage)
+        flagged = {id(run) for run, _ in findings}
+        needed = {path for run in ctx.runs if id(run) not in flagged and run.trains for path in run.plan.documents}
+        for _, finding in findings:
+            if finding.path not in needed:
+                yield finding
+
+    def _per_run(self, ctx: RuleContext, run: ResolvedRun) -> Iterator[Finding]:
+        cap = ctx.capacity_for(run)
+        floor = ""
+        if cap is None:
+            cap = capacity_for(lookup_gpu(FLOOR_GPU), int(ctx.settings.cuda_context_gib * GiB),
+                               ctx.settings.headroom)
+            floor = (f"; no target GPU is set, so this is judged against {cap.gpu_name}, the smallest usual "
+                     "training card (set `gpu` in [tool.memlint] or pass --gpu to judge against yours)")
+        setup, arch = run.setup, run.arch
+        if setup is None or arch is None or setup.sharding not in _LIGHTER or setup.world_size < 2:
+            return
+        if setup.offload_params:
+            return  # parameter offload needs stage 3
+        fact = run.provenance.get("sharding")
+        if fact is None or fact.origin is None:
+            return
+        for lighter in _LIGHTER[setup.sharding]:
+            candidate = estimate_training(arch, setup.but(sharding=lighter, offload_optimizer=False), cap)
+            if candidate.comfortable:
+                current = estimate_training(arch, setup, cap)
+                now = f" ({gib(current.peak_bytes)} now)"
+                yield Finding(
+                    range=fact.origin.range,
+                    path=fact.origin.path,
+                    message=(
+                        f"{setup.sharding.value} shards the parameters of a {arch.n_params / 1e9:.1f}B model "
+                        f"that fits each {cap.gpu_name} with {_NAMES[lighter]}: "
+                        f"~{gib(candidate.peak_bytes)} per GPU{now}; stage 3's all-gathers only cost speed here{floor}"
+                    ),
+                    data={"lighter": lighter.value, "peak_bytes": candidate.peak_bytes},
+                )
+                break
+

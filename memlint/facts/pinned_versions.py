@@ -1,0 +1,287 @@
+"""The versions of the training tools a project pins, read from its dependency files.
+
+A config key is right or wrong for the release the project runs, not for the release memlint's
+schemas describe: ``evaluation_strategy`` is the spelling in ``transformers==4.34``. The files
+that say which release a project runs, at its root (and under ``requirements/``):
+
+- lock files: ``uv.lock``, ``poetry.lock``, ``pdm.lock`` (``[[package]]`` name and version),
+  ``Pipfile.lock``; they name the exact release and win over everything else;
+- ``requirements*.txt`` (``name==1.2``, ``name>=1.2,<1.3``, extras and markers);
+- ``pyproject.toml`` (``[project]`` dependencies and optional dependencies, dependency groups,
+  Poetry's ``[tool.poetry.dependencies]`` with ``^``/``~`` constraints);
+- ``setup.py`` (read with ``ast``, never run: every string that reads as a requirement of a
+  known tool, since ``install_requires`` is often a list built in a variable) and
+  ``setup.cfg`` (``install_requires``, ``extras_require``);
+- ``environment.yml`` (conda's ``name=1.2`` and the ``pip:`` list).
+
+A requirement is kept as its specifier: which release it selects is the key history's question
+(the newest release it admits, as pip would install).
+"""
+
+from __future__ import annotations
+
+import ast
+import configparser
+import json
+import os
+import re
+import sys
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
+
+from memlint.documents import reads
+from memlint.documents.reading import read_document
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+import yaml
+
+MAX_BYTES = 1024 * 1024
+_LOCKS = ("uv.lock", "poetry.lock", "pdm.lock", "Pipfile.lock")
+_OTHERS = ("pyproject.toml", "setup.cfg", "setup.py", "environment.yml", "environment.yaml")
+
+
+@dataclass(frozen=True)
+class Pin:
+    """What one dependency file says about one package."""
+
+    package: str  # canonical name
+    specifier: SpecifierSet
+    path: str  # the file, relative to the project root
+    line: int  # 1-based line of the requirement (0 when the file gives none)
+
+    @property
+    def where(self) -> str:
+        return f"{self.path}:{self.line}" if self.line else self.path
+
+    @property
+    def exact(self) -> str | None:
+        """The release when the specifier names exactly one (``==4.34.0``)."""
+        for spec in self.specifier:
+            if spec.operator in ("==", "===") and "*" not in spec.version:
+                return spec.version
+        return None
+
+
+_KEPT: dict[tuple, tuple[dict[str, Pin], dict[str, str]]] = {}  # stamp -> (pins, path -> content digest)
+
+
+def pins(root: Path) -> dict[str, Pin]:
+    """Canonical package name -> the pin that decides its release (lock files first, then
+    requirements files, then the packaging metadata, then conda environments)."""
+    root = Path(root)
+    files = _files(root)
+    for name in (*_LOCKS, *_OTHERS, "requirements.txt"):
+        reads.probe(os.path.abspath(root / name), (root / name).is_file())
+    stamp = tuple((str(p), *_stat(p)) for p in files)
+    kept = _KEPT.get(stamp)
+    if kept is None:
+        found: dict[str, Pin] = {}
+        digests: dict[str, str] = {}
+        for path in files:
+            document = read_document(path, MAX_BYTES)  # read as memlint reads every file (no FIFOs, bounded)
+            digests[os.path.abspath(path)] = reads.digest(document.text, document.problem)
+            if document.problem is None:
+                for pin in _read(path.name, document.text, path.relative_to(root).as_posix()):
+                    found.setdefault(pin.package, pin)
+        kept = _KEPT[stamp] = (found, digests)
+    for read_path, digest in kept[1].items():  # the lint result depends on them (the result cache)
+        reads.document(read_path, digest)
+    return kept[0]
+
+
+def _stat(path: Path) -> tuple[int, int]:
+    try:
+        info = path.stat()
+        return info.st_mtime_ns, info.st_size
+    except OSError:
+        return 0, 0
+
+
+def _files(root: Path) -> list[Path]:
+    """The dependency files of a project, in the order their word counts."""
+    locks = [root / n for n in _LOCKS if (root / n).is_file()]
+    requirements = []
+    for folder in (root, root / "requirements"):
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:
+            continue
+        requirements += [folder / n for n in names if re.fullmatch(r"requirements.*\.(txt|in)|.*\.txt", n)
+                         and (folder != root or n.startswith("requirements")) and (folder / n).is_file()]
+    others = [root / n for n in _OTHERS if (root / n).is_file()]
+    return locks + requirements + others
+
+
+def _read(name: str, text: str, relative: str) -> list[Pin]:
+    try:
+        if name in ("uv.lock", "poetry.lock", "pdm.lock"):
+            return _toml_lock(text, relative)
+        if name == "Pipfile.lock":
+            return _pipfile_lock(text, relative)
+        if name == "pyproject.toml":
+            return _pyproject(text, relative)
+        if name == "setup.py":
+            return _setup_py(text, relative)
+        if name == "setup.cfg":
+            return _setup_cfg(text, relative)
+        if name.startswith("environment."):
+            return _environment(text, relative)
+        return _requirement_lines(text, relative)
+    except (SyntaxError, ValueError, TypeError, AttributeError, RecursionError, MemoryError, yaml.YAMLError,
+            configparser.Error):
+        return []  # a broken dependency file pins nothing
+
+
+def _pin(text: str, relative: str, line: int) -> Pin | None:
+    text = text.split("#", 1)[0].strip()
+    if not text or text.startswith(("-", "git+", "http:", "https:", "file:")):
+        return None
+    try:
+        requirement = Requirement(text)
+    except InvalidRequirement:
+        return None
+    return Pin(canonicalize_name(requirement.name), requirement.specifier, relative, line)
+
+
+def _line_of(text: str, name: str) -> int:
+    pattern = re.compile(rf"^[\s\"'-]*{re.escape(name)}\b", re.I | re.M)
+    match = pattern.search(text) or re.search(rf"[\"']{re.escape(name)}", text)  # or inside a one-line list
+    return text.count("\n", 0, match.start()) + 1 if match else 0
+
+
+def _requirement_lines(text: str, relative: str) -> list[Pin]:
+    out = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        pin = _pin(line, relative, number)
+        if pin is not None:
+            out.append(pin)
+    return out
+
+
+def _toml_lock(text: str, relative: str) -> list[Pin]:
+    data = tomllib.loads(text)
+    out = []
+    for package in data.get("package", []):
+        name, version = package.get("name"), package.get("version")
+        if isinstance(name, str) and isinstance(version, str):
+            line = _lock_line(text, name)
+            out.append(Pin(canonicalize_name(name), SpecifierSet(f"=={version}"), relative, line))
+    return out
+
+
+def _lock_line(text: str, name: str) -> int:
+    match = re.search(rf'^name = "{re.escape(name)}"', text, re.M)
+    return text.count("\n", 0, match.start()) + 1 if match else 0
+
+
+def _pipfile_lock(text: str, relative: str) -> list[Pin]:
+    data = json.loads(text)
+    out = []
+    for section in ("default", "develop"):
+        for name, entry in (data.get(section) or {}).items():
+            version = entry.get("version") if isinstance(entry, dict) else None
+            if isinstance(version, str):
+                try:
+                    out.append(Pin(canonicalize_name(name), SpecifierSet(version), relative, _line_of(text, f'"{name}')))
+                except InvalidSpecifier:
+                    continue
+    return out
+
+
+def _pyproject(text: str, relative: str) -> list[Pin]:
+    data = tomllib.loads(text)
+    project = data.get("project") or {}
+    listed = list(project.get("dependencies") or [])
+    for group in (project.get("optional-dependencies") or {}).values():
+        listed += list(group or [])
+    for group in (data.get("dependency-groups") or {}).values():
+        listed += [item for item in group or [] if isinstance(item, str)]
+    out = [p for item in listed if isinstance(item, str)
+           for p in [_pin(item, relative, _line_of(text, item.split(";")[0].strip()[:40]))] if p]
+    poetry = ((data.get("tool") or {}).get("poetry") or {})
+    tables = [poetry.get("dependencies") or {}] + [g.get("dependencies") or {}
+                                                   for g in (poetry.get("group") or {}).values() if isinstance(g, dict)]
+    for table in tables:
+        for name, constraint in table.items():
+            constraint = constraint.get("version") if isinstance(constraint, dict) else constraint
+            specifier = _poetry(constraint) if isinstance(constraint, str) else None
+            if specifier is not None:
+                out.append(Pin(canonicalize_name(name), specifier, relative, _line_of(text, name)))
+    return out
+
+
+def _poetry(constraint: str) -> SpecifierSet | None:
+    """Poetry's ``^4.34``/``~4.34``/``4.34.0``/``*`` as a PEP 440 specifier."""
+    constraint = constraint.strip()
+    match = re.fullmatch(r"([\^~])\s*(\d+)(?:\.(\d+))?(?:\.(\d+))?", constraint)
+    try:
+        if match:
+            caret, major, minor, patch = match.group(1), int(match.group(2)), match.group(3), match.group(4)
+            low = ".".join(p for p in (str(major), minor, patch) if p is not None)
+            if caret == "^":
+                high = f"{major + 1}.0" if major else f"0.{int(minor or 0) + 1}"
+            else:
+                high = f"{major}.{int(minor or 0) + 1}" if minor is not None else f"{major + 1}.0"
+            return SpecifierSet(f">={low},<{high}")
+        if re.fullmatch(r"\d+(\.\d+)*", constraint):
+            return SpecifierSet(f"=={constraint}")
+        return SpecifierSet(constraint.replace(" ", "")) if constraint not in ("*", "") else SpecifierSet()
+    except InvalidSpecifier:
+        return None
+
+
+def _setup_py(text: str, relative: str) -> list[Pin]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        module = ast.parse(text)
+    out = []
+    for node in ast.walk(module):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and re.match(
+                r"^\s*[A-Za-z0-9][\w.\-]*\s*(\[[^\]]*\])?\s*(==|>=|<=|~=|<|>|!=)", node.value):
+            pin = _pin(node.value, relative, node.lineno)
+            if pin is not None:
+                out.append(pin)
+    return out
+
+
+def _setup_cfg(text: str, relative: str) -> list[Pin]:
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read_string(text)
+    blocks = []
+    if parser.has_option("options", "install_requires"):
+        blocks.append(parser.get("options", "install_requires"))
+    if parser.has_section("options.extras_require"):
+        blocks += [value for _, value in parser.items("options.extras_require")]
+    return [p for block in blocks for line in block.splitlines()
+            for p in [_pin(line, relative, _line_of(text, line.strip()[:40]) if line.strip() else 0)] if p]
+
+
+def _environment(text: str, relative: str) -> list[Pin]:
+    data = yaml.safe_load(text)
+    items = (data or {}).get("dependencies") if isinstance(data, dict) else None
+    out = []
+    for item in items or []:
+        if isinstance(item, dict):
+            for sub in item.get("pip") or []:
+                pin = _pin(str(sub), relative, _line_of(text, str(sub).strip()[:40]))
+                if pin:
+                    out.append(pin)
+        elif isinstance(item, str):
+            name = item.split("::")[-1]  # channel::package
+            conda = re.fullmatch(r"([A-Za-z0-9][\w.\-]*)\s*=\s*(\d[\w.]*?)(=.*)?", name)
+            if conda:  # conda's single '=' is a prefix match: transformers=4.34 is 4.34.*
+                version = conda.group(2)
+                name = f"{conda.group(1)}=={version}" + (".*" if version.count(".") < 2 else "")
+            pin = _pin(name, relative, _line_of(text, item.strip()[:40]))
+            if pin:
+                out.append(pin)
+    return out

@@ -1,0 +1,339 @@
+"""Config keys judged against the release a project pins (schemas/history/, memlint.configs.key_history)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memlint.facts.pinned_versions import pins
+
+from .helpers import write_files
+
+# a run_clm-style TrainingArguments file, as a project on transformers 4.34 wrote it
+TRAINING_ARGS_434 = """\
+output_dir: outputs/llama-2-7b-sft
+overwrite_output_dir: true
+per_device_train_batch_size: 4
+per_device_eval_batch_size: 4
+gradient_accumulation_steps: 8
+learning_rate: 2.0e-5
+num_train_epochs: 3
+evaluation_strategy: steps
+eval_steps: 500
+save_strategy: steps
+save_steps: 500
+optim: adamw_hf
+lr_scheduler_type: cosine
+warmup_ratio: 0.03
+bf16: true
+gradient_checkpointing: true
+logging_steps: 10
+report_to: wandb
+"""
+
+REQUIREMENTS_434 = """\
+# pinned for the A100 cluster image
+torch==2.1.0
+transformers==4.34.0
+datasets==2.14.5
+accelerate==0.23.0
+peft==0.5.0
+"""
+
+
+def found(diagnostics):
+    return [(d.code, d.range.start.line, str(d.severity.name).lower()) for d in diagnostics]
+
+
+def test_keys_of_the_pinned_transformers_are_not_errors(lint):
+    diagnostics = lint({"requirements.txt": REQUIREMENTS_434, "configs/sft.yaml": TRAINING_ARGS_434},
+                       "configs/sft.yaml")
+    # evaluation_strategy, optim: adamw_hf, gradient_checkpointing: all read by 4.34 as written;
+    # three keys a later release removed are infos, not errors
+    assert found(diagnostics) == [("CFG004", 2, "info"), ("CFG004", 8, "info"), ("CFG004", 14, "info")]
+    overwrite, evaluation, warmup = diagnostics
+    assert evaluation.message == (
+        "`evaluation_strategy` is read by the Transformers 4.34 you pin (`transformers==4.34.0`, "
+        "requirements.txt:3); Transformers 4.51 removed it, so an upgrade drops it")
+    assert "Transformers 5.0 removed it" in overwrite.message
+    assert "Transformers 5.15 removed it" in warmup.message
+
+
+def test_a_key_added_after_the_pinned_release_is_unknown_to_it(lint):
+    text = TRAINING_ARGS_434.replace("evaluation_strategy: steps", "eval_strategy: steps")
+    diagnostics = lint({"requirements.txt": REQUIREMENTS_434, "configs/sft.yaml": text}, "configs/sft.yaml")
+    unknown = [d for d in diagnostics if d.code == "CFG001"]
+    assert [(d.range.start.line, d.message) for d in unknown] == [(
+        8, "`eval_strategy` is unknown to the Transformers 4.34 you pin (`transformers==4.34.0`, "
+           "requirements.txt:3): Transformers 4.41 added it (HfArgumentParser refuses the file)")]
+
+
+def test_keys_removed_before_the_pinned_release(lint):
+    pyproject = ('[project]\nname = "sft-recipes"\nversion = "0.1.0"\ndependencies = [\n'
+                 '  "torch>=2.4",\n  "transformers[torch]>=4.52,<5",\n  "trl>=0.19",\n]\n')
+    diagnostics = lint({"pyproject.toml": pyproject, "configs/sft.yaml": TRAINING_ARGS_434}, "configs/sft.yaml")
+    by_line = {d.range.start.line: d for d in diagnostics}
+    evaluation = by_line[8]
+    assert (evaluation.code, evaluation.severity.name) == ("CFG004", "ERROR")
+    assert evaluation.message == (
+        "`evaluation_strategy` was removed in Transformers 4.51 (last read by 4.50); you pin "
+        "`transformers<5,>=4.52` (pyproject.toml:6) (HfArgumentParser refuses the file)")
+    optim = by_line[12]
+    assert optim.code == "CFG002"
+    assert "`optim: adamw_hf` was removed in Transformers 4.50 (last accepted by 4.49)" in optim.message
+    # 4.57 (the newest release <5 admits) still reads overwrite_output_dir: an info
+    assert (by_line[2].code, by_line[2].severity.name) == ("CFG004", "INFO")
+
+
+def test_without_a_pin_a_removed_key_says_when_it_was_removed(lint):
+    diagnostics = lint({"configs/sft.yaml": TRAINING_ARGS_434}, "configs/sft.yaml")
+    evaluation = next(d for d in diagnostics if d.range.start.line == 8)
+    assert evaluation.code == "CFG004"
+    assert evaluation.message == ("`evaluation_strategy` was removed in Transformers 4.51 (last read by 4.50) "
+                                  "(HfArgumentParser refuses the file)")
+
+
+def test_a_value_added_after_the_pinned_release(lint):
+    text = TRAINING_ARGS_434.replace("optim: adamw_hf", "optim: adamw_torch_fused")
+    requirements = REQUIREMENTS_434.replace("transformers==4.34.0", "transformers==4.26.1")
+    diagnostics = lint({"requirements.txt": requirements, "configs/sft.yaml": text}, "configs/sft.yaml")
+    optim = next(d for d in diagnostics if d.range.start.line == 12)
+    assert optim.code == "CFG002"
+    assert optim.message == ("`optim: adamw_torch_fused` is not accepted by the Transformers 4.26 you pin "
+                             "(`transformers==4.26.1`, requirements.txt:3): Transformers 4.27 added it")
+
+
+AXOLOTL_FSDP = """\
+base_model: meta-llama/Llama-3.1-8B
+sequence_len: 4096
+micro_batch_size: 1
+gradient_accumulation_steps: 8
+learning_rate: 0.00002
+datasets:
+  - path: tatsu-lab/alpaca
+    type: alpaca
+fsdp:
+  - full_shard
+  - auto_wrap
+fsdp_config:
+  fsdp_offload_params: false
+  fsdp_transformer_layer_cls_to_wrap: LlamaDecoderLayer
+unsloth_lora_mlp: true
+"""
+
+
+def test_axolotl_keys_against_the_pinned_axolotl(lint):
+    pinned_016 = lint({"requirements.txt": "axolotl[flash-attn,deepspeed]==0.16.1\n", "llama-fsdp.yml": AXOLOTL_FSDP},
+                      "llama-fsdp.yml")
+    by_line = {(d.code, d.range.start.line): d for d in pinned_016}
+    assert by_line[("CFG003", 9)].message.startswith("`fsdp` is deprecated in the Axolotl 0.16 you pin")
+    assert by_line[("CFG004", 15)].message == (
+        "`unsloth_lora_mlp` is read by the Axolotl 0.16 you pin (`axolotl==0.16.1`, "
+        "requirements.txt:1); Axolotl 0.17 removed it, so an upgrade drops it")
+    assert by_line[("CFG004", 15)].severity.name == "INFO"
+
+
+def test_axolotl_key_removed_before_the_pinned_release(lint):
+    diagnostics = lint({"requirements.txt": "axolotl==0.19.0\n", "llama-fsdp.yml": AXOLOTL_FSDP}, "llama-fsdp.yml")
+    removed = next(d for d in diagnostics if d.range.start.line == 15)
+    assert (removed.code, removed.severity.name) == ("CFG004", "ERROR")
+    assert removed.message == ("`unsloth_lora_mlp` was removed in Axolotl 0.17 (last read by 0.16); you pin "
+                               "`axolotl==0.19.0` (requirements.txt:1) (Axolotl ignores unknown keys silently)")
+
+
+def test_trl_config_takes_the_transformers_pin(lint):
+    recipe = ("model_name_or_path: mistralai/Mistral-7B-v0.1\ndataset_text_field: text\nmax_seq_length: 2048\n"
+              "packing: true\nper_device_train_batch_size: 2\ngradient_accumulation_steps: 16\n"
+              "evaluation_strategy: epoch\nlearning_rate: 2.0e-05\nbf16: true\noutput_dir: data/mistral-sft\n")
+    diagnostics = lint({"requirements.txt": "transformers==4.36.2\ntrl==0.7.4\n", "recipes/sft.yaml": recipe},
+                       "recipes/sft.yaml")
+    assert not [d for d in diagnostics if d.range.start.line == 7 and d.severity.name != "INFO"]
+
+
+# ---------------------------------------------------------------------------- reading the pins
+
+
+def test_lock_file_beats_requirements(tmp_path: Path):
+    write_files(tmp_path, {
+        "requirements.txt": "transformers>=4.30\n",
+        "uv.lock": 'version = 1\n\n[[package]]\nname = "torch"\nversion = "2.5.1"\n\n'
+                   '[[package]]\nname = "transformers"\nversion = "4.46.3"\nsource = { registry = "https://pypi.org/simple" }\n',
+    })
+    pin = pins(tmp_path)["transformers"]
+    assert (pin.exact, pin.where) == ("4.46.3", "uv.lock:8")
+
+
+def test_setup_py_read_without_running_it(tmp_path: Path):
+    setup = ('from setuptools import find_packages, setup\n\n_deps = [\n    "accelerate>=0.20.3",\n'
+             '    "transformers==4.31.0",\n    "sentencepiece",\n]\n\n'
+             'setup(name="alpaca", packages=find_packages(), install_requires=_deps)\n'
+             'raise SystemExit("memlint must never run this")\n')
+    write_files(tmp_path, {"setup.py": setup})
+    pin = pins(tmp_path)["transformers"]
+    assert (pin.exact, pin.where) == ("4.31.0", "setup.py:5")
+
+
+def test_setup_cfg_poetry_and_conda(tmp_path: Path):
+    write_files(tmp_path, {"setup.cfg": "[metadata]\nname = x\n\n[options]\ninstall_requires =\n"
+                                        "    torch>=2.0\n    axolotl==0.12.2\n"})
+    assert pins(tmp_path)["axolotl"].exact == "0.12.2"
+    other = tmp_path / "poetry"
+    write_files(other, {"pyproject.toml": '[tool.poetry]\nname = "x"\n\n[tool.poetry.dependencies]\n'
+                                          'python = "^3.10"\ntransformers = "^4.34"\n'})
+    assert str(pins(other)["transformers"].specifier) == "<5.0,>=4.34"
+    conda = tmp_path / "conda"
+    write_files(conda, {"environment.yml": "name: llm\nchannels: [conda-forge]\ndependencies:\n"
+                                           "  - python=3.10\n  - conda-forge::transformers=4.34\n"
+                                           "  - pip:\n    - axolotl==0.8.0\n"})
+    found_pins = pins(conda)
+    assert str(found_pins["transformers"].specifier) == "==4.34.*"
+    assert found_pins["axolotl"].exact == "0.8.0"
+
+
+def test_broken_dependency_files_pin_nothing(tmp_path: Path):
+    write_files(tmp_path, {"pyproject.toml": "[project\ndependencies = [", "setup.py": "def (:\n",
+                           "environment.yml": "dependencies: [\n", "requirements.txt": "-e .\ngit+https://x/y\n"})
+    assert pins(tmp_path) == {}
+
+
+# ---------------------------------------------------------------------------- the project's own parser
+
+PARSER_UTILS = '''\
+from transformers import HfArgumentParser
+
+
+class ArgumentParserPlus(HfArgumentParser):
+    def parse(self):
+        return self.parse_yaml_file(sys.argv[1])
+'''
+
+FINETUNE = '''\
+from dataclasses import dataclass, field
+
+from open_instruct.utils import ArgumentParserPlus
+
+
+@dataclass
+class FlatArguments:
+    model_name_or_path: str = None
+    max_seq_length: int = field(default=2048, metadata={"help": "tokens per example"})
+    num_train_epochs: int = 2
+    warmup_ratio: float = 0.0
+    gradient_checkpointing: bool = False
+    with_tracking: bool = False
+
+
+def main():
+    parser = ArgumentParserPlus((FlatArguments,))
+    args = parser.parse()
+'''
+
+FLAT_YAML = """\
+model_name_or_path: meta-llama/Llama-2-7b-hf
+max_seq_length: 4096
+per_device_train_batch_size: 1
+gradient_accumulation_steps: 16
+learning_rate: 2.0e-05
+warmup_ratio: 0.03
+num_train_epochs: 3
+gradient_checkpointing: true
+with_tracking: true
+lr_scheduler_typ: linear
+output_dir: output/tulu_v2_7b/
+"""
+
+
+def test_fields_of_a_project_parser_subclass_are_known_keys(lint):
+    files = {"open_instruct/utils.py": PARSER_UTILS, "open_instruct/finetune.py": FINETUNE,
+             "configs/sft/tulu_7b.yaml": FLAT_YAML, "uv.lock": 'version = 1\n\n[[package]]\nname = "transformers"\n'
+                                                                'version = "5.4.0"\n'}
+    diagnostics = lint(files, "configs/sft/tulu_7b.yaml")
+    # max_seq_length, with_tracking, warmup_ratio and gradient_checkpointing are FlatArguments' own
+    # fields: neither unknown, nor removed or deprecated upstream; a misspelling still is one
+    assert [(d.code, d.range.start.line) for d in diagnostics] == [("CFG001", 10)]
+    assert "did you mean `lr_scheduler_type`?" in diagnostics[0].message
+
+
+ZEPHYR_SFT = """\
+# Model arguments
+model_name_or_path: mistralai/Mistral-7B-v0.1
+model_revision: main
+torch_dtype: bfloat16
+
+# Data training arguments
+dataset_mixer:
+  HuggingFaceH4/ultrachat_200k: 1.0
+preprocessing_num_workers: 12
+
+# SFT trainer config
+bf16: true
+do_eval: true
+evaluation_strategy: epoch
+gradient_accumulation_steps: 2
+gradient_checkpointing: true
+learning_rate: 2.0e-05
+log_level: info
+logging_steps: 5
+lr_scheduler_type: cosine
+max_seq_length: 2048
+max_steps: -1
+num_train_epochs: 1
+output_dir: data/zephyr-7b-sft-full
+per_device_train_batch_size: 16
+save_strategy: "no"
+warmup_ratio: 0.1
+"""
+
+
+def test_trl_keys_against_the_pinned_trl_and_inherited_keys_against_transformers(lint):
+    requirements = "torch==2.1.2\ntransformers==4.39.3\ntrl==0.8.6\npeft==0.10.0\n".replace("trl==0.8.6", "trl==0.12.1")
+    diagnostics = lint({"requirements.txt": requirements, "recipes/zephyr-7b/sft/config_full.yaml": ZEPHYR_SFT},
+                       "recipes/zephyr-7b/sft/config_full.yaml")
+    by_line = {d.range.start.line: d for d in diagnostics}
+    # TRL 0.12 reads max_seq_length (TRL 0.20 renamed it max_length): an info, no "did you mean"
+    assert (by_line[21].code, by_line[21].severity.name) == ("CFG004", "INFO")
+    assert by_line[21].message == ("`max_seq_length` is read by the TRL 0.12 you pin (`trl==0.12.1`, "
+                                   "requirements.txt:3); TRL 0.20 removed it, so an upgrade drops it")
+    # evaluation_strategy is TrainingArguments', judged against the pinned Transformers 4.39
+    assert by_line[14].severity.name == "INFO" and "Transformers 4.39 you pin" in by_line[14].message
+    assert not [d for d in diagnostics if d.severity.name == "ERROR"]
+
+
+def test_trl_key_removed_before_the_pinned_trl(lint):
+    pyproject = '[project]\nname = "handbook"\nversion = "0.1"\ndependencies = ["transformers>=4.56", "trl>=0.23"]\n'
+    diagnostics = lint({"pyproject.toml": pyproject, "recipes/zephyr-7b/sft/config_full.yaml": ZEPHYR_SFT},
+                       "recipes/zephyr-7b/sft/config_full.yaml")
+    removed = next(d for d in diagnostics if d.range.start.line == 21)
+    assert (removed.code, removed.message) == (
+        "CFG004", "`max_seq_length` was removed in TRL 0.20 (last read by 0.19); you pin `trl>=0.23` "
+                  "(pyproject.toml:4) (HfArgumentParser refuses the file)")
+
+
+def test_without_a_trl_pin_a_trainingarguments_file_is_not_judged_by_trl(lint):
+    diagnostics = lint({"recipes/zephyr-7b/sft/config_full.yaml": ZEPHYR_SFT}, "recipes/zephyr-7b/sft/config_full.yaml")
+    unknown = next(d for d in diagnostics if d.range.start.line == 21)
+    assert unknown.code == "CFG001" and "did you mean `max_length`?" in unknown.message
+
+
+def test_a_new_pin_relints_the_config_the_cache_kept(tmp_path: Path):
+    """The result cache keeps a config's findings only while the dependency files it was judged
+    against are unchanged."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import time
+
+    write_files(tmp_path, {"requirements.txt": REQUIREMENTS_434, "configs/sft.yaml": TRAINING_ARGS_434})
+    old = time.time() - 60  # files changed within two seconds of a run are read again by design
+    for name in ("requirements.txt", "configs/sft.yaml"):
+        os.utime(tmp_path / name, (old, old))
+
+    def codes() -> list[tuple[str, str]]:
+        done = subprocess.run([sys.executable, "-m", "memlint", "check", ".", "--select", "CFG004", "--format", "json"],
+                              cwd=tmp_path, capture_output=True, text=True)
+        return sorted((d["code"], d["severity"]) for d in json.loads(done.stdout or "[]"))
+
+    assert codes() == [("CFG004", "info")] * 3
+    (tmp_path / "requirements.txt").write_text(REQUIREMENTS_434.replace("4.34.0", "5.2.0"), encoding="utf-8")
+    os.utime(tmp_path / "requirements.txt", (old + 5, old + 5))
+    assert ("CFG004", "error") in codes()
