@@ -206,7 +206,9 @@ def resolve(name: str, base_dir: Path | None = None, *, offline: bool | None = N
         return Resolution(_from_entry(entry))
     mirror = mirrors.find(name)
     if mirror is not None:
-        return Resolution(_from_entry(find_entry(mirror.entry)), mirrors.note(name, mirror), mirror.four_bit)
+        original = find_entry(mirror.entry)
+        assert original is not None, mirror.entry  # the table keeps only mirrors of catalogued models
+        return Resolution(_from_entry(original), mirrors.note(name, mirror), mirror.four_bit)
     candidate = Path(name).expanduser()
     if base_dir is not None and not candidate.is_absolute():
         candidate = base_dir / candidate

@@ -68,7 +68,7 @@ def tape_settings(arch: Architecture, setup: TrainingSetup, block_trains: bool =
     if setup.quantized:
         # prepare_model_for_kbit_training upcasts the non-quantised parameters (norms,
         # embeddings, head) to fp32; bnb Linear4bit computes in bnb_4bit_compute_dtype.
-        param_bytes = 4 if setup.lora.kbit_prepared else 2
+        param_bytes = 4 if setup.lora is not None and setup.lora.kbit_prepared else 2
         compute = 2
     return TapeSettings(
         compute_bytes=compute,
@@ -135,7 +135,7 @@ def logits_bytes_per_token(arch: Architecture, setup: TrainingSetup) -> tuple[fl
         return 0.0, 0.0, 0.0
     v = arch.vocab_size
     policy: PrecisionPolicy = POLICIES[setup.precision]
-    c = 4 if (setup.quantized and setup.lora.kbit_prepared) else policy.compute_bytes
+    c = 4 if (setup.quantized and setup.lora is not None and setup.lora.kbit_prepared) else policy.compute_bytes
     upcast = 4 if c != 4 else 0
     softcap = final_softcap(arch)
     extra = 2 * c if softcap else 0  # logits/cap, tanh (saved), *cap

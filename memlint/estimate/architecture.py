@@ -299,7 +299,7 @@ def _moe(name: str, cfg: Mapping[str, Any], model_type: str) -> Architecture:
         top_k = _require(cfg, "num_experts_per_tok")
         moe_inter = _require(cfg, "moe_intermediate_size")
         inter = int(cfg.get("intermediate_size") or moe_inter)
-    moe_linears = (
+    moe_linears: tuple[Linear, ...] = (
         Linear("gate", h, experts),  # the router
         Linear("experts.gate_proj", h, moe_inter, copies=experts),
         Linear("experts.up_proj", h, moe_inter, copies=experts),

@@ -91,8 +91,9 @@ def _glm_attention(t: Tape, arch: Architecture, h: Value) -> Value:
     """GLM's attention: the first ``partial_rotary_factor`` (0.5) of each head is rotated with
     interleaved cos/sin that each layer slices and repeats anew (so they are saved per layer),
     then concatenated with the rest into new head-major q and k."""
-    cfg = arch.config
-    params = cfg.get("rope_parameters") if isinstance(cfg.get("rope_parameters"), dict) else {}
+    cfg = arch.config or {}
+    rope = cfg.get("rope_parameters")
+    params = rope if isinstance(rope, dict) else {}
     fraction = float(params.get("partial_rotary_factor") or cfg.get("partial_rotary_factor") or 0.5)
     q = t.linear(h, arch.q_dim, "q_proj")
     k = t.linear(h, arch.kv_dim, "k_proj")
@@ -221,6 +222,7 @@ def llama4_block(t: Tape, arch: Architecture, x: Value) -> Value:
     if moe_share < 1:
         dense_inter = int(cfg.get("intermediate_size_mlp") or arch.intermediate_size)
         m = _mixed(t, 1 - moe_share, lambda s: _gated_mlp(s, arch, h, dense_inter))
+    assert m is not None  # a share of experts, of the dense MLP, or both
     return t.add(x, m)
 
 

@@ -89,7 +89,7 @@ def _deepseek(name: str, cfg: Mapping[str, Any], model_type: str) -> Architectur
         Linear("up_proj", h, inter, mlp_bias),
         Linear("down_proj", inter, h, mlp_bias),
     )
-    moe = (
+    moe: tuple[Linear, ...] = (
         Linear("gate", h, experts),  # the router (a bare weight, no bias)
         Linear("experts.gate_up_proj", h, 2 * moe_inter, copies=experts),
         Linear("experts.down_proj", moe_inter, h, copies=experts),

@@ -18,8 +18,9 @@ Block = Callable[[Tape, Architecture, Value], Value]
 
 
 def _rotary_fraction(arch: Architecture) -> float:
-    cfg = arch.config
-    params = cfg.get("rope_parameters") if isinstance(cfg.get("rope_parameters"), dict) else {}
+    cfg = arch.config or {}
+    rope = cfg.get("rope_parameters")
+    params = rope if isinstance(rope, dict) else {}
     for source in (params, cfg):
         for key in ("partial_rotary_factor", "rotary_pct"):
             value = source.get(key)

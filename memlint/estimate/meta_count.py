@@ -113,7 +113,7 @@ def from_meta(config: Mapping[str, Any], name: str) -> Architecture:
     embedding = embed.weight.numel() if embed is not None else 0
     out = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
     tied = out is None or embed is None or out.weight is embed.weight
-    head = None if tied else Linear("lm_head", out.weight.shape[1], out.weight.shape[0],
+    head = None if tied or out is None else Linear("lm_head", out.weight.shape[1], out.weight.shape[0],
                                     getattr(out, "bias", None) is not None)
     text = getattr(model.config, "text_config", None) or model.config
     hidden = int(getattr(text, "hidden_size", 0) or embed.weight.shape[1])
