@@ -67,7 +67,23 @@ def history(tool: str) -> dict | None:
 
 
 def versioned_issues(ctx: RuleContext) -> list[Issue]:
-    """The schema issues of a config document, judged against the release the project pins."""
+    """The schema issues of a config document, judged against the release the project pins
+    (worked out once per lint of the document: every schema rule asks)."""
+    kept = ctx.shared.get("versioned_issues")
+    if kept is None:
+        kept = ctx.shared["versioned_issues"] = _versioned_issues(ctx)
+    return kept
+
+
+def project_fields(ctx: RuleContext) -> frozenset[str]:
+    """The fields of the project's own argument classes (one walk of the project per lint)."""
+    kept = ctx.shared.get("project_fields")
+    if kept is None:
+        kept = ctx.shared["project_fields"] = project_argument_fields(ctx.settings.root)
+    return kept
+
+
+def _versioned_issues(ctx: RuleContext) -> list[Issue]:
     found = issues(ctx.path, ctx.kind, ctx.structured)
     data = ctx.structured
     if data is None or not data.ok or not isinstance(data.value, dict):
@@ -76,16 +92,18 @@ def versioned_issues(ctx: RuleContext) -> list[Issue]:
     if name is None:
         return found
     root = ctx.settings.root
+    histories = HISTORY_OF.get(name, ())
+    pinned = pins(root) if histories else {}
     # a field of the project's own argument classes is the project's, not the tool's
-    own = project_argument_fields(root) if ctx.kind == "hf-args" else frozenset()
+    own = project_fields(ctx) if ctx.kind == "hf-args" else frozenset()
     judges: dict[str, tuple[_Judge | None, dict]] = {}  # key -> the judge of the history it belongs to
-    for tool, keyed in HISTORY_OF.get(name, ()):
+    for tool, keyed in histories:
         kept = history(tool)
-        if kept is None or (tool == "trl" and name == "hf-training-arguments" and "trl" not in pins(root)):
+        if kept is None or (tool == "trl" and name == "hf-training-arguments" and "trl" not in pinned):
             continue
         keys = kept["schemas"].get(keyed, {}).get("keys", {})
         releases = [r["version"] for r in kept["x-memlint-generated-from"]["releases"]]  # oldest first
-        pin = pins(root).get(tool)
+        pin = pinned.get(tool)
         release = _pinned_release(pin, releases) if pin is not None else None
         if pin is not None and release is None:
             release = "unreached"  # a release the history does not reach: the schema's verdict stands

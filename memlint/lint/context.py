@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memlint.documents.kinds import DocumentKind
 from memlint.documents.parsed import ParsedDocument
@@ -35,6 +35,8 @@ class RuleContext:
     # the project the document belongs to: other documents are read through it, so a rule sees
     # the editor's unsaved buffers and the result cache knows what a finding depended on
     project: "Project | None" = None
+    # what several rules work out once per lint of this document (the schema rules' issues)
+    shared: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def path(self) -> str:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from memlint.configs.key_history import versioned_issues
-from memlint.facts.project_arguments import project_argument_fields
+from memlint.configs.key_history import project_fields, versioned_issues
 from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Applicability, Severity
 from memlint.rules._config import SchemaRule
@@ -106,13 +105,10 @@ class UnknownConfigKey(SchemaRule):
     )
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        project_fields = None
         for issue in versioned_issues(ctx):
             if issue.category != self.category:
                 continue
             if ctx.kind in _PARSED_BY_THE_PROJECT and len(issue.path) == 1:
-                if project_fields is None:
-                    project_fields = project_argument_fields(ctx.settings.root)
-                if issue.path[0] in project_fields:
+                if issue.path[0] in project_fields(ctx):
                     continue  # a field of the project's own argument class
             yield Finding(issue.range, issue.message, fix=issue.fix)
