@@ -1,12 +1,13 @@
-"""An :class:`Architecture` from a model's ``config.json``: its family's builder, else (with the
-``trace`` extra) the parameters counted on the meta device."""
+"""An :class:`Architecture` from a model's ``config.json``: its family's builder, else the
+parameters counted on the meta device (stored for the catalogue's configs, counted live with the
+``trace`` extra for others)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from typing import Any, Mapping
 
-from memlint.estimate import architecture, decoders, encoders, meta_count, vision
+from memlint.estimate import architecture, decoders, encoders, meta_count, meta_table, vision
 from memlint.estimate.architecture import Architecture, UnsupportedArchitecture, _multimodal_extra, text_config
 
 # model_type -> the recipe that reads its config.json
@@ -31,6 +32,9 @@ def from_config(config: Mapping[str, Any], name: str = "") -> Architecture:
     cfg, model_type = text_config(config)
     builder = BUILDERS.get(model_type)
     if builder is None:
+        stored = meta_table.lookup(config, name or str(config.get("_name_or_path") or model_type))
+        if stored is not None:
+            return stored
         if model_type and meta_count.available():
             return meta_count.from_meta(config, name or str(config.get("_name_or_path") or model_type))
         supported = ", ".join(SUPPORTED_MODEL_TYPES)

@@ -11,7 +11,7 @@ import pytest
 from memlint.catalog.gpus import UnknownGpu, all_gpus, lookup_gpu
 from memlint.catalog.models import UnknownModel, catalog_entries, find_entry, resolve_model
 from memlint.catalog.names import normalize
-from memlint.estimate import SUPPORTED_MODEL_TYPES, from_config, meta_count
+from memlint.estimate import SUPPORTED_MODEL_TYPES, from_config, meta_count, meta_table
 from memlint.estimate.architecture import text_config
 
 # the hand-sourced entries (memlint/catalog/models/); the generated ones are tested in
@@ -20,8 +20,9 @@ ENTRIES = [e for e in catalog_entries() if e.origin == "memlint/catalog/models"]
 
 
 def _needs_meta_count(entry) -> bool:
-    """An entry with no memlint recipe (RoBERTa) is counted by transformers on the meta device."""
-    return text_config(entry.config)[1] not in SUPPORTED_MODEL_TYPES
+    """An entry with no memlint recipe and no stored count is counted live on the meta device."""
+    return (text_config(entry.config)[1] not in SUPPORTED_MODEL_TYPES
+            and meta_table.lookup(entry.config, entry.id) is None)
 
 
 def _countable(entry) -> None:
