@@ -53,9 +53,13 @@ def _build(config: Mapping[str, Any]):
     try:
         hf_config = transformers.AutoConfig.for_model(model_type, **kwargs)
     except (ValueError, KeyError, TypeError) as error:
+        why = (" Its config.json names its own modelling code (auto_map), which memlint never runs."
+               if config.get("auto_map") else "")
         raise UnsupportedArchitecture(
             f"model_type {model_type!r} is not supported by memlint, and transformers "
-            f"{transformers.__version__} does not know it either ({error})"
+            f"{transformers.__version__} does not know it either ({error}).{why} Set `model-config` in "
+            "[tool.memlint] to the config.json of a model transformers knows with the same layer sizes, "
+            "or measure this run on a GPU"
         ) from None
     last: Exception | None = None
     for name in _MULTIMODAL_AUTO_CLASSES if "vision_config" in config else _AUTO_CLASSES:

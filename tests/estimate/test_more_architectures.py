@@ -93,8 +93,10 @@ def test_remote_code_architectures_are_refused_not_run(tmp_path):
     config = {"architectures": ["AcmeForCausalLM"], "model_type": "acme_private_arch", "hidden_size": 64,
               "auto_map": {"AutoModelForCausalLM": "modeling_acme.AcmeForCausalLM"}}
     (tmp_path / "modeling_acme.py").write_text("raise SystemExit('remote code must never run')\n")
-    with pytest.raises(UnsupportedArchitecture, match="acme_private_arch"):
+    with pytest.raises(UnsupportedArchitecture, match="acme_private_arch") as refused:
         from_config(config)
+    # why (its own modelling code, never run) and what to do
+    assert "auto_map" in str(refused.value) and "`model-config`" in str(refused.value)
 
 
 def test_a_vision_language_model_without_a_recipe_counts_its_vision_tower():
