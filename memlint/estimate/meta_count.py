@@ -29,6 +29,10 @@ GENERIC_NOTE = (
 # The heads a published checkpoint of each kind carries, tried in order.
 _AUTO_CLASSES = ("AutoModelForCausalLM", "AutoModelForImageTextToText", "AutoModelForSeq2SeqLM",
                  "AutoModelForMaskedLM", "AutoModel")
+# A config with a vision tower is a vision-language checkpoint: its text-only causal-LM class
+# (``MllamaForCausalLM``) would leave the vision weights out, so the image-text head comes first.
+_MULTIMODAL_AUTO_CLASSES = ("AutoModelForImageTextToText",) + tuple(
+    c for c in _AUTO_CLASSES if c != "AutoModelForImageTextToText")
 
 
 def available() -> bool:
@@ -49,12 +53,16 @@ def _build(config: Mapping[str, Any]):
     try:
         hf_config = transformers.AutoConfig.for_model(model_type, **kwargs)
     except (ValueError, KeyError, TypeError) as error:
+        why = (" Its config.json names its own modelling code (auto_map), which memlint never runs."
+               if config.get("auto_map") else "")
         raise UnsupportedArchitecture(
             f"model_type {model_type!r} is not supported by memlint, and transformers "
-            f"{transformers.__version__} does not know it either ({error})"
+            f"{transformers.__version__} does not know it either ({error}).{why} Set `model-config` in "
+            "[tool.memlint] to the config.json of a model transformers knows with the same layer sizes, "
+            "or measure this run on a GPU"
         ) from None
     last: Exception | None = None
-    for name in _AUTO_CLASSES:
+    for name in _MULTIMODAL_AUTO_CLASSES if "vision_config" in config else _AUTO_CLASSES:
         auto = getattr(transformers, name, None)
         if auto is None:
             continue
@@ -69,14 +77,14 @@ def _build(config: Mapping[str, Any]):
 
 
 def _layer_stack(model):
-    """The largest ModuleList of same-class modules: the repeated blocks."""
+    """The largest ModuleList: the repeated blocks. Its layers may be of several classes
+    (Mllama puts a cross-attention layer every fifth): the per-layer figures are then averages,
+    and the total stays exact."""
     import torch
 
     best, best_params = None, 0
     for module in model.modules():
         if isinstance(module, torch.nn.ModuleList) and len(module) > 1:
-            if len({type(m) for m in module}) != 1:
-                continue
             params = sum(p.numel() for p in module.parameters())
             if params > best_params:
                 best, best_params = module, params

@@ -93,5 +93,21 @@ def test_remote_code_architectures_are_refused_not_run(tmp_path):
     config = {"architectures": ["AcmeForCausalLM"], "model_type": "acme_private_arch", "hidden_size": 64,
               "auto_map": {"AutoModelForCausalLM": "modeling_acme.AcmeForCausalLM"}}
     (tmp_path / "modeling_acme.py").write_text("raise SystemExit('remote code must never run')\n")
-    with pytest.raises(UnsupportedArchitecture, match="acme_private_arch"):
+    with pytest.raises(UnsupportedArchitecture, match="acme_private_arch") as refused:
         from_config(config)
+    # why (its own modelling code, never run) and what to do
+    assert "auto_map" in str(refused.value) and "`model-config`" in str(refused.value)
+
+
+def test_a_vision_language_model_without_a_recipe_counts_its_vision_tower():
+    """Mllama (Llama 3.2 Vision): transformers maps the config to a text-only causal LM too; the
+    catalogue's published total includes the vision encoder, and the repeated layers are the
+    decoder's 40 (self- and cross-attention mixed), not the vision encoder's 32."""
+    pytest.importorskip("transformers")
+    entry = find_entry("meta-llama/Llama-3.2-11B-Vision-Instruct")
+    arch = from_config(entry.config, entry.id)
+    assert arch.n_params == entry.published_parameters == 10_670_220_835
+    assert arch.num_layers == 40 and arch.hidden_size == 4096
+    assert "no memlint recipe for model_type 'mllama'" in arch.generic_note
+    lora = estimate_training(arch, TrainingSetup(micro_batch=1, seq_len=1024, lora=Lora(r=16)))
+    assert 0 < lora.trainable_parameters < arch.n_params // 100
