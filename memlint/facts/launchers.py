@@ -339,6 +339,9 @@ class _Shell:
                 facts.cli_unknown[key] = Sourced(word.text, self.location(word.start, word.end), f"--{key}")
                 continue
             facts.cli_args[key] = self.sourced(value, f"--{key}")
+            if key in _MODEL_PARALLEL and value.text.isdigit() and int(value.text) > 1 and facts.unmodelled is None:
+                facts.unmodelled = self.sourced(
+                    Value(f"model parallelism (`--{key} {value.text}`)", value.start, value.end), f"--{key}")
             if value.text.lower().endswith(_CONFIG_SUFFIXES) and ("config" in key or "deepspeed" in key):
                 facts.references.append(self.sourced(value, f"--{key}"))
 
@@ -352,6 +355,14 @@ class _Shell:
         return Value(" ".join(v.text for v in values), words[0].start, words[-1].end)
 
 
+# a script's options that split the model over GPUs (tensor, pipeline, context, sequence
+# parallelism), which the estimate (data parallel, ZeRO/FSDP) does not model; vLLM's own
+# ``--vllm_tensor_parallel_size`` for generation is not among them
+_MODEL_PARALLEL = frozenset({
+    "tensor_parallel_degree", "tensor_parallel_size", "tensor_model_parallel_size", "tp_size",
+    "pipeline_parallel_degree", "pipeline_parallel_size", "pipeline_model_parallel_size", "pp_size",
+    "context_parallel_degree", "context_parallel_size", "sequence_parallel_size", "ulysses_degree",
+})
 _POSITIONAL = re.compile(r"\$\{?([1-9])\}?")
 _SHELLS = ("sh", "bash", "zsh", "source", ".")
 
