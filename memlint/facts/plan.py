@@ -128,6 +128,9 @@ class TrainingPlan:
     # Does any document of the run train? A launcher alone trains nothing: a shell script that
     # builds a package, serves a model or prepares data defines no training run.
     trains: bool = True
+    # the document the run's verdicts belong to when it is not the entry: a config run through a
+    # launcher shared by many configs is judged in the config, not on the launcher's DeepSpeed file
+    home: str | None = None
 
     def get(self, name: str) -> Sourced[Any] | None:
         return self.facts.get(name)

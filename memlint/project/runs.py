@@ -202,7 +202,11 @@ class RunFinder:
         from memlint.facts.resolve import Assumed
 
         runs = self._runs([d.launch for d in documented], key, context)
+        own = self.documents.facts(documented[0].launch.bound_config.value) if documented[0].launch.bound_config else []
+        anchor = next((f.anchor for f in own if f.anchor is not None), None)
         for run, launch in zip(runs, documented):
+            home = str(launch.launch.bound_config.value) if launch.launch.bound_config is not None else None
+            run.plan = replace(run.plan, home=home, anchor=anchor or run.plan.anchor)
             if launch.named:
                 continue
             origin = launch.call.origin

@@ -261,3 +261,15 @@ def test_a_conf_file_that_holds_json_is_read_as_a_config():
     assert conf.kind == DocumentKind.DEEPSPEED
     other = parse_document(document_from_text("nginx.conf", "server {\n  listen 80;\n}\n"))
     assert other.kind == DocumentKind.OTHER
+
+
+def test_a_verdict_of_a_config_run_is_reported_in_the_config(tmp_path):
+    """A 70B full fine-tune does not fit 8 H100s even under the launcher's ZeRO-3: the verdict
+    belongs to the config (not the launcher's shared .conf, which no walk lints), and it does not
+    rest on the inherited launch (the config alone, as plain DDP, fits even less)."""
+    name = "configs/train_configs/sft/tulu2_70b.yaml"
+    settings = _project(tmp_path, {**FILES, name: _config("meta-llama/Llama-2-70b-hf")})
+    [finding] = _memory(settings, name)
+    assert (finding.code, finding.severity.name) == ("MEM001", "ERROR")
+    assert finding.range.start.line == 1  # the model the config names: the largest part is its states
+    assert "rests on an assumption" not in finding.message
