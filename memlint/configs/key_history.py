@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.version import InvalidVersion, Version
 
-from memlint.configs import schema
+from memlint.configs import axolotl_fsdp1, schema
 from memlint.configs.validation import ON_UNKNOWN, Issue, issues
 from memlint.facts.pinned_versions import Pin, pins
 from memlint.facts.project_arguments import project_argument_fields
@@ -97,6 +97,7 @@ def _versioned_issues(ctx: RuleContext) -> list[Issue]:
     # a field of the project's own argument classes is the project's, not the tool's
     own = project_fields(ctx) if ctx.kind == "hf-args" else frozenset()
     judges: dict[str, tuple[_Judge | None, dict]] = {}  # key -> the judge of the history it belongs to
+    axolotl_release: str | None = None  # the Axolotl release the project runs (None: the newest)
     for tool, keyed in histories:
         kept = history(tool)
         if kept is None or (tool == "trl" and name == "hf-training-arguments" and "trl" not in pinned):
@@ -108,6 +109,8 @@ def _versioned_issues(ctx: RuleContext) -> list[Issue]:
         if pin is not None and release is None:
             release = "unreached"  # a release the history does not reach: the schema's verdict stands
         judge = _Judge(name, tool, releases, None if release == "unreached" else release, pin, data, keys)
+        if tool == "axolotl" and release not in (None, "unreached"):
+            axolotl_release = release
         # at the schema's own release the schema has the last word on the keys it knows (TRL's
         # configs override some TrainingArguments fields)
         newest = release in (None, releases[-1])
@@ -124,6 +127,8 @@ def _versioned_issues(ctx: RuleContext) -> list[Issue]:
             key_judge, entry = judges[key]
             assert key_judge is not None  # judged keys have one
             out.extend(key_judge.key(key, entry, value, [i for i in found if i.path == (key,)]))
+    if name == "axolotl":
+        out = axolotl_fsdp1.judged(out, axolotl_release)
     return sorted(out, key=lambda issue: (issue.range.start, issue.range.end))
 
 

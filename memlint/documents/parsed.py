@@ -104,6 +104,12 @@ def parse_document(document: Document, previous: ParsedDocument | None = None, w
                                                     result.range_of(misplaced))
             return ParsedDocument(document, DocumentKind.PYTHON, syntax_error=error, reusable=result)
         return ParsedDocument(document, DocumentKind.PYTHON, python=result, reusable=result)
+    if document.syntax == "other" and document.text.lstrip().startswith("{"):
+        # a file whose name does not say JSON but whose content is a JSON object: a config
+        # named by a launcher (open-instruct's ``--deepspeed_config_file stage3_accelerate.conf``)
+        loaded = structured.load(document.text, "json")
+        if loaded.ok and isinstance(loaded.value, dict):
+            return ParsedDocument(document, kinds.detect(document.path, "json", loaded.value), structured=loaded)
     if document.syntax in ("json", "yaml"):
         loaded = structured.load(document.text, document.syntax)
         kind = kinds.detect(document.path, document.syntax, loaded.value)

@@ -132,6 +132,25 @@ def facts_from_cli(script: RunFacts, launcher: RunFacts) -> dict[str, Sourced[An
     return out
 
 
+def hidden_by_cli(script: RunFacts, launcher: RunFacts) -> frozenset[str]:
+    """The facts of ``script`` that the launcher sets with a value it cannot know
+    (``--per_device_train_batch_size $PER_DEVICE_TRAIN_BATCH_SIZE``): the script's default for
+    them is not what runs, so it must not be judged as if it were."""
+    out: set[str] = set()
+    for option in launcher.cli_unknown:
+        for binding in script.cli_bindings.get(option, ()):
+            name = binding[4:] if binding.startswith("not:") else binding
+            if name.startswith("hf:"):
+                target = hf_args.FIELDS.get(name[3:])
+                if target is not None:
+                    out.add(target[0])
+            elif name.startswith(("if:", "ifnot:")):
+                out.add(name.partition(":")[2].partition("=")[0])
+            else:
+                out.add(name)
+    return frozenset(out)
+
+
 def _apply(binding: str, raw: str) -> dict[str, Any]:
     if binding.startswith("not:"):
         on = _switched_on(raw)

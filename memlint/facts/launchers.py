@@ -65,7 +65,21 @@ def _is_python(text: str) -> bool:
 
 
 def _find_launch(words: list[Word]) -> _Launch | None:
-    """The launcher in a command (after env assignments and wrappers such as srun or nohup)."""
+    """The launcher in a command (after env assignments and wrappers such as srun or nohup).
+    A wrapper that runs a command given after ``--`` (a cluster submitter:
+    ``python mason.py --cluster ... -- accelerate launch train.py``) launches that command."""
+    launch = _first_launch(words)
+    if launch is not None and launch.script is not None and launch.launcher == "python":
+        for i, word in enumerate(launch.arguments):
+            if word.raw == "--":
+                wrapped = _first_launch(launch.arguments[i + 1:])
+                if wrapped is not None and wrapped.script is not None:
+                    return wrapped
+                break
+    return launch
+
+
+def _first_launch(words: list[Word]) -> _Launch | None:
     for i, word in enumerate(words):
         name = word.text.rsplit("/", 1)[-1]
         if name == "torchrun":
@@ -299,6 +313,10 @@ class _Shell:
             word = words[i]
             if not _is_option(word.text):
                 value = expand(word, self.variables)
+                positional = _POSITIONAL.fullmatch(word.text)
+                if value is None and positional is not None and facts.positional_config is None:
+                    facts.positional_config = Sourced(int(positional.group(1)), self.location(word.start, word.end),
+                                                      f"the caller's argument {word.text} passed to the script")
                 if value is not None and value.text.lower().endswith(_CONFIG_SUFFIXES):
                     facts.references.append(self.sourced(value, "config file passed to the script"))
                 i += 1
@@ -317,9 +335,13 @@ class _Shell:
                     j += 1
                 i = j
                 value = self._values(following) if following else Value("true", word.start, word.end)
-            if value is None:
-                continue  # a value the script cannot know ($1, $(date), an unset variable)
+            if value is None:  # a value the script cannot know ($1, $(date), an unset variable)
+                facts.cli_unknown[key] = Sourced(word.text, self.location(word.start, word.end), f"--{key}")
+                continue
             facts.cli_args[key] = self.sourced(value, f"--{key}")
+            if key in _MODEL_PARALLEL and value.text.isdigit() and int(value.text) > 1 and facts.unmodelled is None:
+                facts.unmodelled = self.sourced(
+                    Value(f"model parallelism (`--{key} {value.text}`)", value.start, value.end), f"--{key}")
             if value.text.lower().endswith(_CONFIG_SUFFIXES) and ("config" in key or "deepspeed" in key):
                 facts.references.append(self.sourced(value, f"--{key}"))
 
@@ -331,6 +353,53 @@ class _Shell:
         if len(values) == 1:
             return values[0]
         return Value(" ".join(v.text for v in values), words[0].start, words[-1].end)
+
+
+# a script's options that split the model over GPUs (tensor, pipeline, context, sequence
+# parallelism), which the estimate (data parallel, ZeRO/FSDP) does not model; vLLM's own
+# ``--vllm_tensor_parallel_size`` for generation is not among them
+_MODEL_PARALLEL = frozenset({
+    "tensor_parallel_degree", "tensor_parallel_size", "tensor_model_parallel_size", "tp_size",
+    "pipeline_parallel_degree", "pipeline_parallel_size", "pipeline_model_parallel_size", "pp_size",
+    "context_parallel_degree", "context_parallel_size", "sequence_parallel_size", "ulysses_degree",
+})
+_POSITIONAL = re.compile(r"\$\{?([1-9])\}?")
+_SHELLS = ("sh", "bash", "zsh", "source", ".")
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """A command that runs a shell script of the project with arguments
+    (``sh scripts/finetune_with_accelerate_config.sh 8 configs/sft/olmo.yaml``)."""
+
+    script: Sourced[str]
+    arguments: tuple[Sourced[str], ...]  # $1, $2, ... as written (None-free: unknown ones end the list)
+
+
+def invocations(parsed: ParsedDocument, text: str | None = None) -> list[Invocation]:
+    """The commands of ``text`` (``parsed``'s text by default; Markdown passes its shell blocks
+    with the rest blanked) that run a ``.sh`` script: ``sh x.sh a b``, ``bash x.sh``, ``./x.sh``,
+    also after a wrapper (``python mason.py ... -- sh x.sh a b``)."""
+    shell = _Shell(parsed, text)
+    out = []
+    for command in commands(shell.text):
+        words = command.words
+        for i, word in enumerate(words):
+            if word.text in _SHELLS and i + 1 < len(words) and words[i + 1].text.endswith(".sh"):
+                script, rest = words[i + 1], words[i + 2:]
+            elif word.text.endswith(".sh") and (i == 0 or words[i - 1].text == "--"):
+                script, rest = word, words[i + 1:]
+            else:
+                continue
+            arguments = []
+            for argument in rest:
+                if argument.text in (";", "&&", "||", "|", "&") or "$" in argument.text:
+                    break
+                arguments.append(shell.sourced(Value(argument.text, argument.start, argument.end), "argument"))
+            out.append(Invocation(shell.sourced(Value(script.text, script.start, script.end), "script"),
+                                  tuple(arguments)))
+            break
+    return out
 
 
 def _is_option(text: str) -> bool:

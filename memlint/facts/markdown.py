@@ -18,7 +18,7 @@ import re
 
 from memlint.documents.parsed import ParsedDocument
 from memlint.facts.extract import extractor
-from memlint.facts.launchers import command_lines, launches_in
+from memlint.facts.launchers import Invocation, command_lines, invocations, launches_in
 from memlint.facts.plan import RunFacts
 from memlint.model.provenance import Sourced
 
@@ -69,3 +69,15 @@ def extract_markdown(parsed: ParsedDocument) -> list[RunFacts]:
         facts.launches = Sourced(launched.value, launched.origin, f"{launched.note} (a command in a code block)")
         out.append(facts)
     return out
+
+
+def shell_invocations(parsed: ParsedDocument) -> list[Invocation]:
+    """The commands in the document's shell code blocks that run a ``.sh`` script of the project
+    (``sh scripts/finetune_with_accelerate_config.sh 8 configs/train_configs/sft/olmo.yaml``)."""
+    text = parsed.text
+    if parsed.document.problem is not None or ".sh" not in text:
+        return []
+    kept = ["\n" if c == "\n" else " " for c in text]
+    for start, end in shell_blocks(text):
+        kept[start:end] = text[start:end]
+    return invocations(parsed, "".join(kept))

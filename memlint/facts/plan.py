@@ -90,7 +90,16 @@ class RunFacts:
     cli_bindings: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # launcher side: the options it passes to the script it runs, values as written
     cli_args: dict[str, Sourced[str]] = field(default_factory=dict)
+    # options it passes with a value it cannot know (``--per_device_train_batch_size $BS``): the
+    # script's default for them is not what runs
+    cli_unknown: dict[str, Sourced[str]] = field(default_factory=dict)
     launches: Sourced[str] | None = None  # the script a launcher runs (path as written)
+    # the caller's positional argument (1 for ``$1``) the launcher passes to its script as a
+    # config (``accelerate launch ... finetune.py "$2"``): the config is the caller's to name
+    positional_config: Sourced[int] | None = None
+    # the config a caller named for that argument (a documented ``sh launch.sh 8 cfg.yaml``):
+    # its fields are the script's arguments, so they beat the script's defaults
+    bound_config: Sourced[str] | None = None
 
     def stated(self) -> dict[str, Sourced[Any]]:
         """The facts this document states (non-None Sourced fields)."""
@@ -102,7 +111,8 @@ class RunFacts:
         return out
 
 
-NOT_FACTS = ("path", "kind", "anchor", "references", "auto_keys", "cli_bindings", "cli_args", "launches")
+NOT_FACTS = ("path", "kind", "anchor", "references", "auto_keys", "cli_bindings", "cli_args", "cli_unknown",
+             "launches", "positional_config", "bound_config")
 FACT_NAMES = tuple(f.name for f in fields(RunFacts) if f.name not in NOT_FACTS)
 
 
@@ -118,6 +128,9 @@ class TrainingPlan:
     # Does any document of the run train? A launcher alone trains nothing: a shell script that
     # builds a package, serves a model or prepares data defines no training run.
     trains: bool = True
+    # the document the run's verdicts belong to when it is not the entry: a config run through a
+    # launcher shared by many configs is judged in the config, not on the launcher's DeepSpeed file
+    home: str | None = None
 
     def get(self, name: str) -> Sourced[Any] | None:
         return self.facts.get(name)
@@ -142,11 +155,13 @@ _DEEPSPEED_OWNED = {
 _LINKED_ONLY = ("shell", "deepspeed", "accelerate")
 
 
-def merge(entry: RunFacts, linked: list[RunFacts], overrides: dict[str, Sourced[Any]] | None = None) -> TrainingPlan:
+def merge(entry: RunFacts, linked: list[RunFacts], overrides: dict[str, Sourced[Any]] | None = None,
+          hidden: frozenset[str] = frozenset()) -> TrainingPlan:
     """Merge the entry's facts with linked documents' facts, recording disagreements.
 
     ``overrides`` (a launcher's command-line options for its script) beat everything else:
-    they replace the defaults the script declares. A value some file states beats a tool's
+    they replace the defaults the script declares; ``hidden`` facts (an option the launcher passes
+    with a value it cannot know) take no value from the script at all. A value some file states beats a tool's
     default (a fact without origin, e.g. Axolotl's default ``micro_batch_size``) whichever
     document it comes from. DeepSpeed's ``"auto"`` is a placeholder the Trainer fills with
     its own value at run time, so an ``"auto"`` fact never enters the plan.
@@ -157,7 +172,7 @@ def merge(entry: RunFacts, linked: list[RunFacts], overrides: dict[str, Sourced[
     ordered = [entry] + linked
     for doc in ordered:
         for name, fact in doc.stated().items():
-            if name in overridden or fact.value == "auto":
+            if name in overridden or fact.value == "auto" or (name in hidden and doc is not entry):
                 continue
             current = facts.get(name)
             if current is None or (current.assumed and not fact.assumed):

@@ -28,7 +28,7 @@ def recognise(ctx: ScriptFacts, call: cst.Call, names: set[str], method: str | N
     configs = {config_framework(n) for n in names} - {None}
     if configs:
         config(ctx, call, "trl" if "trl" in configs else "hf-trainer", names)
-    if any(is_argument_parser(n) for n in names):
+    if any(is_argument_parser(n) for n in names) or ctx.values.options.is_dataclass_parser(call):
         parser(ctx, call)
 
 

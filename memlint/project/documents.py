@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from memlint.documents import reads
 from memlint.documents.kinds import DocumentKind
-from memlint.documents.reading import Document, document_from_text, read_document
+from memlint.documents.reading import SHELL_SUFFIXES, Document, document_from_text, read_document
 from memlint.project.settings import Settings
 
 if TYPE_CHECKING:
@@ -262,14 +262,33 @@ class DocumentStore:
 
     def resolve_reference(self, reference: str, from_path: str | Path) -> Path | None:
         """A path as written in ``from_path`` -> the file, relative to the referencing file
-        first, then to the project root. Files outside the project are allowed (a shared
-        DeepSpeed config) but must exist."""
+        first, then to the project root. A shell script is often run from a folder above it
+        (DeepSpeedExamples' ``compression/bert/bash_script/XTC/*.sh`` from ``compression/bert``,
+        naming ``run_glue_no_trainer.py`` and ``./config/XTC/ds.json`` there): its paths are also
+        looked up from each folder between it and the root. Files outside the project are allowed
+        (a shared DeepSpeed config) but must exist."""
         written = Path(os.path.expanduser(reference))
         candidates = [written] if written.is_absolute() else [Path(from_path).parent / written, self.root / written]
+        if not written.is_absolute() and str(from_path).lower().endswith(SHELL_SUFFIXES):
+            candidates[1:1] = [folder / written for folder in self._folders_above(Path(from_path))]
         for candidate in candidates:
             if self.is_file(candidate):
                 return candidate
         return None
+
+    def _folders_above(self, path: Path) -> list[Path]:
+        """The folders between ``path``'s own folder and the project root (both left out)."""
+        root = self.root.resolve()
+        try:
+            folder = path.resolve().parent
+        except OSError:
+            return []
+        out = []
+        while folder != root and root in folder.parents:
+            folder = folder.parent
+            if folder != root:
+                out.append(folder)
+        return out
 
     @staticmethod
     def read_for_scan(path: Path) -> str | None:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from memlint.documents import reads
 from memlint.documents.kinds import ENTRY_KINDS, STANDALONE_KINDS, DocumentKind
+from memlint.project.config_launchers import ConfigLaunchers
 from memlint.project.documents import DocumentStore
 from memlint.project.links import LinkIndex
 
@@ -21,6 +22,9 @@ if TYPE_CHECKING:
     from memlint.facts.resolve import ResolvedRun, RunContext
 
 MAX_LINK_DEPTH = 3
+# configs a launcher may take from its caller (``finetune.py "$2"``)
+_CONFIG_KINDS = frozenset({DocumentKind.HF_ARGS, DocumentKind.AXOLOTL, DocumentKind.LLAMAFACTORY,
+                           DocumentKind.LLAMAFACTORY_V1, DocumentKind.TORCHTUNE, DocumentKind.COMPOSER})
 _FROM_IMPORT = re.compile(r"^\s*from\s+([A-Za-z_][\w.]*)\s+import\b", re.MULTILINE)
 
 
@@ -32,9 +36,11 @@ class RunFinder:
         self.documents = documents
         self.links = links
         self._infrastructure: list | None = None  # the GPUs the project's infrastructure files request
+        self.config_launchers = ConfigLaunchers(documents, links)
 
     def invalidate(self) -> None:
         self._infrastructure = None
+        self.config_launchers.invalidate()
 
     def linked(self, facts: RunFacts, seen: set[str], depth: int = 0) -> list[RunFacts]:
         """Facts of every document ``facts`` references, transitively."""
@@ -72,6 +78,13 @@ class RunFinder:
                 return launchers
         return own
 
+    def _launches_training(self, facts: RunFacts) -> bool:
+        """Does a launch start a script that trains (not a job submitter or a data step)?"""
+        if facts.launches is None:
+            return False
+        script = self.documents.resolve_reference(str(facts.launches.value), facts.path)
+        return script is None or any(f.launches is None for f in self.documents.facts(script))
+
     def _launches_project_script(self, facts: RunFacts) -> bool:
         """A command in Markdown is a launch only of a script of this project that trains, itself or
         through the project's own modules: READMEs also show installs, preprocessing steps and
@@ -91,6 +104,7 @@ class RunFinder:
 
         seen = {self.documents.key(facts.path)}
         overrides = {}
+        hidden: frozenset[str] = frozenset()
         entry = facts
         linked: list[RunFacts] = []
         if facts.launches is not None:
@@ -102,6 +116,8 @@ class RunFinder:
                     if script_facts.launches is not None:
                         continue  # a command in the script's docstring: another run of it
                     overrides = apply_cli(script_facts, facts)
+                    hidden = hidden_cli(script_facts, facts)
+                    overrides = {**self._bound_config_facts(facts), **overrides}
                     linked.append(script_facts)
                     linked.extend(self.linked(script_facts, seen))
             if not script_facts_found and (script is None or self._delegates_to_project_module(script)):
@@ -117,7 +133,20 @@ class RunFinder:
                 if options is not None:
                     linked.append(options)
         linked.extend(self.linked(facts, seen))
-        return merge(entry, linked, overrides)
+        return merge(entry, linked, overrides, hidden - set(overrides))
+
+    def _bound_config_facts(self, facts: RunFacts) -> dict:
+        """The facts of the config a caller bound to the launcher's positional argument: the
+        script parses it, so its fields replace the script's defaults."""
+        if facts.bound_config is None:
+            return {}
+        config = self.documents.resolve_reference(str(facts.bound_config.value), facts.path)
+        stated: dict = {}
+        for config_facts in self.documents.facts(config) if config is not None else []:
+            for name, fact in config_facts.stated().items():
+                if name not in ("framework", "trains"):  # the script decides how it trains
+                    stated.setdefault(name, fact)
+        return stated
 
     def _delegates_to_project_module(self, script: Path) -> bool:
         """Whether ``script`` imports from a package or module of this project (``from pkg.mod
@@ -150,6 +179,10 @@ class RunFinder:
             entries = launchers  # the script runs through its launcher(s): their options apply
         else:
             entries = own + [f for f in launched_by if is_entry(f)]
+        if self.documents.kind(path) in _CONFIG_KINDS and not any(self._launches_training(f) for f in entries):
+            config_launches = self.config_launchers.launches_for(path)
+            if config_launches:
+                return self._config_runs(config_launches, key, context)
         runs = self._runs(entries, key, context)
         if any(self.documents.kind(f.path) == DocumentKind.MARKDOWN for f in entries):
             # a README's command is judged when memlint can estimate it; one it cannot estimate
@@ -161,6 +194,33 @@ class RunFinder:
             runs = kept
         if not runs and not launched_by and self.documents.kind(path) in STANDALONE_KINDS:
             runs = self._standalone_runs(path, context)
+        return runs
+
+    def _config_runs(self, documented: list, key: str, context: RunContext) -> list[ResolvedRun]:
+        """The runs of a config through the launcher its project documents for it; one that
+        follows a call naming another config of its folder says so and rests on it."""
+        from memlint.facts.resolve import Assumed
+
+        runs = self._runs([d.launch for d in documented], key, context)
+        own = self.documents.facts(documented[0].launch.bound_config.value) if documented[0].launch.bound_config else []
+        anchor = next((f.anchor for f in own if f.anchor is not None), None)
+        for run, launch in zip(runs, documented):
+            home = str(launch.launch.bound_config.value) if launch.launch.bound_config is not None else None
+            run.plan = replace(run.plan, home=home, anchor=anchor or run.plan.anchor)
+            if launch.named:
+                continue
+            origin = launch.call.origin
+            where = "the project"
+            if origin is not None:
+                shown = Path(origin.path)
+                if shown.is_absolute() and self.documents.root.resolve() in shown.resolve().parents:
+                    shown = shown.resolve().relative_to(self.documents.root.resolve())
+                where = f"{shown.as_posix()}:{origin.range.start.line}"
+            run.assumptions.append(
+                f"launch assumed: run as the configs of its folder are ({where}: `sh {launch.call.note}`), "
+                "since no command names this config")
+            run.assumed.append(Assumed("launch", f"the launch documented for its folder ({where})",
+                                       "a launcher or README command that names this config"))
         return runs
 
     def _standalone_runs(self, path: str | Path, context: RunContext) -> list[ResolvedRun]:
@@ -243,6 +303,13 @@ class RunFinder:
 def is_entry(facts: RunFacts) -> bool:
     """Does a document define a run of its own (a model, a trainer, or a launched script)?"""
     return facts.model is not None or facts.framework is not None or facts.launches is not None
+
+
+def hidden_cli(script: RunFacts, launcher: RunFacts) -> frozenset[str]:
+    """The script's facts the launcher sets to values it cannot know."""
+    from memlint.facts.launch_options import hidden_by_cli
+
+    return hidden_by_cli(script, launcher)
 
 
 def apply_cli(script: RunFacts, launcher: RunFacts) -> dict:

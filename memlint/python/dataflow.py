@@ -204,3 +204,40 @@ def names_in(expr: cst.CSTNode | None) -> set[str]:
     if expr is None:
         return set()
     return {n.value for n in iter_nodes(expr) if isinstance(n, cst.Name)}
+
+
+def normalised_over_group(index: ModuleIndex, expr: cst.BaseExpression | None, at: cst.CSTNode,
+                          group: cst.BaseExpression, depth: int = 0) -> bool:
+    """Is the loss ``expr`` made by a call that is given the accumulation group's size, or a value
+    worked out from it (``masked_mean(loss, mask, None, accumulation_token_counts[batch_start])``
+    with ``batch_start = (i // accumulation_steps) * accumulation_steps``: the token count of the
+    whole group)? The callee is another module's, so memlint cannot see it divide; a loss helper
+    handed the group is taken to normalise over it, as open-instruct's and OLMo-core's do."""
+    names = {text for node in iter_nodes(group) if (text := dotted(node)) is not None}
+    if expr is None or depth > LOSS_STEPS or not names:
+        return False
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Subtract, cst.Multiply)):
+        return (normalised_over_group(index, expr.left, at, group, depth + 1)
+                or normalised_over_group(index, expr.right, at, group, depth + 1))
+    if isinstance(expr, cst.Call):
+        return any(_worked_out_from(index, arg.value, at, names) for arg in expr.args[1:])
+    text = dotted(expr)
+    if text is None:
+        return False
+    return any(definition.value is not None
+               and normalised_over_group(index, definition.value, definition.statement, group, depth + 1)
+               for definition in index.reaching(text, at))
+
+
+def _worked_out_from(index: ModuleIndex, expr: cst.BaseExpression, at: cst.CSTNode, names: set[str],
+                     depth: int = 0) -> bool:
+    """Does ``expr`` use one of ``names``, itself or through the assignments it reads?"""
+    if depth > LOSS_STEPS:
+        return False
+    used = {text for node in iter_nodes(expr) if isinstance(node, (cst.Name, cst.Attribute))
+            and (text := dotted(node)) is not None}
+    if used & names:
+        return True
+    return any(definition.value is not None
+               and _worked_out_from(index, definition.value, definition.statement, names, depth + 1)
+               for name in used for definition in index.reaching(name, at))

@@ -177,10 +177,29 @@ class Options:
                 return True
         return False
 
+    def is_dataclass_parser(self, call: cst.Call) -> bool:
+        """``HfArgumentParser``/``TrlParser``, or a project's own subclass of one imported from
+        another module (open-instruct's ``ArgumentParserPlus((FlatArguments, TokenizerConfig))``):
+        a ``*Parser*`` class called with the script's dataclasses, which ``argparse`` never is."""
+        names = self.values.callee_names(call)
+        if any(is_argument_parser(n) for n in names):
+            return True
+        if not call.args or call.args[0].keyword is not None or not any("Parser" in n.rsplit(".", 1)[-1] for n in names):
+            return False
+        if any(n.startswith("argparse.") for n in names):
+            return False
+        first = call.args[0].value
+        items = [e.value for e in first.elements] if isinstance(first, (cst.Tuple, cst.List)) else [first]
+        for item in items:
+            found = self.values.evaluate(item)
+            if found is not None and isinstance(found.value, ClassValue) and self.is_dataclass(found.value.node):
+                return True
+        return False
+
     def parser_classes(self, call: cst.Call) -> tuple[Any, ...] | None:
         """The dataclasses of an ``HfArgumentParser``/``TrlParser`` call: ClassDefs for the
         script's own, qualified names for library ones, None where unknown."""
-        if not any(is_argument_parser(n) for n in self.values.callee_names(call)):
+        if not self.is_dataclass_parser(call):
             return None
         arguments = self.values.arguments(call, ("dataclass_types",))
         first = arguments.get("dataclass_types")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Callable
 
 from memlint.estimate import Budget
@@ -72,10 +73,12 @@ def resting_assumptions(ctx: RuleContext, run: ResolvedRun) -> list:
     """The assumed facts an out-of-memory verdict rests on: an assumed sequence length or
     micro-batch always could be otherwise; an assumed GPU count (of a sharded run) only when a
     full node of 8 would make the run fit; assumed plain data parallelism only when sharding
-    across the same GPUs would."""
+    across the same GPUs would; a launch inherited from the configs of its folder (which shards)
+    only when the config would fit judged alone, without it."""
     from memlint.estimate import Sharding, estimate_training
 
-    truths: dict[str, dict[str, Any]] = {"parallelism": {"sharding": Sharding.ZERO3}, "world_size": {"world_size": FULL_NODE}}
+    truths: dict[str, dict[str, Any]] = {"parallelism": {"sharding": Sharding.ZERO3}, "world_size": {"world_size": FULL_NODE},
+                                         "launch": {"sharding": Sharding.NONE}}
     out = []
     for assumed in run.assumed:
         truth = truths.get(assumed.fact)
@@ -102,9 +105,16 @@ def assumption_clause(assumed: list) -> str:
     return f". This rests on an assumption: {what}, which no file states ({where})"
 
 
+def _same_file(path: str, other: str) -> bool:
+    return Path(path).resolve() == Path(other).resolve()
+
+
 def memory_finding(ctx: RuleContext, run: ResolvedRun, budget: Budget, message: str,
                    assumed: list | None = None, severity=None) -> Finding:
-    where = location_for(run, budget)
+    home = run.plan.home
+    where: Location | None = location_for(run, budget)
+    if home is not None:  # the config's own deciding line, else its anchor
+        where = location_for(run, budget, within=lambda path: _same_file(path, home)) or run.plan.anchor
     assert where is not None  # without ``within``: the deciding fact's line, else the run's anchor
     suggestions = ctx.suggestions(run)
     data = {

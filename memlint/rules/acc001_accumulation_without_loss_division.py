@@ -7,7 +7,7 @@ from typing import Iterator
 from memlint.documents.kinds import DocumentKind
 from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Applicability, Edit, Fix, Related, Severity
-from memlint.python.dataflow import loss_is_divided
+from memlint.python.dataflow import loss_is_divided, normalised_over_group
 from memlint.python.index import index_for
 from memlint.python.loops import Accumulation, accumulation_of, step_loops
 from memlint.python.syntax import argument, as_operand, dotted, method_name, receiver
@@ -116,7 +116,11 @@ class AccumulationWithoutLossDivision(Rule):
     ``with accelerator.accumulate(model):``). An ``Accelerator`` built without it divides by 1:
     a loop that steps every *k* passes on its own (Accelerate's
     ``by_feature/fsdp_with_peak_mem_tracking.py``, where *k* grows with ``--batch_size``) is
-    reported.
+    reported. A loss made by a helper of another module that is handed the accumulation group,
+    or a value worked out from it (open-instruct's OLMo-core train module:
+    ``masked_mean(loss, mask, None, token_counts[(i // accumulation_steps) * accumulation_steps])``,
+    a token sum divided by the token count of the whole group), is taken as normalised over the
+    group: the helper's body is out of sight, and it was given what it needs to divide.
 
     ## Why it matters
     ``backward()`` adds to ``.grad``. Over *k* micro-batches the gradient that reaches
@@ -195,6 +199,29 @@ class FullFinetuneRecipe:
             path="recipes/full_finetune_single_device.py",
             title="torchtune: losses weighted by token count, gradients scaled by 1/num_tokens before the step",
         ),
+        Example(
+            """\
+from open_instruct.model_utils import masked_mean
+
+
+class GRPOTrainModule:
+    def train_batch(self, batches, accumulation_steps, accumulation_token_counts):
+        local_step = 0
+        for sample_idx, batch in enumerate(batches):
+            logprobs = self.forward(batch)
+            pg_loss = -batch["advantages"] * logprobs
+            batch_start = (sample_idx // accumulation_steps) * accumulation_steps
+            loss_denominator = accumulation_token_counts[batch_start]
+            loss = masked_mean(pg_loss, batch["response_mask"], None, loss_denominator)
+            loss.backward()
+            local_step += 1
+            if local_step % accumulation_steps == 0:
+                self.optim.step()
+                self.optim.zero_grad(set_to_none=True)
+""",
+            path="open_instruct/olmo_core_train_modules.py",
+            title="open-instruct: a token sum divided by the token count of the whole accumulation group",
+        ),
     )
     INVALID = (
         Example(
@@ -239,6 +266,8 @@ class FullFinetuneRecipe:
                 if backward.kind == "framework" and not _accelerator_without_accumulation(index, backward):
                     continue
                 if backward.loss is None or loss_is_divided(index, backward.loss, backward.call, chain=event.chain):
+                    continue
+                if normalised_over_group(index, backward.loss, backward.call, accumulation.divisor):
                     continue
                 yield self._finding(ctx, index, accumulation, event, backward)
 

@@ -192,6 +192,36 @@ def test_reference_found_from_the_project_root(lint):
     assert lint(files, "examples/qwen/full.yml") == []
 
 
+# DeepSpeedExamples' compression/bert/bash_script/XTC/layer_reduction.sh, trimmed: run from
+# compression/bert, where run_glue_no_trainer.py and config/XTC/ live
+XTC_LAUNCHER = """\
+#!/bin/bash
+export CUDA_VISIBLE_DEVICES=7
+TASK_NAME=mnli
+CONFIG=./config/XTC/ds_config_layer_reduction_fp16.json
+SAVE_PATH=./out/XTC/layer_reduction
+mkdir -p ${SAVE_PATH}
+MODEL=yoshitomo-matsubara/bert-base-uncased-${TASK_NAME}
+python -m torch.distributed.launch --nproc_per_node=1 \\
+  --master_port 66665 \\
+  run_glue_no_trainer.py \\
+  --model_name_or_path ${MODEL} \\
+  --task_name $TASK_NAME \\
+  --per_device_train_batch_size 32 \\
+  --deepspeed_config ${CONFIG} \\
+  --deepspeed \\
+  --output_dir ${SAVE_PATH}
+"""
+
+
+def test_a_shell_scripts_paths_are_found_from_a_folder_above_it(lint):
+    files = {"compression/bert/bash_script/XTC/layer_reduction.sh": XTC_LAUNCHER}
+    [missing] = [d for d in lint(files, "compression/bert/bash_script/XTC/layer_reduction.sh") if d.code == "CFG015"]
+    assert "`./config/XTC/ds_config_layer_reduction_fp16.json` does not exist" in missing.message
+    files["compression/bert/config/XTC/ds_config_layer_reduction_fp16.json"] = ZERO3_AUTO
+    assert [d for d in lint(files, "compression/bert/bash_script/XTC/layer_reduction.sh") if d.code == "CFG015"] == []
+
+
 def test_accelerate_deepspeed_config_file_reference(lint):
     text = ("compute_environment: LOCAL_MACHINE\ndeepspeed_config:\n  deepspeed_config_file: ds_z3.json\n"
             "distributed_type: DEEPSPEED\nmixed_precision: bf16\nnum_processes: 8\n")

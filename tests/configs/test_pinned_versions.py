@@ -149,6 +149,57 @@ def test_trl_config_takes_the_transformers_pin(lint):
     assert not [d for d in diagnostics if d.range.start.line == 7 and d.severity.name != "INFO"]
 
 
+# examples/llama-4/do-no-use-fa2/scout-qlora-fsdp1.yaml of Axolotl at 067b021c (0.18), trimmed
+AXOLOTL_FSDP1 = """\
+base_model: meta-llama/Llama-4-Scout-17B-16E
+load_in_4bit: true
+adapter: qlora
+lora_r: 32
+sequence_len: 4096
+micro_batch_size: 1
+gradient_accumulation_steps: 1
+learning_rate: 0.0001
+datasets:
+  - path: mlabonne/FineTome-100k
+    type: chat_template
+fsdp_config:
+  fsdp_transformer_layer_cls_to_wrap: Llama4TextDecoderLayer
+  fsdp_limit_all_gathers: true
+  fsdp_sync_module_states: true
+  fsdp_offload_params: true
+  fsdp_use_orig_params: false
+  fsdp_sharding_strategy: FULL_SHARD
+  fsdp_activation_checkpointing: true
+"""
+
+
+def _fsdp1(diagnostics) -> dict[int, tuple[str, str]]:
+    return {d.range.start.line: (d.code, d.message) for d in diagnostics
+            if d.code in ("CFG001", "CFG004") and 14 <= d.range.start.line <= 19}
+
+
+def test_axolotl_fsdp1_keys_in_the_release_that_reads_them(lint):
+    """Axolotl 0.13-0.19 read ``sync_module_states`` and ``use_orig_params`` (``FSDPConfig``
+    fields, ``fsdp_`` prefix stripped); ``limit_all_gathers`` and ``sharding_strategy`` were never
+    fields, so pydantic drops them: those stay unknown."""
+    found = _fsdp1(lint({"requirements.txt": "axolotl==0.18.0\n", "scout-qlora-fsdp1.yaml": AXOLOTL_FSDP1},
+                        "scout-qlora-fsdp1.yaml"))
+    assert sorted(found) == [14, 18]
+    assert found[14][0] == "CFG001" and "`fsdp_limit_all_gathers`" in found[14][1]
+    assert found[18][0] == "CFG001" and "`fsdp_sharding_strategy`" in found[18][1]
+
+
+def test_axolotl_fsdp1_keys_after_fsdp1_was_removed(lint):
+    """Axolotl 0.20 removed FSDP1: it refuses ``sharding_strategy`` and drops the rest with a warning."""
+    found = _fsdp1(lint({"scout-qlora-fsdp1.yaml": AXOLOTL_FSDP1}, "scout-qlora-fsdp1.yaml"))
+    assert sorted(found) == [14, 15, 17, 18]
+    assert found[15] == ("CFG004", "`fsdp_config.fsdp_sync_module_states` is an FSDP1-only option (read by Axolotl "
+                                   "0.13-0.19): Axolotl 0.20 removed FSDP1 and drops it with a warning")
+    assert found[14][1].endswith("Axolotl 0.20 removed FSDP1 and drops it with a warning")
+    assert found[18] == ("CFG004", "`fsdp_config.fsdp_sharding_strategy` is an FSDP1-only option: Axolotl 0.20 "
+                                   "removed FSDP1 and refuses the config; write `reshard_after_forward`")
+
+
 # ---------------------------------------------------------------------------- reading the pins
 
 

@@ -151,3 +151,38 @@ def test_unicode_and_quoted_words_keep_exact_columns():
     assert facts.cli_args["note"].value == "Größe 4"
     assert where(facts.cli_args["note"]) == span(src, '--note «"Größe 4"»')
     assert where(facts.cli_args["bs"]) == span(src, "--bs «2»")
+
+
+# open-instruct's scripts/train/debug/dpo/multi_node.sh, trimmed: a cluster wrapper, then torchrun
+DPO_TP = dedent('''
+    MODEL_NAME=allenai/OLMo-2-1124-7B
+    uv run python mason.py \\
+        --cluster ai2/jupiter \\
+        --num_nodes 2 \\
+        --gpus 8 -- torchrun \\
+        --nnodes=2 \\
+        --nproc_per_node=8 \\
+        open_instruct/dpo.py \\
+        --model_name_or_path "$MODEL_NAME" \\
+        --max_seq_length 16384 \\
+        --per_device_train_batch_size 16 \\
+        --packing \\
+        --activation_memory_budget 0.1 \\
+        --fsdp_shard_degree 4 \\
+        --tensor_parallel_degree 2 \\
+        --vllm_tensor_parallel_size 4
+''')
+
+
+def test_the_launch_after_a_wrappers_double_dash_and_its_model_parallelism():
+    [facts] = facts_of(DPO_TP, "scripts/train/debug/dpo/multi_node.sh")
+    assert facts.launches.value == "open_instruct/dpo.py"
+    assert facts.world_size.value == 16  # torchrun's, not mason.py's --gpus
+    assert facts.unmodelled.value == "model parallelism (`--tensor_parallel_degree 2`)"
+    assert where(facts.unmodelled) == span(DPO_TP, "--tensor_parallel_degree «2»")
+
+
+def test_tensor_parallelism_of_one_or_of_vllm_is_not_model_parallel_training():
+    text = DPO_TP.replace("--tensor_parallel_degree 2", "--tensor_parallel_degree 1")
+    [facts] = facts_of(text, "scripts/train/debug/dpo/multi_node.sh")
+    assert facts.unmodelled is None

@@ -235,6 +235,34 @@ def test_a_loss_normalised_by_the_tokens_of_the_accumulation_window(lint):
     assert lint("ACC001", source) == []
 
 
+def test_a_loss_helper_handed_the_accumulation_group_normalises_over_it(lint, where):
+    """open-instruct's OLMo-core GRPO module: a masked token sum divided, inside another module's
+    helper, by the token count of the whole accumulation group. The same helper called without
+    anything worked out from the accumulation steps still leaves the loss undivided."""
+    source = """\
+    from open_instruct.model_utils import masked_mean
+
+
+    class GRPOTrainModule:
+        def train_batch(self, batches, accumulation_steps, accumulation_token_counts, dp_world_size):
+            local_step = 0
+            for sample_idx, batch in enumerate(batches):
+                pg_loss, kl = self.losses(batch)
+                batch_start = (sample_idx // accumulation_steps) * accumulation_steps
+                loss_denominator = accumulation_token_counts[batch_start]
+                loss = masked_mean(pg_loss + self.beta * kl, batch["response_mask"], None, {denominator})
+                loss = loss * dp_world_size
+                loss.backward()
+                local_step += 1
+                if local_step % accumulation_steps == 0:
+                    self.optim.step()
+                    self.optim.zero_grad(set_to_none=True)
+    """
+    assert lint("ACC001", source.format(denominator="loss_denominator")) == []
+    found = lint("ACC001", source.format(denominator="batch['num_tokens']"))
+    assert where(found) == [(13, 12, 13, 27)]  # loss.backward()
+
+
 def test_frameworks_that_divide_themselves(lint):
     accelerate = """\
     from accelerate import Accelerator

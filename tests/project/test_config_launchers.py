@@ -1,0 +1,275 @@
+"""A config run by a launcher that takes it from its caller (open-instruct's
+``scripts/finetune_with_accelerate_config.sh N <config>``: ``accelerate launch ... --deepspeed_config_file
+stage3.conf open_instruct/finetune.py "$2"``), the README call that names a config of the folder,
+a cluster wrapper's ``-- accelerate launch ...``, and an option passed with a value only the
+caller knows. The project is open-instruct's layout, trimmed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memlint.documents.kinds import DocumentKind
+from memlint.documents.parsed import parse_document
+from memlint.documents.reading import document_from_text
+from memlint.lint.engine import Linter, run_context
+from memlint.project.project import Project
+from memlint.project.settings import Settings
+
+from tests.facts.facts_testing import dedent, write
+
+UTILS = dedent('''
+    from transformers import HfArgumentParser
+
+
+    class ArgumentParserPlus(HfArgumentParser):
+        def parse_args_into_dataclasses_with_yaml(self):
+            ...
+''')
+
+FINETUNE = dedent('''
+    import math
+    from dataclasses import dataclass, field
+
+    import torch
+    from accelerate import Accelerator
+    from torch.utils.data import DataLoader
+    from transformers import AutoModelForCausalLM
+
+    from open_instruct.utils import ArgumentParserPlus
+
+
+    @dataclass
+    class FlatArguments:
+        model_name_or_path: str | None = field(default=None, metadata={"help": "The model checkpoint."})
+        max_seq_length: int | None = field(default=None)
+        per_device_train_batch_size: int = field(default=8, metadata={"help": "Batch size per GPU."})
+        gradient_accumulation_steps: int = field(default=1)
+        gradient_checkpointing: bool = field(default=False)
+        learning_rate: float = field(default=2e-5)
+
+
+    def main(args: FlatArguments):
+        accelerator = Accelerator(gradient_accumulation_steps=args.gradient_accumulation_steps)
+        model = AutoModelForCausalLM.from_pretrained(args.model_name_or_path, torch_dtype=torch.bfloat16)
+        if args.gradient_checkpointing:
+            model.gradient_checkpointing_enable()
+        loader = DataLoader(load_dataset(args), batch_size=args.per_device_train_batch_size)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=args.learning_rate, fused=True)
+        model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+        model.train()
+        for batch in loader:
+            with accelerator.accumulate(model):
+                loss = model(**batch).loss
+                accelerator.backward(loss)
+                optimizer.step()
+                optimizer.zero_grad()
+
+
+    if __name__ == "__main__":
+        parser = ArgumentParserPlus((FlatArguments,))
+        args = parser.parse()
+        main(args)
+''')
+
+STAGE3 = dedent('''
+    {
+        "bf16": {
+            "enabled": "auto"
+        },
+        "zero_optimization": {
+            "stage": 3,
+            "overlap_comm": true,
+            "contiguous_gradients": true,
+            "stage3_gather_16bit_weights_on_model_save": true
+        },
+        "gradient_accumulation_steps": "auto",
+        "train_batch_size": "auto",
+        "train_micro_batch_size_per_gpu": "auto"
+    }
+''')
+
+LAUNCHER = dedent('''
+    #!/bin/bash
+
+    # example usage
+    # sh scripts/finetune_with_accelerate_config.sh 1 configs/train_configs/sft/default.yaml
+
+    if [ "$#" -ne 2 ]; then
+        echo "Usage: $0 <num_gpus> <config_file>"
+        exit 1
+    fi
+
+    NUM_GPUS="$1"
+    CONFIG_FILE="$2"
+
+    accelerate launch \\
+        --mixed_precision bf16 \\
+        --num_machines 1 \\
+        --num_processes $NUM_GPUS \\
+        --use_deepspeed \\
+        --deepspeed_config_file configs/ds_configs/stage3_no_offloading_accelerate.conf \\
+        open_instruct/finetune.py \\
+        "$2"
+''')
+
+README = dedent('''
+    # Scripts
+
+    `finetune_with_accelerate_config.sh`: runs `open_instruct/finetune.py` with the configs in
+    `configs/train_configs/sft/`. For example:
+
+    ```bash
+    sh scripts/finetune_with_accelerate_config.sh 8 configs/train_configs/sft/olmo_17_sft.yaml
+    ```
+''')
+
+
+def _config(model: str) -> str:
+    # configs/train_configs/sft/tulu3_8b_preview_mix_v3.1.yaml, trimmed: an 8B full fine-tune
+    return dedent(f'''
+        model_name_or_path: {model}
+        model_revision: main
+        use_flash_attn: true
+        max_seq_length: 4096
+        per_device_train_batch_size: 1 # note, this is set up for 8 GPUs
+        gradient_accumulation_steps: 16
+        learning_rate: 5.0e-06
+        num_train_epochs: 2
+        output_dir: /output/
+        with_tracking: true
+        report_to:
+          - wandb
+        checkpointing_steps: epoch
+    ''')
+
+
+FILES = {
+    "open_instruct/__init__.py": "",
+    "open_instruct/utils.py": UTILS,
+    "open_instruct/finetune.py": FINETUNE,
+    "configs/ds_configs/stage3_no_offloading_accelerate.conf": STAGE3,
+    "scripts/finetune_with_accelerate_config.sh": LAUNCHER,
+    "scripts/README.md": README,
+    "configs/train_configs/sft/olmo_17_sft.yaml": _config("allenai/OLMo-1B-hf"),
+    "configs/train_configs/sft/tulu3_8b_preview_mix_v3.1.yaml": _config("meta-llama/Llama-3.1-8B"),
+}
+
+
+def _project(root: Path, files: dict[str, str]) -> Settings:
+    write(root, files)
+    (root / ".git").mkdir(exist_ok=True)
+    return Settings(root=root).with_overrides(gpu="h100", gpus=8, cache=False)
+
+
+def _runs(settings: Settings, name: str):
+    return Project(settings).runs_for(settings.root / name, run_context(settings))
+
+
+def _memory(settings: Settings, name: str):
+    return [d for d in Linter(settings).lint_path(settings.root / name) if d.code in ("MEM001", "MEM002")]
+
+
+def test_a_config_of_the_documented_folder_runs_through_its_launcher(tmp_path):
+    settings = _project(tmp_path, FILES)
+    [run] = _runs(settings, "configs/train_configs/sft/tulu3_8b_preview_mix_v3.1.yaml")
+    assert run.plan.value("zero_stage") == 3  # from the .conf the launcher names
+    assert run.plan.value("micro_batch") == 1  # the config's field beats the script's default of 8
+    assert run.plan.value("model") == "meta-llama/Llama-3.1-8B"
+    assert any("scripts/README.md:7" in note and "olmo_17_sft.yaml" in note for note in run.assumptions)
+    assert [a.fact for a in run.assumed] == ["launch"]
+    # under ZeRO-3 on 8 GPUs an 8B full fine-tune at micro-batch 1 fits; judged as plain DDP it did not
+    assert _memory(settings, "configs/train_configs/sft/tulu3_8b_preview_mix_v3.1.yaml") == []
+
+
+def test_the_config_a_call_names_is_linked_without_assumption(tmp_path):
+    settings = _project(tmp_path, FILES)
+    [run] = _runs(settings, "configs/train_configs/sft/olmo_17_sft.yaml")
+    assert run.plan.value("zero_stage") == 3
+    assert not any("launch assumed" in note for note in run.assumptions)
+
+
+def test_launchers_that_disagree_give_no_launch(tmp_path):
+    plain = LAUNCHER.replace("    --use_deepspeed \\\n", "").replace(
+        "    --deepspeed_config_file configs/ds_configs/stage3_no_offloading_accelerate.conf \\\n", "")
+    readme = README + "\n```bash\nbash scripts/finetune_plain_config.sh 8 configs/train_configs/sft/mini.yaml\n```\n"
+    files = {**FILES, "scripts/finetune_plain_config.sh": plain, "scripts/README.md": readme}
+    settings = _project(tmp_path, files)
+    runs = _runs(settings, "configs/train_configs/sft/tulu3_8b_preview_mix_v3.1.yaml")
+    assert all(run.plan.value("zero_stage") is None for run in runs)
+    [finding] = _memory(settings, "configs/train_configs/sft/tulu3_8b_preview_mix_v3.1.yaml")
+    assert "plain data parallelism" in finding.message  # the assumption is named, as before
+
+
+def test_a_config_of_another_folder_inherits_nothing(tmp_path):
+    files = {**FILES, "configs/train_configs/olmo2/olmo2_7b_sft.yaml": _config("meta-llama/Llama-3.1-8B")}
+    settings = _project(tmp_path, files)
+    runs = _runs(settings, "configs/train_configs/olmo2/olmo2_7b_sft.yaml")
+    assert all(run.plan.value("zero_stage") is None for run in runs)
+
+
+WRAPPED = dedent('''
+    #!/bin/bash
+    uv run python mason.py \\
+        --cluster ai2/jupiter \\
+        --workspace ai2/tulu-3-dev \\
+        --priority high \\
+        --image nathanl/open_instruct_auto --pure_docker_mode \\
+        --preemptible \\
+        --num_nodes 1 \\
+        --budget ai2/oe-adapt \\
+        --gpus 8 -- accelerate launch \\
+        --mixed_precision bf16 \\
+        --num_processes 8 \\
+        --use_deepspeed \\
+        --deepspeed_config_file configs/ds_configs/stage3_no_offloading_accelerate.conf \\
+        --deepspeed_multinode_launcher standard \\
+        open_instruct/finetune.py \\
+        --model_name_or_path meta-llama/Llama-3.1-8B \\
+        --max_seq_length 4096 \\
+        --per_device_train_batch_size $PER_DEVICE_BATCH \\
+        --gradient_accumulation_steps 2 \\
+        --gradient_checkpointing
+''')
+
+MASON = dedent('''
+    import argparse
+    import subprocess
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cluster", nargs="+")
+    parser.add_argument("--gpus", type=int, default=0)
+    args, command = parser.parse_known_args()
+    subprocess.run(["beaker", "experiment", "create", *command])
+''')
+
+
+def test_the_command_after_a_wrappers_double_dash_is_the_launch(tmp_path):
+    settings = _project(tmp_path, {**FILES, "mason.py": MASON, "scripts/train/tulu3/finetune_8b.sh": WRAPPED})
+    [run] = _runs(settings, "scripts/train/tulu3/finetune_8b.sh")
+    assert run.plan.value("launches") is None  # a plan holds facts, not the launch itself
+    assert Path(run.plan.documents[1]).name == "finetune.py"
+    assert run.plan.value("zero_stage") == 3
+    assert run.plan.value("model") == "meta-llama/Llama-3.1-8B"  # FlatArguments fields are options
+    assert run.plan.value("world_size") == 8
+    # `--per_device_train_batch_size $PER_DEVICE_BATCH`: the script's default of 8 is not what runs
+    assert run.plan.get("micro_batch") is None
+    assert any("micro-batch" in note for note in run.assumptions)
+
+
+def test_a_conf_file_that_holds_json_is_read_as_a_config():
+    conf = parse_document(document_from_text("configs/ds_configs/stage3_offloading_accelerate.conf", STAGE3))
+    assert conf.kind == DocumentKind.DEEPSPEED
+    other = parse_document(document_from_text("nginx.conf", "server {\n  listen 80;\n}\n"))
+    assert other.kind == DocumentKind.OTHER
+
+
+def test_a_verdict_of_a_config_run_is_reported_in_the_config(tmp_path):
+    """A 70B full fine-tune does not fit 8 H100s even under the launcher's ZeRO-3: the verdict
+    belongs to the config (not the launcher's shared .conf, which no walk lints), and it does not
+    rest on the inherited launch (the config alone, as plain DDP, fits even less)."""
+    name = "configs/train_configs/sft/tulu2_70b.yaml"
+    settings = _project(tmp_path, {**FILES, name: _config("meta-llama/Llama-2-70b-hf")})
+    [finding] = _memory(settings, name)
+    assert (finding.code, finding.severity.name) == ("MEM001", "ERROR")
+    assert finding.range.start.line == 1  # the model the config names: the largest part is its states
+    assert "rests on an assumption" not in finding.message
