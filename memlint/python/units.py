@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 import weakref
 from dataclasses import dataclass, field
-from typing import Iterator, Mapping
+from typing import Callable, Iterator, Mapping
 
 import libcst as cst
 from libcst.metadata import CodePosition, CodeRange, ExpressionContext
@@ -83,8 +83,16 @@ def _parse_unit(text: str) -> Unit | None:
         return None
     positions, shape = recorded.positions, recorded.shape
     statement = module.body[0]
-    unit = Unit(text, module, positions, shape, parents_of(statement, shape),
-                any(type(n) is cst.IndentedBlock for n in shape))
+    return new_unit(text, module, positions, shape, parents_of(statement, shape),
+                    any(type(n) is cst.IndentedBlock for n in shape))
+
+
+def new_unit(text: str, module: cst.Module, positions: dict[cst.CSTNode, CodeRange],
+             shape: dict[cst.CSTNode, list[cst.CSTNode]], parents: dict[cst.CSTNode, cst.CSTNode],
+             has_block: bool) -> Unit:
+    """A unit, its nodes' children and the unit each node belongs to registered (a node may
+    belong to several: a class's unit made from an earlier one shares its untouched members)."""
+    unit = Unit(text, module, positions, shape, parents, has_block)
     register(unit, shape)
     _register_nodes(unit)
     return unit
@@ -127,26 +135,78 @@ def unit_texts(text: str, tree: ast.Module) -> list[str] | None:
 # The unit each node of a parsed unit belongs to, by ``id(node)``: a joined module's positions
 # find a node's unit here instead of copying every unit's positions into one dictionary on each
 # join. Weakly: the versions of a document that use a unit keep it alive, and its entries go
-# with it (the unit holds its nodes alive, so an id cannot be reused meanwhile).
-_UNIT_OF: dict[int, "weakref.ref[Unit]"] = {}
+# with it (the unit holds its nodes alive, so an id cannot be reused meanwhile). A node of
+# several units (``python_class_units``: a class's untouched members, shared by the versions of
+# the class) has a tuple of them, the latest last.
+_UNIT_OF: dict[int, "weakref.ref[Unit] | tuple[weakref.ref[Unit], ...]"] = {}
 
 
 def _register_nodes(unit: Unit) -> None:
     keys = [id(node) for node in unit.positions]
-    _UNIT_OF.update(dict.fromkeys(keys, weakref.ref(unit)))
+    ref = weakref.ref(unit)
+    known = _UNIT_OF
+    for key in keys:
+        found = known.get(key)
+        if found is None:
+            known[key] = ref
+        elif type(found) is tuple:
+            known[key] = (*found, ref)
+        else:
+            known[key] = (found, ref)
     weakref.finalize(unit, _forget_nodes, keys)
 
 
-def unit_of(node: object) -> Unit | None:
-    """The parsed unit ``node`` belongs to (None for a node of no unit: a joined module, the
-    statements a join rebuilt, a module parsed whole)."""
+def units_of(node: object) -> list[Unit]:
+    """The parsed units ``node`` belongs to, the latest last (none for a node of no unit: a
+    joined module, the statements a join rebuilt, a module parsed whole)."""
     found = _UNIT_OF.get(id(node))
-    return found() if found is not None else None
+    if found is None:
+        return []
+    if type(found) is tuple:
+        return [unit for unit in (ref() for ref in found) if unit is not None]
+    unit = found()
+    return [unit] if unit is not None else []
+
+
+def unit_of(node: object) -> Unit | None:
+    """The latest parsed unit ``node`` belongs to (``units_of``)."""
+    found = _UNIT_OF.get(id(node))
+    if found is None:
+        return None
+    if type(found) is tuple:
+        return next((unit for unit in (ref() for ref in reversed(found)) if unit is not None), None)
+    return found()
+
+
+def unit_among(node: object, units: Mapping[Unit, object]) -> Unit | None:
+    """The unit of ``node`` that is a key of ``units`` (the units of one joined module)."""
+    found = _UNIT_OF.get(id(node))
+    if found is None:
+        return None
+    if type(found) is not tuple:
+        unit = found()
+        return unit if unit is not None and unit in units else None
+    for ref in reversed(found):
+        unit = ref()
+        if unit is not None and unit in units:
+            return unit
+    return None
 
 
 def _forget_nodes(keys: list[int]) -> None:
+    known = _UNIT_OF
     for key in keys:
-        _UNIT_OF.pop(key, None)
+        found = known.get(key)
+        if type(found) is tuple:  # another unit still holds the node: drop the dead ones
+            alive = tuple(ref for ref in found if ref() is not None)
+            if len(alive) > 1:
+                known[key] = alive
+            elif alive:
+                known[key] = alive[0]
+            else:
+                del known[key]
+        elif found is not None and found() is None:
+            del known[key]
 
 
 class _Positions(Mapping[cst.CSTNode, CodeRange]):
@@ -167,8 +227,8 @@ class _Positions(Mapping[cst.CSTNode, CodeRange]):
         self._moved.pop(node, None)
 
     def _unit_of(self, node: object) -> Unit | None:
-        unit = unit_of(node)
-        if unit is None or unit not in self._offsets or node in self._hidden or node is unit.module:
+        unit = unit_among(node, self._offsets)
+        if unit is None or node in self._hidden or node is unit.module:
             return None
         return unit
 
@@ -209,10 +269,13 @@ class Joined:
 
 
 def parse_in_units(text: str, tree: ast.Module, previous: list[Unit] = (),
-                   texts: list[str] | None = None) -> Joined | None:
+                   texts: list[str] | None = None,
+                   derive: Callable[[Unit, str], Unit | None] | None = None) -> Joined | None:
     """The module ``cst.parse_module(text)`` builds, from units parsed alone or reused from
     ``previous`` (the units of an earlier version of the text); None when the text cannot be
-    cut safely. ``texts``: ``unit_texts(text, tree)`` when the caller has them."""
+    cut safely. ``texts``: ``unit_texts(text, tree)`` when the caller has them. ``derive``:
+    makes a changed unit from an earlier version of it (``python_class_units``), tried with
+    the earlier units left over, in order, before a changed unit is parsed alone."""
     if texts is None:
         texts = unit_texts(text, tree)
     if texts is None:
@@ -220,15 +283,36 @@ def parse_in_units(text: str, tree: ast.Module, previous: list[Unit] = (),
     reusable: dict[str, list[Unit]] = {}
     for unit in previous:
         reusable.setdefault(unit.text, []).append(unit)
-    units: list[Unit] = []
+    units: list[Unit | None] = []
     for chunk in texts:
         spare = reusable.get(chunk)
         # a unit's nodes appear once only; statements with the same text keep their order
-        unit = spare.pop(0) if spare else _parse_unit(chunk)
-        if unit is None:
-            return None
-        units.append(unit)
-    return _join(text, units)
+        units.append(spare.pop(0) if spare else None)
+    if derive is not None and None in units:
+        used = {id(unit) for unit in units if unit is not None}
+        left = [unit for unit in previous if id(unit) not in used]
+        for number, chunk in enumerate(texts):
+            if units[number] is None:
+                units[number] = _derived(chunk, left, derive)
+    for number, chunk in enumerate(texts):
+        if units[number] is None:
+            units[number] = _parse_unit(chunk)
+            if units[number] is None:
+                return None
+    return _join(text, units)  # type: ignore[arg-type]
+
+
+def _derived(chunk: str, left: list[Unit], derive: Callable[[Unit, str], Unit | None]) -> Unit | None:
+    """A unit of ``chunk`` made from one of the earlier units ``left`` (which it then uses up)."""
+    header = chunk.split("\n", 1)[0]
+    for number, old in enumerate(left):
+        # the same first line (a class's header): made from it, or from none
+        if old.text.split("\n", 1)[0] == header:
+            unit = derive(old, chunk)
+            if unit is not None:
+                del left[number]
+            return unit
+    return None
 
 
 def _join(text: str, units: list[Unit]) -> Joined | None:
