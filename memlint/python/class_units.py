@@ -23,13 +23,13 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from itertools import islice
-from typing import Iterable
+from typing import Iterable, Sequence, cast
 
 import libcst as cst
 from libcst.metadata import CodePosition, CodeRange
 
-from memlint.python.tree import parents_of, record
-from memlint.python.units import Unit, new_unit
+from memlint.python.tree import parents_of, record, register
+from memlint.python.units import Parse, Unit, parse_of
 
 STAND_IN = "class _:\n"  # one line above the changed members
 
@@ -69,7 +69,7 @@ def derive_unit(old: Unit, text: str) -> Unit | None:
     region = "".join(new_lines[start - 1:end - 1 + delta])
     body_indent = block.indent if block.indent is not None else old.module.default_indent
     if b < len(members):  # what follows: the next member's leading lines, then a statement at its indent
-        following = "".join(old_lines[end - 1:end - 1 + len(members[b].leading_lines)]) + body_indent + "pass\n"
+        following = "".join(old_lines[end - 1:end - 1 + len(_leading(members[b]))]) + body_indent + "pass\n"
     else:  # the class's trailing lines, to the end of the unit
         following = "".join(old_lines[tail - 1:])
     wrapper_text = STAND_IN + region + following
@@ -91,13 +91,13 @@ def derive_unit(old: Unit, text: str) -> Unit | None:
         closing = new_members.pop() if new_members else None
         if (type(closing) is not cst.SimpleStatementLine or len(closing.body) != 1
                 or type(closing.body[0]) is not cst.Pass
-                or len(closing.leading_lines) != len(members[b].leading_lines)
+                or len(_leading(closing)) != len(_leading(members[b]))
                 or wrapper_block.footer or wrapper.footer):
             return None
     elif not (_same_lines(wrapper_block.footer, block.footer) and _same_lines(wrapper.footer, old.module.footer)
               and wrapper.has_trailing_newline == old.module.has_trailing_newline):
         return None
-    if a > 0 and new_members and any(_deeper_comment(line, len(body_indent)) for line in new_members[0].leading_lines):
+    if a > 0 and new_members and any(_deeper_comment(line, len(body_indent)) for line in _leading(new_members[0])):
         return None  # libcst would give that comment to the member above
     if not members[:a] + new_members + members[b:]:
         return None
@@ -107,21 +107,22 @@ def derive_unit(old: Unit, text: str) -> Unit | None:
         return None
     if recorded.code != wrapper_text:
         return None
-    return _rebuilt(old, text, members, a, b, new_members, closing, wrapper_block, recorded.positions,
+    return _rebuilt(old, text, members, a, b, new_members, closing, wrapper, recorded.positions,
                     recorded.shape, start - 1 - STAND_IN.count("\n"), delta)
 
 
 def _rebuilt(old: Unit, text: str, members: list[cst.BaseStatement], a: int, b: int,
              new_members: list[cst.BaseStatement], closing: cst.BaseStatement | None,
-             wrapper_block: cst.IndentedBlock,
+             wrapper_module: cst.Module,
              wrapper_positions: dict[cst.CSTNode, CodeRange], wrapper_shape: dict[cst.CSTNode, list[cst.CSTNode]],
              offset: int, delta: int) -> Unit:
     """The new unit: the old class with members ``a``..``b`` replaced by ``new_members`` (whose
     positions, in the stand-in, are ``offset`` lines above the unit's); the old positions of
     what follows them moved down by ``delta`` lines."""
-    statement = old.statement
-    block = statement.body
+    statement = cast(cst.ClassDef, old.statement)
+    block = cast(cst.IndentedBlock, statement.body)
     every = [*members[:a], *new_members, *members[b:]]
+    wrapper_block = cast(cst.IndentedBlock, cast(cst.ClassDef, wrapper_module.body[0]).body)
     new_block = block.with_changes(body=every)
     new_class = statement.with_changes(body=new_block)
     new_module = old.module.with_changes(body=[new_class])
@@ -131,6 +132,7 @@ def _rebuilt(old: Unit, text: str, members: list[cst.BaseStatement], a: int, b: 
     old_positions = old.positions
     bounds = _bounds(old_positions, block, members, [_first_line(m, old_positions) for m in members[1:]])
     positions: dict[cst.CSTNode, CodeRange] = dict(islice(old_positions.items(), bounds[a]))
+    wrapper_bounds = [0]
     if new_members:
         if closing is not None:
             follow = [_first_line(m, wrapper_positions) for m in [*new_members[1:], closing]]
@@ -162,18 +164,36 @@ def _rebuilt(old: Unit, text: str, members: list[cst.BaseStatement], a: int, b: 
     shape = {replaced.get(node, node): found for node, found in old.shape.items() if node not in gone}
     shape[new_module] = [new_class]
     shape[new_class] = [new_block if child is block else child for child in old.shape[statement]]
-    shape[new_block] = every
-    for node in _subtree(new_members, wrapper_shape):
-        shape[node] = wrapper_shape[node]
-    return new_unit(text, new_module, positions, shape, parents_of(new_class, shape), old.has_block)
+    shape[new_block] = list(every)
+    added = {node: wrapper_shape[node] for node in _subtree(new_members, wrapper_shape)}
+    shape.update(added)
+    unit = Unit(text, new_module, positions, shape, parents_of(new_class, shape), old.has_block)
+    # the nodes it shares with the old unit are registered with the parses they come from
+    kept = [*every, block.header, statement.name, *statement.decorators, *block.footer, *old.module.footer]
+    for parse in {id(p): p for p in map(parse_of, kept) if p is not None}.values():
+        parse.used_by(unit, shared=True)
+    if new_members:
+        fresh = Parse(wrapper_module)
+        register(fresh, added)
+        fresh.own(islice(wrapper_positions, wrapper_bounds[0], wrapper_bounds[-1]))
+        fresh.used_by(unit)
+    rebuilt = Parse(new_module)
+    register(rebuilt, {node: shape[node] for node in (new_module, new_class, new_block)})
+    rebuilt.own((new_module, new_class, new_block))
+    rebuilt.used_by(unit)
+    return unit
 
 
 def _first_line(member: cst.BaseStatement, positions: dict[cst.CSTNode, CodeRange]) -> int:
     """The first line of a member with the blank lines and comments above it, which are its."""
     lines = [positions[member].start.line]
-    for node in (*member.leading_lines[:1], *getattr(member, "decorators", ())[:1]):
+    for node in (*_leading(member)[:1], *getattr(member, "decorators", ())[:1]):
         lines.append(positions[node].start.line)
     return min(lines)
+
+
+def _leading(member: cst.BaseStatement) -> Sequence[cst.EmptyLine]:
+    return getattr(member, "leading_lines", ())
 
 
 def _tail_line(old: Unit, block: cst.IndentedBlock, count: int) -> int:

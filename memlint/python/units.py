@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 import weakref
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Mapping
+from typing import Callable, Iterable, Iterator, Mapping
 
 import libcst as cst
 from libcst.metadata import CodePosition, CodeRange, ExpressionContext
@@ -43,6 +43,8 @@ class Unit:
     contexts: dict[cst.CSTNode, ExpressionContext] | None = None
     # its nodes of some node classes, in ``parents`` order (``PythonSource.nodes_of``), once asked
     typed: dict[tuple[type, ...], list[cst.CSTNode]] = field(default_factory=dict)
+    # the parses its nodes come from (one, but for a class made from an earlier version of it)
+    parses: list["Parse"] = field(default_factory=list)
 
     def nodes_of(self, kinds: tuple[type, ...]) -> list[cst.CSTNode]:
         """The nodes below the statement of these (final) classes, in the order of ``parents``."""
@@ -90,11 +92,12 @@ def _parse_unit(text: str) -> Unit | None:
 def new_unit(text: str, module: cst.Module, positions: dict[cst.CSTNode, CodeRange],
              shape: dict[cst.CSTNode, list[cst.CSTNode]], parents: dict[cst.CSTNode, cst.CSTNode],
              has_block: bool) -> Unit:
-    """A unit, its nodes' children and the unit each node belongs to registered (a node may
-    belong to several: a class's unit made from an earlier one shares its untouched members)."""
+    """A unit parsed alone: its nodes' children and the unit each node belongs to registered."""
+    parse = Parse(module)
+    register(parse, shape)
+    parse.own(positions)
     unit = Unit(text, module, positions, shape, parents, has_block)
-    register(unit, shape)
-    _register_nodes(unit)
+    parse.used_by(unit)
     return unit
 
 
@@ -132,81 +135,81 @@ def unit_texts(text: str, tree: ast.Module) -> list[str] | None:
     return None if cut is None else [chunk for chunk, _ in cut]
 
 
-# The unit each node of a parsed unit belongs to, by ``id(node)``: a joined module's positions
+class Parse:
+    """The nodes of one libcst parse: a unit's, or the members of a class that an edit parsed
+    again (``python_class_units``), and the units that use them, the latest last. A class's unit
+    made from an earlier one shares its untouched members' nodes with it, so a node may belong to
+    several units; keeping the owner per parse, not per node, makes a new version of a class
+    cost what its new members cost. The parse keeps its module, so its nodes are alive (their
+    ids cannot be reused) while any unit uses one of them."""
+
+    __slots__ = ("module", "units", "shared", "__weakref__")
+
+    def __init__(self, module: cst.Module) -> None:
+        self.module = module
+        self.units: list[weakref.ref[Unit]] = []
+        self.shared = False  # some of its nodes are not in every unit that uses it
+
+    def own(self, nodes: Iterable[cst.CSTNode]) -> None:
+        keys = [id(node) for node in nodes]
+        _UNIT_OF.update(dict.fromkeys(keys, weakref.ref(self)))
+        weakref.finalize(self, _forget_nodes, keys)
+
+    def used_by(self, unit: Unit, shared: bool = False) -> None:
+        self.units = [ref for ref in self.units if ref() is not None]
+        self.units.append(weakref.ref(unit))
+        self.shared = self.shared or shared
+        unit.parses.append(self)
+
+
+# The parse each node of a parsed unit comes from, by ``id(node)``: a joined module's positions
 # find a node's unit here instead of copying every unit's positions into one dictionary on each
-# join. Weakly: the versions of a document that use a unit keep it alive, and its entries go
-# with it (the unit holds its nodes alive, so an id cannot be reused meanwhile). A node of
-# several units (``python_class_units``: a class's untouched members, shared by the versions of
-# the class) has a tuple of them, the latest last.
-_UNIT_OF: dict[int, "weakref.ref[Unit] | tuple[weakref.ref[Unit], ...]"] = {}
+# join. Weakly: an entry goes with its parse (which keeps its nodes alive meanwhile).
+_UNIT_OF: dict[int, "weakref.ref[Parse]"] = {}
 
 
-def _register_nodes(unit: Unit) -> None:
-    keys = [id(node) for node in unit.positions]
-    ref = weakref.ref(unit)
-    known = _UNIT_OF
+def _forget_nodes(keys: list[int]) -> None:
     for key in keys:
-        found = known.get(key)
-        if found is None:
-            known[key] = ref
-        elif type(found) is tuple:
-            known[key] = (*found, ref)
-        else:
-            known[key] = (found, ref)
-    weakref.finalize(unit, _forget_nodes, keys)
+        _UNIT_OF.pop(key, None)
+
+
+def parse_of(node: object) -> Parse | None:
+    """The parse ``node`` comes from."""
+    ref = _UNIT_OF.get(id(node))
+    return ref() if ref is not None else None
+
+
+def _units(parse: Parse, node: object) -> Iterator[Unit]:
+    """The live units of ``parse`` that hold ``node``, the latest first."""
+    for ref in reversed(parse.units):
+        unit = ref()
+        if unit is not None and (not parse.shared or node in unit.positions):
+            yield unit
 
 
 def units_of(node: object) -> list[Unit]:
-    """The parsed units ``node`` belongs to, the latest last (none for a node of no unit: a
+    """The parsed units ``node`` belongs to, the latest first (none for a node of no unit: a
     joined module, the statements a join rebuilt, a module parsed whole)."""
-    found = _UNIT_OF.get(id(node))
-    if found is None:
-        return []
-    if type(found) is tuple:
-        return [unit for unit in (ref() for ref in found) if unit is not None]
-    unit = found()
-    return [unit] if unit is not None else []
+    parse = parse_of(node)
+    return [] if parse is None else list(_units(parse, node))
 
 
 def unit_of(node: object) -> Unit | None:
     """The latest parsed unit ``node`` belongs to (``units_of``)."""
-    found = _UNIT_OF.get(id(node))
-    if found is None:
-        return None
-    if type(found) is tuple:
-        return next((unit for unit in (ref() for ref in reversed(found)) if unit is not None), None)
-    return found()
+    parse = parse_of(node)
+    return None if parse is None else next(_units(parse, node), None)
 
 
 def unit_among(node: object, units: Mapping[Unit, object]) -> Unit | None:
     """The unit of ``node`` that is a key of ``units`` (the units of one joined module)."""
-    found = _UNIT_OF.get(id(node))
-    if found is None:
+    ref = _UNIT_OF.get(id(node))
+    parse = ref() if ref is not None else None
+    if parse is None:
         return None
-    if type(found) is not tuple:
-        unit = found()
-        return unit if unit is not None and unit in units else None
-    for ref in reversed(found):
-        unit = ref()
-        if unit is not None and unit in units:
-            return unit
-    return None
-
-
-def _forget_nodes(keys: list[int]) -> None:
-    known = _UNIT_OF
-    for key in keys:
-        found = known.get(key)
-        if type(found) is tuple:  # another unit still holds the node: drop the dead ones
-            alive = tuple(ref for ref in found if ref() is not None)
-            if len(alive) > 1:
-                known[key] = alive
-            elif alive:
-                known[key] = alive[0]
-            else:
-                del known[key]
-        elif found is not None and found() is None:
-            del known[key]
+    if len(parse.units) == 1:
+        unit = parse.units[0]()
+        return unit if unit is not None and unit in units and (not parse.shared or node in unit.positions) else None
+    return next((unit for unit in _units(parse, node) if unit in units), None)
 
 
 class _Positions(Mapping[cst.CSTNode, CodeRange]):

@@ -10,6 +10,8 @@ states typing goes through that do not parse.
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -113,3 +115,31 @@ def test_edits_outside_the_body_parse_the_class_again() -> None:
         after = source_of(edited, before)
         assert_same_module(after, edited)
         assert_same_names(after)
+
+
+def test_versions_of_an_edited_class_are_forgotten() -> None:
+    """Each version shares the untouched members' nodes with the one before; what no version
+    uses any more leaves the registries of units and children: typing in two methods, they
+    stay the size they were after the first edits (an edited member's first version is kept
+    with the parse of the class, whose header and other members the versions still use)."""
+    import gc
+
+    from memlint.python import tree, units
+
+    text = _trainer(30)
+    source = source_of(text)
+    source.scopes  # noqa: B018
+    sizes = []
+    for n in range(40):
+        line, added = "        # step 7\n", "        # step 7\n        x = 1\n"
+        if n % 2:
+            text = re.sub(r"\* 3\d*\n", f"* 3{n}\n", text, count=1)
+        else:  # a line added, then taken away
+            text = text.replace(added, line, 1) if added in text else text.replace(line, added, 1)
+        source = source_of(text, source)
+        source.scopes  # noqa: B018
+        gc.collect()
+        sizes.append((len(units._UNIT_OF), len(tree._CHILDREN)))
+    assert_same_module(source, text)
+    assert_same_names(source)
+    assert sizes[-1][0] <= sizes[3][0] * 1.05 and sizes[-1][1] <= sizes[3][1] * 1.05, sizes
