@@ -97,8 +97,12 @@ def derive_unit(old: Unit, text: str) -> Unit | None:
     elif not (_same_lines(wrapper_block.footer, block.footer) and _same_lines(wrapper.footer, old.module.footer)
               and wrapper.has_trailing_newline == old.module.has_trailing_newline):
         return None
-    if a > 0 and new_members and any(_deeper_comment(line, len(body_indent)) for line in _leading(new_members[0])):
-        return None  # libcst would give that comment to the member above
+    # the first member after the member above the edit: a comment above it indented deeper
+    # than it is would be the member above's (libcst gives it to the block it follows)
+    after_above = new_members[0] if new_members else members[b] if b < len(members) else None
+    if a > 0 and after_above is not None and any(
+            _deeper_comment(line, len(body_indent)) for line in _leading(after_above)):
+        return None
     if not members[:a] + new_members + members[b:]:
         return None
     try:

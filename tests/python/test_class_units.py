@@ -143,3 +143,14 @@ def test_versions_of_an_edited_class_are_forgotten() -> None:
     assert_same_module(source, text)
     assert_same_names(source)
     assert sizes[-1][0] <= sizes[3][0] * 1.05 and sizes[-1][1] <= sizes[3][1] * 1.05, sizes
+
+
+def test_a_member_deleted_under_a_block_leaves_a_deeper_comment_to_the_block() -> None:
+    """``x = 1`` deleted: the deeper comment below it follows ``f``'s block now, which owns it."""
+    text = _text(["    def f(self):\n        return 1\n", "    x = 1\n", "        # deeper\n", "    y = 2\n"], "")
+    before = source_of(text)
+    before.scopes  # noqa: B018
+    edited = text.replace("    x = 1\n", "")
+    after = source_of(edited, before)
+    assert_same_module(after, edited)
+    assert_same_names(after)
