@@ -20,6 +20,10 @@ a busy machine it says what the work costs when the wall clock says mostly how l
 waited for a core.
 ``--target config`` edits the project's TrainingArguments YAML instead (a small document
 whose run is estimated on every edit): the adapter's own cost plus the estimator's.
+``--target trl`` and ``--target transformers`` edit real trainer modules, most of whose lines
+are one class: TRL's ``grpo_trainer.py`` and transformers' ``trainer.py`` from pinned releases'
+wheels, downloaded once into ``--cache`` with pip (as ``bench/real_speed.py`` does); each edit
+changes the integer nearest the middle of the file (inside the trainer class).
 """
 
 from __future__ import annotations
@@ -28,10 +32,12 @@ import argparse
 import asyncio
 import math
 import os
+import re
 import statistics
 import sys
 import tempfile
 import time
+import zipfile
 from pathlib import Path
 
 from lsprotocol import types
@@ -39,6 +45,7 @@ from pygls.lsp.client import LanguageClient
 from pygls.uris import from_fs_path
 
 ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_CACHE = Path.home() / ".cache" / "memlint-real-bench"
 
 HEADER = '''\
 """Fine-tune a causal LM on a mixture of instruction datasets.
@@ -252,6 +259,38 @@ def write_project(root: Path, lines: int) -> Path:
     return script
 
 
+# real trainer modules: (distribution, pinned release, the module in its wheel)
+REAL = {
+    "trl": ("trl", "0.24.0", "trl/trainer/grpo_trainer.py"),
+    "transformers": ("transformers", "4.57.1", "transformers/trainer.py"),
+}
+_NUMBER = re.compile(r"(?<![\w.])\d+(?![\w.])")
+
+
+def real_module(target: str, cache: Path) -> str:
+    """The text of a real trainer module (``REAL``), from its wheel (downloaded once)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from real_speed import download  # the same pinned download as the speed benchmark
+
+    name, pinned, member = REAL[target]
+    wheel = download(name, pinned, cache / "downloads")
+    if wheel is None or wheel.suffix != ".whl":
+        raise SystemExit(f"{name}=={pinned}: no wheel")
+    with zipfile.ZipFile(wheel) as archive:
+        return archive.read(member).decode("utf-8")
+
+
+def middle_number(text: str) -> tuple[int, int]:
+    """The line and column of the integer nearest the middle line of ``text``."""
+    lines = text.splitlines()
+    middle = len(lines) // 2
+    for line in sorted(range(len(lines)), key=lambda i: abs(i - middle)):
+        match = _NUMBER.search(lines[line])
+        if match:
+            return line, match.start()
+    raise SystemExit("no integer to edit")
+
+
 def cpu_seconds(pid: int) -> float | None:
     """CPU time (user + system) a process has used so far; None where /proc is not there."""
     try:
@@ -262,12 +301,15 @@ def cpu_seconds(pid: int) -> float | None:
 
 
 async def measure(edits: int, debounce_ms: int | None, lines: int, target: str,
-                  pace_ms: float = 120) -> tuple[list[float], float | None]:
+                  pace_ms: float = 120, cache: Path | None = None) -> tuple[list[float], float | None]:
     with tempfile.TemporaryDirectory(prefix="memlint-bench-") as tmp:
         root = Path(tmp)
         script = write_project(root, lines)
         if target == "config":
             script = root / "args.yaml"
+        elif target in REAL:
+            script = root / Path(REAL[target][2]).name
+            script.write_text(real_module(target, cache or DEFAULT_CACHE), encoding="utf-8")
         text = script.read_text()
         print(f"{script.name}: {text.count(chr(10))} lines, {len(text):,} characters", file=sys.stderr)
         arrived: dict[int, float] = {}
@@ -310,9 +352,12 @@ async def measure(edits: int, debounce_ms: int | None, lines: int, target: str,
                                    text=text)))
         await asyncio.wait_for(published.wait(), 120)
 
-        marker = "per_device_train_batch_size: " if target == "config" else '"--micro_batch_size", type=int, default='
-        line = next(i for i, l in enumerate(text.splitlines()) if marker in l)
-        column = text.splitlines()[line].index(marker) + len(marker)
+        if target in REAL:
+            line, column = middle_number(text)
+        else:
+            marker = "per_device_train_batch_size: " if target == "config" else '"--micro_batch_size", type=int, default='
+            line = next(i for i, l in enumerate(text.splitlines()) if marker in l)
+            column = text.splitlines()[line].index(marker) + len(marker)
         latencies = []
         version = 1
         pid = client._server.pid if client._server is not None else None
@@ -351,15 +396,17 @@ def main() -> None:
                         help="least time between two edits' sending (0: each as soon as the last is answered)")
     parser.add_argument("--debounce-ms", type=int, default=None, help="passed to the server (default: its own)")
     parser.add_argument("--lines", type=int, default=2000)
-    parser.add_argument("--target", choices=("script", "config"), default="script",
-                        help="edit the training script (default) or the TrainingArguments YAML")
+    parser.add_argument("--target", choices=("script", "config", *REAL), default="script",
+                        help="edit the training script (default), the TrainingArguments YAML or a real trainer module")
+    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="where the real modules' wheels are kept")
     args = parser.parse_args()
     latencies, cpu_per_edit = asyncio.run(measure(args.edits, args.debounce_ms, args.lines, args.target,
-                                                  args.pace_ms))
+                                                  args.pace_ms, args.cache))
     ordered = sorted(latencies)
     p95 = ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)]
     debounce = "server default" if args.debounce_ms is None else f"{args.debounce_ms} ms"
-    what = f"a {args.lines}-line script" if args.target == "script" else "the TrainingArguments YAML"
+    what = {"script": f"a {args.lines}-line script", "config": "the TrainingArguments YAML"}.get(
+        args.target) or "{}=={}'s {}".format(*REAL.get(args.target, ("", "", "")))
     pace = f"{args.pace_ms:g} ms apart or more" if args.pace_ms else "each when the last is answered"
     print(f"didChange -> publishDiagnostics over {len(latencies)} edits of {what} "
           f"({pace}; debounce: {debounce}): median {statistics.median(latencies):.1f} ms, p95 {p95:.1f} ms, "

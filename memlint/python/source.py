@@ -18,6 +18,7 @@ from libcst.metadata import CodeRange
 
 from memlint.model.diagnostics import Position, Range
 from memlint.python.scopes import scopes_of
+from memlint.python.class_units import derive_unit
 from memlint.python.tree import Tree, tree_of
 from memlint.python.units import Unit, parse_in_units, unit_statements
 
@@ -299,7 +300,7 @@ def parse(text: str, previous: PythonSource | None = None, whole: bool = False) 
                                  Range.file_start(), "too-complex")
     if cut is not None:
         joined = parse_in_units(text, None, previous.units if previous is not None else (),
-                                texts=[chunk for chunk, _ in cut])
+                                texts=[chunk for chunk, _ in cut], derive=derive_unit)
         if joined is not None:
             return PythonSource(joined.module, text, joined.tree, joined.units, depths)
     try:

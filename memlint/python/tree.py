@@ -146,21 +146,34 @@ def tree_of(module: cst.Module) -> Tree:
 
 # The children of the nodes of every module whose tree was built, by id(): helpers that walk
 # nodes (``children``) use them instead of ``node.children``. The lists hold every node alive, so
-# an id cannot be reused while its entry exists; entries go with their owner.
+# an id cannot be reused while its entry exists; entries go with their owner. A node registered
+# by several owners (a class's untouched members, shared by the versions of its unit) is counted
+# in ``_HELD``, and its entry goes with the last of them.
 _CHILDREN: dict[int, list[cst.CSTNode]] = {}
+_HELD: dict[int, int] = {}  # owners beyond the first, for the nodes that have any
 
 
 def register(owner: object, shape: Mapping[cst.CSTNode, list[cst.CSTNode]]) -> None:
     """Make ``children`` answer from ``shape`` until ``owner`` (which keeps the nodes alive) goes."""
     keys = [id(node) for node in shape]
-    for node, found in shape.items():
-        _CHILDREN[id(node)] = found
+    known, held = _CHILDREN, _HELD
+    for key, found in zip(keys, shape.values()):
+        if key in known:
+            held[key] = held.get(key, 0) + 1
+        known[key] = found
     weakref.finalize(owner, _forget, keys)
 
 
 def _forget(keys: list[int]) -> None:
+    known, held = _CHILDREN, _HELD
     for key in keys:
-        _CHILDREN.pop(key, None)
+        others = held.get(key)
+        if others is None:
+            known.pop(key, None)
+        elif others > 1:
+            held[key] = others - 1
+        else:
+            del held[key]
 
 
 def children(node: cst.CSTNode) -> list[cst.CSTNode] | tuple[cst.CSTNode, ...]:

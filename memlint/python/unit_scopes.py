@@ -46,7 +46,7 @@ from libcst.metadata.scope_provider import (
     _gen_dotted_names,
 )
 
-from memlint.python.units import Unit, unit_of
+from memlint.python.units import Unit, unit_among, units_of
 
 _TYPING_MODULES = ("typing", "typing_extensions")
 
@@ -146,7 +146,7 @@ class ScopeMap(Mapping[cst.CSTNode, "Scope | None"]):
         found = self._own.get(node)
         if found is not None:
             return found
-        visit = self._visits.get(unit_of(node))
+        visit = self._visits.get(unit_among(node, self._visits))
         if visit is None or node in self._hidden:
             return default
         found = visit.node_scopes.get(node, default)
@@ -179,7 +179,7 @@ class ScopeMap(Mapping[cst.CSTNode, "Scope | None"]):
         dependencies outside the node's unit (a name bound or used at module level): a join
         drops those that the statements it replaced or added may change. None for a node of no
         kept unit (a statement the join rebuilt, a module parsed whole)."""
-        visit = None if node in self._hidden else self._visits.get(unit_of(node))
+        visit = None if node in self._hidden else self._visits.get(unit_among(node, self._visits))
         return visit.kept if visit is not None and visit.attached_to is self._join else None
 
     def linked_locally(self) -> set[int]:
@@ -192,7 +192,7 @@ class ScopeMap(Mapping[cst.CSTNode, "Scope | None"]):
         """What libcst's scope answers for ``node`` (``Scope.get_qualified_names_for``), kept
         with the node's unit across joins until a join changes what the module binds to the
         first part of its dotted name or moves the unit among the module's assignments."""
-        visit = None if node in self._hidden else self._visits.get(unit_of(node))
+        visit = None if node in self._hidden else self._visits.get(unit_among(node, self._visits))
         kept = visit.qualified.get(node) if visit is not None else None
         if kept is not None:
             return kept[0]
@@ -444,7 +444,7 @@ def _foreign_nodes(unit: Unit, visitor, node_scopes: dict[cst.CSTNode, Scope]) -
     annotations libcst parsed, if it parsed any (most visits do not)."""
     if not visitor.read_strings:
         return []
-    return [node for node in node_scopes if unit_of(node) is not unit]
+    return [node for node in node_scopes if unit not in units_of(node)]
 
 
 def _attach(visit: UnitScopes, visited: cst.CSTNode, statement: cst.CSTNode, module_scope: GlobalScope,

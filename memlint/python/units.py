@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 import weakref
 from dataclasses import dataclass, field
-from typing import Iterator, Mapping
+from typing import Callable, Iterable, Iterator, Mapping
 
 import libcst as cst
 from libcst.metadata import CodePosition, CodeRange, ExpressionContext
@@ -43,6 +43,8 @@ class Unit:
     contexts: dict[cst.CSTNode, ExpressionContext] | None = None
     # its nodes of some node classes, in ``parents`` order (``PythonSource.nodes_of``), once asked
     typed: dict[tuple[type, ...], list[cst.CSTNode]] = field(default_factory=dict)
+    # the parses its nodes come from (one, but for a class made from an earlier version of it)
+    parses: list["Parse"] = field(default_factory=list)
 
     def nodes_of(self, kinds: tuple[type, ...]) -> list[cst.CSTNode]:
         """The nodes below the statement of these (final) classes, in the order of ``parents``."""
@@ -83,10 +85,19 @@ def _parse_unit(text: str) -> Unit | None:
         return None
     positions, shape = recorded.positions, recorded.shape
     statement = module.body[0]
-    unit = Unit(text, module, positions, shape, parents_of(statement, shape),
-                any(type(n) is cst.IndentedBlock for n in shape))
-    register(unit, shape)
-    _register_nodes(unit)
+    return new_unit(text, module, positions, shape, parents_of(statement, shape),
+                    any(type(n) is cst.IndentedBlock for n in shape))
+
+
+def new_unit(text: str, module: cst.Module, positions: dict[cst.CSTNode, CodeRange],
+             shape: dict[cst.CSTNode, list[cst.CSTNode]], parents: dict[cst.CSTNode, cst.CSTNode],
+             has_block: bool) -> Unit:
+    """A unit parsed alone: its nodes' children and the unit each node belongs to registered."""
+    parse = Parse(module)
+    register(parse, shape)
+    parse.own(positions)
+    unit = Unit(text, module, positions, shape, parents, has_block)
+    parse.used_by(unit)
     return unit
 
 
@@ -124,29 +135,81 @@ def unit_texts(text: str, tree: ast.Module) -> list[str] | None:
     return None if cut is None else [chunk for chunk, _ in cut]
 
 
-# The unit each node of a parsed unit belongs to, by ``id(node)``: a joined module's positions
+class Parse:
+    """The nodes of one libcst parse: a unit's, or the members of a class that an edit parsed
+    again (``python_class_units``), and the units that use them, the latest last. A class's unit
+    made from an earlier one shares its untouched members' nodes with it, so a node may belong to
+    several units; keeping the owner per parse, not per node, makes a new version of a class
+    cost what its new members cost. The parse keeps its module, so its nodes are alive (their
+    ids cannot be reused) while any unit uses one of them."""
+
+    __slots__ = ("module", "units", "shared", "__weakref__")
+
+    def __init__(self, module: cst.Module) -> None:
+        self.module = module
+        self.units: list[weakref.ref[Unit]] = []
+        self.shared = False  # some of its nodes are not in every unit that uses it
+
+    def own(self, nodes: Iterable[cst.CSTNode]) -> None:
+        keys = [id(node) for node in nodes]
+        _UNIT_OF.update(dict.fromkeys(keys, weakref.ref(self)))
+        weakref.finalize(self, _forget_nodes, keys)
+
+    def used_by(self, unit: Unit, shared: bool = False) -> None:
+        self.units = [ref for ref in self.units if ref() is not None]
+        self.units.append(weakref.ref(unit))
+        self.shared = self.shared or shared
+        unit.parses.append(self)
+
+
+# The parse each node of a parsed unit comes from, by ``id(node)``: a joined module's positions
 # find a node's unit here instead of copying every unit's positions into one dictionary on each
-# join. Weakly: the versions of a document that use a unit keep it alive, and its entries go
-# with it (the unit holds its nodes alive, so an id cannot be reused meanwhile).
-_UNIT_OF: dict[int, "weakref.ref[Unit]"] = {}
-
-
-def _register_nodes(unit: Unit) -> None:
-    keys = [id(node) for node in unit.positions]
-    _UNIT_OF.update(dict.fromkeys(keys, weakref.ref(unit)))
-    weakref.finalize(unit, _forget_nodes, keys)
-
-
-def unit_of(node: object) -> Unit | None:
-    """The parsed unit ``node`` belongs to (None for a node of no unit: a joined module, the
-    statements a join rebuilt, a module parsed whole)."""
-    found = _UNIT_OF.get(id(node))
-    return found() if found is not None else None
+# join. Weakly: an entry goes with its parse (which keeps its nodes alive meanwhile).
+_UNIT_OF: dict[int, "weakref.ref[Parse]"] = {}
 
 
 def _forget_nodes(keys: list[int]) -> None:
     for key in keys:
         _UNIT_OF.pop(key, None)
+
+
+def parse_of(node: object) -> Parse | None:
+    """The parse ``node`` comes from."""
+    ref = _UNIT_OF.get(id(node))
+    return ref() if ref is not None else None
+
+
+def _units(parse: Parse, node: object) -> Iterator[Unit]:
+    """The live units of ``parse`` that hold ``node``, the latest first."""
+    for ref in reversed(parse.units):
+        unit = ref()
+        if unit is not None and (not parse.shared or node in unit.positions):
+            yield unit
+
+
+def units_of(node: object) -> list[Unit]:
+    """The parsed units ``node`` belongs to, the latest first (none for a node of no unit: a
+    joined module, the statements a join rebuilt, a module parsed whole)."""
+    parse = parse_of(node)
+    return [] if parse is None else list(_units(parse, node))
+
+
+def unit_of(node: object) -> Unit | None:
+    """The latest parsed unit ``node`` belongs to (``units_of``)."""
+    parse = parse_of(node)
+    return None if parse is None else next(_units(parse, node), None)
+
+
+def unit_among(node: object, units: Mapping[Unit, object]) -> Unit | None:
+    """The unit of ``node`` that is a key of ``units`` (the units of one joined module)."""
+    ref = _UNIT_OF.get(id(node))
+    parse = ref() if ref is not None else None
+    if parse is None:
+        return None
+    if len(parse.units) == 1:
+        unit = parse.units[0]()
+        return unit if unit is not None and unit in units and (not parse.shared or node in unit.positions) else None
+    return next((unit for unit in _units(parse, node) if unit in units), None)
 
 
 class _Positions(Mapping[cst.CSTNode, CodeRange]):
@@ -167,8 +230,8 @@ class _Positions(Mapping[cst.CSTNode, CodeRange]):
         self._moved.pop(node, None)
 
     def _unit_of(self, node: object) -> Unit | None:
-        unit = unit_of(node)
-        if unit is None or unit not in self._offsets or node in self._hidden or node is unit.module:
+        unit = unit_among(node, self._offsets)
+        if unit is None or node in self._hidden or node is unit.module:
             return None
         return unit
 
@@ -209,10 +272,13 @@ class Joined:
 
 
 def parse_in_units(text: str, tree: ast.Module, previous: list[Unit] = (),
-                   texts: list[str] | None = None) -> Joined | None:
+                   texts: list[str] | None = None,
+                   derive: Callable[[Unit, str], Unit | None] | None = None) -> Joined | None:
     """The module ``cst.parse_module(text)`` builds, from units parsed alone or reused from
     ``previous`` (the units of an earlier version of the text); None when the text cannot be
-    cut safely. ``texts``: ``unit_texts(text, tree)`` when the caller has them."""
+    cut safely. ``texts``: ``unit_texts(text, tree)`` when the caller has them. ``derive``:
+    makes a changed unit from an earlier version of it (``python_class_units``), tried with
+    the earlier units left over, in order, before a changed unit is parsed alone."""
     if texts is None:
         texts = unit_texts(text, tree)
     if texts is None:
@@ -220,15 +286,36 @@ def parse_in_units(text: str, tree: ast.Module, previous: list[Unit] = (),
     reusable: dict[str, list[Unit]] = {}
     for unit in previous:
         reusable.setdefault(unit.text, []).append(unit)
-    units: list[Unit] = []
+    units: list[Unit | None] = []
     for chunk in texts:
         spare = reusable.get(chunk)
         # a unit's nodes appear once only; statements with the same text keep their order
-        unit = spare.pop(0) if spare else _parse_unit(chunk)
-        if unit is None:
-            return None
-        units.append(unit)
-    return _join(text, units)
+        units.append(spare.pop(0) if spare else None)
+    if derive is not None and None in units:
+        used = {id(unit) for unit in units if unit is not None}
+        left = [unit for unit in previous if id(unit) not in used]
+        for number, chunk in enumerate(texts):
+            if units[number] is None:
+                units[number] = _derived(chunk, left, derive)
+    for number, chunk in enumerate(texts):
+        if units[number] is None:
+            units[number] = _parse_unit(chunk)
+            if units[number] is None:
+                return None
+    return _join(text, units)  # type: ignore[arg-type]
+
+
+def _derived(chunk: str, left: list[Unit], derive: Callable[[Unit, str], Unit | None]) -> Unit | None:
+    """A unit of ``chunk`` made from one of the earlier units ``left`` (which it then uses up)."""
+    header = chunk.split("\n", 1)[0]
+    for number, old in enumerate(left):
+        # the same first line (a class's header): made from it, or from none
+        if old.text.split("\n", 1)[0] == header:
+            unit = derive(old, chunk)
+            if unit is not None:
+                del left[number]
+            return unit
+    return None
 
 
 def _join(text: str, units: list[Unit]) -> Joined | None:
