@@ -6,6 +6,7 @@ that look at Python and of the Python fact extractor (``memlint.python.prefilter
 
 from __future__ import annotations
 
+import ast
 import os
 
 from memlint.documents.kinds import DocumentKind
@@ -25,3 +26,18 @@ def python_needs(settings: Settings) -> Needs | None:
     readers = [cls.needs(settings) for code, cls in all_rules().items()
                if settings.enabled(code) and cls.applies_to(DocumentKind.PYTHON, True)]
     return Needs.of([*readers, NEEDS.get(DocumentKind.PYTHON.value, "")])
+
+
+class Prefilter:
+    """``python_needs(settings).wanted``, worked out when the first module is asked about: a
+    run whose results all come from the cache never imports the rules."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._needs: Needs | None = None
+        self._known = False
+
+    def __call__(self, tree: ast.AST) -> bool:
+        if not self._known:
+            self._needs, self._known = python_needs(self.settings), True
+        return self._needs is None or self._needs.wanted(tree)

@@ -62,8 +62,6 @@ def names_used(tree: ast.AST) -> str:
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
-
-
 class Needs:
     """What any of several readers (rules, extractors) needs a module to name; ``None`` from
     :meth:`of` when one of them needs every module."""
