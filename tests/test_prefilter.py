@@ -161,3 +161,10 @@ def test_the_examples_projects_find_the_same_with_the_prefilter(tmp_path):
         outputs.append(json.loads(done.stdout))
     assert outputs[0] == outputs[1]
     assert outputs[0]
+
+
+def test_every_rule_that_looks_at_python_says_what_it_needs():
+    """A rule that keeps the default ("": every module) turns the prefilter off for every run."""
+    undeclared = [code for code, rule in all_rules().items()
+                  if rule.applies_to(DocumentKind.PYTHON, True) and rule.python_needs == ""]
+    assert undeclared == []
