@@ -69,8 +69,9 @@ def test_a_model_module_is_set_aside():
 @pytest.mark.parametrize("code", [
     # an alias hides nothing: the import names what it imports
     "import torch\nfrom torch.utils.checkpoint import checkpoint as ckpt\n\ndef f(block, x):\n    return ckpt(block, x)\n",
-    # an optimizer built from torch.optim's module, by name
-    "import torch\n\ndef build(model, name):\n    return getattr(torch.optim, name)(model.parameters())\n",
+    # an optimizer class under another name
+    "from torch.optim import AdamW as Optimizer\n\ndef build(model, lr):\n    return Optimizer(model.parameters(), lr=lr)\n",
+    "import bitsandbytes as bnb\nopt = bnb.optim.PagedAdamW8bit(model.parameters(), lr=2e-4)\n",
     # a trainer subclass, a TRL config
     "from trl import SFTConfig\nconfig = SFTConfig(output_dir='out')\n",
     "import torch\nfrom accelerate import Accelerator as Acc\nacc = Acc()\n",

@@ -21,7 +21,8 @@ from memlint.facts import script_distributed, script_loops, script_models, scrip
 from memlint.facts.extract import extractor
 from memlint.facts.plan import RunFacts
 from memlint.facts.script_facts import RANK_CONFIG, ScriptFacts
-from memlint.python.library import DEEPSPEED_INITIALIZE, OPTIMIZER_CLASS_NAMES, OPTIMIZER_MODULES, trainer_framework
+from memlint.model.vocabulary import OPTIMIZER_CLASSES
+from memlint.python.library import DEEPSPEED_INITIALIZE, trainer_framework
 from memlint.python.values import Mapping, Values
 
 TRAINING_PACKAGES = (
@@ -38,15 +39,15 @@ _IMPORTS_TRAINING = re.compile(
 _TRAINS = re.compile(r"Trainer|TrainingArguments|\btrl\b|Fabric|Accelerator|deepspeed|backward|optim|Adam|\bSGD\b|"
                      r"Adafactor|\bLion")
 
-# What ``memlint check`` asks of the names a module's code uses (memlint.python.prefilter):
-# ``_TRAINS`` narrowed to what makes a module train: ``optim`` to the names an optimizer class
-# can be reached by (the modules of OPTIMIZER_MODULES, the classes of OPTIMIZER_CLASS_NAMES: a
-# module that only passes an ``optimizer`` around builds none), ``deepspeed`` to its
-# ``initialize`` (DeepSpeed's own modules all import deepspeed).
+# What ``memlint check`` asks of the names a module's code uses (memlint.python.prefilter): what
+# can make it train. A trainer, a training config, an Accelerator, a Fabric, TRL (its configs),
+# ``deepspeed.initialize``, ``backward()``, or an optimizer class whose states the estimator
+# models (``optimizer_class``: the last name of an OPTIMIZER_CLASSES key, or transformers'
+# AdamW) -- not a module that only passes an ``optimizer`` around, nor DeepSpeed's own modules,
+# which all import deepspeed.
 NEEDS = "|".join([
-    r"Trainer|TrainingArguments|Fabric|Accelerator|^initialize$|backward|^trl$|Adam|\bSGD|Adafactor|Lion",
-    *(f"^{re.escape(name)}$" for name in sorted(OPTIMIZER_CLASS_NAMES)),
-    *sorted({f"^{re.escape(module.rstrip('.').rsplit('.', 1)[-1])}$" for module in OPTIMIZER_MODULES}),
+    r"Trainer|TrainingArguments|Fabric|Accelerator|^initialize$|backward|^trl$",
+    *sorted({f"^{re.escape(name.rsplit('.', 1)[-1])}$" for name in [*OPTIMIZER_CLASSES, "transformers.AdamW"]}),
 ])
 
 RECOGNISERS = (script_trainers, script_models, script_loops, script_distributed)
