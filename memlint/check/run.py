@@ -46,7 +46,7 @@ class Statistics:
     files: int = 0  # walked, and linked with them
     from_cache: int = 0  # whose record (kind, links, mentions) the cache knew: not read
     parsed: int = 0  # read and parsed (Python training code, configs, launchers)
-    set_aside: int = 0  # Python read and set aside by the prefilter: no ML import, never parsed
+    set_aside: int = 0  # Python read and set aside by the prefilters: no ML import, or nothing needs it; never parsed by libcst
     reused: int = 0  # results taken from the cache
     linted: int = 0
     workers: int = 1
@@ -296,7 +296,7 @@ class Check:
                         absolute = os.path.abspath(path)
                         self._remember(absolute, record)
                         self.parsed_by[absolute] = lane
-                        if record.kind == "python-other":
+                        if record.kind == "python-other" or record.set_aside:
                             stats.set_aside += 1
                         else:
                             stats.parsed += 1

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import libcst as cst
 
@@ -15,6 +15,8 @@ from memlint.python import source as python_source
 from memlint.python.tree import children
 
 if TYPE_CHECKING:
+    import ast
+
     from memlint.facts.plan import RunFacts
 
 
@@ -35,6 +37,9 @@ class ParsedDocument:
     facts: "list[RunFacts] | None" = field(default=None, repr=False, compare=False)
     # memlint's own failures on it while reading it or extracting its facts (memlint.documents.failures)
     failures: list[str] = field(default_factory=list, repr=False, compare=False)
+    # Python that ``memlint check``'s prefilter read and set aside (memlint.python.prefilter):
+    # no tree, and nothing memlint reads could have found anything in it
+    set_aside: bool = field(default=False, compare=False)
 
     def __post_init__(self) -> None:
         self.kind = DocumentKind(self.kind)  # a syntax ("json") is a kind too; anything else is a bug
@@ -81,17 +86,21 @@ def _nonlocal_at_module_level(module: cst.Module) -> cst.Nonlocal | None:
     return None
 
 
-def parse_document(document: Document, previous: ParsedDocument | None = None, whole: bool = False) -> ParsedDocument:
+def parse_document(document: Document, previous: ParsedDocument | None = None, whole: bool = False,
+                   wanted: "Callable[[ast.AST], bool] | None" = None) -> ParsedDocument:
     """``previous``: the same document as parsed before an edit (the language server's case):
     what did not change is not parsed again. ``whole``: the document will not be edited
-    (``memlint check``): Python is parsed in one piece (``python_source.parse``)."""
+    (``memlint check``): Python is parsed in one piece (``python_source.parse``), and set aside
+    unparsed by libcst where ``wanted`` says no one needs it."""
     if document.problem is not None:
         return ParsedDocument(document, DocumentKind(document.syntax))
     if document.syntax == "python" and not is_training_code(document.text):
         return ParsedDocument(document, DocumentKind.PYTHON_OTHER)
     if document.syntax == "python":
         before = previous.reusable if previous is not None else None
-        result = python_source.parse(document.text, before, whole=whole)
+        result = python_source.parse(document.text, before, whole=whole, wanted=wanted)
+        if result is None:
+            return ParsedDocument(document, DocumentKind.PYTHON, set_aside=True)
         if isinstance(result, python_source.PythonSyntaxError):
             # CPython puts some errors (a bad unindent, an unexpected end of file) one column
             # past the end of the line: keep the range inside the document

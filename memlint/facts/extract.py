@@ -15,14 +15,18 @@ if TYPE_CHECKING:
 
 Extractor = Callable[["ParsedDocument"], "list[RunFacts]"]
 EXTRACTORS: dict[str, Extractor] = {}
+# what a Python module must name for the extractor of its kind to find anything in it: a regular
+# expression over the names it uses (memlint.python.prefilter); "" (the default): every module
+NEEDS: dict[str, str] = {}
 
 
-def extractor(*kinds: str) -> Callable[[Extractor], Extractor]:
+def extractor(*kinds: str, needs: str = "") -> Callable[[Extractor], Extractor]:
     def register(function: Extractor) -> Extractor:
         for kind in kinds:
             if kind in EXTRACTORS:
                 raise ValueError(f"two extractors for document kind {kind!r}")
             EXTRACTORS[kind] = function
+            NEEDS[kind] = needs
         return function
 
     return register

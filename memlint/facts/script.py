@@ -21,6 +21,7 @@ from memlint.facts import script_distributed, script_loops, script_models, scrip
 from memlint.facts.extract import extractor
 from memlint.facts.plan import RunFacts
 from memlint.facts.script_facts import RANK_CONFIG, ScriptFacts
+from memlint.model.vocabulary import OPTIMIZER_CLASSES
 from memlint.python.library import DEEPSPEED_INITIALIZE, trainer_framework
 from memlint.python.values import Mapping, Values
 
@@ -38,6 +39,17 @@ _IMPORTS_TRAINING = re.compile(
 _TRAINS = re.compile(r"Trainer|TrainingArguments|\btrl\b|Fabric|Accelerator|deepspeed|backward|optim|Adam|\bSGD\b|"
                      r"Adafactor|\bLion")
 
+# What ``memlint check`` asks of the names a module's code uses (memlint.python.prefilter): what
+# can make it train. A trainer, a training config, an Accelerator, a Fabric, TRL (its configs),
+# ``deepspeed.initialize``, ``backward()``, or an optimizer class whose states the estimator
+# models (``optimizer_class``: the last name of an OPTIMIZER_CLASSES key, or transformers'
+# AdamW) -- not a module that only passes an ``optimizer`` around, nor DeepSpeed's own modules,
+# which all import deepspeed.
+NEEDS = "|".join([
+    r"Trainer|TrainingArguments|Fabric|Accelerator|^initialize$|backward|^trl$",
+    *sorted({f"^{re.escape(name.rsplit('.', 1)[-1])}$" for name in [*OPTIMIZER_CLASSES, "transformers.AdamW"]}),
+])
+
 RECOGNISERS = (script_trainers, script_models, script_loops, script_distributed)
 
 
@@ -46,7 +58,7 @@ def imports_training_library(text: str) -> bool:
     return _IMPORTS_TRAINING.search(text) is not None and _TRAINS.search(text) is not None
 
 
-@extractor("python")
+@extractor("python", needs=NEEDS)
 def extract_script(parsed: ParsedDocument) -> list[RunFacts]:
     source = parsed.python
     if source is None or not imports_training_library(parsed.text):

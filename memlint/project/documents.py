@@ -15,7 +15,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from memlint.documents import reads
 from memlint.documents.kinds import DocumentKind
@@ -23,6 +23,8 @@ from memlint.documents.reading import SHELL_SUFFIXES, Document, document_from_te
 from memlint.project.settings import Settings
 
 if TYPE_CHECKING:
+    import ast
+
     from memlint.documents.parsed import ParsedDocument
     from memlint.facts.plan import RunFacts
 
@@ -46,6 +48,7 @@ class DocumentRecord:
     links: tuple[str, ...] | None = None  # paths as written: references, then the launched script
     mentions: tuple[str, ...] | None = None  # file names the text mentions (the referrer index)
     facts: "list[RunFacts] | None" = None  # passed between processes, never stored on disk
+    set_aside: bool = False  # Python the prefilter read and set aside (counted by --statistics)
 
 
 @dataclass
@@ -114,6 +117,9 @@ class DocumentStore:
         self._files: frozenset[str] | None = None  # absolute paths known to be regular files
         self._names: dict[str, str] = {}  # key -> the path a file was walked as
         self.walked: list[Path] | None = None  # the walk of the project root, when seeded
+        # a snapshot's prefilter (``memlint check``): does anything need this Python module's
+        # tree? (memlint.python.prefilter; None: every module is parsed)
+        self.wanted: Callable[[ast.AST], bool] | None = None
 
     def key(self, path: str | Path) -> str:
         """A canonical name for a file (symlinks resolved); memoised, it is asked often."""
@@ -188,7 +194,7 @@ class DocumentStore:
             # reported on the document when it is linted, and every other one goes on
             try:
                 parsed = parse_document(document, previous=cached.parsed if cached is not None else None,
-                                        whole=self.snapshot)
+                                        whole=self.snapshot, wanted=self.wanted if self.snapshot else None)
             except Exception as error:
                 parsed = ParsedDocument(document, DocumentKind.OTHER, failures=[failures.describe("reading it", error)])
             try:
@@ -247,6 +253,7 @@ class DocumentStore:
             links=links_of(entry.facts),
             mentions=mentioned_names(str(path), entry.parsed.text),
             facts=entry.facts,
+            set_aside=entry.parsed.set_aside,
         )
 
     def is_file(self, candidate: Path) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import functools
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Callable, Mapping
 
 import libcst as cst
 from libcst import metadata
@@ -262,13 +262,18 @@ def _cut_after_edit(text: str, previous: PythonSource | None) -> list[tuple[str,
             *((unit.text, []) for unit in units[kept_after:])]
 
 
-def parse(text: str, previous: PythonSource | None = None, whole: bool = False) -> PythonSource | PythonSyntaxError:
+def parse(text: str, previous: PythonSource | None = None, whole: bool = False,
+          wanted: "Callable[[ast.AST], bool] | None" = None) -> PythonSource | PythonSyntaxError | None:
     """The module, or why it cannot be analysed. ``previous``: the source of an earlier version
     of the same document, whose unchanged top-level statements need no parsing again.
 
     ``whole``: the text will not be edited (``memlint check``): it is parsed in one piece, not
     in units (``python_units``), which only an edit repays: parsing each top-level statement
-    alone, recording its positions and joining the pieces costs a cold run a quarter more."""
+    alone, recording its positions and joining the pieces costs a cold run a quarter more.
+    ``wanted`` (with ``whole``): asked of CPython's tree of a valid module; None when it says no
+    (``memlint.python.prefilter``: nothing memlint reads could find anything there), before
+    libcst parses it. A module that says ``nonlocal`` is always parsed: one at module level is
+    a syntax error only libcst's tree shows (``memlint.documents.parsed``)."""
     lines = text.splitlines()
     if len(lines) > MAX_LINES:
         return PythonSyntaxError(f"{len(lines):,} lines: too long to analyse (generated code?)",
@@ -298,6 +303,8 @@ def parse(text: str, previous: PythonSource | None = None, whole: bool = False) 
     if depth > MAX_DEPTH:
         return PythonSyntaxError(f"nested more than {MAX_DEPTH} levels deep: too complex to analyse",
                                  Range.file_start(), "too-complex")
+    if wanted is not None and whole and tree is not None and "nonlocal" not in text and not wanted(tree):
+        return None
     if cut is not None:
         joined = parse_in_units(text, None, previous.units if previous is not None else (),
                                 texts=[chunk for chunk, _ in cut], derive=derive_unit)

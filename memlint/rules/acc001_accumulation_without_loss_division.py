@@ -142,6 +142,8 @@ class AccumulationWithoutLossDivision(Rule):
     name = "accumulation-without-loss-division"
     severity = Severity.WARNING
     kinds = frozenset({DocumentKind.PYTHON})
+    # its loops run backward(): ``loss.backward()``, ``accelerator.backward(loss)``, ``manual_backward``
+    python_needs = "backward"
     fix_applicability = Applicability.SAFE
 
     VALID = (

@@ -70,6 +70,8 @@ class SchedulerStepsEveryMicroBatch(Rule):
     name = "scheduler-steps-every-micro-batch"
     severity = Severity.WARNING
     kinds = frozenset({DocumentKind.PYTHON})
+    # its loops run backward(): ``loss.backward()``, ``accelerator.backward(loss)``, ``manual_backward``
+    python_needs = "backward"
 
     VALID = (
         Example(

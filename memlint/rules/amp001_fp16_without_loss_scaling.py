@@ -108,6 +108,8 @@ class Fp16WithoutLossScaling(Rule):
     name = "fp16-without-loss-scaling"
     severity = Severity.WARNING
     kinds = frozenset({DocumentKind.PYTHON})
+    # its loops run backward(): ``loss.backward()``, ``accelerator.backward(loss)``, ``manual_backward``
+    python_needs = "backward"
 
     VALID = (
         Example(

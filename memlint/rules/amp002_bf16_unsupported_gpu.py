@@ -10,6 +10,7 @@ from memlint.catalog.gpus import UnknownGpu, lookup_gpu
 from memlint.documents.kinds import DocumentKind
 from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Severity
+from memlint.project.settings import Settings
 from memlint.python.index import ModuleIndex, index_for
 from memlint.python.syntax import argument, dotted, is_false, iter_nodes, method_name, string_value
 from memlint.python.training import autocast_of, dtype_choices, trained_models
@@ -85,6 +86,18 @@ class Bf16UnsupportedGpu(Rule):
     name = "bf16-unsupported-gpu"
     severity = Severity.WARNING
     kinds = frozenset({DocumentKind.PYTHON})
+    # a bfloat16 choice: a dtype, autocast, Accelerator(mixed_precision="bf16"), a "bf16" flag
+    python_needs = r"bf16|bfloat16|autocast|dtype|Accelerator|mixed_precision"
+
+    @classmethod
+    def needs(cls, settings: Settings) -> str | tuple[str, ...] | None:
+        """Nothing to find on a GPU that runs bfloat16 natively, or with no GPU set."""
+        if not settings.gpu:
+            return None
+        try:
+            return None if lookup_gpu(settings.gpu).bf16 else cls.python_needs
+        except UnknownGpu:
+            return None
 
     VALID = (
         Example(

@@ -65,6 +65,8 @@ class ClipBeforeUnscale(Rule):
     name = "clip-before-unscale"
     severity = Severity.WARNING
     kinds = frozenset({DocumentKind.PYTHON})
+    # its loops run backward(): ``loss.backward()``, ``accelerator.backward(loss)``, ``manual_backward``
+    python_needs = "backward"
     fix_applicability = Applicability.UNSAFE
 
     VALID = (

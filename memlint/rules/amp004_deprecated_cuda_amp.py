@@ -79,6 +79,7 @@ class DeprecatedCudaAmp(Rule):
     name = "deprecated-cuda-amp"
     severity = Severity.INFO
     kinds = frozenset({DocumentKind.PYTHON})
+    python_needs = r"^amp$"  # torch.cuda.amp, torch.cpu.amp
     fix_applicability = Applicability.SAFE
 
     VALID = (

@@ -18,6 +18,7 @@ from memlint.model.diagnostics import Applicability, Fix, Range, Related, Severi
 
 if TYPE_CHECKING:
     from memlint.lint.context import RuleContext
+    from memlint.project.settings import Settings
 
 REGISTRY: dict[str, type["Rule"]] = {}
 DOCS_URL = "https://github.com/memlint/memlint/blob/main/rules/{code}.md"
@@ -66,6 +67,11 @@ class Rule:
     # a rule about reading files at all (SYN002) sees every document, whatever its kind
     every_document: ClassVar[bool] = False
     fix_applicability: ClassVar[Applicability | None] = None  # set when the rule's findings carry fixes
+    # What a Python module must name for ``check`` to find anything in its tree: a regular
+    # expression over the names its code uses (memlint.python.prefilter; ``memlint check`` sets
+    # aside the modules no rule and no extractor needs). "" (the default): every module; None:
+    # the rule reads no module tree (only facts, runs, the syntax verdict); a tuple: all of them.
+    python_needs: ClassVar[str | tuple[str, ...] | None] = ""
     VALID: ClassVar[tuple[Example, ...]] = ()
     INVALID: ClassVar[tuple[Example, ...]] = ()
 
@@ -86,6 +92,11 @@ class Rule:
     def applies_to(cls, kind: DocumentKind, in_a_run: bool) -> bool:
         """Does the rule look at a document of ``kind`` (``in_a_run``: it takes part in one)?"""
         return kind in cls.kinds or cls.every_document or (cls.judges_runs and in_a_run)
+
+    @classmethod
+    def needs(cls, settings: "Settings") -> str | tuple[str, ...] | None:
+        """``python_needs`` under these settings (a rule that cannot fire under them needs nothing)."""
+        return cls.python_needs
 
     def check(self, ctx: "RuleContext") -> Iterator[Finding]:  # pragma: no cover - abstract
         raise NotImplementedError

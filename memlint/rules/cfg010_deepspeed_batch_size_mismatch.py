@@ -36,6 +36,7 @@ class DeepSpeedBatchSizeMismatch(Rule):
     name = "deepspeed-batch-size-mismatch"
     severity = Severity.ERROR
     kinds = frozenset({DocumentKind.DEEPSPEED})
+    python_needs = None  # judges runs from their facts
     judges_runs = True
     fix_applicability = Applicability.UNSAFE
 

@@ -116,6 +116,7 @@ class TrainerDeepSpeedMismatch(Rule):
     name = "trainer-deepspeed-mismatch"
     severity = Severity.ERROR
     kinds = frozenset({DocumentKind.DEEPSPEED})
+    python_needs = None  # judges runs from their facts
     judges_runs = True
     fix_applicability = Applicability.UNSAFE
 

@@ -57,6 +57,7 @@ class MissingConfigReference(Rule):
     name = "missing-config-reference"
     severity = Severity.WARNING
     kinds = frozenset({DocumentKind.AXOLOTL, DocumentKind.LLAMAFACTORY, DocumentKind.LLAMAFACTORY_V1, DocumentKind.HF_ARGS, DocumentKind.ACCELERATE, DocumentKind.PYTHON, DocumentKind.SHELL})
+    python_needs = None  # a script's references are its facts
 
     VALID = (
         Example(_AXOLOTL, path="qwen-14b.yml", files={"deepspeed_configs/zero3_bf16.json": _ZERO3}),

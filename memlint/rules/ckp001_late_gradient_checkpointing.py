@@ -109,6 +109,7 @@ class LateGradientCheckpointing(Rule):
     name = "late-gradient-checkpointing"
     severity = Severity.WARNING
     kinds = frozenset({DocumentKind.PYTHON})
+    python_needs = "checkpointing_enable"
     fix_applicability = Applicability.SAFE
 
     VALID = (

@@ -69,6 +69,7 @@ class CheckpointWithoutUseReentrant(Rule):
     name = "checkpoint-without-use-reentrant"
     severity = Severity.WARNING
     kinds = frozenset({DocumentKind.PYTHON})
+    python_needs = r"^checkpoint(?:_sequential)?$"  # imported under an alias, the import names it
     fix_applicability = Applicability.SAFE
 
     VALID = (

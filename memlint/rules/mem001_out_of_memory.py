@@ -79,6 +79,7 @@ class OutOfMemory(Rule):
     name = "out-of-memory"
     severity = Severity.ERROR
     judges_runs = True
+    python_needs = None  # judges runs from their facts
 
     VALID = (
         Example(

@@ -50,6 +50,7 @@ class LittleHeadroom(Rule):
     name = "little-headroom"
     severity = Severity.WARNING
     judges_runs = True
+    python_needs = None  # judges runs from their facts
 
     VALID = (
         Example(_YAML.format(model="Qwen/Qwen2.5-3B", batch=12), path="sft.yaml", settings={"gpu": "a100-80gb"},

@@ -40,6 +40,7 @@ class CannotEstimate(Rule):
     name = "cannot-estimate"
     severity = Severity.INFO
     judges_runs = True
+    python_needs = None  # judges runs from their facts
 
     VALID = (
         Example(_SCRIPT.format(model="Qwen/Qwen2.5-7B"), settings={"gpu": "h100"},

@@ -26,6 +26,7 @@ class PythonSyntaxError(Rule):
     name = "python-syntax-error"
     severity = Severity.ERROR
     kinds = frozenset({DocumentKind.PYTHON})
+    python_needs = None  # the syntax verdict comes before any tree
 
     VALID = (Example("import torch\n\nmodel = torch.nn.Linear(4, 4)\n", title="Parses"),)
     INVALID = (

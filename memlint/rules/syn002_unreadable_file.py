@@ -33,6 +33,7 @@ class UnreadableFile(Rule):
     name = "unreadable-file"
     severity = Severity.WARNING
     every_document = True
+    python_needs = None
 
     VALID = (Example('{"train_micro_batch_size_per_gpu": 4}\n', path="ds_config.json", title="Plain UTF-8"),)
     INVALID = (

@@ -57,6 +57,8 @@ class MissingZeroGrad(Rule):
     name = "missing-zero-grad"
     severity = Severity.ERROR
     kinds = frozenset({DocumentKind.PYTHON})
+    # its loops run backward(): ``loss.backward()``, ``accelerator.backward(loss)``, ``manual_backward``
+    python_needs = "backward"
 
     VALID = (
         Example(_SCRIPT.format(zero="        optimizer.zero_grad()\n"), title="Gradients reset on every step"),

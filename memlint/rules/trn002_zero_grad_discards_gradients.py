@@ -85,6 +85,8 @@ class ZeroGradDiscardsGradients(Rule):
     name = "zero-grad-discards-gradients"
     severity = Severity.ERROR
     kinds = frozenset({DocumentKind.PYTHON})
+    # its loops run backward(): ``loss.backward()``, ``accelerator.backward(loss)``, ``manual_backward``
+    python_needs = "backward"
 
     VALID = (Example(_SCRIPT.format(body=_ORDERED), title="zero_grad after the step, under the same condition"),)
     INVALID = (

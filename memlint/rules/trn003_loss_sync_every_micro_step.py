@@ -62,6 +62,8 @@ class LossSyncEveryMicroStep(Rule):
     name = "loss-sync-every-micro-step"
     severity = Severity.INFO
     kinds = frozenset({DocumentKind.PYTHON})
+    # its loops run backward(): ``loss.backward()``, ``accelerator.backward(loss)``, ``manual_backward``
+    python_needs = "backward"
 
     VALID = (
         Example(

@@ -67,6 +67,7 @@ class EmptyCacheInTrainingLoop(Rule):
     name = "empty-cache-in-training-loop"
     severity = Severity.INFO
     kinds = frozenset({DocumentKind.PYTHON})
+    python_needs = "empty_cache"
 
     VALID = (
         Example(

@@ -73,6 +73,8 @@ class TrainingInEvalMode(Rule):
     name = "training-in-eval-mode"
     severity = Severity.WARNING
     kinds = frozenset({DocumentKind.PYTHON})
+    # its loops run backward(): ``loss.backward()``, ``accelerator.backward(loss)``, ``manual_backward``
+    python_needs = "backward"
 
     VALID = (
         Example(_SCRIPT.format(after="\n            model.train()"), title="Back to train mode right after evaluating"),

@@ -80,6 +80,9 @@ class OptimizerBeforeModelWrap(Rule):
     name = "optimizer-before-model-wrap"
     severity = Severity.ERROR
     kinds = frozenset({DocumentKind.PYTHON})
+    # an optimizer is built, and a PEFT or FSDP wrap comes from an import
+    python_needs = (r"optim|Adam|SGD|Adafactor|Lion|LAMB|Lamb|Muon|Shampoo|Sophia|LBFGS|Rprop|RMSprop|Adagrad|Adadelta",
+                    r"peft|fsdp|FullyShardedDataParallel|fully_shard")
 
     VALID = (
         Example(_PEFT.format(first="", second=_OPTIMIZER), title="The optimizer holds the LoRA weights"),

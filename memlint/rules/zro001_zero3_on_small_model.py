@@ -80,6 +80,7 @@ class ZeroThreeOnSmallModel(Rule):
     name = "zero3-on-small-model"
     severity = Severity.WARNING
     judges_runs = True
+    python_needs = None  # judges runs from their facts
 
     VALID = (
         Example(_ARGS.format(model="meta-llama/Llama-3.1-70B"), path="train_args.yaml",

@@ -1,0 +1,92 @@
+"""Which Python modules can matter to ``memlint check``, decided from CPython's ``ast``.
+
+A cold run over real repositories spends most of its time in libcst (the parse, positions,
+scopes) on library and model code that defines no training run: a ``LlamaAttention`` module
+imports torch and says ``dropout`` but never calls ``backward()``, builds no optimizer, no
+trainer, no checkpointing. CPython parses a module anyway (its syntax verdict comes first,
+``memlint.python.source``); this module reads the names that tree uses, and each rule and each
+fact extractor says, as a regular expression over those names, what a module must name for it
+to find anything there (``Rule.python_needs``, ``extractor(needs=...)``). A module no one needs
+is set aside: no libcst, no scopes, no facts. A textual test cannot do this: 510 of 595 ML
+modules of the benchmark tree contain one of the words in a comment, a docstring or a message.
+
+The names are what the code refers to, not what its prose says: identifiers (``Name``), the
+attribute names (``.backward``), imported names as written in the import (``from
+torch.utils.checkpoint import checkpoint as ckpt`` names ``checkpoint``: an alias cannot hide
+it), keyword argument names (``bf16=True``), the names of functions and classes, and string
+constants that could be a name, a dtype or a path (``"bfloat16"``, ``"ds_config.json"``: no
+space in them; not docstrings or messages).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Iterable
+
+# a string constant that can name something: a dtype, a key, a file; prose has spaces
+_WORD_LIKE = re.compile(r"[\w./\-]{1,200}")
+
+
+def names_used(tree: ast.AST) -> str:
+    """The names a module uses, one a line (what the needs' patterns search, ``re.MULTILINE``)."""
+    names: set[str] = set()
+    add = names.add
+    for node in ast.walk(tree):
+        kind = type(node)
+        if kind is ast.Name:
+            add(node.id)  # type: ignore[attr-defined]
+        elif kind is ast.Attribute:
+            add(node.attr)  # type: ignore[attr-defined]
+        elif kind is ast.Constant:
+            value = node.value  # type: ignore[attr-defined]
+            if type(value) is str and _WORD_LIKE.fullmatch(value):
+                add(value)
+        elif kind is ast.keyword:
+            if node.arg:  # type: ignore[attr-defined]
+                add(node.arg)  # type: ignore[attr-defined]
+        elif kind is ast.alias:
+            names.update(node.name.split("."))  # type: ignore[attr-defined]
+            if node.asname:  # type: ignore[attr-defined]
+                add(node.asname)  # type: ignore[attr-defined]
+        elif kind is ast.ImportFrom:
+            if node.module:  # type: ignore[attr-defined]
+                names.update(node.module.split("."))  # type: ignore[attr-defined]
+        elif kind in _DEFINITIONS:
+            add(node.name)  # type: ignore[attr-defined]
+        elif kind is ast.arg:
+            add(node.arg)  # type: ignore[attr-defined]
+    return "\n".join(names)
+
+
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+class Needs:
+    """What any of several readers (rules, extractors) needs a module to name; ``None`` from
+    :meth:`of` when one of them needs every module."""
+
+    def __init__(self, needs: Iterable[tuple[str, ...]]) -> None:
+        self.needs = sorted(set(needs))
+        self._compiled = [[re.compile(p, re.MULTILINE) for p in need] for need in self.needs]
+
+    @classmethod
+    def of(cls, needs: Iterable[str | tuple[str, ...] | None]) -> "Needs | None":
+        """Each reader's need: a pattern ("": every module), several that must all match, or
+        None (it reads no module tree)."""
+        kept: list[tuple[str, ...]] = []
+        for need in needs:
+            if need is None:
+                continue
+            patterns = (need,) if isinstance(need, str) else tuple(need)
+            if not patterns or "" in patterns:
+                return None
+            kept.append(patterns)
+        return cls(kept)
+
+    def wanted(self, tree: ast.AST) -> bool:
+        """Does any reader need this module?"""
+        if not self._compiled:
+            return False
+        names = names_used(tree)
+        return any(all(p.search(names) for p in need) for need in self._compiled)

@@ -1,0 +1,171 @@
+"""The prefilter of ``memlint check`` (memlint/python/prefilter.py) sets aside the Python modules
+no rule and no extractor needs, and changes no finding: the rules' own examples, the
+``examples/`` projects and realistic modules of both sorts (``bench/prefilter_check.py`` does
+the same on real repositories)."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import pytest
+
+from memlint.documents.kinds import DocumentKind
+from memlint.lint.engine import Linter, expand
+from memlint.lint.needs import python_needs
+from memlint.project.project import Project
+from memlint.project.settings import Settings, parse
+from memlint.rules import all_rules
+
+REPO = Path(__file__).resolve().parents[1]
+
+# what a model library module looks like: torch, a docstring and comments full of training words,
+# an ``optimizer`` passed around -- but no backward, no optimizer built, no trainer
+MODEL_MODULE = '''\
+"""LLaMA attention. Use with an optimizer such as AdamW; enable gradient_checkpointing to save memory."""
+import math
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from .configuration_llama import LlamaConfig
+
+
+class LlamaAttention(nn.Module):
+    def __init__(self, config: LlamaConfig, layer_idx: int):
+        super().__init__()
+        self.head_dim = config.hidden_size // config.num_attention_heads
+        self.q_proj = nn.Linear(config.hidden_size, config.hidden_size, bias=False)
+        self.o_proj = nn.Linear(config.hidden_size, config.hidden_size, bias=False)
+        self.dropout = config.attention_dropout  # the trainer turns this off in eval mode
+
+    def forward(self, hidden_states, attention_mask=None):
+        query = self.q_proj(hidden_states)
+        scores = torch.matmul(query, query.transpose(2, 3)) / math.sqrt(self.head_dim)
+        if attention_mask is not None:
+            scores = scores + attention_mask
+        weights = F.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
+        weights = F.dropout(weights, p=self.dropout, training=self.training)
+        return self.o_proj(torch.matmul(weights, query))
+
+
+def log_lr(optimizer, step):
+    """Called by the training loop: the optimizer's learning rate at ``step``."""
+    return {"step": step, "lr": optimizer.param_groups[0]["lr"]}
+'''
+
+
+def _wanted(settings: Settings, code: str) -> bool:
+    needs = python_needs(settings)
+    return needs is None or needs.wanted(ast.parse(code))
+
+
+def test_a_model_module_is_set_aside():
+    assert not _wanted(Settings(root=REPO), MODEL_MODULE)
+
+
+@pytest.mark.parametrize("code", [
+    # an alias hides nothing: the import names what it imports
+    "import torch\nfrom torch.utils.checkpoint import checkpoint as ckpt\n\ndef f(block, x):\n    return ckpt(block, x)\n",
+    # an optimizer class under another name
+    "from torch.optim import AdamW as Optimizer\n\ndef build(model, lr):\n    return Optimizer(model.parameters(), lr=lr)\n",
+    "import bitsandbytes as bnb\nopt = bnb.optim.PagedAdamW8bit(model.parameters(), lr=2e-4)\n",
+    # a trainer subclass, a TRL config
+    "from trl import SFTConfig\nconfig = SFTConfig(output_dir='out')\n",
+    "import torch\nfrom accelerate import Accelerator as Acc\nacc = Acc()\n",
+    "import torch\ntorch.cuda.empty_cache()\n",
+    "import deepspeed\nengine, *_ = deepspeed.initialize(model=model, config='ds.json')\n",
+])
+def test_what_a_rule_or_extractor_reads_is_kept(code):
+    assert _wanted(Settings(root=REPO), code)
+
+
+def test_bf16_choices_matter_only_on_a_gpu_without_bf16(tmp_path):
+    code = "import torch\nmodel = model.to(torch.bfloat16)\n"
+    assert not _wanted(parse({"gpu": "h100"}, tmp_path / "memlint.toml"), code)
+    assert _wanted(parse({"gpu": "v100"}, tmp_path / "memlint.toml"), code)
+
+
+def test_a_rule_that_declares_nothing_keeps_every_module():
+    from memlint.rules import base
+
+    class Plugin(base.Rule):
+        """A project's own rule.
+
+        ## What it does
+        Looks at Python.
+
+        ## Why it matters
+        It says nothing about what it needs."""
+
+        code = "XYZ901"
+        name = "plugin"
+        kinds = frozenset({DocumentKind.PYTHON})
+
+    try:
+        assert python_needs(Settings(root=REPO)) is None
+    finally:
+        base.REGISTRY.pop("XYZ901")
+
+
+def _lint_snapshot(rule, example, root: Path, prefilter: bool) -> list:
+    """``run_example`` as ``memlint check`` lints: a snapshot project, with or without the prefilter."""
+    for name, text in {example.path: example.source, **example.files}.items():
+        target = root / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(text) if isinstance(text, bytes) else target.write_text(text, encoding="utf-8")
+    table = {k.replace("_", "-"): v for k, v in example.settings.items()}
+    settings = parse(table, root / "memlint.toml") if table else Settings(root=root)
+    settings = settings.with_overrides(select=(rule.code,), cache=False)
+    project = Project(settings, snapshot=True)
+    needs = python_needs(settings) if prefilter else None
+    project.documents.wanted = needs.wanted if needs is not None else None
+    linter = Linter(settings, project)
+    main = root / example.path
+    out = []
+    for path in expand([main], settings, project):
+        out += [(d.path, d.code, d.range, d.message) for d in linter.lint_path(path)]
+    return out
+
+
+EXAMPLES = [(code, kind, i, example) for code, rule in all_rules().items()
+            for kind, examples in (("valid", rule.VALID), ("invalid", rule.INVALID))
+            for i, example in enumerate(examples)
+            if any(name.endswith(".py") for name in (example.path, *example.files))]
+
+
+@pytest.mark.parametrize("code, kind, i, example", EXAMPLES, ids=[f"{c}-{k}-{i}" for c, k, i, _ in EXAMPLES])
+def test_the_rules_examples_find_the_same_with_the_prefilter(tmp_path, code, kind, i, example):
+    rule = all_rules()[code]
+    with_it = _lint_snapshot(rule, example, tmp_path / "on", prefilter=True)
+    without = _lint_snapshot(rule, example, tmp_path / "off", prefilter=False)
+    strip = lambda found, root: [(str(Path(p).relative_to(root)), *rest) for p, *rest in found]  # noqa: E731
+    assert strip(with_it, tmp_path / "on") == strip(without, tmp_path / "off")
+    if kind == "invalid":
+        assert with_it
+
+
+def test_the_examples_projects_find_the_same_with_the_prefilter(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    outputs = []
+    for value in ("on", "off"):
+        env = {**os.environ, "MEMLINT_PREFILTER": value, "PYTHONPATH": str(REPO)}
+        done = subprocess.run([sys.executable, "-m", "memlint", "check", "examples/", "--output-format", "json",
+                               "--no-cache", "--jobs", "1"], cwd=REPO, env=env, capture_output=True, text=True,
+                              timeout=300)
+        assert "Traceback" not in done.stderr, done.stderr
+        outputs.append(json.loads(done.stdout))
+    assert outputs[0] == outputs[1]
+    assert outputs[0]
+
+
+def test_every_rule_that_looks_at_python_says_what_it_needs():
+    """A rule that keeps the default ("": every module) turns the prefilter off for every run."""
+    undeclared = [code for code, rule in all_rules().items()
+                  if rule.applies_to(DocumentKind.PYTHON, True) and rule.python_needs == ""]
+    assert undeclared == []
