@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from memlint.catalog.models import UnknownModel, read_config
+from memlint.catalog.models import UnknownModel, read_config, storage_note
 from memlint.catalog.models import resolve as resolve_model_name
 from memlint.documents.structured import SANE_INTEGERS
 from memlint.estimate import (
@@ -195,13 +195,14 @@ def _with_framework_defaults(plan: TrainingPlan) -> tuple[TrainingPlan, list[str
     return replace(plan, facts=facts), [note for _, note in added.values()]
 
 
-def _four_bit(plan: TrainingPlan, model: Sourced[Any] | None) -> TrainingPlan:
-    """A bnb-4bit upload loads 4-bit NF4 weights whatever the script says: QLoRA-style."""
+def _prequantized(plan: TrainingPlan, model: Sourced[Any] | None, quantization: str) -> TrainingPlan:
+    """A pre-quantized upload (``*-bnb-4bit``, ``*-GPTQ``, ``*-NVFP4``) loads its quantized weights
+    whatever the script says: adapters train over them, QLoRA-style."""
     from dataclasses import replace
 
     facts = dict(plan.facts)
-    facts["quantization"] = Sourced("nf4", model.origin if model is not None else None,
-                                    "a bnb-4bit upload: 4-bit NF4 weights")
+    facts["quantization"] = Sourced(quantization, model.origin if model is not None else None,
+                                    storage_note(quantization) or quantization)
     return replace(plan, facts=facts)
 
 
@@ -235,8 +236,8 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
             arch = found.arch
             if found.note:
                 run.assumptions.append(found.note)
-            if found.four_bit and plan.get("quantization") is None:
-                plan = _four_bit(plan, model)
+            if found.quantization and plan.get("quantization") is None:
+                plan = _prequantized(plan, model, found.quantization)
                 run.plan = plan
     except (UnknownModel, UnsupportedArchitecture) as error:
         run.problem, run.problem_fact = str(error), model
