@@ -118,6 +118,9 @@ class TrainingPlan:
     # Does any document of the run train? A launcher alone trains nothing: a shell script that
     # builds a package, serves a model or prepares data defines no training run.
     trains: bool = True
+    # the entry script's command-line options that name its model (``--model_name_or_path``):
+    # what to pass when no document states the model
+    model_options: tuple[str, ...] = ()
 
     def get(self, name: str) -> Sourced[Any] | None:
         return self.facts.get(name)
@@ -185,4 +188,5 @@ def merge(entry: RunFacts, linked: list[RunFacts], overrides: dict[str, Sourced[
         documents=tuple(dict.fromkeys(d.path for d in ordered)),
         conflicts=conflicts,
         trains=trains,
+        model_options=tuple(sorted(o for o, names in entry.cli_bindings.items() if "model" in names)),
     )

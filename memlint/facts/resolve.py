@@ -206,6 +206,16 @@ def _prequantized(plan: TrainingPlan, model: Sourced[Any] | None, quantization: 
     return replace(plan, facts=facts)
 
 
+def _no_model(plan: TrainingPlan) -> str:
+    """Why no model was found, and what to do about it."""
+    if plan.model_options:
+        written = " / ".join(f"`--{o}`" for o in plan.model_options)
+        return (f"no model found: the script takes it from {written}, which has no default here and no "
+                "launcher, README command or docstring of the project passes (set `model` in [tool.memlint] "
+                "or pass --model)")
+    return "no model found (set `model` in [tool.memlint] for scripts that load it from a variable)"
+
+
 def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = None) -> ResolvedRun:
     """The architecture and setup of a plan, or the reason there is none."""
     plan, default_notes = _with_framework_defaults(plan)
@@ -225,7 +235,7 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
     model_name = model.value if model is not None else context.model
     override = context.model_config(plan.entry) if context.model_config is not None and plan.entry else None
     if not model_name and override is None:
-        run.problem = "no model found (set `model` in [tool.memlint] for scripts that load it from a variable)"
+        run.problem = _no_model(plan)
         return run
     try:
         if override is not None:
