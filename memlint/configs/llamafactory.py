@@ -44,6 +44,7 @@ def extract_llamafactory(parsed: ParsedDocument) -> list[RunFacts]:
     facts.framework = Sourced("llamafactory", None, "LLaMA-Factory config")
     reader = ConfigReader(parsed.path, data, facts, "llamafactory")
     reader.read("model", ("model_name_or_path",), lambda v: str(v) if v else None, TOOL)
+    _not_training(reader)
     reader.read("seq_len", ("cutoff_len",), positive_int, TOOL)
     reader.read("micro_batch", ("per_device_train_batch_size",), positive_int, TOOL)
     reader.read("grad_accum", ("gradient_accumulation_steps",), positive_int, TOOL)
@@ -66,6 +67,21 @@ def extract_llamafactory(parsed: ParsedDocument) -> list[RunFacts]:
     elif isinstance(deepspeed, dict):
         read_deepspeed(reader.inside("deepspeed", schema_name="deepspeed"))
     return [facts]
+
+
+# the keys of a ``llamafactory-cli chat``/``webchat``/``api`` config, of an ``export`` config, and of a
+# prediction run: with no ``do_train``, LLaMA-Factory trains nothing (TrainingArguments' default is False)
+_NOT_TRAINING = ("infer_backend", "export_dir", "do_predict")
+
+
+def _not_training(reader: ConfigReader) -> None:
+    """An inference, export or prediction config names a model but trains nothing."""
+    if reader.has("do_train"):
+        return
+    key = next((k for k in _NOT_TRAINING if reader.has(k) and reader.value(k) not in (None, False)), None)
+    if key is not None:
+        reader.set("trains", False, reader.location(key), f"`{key}` without `do_train`: LLaMA-Factory "
+                   "runs inference, export or prediction, not training")
 
 
 def _finetuning(reader: ConfigReader) -> None:
