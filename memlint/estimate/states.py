@@ -88,6 +88,8 @@ def count_parameters(arch: Architecture, setup: TrainingSetup) -> ParameterCount
         frozen = frozen_blocks * per_block
     if setup.freeze_embeddings:
         frozen += arch.embedding_params
+    if setup.freeze_head:
+        frozen += arch.final_params + (arch.lm_head.params if arch.lm_head is not None else 0)
     trainable = total - frozen
     linears: list[tuple[int, Linear]] = list(_block_linears(arch))
     head = arch.lm_head
@@ -159,6 +161,11 @@ def state_bytes(arch: Architecture, setup: TrainingSetup, counts: ParameterCount
         weights = counts.quantized * per_q + (counts.total - counts.quantized) * rest
         weights += per_linear * sum(g.count * len(g.linears) for g in arch.blocks)
         note = f"{counts.quantized / 1e9:.2f}B quantised to {per_q:.3f} B/param, the rest {_dtype(rest)}"
+    elif setup.frozen_weight_bytes is not None and counts.trainable < counts.total:
+        frozen = counts.total - counts.trainable
+        weights = counts.trainable * policy.weight_bytes + frozen * setup.frozen_weight_bytes
+        note = (f"{counts.trainable / 1e9:.2f}B trained at {policy.weight_bytes} B/param, "
+                f"{frozen / 1e9:.2f}B frozen at {setup.frozen_weight_bytes:g} B/param")
     else:
         weights = counts.total * policy.weight_bytes
         note = f"{policy.weight_bytes} B/param"

@@ -59,6 +59,11 @@ class RunFacts:
     fused_loss: Sourced[bool] | None = None
     keep_logits: Sourced[bool] | None = None
 
+    # ---- freeze tuning: only the last N transformer blocks train; embeddings, head and the other
+    # blocks are frozen and stay in ``frozen_dtype`` while the trained ones are upcast
+    trained_layers: Sourced[int] | None = None
+    frozen_dtype: Sourced[str] | None = None  # "bf16", "fp16"
+
     # ---- adapters
     lora_r: Sourced[int] | None = None
     lora_targets: Sourced[tuple[str, ...]] | None = None

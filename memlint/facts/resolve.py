@@ -206,6 +206,25 @@ def _prequantized(plan: TrainingPlan, model: Sourced[Any] | None, quantization: 
     return replace(plan, facts=facts)
 
 
+def _frozen(plan: TrainingPlan, arch: Any, notes: list[str]) -> dict[str, Any]:
+    """Freeze tuning's setup: the last N blocks train, the embeddings, head and the other blocks
+    are frozen (and stay in the compute dtype while the trained ones are upcast)."""
+    trained = plan.get("trained_layers")
+    if trained is None or plan.get("lora_r") is not None:
+        return {}
+    layers = arch.num_layers
+    kept = min(max(int(trained.value), 0), layers)
+    half = plan.value("frozen_dtype")
+    notes.append(f"freeze tuning: the last {kept} of {layers} blocks train; embeddings, head and "
+                 f"{layers - kept} blocks frozen" + (f" in {half}" if half else ""))
+    return {
+        "frozen_layers": layers - kept,
+        "freeze_embeddings": True,
+        "freeze_head": True,
+        "frozen_weight_bytes": {"bf16": 2.0, "fp16": 2.0}.get(str(half)) if half else None,
+    }
+
+
 def _no_model(plan: TrainingPlan) -> str:
     """Why no model was found, and what to do about it."""
     if plan.model_options:
@@ -331,8 +350,10 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
         prov["lora"] = r or quant
     accum = plan.get("grad_accum")
     prov["grad_accum"] = accum
+    frozen = _frozen(plan, arch, notes)
     try:
         run.setup = TrainingSetup(
+            **frozen,
             micro_batch=micro_batch,
             seq_len=seq_len,
             precision=precision,
