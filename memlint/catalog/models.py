@@ -42,7 +42,14 @@ class Resolution:
 
     arch: Architecture
     note: str | None = None
-    four_bit: bool = False  # a pre-quantized bitsandbytes 4-bit upload (``*-bnb-4bit``)
+    # a pre-quantized upload's weight format, as ``Lora.quantization`` names it ("nf4" for
+    # ``*-bnb-4bit``, "int4" for ``*-GPTQ``/``*-AWQ``, "nvfp4", "aqlm-2bit-1x16"); None: plain weights
+    quantization: str | None = None
+
+    @property
+    def four_bit(self) -> bool:
+        """A bitsandbytes 4-bit (NF4) upload."""
+        return self.quantization == "nf4"
 
 
 def _litgpt_entries() -> list[CatalogEntry]:
@@ -114,7 +121,7 @@ def find_entry(model_id: str) -> CatalogEntry | None:
 def find_variant(name: str) -> tuple[CatalogEntry, variants.Name] | None:
     """The catalogued entry ``name`` is a variant of, by the rules in ``variants.py``."""
     asked = variants.split(name)
-    found = [e for e in _variant_index().get(asked.key, []) if variants.org_matches(asked.org, e.id.split("/")[0])]
+    found = [e for e in _variant_index().get(asked.key, []) if variants.org_matches(asked, e.id.split("/")[0])]
     if not found:
         return None
     sizes = {from_config(e.config, e.id).n_params for e in found if _countable(e)}
@@ -180,11 +187,28 @@ def looks_like_path(name: str) -> bool:
             or name.count("/") > 1 or re.match(r"^[A-Za-z]:", name) is not None)
 
 
-def _variant_note(name: str, entry: CatalogEntry, four_bit: bool) -> str:
+# what a re-upload's storage word means for its weights, said in the finding
+STORAGE_NOTES = {
+    "nf4": "a bnb-4bit upload: 4-bit NF4 base weights",
+    "int4": "a GPTQ/AWQ upload: 4-bit integer base weights in groups of 128 with fp16 scales",
+    "int8": "an 8-bit upload: int8 base weights",
+    "nvfp4": "an NVFP4 upload: 4-bit FP4 base weights with one FP8 scale per 16",
+}
+
+
+def storage_note(quantization: str | None, reupload: bool = True) -> str | None:
+    if quantization is None:
+        return "an upload of the same weights, stored unquantized" if reupload else None
+    if quantization.startswith("aqlm-"):
+        _, bits, shape = quantization.split("-")
+        return f"an AQLM upload: {bits[:-3]}-bit additive-quantized base weights, codebooks {shape}"
+    return STORAGE_NOTES.get(quantization, f"{quantization} base weights")
+
+
+def _variant_note(name: str, entry: CatalogEntry, asked: variants.Name) -> str:
     note = f"{name!r} is not catalogued: took the architecture of {entry.id} ({entry.origin})"
-    if four_bit:
-        note += "; a bnb-4bit upload: 4-bit NF4 base weights"
-    return note
+    said = storage_note(asked.storage, asked.reupload)
+    return note + f"; {said}" if said else note
 
 
 def _from_entry(entry: CatalogEntry) -> Architecture:
@@ -208,7 +232,7 @@ def resolve(name: str, base_dir: Path | None = None, *, offline: bool | None = N
     if mirror is not None:
         original = find_entry(mirror.entry)
         assert original is not None, mirror.entry  # the table keeps only mirrors of catalogued models
-        return Resolution(_from_entry(original), mirrors.note(name, mirror), mirror.four_bit)
+        return Resolution(_from_entry(original), mirrors.note(name, mirror), "nf4" if mirror.four_bit else None)
     candidate = Path(name).expanduser()
     if base_dir is not None and not candidate.is_absolute():
         candidate = base_dir / candidate
@@ -231,7 +255,7 @@ def resolve(name: str, base_dir: Path | None = None, *, offline: bool | None = N
         variant = find_variant(name)
         if variant is not None:
             entry, asked = variant
-            return Resolution(_from_entry(entry), _variant_note(name, entry, asked.four_bit), asked.four_bit)
+            return Resolution(_from_entry(entry), _variant_note(name, entry, asked), asked.storage)
         if "/" in name:
             from memlint.catalog import hub
 
@@ -243,11 +267,12 @@ def resolve(name: str, base_dir: Path | None = None, *, offline: bool | None = N
     if local and folder:
         found = find_entry(folder) or (find_variant(folder) or (None,))[0]
         if found is not None:
+            storage = variants.split(folder).storage
             return Resolution(
                 _from_entry(found),
                 f"{name}: no config.json here; assumed the architecture of {found.id} from the folder name"
-                + (" (a bnb-4bit upload: 4-bit NF4 base weights)" if variants.split(folder).four_bit else ""),
-                variants.split(folder).four_bit,
+                + (f" ({storage_note(storage)})" if storage else ""),
+                storage,
             )
         if path_like:
             raise UnknownModel(f"{name}: no such file or directory, and its folder name is not a catalogued model")

@@ -189,6 +189,6 @@ def plan_from_args(args: argparse.Namespace) -> tuple[Architecture, TrainingSetu
     for note in (found.note, found.arch.generic_note):
         if note:
             print(f"memlint: note: {note}", file=sys.stderr)
-    if found.four_bit and args.lora_r and not args.qlora:
-        args.qlora = True  # a bnb-4bit upload's weights are 4-bit NF4 under the adapters
+    if found.quantization and args.lora_r and not args.qlora:
+        args.qlora = found.quantization  # a pre-quantized upload's weights are quantized under the adapters
     return found.arch, setup_from_args(args), args.gpu

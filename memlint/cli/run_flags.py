@@ -53,6 +53,13 @@ def add_run_arguments(p: argparse.ArgumentParser, done: str) -> None:
                    "(Qwen2.5-VL: one per 28x28 pixels); default none, text-only batches")
 
 
+def _quantization(qlora: bool | str | None) -> str | None:
+    """``--qlora`` is NF4; a pre-quantized upload names its own format (``cli/named_run.py``)."""
+    if isinstance(qlora, str):
+        return qlora
+    return "nf4" if qlora else None
+
+
 def setup_from_args(args: argparse.Namespace, base: TrainingSetup | None = None) -> TrainingSetup:
     """A training setup from flags; flags override ``base`` (a setup read from files)."""
     s = base or TrainingSetup()
@@ -73,7 +80,7 @@ def setup_from_args(args: argparse.Namespace, base: TrainingSetup | None = None)
         targets = tuple(t.strip() for t in (args.lora_targets or "q_proj,v_proj").split(",") if t.strip())
         dropout = 0.05 if args.lora_dropout is None else args.lora_dropout
         changes["lora"] = Lora(r=args.lora_r or 16, targets=targets, dropout=dropout,
-                               quantization="nf4" if args.qlora else None)
+                               quantization=_quantization(args.qlora))
     if args.zero is not None:
         changes["sharding"] = ZERO[args.zero]
     if args.fsdp:

@@ -18,7 +18,7 @@ Keys the file leaves out take LLaMA-Factory's defaults from its schema.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memlint.configs.deepspeed import positive_int, read_deepspeed
 from memlint.configs.reading import ConfigReader, loaded_mapping, new_facts
@@ -44,6 +44,7 @@ def extract_llamafactory(parsed: ParsedDocument) -> list[RunFacts]:
     facts.framework = Sourced("llamafactory", None, "LLaMA-Factory config")
     reader = ConfigReader(parsed.path, data, facts, "llamafactory")
     reader.read("model", ("model_name_or_path",), lambda v: str(v) if v else None, TOOL)
+    _not_training(reader)
     reader.read("seq_len", ("cutoff_len",), positive_int, TOOL)
     reader.read("micro_batch", ("per_device_train_batch_size",), positive_int, TOOL)
     reader.read("grad_accum", ("gradient_accumulation_steps",), positive_int, TOOL)
@@ -68,8 +69,26 @@ def extract_llamafactory(parsed: ParsedDocument) -> list[RunFacts]:
     return [facts]
 
 
+# the keys of a ``llamafactory-cli chat``/``webchat``/``api`` config, of an ``export`` config, and of a
+# prediction run: with no ``do_train``, LLaMA-Factory trains nothing (TrainingArguments' default is False)
+_NOT_TRAINING = ("infer_backend", "export_dir", "do_predict")
+
+
+def _not_training(reader: ConfigReader) -> None:
+    """An inference, export or prediction config names a model but trains nothing."""
+    if reader.has("do_train"):
+        return
+    key = next((k for k in _NOT_TRAINING if reader.has(k) and reader.value(k) not in (None, False)), None)
+    if key is not None:
+        reader.set("trains", False, reader.location(key), f"`{key}` without `do_train`: LLaMA-Factory "
+                   "runs inference, export or prediction, not training")
+
+
 def _finetuning(reader: ConfigReader) -> None:
     method, _ = reader.setting("finetuning_type")
+    if method == "freeze":
+        _freeze(reader)
+        return
     if method != "lora":
         return
     reader.read("lora_r", ("lora_rank",), positive_int, TOOL)
@@ -87,6 +106,40 @@ def _finetuning(reader: ConfigReader) -> None:
         reader.set("double_quant", bool(_bool(double)), double_at, "double_quantization")
 
 
+def _freeze(reader: ConfigReader) -> None:
+    """Freeze tuning as LLaMA-Factory sets it up (``model/adapter.py``, ``_setup_freeze_tuning``):
+    ``freeze_trainable_layers: N`` > 0 trains the last N blocks, every module of them
+    (``freeze_trainable_modules: all``); the embeddings, the head and the other blocks are frozen.
+    Other layouts (the first blocks, LLaMA Pro's interleaved blocks, chosen modules, extra
+    modules) are named as what the estimate does not model."""
+    layers, layers_at = reader.setting("freeze_trainable_layers")
+    modules, _ = reader.setting("freeze_trainable_modules")
+    trained, why = freeze_layout(layers, modules, reader.value("freeze_extra_modules"),
+                                 bool(_bool(reader.value("use_llama_pro"))))
+    if why is not None:
+        where = reader.location("use_llama_pro") if reader.has("use_llama_pro") else reader.location("finetuning_type")
+        reader.set("unmodelled", why, where, "finetuning_type: freeze")
+    elif trained is not None:
+        note = f"freeze_trainable_layers: {trained} (the last {trained} blocks train)"
+        reader.set("trained_layers", trained, layers_at or reader.location("finetuning_type"), note)
+
+
+def freeze_layout(layers: Any, modules: Any, extra: Any, llama_pro: bool) -> tuple[int | None, str | None]:
+    """(the number of last blocks that train, or why the layout is not one the estimate states)."""
+    layers = 2 if layers is None else layers  # FinetuningArguments' default
+    if isinstance(layers, bool) or not isinstance(layers, int):
+        return None, None
+    if llama_pro:
+        return None, "LLaMA Pro's interleaved trainable blocks (`use_llama_pro: true`)"
+    if layers <= 0:
+        return None, f"freeze tuning of the first blocks (`freeze_trainable_layers: {layers}`)"
+    if modules is not None and str(modules).strip() != "all":
+        return None, f"freeze tuning of chosen modules (`freeze_trainable_modules: {modules}`)"
+    if extra:
+        return None, f"freeze tuning with extra modules (`freeze_extra_modules: {extra}`)"
+    return layers, None
+
+
 def _precision(reader: ConfigReader) -> None:
     bf16, bf16_at = reader.setting("bf16")
     fp16, fp16_at = reader.setting("fp16")
@@ -101,8 +154,10 @@ def _precision(reader: ConfigReader) -> None:
     method, _ = reader.setting("finetuning_type")
     half = "bf16" if _bool(bf16) else ("fp16" if _bool(fp16) else None)
     where = bf16_at if _bool(bf16) else fp16_at
-    if method == "full":
+    if method in ("full", "freeze"):
         reader.set("load_dtype", "fp32", where, "LLaMA-Factory upcasts trainable parameters to float32")
+        if method == "freeze" and half is not None:
+            reader.set("frozen_dtype", half, where, f"frozen parameters stay in the compute dtype {half}")
     elif half is not None:
         reader.set("load_dtype", half, where, f"frozen base weights in the compute dtype {half}")
 
@@ -127,7 +182,7 @@ _OPTIMIZER_SWITCHES = {"use_galore": "GaLore's low-rank optimizer states", "use_
                        "use_badam": "BAdam's block-wise optimizer",
                        "use_kt": "KTransformers (MoE experts kept on the CPU)"}
 # fine-tuning methods the estimate does not model (it would count full fine-tuning)
-_METHODS = {"oft": "orthogonal fine-tuning (OFT)", "freeze": "freeze tuning (some layers trained)"}
+_METHODS = {"oft": "orthogonal fine-tuning (OFT)"}
 
 
 def _unmodelled(reader: ConfigReader) -> None:

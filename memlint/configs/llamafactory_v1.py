@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from memlint.configs.deepspeed import positive_int
+from memlint.configs.llamafactory import freeze_layout
 from memlint.configs.reading import ConfigReader, loaded_mapping, new_facts
 from memlint.facts.extract import extractor
 from memlint.facts.hf_args import _targets
@@ -65,6 +66,16 @@ def extract_llamafactory_v1(parsed: ParsedDocument) -> list[RunFacts]:
         if peft.has("target_modules"):
             peft.set("lora_targets", _targets(peft.value("target_modules")), peft.location("target_modules"),
                      "peft_config.target_modules")
+    elif str(peft.value("name") or "").lower() == "freeze":
+        trained, why = freeze_layout(peft.value("freeze_trainable_layers"), peft.value("freeze_trainable_modules"),
+                                     peft.value("freeze_extra_modules"), False)
+        if why is not None:
+            peft.set("unmodelled", why, peft.location("name"), "peft_config.name: freeze")
+        elif trained is not None:
+            where = peft.location("freeze_trainable_layers") if peft.has("freeze_trainable_layers") else \
+                peft.location("name")
+            peft.set("trained_layers", trained, where, f"peft_config.freeze_trainable_layers: {trained} "
+                     f"(the last {trained} blocks train)")
     bits = reader.value("quant_config", "quantization_bit")
     if bits in (4, 8):
         reader.set("quantization", "nf4" if bits == 4 else "int8", reader.location("quant_config", "quantization_bit"),

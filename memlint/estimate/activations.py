@@ -176,7 +176,13 @@ def profile(arch: Architecture, setup: TrainingSetup) -> ActivationProfile:
     casts = 0
     if settings.autocast:
         head = arch.lm_head.weight_params if arch.lm_head else (arch.vocab_size * arch.hidden_size if has_vocab_logits(arch) else 0)
-        casts = settings.compute_bytes * (arch.linear_weight_params + head)
+        linears = arch.linear_weight_params
+        if setup.frozen_weight_bytes == settings.compute_bytes and arch.num_layers:
+            # frozen weights already in the compute dtype are used as they are: only the
+            # trained (upcast) blocks' weights get an autocast copy
+            linears = linears * (arch.num_layers - setup.frozen_layers) // arch.num_layers
+            head = 0 if setup.freeze_head else head
+        casts = settings.compute_bytes * (linears + head)
 
     checkpointed = 0
     if setup.grad_ckpt:

@@ -75,6 +75,10 @@ class TrainingSetup:
     lora: Lora | None = None
     frozen_layers: int = 0  # leading blocks whose parameters do not train (full fine-tuning)
     freeze_embeddings: bool = False
+    freeze_head: bool = False  # the final norm and an untied output head do not train
+    # bytes per frozen parameter when frozen ones are stored unlike the trained ones (LLaMA-Factory's
+    # freeze tuning upcasts only trainable parameters to fp32); None: as the precision policy says
+    frozen_weight_bytes: float | None = None
     sharding: Sharding = Sharding.NONE
     world_size: int = 1
     gpus_per_node: int = 8  # for hybrid sharding / ZeRO++ style partitioning

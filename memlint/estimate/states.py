@@ -17,6 +17,33 @@ from memlint.estimate.setup import Sharding, TrainingSetup
 NF4_BYTES = 0.5 + 4 / 64
 NF4_DOUBLE_QUANT_BYTES = 0.5 + 1 / 64 + 4 / (64 * 256)
 INT8_BYTES = 1.0  # LLM.int8(): int8 weights (+ one fp32 scale per row, negligible)
+# GPTQ/AWQ (the layout of their QuantLinear buffers): 4-bit integers packed in int32 ``qweight``,
+# and per group of 128 input rows one fp16 ``scales`` and one 4-bit ``qzeros`` entry per column
+GROUP_INT4_BYTES = 0.5 + (2 + 0.5) / 128
+# NVFP4 (NVIDIA ModelOpt): FP4 E2M1 values and one FP8 E4M3 scale per block of 16 (+ one fp32
+# scale per tensor, negligible)
+NVFP4_BYTES = 0.5 + 1 / 16
+
+
+def quantized_weight_bytes(quantization: str, double_quant: bool = True) -> tuple[float, int]:
+    """Bytes per quantized weight, and bytes per quantized Linear that do not scale with its size.
+
+    AQLM (``aqlm-<bits>bit-<M>x<B>``) stores ``bits`` per weight as M codes of B bits per group of
+    M*B/bits weights, and per Linear M codebooks of 2^B fp16 vectors of that group size.
+    """
+    if quantization == "int8":
+        return INT8_BYTES, 0
+    if quantization == "int4":
+        return GROUP_INT4_BYTES, 0
+    if quantization == "nvfp4":
+        return NVFP4_BYTES, 0
+    if quantization.startswith("aqlm-"):
+        _, bits_word, shape = quantization.split("-")
+        bits = int(bits_word[:-3])
+        books, book_bits = (int(x) for x in shape.split("x"))
+        group = books * book_bits // bits
+        return bits / 8, books * 2**book_bits * group * 2
+    return (NF4_DOUBLE_QUANT_BYTES if double_quant else NF4_BYTES), 0  # nf4, fp4 (bitsandbytes)
 
 
 @dataclass(frozen=True)
@@ -61,6 +88,8 @@ def count_parameters(arch: Architecture, setup: TrainingSetup) -> ParameterCount
         frozen = frozen_blocks * per_block
     if setup.freeze_embeddings:
         frozen += arch.embedding_params
+    if setup.freeze_head:
+        frozen += arch.final_params + (arch.lm_head.params if arch.lm_head is not None else 0)
     trainable = total - frozen
     linears: list[tuple[int, Linear]] = list(_block_linears(arch))
     head = arch.lm_head
@@ -125,13 +154,18 @@ def state_bytes(arch: Architecture, setup: TrainingSetup, counts: ParameterCount
 
     # ---- weights
     if setup.quantized:
-        per_q = INT8_BYTES if setup.lora.quantization == "int8" else (
-            NF4_DOUBLE_QUANT_BYTES if setup.lora.double_quant else NF4_BYTES
-        )
+        assert setup.lora is not None and setup.lora.quantization is not None
+        per_q, per_linear = quantized_weight_bytes(setup.lora.quantization, setup.lora.double_quant)
         # prepare_model_for_kbit_training keeps the non-quantised parameters in fp32
         rest = 4 if setup.lora.kbit_prepared else policy.weight_bytes
         weights = counts.quantized * per_q + (counts.total - counts.quantized) * rest
+        weights += per_linear * sum(g.count * len(g.linears) for g in arch.blocks)
         note = f"{counts.quantized / 1e9:.2f}B quantised to {per_q:.3f} B/param, the rest {_dtype(rest)}"
+    elif setup.frozen_weight_bytes is not None and counts.trainable < counts.total:
+        frozen = counts.total - counts.trainable
+        weights = counts.trainable * policy.weight_bytes + frozen * setup.frozen_weight_bytes
+        note = (f"{counts.trainable / 1e9:.2f}B trained at {policy.weight_bytes} B/param, "
+                f"{frozen / 1e9:.2f}B frozen at {setup.frozen_weight_bytes:g} B/param")
     else:
         weights = counts.total * policy.weight_bytes
         note = f"{policy.weight_bytes} B/param"

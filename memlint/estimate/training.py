@@ -331,6 +331,9 @@ def describe(setup: TrainingSetup) -> dict:
         "offload_optimizer": setup.offload_optimizer,
         "offload_params": setup.offload_params,
     }
+    if setup.frozen_layers or setup.freeze_embeddings or setup.freeze_head:
+        out["frozen"] = {"layers": setup.frozen_layers, "embeddings": setup.freeze_embeddings,
+                         "head": setup.freeze_head}
     if setup.lora:
         out["lora"] = {
             "r": setup.lora.r,

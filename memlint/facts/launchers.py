@@ -14,6 +14,8 @@ import bisect
 import re
 from dataclasses import dataclass, field
 
+import libcst as cst
+
 from memlint.documents.parsed import ParsedDocument
 from memlint.facts.extract import extractor
 from memlint.facts.plan import RunFacts
@@ -447,17 +449,45 @@ def command_lines(text: str, start: int = 0, end: int | None = None) -> str:
     return "".join(kept)
 
 
+_STRING = re.compile(r'[rRuU]?("""|\'\'\')(?P<body>.*?)\1', re.S)
+
+
+def _usage_strings(parsed: ParsedDocument) -> list[tuple[int, int]]:
+    """(start, end) of the body of each module-level string statement: the module docstring,
+    and a usage string written after the imports (TRL's ``ppo.py``)."""
+    source = parsed.python
+    if source is None:
+        found = _DOCSTRING.match(parsed.text)
+        return [(found.start("body"), found.end("body"))] if found else []
+    line_starts = [0] + [i + 1 for i, c in enumerate(parsed.text) if c == "\n"]
+    spans = []
+    for statement in source.module.body:
+        if not (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1
+                and isinstance(statement.body[0], cst.Expr)
+                and isinstance(statement.body[0].value, cst.SimpleString)):
+            continue
+        start = source.range_of(statement.body[0].value).start
+        if start.line - 1 >= len(line_starts):
+            continue
+        found = _STRING.match(parsed.text, line_starts[start.line - 1] + start.column)
+        if found is not None:
+            spans.append((found.start("body"), found.end("body")))
+    return spans
+
+
 def documented_launches(parsed: ParsedDocument) -> list[RunFacts]:
-    """The commands a script's module docstring gives for running it (TRL's examples:
-    ``python trl/scripts/kto.py --model_name_or_path ... --per_device_train_batch_size 16``),
-    each a launch of this very file, whatever folder the command names it in."""
-    found = _DOCSTRING.match(parsed.text)
-    if found is None or not parsed.text:
+    """The commands a script's module-level strings give for running it (TRL's examples:
+    ``python trl/scripts/kto.py --model_name_or_path ... --per_device_train_batch_size 16`` in
+    the docstring, or in a usage string after the imports), each a launch of this very file,
+    whatever folder the command names it in."""
+    if not parsed.text:
         return []
     own = parsed.path.replace("\\", "/").rsplit("/", 1)[-1]
-    text = command_lines(parsed.text, found.start("body"), found.end("body"))
     out = []
-    for facts in _Shell(parsed, text).run():
+    facts_found = []
+    for start, end in _usage_strings(parsed):
+        facts_found.extend(_Shell(parsed, command_lines(parsed.text, start, end)).run())
+    for facts in facts_found:
         launched = facts.launches
         if launched is None or str(launched.value).rsplit("/", 1)[-1] != own:
             continue

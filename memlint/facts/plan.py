@@ -59,6 +59,11 @@ class RunFacts:
     fused_loss: Sourced[bool] | None = None
     keep_logits: Sourced[bool] | None = None
 
+    # ---- freeze tuning: only the last N transformer blocks train; embeddings, head and the other
+    # blocks are frozen and stay in ``frozen_dtype`` while the trained ones are upcast
+    trained_layers: Sourced[int] | None = None
+    frozen_dtype: Sourced[str] | None = None  # "bf16", "fp16"
+
     # ---- adapters
     lora_r: Sourced[int] | None = None
     lora_targets: Sourced[tuple[str, ...]] | None = None
@@ -131,6 +136,9 @@ class TrainingPlan:
     # the document the run's verdicts belong to when it is not the entry: a config run through a
     # launcher shared by many configs is judged in the config, not on the launcher's DeepSpeed file
     home: str | None = None
+    # the entry script's command-line options that name its model (``--model_name_or_path``):
+    # what to pass when no document states the model
+    model_options: tuple[str, ...] = ()
 
     def get(self, name: str) -> Sourced[Any] | None:
         return self.facts.get(name)
@@ -200,4 +208,5 @@ def merge(entry: RunFacts, linked: list[RunFacts], overrides: dict[str, Sourced[
         documents=tuple(dict.fromkeys(d.path for d in ordered)),
         conflicts=conflicts,
         trains=trains,
+        model_options=tuple(sorted(o for o, names in entry.cli_bindings.items() if "model" in names)),
     )

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from memlint.catalog.models import UnknownModel, read_config
+from memlint.catalog.models import UnknownModel, read_config, storage_note
 from memlint.catalog.models import resolve as resolve_model_name
 from memlint.documents.structured import SANE_INTEGERS
 from memlint.estimate import (
@@ -195,14 +195,44 @@ def _with_framework_defaults(plan: TrainingPlan) -> tuple[TrainingPlan, list[str
     return replace(plan, facts=facts), [note for _, note in added.values()]
 
 
-def _four_bit(plan: TrainingPlan, model: Sourced[Any] | None) -> TrainingPlan:
-    """A bnb-4bit upload loads 4-bit NF4 weights whatever the script says: QLoRA-style."""
+def _prequantized(plan: TrainingPlan, model: Sourced[Any] | None, quantization: str) -> TrainingPlan:
+    """A pre-quantized upload (``*-bnb-4bit``, ``*-GPTQ``, ``*-NVFP4``) loads its quantized weights
+    whatever the script says: adapters train over them, QLoRA-style."""
     from dataclasses import replace
 
     facts = dict(plan.facts)
-    facts["quantization"] = Sourced("nf4", model.origin if model is not None else None,
-                                    "a bnb-4bit upload: 4-bit NF4 weights")
+    facts["quantization"] = Sourced(quantization, model.origin if model is not None else None,
+                                    storage_note(quantization) or quantization)
     return replace(plan, facts=facts)
+
+
+def _frozen(plan: TrainingPlan, arch: Any, notes: list[str]) -> dict[str, Any]:
+    """Freeze tuning's setup: the last N blocks train, the embeddings, head and the other blocks
+    are frozen (and stay in the compute dtype while the trained ones are upcast)."""
+    trained = plan.get("trained_layers")
+    if trained is None or plan.get("lora_r") is not None:
+        return {}
+    layers = arch.num_layers
+    kept = min(max(int(trained.value), 0), layers)
+    half = plan.value("frozen_dtype")
+    notes.append(f"freeze tuning: the last {kept} of {layers} blocks train; embeddings, head and "
+                 f"{layers - kept} blocks frozen" + (f" in {half}" if half else ""))
+    return {
+        "frozen_layers": layers - kept,
+        "freeze_embeddings": True,
+        "freeze_head": True,
+        "frozen_weight_bytes": {"bf16": 2.0, "fp16": 2.0}.get(str(half)) if half else None,
+    }
+
+
+def _no_model(plan: TrainingPlan) -> str:
+    """Why no model was found, and what to do about it."""
+    if plan.model_options:
+        written = " / ".join(f"`--{o}`" for o in plan.model_options)
+        return (f"no model found: the script takes it from {written}, which has no default here and no "
+                "launcher, README command or docstring of the project passes (set `model` in [tool.memlint] "
+                "or pass --model)")
+    return "no model found (set `model` in [tool.memlint] for scripts that load it from a variable)"
 
 
 def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = None) -> ResolvedRun:
@@ -224,7 +254,7 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
     model_name = model.value if model is not None else context.model
     override = context.model_config(plan.entry) if context.model_config is not None and plan.entry else None
     if not model_name and override is None:
-        run.problem = "no model found (set `model` in [tool.memlint] for scripts that load it from a variable)"
+        run.problem = _no_model(plan)
         return run
     try:
         if override is not None:
@@ -235,8 +265,8 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
             arch = found.arch
             if found.note:
                 run.assumptions.append(found.note)
-            if found.four_bit and plan.get("quantization") is None:
-                plan = _four_bit(plan, model)
+            if found.quantization and plan.get("quantization") is None:
+                plan = _prequantized(plan, model, found.quantization)
                 run.plan = plan
     except (UnknownModel, UnsupportedArchitecture) as error:
         run.problem, run.problem_fact = str(error), model
@@ -320,8 +350,10 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
         prov["lora"] = r or quant
     accum = plan.get("grad_accum")
     prov["grad_accum"] = accum
+    frozen = _frozen(plan, arch, notes)
     try:
         run.setup = TrainingSetup(
+            **frozen,
             micro_batch=micro_batch,
             seq_len=seq_len,
             precision=precision,

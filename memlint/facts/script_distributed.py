@@ -191,7 +191,10 @@ def deepspeed_initialize(ctx: ScriptFacts, call: cst.Call) -> None:
 
 def accelerator(ctx: ScriptFacts, call: cst.Call) -> None:
     values = ctx.values
-    ctx.framework("accelerate", call.func, "Accelerator(...)")
+    # an Accelerator trains with a backward() beside it (``finish_training``): alone it may only
+    # print the environment or run inference
+    ctx.framework("accelerate", call.func, "Accelerator(...)", trains=False)
+    ctx.pending["accelerator"] = True
     ctx.anchor(call.func, ANCHOR_ENGINE)
     arguments = values.arguments(call)
     if "mixed_precision" in arguments:

@@ -75,11 +75,14 @@ class ScriptFacts:
             self._anchor_rank = rank
             self.facts.anchor = self.location(node)
 
-    def framework(self, name: str, node: cst.CSTNode, note: str) -> None:
+    def framework(self, name: str, node: cst.CSTNode, note: str, trains: bool = True) -> None:
+        """The framework the script runs under; ``trains`` False for one that also runs inference
+        (an ``Accelerator`` trains only with an optimizer or a trainer beside it)."""
         current = self.facts.framework
         if current is None or _FRAMEWORK_RANK.get(name, 0) > _FRAMEWORK_RANK.get(str(current.value), 0):
             self.facts.framework = Sourced(name, self.location(node), note)
-        self.training = True
+        if trains:
+            self.training = True
 
     def reference(self, path: str, node: cst.CSTNode, note: str) -> None:
         if path and not any(r.value == path for r in self.facts.references):

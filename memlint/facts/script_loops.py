@@ -465,10 +465,11 @@ def _updates_parameters(receiver: cst.BaseExpression) -> bool:
 
 
 def finish_training(ctx: ScriptFacts) -> None:
-    """A ``backward()`` trains only with a step that updates the parameters: gradients computed
+    """A ``backward()`` trains only with a step that updates the parameters (or under an
+    ``Accelerator``, whose optimizer may be prepared elsewhere): gradients computed
     to compare two implementations or to probe a norm train nothing (see
     ``memlint.python.loops.updating_backwards`` for the rules' side)."""
-    if ctx.pending.get("backward") and ctx.pending.get("steps"):
+    if ctx.pending.get("backward") and (ctx.pending.get("steps") or ctx.pending.get("accelerator")):
         ctx.training = True
 
 

@@ -13,6 +13,7 @@ from memlint.python.library import (
     KBIT_PREPARATION,
     LORA_CONFIGS,
     QUANTIZATION_CONFIGS,
+    image_model_library,
     is_config_loader,
     is_model_loader,
     liger,
@@ -56,6 +57,11 @@ def _positive_int(value: Any) -> int | None:
 def recognise(ctx: ScriptFacts, call: cst.Call, names: set[str], method: str | None) -> None:
     if any(is_model_loader(n) for n in names):
         model_loader(ctx, call, names)
+    library = next((lib for n in names if (lib := image_model_library(n))), None)
+    if library is not None:
+        code = ctx.python.code_of(call)
+        shown = code if len(code) <= 60 else code[:57] + "..."
+        ctx.state("unmodelled", f"a {library} image model (`{shown}`)", call, f"{library} model", at=call)
     if names & QUANTIZATION_CONFIGS:
         bits_and_bytes(ctx, call)
     if names & LORA_CONFIGS:

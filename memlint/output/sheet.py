@@ -29,6 +29,8 @@ def describe_setup(budget: Budget) -> str:
     if lora:
         kind = "QLoRA" if lora.get("quantization") else "LoRA"
         parts.append(f"{kind} r={lora['r']} ({', '.join(lora['targets'])})")
+    elif s.get("frozen"):
+        parts.append(f"freeze tuning ({s['frozen']['layers']} blocks frozen)")
     else:
         parts.append("full fine-tuning")
     parts.append(s.get("precision", "?"))

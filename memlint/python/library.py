@@ -68,6 +68,17 @@ def is_model_loader(qualname: str) -> bool:
     return not cls.endswith(_NOT_MODELS) and ("Model" in cls or "For" in cls or "LigerKernel" in cls)
 
 
+def image_model_library(qualname: str) -> str | None:
+    """The library of a call that builds a model memlint's estimate has no recipe for: timm's
+    ``create_model("resnet50d")``, torchvision's ``models.resnet50()`` (convolutional image models)."""
+    parts = qualname.split(".")
+    if parts[0] == "timm" and parts[-1] == "create_model":
+        return "timm"
+    if parts[:2] == ["torchvision", "models"] and len(parts) > 2 and parts[-1][:1].islower():
+        return "torchvision"
+    return None
+
+
 def is_model_class(qualname: str) -> bool:
     """A transformers model class called directly (``LlamaForCausalLM(config)``)."""
     root, last = _root_last(qualname)

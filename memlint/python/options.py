@@ -206,17 +206,14 @@ class Options:
         if first is None:
             return None
         items = list(first.elements) if isinstance(first, (cst.Tuple, cst.List)) else None
-        expressions = [e.value for e in items] if items is not None else [first]
-        classes: list[Any] = []
-        for expression in expressions:
-            found = self.values.evaluate(expression)
-            if found is not None and isinstance(found.value, ClassValue):
-                classes.append(found.value.node)
-            elif found is not None and isinstance(found.value, Ref):
-                classes.append(found.value.qualname)
-            else:
-                classes.append(None)
-        return tuple(classes)
+        if items is not None:
+            values = [self.values.evaluate(e.value) for e in items]
+            return tuple(_parsed_class(f.value if f is not None else None) for f in values)
+        found = self.values.evaluate(first)
+        if found is not None and isinstance(found.value, (tuple, list)):
+            # ``dataclass_types = (ScriptArguments, SFTConfig, ModelConfig); TrlParser(dataclass_types)``
+            return tuple(_parsed_class(value) for value in found.value)
+        return (_parsed_class(found.value if found is not None else None),)
 
     def fields(self, node: cst.ClassDef) -> dict[str, cst.BaseExpression | None]:
         """A dataclass's own fields and the expression of each default (None: no default)."""
@@ -311,3 +308,13 @@ class Options:
     def class_attribute(self, node: cst.ClassDef, attr: str, depth: int = 0) -> Found | None:
         """``Config.batch_size`` on a plain class holding constants."""
         return self._class_field(node, attr, (), depth)
+
+
+def _parsed_class(value: Any) -> Any:
+    """A parser's dataclass as ``parser_classes`` gives it: the script's ClassDef, a library
+    class's qualified name, or None."""
+    if isinstance(value, ClassValue):
+        return value.node
+    if isinstance(value, Ref):
+        return value.qualname
+    return None

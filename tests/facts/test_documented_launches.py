@@ -101,3 +101,110 @@ def test_the_runs_of_a_documented_script_are_its_commands(tmp_path: Path):
     assert qlora.plan.value("micro_batch") == 8
     assert qlora.plan.value("quantization") == "nf4"
     assert qlora.plan.value("world_size") == 2
+
+
+# TRL's examples/scripts/ppo/ppo.py, trimmed: the commands are a usage string after the imports,
+# and the policy comes from PPOConfig's --sft_model_path
+PPO = dedent('''
+    import shutil
+
+    from transformers import AutoModelForCausalLM, AutoTokenizer, HfArgumentParser
+
+    from trl import ModelConfig, ScriptArguments
+    from trl.experimental.ppo import PPOConfig, PPOTrainer
+
+
+    """
+    python -i examples/scripts/ppo/ppo.py \\
+        --dataset_name trl-internal-testing/descriptiveness-sentiment-trl-style \\
+        --per_device_train_batch_size 64 \\
+        --model_name_or_path EleutherAI/pythia-1b-deduped \\
+        --sft_model_path EleutherAI/pythia-1b-deduped
+
+    accelerate launch --config_file examples/accelerate_configs/deepspeed_zero3.yaml \\
+        examples/scripts/ppo/ppo.py \\
+        --per_device_train_batch_size 1 \\
+        --gradient_accumulation_steps 16 \\
+        --model_name_or_path EleutherAI/pythia-1b-deduped \\
+        --sft_model_path EleutherAI/pythia-1b-deduped
+    """
+
+
+    if __name__ == "__main__":
+        parser = HfArgumentParser((ScriptArguments, PPOConfig, ModelConfig))
+        script_args, training_args, model_args = parser.parse_args_into_dataclasses()
+        tokenizer = AutoTokenizer.from_pretrained(model_args.model_name_or_path, padding_side="left")
+        policy = AutoModelForCausalLM.from_pretrained(training_args.sft_model_path)
+        trainer = PPOTrainer(args=training_args, processing_class=tokenizer, model=policy)
+        trainer.train()
+''')
+
+
+def test_a_usage_string_after_the_imports_gives_launches_too():
+    script, single, accelerate = facts_of(PPO, "examples/scripts/ppo/ppo.py")
+    assert script.kind == "python"
+    assert single.launches.value == accelerate.launches.value == "ppo.py"
+    assert single.cli_args["sft_model_path"].value == "EleutherAI/pythia-1b-deduped"
+    assert where(single.launches) == span(PPO, "python -i «examples/scripts/ppo/ppo.py» \\")
+    # a string inside a function, or assigned to a name, is no usage string
+    inside = PPO.replace('\n"""\npython -i', '\nUSAGE = """\npython -i')
+    assert len(facts_of(inside, "examples/scripts/ppo/ppo.py")) == 1
+
+
+# TRL's examples/scripts/distillation.py, trimmed: the parser's dataclasses are a tuple in a variable
+DISTILLATION = dedent('''
+    """
+    python examples/scripts/distillation.py \\
+        --model_name_or_path Qwen/Qwen2.5-0.5B-Instruct \\
+        --teacher_model_name_or_path Qwen/Qwen2.5-1.5B-Instruct \\
+        --per_device_train_batch_size 4 \\
+        --gradient_accumulation_steps 8 \\
+        --output_dir distilled-model
+    """
+
+    import argparse
+
+
+    def main(script_args, training_args, model_args):
+        from datasets import load_dataset
+
+        from trl.experimental.distillation import DistillationTrainer
+
+        dataset = load_dataset(script_args.dataset_name)
+        trainer = DistillationTrainer(
+            model=model_args.model_name_or_path,
+            teacher_model=training_args.teacher_model_name_or_path,
+            args=training_args,
+            train_dataset=dataset[script_args.dataset_train_split],
+        )
+        trainer.train()
+
+
+    def make_parser(subparsers: argparse._SubParsersAction | None = None, prog: str | None = None):
+        from trl import ModelConfig, ScriptArguments, TrlParser
+        from trl.experimental.distillation import DistillationConfig
+
+        dataclass_types = (ScriptArguments, DistillationConfig, ModelConfig)
+        if subparsers is not None:
+            parser = subparsers.add_parser("distillation", dataclass_types=dataclass_types)
+        else:
+            parser = TrlParser(dataclass_types, prog=prog)
+        return parser
+
+
+    if __name__ == "__main__":
+        parser = make_parser()
+        script_args, training_args, model_args = parser.parse_args_and_config(fail_with_unknown_args=False)
+        main(script_args, training_args, model_args)
+''')
+
+
+def test_parser_dataclasses_held_in_a_variable_take_the_commands_options(tmp_path: Path):
+    path = tmp_path / "examples" / "scripts" / "distillation.py"
+    path.parent.mkdir(parents=True)
+    path.write_text(DISTILLATION, encoding="utf-8")
+    (tmp_path / ".git").mkdir()
+    settings = Settings(root=tmp_path).with_overrides(gpu="h100", cache=False)
+    [run] = Project(settings).runs_for(path, run_context(settings))
+    assert run.plan.value("model") == "Qwen/Qwen2.5-0.5B-Instruct"
+    assert run.plan.value("micro_batch") == 4 and run.plan.value("grad_accum") == 8

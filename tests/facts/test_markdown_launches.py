@@ -238,4 +238,4 @@ def test_readme_runs_that_cannot_be_estimated_leave_the_script_its_own_note(tmp_
     settings = _project(tmp_path, {"examples/cv_example.py": script, "examples/README.md": readme})
     assert _memory(settings, "examples/README.md") == []
     [note] = _memory(settings, "examples/cv_example.py")
-    assert note.code == "MEM003" and "no model found" in note.message
+    assert note.code == "MEM003" and "timm image model" in note.message and "create_model" in note.message

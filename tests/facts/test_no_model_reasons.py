@@ -1,0 +1,108 @@
+"""When memlint cannot find a run's model, the note says why and what to pass; a script that only
+builds an ``Accelerator`` (to print the environment, or for inference) is no training run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from facts_testing import dedent, facts_of, write
+
+from memlint.lint.engine import Linter
+from memlint.project.settings import Settings
+
+# Accelerate's examples/by_feature/fsdp_with_peak_mem_tracking.py, trimmed: the model is a
+# required option, and no launcher of the project passes it
+FSDP_SCRIPT = dedent('''
+    import argparse
+
+    import torch
+    from accelerate import Accelerator
+    from transformers import AutoModelForSequenceClassification, get_linear_schedule_with_warmup
+
+
+    def training_function(config, args):
+        accelerator = Accelerator(cpu=args.cpu, mixed_precision=args.mixed_precision)
+        model = AutoModelForSequenceClassification.from_pretrained(
+            args.model_name_or_path, return_dict=True, low_cpu_mem_usage=True
+        )
+        optimizer = torch.optim.AdamW(params=model.parameters(), lr=config["lr"])
+        model, optimizer = accelerator.prepare(model, optimizer)
+        for batch in range(config["num_epochs"]):
+            loss = model(**batch).loss
+            accelerator.backward(loss)
+            optimizer.step()
+            optimizer.zero_grad()
+
+
+    def main():
+        parser = argparse.ArgumentParser(description="Simple example of training script.")
+        parser.add_argument("--mixed_precision", type=str, default=None, choices=["no", "fp16", "bf16", "fp8"])
+        parser.add_argument("--cpu", action="store_true", help="If passed, will train on the CPU.")
+        parser.add_argument(
+            "--model_name_or_path",
+            type=str,
+            help="Path to pretrained model or model identifier from huggingface.co/models.",
+            required=True,
+        )
+        args = parser.parse_args()
+        config = {"lr": 2e-5, "num_epochs": 3, "seed": 42, "batch_size": 16}
+        training_function(config, args)
+
+
+    if __name__ == "__main__":
+        main()
+''')
+
+# Accelerate's examples/config_yaml_templates/run_me.py: prints the environment, trains nothing
+RUN_ME = dedent('''
+    """
+    A base script which outputs the accelerate config for the given environment
+    """
+
+    from accelerate import Accelerator
+
+
+    accelerator = Accelerator()
+
+    accelerator.print(f"Accelerator state from the current environment:\\n{accelerator.state}")
+    if accelerator.fp8_recipe_handler is not None:
+        accelerator.print(f"FP8 config:\\n{accelerator.fp8_recipe_handler}")
+    accelerator.end_training()
+''')
+
+
+def _memory(root: Path, files: dict[str, str], name: str):
+    write(root, files)
+    (root / ".git").mkdir(exist_ok=True)
+    settings = Settings(root=root).with_overrides(gpu="h100", cache=False)
+    return [d for d in Linter(settings).lint_path(root / name) if d.code.startswith("MEM")]
+
+
+def test_a_model_option_nobody_passes_is_named_in_the_note(tmp_path: Path):
+    [note] = _memory(tmp_path, {"by_feature/fsdp.py": FSDP_SCRIPT}, "by_feature/fsdp.py")
+    assert note.code == "MEM003"
+    assert "`--model_name_or_path`" in note.message and "set `model` in [tool.memlint]" in note.message
+
+
+def test_the_same_option_passed_by_a_launcher_answers(tmp_path: Path):
+    launcher = "accelerate launch by_feature/fsdp.py --model_name_or_path Qwen/Qwen2.5-0.5B --mixed_precision bf16\n"
+    found = _memory(tmp_path, {"by_feature/fsdp.py": FSDP_SCRIPT, "launch.sh": launcher}, "launch.sh")
+    assert not [d for d in found if d.code == "MEM003"]
+
+
+def test_an_accelerator_alone_trains_nothing():
+    assert facts_of(RUN_ME, "config_yaml_templates/run_me.py") == []
+    # with an optimizer beside it, it trains
+    [script] = facts_of(FSDP_SCRIPT, "by_feature/fsdp.py")
+    assert script.framework.value == "accelerate"
+
+
+def test_a_timm_model_is_named_as_what_the_estimate_does_not_model():
+    text = FSDP_SCRIPT.replace(
+        "from transformers import AutoModelForSequenceClassification, get_linear_schedule_with_warmup",
+        "from timm import create_model as build").replace(
+        '''AutoModelForSequenceClassification.from_pretrained(
+        args.model_name_or_path, return_dict=True, low_cpu_mem_usage=True
+    )''', 'build("resnet50d", pretrained=True, num_classes=37)')
+    [script] = facts_of(text, "cv_example.py")
+    assert script.unmodelled.value == 'a timm image model (`build("resnet50d", pretrained=True, num_classes=37)`)'
