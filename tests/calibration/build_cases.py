@@ -148,6 +148,7 @@ SHORT = {
     "distilbert/distilbert-base-uncased": "distilbert",
     "deepseek-ai/DeepSeek-V2-Lite": "dsv2lite", "zai-org/GLM-4-9B-0414": "glm4-9b",
     "bigcode/starcoder2-3b": "starcoder2-3b", "deepseek-ai/DeepSeek-V3": "dsv3", "meta-llama/Llama-4-Scout-17B-16E (text model)": "llama4-scout",
+    "google-t5/t5-small": "t5-small", "google-t5/t5-base": "t5-base", "google/flan-t5-base": "flan-t5-base",
 }
 
 ALL_LINEAR = "all-linear"
@@ -176,6 +177,7 @@ def case_rows() -> list[tuple]:
     DSL, G4, SC2 = "deepseek-ai/DeepSeek-V2-Lite", "zai-org/GLM-4-9B-0414", "bigcode/starcoder2-3b"
     L4 = "meta-llama/Llama-4-Scout-17B-16E (text model)"
     DV3 = "deepseek-ai/DeepSeek-V3"
+    T5S, T5B, FT5B = "google-t5/t5-small", "google-t5/t5-base", "google/flan-t5-base"
     rows = [
         # --- GPT-2 (learned positions, LayerNorm, GELU, attention dropout) ---
         (G2, 8, 1024, "fp32", "adamw", False, {}),
@@ -289,6 +291,14 @@ def case_rows() -> list[tuple]:
         (L4, 1, 1024, "bf16", "adamw-fused", False, {}),
         (L4, 1, 2048, "bf16", "adamw", False, {"lora": lora(16, ATTN)}),
         (L4, 2, 4096, "bf16", "adamw", True, {"lora": lora(16, ATTN)}),
+        # --- T5 / Flan-T5 (encoder-decoder: the decoder's self- and cross-attention, relative
+        # position bias, the encoder's output kept for every cross-attention; labels as long as
+        # the inputs, so the decoder runs over the same number of tokens) ---
+        (T5S, 8, 512, "fp32", "adamw", False, {}),
+        (T5B, 8, 512, "bf16", "adamw", False, {}),
+        (T5B, 16, 512, "bf16", "adamw", False, {"lora": lora(16, ["q", "v"])}),
+        (FT5B, 8, 1024, "amp-bf16", "adamw", True, {}),
+        (FT5B, 16, 512, "bf16", "adamw", True, {"lora": lora(16, ["q", "k", "v", "o"])}),
     ]
     return rows
 
