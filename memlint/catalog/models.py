@@ -256,7 +256,7 @@ def resolve(name: str, base_dir: Path | None = None, *, offline: bool | None = N
         if variant is not None:
             entry, asked = variant
             return Resolution(_from_entry(entry), _variant_note(name, entry, asked), asked.storage)
-        if "/" in name:
+        if _hub_id_like(name):
             from memlint.catalog import hub
 
             config = hub.fetch_config(name, offline=offline)
@@ -279,6 +279,15 @@ def resolve(name: str, base_dir: Path | None = None, *, offline: bool | None = N
     raise UnknownModel(_unknown_message(name, offline))
 
 
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
+
+
+def _hub_id_like(name: str) -> bool:
+    """``org/name``, or a bare ``name``: the Hub still serves the early models without an org
+    (``gpt2``, ``bert-base-uncased``, ``t5-small``) by redirecting to their organisation."""
+    return bool(_HUB_ID.fullmatch(name)) and ".." not in name
+
+
 def _known_org(org: str) -> bool:
     org = org.lower()
     return org in variants.MIRROR_ORGS or any(e.id.split("/")[0].lower() == org for e in catalog_entries())
@@ -290,7 +299,7 @@ def _unknown_message(name: str, offline: bool | None) -> str:
     from memlint.catalog import hub
 
     where = "memlint's catalogue nor in the local Hugging Face cache"
-    if "/" in name and not looks_like_path(name):
+    if _hub_id_like(name) and not looks_like_path(name):
         why_not_hub = hub.why_offline(offline)
         failed = hub.last_failure(name)
         if why_not_hub:

@@ -16,7 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memlint.estimate.architecture import Architecture
-from memlint.estimate.blocks import BLOCKS, FINAL_NORM
+from memlint.estimate.blocks import BLOCKS, CROSS_DECODER_BLOCKS, FINAL_NORM
+from memlint.estimate.encoder_decoder import shared_saved
 from memlint.estimate.families import final_softcap
 from memlint.estimate.graph import Tape, TapeSettings, Value
 from memlint.estimate.policy import POLICIES, PrecisionPolicy
@@ -42,15 +43,16 @@ class ActivationProfile:
     logits_forward: float  # per token: the head's forward high point
     logits_end_of_forward: float
     logits_backward: float  # per token: log-softmax and the two fp32 gradient buffers
+    blocks: int = 0  # how many blocks ``block_saved`` sums over (0: all alike, as many as checkpointed)
 
     def stored(self) -> float:
         """Per-token bytes alive after the forward, before the head (blocks + base)."""
         if self.checkpointed_blocks:
-            return (
-                self.checkpointed_blocks * self.block_input
-                + (self.block_saved - self.checkpointed_blocks * self.largest_block_saved)
-                + self.base_saved
-            )
+            # the checkpointed blocks' share of the saved tensors (blocks of two kinds, as T5's
+            # encoder and decoder layers, are checkpointed alike: each stack's every layer)
+            share = (self.block_saved * self.checkpointed_blocks / self.blocks if self.blocks
+                     else self.checkpointed_blocks * self.largest_block_saved)
+            return self.checkpointed_blocks * self.block_input + (self.block_saved - share) + self.base_saved
         return self.block_saved + self.base_saved
 
 
@@ -83,14 +85,18 @@ def tape_settings(arch: Architecture, setup: TrainingSetup, block_trains: bool =
         quantized_base=setup.quantized,
         mask_bytes=setup.dropout_mask_bytes,
         fp32_gqa_sdpa_math=setup.fp32_gqa_sdpa_math,
+        grad_ckpt=setup.grad_ckpt,
     )
 
 
-def _block_bytes(arch: Architecture, settings: TapeSettings, input_rg: bool) -> tuple[float, float, float]:
-    """(saved bytes, input bytes, backward high point) per token of one block."""
+def _block_bytes(
+    arch: Architecture, settings: TapeSettings, input_rg: bool, kind: str = "decoder"
+) -> tuple[float, float, float]:
+    """(saved bytes, input bytes, backward high point) per token of one block of ``kind``."""
     tape = Tape(settings)
     x = Value(arch.hidden_size, settings.param_bytes, input_rg)
-    BLOCKS[arch.family](tape, arch, x)
+    block = CROSS_DECODER_BLOCKS.get(arch.family) if kind == "cross_decoder" else None
+    (block or BLOCKS[arch.family])(tape, arch, x)
     return tape.saved_bytes, x.bytes, tape.backward_peak
 
 
@@ -136,6 +142,11 @@ def logits_bytes_per_token(arch: Architecture, setup: TrainingSetup) -> tuple[fl
     v = arch.vocab_size
     policy: PrecisionPolicy = POLICIES[setup.precision]
     c = 4 if (setup.quantized and setup.lora is not None and setup.lora.kbit_prepared) else policy.compute_bytes
+    if arch.family == "t5" and not policy.autocast:
+        # T5ForConditionalGeneration's CrossEntropyLoss takes the logits in their own dtype
+        # (no fp32 upcast; CUDA autocast does upcast a loss's input): log_softmax saves a
+        # logits-sized result, backward two gradients
+        return 2 * c * v, 2 * c * v, (3 * c + (c if setup.keep_logits else 0)) * v
     upcast = 4 if c != 4 else 0
     softcap = final_softcap(arch)
     extra = 2 * c if softcap else 0  # logits/cap, tanh (saved), *cap
@@ -154,17 +165,18 @@ def profile(arch: Architecture, setup: TrainingSetup) -> ActivationProfile:
     embeddings_train = lora is False and not setup.freeze_embeddings and setup.frozen_layers == 0
     first_input_rg = embeddings_train or (lora and setup.grad_ckpt)  # enable_input_require_grads
 
-    cache: dict[tuple[bool, bool], tuple[float, float, float]] = {}
+    cache: dict[tuple[bool, bool, str], tuple[float, float, float]] = {}
     total = 0.0
     largest = 0.0
     backward_peak = 0.0
     input_bytes = 0.0
-    for index in range(sum(g.count for g in arch.blocks)):
+    kinds = [g.kind for g in arch.blocks for _ in range(g.count)]
+    for index, kind in enumerate(kinds):
         frozen = index < setup.frozen_layers
         rg = first_input_rg if index == 0 else (lora or embeddings_train or index > setup.frozen_layers)
-        key = (frozen, rg)
+        key = (frozen, rg, kind)
         if key not in cache:
-            cache[key] = _block_bytes(arch, frozen_settings if frozen else settings, rg)
+            cache[key] = _block_bytes(arch, frozen_settings if frozen else settings, rg, kind)
         saved, input_bytes, block_peak = cache[key]
         total += saved
         largest = max(largest, saved)
@@ -172,6 +184,8 @@ def profile(arch: Architecture, setup: TrainingSetup) -> ActivationProfile:
 
     head_tape, _ = _head_input(arch, settings, Value(arch.hidden_size, settings.param_bytes, True))
     base = head_tape.saved_bytes + _embedding_saved(arch, settings)
+    if any(g.kind == "cross_decoder" for g in arch.blocks):
+        base += shared_saved(arch, settings)
 
     casts = 0
     if settings.autocast:
@@ -199,4 +213,5 @@ def profile(arch: Architecture, setup: TrainingSetup) -> ActivationProfile:
         logits_forward=fwd,
         logits_end_of_forward=end,
         logits_backward=bwd,
+        blocks=len(kinds),
     )

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Mapping
 
-from memlint.estimate import architecture, decoders, encoders, meta_count, meta_table, vision
+from memlint.estimate import architecture, decoders, encoders, hybrid, meta_count, meta_table, vision
 from memlint.estimate.architecture import Architecture, UnsupportedArchitecture, _multimodal_extra, text_config
 
 # model_type -> the recipe that reads its config.json
@@ -17,6 +17,7 @@ BUILDERS = {
     **encoders.BUILDERS,
     "qwen2_5_vl": vision.from_vl_config,
     "qwen3_vl": vision.from_vl_config,
+    "falcon_h1": hybrid.from_falcon_h1_config,
 }
 SUPPORTED_MODEL_TYPES = tuple(sorted(BUILDERS))
 

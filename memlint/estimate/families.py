@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Callable
 
 from memlint.estimate.architecture import Architecture
+from memlint.estimate.encoder_decoder import t5_encoder_block
 from memlint.estimate.encoders import LINEAR_NAMES, NO_ATTENTION_OUTPUT_DROPOUT
 from memlint.estimate.graph import Tape, Value
 
@@ -300,25 +301,6 @@ def bert_block(t: Tape, arch: Architecture, x: Value) -> Value:
     return t.layer_norm(t.add(m, x), "output.LayerNorm")
 
 
-def t5_block(t: Tape, arch: Architecture, x: Value) -> Value:
-    """T5 encoder block: RMS-style T5LayerNorm, relative-position attention (eager), FF."""
-    h = t.rms_norm(x, "layer_norm")
-    inner = arch.num_heads * arch.head_dim
-    q = t.linear(h, inner, "SelfAttention.q")
-    k = t.linear(h, inner, "SelfAttention.k")
-    v = t.linear(h, inner, "SelfAttention.v")
-    out = t.attention(q, k, v, arch.num_heads, arch.num_heads, arch.dropout, softmax="input")
-    x = t.add(x, t.dropout(t.linear(out, arch.hidden_size, "SelfAttention.o"), arch.dropout))
-    h = t.rms_norm(x, "layer_norm")
-    if str(arch.config.get("feed_forward_proj", "relu")).startswith("gated"):
-        g = t.activation(t.linear(h, arch.intermediate_size, "wi_0"), "gelu_new")
-        m = t.mul(g, t.linear(h, arch.intermediate_size, "wi_1"))
-    else:
-        m = t.activation(t.linear(h, arch.intermediate_size, "wi"), "relu")
-    m = t.linear(t.dropout(m, arch.dropout), arch.hidden_size, "wo")
-    return t.add(x, t.dropout(m, arch.dropout))
-
-
 def bloom_block(t: Tape, arch: Architecture, x: Value) -> Value:
     """BLOOM: LayerNorm, fused qkv, ALiBi attention (always its own eager kernel: baddbmm,
     fp32 softmax), dropout-add residuals, a GELU MLP (a custom autograd function that saves
@@ -379,7 +361,7 @@ BLOCKS: dict[str, Block] = {
     "falcon": falcon_block,
     "moe": moe_block,
     "bert": bert_block,
-    "t5": t5_block,
+    "t5": t5_encoder_block,
     "bloom": bloom_block,
     "gpt_oss": gpt_oss_block,
 }

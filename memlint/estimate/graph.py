@@ -59,6 +59,7 @@ class TapeSettings:
     # probabilities. Measured on an H200 (tests/calibration/gpu_truth.json). False prices the
     # CPU flash kernel the fake-tensor oracle ran.
     fp32_gqa_sdpa_math: bool = True
+    grad_ckpt: bool = False  # gradient checkpointing on (T5 then marks a bias requires_grad)
 
 
 class Tape:

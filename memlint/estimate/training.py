@@ -48,9 +48,6 @@ def effective_setup(arch: Architecture, setup: TrainingSetup) -> tuple[TrainingS
         setup = setup.but(attention=Attention.EAGER)
         notes.append("InternLM2's own modelling code runs the attention its config.json names "
                      "(attn_implementation \"eager\")")
-    if not arch.is_causal_lm and setup.attention == Attention.SDPA and arch.family == "t5":
-        setup = setup.but(attention=Attention.EAGER)
-        notes.append("T5's relative position bias runs in eager attention")
     return setup, notes
 
 

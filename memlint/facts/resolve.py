@@ -76,6 +76,9 @@ class ResolvedRun:
     provenance: dict[str, Sourced[Any] | None] = field(default_factory=dict)
     assumptions: list[str] = field(default_factory=list)
     problem: str | None = None  # why no estimate could be made (unknown model, ...)
+    # how the model's architecture was found when not by its own catalogue entry (a variant or
+    # mirror rule, a folder name, the Hub, `model-config`): memory findings say so
+    model_note: str | None = None
     trains: bool = True  # False: the documents launch or define no training (nothing to estimate)
     # deciding facts no document states (a subset of what ``assumptions`` explains)
     assumed: list[Assumed] = field(default_factory=list)
@@ -259,11 +262,13 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
     try:
         if override is not None:
             arch = from_config(read_config(override), str(model_name or override))
-            run.assumptions.append(f"architecture from `model-config` {override}")
+            run.model_note = f"architecture from `model-config` {override}"
+            run.assumptions.append(run.model_note)
         else:
             found = resolve_model_name(str(model_name), base_dir, offline=context.offline or None)
             arch = found.arch
             if found.note:
+                run.model_note = found.note
                 run.assumptions.append(found.note)
             if found.quantization and plan.get("quantization") is None:
                 plan = _prequantized(plan, model, found.quantization)

@@ -127,6 +127,8 @@ def memory_finding(ctx: RuleContext, run: ResolvedRun, budget: Budget, message: 
                        "line": run.gpu.origin.range.start.line, "said": run.gpu.said}
     if assumed:
         data["assumed"] = [{"fact": a.fact, "value": a.value, "where": a.where} for a in assumed]
+    if run.model_note:
+        message = f"{message} (model: {run.model_note})"
     return Finding(range=where.range, path=where.path, message=message, data=data, severity=severity)
 
 

@@ -135,6 +135,25 @@ TRANSCRIBED: dict[str, tuple[str, dict]] = {
     ),
 }
 
+TRANSCRIBED["tiiuae/Falcon-H1-0.5B (layer sizes)"] = (
+    "Falcon-H1-0.5B's layer sizes: the transformers docs' FalconH1Config table (H1 0.5B: 36 layers, "
+    "dim 1024, 8 attention heads, 2 KV, 24 Mamba heads, d_head 64/64, d_state 128, "
+    "https://huggingface.co/docs/transformers/model_doc/falcon_h1) and the rest of the architecture keys "
+    "of a FalconH1ForCausalLM re-save with those sizes "
+    "(https://huggingface.co/MerlinSafety/HybridIntelligence-0.5B/blob/main/config.json); vocab_size, "
+    "which no copy read showed, is FalconH1Config's default (128000), so the logits are not the model's",
+    {"model_type": "falcon_h1", "architectures": ["FalconH1ForCausalLM"], "attention_bias": False,
+     "attention_dropout": 0.0, "attention_in_multiplier": 1.0, "attention_out_multiplier": 0.9375,
+     "head_dim": 64, "hidden_act": "silu", "hidden_size": 1024, "intermediate_size": 2048,
+     "key_multiplier": 0.39062499999999994, "lm_head_multiplier": 0.0390625, "mamba_chunk_size": 128,
+     "mamba_conv_bias": True, "mamba_d_conv": 4, "mamba_d_head": 64, "mamba_d_ssm": 1536, "mamba_d_state": 128,
+     "mamba_expand": 2, "mamba_n_groups": 1, "mamba_n_heads": 24, "mamba_norm_before_gate": False,
+     "mamba_proj_bias": False, "mamba_rms_norm": False, "mamba_use_mlp": True, "max_position_embeddings": 16384,
+     "mlp_bias": False, "mlp_expansion_factor": 8, "mlp_multipliers": [0.8838834764831844, 0.5859375],
+     "num_attention_heads": 8, "num_hidden_layers": 36, "num_key_value_heads": 2, "projectors_bias": False,
+     "rms_norm_eps": 1e-05},
+)
+
 SHORT = {
     "openai-community/gpt2": "gpt2", "openai-community/gpt2-medium": "gpt2medium", "openai-community/gpt2-xl": "gpt2xl",
     "TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T": "tinyllama", "Qwen/Qwen2.5-0.5B": "qwen2.5-0.5b",
@@ -148,6 +167,8 @@ SHORT = {
     "distilbert/distilbert-base-uncased": "distilbert",
     "deepseek-ai/DeepSeek-V2-Lite": "dsv2lite", "zai-org/GLM-4-9B-0414": "glm4-9b",
     "bigcode/starcoder2-3b": "starcoder2-3b", "deepseek-ai/DeepSeek-V3": "dsv3", "meta-llama/Llama-4-Scout-17B-16E (text model)": "llama4-scout",
+    "tiiuae/Falcon-H1-0.5B (layer sizes)": "falcon-h1-0.5b",
+    "google-t5/t5-small": "t5-small", "google-t5/t5-base": "t5-base", "google/flan-t5-base": "flan-t5-base",
 }
 
 ALL_LINEAR = "all-linear"
@@ -176,6 +197,8 @@ def case_rows() -> list[tuple]:
     DSL, G4, SC2 = "deepseek-ai/DeepSeek-V2-Lite", "zai-org/GLM-4-9B-0414", "bigcode/starcoder2-3b"
     L4 = "meta-llama/Llama-4-Scout-17B-16E (text model)"
     DV3 = "deepseek-ai/DeepSeek-V3"
+    T5S, T5B, FT5B = "google-t5/t5-small", "google-t5/t5-base", "google/flan-t5-base"
+    FH1 = "tiiuae/Falcon-H1-0.5B (layer sizes)"
     rows = [
         # --- GPT-2 (learned positions, LayerNorm, GELU, attention dropout) ---
         (G2, 8, 1024, "fp32", "adamw", False, {}),
@@ -289,6 +312,19 @@ def case_rows() -> list[tuple]:
         (L4, 1, 1024, "bf16", "adamw-fused", False, {}),
         (L4, 1, 2048, "bf16", "adamw", False, {"lora": lora(16, ATTN)}),
         (L4, 2, 4096, "bf16", "adamw", True, {"lora": lora(16, ATTN)}),
+        # --- T5 / Flan-T5 (encoder-decoder: the decoder's self- and cross-attention, relative
+        # position bias, the encoder's output kept for every cross-attention; labels as long as
+        # the inputs, so the decoder runs over the same number of tokens) ---
+        (T5S, 8, 512, "fp32", "adamw", False, {}),
+        (T5B, 8, 512, "bf16", "adamw", False, {}),
+        (T5B, 16, 512, "bf16", "adamw", False, {"lora": lora(16, ["q", "v"])}),
+        (FT5B, 8, 1024, "amp-bf16", "adamw", True, {}),
+        (FT5B, 16, 512, "bf16", "adamw", True, {"lora": lora(16, ["q", "k", "v", "o"])}),
+        # --- Falcon-H1 (Mamba-2 mixer beside attention in every layer; transformers' torch path
+        # of the chunked scan, as without the mamba_ssm kernels). PEFT refuses LoRA on the
+        # mixer's out_proj and conv1d: attention and MLP projections are named ---
+        (FH1, 2, 1024, "bf16", "adamw", False, {}),
+        (FH1, 4, 1024, "bf16", "adamw", False, {"lora": lora(16, ATTN + ["gate_proj", "up_proj", "down_proj"])}),
     ]
     return rows
 

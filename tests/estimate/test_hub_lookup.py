@@ -10,9 +10,9 @@ import subprocess
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from fake_hub import GATED, Answers, FakeHubServer
 
 pytest.importorskip("huggingface_hub")
 
@@ -21,72 +21,34 @@ from huggingface_hub import constants  # noqa: E402
 from memlint.catalog import hub  # noqa: E402
 from memlint.catalog.models import UnknownModel, find_entry, resolve  # noqa: E402
 
-COMMIT = "0123456789abcdef0123456789abcdef01234567"
 SMOLLM3 = {  # a custom-code-style config: auto_map is data, never run
     **find_entry("meta-llama/Llama-3.2-1B-Instruct").config,
     "auto_map": {"AutoModelForCausalLM": "modeling_evil.EvilForCausalLM"},
 }
 
 
-class FakeHub(BaseHTTPRequestHandler):
-    """``/{org}/{name}/resolve/{revision}/config.json`` the way huggingface.co answers it."""
-
-    def _answer(self, body: bool) -> None:
-        repo = self.path.split("/resolve/")[0].strip("/")
-        if repo == "acme/public-1b":
-            payload = json.dumps(SMOLLM3).encode()
-        elif repo == "acme/broken":
-            payload = b'{"model_type": "llama", "hidden_size": 20'
-        elif repo == "acme/gated":
-            self.send_response(401)
-            self.send_header("X-Error-Code", "GatedRepo")
-            self.send_header("X-Error-Message", "Access to model acme/gated is restricted.")
-            self.end_headers()
-            return
-        elif repo == "acme/slow":
-            time.sleep(3)
-            payload = b"{}"
-        else:
-            self.send_response(404)
-            self.send_header("X-Error-Code", "RepoNotFound")
-            self.end_headers()
-            return
-        self.send_response(200)
-        self.send_header("X-Repo-Commit", COMMIT)
-        self.send_header("ETag", f'"{abs(hash(payload))}"')
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        if body:
-            self.wfile.write(payload)
-
-    def do_HEAD(self):  # noqa: N802
-        self._answer(False)
-
-    def do_GET(self):  # noqa: N802
-        self._answer(True)
-
-    def log_message(self, *args):
-        pass
+ANSWERS = Answers({
+    "acme/public-1b": json.dumps(SMOLLM3).encode(),
+    "acme/broken": b'{"model_type": "llama", "hidden_size": 20',
+    "acme/gated": GATED,
+    "acme/slow": ("slow", 3, b"{}"),
+    "acme-legacy-1b": json.dumps(SMOLLM3).encode(),  # an early model without an org, like gpt2
+})
 
 
 @pytest.fixture
 def fake_hub(tmp_path, monkeypatch):
-    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeHub)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    endpoint = f"http://127.0.0.1:{server.server_address[1]}"
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
-    monkeypatch.setenv("HF_ENDPOINT", endpoint)
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
     monkeypatch.setattr(hub, "ETAG_TIMEOUT_S", 0.5)
     monkeypatch.setattr(hub, "DOWNLOAD_TIMEOUT_S", 1)
     monkeypatch.setattr(hub, "_failures", {})
     monkeypatch.setattr(hub, "_unreachable", None)
-    yield endpoint
-    server.shutdown()
-    server.server_close()
+    with FakeHubServer(ANSWERS) as endpoint:
+        monkeypatch.setenv("HF_ENDPOINT", endpoint)
+        yield endpoint
 
 
 def test_an_uncatalogued_id_is_answered_from_the_hub_and_cached(fake_hub, monkeypatch):
@@ -95,6 +57,13 @@ def test_an_uncatalogued_id_is_answered_from_the_hub_and_cached(fake_hub, monkey
     # the file is in the standard cache: the next run answers offline
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     assert resolve("acme/public-1b").arch.n_params == 1_235_814_400
+
+
+def test_a_bare_id_is_asked_of_the_hub_too(fake_hub):
+    """The Hub serves ``gpt2`` and ``bert-base-uncased`` without an org (it redirects them):
+    an uncatalogued bare name is asked for as well."""
+    found = resolve("acme-legacy-1b")
+    assert found.arch.n_params == 1_235_814_400 and "Hugging Face Hub" in found.note
 
 
 @pytest.mark.parametrize(("repo", "said"), [

@@ -160,3 +160,14 @@ def test_model_config_setting_answers_for_a_private_model_in_memlint_check(tmp_p
         '[tool.memlint]\nmodel-config = { "train/*.py" = "configs/chat-7b.json" }\n'
     )
     assert not [d for d in _check(tmp_path) if d["code"] == "MEM003"]
+
+
+def test_memory_findings_say_how_the_model_was_found(tmp_path):
+    """A model taken from a folder's name, a variant rule or `model-config` is named in the
+    finding itself, not only in the budget sheet."""
+    (tmp_path / "train").mkdir()
+    script = PRIVATE_SCRIPT.replace("acme-internal/chat-7b-v4", "/data/llm/Meta-Llama-3-8B-Instruct")
+    (tmp_path / "train" / "sft.py").write_text(script)
+    found = [d for d in _check(tmp_path) if d["code"].startswith("MEM") and d["code"] != "MEM003"]
+    assert found and all("assumed the architecture of meta-llama/Meta-Llama-3-8B from the folder name"
+                         in d["message"] for d in found)
