@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 
 MAX_LINK_DEPTH = 3
 _FROM_IMPORT = re.compile(r"^\s*from\s+([A-Za-z_][\w.]*)\s+import\b", re.MULTILINE)
+# ``from pkg.mod import train`` / ``from pkg.mod import (train, main as run)``: the module and the names
+_IMPORTED = re.compile(r"^[ \t]*from[ \t]+([A-Za-z_][\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)", re.MULTILINE)
+_ENTRY_NAMES = re.compile(r"^(?:train\w*|main|run\w*|finetune\w*|fine_tune\w*|\w*_main|\w*Arguments|\w*Config)$")
 
 
 class RunFinder:
@@ -104,6 +107,15 @@ class RunFinder:
                     overrides = apply_cli(script_facts, facts)
                     linked.append(script_facts)
                     linked.extend(self.linked(script_facts, seen))
+            if not script_facts_found and script is not None:
+                # FastChat's train_mem.py: ``from fastchat.train.train import train; train()`` --
+                # the imported module's facts and option definitions are the script's
+                for module_facts in self._delegated_facts(script):
+                    seen.add(self.documents.key(module_facts.path))
+                    overrides = apply_cli(module_facts, facts)
+                    linked.append(module_facts)
+                    linked.extend(self.linked(module_facts, seen))
+                    script_facts_found = [module_facts]
             if not script_facts_found and (script is None or self._delegates_to_project_module(script)):
                 # a framework's entry point outside the project (installed with the framework, run
                 # as a module), or a script in the project that trains through an import of the
@@ -118,6 +130,42 @@ class RunFinder:
                     linked.append(options)
         linked.extend(self.linked(facts, seen))
         return merge(entry, linked, overrides)
+
+    def _delegated_facts(self, script: Path, depth: int = 0) -> list[RunFacts]:
+        """The run a script starts by calling an entry point it imports from the project
+        (``from fastchat.train.train import train`` then ``train()``; ``from pkg.cli import main``):
+        the facts of that module's run, followed through modules that only delegate again."""
+        if depth >= MAX_LINK_DEPTH:
+            return []
+        try:
+            text = self.documents.document(script).text
+        except (OSError, ValueError):
+            return []
+        for module, names in _IMPORTED.findall(text):
+            called = [n for n in _imported_names(names) if _ENTRY_NAMES.match(n[0])
+                      and _calls(text, n[1])]
+            if not called:
+                continue
+            target = self._module_file(module, script)
+            if target is None or self.documents.key(target) == self.documents.key(script):
+                continue
+            found = [f for f in self.documents.facts(target) if f.launches is None and is_entry(f)]
+            if found:
+                return found[:1]
+            deeper = self._delegated_facts(target, depth + 1)
+            if deeper:
+                return deeper
+        return []
+
+    def _module_file(self, module: str, script: Path) -> Path | None:
+        """``pkg.mod`` -> ``pkg/mod.py`` (or ``pkg/mod/__init__.py``) under the project root, a
+        ``src/`` folder, or the script's own folder (``from train import main`` beside it)."""
+        parts = module.split(".")
+        for base in (self.documents.root, self.documents.root / "src", Path(script).parent):
+            for candidate in (base.joinpath(*parts).with_suffix(".py"), base.joinpath(*parts, "__init__.py")):
+                if self.documents.is_file(candidate):
+                    return candidate
+        return None
 
     def _delegates_to_project_module(self, script: Path) -> bool:
         """Whether ``script`` imports from a package or module of this project (``from pkg.mod
@@ -238,6 +286,24 @@ class RunFinder:
                 reads.document(self.documents.key(infra.origin.path), digest)
                 return infra
         return None
+
+
+def _calls(text: str, name: str) -> bool:
+    """Does the script call ``name`` (``train()``), or hand it to a function CLI (``fire.Fire(main)``)?"""
+    escaped = re.escape(name)
+    return re.search(rf"(?<![\w.])(?<!def ){escaped}\s*\(|\b(?:Fire|run)\(\s*{escaped}\s*[,)]", text) is not None
+
+
+def _imported_names(written: str) -> list[tuple[str, str]]:
+    """``(train, main as run)`` -> [("train", "train"), ("main", "run")]: (name, local name)."""
+    out = []
+    for part in written.strip().strip("()").split(","):
+        words = part.split("#")[0].split()
+        if len(words) == 1:
+            out.append((words[0], words[0]))
+        elif len(words) == 3 and words[1] == "as":
+            out.append((words[0], words[2]))
+    return out
 
 
 def is_entry(facts: RunFacts) -> bool:
