@@ -19,7 +19,7 @@ from memlint.catalog.models import UnknownModel
 from memlint.catalog.models import resolve as resolve_model
 from memlint.cli.errors import UsageError
 from memlint.cli.run_flags import setup_from_args
-from memlint.documents.reading import LINTED_SUFFIXES
+from memlint.documents.reading import is_linted
 from memlint.estimate import Architecture, TrainingSetup, UnsupportedArchitecture
 from memlint.facts.resolve import ResolvedRun, resolve
 from memlint.lint.engine import run_context
@@ -74,7 +74,7 @@ def plans_in_directory(path: str, args: argparse.Namespace) -> list[tuple[str, A
     seen: set[tuple] = set()
     skipped: list[str] = []
     for file in iter_files([target], settings):
-        if file.suffix.lower() not in LINTED_SUFFIXES:
+        if not is_linted(file):
             continue
         for run in project.runs_for(file, context):
             marker = (run.plan.entry, run.plan.documents)
