@@ -114,6 +114,10 @@ def _finish(project: Project, run: ResolvedRun, settings: Settings, args: argpar
 def _runs(target: Path, settings: Settings) -> tuple[Project, list[ResolvedRun]]:
     project = Project(settings)
     runs = project.runs_for(target, run_context(settings))
+    if project.parsed(target).kind in LINKED_ONLY and all(
+        r.arch is None and project.key(r.plan.entry) == project.key(target) for r in runs
+    ):
+        runs = []  # the check's note on the project's unused configs: the estimate says why itself
     if runs or project.parsed(target).kind not in LINKED_ONLY:
         return project, runs
     # A linked config in a project without settings or .git: look for its users from the

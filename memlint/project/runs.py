@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from memlint.facts.resolve import ResolvedRun, RunContext
 
 MAX_LINK_DEPTH = 3
+# the keys that sign a DeepSpeed or Accelerate config (a text prefilter before parsing)
+_STANDALONE_SIGNS = ("zero_optimization", "train_micro_batch_size_per_gpu", "train_batch_size", "distributed_type")
 _FROM_IMPORT = re.compile(r"^\s*from\s+([A-Za-z_][\w.]*)\s+import\b", re.MULTILINE)
 # ``from pkg.mod import train`` / ``from pkg.mod import (train, main as run)``: the module and the names
 _IMPORTED = re.compile(r"^[ \t]*from[ \t]+([A-Za-z_][\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)", re.MULTILINE)
@@ -35,9 +37,11 @@ class RunFinder:
         self.documents = documents
         self.links = links
         self._infrastructure: list | None = None  # the GPUs the project's infrastructure files request
+        self._unused: list[Path] | None = None  # DeepSpeed/Accelerate configs no document uses
 
     def invalidate(self) -> None:
         self._infrastructure = None
+        self._unused = None
 
     def linked(self, facts: RunFacts, seen: set[str], depth: int = 0) -> list[RunFacts]:
         """Facts of every document ``facts`` references, transitively."""
@@ -213,17 +217,52 @@ class RunFinder:
 
     def _standalone_runs(self, path: str | Path, context: RunContext) -> list[ResolvedRun]:
         """A DeepSpeed or Accelerate config that no launcher, script or recipe of the project uses
-        (a template folder) is estimated with the settings' ``model`` when they name one."""
-        from memlint.facts.resolve import resolve
+        (a template folder) is estimated with the settings' ``model`` when they name one; without
+        one, the first such config of the project carries one note for all of them."""
+        from memlint.facts.resolve import ResolvedRun, resolve
 
         facts = self.documents.facts(path)
-        if not facts or not (context.model or (context.model_config is not None and context.model_config(str(path)))):
+        if not facts:
             return []
         plan = replace(self.plan_for(facts[0]), trains=True)  # as a run of it would train
-        run = resolve(plan, context, Path(plan.entry).parent)
-        run.assumptions.append(f"no launcher or script of the project uses {Path(path).name}: "
-                               "estimated with the settings' model")
+        if context.model or (context.model_config is not None and context.model_config(str(path))):
+            run = resolve(plan, context, Path(plan.entry).parent)
+            run.assumptions.append(f"no launcher or script of the project uses {Path(path).name}: "
+                                   "estimated with the settings' model")
+            return [run]
+        # no model to estimate with: the first such config of the project says so once for all
+        # of them, instead of each staying silent (or each saying so)
+        unused = self.unused_configs()
+        if not unused or self.documents.key(unused[0]) != self.documents.key(path):
+            return []
+        others = len(unused) - 1
+        which = (f"this config and {others} other DeepSpeed/Accelerate config{'s' if others != 1 else ''} of the "
+                 "project are" if others else "this config is")
+        run = ResolvedRun(plan=plan, arch=None, setup=None)
+        run.problem = (f"{which} used by no launcher, script or recipe, so no model is known: name it in a launch "
+                       "command (`--deepspeed`, `accelerate launch --config_file`), or set `model` in "
+                       "[tool.memlint] to estimate each with that model")
         return [run]
+
+    def unused_configs(self) -> list[Path]:
+        """The project's DeepSpeed and Accelerate configs that no document references, in path
+        order (a text prefilter on their signature keys first: data JSON is not parsed); kept
+        until invalidated. What a result depends on is each listed config (recorded here)."""
+        if self._unused is None:
+            found = []
+            with reads.paused():
+                for candidate in self.links.candidates():
+                    if candidate.suffix.lower() not in (".json", ".yaml", ".yml"):
+                        continue
+                    text = self.documents.text_for_scan(candidate)
+                    if not text or not any(sign in text for sign in _STANDALONE_SIGNS):
+                        continue
+                    if self.documents.kind(candidate) in STANDALONE_KINDS and not self.links.referrers(candidate):
+                        found.append(candidate)
+            self._unused = sorted(found, key=self.documents.key)
+        for config in self._unused:
+            reads.document(self.documents.key(config), self.documents.digest(config))
+        return self._unused
 
     def _runs(self, entries: list[RunFacts], key: str, context: RunContext) -> list[ResolvedRun]:
         """The resolved runs of ``entries`` that the document ``key`` takes part in."""
