@@ -292,7 +292,8 @@ class RunFinder:
 
     def infrastructure(self) -> list:
         """The GPUs the project's infrastructure files request (slurm scripts, SkyPilot tasks,
-        Kubernetes manifests, Modal apps): one text pass over the project, kept until invalidated."""
+        Kubernetes manifests, Modal apps, dstack configurations, Ray jobs, RunPod pods): one text
+        pass over the project, kept until invalidated."""
         from memlint.facts.infrastructure import read
 
         if self._infrastructure is None:
@@ -301,7 +302,9 @@ class RunFinder:
                 for candidate in self.links.candidates():
                     text = self.documents.text_for_scan(candidate)
                     if text and ("#SBATCH" in text or "accelerators" in text or "nvidia.com/gpu" in text
-                                 or ("modal" in text and "gpu" in text)):
+                                 or ("modal" in text and "gpu" in text) or "accelerator_type" in text
+                                 or "gpu_type_id" in text or "runpodctl" in text
+                                 or ("resources" in text and "gpu" in text and "type" in text)):
                         infra = read(str(candidate), text)
                         if infra is not None:
                             found.append((infra, reads.digest(text, None)))
