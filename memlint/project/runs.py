@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from memlint.documents import reads
 from memlint.documents.kinds import ENTRY_KINDS, STANDALONE_KINDS, DocumentKind
+from memlint.model.provenance import Sourced
 from memlint.project.documents import DocumentStore
 from memlint.project.links import LinkIndex
 
@@ -110,6 +111,7 @@ class RunFinder:
                         continue  # a command in the script's docstring: another run of it
                     overrides = apply_cli(script_facts, facts)
                     linked.append(script_facts)
+                    linked.extend(self._imported_defaults(script_facts))
                     linked.extend(self.linked(script_facts, seen))
             if not script_facts_found and script is not None:
                 # FastChat's train_mem.py: ``from fastchat.train.train import train; train()`` --
@@ -118,6 +120,7 @@ class RunFinder:
                     seen.add(self.documents.key(module_facts.path))
                     overrides = apply_cli(module_facts, facts)
                     linked.append(module_facts)
+                    linked.extend(self._imported_defaults(module_facts))
                     linked.extend(self.linked(module_facts, seen))
                     script_facts_found = [module_facts]
             if not script_facts_found and (script is None or self._delegates_to_project_module(script)):
@@ -132,8 +135,52 @@ class RunFinder:
                 options = options_as_config(facts)
                 if options is not None:
                     linked.append(options)
+        elif facts.kind == "python":
+            linked.extend(self._imported_defaults(facts))
         linked.extend(self.linked(facts, seen))
         return merge(entry, linked, overrides)
+
+    def _imported_defaults(self, script: RunFacts) -> list[RunFacts]:
+        """What the argument dataclasses a script imports from the project give its options by
+        default (``from myproj.arguments import DataArguments`` with ``max_seq_length: int = 4096``),
+        read through the script's bindings as facts of the module that writes them; below
+        anything the script, a launcher or a config states."""
+        from memlint.facts.imported_arguments import imported_defaults
+        from memlint.facts.launch_options import facts_from_cli
+        from memlint.facts.plan import RunFacts
+
+        if not script.cli_bindings:
+            return []
+        try:
+            text = self.documents.document(script.path).text
+        except (OSError, ValueError):
+            return []
+
+        def source(module: str) -> tuple[str, str] | None:
+            target = self._module_file(module, Path(script.path))
+            if target is None:
+                return None
+            try:
+                document = self.documents.document(target)
+            except (OSError, ValueError):
+                return None
+            reads.document(self.documents.key(target), self.documents.digest(target))
+            return str(target), document.text
+
+        defaults = imported_defaults(text, source)
+        if not defaults:
+            return []
+        command = RunFacts(script.path, "shell")
+        command.cli_args = defaults
+        notes = {d.origin: d.note for d in defaults.values() if d.origin is not None}
+        stated = script.stated()
+        by_module: dict[str, RunFacts] = {}
+        for name, fact in facts_from_cli(script, command).items():
+            if name in stated or fact.origin is None:
+                continue
+            holder = by_module.setdefault(fact.origin.path, RunFacts(fact.origin.path, "python"))
+            setattr(holder, name, Sourced(fact.value, fact.origin, notes.get(fact.origin, fact.note)))
+        return list(by_module.values())
 
     def _delegated_facts(self, script: Path, depth: int = 0) -> list[RunFacts]:
         """The run a script starts by calling an entry point it imports from the project

@@ -165,3 +165,74 @@ def test_the_launcher_gets_the_memory_verdict(tmp_path: Path):
     found = [d for d in Linter(settings).lint_path(tmp_path / "scripts/train_vicuna_7b.sh") if d.code.startswith("MEM")]
     assert [d.code for d in found] == ["MEM001"]
     assert "exceeds" in found[0].message
+
+
+# a project that keeps its argument dataclasses in a module of their own
+ARGUMENTS = dedent('''
+    from dataclasses import dataclass, field
+    from typing import Optional
+
+
+    @dataclass
+    class ModelArguments:
+        model_name_or_path: Optional[str] = field(default="Qwen/Qwen2.5-0.5B")
+        use_lora: bool = False
+
+
+    @dataclass
+    class DataArguments:
+        data_path: str = "data/train.json"
+        max_seq_length: int = field(default=4096, metadata={"help": "tokens per sample"})
+''')
+SFT = dedent('''
+    import transformers
+    from transformers import AutoModelForCausalLM, HfArgumentParser, Trainer, TrainingArguments
+
+    from myproj.arguments import DataArguments, ModelArguments
+
+
+    def main():
+        parser = HfArgumentParser((ModelArguments, DataArguments, TrainingArguments))
+        model_args, data_args, training_args = parser.parse_args_into_dataclasses()
+        model = AutoModelForCausalLM.from_pretrained(model_args.model_name_or_path)
+        tokenizer = transformers.AutoTokenizer.from_pretrained(
+            model_args.model_name_or_path, model_max_length=data_args.max_seq_length
+        )
+        Trainer(model=model, args=training_args, processing_class=tokenizer).train()
+
+
+    if __name__ == "__main__":
+        main()
+''')
+
+
+def test_an_imported_arguments_dataclass_gives_its_defaults(tmp_path: Path):
+    files = {"myproj/__init__.py": "", "myproj/arguments.py": ARGUMENTS, "train_sft.py": SFT,
+             "run.sh": "torchrun --nproc_per_node 2 train_sft.py --per_device_train_batch_size 2 --output_dir out\n"}
+    settings, project = _project(tmp_path, files)
+    [run] = project.runs_for(tmp_path / "run.sh", run_context(settings))
+    model, seq = run.plan.get("model"), run.plan.get("seq_len")
+    assert model.value == "Qwen/Qwen2.5-0.5B" and model.origin.path.endswith("myproj/arguments.py")
+    assert seq.value == 4096 and where(seq) == span(ARGUMENTS, "default=«4096»")
+    # the launcher's option beats the module's default
+    files["run.sh"] = "torchrun train_sft.py --model_name_or_path meta-llama/Llama-3.1-8B --max_seq_length 1024\n"
+    settings, project = _project(tmp_path, files)
+    [run] = project.runs_for(tmp_path / "run.sh", run_context(settings))
+    assert run.plan.value("model") == "meta-llama/Llama-3.1-8B" and run.plan.value("seq_len") == 1024
+    # and the script alone (no launcher) runs with the defaults too
+    [own] = project.runs_for(tmp_path / "train_sft.py", run_context(settings))
+    assert own.plan.value("seq_len") in (1024, 4096)  # through run.sh, or its own defaults
+
+
+def test_a_class_that_is_no_dataclass_or_not_in_the_project_gives_nothing(tmp_path: Path):
+    plain = ARGUMENTS.replace("@dataclass\n", "")
+    files = {"myproj/__init__.py": "", "myproj/arguments.py": plain, "train_sft.py": SFT,
+             "run.sh": "python train_sft.py --output_dir out\n"}
+    settings, project = _project(tmp_path, files)
+    [run] = project.runs_for(tmp_path / "run.sh", run_context(settings))
+    assert run.plan.get("seq_len") is None and run.plan.get("model") is None
+    # the same import of a package installed outside the project (no myproj/ folder) reads nothing
+    files = {"train_sft.py": SFT, "run.sh": "python train_sft.py --output_dir out\n"}
+    settings, project = _project(tmp_path / "other", files)
+    [run] = project.runs_for(tmp_path / "other/run.sh", run_context(settings))
+    assert run.plan.get("seq_len") is None
