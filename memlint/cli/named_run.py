@@ -19,7 +19,7 @@ from memlint.catalog.models import UnknownModel
 from memlint.catalog.models import resolve as resolve_model
 from memlint.cli.errors import UsageError
 from memlint.cli.run_flags import setup_from_args
-from memlint.documents.reading import LINTED_SUFFIXES
+from memlint.documents.reading import is_linted
 from memlint.estimate import Architecture, TrainingSetup, UnsupportedArchitecture
 from memlint.facts.resolve import ResolvedRun, resolve
 from memlint.lint.engine import run_context
@@ -74,7 +74,7 @@ def plans_in_directory(path: str, args: argparse.Namespace) -> list[tuple[str, A
     seen: set[tuple] = set()
     skipped: list[str] = []
     for file in iter_files([target], settings):
-        if file.suffix.lower() not in LINTED_SUFFIXES:
+        if not is_linted(file):
             continue
         for run in project.runs_for(file, context):
             marker = (run.plan.entry, run.plan.documents)
@@ -114,6 +114,10 @@ def _finish(project: Project, run: ResolvedRun, settings: Settings, args: argpar
 def _runs(target: Path, settings: Settings) -> tuple[Project, list[ResolvedRun]]:
     project = Project(settings)
     runs = project.runs_for(target, run_context(settings))
+    if project.parsed(target).kind in LINKED_ONLY and all(
+        r.arch is None and project.key(r.plan.entry) == project.key(target) for r in runs
+    ):
+        runs = []  # the check's note on the project's unused configs: the estimate says why itself
     if runs or project.parsed(target).kind not in LINKED_ONLY:
         return project, runs
     # A linked config in a project without settings or .git: look for its users from the

@@ -25,6 +25,7 @@ SCHEMA_OF_KIND = {
     "axolotl": "axolotl",
     "llamafactory": "llamafactory",
     "torchtune": "torchtune",
+    "composer": "composer",  # llm-foundry's TrainConfig
     "neox": "deepspeed",  # a GPT-NeoX argument file: its DeepSpeed sections
 }
 HF_VARIANTS = ("hf-training-arguments", "trl-sft-config", "trl-dpo-config")
@@ -39,6 +40,7 @@ TOOL = {
     "trl-sft-config": "TRL SFTConfig",
     "trl-dpo-config": "TRL DPOConfig",
     "torchtune": "torchtune",
+    "composer": "llm-foundry",
 }
 
 MISSING = object()  # "the schema states no default"

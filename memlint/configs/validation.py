@@ -54,11 +54,19 @@ ON_UNKNOWN = {
     "trl-sft-config": "HfArgumentParser refuses the file",
     "trl-dpo-config": "HfArgumentParser refuses the file",
     "torchtune": "torchtune's recipes never read it",
+    "composer": "llm-foundry's train.py refuses the file (\"Unused parameters\"; put your own values under `variables`)",
 }
 # A torchtune recipe reads the keys it wants from the config; a copied recipe (`tune cp`) or one
 # newer than the schema reads keys the schema does not list, so only a near-certain misspelling
 # of a key the recipes read (`enable_activation_checkpoint`) is reported.
 TORCHTUNE_NEAR = 0.9
+
+# GPT-NeoX passes its `fp16`/`bf16` sections to DeeperSpeed, the DeepSpeed fork it pins
+# (requirements/requirements.txt), which reads them by hand (`enabled`, the loss-scale keys) and
+# ignores the rest; NeoX itself writes `{"type": "fp16", "enabled": True}` there
+# (megatron/neox_arguments/arguments.py) and its configs carry `"fp16": true` inside. Upstream
+# DeepSpeed's pydantic sections would refuse those keys, so they are no finding in a NeoX file.
+NEOX_PRECISION_SECTIONS = frozenset({("fp16",), ("bf16",)})
 
 # Spellings a tool still accepts although its schema model does not list them: Axolotl strips
 # an ``fsdp_`` prefix from ``fsdp_config`` keys before validating (with a deprecation warning;
@@ -233,6 +241,8 @@ class _Validation:
                 continue
             if self.foreign_top_level and not path:
                 continue  # a NeoX argument, not a DeepSpeed key
+            if self.foreign_top_level and path in NEOX_PRECISION_SECTIONS:
+                continue  # NeoX's precision keys (`fp16: {fp16: true, type: ...}`), read by hand in DeeperSpeed
             if self.name == "deepspeed" and not path and str(key).startswith(("_", "//", "#")):
                 continue  # the JSON comment idiom ("_comment": "..."): DeepSpeed ignores it by design
             if key in removed:

@@ -29,6 +29,7 @@ class DocumentKind(TextEnum):
     PYTHON_OTHER = "python-other"  # Python that imports no ML library: read, not parsed
     SHELL = "shell"  # launcher scripts: torchrun, deepspeed, accelerate launch, slurm
     MARKDOWN = "markdown"  # a project's README and docs: launch commands in shell code blocks
+    MAKEFILE = "makefile"  # a Makefile: launch commands in its targets' recipes
     DEEPSPEED = "deepspeed"
     ACCELERATE = "accelerate"
     AXOLOTL = "axolotl"
@@ -54,6 +55,7 @@ CONFIG_KINDS = frozenset({
 ENTRY_KINDS = frozenset({
     DocumentKind.PYTHON, DocumentKind.AXOLOTL, DocumentKind.LLAMAFACTORY, DocumentKind.LLAMAFACTORY_V1,
     DocumentKind.HF_ARGS, DocumentKind.TORCHTUNE, DocumentKind.COMPOSER, DocumentKind.SHELL, DocumentKind.MARKDOWN,
+    DocumentKind.MAKEFILE,
 })
 # configs that only take part in runs other documents define
 STANDALONE_KINDS = frozenset({DocumentKind.DEEPSPEED, DocumentKind.ACCELERATE})

@@ -22,14 +22,22 @@ JSON_SUFFIXES = (".json",)
 YAML_SUFFIXES = (".yaml", ".yml")
 SHELL_SUFFIXES = (".sh", ".bash", ".slurm", ".sbatch")
 MARKDOWN_SUFFIXES = (".md", ".markdown")  # read for the launch commands in their code blocks
-LINTED_SUFFIXES = PYTHON_SUFFIXES + JSON_SUFFIXES + YAML_SUFFIXES + SHELL_SUFFIXES + MARKDOWN_SUFFIXES
+MAKEFILE_SUFFIXES = (".mk",)  # and the names below: read for the launch commands in their recipes
+MAKEFILE_NAMES = ("makefile", "gnumakefile")
+LINTED_SUFFIXES = PYTHON_SUFFIXES + JSON_SUFFIXES + YAML_SUFFIXES + SHELL_SUFFIXES + MARKDOWN_SUFFIXES + MAKEFILE_SUFFIXES
+
+
+def is_linted(path: str | os.PathLike) -> bool:
+    """Does memlint read this file (by its suffix, or a Makefile by its name)?"""
+    name = os.path.basename(os.fspath(path)).lower()
+    return name.endswith(LINTED_SUFFIXES) or name in MAKEFILE_NAMES
 
 
 @dataclass(frozen=True)
 class Document:
     path: str  # as given (relative to the working directory) or absolute
     text: str
-    syntax: str  # "python", "json", "yaml", "shell", "markdown", "other"
+    syntax: str  # "python", "json", "yaml", "shell", "markdown", "makefile", "other"
     problem: str | None = None  # why the text could not be read (text is then "")
 
 
@@ -45,6 +53,8 @@ def syntax_of(path: str) -> str:
         return "shell"
     if lower.endswith(MARKDOWN_SUFFIXES):
         return "markdown"
+    if lower.endswith(MAKEFILE_SUFFIXES) or os.path.basename(lower) in MAKEFILE_NAMES:
+        return "makefile"
     return "other"
 
 

@@ -63,4 +63,5 @@ EXTRACTOR_MODULES: list[str] = [
     "memlint.facts.script",
     "memlint.facts.launchers",
     "memlint.facts.markdown",
+    "memlint.facts.makefile",
 ]

@@ -1,7 +1,10 @@
 """The GPU a project's committed infrastructure files request: a slurm batch script's
 ``#SBATCH --gres=gpu:a100:8``, a SkyPilot task's ``resources: accelerators: A100:8``, a
 Kubernetes/Kueue manifest's ``nvidia.com/gpu`` limit with a node selector or affinity naming
-the product, a Modal app's ``gpu="H100:8"``.
+the product, a Modal app's ``gpu="H100:8"``, a dstack configuration's ``resources: gpu: A100:80GB:8``
+(or only a memory size, ``80GB:8``), Ray's ``num_gpus`` / ``ScalingConfig`` with an
+``accelerator_type``, and a RunPod pod (``runpod.create_pod(gpu_type_id=...)``, ``runpodctl
+create pod --gpuType ...``).
 
 People rarely write the target GPU into a linter's settings, but they commit the file that asks
 the scheduler for it; without a GPU every out-of-memory verdict is silent. Each reader returns
@@ -28,10 +31,15 @@ from memlint.model.provenance import Location
 # 'gpu="A100" attaches 1 A100-40GB', modal.com/docs/reference/modal.gpu); GKE's
 # "nvidia-tesla-a100" is the 40 GB card and "nvidia-a100-80gb" the 80 GB one
 # (cloud.google.com/kubernetes-engine/docs/how-to/gpus).
+# dstack's and Ray's bare "A100" matches either card (dstack: a name plus an optional memory,
+# `gpu: A100:80GB:8`, dstack/_internal/core/models/resources.py; Ray: ray.util.accelerators has
+# NVIDIA_A100 = "A100" beside "A100-40G" and "A100-80G"): the smaller one is the safe verdict.
 _PLATFORM_NAMES = {
     "skypilot": {"a100": "a100-40gb"},
     "modal": {"a100": "a100-40gb"},
     "kubernetes": {"nvidia-tesla-a100": "a100-40gb", "tesla-a100": "a100-40gb"},
+    "dstack": {"a100": "a100-40gb"},
+    "ray": {"a100": "a100-40gb"},
 }
 # node labels whose value names the GPU product (NVIDIA's GPU feature discovery, GKE, EKS/Karpenter)
 _PRODUCT_LABELS = ("nvidia.com/gpu.product", "cloud.google.com/gke-accelerator",
@@ -39,6 +47,10 @@ _PRODUCT_LABELS = ("nvidia.com/gpu.product", "cloud.google.com/gke-accelerator",
 _SBATCH = re.compile(r"^#SBATCH\s+(.*)$", re.MULTILINE)
 _MAX_COUNT = 1 << 16
 _IMPORTS_MODAL = re.compile(r"^\s*(?:import|from)\s+modal\b", re.MULTILINE)
+_IMPORTS_RAY = re.compile(r"^\s*(?:import|from)\s+ray\b", re.MULTILINE)
+_IMPORTS_RUNPOD = re.compile(r"^\s*(?:import|from)\s+runpod\b", re.MULTILINE)
+# runpodctl create pod(s) --gpuType "NVIDIA A100 80GB PCIe" --gpuCount 2
+_RUNPODCTL = re.compile(r"^[^\n#]*\brunpodctl\s+create\s+pods?\b", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -49,7 +61,7 @@ class InfraGpu:
     count: int | None  # GPUs in the job (per node x nodes) when the file says, else None
     origin: Location
     said: str  # the request as written, for the message
-    platform: str  # "slurm", "SkyPilot", "Kubernetes", "Modal"
+    platform: str  # "slurm", "SkyPilot", "Kubernetes", "Modal", "dstack", "Ray", "RunPod"
 
     def describe(self, root: str | None = None) -> str:
         """```#SBATCH --gres=gpu:a100:8` in jobs/train.slurm:5`` (relative to ``root``)."""
@@ -204,7 +216,9 @@ def _said(node: yaml.Node) -> str:
     if isinstance(node, yaml.ScalarNode):
         return node.value
     if isinstance(node, yaml.MappingNode):
-        return "{" + ", ".join(f"{k.value}: {getattr(v, 'value', '')}" for k, v in node.value) + "}"
+        return "{" + ", ".join(f"{k.value}: {_said(v)}" for k, v in node.value) + "}"
+    if isinstance(node, yaml.SequenceNode):
+        return "[" + ", ".join(_said(v) for v in node.value) + "]"
     return "…"
 
 
@@ -314,16 +328,211 @@ def _modal_value(node) -> tuple[Gpu | None, int | None, str]:
     return None, None, ""
 
 
+# ----------------------------------------------------------------------------------- dstack
+
+def _smallest_with_memory(gigabytes: float) -> Gpu | None:
+    """A dstack spec that names only the memory (``80GB:8``) runs on any card of that size: the
+    catalogue's data-centre or desktop card of that label with the least usable memory."""
+    from memlint.catalog.gpus import all_gpus
+
+    label = f"{gigabytes:g} GB"
+    fitting = [g for g in all_gpus() if not g.unified_memory and g.label.startswith(label)]
+    return min(fitting, key=lambda g: g.total_bytes) if fitting else None
+
+
+def _gigabytes(text: str) -> float | None:
+    """``80GB`` / ``24GB..80GB`` / ``40GB..`` -> the smallest size it allows (dstack's units)."""
+    low = text.replace(" ", "").lower().split("..")[0]
+    for unit, scale in (("tb", 1024.0), ("gb", 1.0), ("mb", 1 / 1024)):
+        if low.endswith(unit):
+            try:
+                return float(low[: -len(unit)]) * scale
+            except ValueError:
+                return None
+    return None
+
+
+def _dstack_gpu(names: list[str], memory: str | None) -> Gpu | None:
+    """The card a dstack GPU spec runs on; of several names, the one with the least memory."""
+    size = _gigabytes(memory) if memory else None
+    if not names:
+        return _smallest_with_memory(size) if size else None
+    found = []
+    for name in names:
+        gpu = _gpu(f"{name}-{size:g}gb", "dstack") if size else None
+        found.append(gpu or _gpu(name, "dstack"))
+    if any(g is None for g in found):
+        return None
+    return min((g for g in found if g is not None), key=lambda g: g.total_bytes, default=None)
+
+
+def _dstack_count(text: str) -> int | None:
+    return _count(str(text).replace(" ", "").split("..")[0])
+
+
+def from_dstack(path: str, text: str) -> InfraGpu | None:
+    """A dstack task, service or dev environment: ``resources: {gpu: A100:80GB:8}``, ``gpu: 80GB:8``,
+    ``gpu: {name: [H100, A100], memory: 80GB, count: 8}``, with ``nodes: 2``."""
+    if "gpu" not in text or "resources" not in text or "type" not in text:
+        return None
+    for document in _documents(text):
+        kind = _get(document, "type")
+        if not isinstance(kind, yaml.ScalarNode) or kind.value not in ("task", "service", "dev-environment"):
+            continue
+        resources = _get(document, "resources")
+        spec = _get(resources, "gpu") if resources is not None else None
+        if spec is None:
+            continue
+        names: list[str] = []
+        memory: str | None = None
+        count: int | None = 1  # dstack's default count
+        if isinstance(spec, yaml.ScalarNode):
+            for token in spec.value.replace(" ", "").split(":"):
+                if not token or token.lower() in ("nvidia", "amd", "tpu", "intel", "tenstorrent"):
+                    continue
+                if token[0].isalpha():
+                    names = token.split(",")
+                elif any(c.isalpha() for c in token):
+                    memory = token
+                else:
+                    count = _dstack_count(token)
+        elif isinstance(spec, yaml.MappingNode):
+            name = _get(spec, "name")
+            if isinstance(name, yaml.ScalarNode):
+                names = [name.value]
+            elif isinstance(name, yaml.SequenceNode):
+                names = [n.value for n in name.value if isinstance(n, yaml.ScalarNode)]
+            size = _get(spec, "memory")
+            memory = size.value if isinstance(size, yaml.ScalarNode) else None
+            number = _get(spec, "count")
+            count = _dstack_count(number.value) if isinstance(number, yaml.ScalarNode) else 1
+        gpu = _dstack_gpu(names, memory)
+        if gpu is None:
+            continue
+        nodes = _get(document, "nodes")
+        if count is not None and isinstance(nodes, yaml.ScalarNode):
+            count *= _count(nodes.value) or 1
+        return InfraGpu(gpu, count, Location(path, _range(spec)), f"gpu: {_said(spec)}", "dstack")
+    return None
+
+
+# ----------------------------------------------------------------------------------- Ray, RunPod
+
+def _ray_accelerator(text: str) -> str:
+    """``NVIDIA_TESLA_A100`` / ``NVIDIA_A100_80G`` (ray.util.accelerators) or ``"A100-80G"`` ->
+    a name the catalogue reads (``A100``, ``A100-80GB``)."""
+    name = re.sub(r"^(?:NVIDIA_|AMD_)?(?:TESLA_|AMPERE_|INSTINCT_|RADEON_)?", "", text.strip())
+    name = name.replace("_", "-")
+    return re.sub(r"(\d+)G$", r"\1GB", name)
+
+
+def _python_requests(path: str, text: str) -> InfraGpu | None:
+    """Ray's ``@ray.remote(num_gpus=8, accelerator_type=NVIDIA_A100_80G)``, ``.options(...)`` or
+    Ray Train's ``ScalingConfig(num_workers=8, use_gpu=True, accelerator_type="H100")``, and
+    RunPod's ``runpod.create_pod(..., gpu_type_id="NVIDIA A100 80GB PCIe", gpu_count=2)``."""
+    ray = _IMPORTS_RAY.search(text) is not None and "accelerator_type" in text
+    runpod = _IMPORTS_RUNPOD.search(text) is not None and "gpu_type_id" in text
+    if not ray and not runpod:
+        return None
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    try:
+        wrapper = MetadataWrapper(cst.parse_module(text))
+    except (cst.ParserSyntaxError, RecursionError, ValueError):
+        return None
+    found: list[InfraGpu] = []
+
+    def written(node: cst.BaseExpression) -> str | None:
+        if isinstance(node, cst.SimpleString) and isinstance(node.evaluated_value, str):
+            return node.evaluated_value
+        if isinstance(node, cst.Name):
+            return node.value
+        if isinstance(node, cst.Attribute):
+            return node.attr.value
+        return None
+
+    def number(node: cst.BaseExpression | None) -> int | None:
+        return _count(node.value) if isinstance(node, cst.Integer) else None
+
+    class Visitor(cst.CSTVisitor):
+        METADATA_DEPENDENCIES = (PositionProvider,)
+
+        def visit_Call(self, node: cst.Call) -> None:
+            if found:
+                return
+            keywords = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
+            where_node: cst.BaseExpression | None = None
+            gpu, count, platform = None, None, ""
+            if ray and "accelerator_type" in keywords:
+                name = written(keywords["accelerator_type"])
+                gpu = _gpu(_ray_accelerator(name), "ray") if name else None
+                count = number(keywords.get("num_gpus"))
+                workers = number(keywords.get("num_workers"))
+                if workers is not None:
+                    per_worker = 1
+                    resources = keywords.get("resources_per_worker")
+                    if isinstance(resources, cst.Dict):
+                        for element in resources.elements:
+                            if isinstance(element, cst.DictElement) and written(element.key) == "GPU":
+                                per_worker = number(element.value) or per_worker
+                    count = workers * per_worker
+                where_node, platform = keywords["accelerator_type"], "Ray"
+            elif runpod and "gpu_type_id" in keywords:
+                name = written(keywords["gpu_type_id"])
+                gpu = _gpu(name, "runpod") if name else None
+                count = number(keywords.get("gpu_count")) or 1
+                where_node, platform = keywords["gpu_type_id"], "RunPod"
+            if gpu is None or where_node is None:
+                return
+            place = self.get_metadata(PositionProvider, where_node)
+            span = Range.of(place.start.line, place.start.column, place.end.line, place.end.column)
+            said = cst.Module([]).code_for_node(where_node)
+            keyword = "accelerator_type" if platform == "Ray" else "gpu_type_id"
+            found.append(InfraGpu(gpu, count, Location(path, span), f"{keyword}={said}", platform))
+
+    try:
+        wrapper.visit(Visitor())
+    except RecursionError:
+        return None
+    return found[0] if found else None
+
+
+def from_runpodctl(path: str, text: str) -> InfraGpu | None:
+    """``runpodctl create pod --gpuType "NVIDIA A100 80GB PCIe" --gpuCount 2`` in a shell script."""
+    if "runpodctl" not in text:
+        return None
+    for match in _RUNPODCTL.finditer(text):
+        end = text.find("\n", match.end())
+        while end >= 0 and text[:end].rstrip().endswith("\\"):  # the command's continued lines
+            end = text.find("\n", end + 1)
+        command = text[match.start(): len(text) if end < 0 else end]
+        try:
+            words = shlex.split(command.replace("\\\n", " "), comments=True)
+        except ValueError:
+            continue
+        options = dict(_options(words))
+        name = options.get("--gpuType")
+        gpu = _gpu(name, "runpod") if name else None
+        if gpu is None:
+            continue
+        line = text.count("\n", 0, match.start()) + 1
+        first = command.split("\n", 1)[0]
+        return InfraGpu(gpu, _count(options.get("--gpuCount", "1")), Location(path, Range.of(line, 0, line, len(first))),
+                        f"--gpuType {shlex.quote(name or '')}", "RunPod")
+    return None
+
+
 def read(path: str, text: str) -> InfraGpu | None:
     """The GPU a file requests, by what the file is (its suffix decides which readers try)."""
     suffix = PurePath(path).suffix.lower()
     try:
         if suffix in (".sh", ".bash", ".slurm", ".sbatch"):
-            return from_slurm(path, text)
+            return from_slurm(path, text) or from_runpodctl(path, text)
         if suffix in (".yaml", ".yml"):
-            return from_skypilot(path, text) or from_kubernetes(path, text)
+            return from_skypilot(path, text) or from_kubernetes(path, text) or from_dstack(path, text)
         if suffix == ".py":
-            return from_modal(path, text)
+            return from_modal(path, text) or _python_requests(path, text)
     except (RecursionError, MemoryError, ValueError):
         return None
     return None

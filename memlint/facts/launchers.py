@@ -496,9 +496,12 @@ def documented_launches(parsed: ParsedDocument) -> list[RunFacts]:
     return out
 
 
-def launches_in(parsed: ParsedDocument, text: str) -> list[RunFacts]:
-    """The launch commands of ``text``: ``parsed``'s text with all but its commands blanked."""
-    return _Shell(parsed, text).run()
+def launches_in(parsed: ParsedDocument, text: str, variables: dict[str, Value | None] | None = None) -> list[RunFacts]:
+    """The launch commands of ``text``: ``parsed``'s text with all but its commands blanked;
+    ``variables`` are set before the first command (a Makefile's ``MODEL ?= ...``)."""
+    shell = _Shell(parsed, text)
+    shell.variables.known.update(variables or {})
+    return shell.run()
 
 
 @extractor("shell")

@@ -29,7 +29,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 
 from memlint import __version__
-from memlint.documents.reading import LINTED_SUFFIXES
+from memlint.documents.reading import is_linted
 from memlint.lint.collector import IdleCollection, collector_paused
 from memlint.lsp import actions
 from memlint.lsp import budget_view as budget_views
@@ -487,7 +487,7 @@ def create_server(debounce: float = DEFAULT_DEBOUNCE_SECONDS) -> MemlintServer:
 
     def remember(ls: MemlintServer, uri: str) -> OpenDocument | None:
         path = path_of(uri)
-        if path is None or not path.lower().endswith(LINTED_SUFFIXES) and not is_settings_file(path):
+        if path is None or not is_linted(path) and not is_settings_file(path):
             return None
         doc = ls.workspace.get_text_document(uri)
         known = ls.documents.get(uri)
@@ -590,7 +590,7 @@ def create_server(debounce: float = DEFAULT_DEBOUNCE_SECONDS) -> MemlintServer:
         """A pull for a document the client never opened: lint the file on disk if there is one."""
         path = path_of(uri)
         items: list[types.Diagnostic] = []
-        if path is not None and path.lower().endswith(LINTED_SUFFIXES) and Path(path).is_file():
+        if path is not None and is_linted(path) and Path(path).is_file():
             try:
                 _, items, collection_due = await ls.on_lint_thread(
                     ls._lint_job, ls.snapshot(), str(Path(path).resolve()), None)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from memlint.documents import reads
 from memlint.documents.kinds import RUN_KINDS
-from memlint.documents.reading import LINTED_SUFFIXES
+from memlint.documents.reading import is_linted
 from memlint.project.documents import DocumentStore, mentioned_names
 from memlint.project.settings import Settings
 from memlint.project.walk import iter_files
@@ -50,7 +50,7 @@ class LinkIndex:
             self._candidates = self.documents.walked
         if self._candidates is None:
             self._candidates = [
-                p for p in iter_files([self.documents.root], self.documents.settings) if p.suffix.lower() in LINTED_SUFFIXES
+                p for p in iter_files([self.documents.root], self.documents.settings) if is_linted(p)
             ]
         return self._candidates
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from memlint.documents import reads
 from memlint.documents.kinds import ENTRY_KINDS, STANDALONE_KINDS, DocumentKind
 from memlint.project.config_launchers import ConfigLaunchers
+from memlint.model.provenance import Sourced
 from memlint.project.documents import DocumentStore
 from memlint.project.links import LinkIndex
 
@@ -25,7 +26,12 @@ MAX_LINK_DEPTH = 3
 # configs a launcher may take from its caller (``finetune.py "$2"``)
 _CONFIG_KINDS = frozenset({DocumentKind.HF_ARGS, DocumentKind.AXOLOTL, DocumentKind.LLAMAFACTORY,
                            DocumentKind.LLAMAFACTORY_V1, DocumentKind.TORCHTUNE, DocumentKind.COMPOSER})
+# the keys that sign a DeepSpeed or Accelerate config (a text prefilter before parsing)
+_STANDALONE_SIGNS = ("zero_optimization", "train_micro_batch_size_per_gpu", "train_batch_size", "distributed_type")
 _FROM_IMPORT = re.compile(r"^\s*from\s+([A-Za-z_][\w.]*)\s+import\b", re.MULTILINE)
+# ``from pkg.mod import train`` / ``from pkg.mod import (train, main as run)``: the module and the names
+_IMPORTED = re.compile(r"^[ \t]*from[ \t]+([A-Za-z_][\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)", re.MULTILINE)
+_ENTRY_NAMES = re.compile(r"^(?:train\w*|main|run\w*|finetune\w*|fine_tune\w*|\w*_main|\w*Arguments|\w*Config)$")
 
 
 class RunFinder:
@@ -37,9 +43,11 @@ class RunFinder:
         self.links = links
         self._infrastructure: list | None = None  # the GPUs the project's infrastructure files request
         self.config_launchers = ConfigLaunchers(documents, links)
+        self._unused: list[Path] | None = None  # DeepSpeed/Accelerate configs no document uses
 
     def invalidate(self) -> None:
         self._infrastructure = None
+        self._unused = None
         self.config_launchers.invalidate()
 
     def linked(self, facts: RunFacts, seen: set[str], depth: int = 0) -> list[RunFacts]:
@@ -119,7 +127,20 @@ class RunFinder:
                     hidden = hidden_cli(script_facts, facts)
                     overrides = {**self._bound_config_facts(facts), **overrides}
                     linked.append(script_facts)
+                    linked.extend(self._imported_defaults(script_facts))
                     linked.extend(self.linked(script_facts, seen))
+            if not script_facts_found and script is not None:
+                # FastChat's train_mem.py: ``from fastchat.train.train import train; train()`` --
+                # the imported module's facts and option definitions are the script's
+                for module_facts in self._delegated_facts(script):
+                    seen.add(self.documents.key(module_facts.path))
+                    overrides = apply_cli(module_facts, facts)
+                    hidden = hidden_cli(module_facts, facts)
+                    overrides = {**self._bound_config_facts(facts), **overrides}
+                    linked.append(module_facts)
+                    linked.extend(self._imported_defaults(module_facts))
+                    linked.extend(self.linked(module_facts, seen))
+                    script_facts_found = [module_facts]
             if not script_facts_found and (script is None or self._delegates_to_project_module(script)):
                 # a framework's entry point outside the project (installed with the framework, run
                 # as a module), or a script in the project that trains through an import of the
@@ -132,6 +153,8 @@ class RunFinder:
                 options = options_as_config(facts)
                 if options is not None:
                     linked.append(options)
+        elif facts.kind == "python":
+            linked.extend(self._imported_defaults(facts))
         linked.extend(self.linked(facts, seen))
         return merge(entry, linked, overrides, hidden - set(overrides))
 
@@ -147,6 +170,84 @@ class RunFinder:
                 if name not in ("framework", "trains"):  # the script decides how it trains
                     stated.setdefault(name, fact)
         return stated
+
+    def _imported_defaults(self, script: RunFacts) -> list[RunFacts]:
+        """What the argument dataclasses a script imports from the project give its options by
+        default (``from myproj.arguments import DataArguments`` with ``max_seq_length: int = 4096``),
+        read through the script's bindings as facts of the module that writes them; below
+        anything the script, a launcher or a config states."""
+        from memlint.facts.imported_arguments import imported_defaults
+        from memlint.facts.launch_options import facts_from_cli
+        from memlint.facts.plan import RunFacts
+
+        if not script.cli_bindings:
+            return []
+        try:
+            text = self.documents.document(script.path).text
+        except (OSError, ValueError):
+            return []
+
+        def source(module: str) -> tuple[str, str] | None:
+            target = self._module_file(module, Path(script.path))
+            if target is None:
+                return None
+            try:
+                document = self.documents.document(target)
+            except (OSError, ValueError):
+                return None
+            reads.document(self.documents.key(target), self.documents.digest(target))
+            return str(target), document.text
+
+        defaults = imported_defaults(text, source)
+        if not defaults:
+            return []
+        command = RunFacts(script.path, "shell")
+        command.cli_args = defaults
+        notes = {d.origin: d.note for d in defaults.values() if d.origin is not None}
+        stated = script.stated()
+        by_module: dict[str, RunFacts] = {}
+        for name, fact in facts_from_cli(script, command).items():
+            if name in stated or fact.origin is None:
+                continue
+            holder = by_module.setdefault(fact.origin.path, RunFacts(fact.origin.path, "python"))
+            setattr(holder, name, Sourced(fact.value, fact.origin, notes.get(fact.origin, fact.note)))
+        return list(by_module.values())
+
+    def _delegated_facts(self, script: Path, depth: int = 0) -> list[RunFacts]:
+        """The run a script starts by calling an entry point it imports from the project
+        (``from fastchat.train.train import train`` then ``train()``; ``from pkg.cli import main``):
+        the facts of that module's run, followed through modules that only delegate again."""
+        if depth >= MAX_LINK_DEPTH:
+            return []
+        try:
+            text = self.documents.document(script).text
+        except (OSError, ValueError):
+            return []
+        for module, names in _IMPORTED.findall(text):
+            called = [n for n in _imported_names(names) if _ENTRY_NAMES.match(n[0])
+                      and _calls(text, n[1])]
+            if not called:
+                continue
+            target = self._module_file(module, script)
+            if target is None or self.documents.key(target) == self.documents.key(script):
+                continue
+            found = [f for f in self.documents.facts(target) if f.launches is None and is_entry(f)]
+            if found:
+                return found[:1]
+            deeper = self._delegated_facts(target, depth + 1)
+            if deeper:
+                return deeper
+        return []
+
+    def _module_file(self, module: str, script: Path) -> Path | None:
+        """``pkg.mod`` -> ``pkg/mod.py`` (or ``pkg/mod/__init__.py``) under the project root, a
+        ``src/`` folder, or the script's own folder (``from train import main`` beside it)."""
+        parts = module.split(".")
+        for base in (self.documents.root, self.documents.root / "src", Path(script).parent):
+            for candidate in (base.joinpath(*parts).with_suffix(".py"), base.joinpath(*parts, "__init__.py")):
+                if self.documents.is_file(candidate):
+                    return candidate
+        return None
 
     def _delegates_to_project_module(self, script: Path) -> bool:
         """Whether ``script`` imports from a package or module of this project (``from pkg.mod
@@ -225,17 +326,52 @@ class RunFinder:
 
     def _standalone_runs(self, path: str | Path, context: RunContext) -> list[ResolvedRun]:
         """A DeepSpeed or Accelerate config that no launcher, script or recipe of the project uses
-        (a template folder) is estimated with the settings' ``model`` when they name one."""
-        from memlint.facts.resolve import resolve
+        (a template folder) is estimated with the settings' ``model`` when they name one; without
+        one, the first such config of the project carries one note for all of them."""
+        from memlint.facts.resolve import ResolvedRun, resolve
 
         facts = self.documents.facts(path)
-        if not facts or not (context.model or (context.model_config is not None and context.model_config(str(path)))):
+        if not facts:
             return []
         plan = replace(self.plan_for(facts[0]), trains=True)  # as a run of it would train
-        run = resolve(plan, context, Path(plan.entry).parent)
-        run.assumptions.append(f"no launcher or script of the project uses {Path(path).name}: "
-                               "estimated with the settings' model")
+        if context.model or (context.model_config is not None and context.model_config(str(path))):
+            run = resolve(plan, context, Path(plan.entry).parent)
+            run.assumptions.append(f"no launcher or script of the project uses {Path(path).name}: "
+                                   "estimated with the settings' model")
+            return [run]
+        # no model to estimate with: the first such config of the project says so once for all
+        # of them, instead of each staying silent (or each saying so)
+        unused = self.unused_configs()
+        if not unused or self.documents.key(unused[0]) != self.documents.key(path):
+            return []
+        others = len(unused) - 1
+        which = (f"this config and {others} other DeepSpeed/Accelerate config{'s' if others != 1 else ''} of the "
+                 "project are" if others else "this config is")
+        run = ResolvedRun(plan=plan, arch=None, setup=None)
+        run.problem = (f"{which} used by no launcher, script or recipe, so no model is known: name it in a launch "
+                       "command (`--deepspeed`, `accelerate launch --config_file`), or set `model` in "
+                       "[tool.memlint] to estimate each with that model")
         return [run]
+
+    def unused_configs(self) -> list[Path]:
+        """The project's DeepSpeed and Accelerate configs that no document references, in path
+        order (a text prefilter on their signature keys first: data JSON is not parsed); kept
+        until invalidated. What a result depends on is each listed config (recorded here)."""
+        if self._unused is None:
+            found = []
+            with reads.paused():
+                for candidate in self.links.candidates():
+                    if candidate.suffix.lower() not in (".json", ".yaml", ".yml"):
+                        continue
+                    text = self.documents.text_for_scan(candidate)
+                    if not text or not any(sign in text for sign in _STANDALONE_SIGNS):
+                        continue
+                    if self.documents.kind(candidate) in STANDALONE_KINDS and not self.links.referrers(candidate):
+                        found.append(candidate)
+            self._unused = sorted(found, key=self.documents.key)
+        for config in self._unused:
+            reads.document(self.documents.key(config), self.documents.digest(config))
+        return self._unused
 
     def _runs(self, entries: list[RunFacts], key: str, context: RunContext) -> list[ResolvedRun]:
         """The resolved runs of ``entries`` that the document ``key`` takes part in."""
@@ -265,7 +401,8 @@ class RunFinder:
 
     def infrastructure(self) -> list:
         """The GPUs the project's infrastructure files request (slurm scripts, SkyPilot tasks,
-        Kubernetes manifests, Modal apps): one text pass over the project, kept until invalidated."""
+        Kubernetes manifests, Modal apps, dstack configurations, Ray jobs, RunPod pods): one text
+        pass over the project, kept until invalidated."""
         from memlint.facts.infrastructure import read
 
         if self._infrastructure is None:
@@ -274,7 +411,9 @@ class RunFinder:
                 for candidate in self.links.candidates():
                     text = self.documents.text_for_scan(candidate)
                     if text and ("#SBATCH" in text or "accelerators" in text or "nvidia.com/gpu" in text
-                                 or ("modal" in text and "gpu" in text)):
+                                 or ("modal" in text and "gpu" in text) or "accelerator_type" in text
+                                 or "gpu_type_id" in text or "runpodctl" in text
+                                 or ("resources" in text and "gpu" in text and "type" in text)):
                         infra = read(str(candidate), text)
                         if infra is not None:
                             found.append((infra, reads.digest(text, None)))
@@ -298,6 +437,24 @@ class RunFinder:
                 reads.document(self.documents.key(infra.origin.path), digest)
                 return infra
         return None
+
+
+def _calls(text: str, name: str) -> bool:
+    """Does the script call ``name`` (``train()``), or hand it to a function CLI (``fire.Fire(main)``)?"""
+    escaped = re.escape(name)
+    return re.search(rf"(?<![\w.])(?<!def ){escaped}\s*\(|\b(?:Fire|run)\(\s*{escaped}\s*[,)]", text) is not None
+
+
+def _imported_names(written: str) -> list[tuple[str, str]]:
+    """``(train, main as run)`` -> [("train", "train"), ("main", "run")]: (name, local name)."""
+    out = []
+    for part in written.strip().strip("()").split(","):
+        words = part.split("#")[0].split()
+        if len(words) == 1:
+            out.append((words[0], words[0]))
+        elif len(words) == 3 and words[1] == "as":
+            out.append((words[0], words[2]))
+    return out
 
 
 def is_entry(facts: RunFacts) -> bool:

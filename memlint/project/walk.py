@@ -12,7 +12,7 @@ from typing import Callable, Iterable, Iterator
 
 import pathspec
 
-from memlint.documents.reading import LINTED_SUFFIXES
+from memlint.documents.reading import is_linted
 from memlint.project.settings import Settings
 
 MAX_FILES = 200_000
@@ -92,7 +92,7 @@ def walk(
                         continue
                 except OSError:
                     continue
-                if path.suffix.lower() in LINTED_SUFFIXES:
+                if is_linted(path):
                     count += 1
                     if count > MAX_FILES:
                         return

@@ -1,4 +1,5 @@
-"""What a script lets the command line set: argparse options and dataclass fields.
+"""What a script lets the command line set: argparse options, dataclass fields, and the
+parameters of a function a function-based CLI exposes (python-fire, typer, click).
 
 ``parser.add_argument("--batch_size", type=int, default=8)`` makes ``args.batch_size`` worth 8
 unless a launcher passes ``--batch_size``; ``HfArgumentParser((ModelArguments, TrainingArguments))``
@@ -16,10 +17,13 @@ import libcst as cst
 
 from memlint.python.library import is_argument_parser, is_library_dataclass
 from memlint.python.unit_scopes import ANYTHING
-from memlint.python.value_types import MISSING, ClassValue, Found, Instance, Ref
+from memlint.python.value_types import MISSING, CallValue, ClassValue, Found, Instance, Ref
 
 if TYPE_CHECKING:
     from memlint.python.values import Values
+
+# calls that turn a function's parameters into command-line options
+_FUNCTION_CLIS = frozenset({"fire.Fire", "typer.run"})
 
 # Defaults of library dataclass fields that scripts test in conditions
 # (``if training_args.gradient_checkpointing: ...``). transformers 5 TrainingArguments, TRL
@@ -163,6 +167,71 @@ class Options:
             for option in options:
                 if key in option.keys:
                     return option.flag
+        return None
+
+    # ------------------------------------------------------------- function CLIs
+
+    def function_option(self, function: cst.FunctionDef, param: cst.Param) -> Found | None:
+        """A parameter of a function that a function-based CLI exposes (``fire.Fire(train)``,
+        ``typer.run(main)``, click's ``@click.option``): its default, replaced by ``--<name>``
+        on the command line. None for a function no such CLI exposes."""
+        name = param.name.value
+        clicked = self._click_option(function, name)
+        if clicked is not None:
+            return clicked
+        if not self._exposed(function):
+            return None
+        keys = (name,)
+        default = param.default
+        if isinstance(default, cst.Call) and {"typer.Option", "typer.Argument"} & self.values.qualified(default.func):
+            first = next((a.value for a in default.args if a.keyword is None or a.keyword.value == "default"), None)
+            default = first if first is not None and not isinstance(first, cst.Ellipsis) else None
+        if default is None:
+            return Found(MISSING, None, keys, f"--{name}")
+        found = self.values.evaluate(default)
+        if found is None or not found.known:
+            return Found(MISSING, None, keys, f"--{name}")
+        return Found(found.value, found.node, keys, f"default of {function.name.value}({name}=...), a command-line option")
+
+    def _exposed(self, function: cst.FunctionDef) -> bool:
+        """Is ``function`` handed to a function-based CLI (``fire.Fire(train)``, ``typer.run(main)``,
+        ``@app.command()`` of a ``typer.Typer()``)?"""
+        for use in self.values.references(function):
+            argument = self.values.parent(use)
+            call = self.values.parent(argument) if type(argument) is cst.Arg else None
+            if type(call) is cst.Call and call.args and call.args[0] is argument and \
+                    _FUNCTION_CLIS & self.values.callee_names(call):
+                return True
+        for decorator in function.decorators:
+            target = decorator.decorator
+            if type(target) is cst.Call and type(target.func) is cst.Attribute and target.func.attr.value == "command":
+                owner = self.values.evaluate(target.func.value)
+                if owner is not None and isinstance(owner.value, CallValue) and \
+                        "typer.Typer" in self.values.callee_names(owner.value.call):
+                    return True
+        return False
+
+    def _click_option(self, function: cst.FunctionDef, name: str) -> Found | None:
+        """``@click.option("--micro-batch-size", default=4)`` over ``def main(micro_batch_size)``."""
+        for decorator in function.decorators:
+            target = decorator.decorator
+            if type(target) is not cst.Call or "click.option" not in self.values.qualified(target.func):
+                continue
+            written = [a.value.evaluated_value for a in target.args
+                       if a.keyword is None and type(a.value) is cst.SimpleString]
+            strings = [s for s in written if isinstance(s, str)]
+            named = [s for s in strings if not s.startswith("-")]
+            dashed = [s for s in strings if s.startswith("-")]
+            longest = sorted(dashed, key=lambda s: (not s.startswith("--"), -len(s)))
+            dest = named[0] if named else (option_key(longest[0]) if longest else None)
+            if dest != name:
+                continue
+            keys = tuple(dict.fromkeys(option_key(s) for s in dashed)) or (name,)
+            default = next((a.value for a in target.args if a.keyword is not None and a.keyword.value == "default"), None)
+            found = self.values.evaluate(default) if default is not None else Found(None, None)
+            if found is None or not found.known:
+                return Found(MISSING, None, keys, f"--{keys[0]}")
+            return Found(found.value, found.node, keys, f"click default of --{keys[0]}")
         return None
 
     # ------------------------------------------------------------- dataclasses

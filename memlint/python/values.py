@@ -396,6 +396,10 @@ class Values(Names):
     def _parameter(self, definition: Parameter, depth: int) -> Found | None:
         """A parameter: the argument every call site in the module passes, else its default."""
         param, function = definition.param, definition.function
+        if type(function) is cst.FunctionDef:
+            exposed = self.options.function_option(function, param)
+            if exposed is not None:
+                return exposed  # ``fire.Fire(train)``: the command line sets it
         if isinstance(function, cst.Lambda) or self.is_method(function):
             return self.evaluate(param.default, depth + 1) if param.default is not None else None
         passed: list[Found | None] = []

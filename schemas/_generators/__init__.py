@@ -69,4 +69,12 @@ TARGETS: tuple[Target, ...] = (
         modules=("torchtune", "recipes"),
         build=_lazy("torchtune_config"),
     ),
+    Target(
+        name="composer",
+        package="llm-foundry",
+        outputs=("composer.schema.json",),
+        modules=("llmfoundry",),
+        build=_lazy("composer_train_config"),
+        aliases=("llm-foundry", "llmfoundry"),
+    ),
 )

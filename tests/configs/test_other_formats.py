@@ -130,6 +130,18 @@ def test_neox_keys_are_not_unknown_deepspeed_keys(lint):
     assert lint({"configs/125M.yml": NEOX_125M}, "configs/125M.yml") == []
 
 
+def test_neox_precision_sections_keep_neox_keys(lint):
+    # Pythia's and the 1-3B configs write NeoX's own keys in the precision sections NeoX hands to
+    # DeeperSpeed: "fp16": {"fp16": true, ...} and "fp16": {"type": "bfloat16", ...}
+    pythia = NEOX_125M.replace('"fp16": {\n     "enabled": true,', '"fp16": {\n     "fp16": true,\n     "type": "bfloat16",\n     "enabled": true,')
+    assert '"type": "bfloat16"' in pythia
+    assert lint({"configs/pythia/1B.yml": pythia}, "configs/pythia/1B.yml") == []
+    # the same keys in a plain DeepSpeed config are unknown: DeepSpeed's fp16 section refuses them
+    plain = '{"train_micro_batch_size_per_gpu": 4, "fp16": {"fp16": true, "enabled": true}}'
+    [finding] = lint({"ds_config.json": plain}, "ds_config.json")
+    assert finding.code == "CFG001" and "`fp16`" in finding.message
+
+
 def test_neox_deepspeed_sections_are_linted_as_deepspeed(lint):
     text = NEOX_125M.replace('"stage": 1,', '"stage": 5,').replace('"overlap_comm"', '"overlap_com"')
     found = lint({"configs/125M.yml": text}, "configs/125M.yml")

@@ -1,6 +1,7 @@
 """The target GPU from the infrastructure files a project commits, when its settings name none:
-slurm batch scripts, SkyPilot tasks, Kubernetes/Kueue manifests, Modal apps. Each is written
-the way its users write it; the near misses name no GPU the catalogue knows, or several."""
+slurm batch scripts, SkyPilot tasks, Kubernetes/Kueue manifests, Modal apps, dstack configurations,
+Ray jobs and RunPod pods. Each is written the way its users write it; the near misses name no GPU
+the catalogue knows, or several."""
 
 from __future__ import annotations
 
@@ -256,3 +257,132 @@ def test_modal_app_is_judged_against_its_own_gpu(tmp_path: Path):
     assert finding.code == "MEM001" and "A10G (requested by `gpu=\"A10G\"` in app.py:7)" in finding.message
     write(tmp_path, {"app.py": MODAL_APP.format(gpu='"H100"')})
     assert [f.code for f in _lint(tmp_path, "app.py")] in ([], ["MEM002"])
+
+
+# ------------------------------------------------------------------ dstack, Ray, RunPod
+
+DSTACK = dedent('''
+    type: task
+    name: llama-sft
+    nodes: 1
+
+    python: "3.11"
+    env:
+      - HF_TOKEN
+    commands:
+      - pip install -r requirements.txt
+      - torchrun --nproc_per_node $DSTACK_GPUS_PER_NODE train.py --batch_size 16
+
+    resources:
+      gpu: {gpu}
+      disk: 500GB..
+''')
+
+RAY_TRAIN = dedent('''
+    import ray
+    from ray.train import ScalingConfig
+    from ray.train.torch import TorchTrainer
+
+    from train import main
+
+    trainer = TorchTrainer(
+        main,
+        scaling_config=ScalingConfig(
+            num_workers=8,
+            use_gpu=True,
+            accelerator_type={accelerator},
+        ),
+    )
+    result = trainer.fit()
+''')
+
+RUNPOD = dedent('''
+    import os
+
+    import runpod
+
+    runpod.api_key = os.environ["RUNPOD_API_KEY"]
+    pod = runpod.create_pod(
+        name="llama-sft",
+        image_name="runpod/pytorch:2.4.0-py3.11-cuda12.4.1-devel-ubuntu22.04",
+        gpu_type_id={gpu},
+        gpu_count=2,
+        volume_in_gb=200,
+    )
+''')
+
+
+def test_dstack_gpu_specs():
+    found = read("train.dstack.yml", DSTACK.format(gpu="A100:80GB:8").replace("nodes: 1", "nodes: 2"))
+    assert found.gpu.id == "a100-sxm4-80gb" and found.count == 16 and found.origin.range.start.line == 13
+    assert found.describe() == "`gpu: A100:80GB:8` in train.dstack.yml:13"
+    assert read(".dstack.yml", DSTACK.format(gpu="A100:8")).gpu.id == "a100-40gb"  # either A100: the smaller
+    memory_only = read(".dstack.yml", DSTACK.format(gpu="80GB:8"))  # any 80 GB card: the least usable one
+    assert memory_only.gpu.label.startswith("80 GB") and memory_only.count == 8
+    mapping = read(".dstack.yml", DSTACK.format(gpu="\n    name: [H100, L40S]\n    count: 2"))
+    assert mapping.gpu.id == "l40s" and mapping.count == 2
+
+
+def test_dstack_near_misses():
+    # a fleet is no run; a GPU spec memlint cannot name (a vendor only) is no GPU
+    assert read("fleet.dstack.yml", DSTACK.format(gpu="H100:8").replace("type: task", "type: fleet")) is None
+    assert read(".dstack.yml", DSTACK.format(gpu="nvidia:2")) is None
+    # an Axolotl-like YAML with a `gpu` key elsewhere is not a dstack configuration
+    assert read("config.yaml", "base_model: Qwen/Qwen2.5-7B\nresources:\n  gpu: H100\n") is None
+
+
+def test_ray_accelerator_types():
+    found = read("ray_job.py", RAY_TRAIN.format(accelerator='"A100-80G"'))
+    assert found.gpu.id == "a100-sxm4-80gb" and found.count == 8 and found.platform == "Ray"
+    constant = RAY_TRAIN.format(accelerator="NVIDIA_TESLA_V100").replace(
+        "import ray\n", "import ray\nfrom ray.util.accelerators import NVIDIA_TESLA_V100\n")
+    assert read("ray_job.py", constant).gpu.id.startswith("v100")
+    remote = dedent('''
+        import ray
+        from ray.util.accelerators import NVIDIA_A100
+
+
+        @ray.remote(num_gpus=4, accelerator_type=NVIDIA_A100)
+        def train_shard(config):
+            ...
+    ''')
+    found = read("tasks.py", remote)
+    assert found.gpu.id == "a100-40gb" and found.count == 4  # Ray's bare A100: either card
+
+
+def test_ray_near_misses():
+    # num_gpus without an accelerator type names no card; a variable is not read
+    assert read("tasks.py", "import ray\n\n@ray.remote(num_gpus=1)\ndef f():\n    pass\n") is None
+    assert read("ray_job.py", RAY_TRAIN.format(accelerator="args.accelerator")) is None
+    # not a Ray program: accelerator_type is some other library's keyword
+    assert read("job.py", 'from google.cloud import aiplatform\nm = dict(accelerator_type="NVIDIA_TESLA_A100")\n') is None
+
+
+def test_runpod_pods():
+    found = read("launch_pod.py", RUNPOD.format(gpu='"NVIDIA A100 80GB PCIe"'))
+    assert found.gpu.id == "a100-pcie-80gb" and found.count == 2 and found.origin.range.start.line == 9
+    shell = dedent('''
+        #!/bin/bash
+        set -euo pipefail
+        runpodctl create pod --name llama-sft \\
+          --gpuType "NVIDIA GeForce RTX 4090" --gpuCount 2 \\
+          --imageName runpod/pytorch:2.4.0-py3.11-cuda12.4.1-devel-ubuntu22.04
+    ''')
+    found = read("pod.sh", shell)
+    assert found.gpu.id == "rtx-4090" and found.count == 2 and found.platform == "RunPod"
+    assert read("launch_pod.py", RUNPOD.format(gpu="os.environ['GPU']")) is None  # not written in the file
+    assert read("pod.sh", "runpodctl get pod\n") is None
+
+
+def test_dstack_task_gives_the_gpu_of_its_run(tmp_path: Path):
+    write(tmp_path, {"train.py": TRAIN.format(model="meta-llama/Llama-3.1-8B"),
+                     ".dstack.yml": DSTACK.format(gpu="L4:8")})
+    [finding] = _lint(tmp_path, "train.py")
+    assert finding.code == "MEM001" and "NVIDIA L4 (requested by `gpu: L4:8` in .dstack.yml:13)" in finding.message
+
+
+def test_ray_job_gives_the_gpu_of_the_project(tmp_path: Path):
+    write(tmp_path, {"train.py": TRAIN.format(model="meta-llama/Llama-3.1-8B"),
+                     "ray_job.py": RAY_TRAIN.format(accelerator='"L4"')})
+    [finding] = _lint(tmp_path, "train.py")
+    assert finding.code == "MEM001" and "requested by `accelerator_type=\"L4\"` in ray_job.py:12" in finding.message

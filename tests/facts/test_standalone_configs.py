@@ -1,6 +1,7 @@
 """DeepSpeed and Accelerate configs that no launcher, script or recipe of the project uses (a folder
-of templates, as Accelerate's and TRL's examples keep): their schema checks as always, and an estimate
-with the settings' `model` when they name one."""
+of templates, as Accelerate's and TRL's examples keep): their schema checks as always, an estimate
+with the settings' `model` when they name one, otherwise one note for the whole project (issue 14,
+item 5), not one per file."""
 
 from __future__ import annotations
 
@@ -62,9 +63,22 @@ def _memory(settings: Settings) -> dict[str, list]:
     return found
 
 
-def test_unused_templates_without_a_model_setting_stay_unestimated(tmp_path: Path):
+def test_unused_templates_get_one_note_for_the_project(tmp_path: Path):
     found = _memory(_settings(tmp_path, TEMPLATES))
-    assert all(ds == [] for ds in found.values())  # nothing to estimate them with, and no false verdict
+    notes = [(name, d) for name, ds in found.items() for d in ds]
+    assert len(notes) == 1
+    name, note = notes[0]
+    assert name == "examples/config_yaml_templates/multi_gpu.yaml"  # the first in path order
+    assert note.code == "MEM003" and note.severity.name.lower() == "info"
+    assert "this config and 2 other DeepSpeed/Accelerate configs of the project are used by no launcher" \
+        in note.message
+    assert "set `model` in [tool.memlint]" in note.message
+
+
+def test_a_lone_unused_config_says_so_of_itself(tmp_path: Path):
+    found = _memory(_settings(tmp_path, {"ds_config.json": ZERO3}))
+    [note] = found["ds_config.json"]
+    assert note.code == "MEM003" and "this config is used by no launcher, script or recipe" in note.message
 
 
 def test_with_the_settings_model_each_template_is_estimated(tmp_path: Path):
@@ -101,3 +115,21 @@ def test_a_config_a_launcher_uses_is_no_template(tmp_path: Path):
                                   run_context(settings))
     assert any("no launcher or script of the project uses zero_stage3_config.json" in a
                for a in template.assumptions)
+
+
+def test_without_a_model_setting_only_the_unused_configs_count(tmp_path: Path):
+    launcher = "accelerate launch --config_file examples/config_yaml_templates/multi_gpu.yaml train.py\n"
+    script = dedent('''
+        from datasets import load_dataset
+        from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+        model = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B", torch_dtype="bfloat16")
+        args = TrainingArguments(output_dir="out", per_device_train_batch_size=4, bf16=True,
+                                 deepspeed="examples/deepspeed_config_templates/zero_stage2_config.json")
+        Trainer(model=model, args=args, train_dataset=load_dataset("imdb", split="train")).train()
+    ''')
+    found = _memory(_settings(tmp_path, {**TEMPLATES, "train.py": script, "launch.sh": launcher}))
+    [note] = found["examples/deepspeed_config_templates/zero_stage3_config.json"]
+    assert "this config is used by no launcher, script or recipe" in note.message
+    assert found["examples/config_yaml_templates/multi_gpu.yaml"] == []
+    assert found["examples/deepspeed_config_templates/zero_stage2_config.json"] == []

@@ -1,0 +1,99 @@
+"""The defaults of argument dataclasses a script imports from its own project.
+
+``from myproj.arguments import ModelArguments, DataArguments`` then
+``HfArgumentParser((ModelArguments, DataArguments, TrainingArguments))``: the script states
+nothing about ``model_args.model_name_or_path`` or ``data_args.max_seq_length`` itself -- their
+defaults are written in another module. Those defaults are what a launch without the option
+gets, so they are read as the command line the script would get by default: each field's literal
+default, keyed by its option name and located in the module that writes it. The caller applies
+them through the script's own bindings, below anything a launcher or a config states.
+
+The modules are read with ``ast`` (never imported); only literal defaults count
+(``= 4096``, ``= field(default="Qwen/Qwen2.5-0.5B")``), and a field's own class wins over its
+bases defined in the same module.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import warnings
+from typing import Callable
+
+from memlint.model.diagnostics import Range
+from memlint.model.provenance import Location, Sourced
+
+# ``from pkg.mod import A, B as C`` / ``from pkg.mod import (A, B)``
+_IMPORT = re.compile(r"^[ \t]*from[ \t]+([A-Za-z_][\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)", re.M)
+_SCALARS = (bool, int, float, str)
+
+# a module name -> (its path, its text), or None when it is not a file of the project
+ModuleSource = Callable[[str], "tuple[str, str] | None"]
+
+
+def imported_defaults(text: str, module_source: ModuleSource) -> dict[str, Sourced[str]]:
+    """Option name -> the default an imported project dataclass gives it, as command-line text."""
+    out: dict[str, Sourced[str]] = {}
+    for module, names in _IMPORT.findall(text):
+        imported = [n.split()[0] for n in names.strip().strip("()").split(",") if n.split() and
+                    not n.strip().startswith("#")]
+        classes = [n for n in imported if n[:1].isupper()]
+        if not classes:
+            continue
+        found = module_source(module)
+        if found is None:
+            continue
+        path, source = found
+        for name, fact in _field_defaults(path, source, set(classes)).items():
+            out.setdefault(name, fact)
+    return out
+
+
+def _field_defaults(path: str, source: str, wanted: set[str]) -> dict[str, Sourced[str]]:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError):
+        return {}
+    classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
+    out: dict[str, Sourced[str]] = {}
+    todo = [name for name in wanted if name in classes and _is_dataclass(classes[name])]
+    seen: set[str] = set()
+    while todo:
+        name = todo.pop(0)
+        if name in seen:
+            continue
+        seen.add(name)
+        node = classes[name]
+        for statement in node.body:
+            if not (isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)):
+                continue
+            value = _literal(statement.value)
+            if value is not None and statement.target.id not in out:
+                out[statement.target.id] = Sourced(
+                    str(value.value),
+                    Location(path, Range.of(value.lineno, value.col_offset, value.end_lineno or value.lineno,
+                                            value.end_col_offset or value.col_offset)),
+                    f"default of {name}.{statement.target.id}",
+                )
+        todo.extend(b.id for b in node.bases if isinstance(b, ast.Name) and b.id in classes)
+    return out
+
+
+def _is_dataclass(node: ast.ClassDef) -> bool:
+    for decorator in node.decorator_list:
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        if (isinstance(target, ast.Name) and target.id == "dataclass") or (
+                isinstance(target, ast.Attribute) and target.attr == "dataclass"):
+            return True
+    return False
+
+
+def _literal(value: ast.expr | None) -> ast.Constant | None:
+    """``4096`` or ``field(default=4096, metadata=...)``: the literal default, if any."""
+    if isinstance(value, ast.Call) and getattr(value.func, "id", getattr(value.func, "attr", "")) == "field":
+        value = next((k.value for k in value.keywords if k.arg == "default"), None)
+    if isinstance(value, ast.Constant) and isinstance(value.value, _SCALARS):
+        return value
+    return None
