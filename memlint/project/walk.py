@@ -79,7 +79,7 @@ def walk(
                     is_file = not entry.is_dir()
                 except OSError:
                     continue
-                if is_file and os.path.splitext(entry.name)[1].lower() not in LINTED_SUFFIXES:
+                if is_file and not is_linted(entry.name):
                     continue  # never linted: no need to ask the ignore files (most of a walk's matching)
                 path = Path(entry.path)
                 if settings.is_excluded(path) or _ignored(path, specs, entry):
