@@ -111,7 +111,7 @@ class RunFinder:
         from memlint.facts.plan import merge
 
         seen = {self.documents.key(facts.path)}
-        overrides = {}
+        overrides: dict = {}
         hidden: frozenset[str] = frozenset()
         entry = facts
         linked: list[RunFacts] = []
@@ -123,23 +123,13 @@ class RunFinder:
                 for script_facts in script_facts_found:
                     if script_facts.launches is not None:
                         continue  # a command in the script's docstring: another run of it
-                    overrides = apply_cli(script_facts, facts)
-                    hidden = hidden_cli(script_facts, facts)
-                    overrides = {**self._bound_config_facts(facts), **overrides}
-                    linked.append(script_facts)
-                    linked.extend(self._imported_defaults(script_facts))
-                    linked.extend(self.linked(script_facts, seen))
+                    overrides, hidden = self._join_launched(script_facts, facts, seen, linked)
             if not script_facts_found and script is not None:
                 # FastChat's train_mem.py: ``from fastchat.train.train import train; train()`` --
                 # the imported module's facts and option definitions are the script's
                 for module_facts in self._delegated_facts(script):
                     seen.add(self.documents.key(module_facts.path))
-                    overrides = apply_cli(module_facts, facts)
-                    hidden = hidden_cli(module_facts, facts)
-                    overrides = {**self._bound_config_facts(facts), **overrides}
-                    linked.append(module_facts)
-                    linked.extend(self._imported_defaults(module_facts))
-                    linked.extend(self.linked(module_facts, seen))
+                    overrides, hidden = self._join_launched(module_facts, facts, seen, linked)
                     script_facts_found = [module_facts]
             if not script_facts_found and (script is None or self._delegates_to_project_module(script)):
                 # a framework's entry point outside the project (installed with the framework, run
@@ -157,6 +147,18 @@ class RunFinder:
             linked.extend(self._imported_defaults(facts))
         linked.extend(self.linked(facts, seen))
         return merge(entry, linked, overrides, hidden - set(overrides))
+
+    def _join_launched(self, script: RunFacts, launcher: RunFacts, seen: set[str],
+                       linked: list[RunFacts]) -> tuple[dict, frozenset[str]]:
+        """Add a launched script's facts (or those of the module it delegates to) to ``linked``;
+        returns what the launcher states over them (its options, the config it binds) and the
+        script defaults its options hide."""
+        overrides = {**self._bound_config_facts(launcher), **apply_cli(script, launcher)}
+        hidden = hidden_cli(script, launcher)
+        linked.append(script)
+        linked.extend(self._imported_defaults(script))
+        linked.extend(self.linked(script, seen))
+        return overrides, hidden
 
     def _bound_config_facts(self, facts: RunFacts) -> dict:
         """The facts of the config a caller bound to the launcher's positional argument: the
