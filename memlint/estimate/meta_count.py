@@ -137,7 +137,8 @@ def from_meta(config: Mapping[str, Any], name: str) -> Architecture:
     head = None if tied or out is None else Linear("lm_head", out.weight.shape[1], out.weight.shape[0],
                                     getattr(out, "bias", None) is not None)
     text = getattr(model.config, "text_config", None) or model.config
-    raw = config.get("text_config") if isinstance(config.get("text_config"), Mapping) else config
+    nested = config.get("text_config")
+    raw: Mapping[str, Any] = nested if isinstance(nested, Mapping) else config
 
     def field(key: str, default: Any = 0) -> Any:
         return _field(text, raw, key, default)
