@@ -91,6 +91,19 @@ def _layer_stack(model):
     return best
 
 
+def _field(text: Any, raw: Mapping[str, Any], key: str, default: Any) -> Any:
+    """One setting of the built text config, else of the config.json it came from.
+
+    transformers 5.23 refuses to read a setting that may differ between layers from the config of
+    a model whose layers differ (Gemma 4's ``num_key_value_heads``) and raises rather than answer;
+    the value written in config.json is the global one the file states.
+    """
+    try:
+        return getattr(text, key, default)
+    except Exception:  # noqa: BLE001 - transformers' per-layer attribute errors have no common base
+        return raw.get(key, default)
+
+
 def from_meta(config: Mapping[str, Any], name: str) -> Architecture:
     """An :class:`Architecture` counted from the modules transformers builds for ``config``."""
     import torch
@@ -124,12 +137,18 @@ def from_meta(config: Mapping[str, Any], name: str) -> Architecture:
     head = None if tied or out is None else Linear("lm_head", out.weight.shape[1], out.weight.shape[0],
                                     getattr(out, "bias", None) is not None)
     text = getattr(model.config, "text_config", None) or model.config
-    hidden = int(getattr(text, "hidden_size", 0) or embed.weight.shape[1])
-    heads = int(getattr(text, "num_attention_heads", 0) or 1)
-    kv = int(getattr(text, "num_key_value_heads", 0) or heads)
-    head_dim = int(getattr(text, "head_dim", 0) or hidden // heads)
-    vocab = int(getattr(text, "vocab_size", 0) or embed.weight.shape[0])
-    inter = int(getattr(text, "intermediate_size", 0) or getattr(text, "moe_intermediate_size", 0) or 4 * hidden)
+    nested = config.get("text_config")
+    raw: Mapping[str, Any] = nested if isinstance(nested, Mapping) else config
+
+    def field(key: str, default: Any = 0) -> Any:
+        return _field(text, raw, key, default)
+
+    hidden = int(field("hidden_size") or embed.weight.shape[1])
+    heads = int(field("num_attention_heads") or 1)
+    kv = int(field("num_key_value_heads") or heads)
+    head_dim = int(field("head_dim") or hidden // heads)
+    vocab = int(field("vocab_size") or embed.weight.shape[0])
+    inter = int(field("intermediate_size") or field("moe_intermediate_size") or 4 * hidden)
     counted = embedding + len(stack) * per_block + (head.params if head else 0)
     return Architecture(
         name=name,
@@ -147,9 +166,9 @@ def from_meta(config: Mapping[str, Any], name: str) -> Architecture:
         embedding_params=embedding,
         final_params=0,
         lm_head=head,
-        max_position_embeddings=getattr(text, "max_position_embeddings", None),
+        max_position_embeddings=field("max_position_embeddings", None),
         extra_params=total - counted,  # final norms, vision towers, pooler: no text activations
-        activation=str(getattr(text, "hidden_act", "silu")),
+        activation=str(field("hidden_act", "silu")),
         config=config,
         generic_note=GENERIC_NOTE.format(model_type=model_type, version=version),
     )

@@ -69,3 +69,16 @@ def test_every_stored_row_matches_its_catalogue_entry():
         assert entry is not None, row["id"]
         assert meta_table.fingerprint(entry.config) == digest, row["id"]
         assert config_json.from_config(entry.config, entry.id).n_params == row["architecture"]["parameters"]
+
+
+@pytest.mark.skipif(not meta_count.available(), reason="counting on the meta device needs the trace extra")
+def test_a_model_whose_layers_differ_is_counted_live():
+    # Gemma 4 mixes sliding and full attention layers with different head shapes; transformers 5.23
+    # raises when asked for its global num_key_value_heads, and memlint reads config.json's value.
+    entry = find_entry("google/gemma-4-26B-A4B")
+    assert entry is not None
+    arch = meta_count.from_meta(entry.config, entry.id)
+    text = entry.config["text_config"]
+    assert arch.num_kv_heads == text["num_key_value_heads"]
+    assert arch.hidden_size == text["hidden_size"] and arch.num_layers == text["num_hidden_layers"]
+    assert arch.n_params == 25_805_933_872
