@@ -29,6 +29,7 @@ from typing import Iterable, Sequence, cast
 import libcst as cst
 from libcst.metadata import CodePosition, CodeRange
 
+from memlint.python.statement_index import kept_part
 from memlint.python.tree import parents_of, record, register
 from memlint.python.units import Origin, Parse, Unit, parse_of
 
@@ -187,7 +188,7 @@ def _rebuilt(old: Unit, text: str, members: list[cst.BaseStatement], a: int, b: 
     added = {node: wrapper_shape[node] for node in _subtree(new_members, wrapper_shape)}
     shape.update(added)
     unit = Unit(text, new_module, positions, shape, parents_of(new_class, shape), old.has_block,
-                origin=Origin(weakref.ref(old), tuple(members[a:b]), tuple(new_members)))
+                origin=Origin(weakref.ref(old), tuple(members[a:b]), tuple(new_members), block, kept_part(old)))
     # the nodes it shares with the old unit are registered with the parses they come from
     kept = [*every, block.header, statement.name, *statement.decorators, *block.footer, *old.module.footer]
     for parse in {id(p): p for p in map(parse_of, kept) if p is not None}.values():

@@ -78,6 +78,10 @@ class Origin:
     unit: "weakref.ref[Unit]"
     removed: tuple[cst.BaseStatement, ...]
     added: tuple[cst.BaseStatement, ...]
+    block: cst.IndentedBlock  # that version's class body
+    # that version's share of the rules' index (``python_statement_index``), if it had one: the
+    # index is built after the earlier version of the document has gone
+    index_part: object | None = None
 
 
 def _parse_unit(text: str) -> Unit | None:

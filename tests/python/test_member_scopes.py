@@ -19,6 +19,9 @@ from test_python_analysis import assert_same_module, assert_same_names
 
 from memlint.python import member_scopes, scopes
 from memlint.python import source as python_source
+from memlint.python.index import index_for
+from memlint.python.statement_index import part_of
+from memlint.python.syntax import iter_nodes
 
 HEADER = '''"""A GRPO-style trainer."""
 
@@ -142,18 +145,15 @@ EDITS = st.lists(st.tuples(st.integers(0, len(SLOTS) - 1), st.integers(0, 2), st
                  min_size=1, max_size=6)
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                  HealthCheck.function_scoped_fixture])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(EDITS)
-def test_edits_of_methods_give_what_a_fresh_parse_gives(monkeypatch, edits: list[tuple[int, int, int]]) -> None:
-    """Each version analysed from the one before (its scopes asked, as a lint asks them) and
-    compared with libcst's analysis of its text; the class is visited whole only when an edit
-    changes which class-level order numbers its members start at (a ``@beta.setter`` made a
-    plain method, blank lines moved)."""
-    taken = _counting(monkeypatch)
+def test_edits_of_methods_give_what_a_fresh_parse_gives(edits: list[tuple[int, int, int]]) -> None:
+    """Each version analysed from the one before (its scopes and the rules' index asked, as a
+    lint asks them) and compared with libcst's analysis of its text and a fresh walk of it."""
     choice, blank = [0] * len(SLOTS), [0] * len(SLOTS)
     source = source_of(_text(choice, blank))
     source.scopes  # noqa: B018
+    index_for(source)
     for slot, variant, blanks in edits:
         choice[slot], blank[slot] = variant, blanks
         text = _text(choice, blank)
@@ -162,6 +162,10 @@ def test_edits_of_methods_give_what_a_fresh_parse_gives(monkeypatch, edits: list
         after.scopes  # noqa: B018
         assert_same_module(after, text)
         assert_same_names(after)
+        index_for(after)
+        for unit, statement in zip(after.units, after.module.body):
+            if unit.origin is not None:  # the rules' index part, kept and spliced
+                assert part_of(unit, statement).below == list(iter_nodes(statement, enter_defs=True))[1:]
         source = after
 
 
@@ -209,3 +213,63 @@ def test_a_method_renamed_relinks_the_class_level_uses_of_both_names(monkeypatch
         assert_same_names(after)
         source = after
     assert taken == [True, True]
+
+
+def test_the_rules_index_part_of_an_edited_class_is_its_nodes_in_order() -> None:
+    """The rules' index keeps a class's part across a method's edit (``statement_index``): its
+    nodes are the class's, in source order, as a walk of the new class gives them, and the
+    tables of the methods the edit left alone are kept."""
+    text = _text([0] * len(SLOTS), [0] * len(SLOTS))
+    source = source_of(text)
+    index_for(source)
+    for old, new in (("batch_size: int = 4", "batch_size: int = 16"),
+                     ("        self._beta = value\n", "        self._beta = value\n        self._kl = []\n"),
+                     ("    @staticmethod\n", "    @functools.lru_cache(maxsize=MAX_NEW_TOKENS)\n")):
+        text = text.replace(old, new)
+        after = python_source.parse(text, source)
+        assert isinstance(after, python_source.PythonSource)
+        index_for(after)
+        unit = next(u for u in after.units if u.origin is not None)
+        statement = after.module.body[after.units.index(unit)]
+        part = part_of(unit, statement)
+        assert part.below == list(iter_nodes(statement, enter_defs=True))[1:]
+        assert part.tables and all(function not in unit.origin.removed for function in part.tables)
+        source = after
+
+
+def test_diagnostics_after_edits_of_a_method_are_those_of_a_fresh_lint(tmp_path) -> None:
+    """End to end, as the language server lints: a trainer module edited method by method in
+    one ``Linter`` (its project's overlay) gives the diagnostics a fresh ``Linter`` gives."""
+    from memlint.lint.engine import Linter
+    from memlint.project.settings import discover
+
+    path = tmp_path / "grpo_trainer.py"
+    text = _text([0] * len(SLOTS), [0] * len(SLOTS)) + (
+        "\n\ndef train(model, loader, optimizer, accumulation_steps: int = 8):\n"
+        "    scaler = torch.cuda.amp.GradScaler()\n"
+        "    for step, batch in enumerate(loader):\n"
+        "        with torch.cuda.amp.autocast():\n            loss = model(**batch).loss\n"
+        "        scaler.scale(loss).backward()\n"
+        "        if (step + 1) % accumulation_steps == 0:\n"
+        "            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+        "            scaler.step(optimizer)\n            scaler.update()\n            optimizer.zero_grad()\n")
+    path.write_text(text, encoding="utf-8")
+    settings = discover(tmp_path)
+    linter = Linter(settings)
+
+    def found(diagnostics) -> list[tuple]:
+        return sorted((d.code, d.range.start.line, d.range.start.column, d.range.end.line, d.message) for d in diagnostics)
+
+    first = found(linter.lint_path(path))
+    assert first, "the loop's mistakes are reported"
+    for old, new in (("batch_size: int = 4", "batch_size: int = 16"),
+                     ("        return self._beta\n", "        return self._beta * 2\n"),
+                     ("        self._beta = value\n", "        self._beta = value\n        self._kl = []\n"),
+                     ("    @staticmethod\n", "    @functools.lru_cache(maxsize=MAX_NEW_TOKENS)\n")):
+        text = text.replace(old, new)
+        linter.project.set_overlay(path, text)
+        edited = found(linter.lint_path(path))
+        fresh_path = tmp_path / "fresh" / "grpo_trainer.py"
+        fresh_path.parent.mkdir(exist_ok=True)
+        fresh_path.write_text(text, encoding="utf-8")
+        assert edited == found(Linter(discover(fresh_path.parent)).lint_path(fresh_path))
