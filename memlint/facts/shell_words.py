@@ -129,6 +129,9 @@ def commands(text: str) -> list[Command]:
                 heredoc = reader = None
             index += 1
             continue
+        if lines[index].isspace() or not lines[index]:
+            index += 1  # no words (most lines of a docstring blanked around its commands)
+            continue
         words = None
         joined = 1
         while words is None and joined <= _MAX_JOINED_LINES and index + joined <= len(lines):

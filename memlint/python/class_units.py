@@ -21,6 +21,7 @@ whole, as before.
 
 from __future__ import annotations
 
+import weakref
 from bisect import bisect_right
 from itertools import islice
 from typing import Iterable, Sequence, cast
@@ -28,8 +29,9 @@ from typing import Iterable, Sequence, cast
 import libcst as cst
 from libcst.metadata import CodePosition, CodeRange
 
+from memlint.python.statement_index import kept_part
 from memlint.python.tree import parents_of, record, register
-from memlint.python.units import Parse, Unit, parse_of
+from memlint.python.units import Origin, Parse, Unit, parse_of
 
 STAND_IN = "class _:\n"  # one line above the changed members
 
@@ -64,6 +66,20 @@ def derive_unit(old: Unit, text: str) -> Unit | None:
         return None  # the class header or its trailing lines changed
     a = bisect_right(firsts, lo) - 1
     b = max(bisect_right(firsts, hi), a + 1)
+    made = _derive_between(old, text, members, firsts, old_lines, new_lines, tail, a, b)
+    if made is None and hi < lo and a > 0 and lo == firsts[a]:
+        # lines added where a member's own lines begin may end the member above instead
+        # (a statement typed at the end of a method's body): parse that one again
+        made = _derive_between(old, text, members, firsts, old_lines, new_lines, tail, a - 1, a)
+    return made
+
+
+def _derive_between(old: Unit, text: str, members: list[cst.BaseStatement], firsts: list[int],
+                    old_lines: list[str], new_lines: list[str], tail: int, a: int, b: int) -> Unit | None:
+    """The new unit with members ``a``..``b`` (and the lines the edit put among them) parsed
+    again; None when libcst would read the lines around them differently in the whole class."""
+    statement = cast(cst.ClassDef, old.statement)
+    block = cast(cst.IndentedBlock, statement.body)
     start, end = firsts[a], firsts[b] if b < len(members) else tail
     delta = len(new_lines) - len(old_lines)
     region = "".join(new_lines[start - 1:end - 1 + delta])
@@ -171,7 +187,8 @@ def _rebuilt(old: Unit, text: str, members: list[cst.BaseStatement], a: int, b: 
     shape[new_block] = list(every)
     added = {node: wrapper_shape[node] for node in _subtree(new_members, wrapper_shape)}
     shape.update(added)
-    unit = Unit(text, new_module, positions, shape, parents_of(new_class, shape), old.has_block)
+    unit = Unit(text, new_module, positions, shape, parents_of(new_class, shape), old.has_block,
+                origin=Origin(weakref.ref(old), tuple(members[a:b]), tuple(new_members), block, kept_part(old)))
     # the nodes it shares with the old unit are registered with the parses they come from
     kept = [*every, block.header, statement.name, *statement.decorators, *block.footer, *old.module.footer]
     for parse in {id(p): p for p in map(parse_of, kept) if p is not None}.values():

@@ -13,6 +13,7 @@ scopes, assignments and accesses are libcst's.
 from __future__ import annotations
 
 import types
+from itertools import islice
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence, cast
 
 import libcst as cst
@@ -20,6 +21,7 @@ from libcst.metadata import ExpressionContext, ExpressionContextProvider, Scope,
 from libcst.metadata.expression_context_provider import ExpressionContextVisitor
 from libcst.metadata.scope_provider import _ASSIGNMENT_LIKE_NODES, ScopeVisitor
 
+from memlint.python.member_scopes import visit_members
 from memlint.python.tree import children
 from memlint.python.unit_scopes import scopes_of_units
 
@@ -101,10 +103,16 @@ class _Scopes(_WalksRecordedChildren, ScopeVisitor):
         super().__init__(provider)
         self._scopes = provider._computed  # what ``provider.set_metadata`` writes to
         self.read_strings = False  # parsed a string annotation (whose nodes then have scopes too)
+        # the nodes each string annotation parsed into (a class's members visited alone take
+        # theirs out: ``python_member_scopes``)
+        self.strings: dict[cst.CSTNode, list[cst.CSTNode]] = {}
 
     def _handle_string_annotation(self, node: cst.SimpleString | cst.ConcatenatedString) -> bool:
+        before = len(self._scopes)
         handled = super()._handle_string_annotation(node)
-        self.read_strings = self.read_strings or handled
+        if handled:
+            self.read_strings = True
+            self.strings[node] = list(islice(self._scopes, before, None))  # the parsed nodes, met last
         return handled
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
@@ -145,10 +153,37 @@ def expression_contexts_of(module: cst.Module, units: Sequence[Unit] = ()) -> di
 
 def _unit_contexts(unit: Unit) -> dict[cst.CSTNode, ExpressionContext]:
     if unit.contexts is None:
+        unit.contexts = _member_contexts(unit)
+    if unit.contexts is None:
         contexts = ExpressionContextProvider()
         unit.statement.visit(_ExpressionContexts(contexts, ExpressionContext.LOAD))
         unit.contexts = cast(_Contexts, contexts._computed)
     return unit.contexts
+
+
+def _member_contexts(unit: Unit) -> dict[cst.CSTNode, ExpressionContext] | None:
+    """A class made from an earlier version (``Unit.origin``): that version's contexts, less
+    the replaced members' and with the new ones' (each member of a class body is met with the
+    same load-context visitor, as a top-level statement is)."""
+    origin = unit.origin
+    if origin is None:
+        return None
+    old = origin.unit()
+    if old is None or old.contexts is None:
+        return None
+    out = dict(old.contexts)
+    stack: list[cst.CSTNode] = list(origin.removed)
+    while stack:
+        node = stack.pop()
+        out.pop(node, None)
+        stack.extend(old.shape.get(node, ()))
+    out.pop(old.statement, None)
+    contexts = ExpressionContextProvider()
+    visitor = _ExpressionContexts(contexts, ExpressionContext.LOAD)
+    for member in origin.added:
+        member.visit(visitor)
+    out.update(cast(_Contexts, contexts._computed))
+    return out
 
 
 def scopes_of(module: cst.Module, units: Sequence[Unit] = ()) -> Mapping[cst.CSTNode, Scope | None]:
@@ -156,7 +191,7 @@ def scopes_of(module: cst.Module, units: Sequence[Unit] = ()) -> Mapping[cst.CST
     module was joined from, if it was (each unit is then visited once and kept:
     ``python_unit_scopes``)."""
     if units and len(units) == len(module.body):
-        return scopes_of_units(module, units, _Scopes, _unit_contexts)
+        return scopes_of_units(module, units, _Scopes, _unit_contexts, visit_members)
     provider = ScopeProvider()
     provider.metadata = {ExpressionContextProvider: expression_contexts_of(module, units)}
     visitor = _Scopes(provider)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable, cast
 
 import libcst as cst
 
@@ -57,8 +57,51 @@ def part_of(unit: object, statement: cst.BaseStatement) -> StatementPart:
     """The part of ``statement`` (the node the module holds for ``unit``'s statement)."""
     part = _PARTS.get(unit)
     if part is None:
-        part = _PARTS[unit] = _part(statement)
+        part = _PARTS[unit] = _member_part(unit) or _part(statement)
     return part
+
+
+def kept_part(unit: object) -> StatementPart | None:
+    """The unit's part, if one was computed."""
+    return _PARTS.get(unit)
+
+
+def _member_part(unit: object) -> StatementPart | None:
+    """A class made from an earlier version of it (``Unit.origin``, ``python_class_units``):
+    that version's part with the replaced members' nodes swapped for the new ones' (a member's
+    nodes come together in source order) and its functions' tables and calls kept but for the
+    replaced members' functions. None when there is no such part to start from."""
+    origin: Any = getattr(unit, "origin", None)
+    part = origin.index_part if origin is not None else None
+    if type(part) is not StatementPart or not origin.removed or part.module_level:
+        return None
+    old_block, new_block = origin.block, cast(Any, unit).statement.body
+    below = part.below
+    members = list(old_block.body)
+    removed = origin.removed
+    # where the replaced members' nodes end: at the next member, or the block's trailing lines
+    # (the replaced nodes themselves may have left the children registry with their version)
+    first = next((number for number, member in enumerate(members) if member is removed[0]), None)
+    if first is None:
+        return None
+    after = first + len(removed)
+    following = members[after] if after < len(members) else (old_block.footer[0] if old_block.footer else None)
+    try:
+        start = below.index(removed[0])
+        at_block = below.index(old_block, 0, start)
+        end = below.index(following, start) if following is not None else len(below)
+    except ValueError:
+        return None
+    gone = below[start:end]
+    added = [node for member in origin.added for node in iter_nodes(member, enter_defs=True)]
+    spliced = [*below[:at_block], new_block, *below[at_block + 1:start], *added, *below[end:]]
+    dropped = set(gone)
+    return StatementPart(
+        spliced, [],
+        tables={function: table for function, table in part.tables.items() if function not in dropped},
+        module_definitions=part.module_definitions,
+        function_calls={function: calls for function, calls in part.function_calls.items() if function not in dropped},
+    )
 
 
 def part_of_whole(statement: cst.BaseStatement) -> StatementPart:

@@ -106,9 +106,21 @@ class UnitScopes:
     # answers other layers worked out about its nodes (``ScopeMap.kept``), each with what it
     # depends on outside the unit: a name's module-level binding, or its uses (``uses_of``)
     kept: dict[object, tuple[object, frozenset[str]]] = field(default_factory=dict)
+    # each string annotation the visit parsed: the nodes it parsed into (``strings``' owners)
+    string_nodes: dict[cst.CSTNode, list[cst.CSTNode]] = field(default_factory=dict)
 
 
 _VISITS: "weakref.WeakKeyDictionary[Unit, UnitScopes]" = weakref.WeakKeyDictionary()
+
+
+def visit_of(unit: Unit) -> "UnitScopes | None":
+    """The unit's kept visit, if it has one."""
+    return _VISITS.get(unit)
+
+
+def forget_visit(unit: Unit) -> None:
+    """Drop the unit's kept visit (taken over by a later version's, ``python_member_scopes``)."""
+    _VISITS.pop(unit, None)
 
 
 @dataclass(eq=False)
@@ -205,7 +217,7 @@ class ScopeMap(Mapping[cst.CSTNode, "Scope | None"]):
 
 
 def scopes_of_units(module: cst.Module, units: Sequence[Unit],
-                    visitor_class: type, contexts_of) -> ScopeMap:
+                    visitor_class: type, contexts_of, members=None) -> ScopeMap:
     """The scopes of ``module``, joined from ``units`` (one per statement of its body).
     ``visitor_class``: the scope visitor (``python_scopes._Scopes``); ``contexts_of(unit)``: the
     unit's expression contexts.
@@ -215,7 +227,11 @@ def scopes_of_units(module: cst.Module, units: Sequence[Unit],
     statements the edit replaced, and of those that moved among the module's assignments, are
     taken out, the new ones put in, and only the uses whose name the patch rebinds are linked
     again. Otherwise (a first analysis; units from several earlier joins) a new module scope
-    gets every statement's assignments and every use that reaches it is linked."""
+    gets every statement's assignments and every use that reaches it is linked.
+    ``members``: makes the visit of a class from its earlier version's by visiting only the
+    members an edit replaced (``python_member_scopes.visit_members``), when the module scope
+    is patched.
+    """
     joins = {visit.attached_to for visit in map(_VISITS.get, units) if visit is not None} - {None}
     previous = next(iter(joins)) if len(joins) == 1 else None
     module_scope = previous.module_scope if previous is not None else GlobalScope()
@@ -235,6 +251,13 @@ def scopes_of_units(module: cst.Module, units: Sequence[Unit],
     for unit, statement in zip(units, module.body):
         bindings = _typing_bindings(above, typing_names)
         visit = _VISITS.get(unit)
+        if visit is None and patch is not None and members is not None and unit.origin is not None:
+            made = members(unit, previous, base, bindings, visitor_class, contexts_of(unit), above, typing_names,
+                           patch, fresh, {id(u) for u in units})
+            if made is not None:
+                visit, more = made
+                _VISITS[unit] = visit
+                deferred += more
         if visit is None or visit.typing_bindings != bindings:
             visit = _VISITS[unit] = _visit(unit, visitor_class, contexts_of(unit), above, typing_names, bindings)
         visits[unit] = visit
@@ -324,10 +347,11 @@ class _Patch:
     def put_in(self, visit: UnitScopes) -> None:
         self.rebound.update(bound.name for bound in visit.bound)
 
-    def unlink(self, visit: UnitScopes, uses: list[tuple[int, Access]]) -> None:
+    def unlink(self, visit: UnitScopes, uses: list[tuple[int, Access]], scopes: "set[Scope] | None" = None) -> None:
         """Take the visit's accesses for these uses out of every assignment that recorded them:
         those they refer to, and the module's and builtins' of their name, which libcst also
-        gives a use that precedes an assignment in its own scope (``x = x + 1``)."""
+        gives a use that precedes an assignment in its own scope (``x = x + 1``). ``scopes``:
+        the visit's scopes that recorded them, when known (else all are searched)."""
         if not uses:
             return
         tables = (self.module_scope._assignments, self.module_scope.parent._assignments)
@@ -343,7 +367,10 @@ class _Patch:
                         assignment._BaseAssignment__accesses.discard(access)
         accesses = {access for _, access in uses}
         self.unlinked |= accesses
-        _unlink(visit, accesses)
+        if scopes is None:
+            _unlink(visit, accesses)
+        else:  # the assignments recorded them as referents, done above
+            _drop_accesses(scopes, accesses)
 
     def relink_rebound(self, in_place: list[UnitScopes], fresh: list[tuple[UnitScopes, int, Access]]) -> list[DeferredAccess]:
         """Fresh accesses for the kept statements' uses of a rebound name (after every
@@ -436,6 +463,7 @@ def _visit(unit: Unit, visitor_class: type, contexts, above: dict[str, list[Base
         typing_bindings=typing_bindings,
         statement_scopes=[s for s in scopes if s.node is unit.statement],
         strings=_foreign_nodes(unit, visitor, node_scopes),
+        string_nodes=getattr(visitor, "strings", {}),
     )
 
 

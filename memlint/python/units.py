@@ -45,6 +45,8 @@ class Unit:
     typed: dict[tuple[type, ...], list[cst.CSTNode]] = field(default_factory=dict)
     # the parses its nodes come from (one, but for a class made from an earlier version of it)
     parses: list["Parse"] = field(default_factory=list)
+    # for a class made from an earlier version of it (``python_class_units``): what changed
+    origin: "Origin | None" = None
 
     def nodes_of(self, kinds: tuple[type, ...]) -> list[cst.CSTNode]:
         """The nodes below the statement of these (final) classes, in the order of ``parents``."""
@@ -66,6 +68,20 @@ class Unit:
     @property
     def statement(self) -> cst.BaseStatement:
         return self.module.body[0]
+
+
+@dataclass(frozen=True, eq=False)
+class Origin:
+    """The earlier version a class's unit was made from (weakly: versions must not chain) and
+    the members of its body the edit replaced (``removed``, that version's) by ``added``."""
+
+    unit: "weakref.ref[Unit]"
+    removed: tuple[cst.BaseStatement, ...]
+    added: tuple[cst.BaseStatement, ...]
+    block: cst.IndentedBlock  # that version's class body
+    # that version's share of the rules' index (``python_statement_index``), if it had one: the
+    # index is built after the earlier version of the document has gone
+    index_part: object | None = None
 
 
 def _parse_unit(text: str) -> Unit | None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 import libcst as cst
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from python_texts import parses, source_of
 from test_python_analysis import assert_same_module, assert_same_names
@@ -53,6 +53,9 @@ def _text(members: list[str], footer: str) -> str:
 @given(st.lists(st.sampled_from(MEMBERS), min_size=1, max_size=10), st.sampled_from(FOOTERS),
        st.lists(st.tuples(st.lists(PIECES, max_size=3), st.integers(min_value=0, max_value=10),
                           st.integers(min_value=0, max_value=2)), min_size=1, max_size=4))
+@example(  # a method that writes a module-level name (``global y``) replaced by one that does not
+    members=['    """A trainer."""\n', "    def u(self):\n        global y\n        y = cast('int', y)\n        return t.List['C']\n"],
+    footer="", edits=[(["    def f(self, a, b=2):\n        return a + self.z\n"], 1, 1)])
 def test_edits_inside_a_class_give_what_a_fresh_parse_gives(members: list[str], footer: str,
                                                             edits: list[tuple[list[str], int, int]]) -> None:
     """What the language server does: each version parsed from the last valid one (its scopes
