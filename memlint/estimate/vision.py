@@ -158,12 +158,19 @@ def image_tokens(config: Mapping[str, Any], height: int, width: int, **budget: i
 
 def _vision_block(t: Any, v: VisionTower, x: Any) -> Any:
     """One ViT block of the tower on the tape: norm, fused qkv, attention (SDPA over the
-    window or the whole image: no patches x patches term), projection, MLP."""
+    window or the whole image: no patches x patches term), projection, MLP.
+
+    As transformers runs it: the rotary embedding is applied in fp32 and cast back, so q and k
+    are new tensors while v stays a view that keeps the whole fused qkv output alive; SDPA runs
+    once per image or window and ``torch.cat`` joins the outputs into a new tensor for the
+    projection, while each chunk's output stays saved by its SDPA call."""
     norm = t.rms_norm if v.gated_mlp else t.layer_norm
     h = norm(x, "visual.norm1")
     qkv = t.linear(h, 3 * v.hidden_size, "visual.qkv")
     q, k, w = (t.view(qkv, v.hidden_size) for _ in range(3))
+    q, k = (t.cast(t.rope(r, 4), r.nbytes) for r in (q, k))
     out = t.attention(q, k, w, v.num_heads, v.num_heads)
+    out = t.new(out.numel, out.nbytes, out.rg)  # torch.cat of the per-chunk outputs
     x = t.add(x, t.linear(out, v.hidden_size, "visual.proj"))
     h = norm(x, "visual.norm2")
     if v.gated_mlp:
@@ -224,4 +231,9 @@ def saved_bytes(arch: Architecture, setup: Any) -> int:
     _vision_block(tape, v, x)
     per_patch = x.bytes if setup.grad_ckpt else tape.saved_bytes  # checkpointing keeps block inputs
     patches = images * v.merge * setup.micro_batch
-    return int(per_patch * v.depth * patches)
+    # outside the blocks: the patch embedding keeps its input (the pixels in the tower's dtype,
+    # for its weight's gradient) and each merger (Qwen3-VL adds one per DeepStack layer) keeps
+    # its norm's input and the inputs of its two linears and GELU, ``merge`` patches wide
+    mergers = 1 + len(vision_config(arch.config).get("deepstack_visual_indexes") or ())
+    outside = v.patch_inputs * settings.compute_bytes + mergers * 4 * v.hidden_size * settings.compute_bytes
+    return int((per_patch * v.depth + outside) * patches)
