@@ -22,6 +22,20 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY_LLAMA = {"model_type": "llama", "hidden_size": 256, "intermediate_size": 688, "num_hidden_layers": 2,
               "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 4096,
               "max_position_embeddings": 512, "tie_word_embeddings": False}
+# Qwen2.5-VL / Qwen3-VL with their published keys at small sizes (2 language layers, 2 vision
+# blocks, a 4,096-token vocabulary with the image tokens inside it)
+_VL_TEXT = {"hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2, "num_attention_heads": 2,
+            "num_key_value_heads": 1, "head_dim": 128, "vocab_size": 4096, "rope_theta": 1000000.0, "bos_token_id": 1, "eos_token_id": 2,
+            "rope_scaling": {"mrope_section": [16, 24, 24], "rope_type": "default"}}
+_VL_TOKENS = {"vision_start_token_id": 3998, "vision_end_token_id": 3999, "image_token_id": 4000,
+              "video_token_id": 4001}
+TINY_QWEN25_VL = {"model_type": "qwen2_5_vl", **_VL_TOKENS, "text_config": _VL_TEXT,
+                  "vision_config": {"depth": 2, "hidden_size": 64, "intermediate_size": 128, "num_heads": 2,
+                                    "out_hidden_size": 256, "fullatt_block_indexes": [1], "window_size": 112}}
+TINY_QWEN3_VL = {"model_type": "qwen3_vl", **_VL_TOKENS, "text_config": _VL_TEXT,
+                 "vision_config": {"depth": 2, "hidden_size": 64, "intermediate_size": 128, "num_heads": 2,
+                                   "out_hidden_size": 256, "deepstack_visual_indexes": [0],
+                                   "num_position_embeddings": 256}}
 TINY_GPT2 = {"model_type": "gpt2", "n_embd": 192, "n_layer": 2, "n_head": 4, "vocab_size": 4096, "n_positions": 512}
 
 
@@ -116,6 +130,12 @@ REAL_VS_FAKE = [
     dict(id="gpt2-fp32-adamw-dropout", model=TINY_GPT2, precision="fp32"),
     dict(id="gpt2-ampbf16-eager", model=TINY_GPT2, precision="amp-bf16", attn="eager"),
     dict(id="llama-bf16-accum2-gc", precision="bf16", grad_ckpt=True, grad_accum=2),
+    # vision-language: pixel_values, image_grid_thw and placeholder tokens for two 224-pixel images
+    dict(id="qwen2.5vl-bf16-images", model=TINY_QWEN25_VL, precision="bf16", seq_len=256,
+         images={"per_sequence": 2, "height": 224, "width": 224}),
+    dict(id="qwen3vl-bf16-lora-all-linear-image", model=TINY_QWEN3_VL, precision="bf16",
+         images={"per_sequence": 1, "height": 256, "width": 192},
+         lora={"r": 8, "alpha": 16, "dropout": 0.05, "target_modules": "all-linear"}),
 ]
 
 

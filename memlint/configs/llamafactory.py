@@ -12,6 +12,9 @@ arguments. What decides memory, as LLaMA-Factory 0.9 sets it up:
   keeps them in fp32 anyway) — so full fine-tuning with ``bf16: true`` keeps fp32 weights
   under bf16 autocast, and LoRA keeps the frozen base in bf16.
 * ``cutoff_len`` is the sequence length; ``max_length`` is a *generation* setting here.
+* For vision-language models, ``image_max_pixels`` (default 768 x 768) is the pixel budget each
+  image is resized into, and ``freeze_vision_tower`` (default true) keeps the vision tower out of
+  training (``lora_target: all`` then skips it as well).
 
 Keys the file leaves out take LLaMA-Factory's defaults from its schema.
 """
@@ -61,6 +64,12 @@ def extract_llamafactory(parsed: ParsedDocument) -> list[RunFacts]:
             reader.set("fused_loss", True, reader.location(key), key)
     reader.set("fsdp", _fsdp(reader.value("fsdp")) if reader.has("fsdp") else None, reader.location("fsdp"), "fsdp")
     _unmodelled(reader)
+    # only a vision-language model reads them (facts/resolve.py); images are resized into the budget
+    reader.read("image_max_pixels", ("image_max_pixels",), positive_int, TOOL)
+    frozen, frozen_at = reader.setting("freeze_vision_tower")
+    if frozen is not None:
+        reader.set("freeze_vision_tower", bool(_bool(frozen)), frozen_at,
+                   "freeze_vision_tower" if frozen_at is not None else f"{TOOL} default freeze_vision_tower={frozen!r}")
     deepspeed = reader.value("deepspeed")
     if isinstance(deepspeed, str):
         reader.reference(("deepspeed",), "deepspeed")
@@ -156,7 +165,7 @@ def _precision(reader: ConfigReader) -> None:
     where = bf16_at if _bool(bf16) else fp16_at
     if method in ("full", "freeze"):
         reader.set("load_dtype", "fp32", where, "LLaMA-Factory upcasts trainable parameters to float32")
-        if method == "freeze" and half is not None:
+        if half is not None:  # freeze tuning's frozen blocks, a frozen vision tower
             reader.set("frozen_dtype", half, where, f"frozen parameters stay in the compute dtype {half}")
     elif half is not None:
         reader.set("load_dtype", half, where, f"frozen base weights in the compute dtype {half}")

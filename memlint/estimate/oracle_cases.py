@@ -106,5 +106,17 @@ def trace_case_inputs(result: Mapping[str, Any]) -> tuple[Architecture, Training
         # the DeepSpeed cases' zero_optimization.reduce_bucket_size (None: DeepSpeed's default)
         reduce_bucket_elements=_bucket(case.get("reduce_bucket_size")),
         dropout_mask_bytes=None,  # measured with the CPU's dropout kernel
+        image_tokens=_image_tokens(case),
     )
     return arch, setup
+
+
+def _image_tokens(case: Mapping[str, Any]) -> int:
+    """Image placeholder tokens per sequence of a vision-language case (its ``images``)."""
+    from memlint.estimate import vision
+
+    images = case.get("images")
+    if not images or case["model"].get("model_type") not in vision.MODEL_TYPES:
+        return 0
+    per_image = vision.image_tokens(case["model"], int(images.get("height", 448)), int(images.get("width", 448)))
+    return int(images.get("per_sequence", 1)) * per_image

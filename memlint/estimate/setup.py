@@ -103,6 +103,9 @@ class TrainingSetup:
     # Image placeholder tokens per sequence of a vision-language model (0: text-only batches);
     # the vision tower's activations scale with them (estimate/vision.py).
     image_tokens: int = 0
+    # The vision tower and its merger do not train (LLaMA-Factory's ``freeze_vision_tower``, on by
+    # default): no gradients or optimizer states for them, no tower activations kept.
+    freeze_vision_tower: bool = False
     # Train the model (default) or run inference (forward only, no optimizer).
     mode: str = "train"
     notes: tuple[str, ...] = field(default_factory=tuple)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from memlint.estimate import vision
 from memlint.estimate.architecture import Architecture, Linear
 from memlint.estimate.policy import OPTIMIZERS, POLICIES
 from memlint.estimate.setup import Sharding, TrainingSetup
@@ -76,6 +77,7 @@ def count_parameters(arch: Architecture, setup: TrainingSetup) -> ParameterCount
         adapted = [(c, lin) for c, lin in _block_linears(arch) if lora.applies_to(lin.name)]
         for count, linear in adapted:
             lora_params += count * lora.r * (linear.in_features + linear.out_features)
+        lora_params += vision.tower_lora_params(arch, lora)  # "all-linear" reaches the vision tower too
         largest = max((lora.r * max(lin.in_features, lin.out_features) for _, lin in adapted), default=0)
         # lora_A is (r x in) and lora_B (out x r): Adafactor keeps r+in and out+r values
         sides = sum(c * (2 * lora.r + lin.in_features + lin.out_features) for c, lin in adapted)
@@ -90,6 +92,8 @@ def count_parameters(arch: Architecture, setup: TrainingSetup) -> ParameterCount
         frozen += arch.embedding_params
     if setup.freeze_head:
         frozen += arch.final_params + (arch.lm_head.params if arch.lm_head is not None else 0)
+    if setup.freeze_vision_tower:
+        frozen += arch.extra_params  # a vision-language model's extra parameters: its tower and merger
     trainable = total - frozen
     linears: list[tuple[int, Linear]] = list(_block_linears(arch))
     head = arch.lm_head

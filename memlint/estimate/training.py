@@ -134,8 +134,10 @@ def _vision_language(arch: Architecture, setup: TrainingSetup, notes: list[str])
     elif setup.image_tokens <= 0:
         notes.append("text-only batches: no image tokens, so no vision tower activations "
                      "(memlint estimate --image-tokens N prices N per sequence)")
+    elif setup.freeze_vision_tower:
+        notes.append("the vision tower is frozen: no gradients, optimizer states or activations kept for it")
     else:
-        notes.append("the vision tower does not train under LoRA: its activations are not kept")
+        notes.append("LoRA adapts no layer of the vision tower: its activations are not kept")
     return saved
 
 

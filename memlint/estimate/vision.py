@@ -121,14 +121,56 @@ def from_vl_config(name: str, config: Mapping[str, Any], model_type: str) -> Arc
     return replace(arch, model_type=model_type, extra_params=vision.params, config=config)
 
 
+# transformers 5.23's Qwen2VLImageProcessor.size (used by Qwen2.5-VL's processor when the
+# checkpoint's preprocessor_config.json sets no budget): the pixel count an image is resized into
+MIN_PIXELS = 56 * 56
+MAX_PIXELS = 28 * 28 * 1280
+
+
+def image_grid(config: Mapping[str, Any], height: int, width: int,
+               min_pixels: int = MIN_PIXELS, max_pixels: int = MAX_PIXELS) -> tuple[int, int]:
+    """(patch rows, patch columns) of one ``height`` x ``width`` image, resized as the Qwen image
+    processor's ``smart_resize`` does: each side rounded to a multiple of ``patch_size *
+    spatial_merge_size``, then scaled (keeping the aspect ratio) into ``[min_pixels, max_pixels]``."""
+    import math
+
+    v = vision_config(config)
+    patch, merge = _int(v, "patch_size"), _int(v, "spatial_merge_size")
+    factor = patch * merge
+    if height <= 0 or width <= 0:
+        raise UnsupportedArchitecture("an image needs a positive height and width")
+    h, w = round(height / factor) * factor, round(width / factor) * factor
+    if h * w > max_pixels:
+        beta = math.sqrt(height * width / max_pixels)
+        h = max(factor, math.floor(height / beta / factor) * factor)
+        w = max(factor, math.floor(width / beta / factor) * factor)
+    elif h * w < min_pixels:
+        beta = math.sqrt(min_pixels / (height * width))
+        h, w = math.ceil(height * beta / factor) * factor, math.ceil(width * beta / factor) * factor
+    return h // patch, w // patch
+
+
+def image_tokens(config: Mapping[str, Any], height: int, width: int, **budget: int) -> int:
+    """Image placeholder tokens one image of that size takes in the language model's sequence."""
+    rows, cols = image_grid(config, height, width, **budget)
+    return rows * cols // _int(vision_config(config), "spatial_merge_size") ** 2
+
+
 def _vision_block(t: Any, v: VisionTower, x: Any) -> Any:
     """One ViT block of the tower on the tape: norm, fused qkv, attention (SDPA over the
-    window or the whole image: no patches x patches term), projection, MLP."""
+    window or the whole image: no patches x patches term), projection, MLP.
+
+    As transformers runs it: the rotary embedding is applied in fp32 and cast back, so q and k
+    are new tensors while v stays a view that keeps the whole fused qkv output alive; SDPA runs
+    once per image or window and ``torch.cat`` joins the outputs into a new tensor for the
+    projection, while each chunk's output stays saved by its SDPA call."""
     norm = t.rms_norm if v.gated_mlp else t.layer_norm
     h = norm(x, "visual.norm1")
     qkv = t.linear(h, 3 * v.hidden_size, "visual.qkv")
     q, k, w = (t.view(qkv, v.hidden_size) for _ in range(3))
+    q, k = (t.cast(t.rope(r, 4), r.nbytes) for r in (q, k))
     out = t.attention(q, k, w, v.num_heads, v.num_heads)
+    out = t.new(out.numel, out.nbytes, out.rg)  # torch.cat of the per-chunk outputs
     x = t.add(x, t.linear(out, v.hidden_size, "visual.proj"))
     h = norm(x, "visual.norm2")
     if v.gated_mlp:
@@ -141,15 +183,46 @@ def _vision_block(t: Any, v: VisionTower, x: Any) -> Any:
     return t.add(x, m)
 
 
+# the tower's linear layers as transformers names them (blocks.N.attn.qkv, ...mlp.gate_proj, ...)
+_TOWER_LINEARS = {"qwen2_5_vl": ("qkv", "proj", "gate_proj", "up_proj", "down_proj"),
+                  "qwen3_vl": ("qkv", "proj", "linear_fc1", "linear_fc2")}
+
+
+def tower_adapted(arch: Architecture, lora: Any) -> bool:
+    """Does PEFT put adapters in the vision tower? ``all-linear`` does, and so does any target
+    named like one of the tower's linears (Qwen2.5-VL's MLP shares gate/up/down_proj with the
+    language model). Then the tower's activations are kept for the adapters' gradients."""
+    return any(lora.applies_to("visual.blocks.0." + ("attn." if n in ("qkv", "proj") else "mlp.") + n)
+               for n in _TOWER_LINEARS.get(arch.model_type, ()))
+
+
+def tower_lora_params(arch: Architecture, lora: Any) -> int:
+    """Adapter parameters PEFT adds to the tower's blocks (``r * (in + out)`` per adapted linear)."""
+    if arch.model_type not in MODEL_TYPES:
+        return 0
+    v = tower(arch.config)
+    h, inter = v.hidden_size, v.intermediate_size
+    shapes = {"qkv": (h, 3 * h), "proj": (h, h), "gate_proj": (h, inter), "up_proj": (h, inter),
+              "down_proj": (inter, h), "linear_fc1": (h, inter), "linear_fc2": (inter, h)}
+    total = 0
+    for name in _TOWER_LINEARS[arch.model_type]:
+        if lora.applies_to("visual.blocks.0." + ("attn." if name in ("qkv", "proj") else "mlp.") + name):
+            total += lora.r * sum(shapes[name])
+    return v.depth * total
+
+
 def saved_bytes(arch: Architecture, setup: Any) -> int:
     """Bytes the vision tower keeps for backward in one micro-batch: ``setup.image_tokens``
     image tokens per sequence are ``merge`` patches each. Nothing when there are no images, or
-    when the tower does not train (LoRA on the language model: its output needs no gradient)."""
+    when the tower does not train (frozen, or LoRA on the language model only: its output needs
+    no gradient)."""
     from memlint.estimate.activations import tape_settings
     from memlint.estimate.graph import Tape, Value
 
     images = int(getattr(setup, "image_tokens", 0) or 0)
-    if images <= 0 or arch.model_type not in MODEL_TYPES or setup.lora is not None:
+    if images <= 0 or arch.model_type not in MODEL_TYPES or setup.freeze_vision_tower:
+        return 0
+    if setup.lora is not None and not tower_adapted(arch, setup.lora):
         return 0
     v = tower(arch.config)
     settings = tape_settings(arch, setup)
@@ -158,4 +231,9 @@ def saved_bytes(arch: Architecture, setup: Any) -> int:
     _vision_block(tape, v, x)
     per_patch = x.bytes if setup.grad_ckpt else tape.saved_bytes  # checkpointing keeps block inputs
     patches = images * v.merge * setup.micro_batch
-    return int(per_patch * v.depth * patches)
+    # outside the blocks: the patch embedding keeps its input (the pixels in the tower's dtype,
+    # for its weight's gradient) and each merger (Qwen3-VL adds one per DeepStack layer) keeps
+    # its norm's input and the inputs of its two linears and GELU, ``merge`` patches wide
+    mergers = 1 + len(vision_config(arch.config).get("deepstack_visual_indexes") or ())
+    outside = v.patch_inputs * settings.compute_bytes + mergers * 4 * v.hidden_size * settings.compute_bytes
+    return int((per_patch * v.depth + outside) * patches)

@@ -69,6 +69,11 @@ class RunFacts:
     lora_targets: Sourced[tuple[str, ...]] | None = None
     lora_dropout: Sourced[float] | None = None
 
+    # ---- vision-language models: the pixel budget an image is resized into (LLaMA-Factory's
+    # ``image_max_pixels``) and whether the vision tower trains
+    image_max_pixels: Sourced[int] | None = None
+    freeze_vision_tower: Sourced[bool] | None = None
+
     # ---- distribution
     world_size: Sourced[int] | None = None
     gpus_per_node: Sourced[int] | None = None

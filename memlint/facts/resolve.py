@@ -228,6 +228,36 @@ def _frozen(plan: TrainingPlan, arch: Any, notes: list[str]) -> dict[str, Any]:
     }
 
 
+def _images(plan: TrainingPlan, arch: Any, seq_len: int, lora: Lora | None, run: ResolvedRun) -> dict[str, Any]:
+    """A vision-language run's image tokens per sequence and whether its vision tower trains.
+
+    No file says how many images a sequence holds, so one image per sequence is assumed (and the
+    finding says so); its size is the pixel budget images are resized into: LLaMA-Factory's
+    ``image_max_pixels``, else the Qwen image processor's default budget."""
+    from memlint.estimate import vision
+
+    if arch.model_type not in vision.MODEL_TYPES:
+        return {}
+    budget = plan.get("image_max_pixels")
+    pixels = int(budget.value) if budget is not None else vision.MAX_PIXELS
+    side = max(int(pixels ** 0.5), 1)
+    tokens = min(vision.image_tokens(arch.config, side, side, max_pixels=max(pixels, vision.MIN_PIXELS)), seq_len)
+    said = (f"`image_max_pixels` {pixels}" if budget is not None and budget.origin is not None
+            else f"LLaMA-Factory's default `image_max_pixels` {pixels}" if budget is not None
+            else f"the image processor's default budget of {pixels} pixels")
+    frozen = plan.get("freeze_vision_tower")
+    tower_frozen = bool(frozen.value) if frozen is not None else False
+    if not tower_frozen and (lora is None or vision.tower_adapted(arch, lora)):
+        # only a tower that trains keeps activations for the images: then the count matters
+        run.assumed.append(Assumed("images", f"one image per sequence at {said} ({tokens} image tokens)",
+                                   "`memlint estimate --image-tokens N` prices N image tokens per sequence"))
+    out: dict[str, Any] = {"image_tokens": tokens, "freeze_vision_tower": tower_frozen}
+    half = plan.value("frozen_dtype")
+    if tower_frozen and lora is None and half in ("bf16", "fp16"):
+        out["frozen_weight_bytes"] = 2.0  # LLaMA-Factory upcasts only what trains
+    return out
+
+
 def _no_model(plan: TrainingPlan) -> str:
     """Why no model was found, and what to do about it."""
     if plan.model_options:
@@ -356,6 +386,7 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
     accum = plan.get("grad_accum")
     prov["grad_accum"] = accum
     frozen = _frozen(plan, arch, notes)
+    frozen = {**_images(plan, arch, seq_len, lora, run), **frozen}
     try:
         run.setup = TrainingSetup(
             **frozen,

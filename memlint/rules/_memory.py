@@ -78,7 +78,8 @@ def resting_assumptions(ctx: RuleContext, run: ResolvedRun) -> list:
     from memlint.estimate import Sharding, estimate_training
 
     truths: dict[str, dict[str, Any]] = {"parallelism": {"sharding": Sharding.ZERO3}, "world_size": {"world_size": FULL_NODE},
-                                         "launch": {"sharding": Sharding.NONE}}
+                                         "launch": {"sharding": Sharding.NONE},
+                                         "images": {"image_tokens": 0}}
     out = []
     for assumed in run.assumed:
         truth = truths.get(assumed.fact)

@@ -46,6 +46,7 @@ def hf_config(case: Case) -> Any:
     model_type = cfg.pop("model_type")
     config = AutoConfig.for_model(model_type, **cfg)
     config.use_cache = bool(case.use_cache)
+    config.get_text_config().use_cache = bool(case.use_cache)
     return config
 
 
@@ -53,6 +54,8 @@ def hf_config(case: Case) -> Any:
 # (what memlint's estimate prices for them: no vocabulary logits); T5 with its decoder's LM head.
 _ENCODERS = ("bert", "roberta", "distilbert")
 _SEQ2SEQ = ("t5",)
+# vision-language models are built whole (vision tower + language model), as fine-tuned
+_VISION_LANGUAGE = ("qwen2_5_vl", "qwen3_vl")
 
 
 def is_classifier(case: Case) -> bool:
@@ -66,6 +69,8 @@ def _auto_class(config: Any) -> Any:
         return transformers.AutoModelForSequenceClassification
     if config.model_type in _SEQ2SEQ:
         return transformers.AutoModelForSeq2SeqLM
+    if config.model_type in _VISION_LANGUAGE:
+        return transformers.AutoModelForImageTextToText
     return transformers.AutoModelForCausalLM
 
 
@@ -192,7 +197,7 @@ def build_model(case: Case, device: torch.device, fake_mode: Any) -> tuple[nn.Mo
     :func:`memlint.trace.emulation.materialize_meta_module`).
     """
     config = hf_config(case)
-    info: dict[str, Any] = {"vocab_size": int(config.vocab_size), "notes": []}
+    info: dict[str, Any] = {"vocab_size": int(config.get_text_config().vocab_size), "notes": []}
     outer = fake_mode if fake_mode is not None else contextlib.nullcontext()
     if case.lora is None and case.qlora is None:
         with outer:

@@ -34,6 +34,7 @@ OPTIMIZERS = (
 ATTN_IMPLS = ("sdpa", "eager")
 SHARDINGS = ("none", "fsdp-full")
 LORA_KEYS = ("r", "alpha", "dropout", "target_modules")
+IMAGE_KEYS = ("per_sequence", "height", "width")
 
 
 
@@ -78,6 +79,9 @@ class Case:
     # micro-batches of the last step (gradient accumulation): from the second on, every forward
     # and backward runs with the accumulated gradients alive (see memlint.trace.measure)
     grad_accum: int = 1
+    # vision-language models: the images of each sequence, {"per_sequence": 1, "height": 448,
+    # "width": 448} (pixels, resized as the model's image processor does); None: text only
+    images: dict[str, Any] | None = None
     emulate_cuda_autocast: bool = True
     emulate_cuda_sdpa: bool = True
     round_bytes: int = 512
@@ -162,6 +166,15 @@ class Case:
                 raise CaseError(f"{p}: {name} has unknown key(s) {bad}; allowed: {list(allowed)}")
             if int(lc.get("r", 8)) < 1:
                 raise CaseError(f"{p}: {name}.r must be >= 1")
+        if self.images is not None:
+            if not isinstance(self.images, dict):
+                raise CaseError(f"{p}: images must be null or an object with {IMAGE_KEYS}")
+            bad = sorted(set(self.images) - set(IMAGE_KEYS))
+            if bad:
+                raise CaseError(f"{p}: images has unknown key(s) {bad}; allowed: {list(IMAGE_KEYS)}")
+            for k, v in self.images.items():
+                if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                    raise CaseError(f"{p}: images.{k} must be a positive integer, got {v!r}")
         if self.qlora is not None and self.sharding != "none":
             raise CaseError(f"{p}: qlora with FSDP is not modelled")
 
@@ -198,6 +211,9 @@ def _auto_id(d: dict[str, Any]) -> str:
         parts.append(f"fsdp{d['world_size']}")
     if d.get("grad_accum", 1) > 1:
         parts.append(f"ga{d['grad_accum']}")
+    if d.get("images"):
+        im = d["images"]
+        parts.append(f"img{im.get('per_sequence', 1)}x{im.get('height', 448)}")
     return "-".join(parts)
 
 

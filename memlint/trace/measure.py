@@ -58,7 +58,7 @@ def measure_case(case: Case, *, fake: bool = True, device: str = "cpu") -> dict[
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    from memlint.trace import build, emulation
+    from memlint.trace import build, emulation, vision_inputs
     from memlint.trace.tracker import PeakFSDPMemTracker, PeakMemTracker, set_storage_rounding
 
     timing: dict[str, float] = {"import_s": round(time.perf_counter() - t_start, 2)}
@@ -97,20 +97,30 @@ def measure_case(case: Case, *, fake: bool = True, device: str = "cpu") -> dict[
                 n_with_adapters = sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
                 opt = build.build_optimizer(case, params)
                 scaler = build.build_scaler(case, dev)
-                ids = torch.randint(0, info["vocab_size"], (case.batch_size, case.seq_len), device=dev)
-                labels = (torch.randint(0, 2, (case.batch_size,), device=dev) if build.is_classifier(case)
-                          else ids.clone())
+                if vision_inputs.is_vision_language(case):
+                    batch = {}
+                else:
+                    ids = torch.randint(0, info["vocab_size"], (case.batch_size, case.seq_len), device=dev)
+                    labels = (torch.randint(0, 2, (case.batch_size,), device=dev) if build.is_classifier(case)
+                              else ids.clone())
+                    batch = {"input_ids": ids, "labels": labels}
+            constants = contextlib.nullcontext()
+            if vision_inputs.is_vision_language(case):
+                # built outside the fake mode: the index tensors are computed for real first
+                batch, info["images"] = vision_inputs.build_batch(case, model, mode, dev)
+                constants = vision_inputs.constant_index_tensors(info["images"]["constant_limit"])
             timing["build_s"] = round(time.perf_counter() - t0, 2)
 
-            with outer:
+            with outer, constants:
+                inputs = tuple(batch.values())
                 if fsdp:
                     tracker: Any = PeakFSDPMemTracker(model, opt)
-                    tracker.track_inputs((ids, labels))
+                    tracker.track_inputs(inputs)
                 else:
                     tracker = PeakMemTracker()
-                    tracker.track_external(model, opt, ids, labels)
+                    tracker.track_external(model, opt, *inputs)
                 t0 = time.perf_counter()
-                phases, loss_head = _run_steps(case, model, opt, scaler, ids, labels, tracker, dev)
+                phases, loss_head = _run_steps(case, model, opt, scaler, batch, tracker, dev)
                 timing["steps_s"] = round(time.perf_counter() - t0, 2)
     finally:
         if fsdp:
@@ -154,13 +164,14 @@ def measure_case(case: Case, *, fake: bool = True, device: str = "cpu") -> dict[
             "per_rank": "rank 0 of a fake process group" if fsdp else "single process",
         },
         "notes": info.get("notes", []),
+        **({"images": {k: v for k, v in info["images"].items() if k != "constant_limit"}} if "images" in info else {}),
         "timing_s": timing,
         "versions": versions(),
         "case": case.to_dict(),
     }
 
 
-def _run_steps(case: Case, model: Any, opt: Any, scaler: Any, ids: Any, labels: Any, tracker: Any,
+def _run_steps(case: Case, model: Any, opt: Any, scaler: Any, batch: dict[str, Any], tracker: Any,
                dev: Any) -> tuple[list[dict[str, Any]], dict[str, int]]:
     import torch
 
@@ -221,7 +232,7 @@ def _run_steps(case: Case, model: Any, opt: Any, scaler: Any, ids: Any, labels: 
                     tag = f"{step}.{micro}" if case.grad_accum > 1 else str(step)
                     tracker.phase = f"forward{tag}"
                     with autocast():
-                        out = model(input_ids=ids, labels=labels)
+                        out = model(**batch)
                     loss = out.loss
                     if not case.keep_outputs:
                         del out

@@ -168,6 +168,7 @@ SHORT = {
     "deepseek-ai/DeepSeek-V2-Lite": "dsv2lite", "zai-org/GLM-4-9B-0414": "glm4-9b",
     "bigcode/starcoder2-3b": "starcoder2-3b", "deepseek-ai/DeepSeek-V3": "dsv3", "meta-llama/Llama-4-Scout-17B-16E (text model)": "llama4-scout",
     "tiiuae/Falcon-H1-0.5B (layer sizes)": "falcon-h1-0.5b",
+    "Qwen/Qwen2.5-VL-3B-Instruct": "qwen2.5vl-3b", "Qwen/Qwen3-VL-4B-Instruct": "qwen3vl-4b",
     "google-t5/t5-small": "t5-small", "google-t5/t5-base": "t5-base", "google/flan-t5-base": "flan-t5-base",
 }
 
@@ -176,6 +177,11 @@ ALL_LINEAR = "all-linear"
 
 def lora(r: int, targets: object = ALL_LINEAR) -> dict:
     return {"r": r, "alpha": 2 * r, "dropout": 0.05, "target_modules": targets}
+
+
+def image(per_sequence: int, side: int) -> dict:
+    """``per_sequence`` square images of ``side`` pixels in every sequence."""
+    return {"per_sequence": per_sequence, "height": side, "width": side}
 
 
 QV = ["q_proj", "v_proj"]
@@ -199,6 +205,7 @@ def case_rows() -> list[tuple]:
     DV3 = "deepseek-ai/DeepSeek-V3"
     T5S, T5B, FT5B = "google-t5/t5-small", "google-t5/t5-base", "google/flan-t5-base"
     FH1 = "tiiuae/Falcon-H1-0.5B (layer sizes)"
+    Q25VL, Q3VL = "Qwen/Qwen2.5-VL-3B-Instruct", "Qwen/Qwen3-VL-4B-Instruct"
     rows = [
         # --- GPT-2 (learned positions, LayerNorm, GELU, attention dropout) ---
         (G2, 8, 1024, "fp32", "adamw", False, {}),
@@ -325,6 +332,19 @@ def case_rows() -> list[tuple]:
         # mixer's out_proj and conv1d: attention and MLP projections are named ---
         (FH1, 2, 1024, "bf16", "adamw", False, {}),
         (FH1, 4, 1024, "bf16", "adamw", False, {"lora": lora(16, ATTN + ["gate_proj", "up_proj", "down_proj"])}),
+        # --- vision-language: the language model plus the vision tower run on the patches of
+        # the stated images (memlint.trace.vision_inputs builds pixel_values, image_grid_thw and
+        # the placeholder tokens as the Qwen processor would). SGD keeps no states, so the peak is
+        # the activations'. LoRA on the attention projections leaves the tower frozen (its linears
+        # are qkv/proj); "all-linear" adapts the tower too. Kept small: the tower's windowed
+        # attention runs one SDPA call per window on the fake tensors ---
+        (Q25VL, 1, 1024, "bf16", "adamw", False, {"images": image(1, 448)}),
+        (Q25VL, 2, 2048, "bf16", "sgd", False, {"images": image(2, 448)}),
+        (Q25VL, 2, 2048, "bf16", "adamw", False, {"images": image(2, 448), "lora": lora(8, ATTN)}),
+        (Q25VL, 2, 2048, "bf16", "adamw", False, {"images": image(2, 448), "lora": lora(16)}),
+        (Q3VL, 1, 1024, "bf16", "adamw", False, {"images": image(1, 448)}),
+        (Q3VL, 2, 2048, "bf16", "sgd", False, {"images": image(2, 448)}),
+        (Q3VL, 2, 2048, "bf16", "adamw", False, {"images": image(2, 448), "lora": lora(16)}),
     ]
     return rows
 
@@ -342,6 +362,8 @@ def make_id(model: str, b: int, s: int, prec: str, opt: str, gc: bool, extra: di
         parts.append("gc")
     if extra.get("attn") == "eager":
         parts.append("eager")
+    if extra.get("images"):
+        parts.append(f"img{extra['images']['per_sequence']}x{extra['images']['height']}")
     return "-".join(parts)
 
 

@@ -89,7 +89,54 @@ def test_image_tokens_add_the_vision_towers_activations_and_text_only_says_so():
     ckpt = estimate_training(arch, TrainingSetup(micro_batch=2, seq_len=2048, image_tokens=1024, grad_ckpt_every=1))
     plain_ckpt = estimate_training(arch, TrainingSetup(micro_batch=2, seq_len=2048, grad_ckpt_every=1))
     kept = {p.name: p for p in ckpt.phases}["forward"].bytes - {p.name: p for p in plain_ckpt.phases}["forward"].bytes
-    assert kept == 2 * 4096 * 32 * 1280 * 2  # bf16 block inputs
+    # bf16 block inputs, plus what stays outside the blocks: the patch embedding's input (3 x 2 x 14 x 14
+    # pixels) and the merger's norm, linear and GELU inputs (4 x 1280 per patch)
+    assert kept == 2 * 4096 * (32 * 1280 * 2 + 1176 * 2 + 4 * 1280 * 2)
     lora = Lora(r=16, targets=("q_proj", "v_proj"))
     assert (estimate_training(arch, TrainingSetup(micro_batch=2, seq_len=2048, image_tokens=1024, lora=lora)).peak_bytes
             == estimate_training(arch, TrainingSetup(micro_batch=2, seq_len=2048, lora=lora)).peak_bytes)
+
+
+def test_an_image_takes_the_tokens_the_qwen_processor_gives_it():
+    from memlint.estimate.vision import MAX_PIXELS, image_grid, image_tokens
+
+    q25 = find_entry("Qwen/Qwen2.5-VL-3B-Instruct").config  # 14-pixel patches, 2x2 merge: sides of 28
+    q3 = find_entry("Qwen/Qwen3-VL-4B-Instruct").config  # 16-pixel patches: sides of 32
+    assert image_grid(q25, 448, 448) == (32, 32) and image_tokens(q25, 448, 448) == 256
+    assert image_grid(q3, 448, 448) == (28, 28) and image_tokens(q3, 448, 448) == 196
+    assert image_grid(q25, 500, 300) == (36, 22)  # each side rounded to a multiple of 28
+    rows, cols = image_grid(q25, 4000, 3000)  # scaled into the pixel budget, aspect kept
+    assert rows * cols * 14 * 14 <= MAX_PIXELS and rows > cols
+
+
+def _vl_setup(**kw):
+    return TrainingSetup(micro_batch=2, seq_len=2048, precision=Precision("bf16"), optimizer=Optimizer.parse("adamw"),
+                         **kw)
+
+
+def test_lora_on_all_linear_layers_adapts_the_vision_tower_and_keeps_its_activations():
+    from memlint.estimate.vision import tower_adapted, tower_lora_params
+
+    entry = find_entry("Qwen/Qwen2.5-VL-3B-Instruct")
+    arch = from_config(entry.config, entry.id)
+    every, attention = Lora(r=16, targets=("all-linear",)), Lora(r=16, targets=("q_proj", "k_proj", "v_proj", "o_proj"))
+    assert tower_adapted(arch, every) and not tower_adapted(arch, attention)
+    # the tower's MLP is named like the language model's: gate/up/down_proj reach it
+    assert tower_adapted(arch, Lora(r=16, targets=("gate_proj", "up_proj", "down_proj")))
+    # 32 blocks of qkv (1280 -> 3840), proj (1280 -> 1280) and a 1280 -> 3420 SwiGLU MLP
+    assert tower_lora_params(arch, every) == 32 * 16 * ((1280 + 3840) + 2 * 1280 + 2 * (1280 + 3420) + (3420 + 1280))
+    text = estimate_training(arch, _vl_setup(lora=every))
+    images = estimate_training(arch, _vl_setup(lora=every, image_tokens=512))
+    assert images.peak_bytes > text.peak_bytes
+    assert (estimate_training(arch, _vl_setup(lora=attention, image_tokens=512)).peak_bytes
+            == estimate_training(arch, _vl_setup(lora=attention)).peak_bytes)
+
+
+def test_a_frozen_vision_tower_trains_nothing_and_keeps_no_activations():
+    entry = find_entry("Qwen/Qwen3-VL-4B-Instruct")
+    arch = from_config(entry.config, entry.id)
+    trained = estimate_training(arch, _vl_setup(image_tokens=512))
+    frozen = estimate_training(arch, _vl_setup(image_tokens=512, freeze_vision_tower=True))
+    assert frozen.trainable_parameters == trained.trainable_parameters - arch.extra_params
+    assert frozen.peak_bytes == estimate_training(arch, _vl_setup(freeze_vision_tower=True)).peak_bytes
+    assert any("vision tower is frozen" in note for note in frozen.assumptions)
