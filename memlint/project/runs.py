@@ -319,6 +319,11 @@ class RunFinder:
                 if shown.is_absolute() and self.documents.root.resolve() in shown.resolve().parents:
                     shown = shown.resolve().relative_to(self.documents.root.resolve())
                 where = f"{shown.as_posix()}:{origin.range.start.line}"
+            if launch.how is not None:  # a launcher's path template names it
+                run.assumptions.append(f"launch assumed: {launch.how} ({where}), since no command names this config")
+                run.assumed.append(Assumed("launch", f"the launch of the template that names it ({where})",
+                                           "a launcher or README command that names this config"))
+                continue
             run.assumptions.append(
                 f"launch assumed: run as the configs of its folder are ({where}: `sh {launch.call.note}`), "
                 "since no command names this config")
