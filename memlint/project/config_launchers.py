@@ -20,6 +20,13 @@ call fills the templates in: the config it names joins that launch (its accelera
 config, and the GPUs of ``--nodes`` times the script's ``#SBATCH`` request). A config that matches
 the template but no call takes the values every real call of that launcher agrees on, as an
 assumption; where they disagree it takes none.
+
+A YAML config may also say itself how it is run, in a comment (LLaMA-Factory's
+``examples/ascend/*.yaml``: ``# accelerate launch --config_file examples/accelerate/fsdp_config.yaml
+src/train.py examples/ascend/qwen3moe_full_sft_fsdp.yaml``): a command there that names the
+config is its launch, as a script's docstring command is the script's. A framework's config
+(LLaMA-Factory's) stays the run's entry and takes the command's other configs (the Accelerate or
+DeepSpeed config) and process count; a plain arguments file is bound to the launched script.
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ if TYPE_CHECKING:
 
 _SCANNED = (".sh", ".bash", ".slurm", ".sbatch", ".md", ".markdown")
 _CALLS = re.compile(r"\.sh\b|\.bash\b|\.slurm\b|\.sbatch\b|\bsbatch\b")
+_COMMENT = re.compile(r"^[ \t]*#+[ \t]?")
 _PLACEHOLDER_VALUE = re.compile(r"[{<\[].*[}>\]]|\.\.\.|^YOUR_|^your[_-]")  # {model_name}, <config>
 
 
@@ -96,6 +104,9 @@ class ConfigLaunchers:
         target = Path(path)
         key = self.documents.key(target)
         kind = self.documents.kind(target)
+        commented = self._commented_launches(target)
+        if commented:
+            return commented
         bound: list[tuple[Path, str, Invocation, RunFacts, Path, Sourced[str]]] = []
         templated: list[tuple[Invocation, RunFacts, Path]] = []  # (call, launcher facts, launcher)
         documents_read: dict[int, tuple[Path, str]] = {}  # id(call) -> the document that writes it
@@ -147,6 +158,45 @@ class ConfigLaunchers:
                                f"{call.script.value} {' '.join(str(a.value) for a in call.arguments)}")
         launch = replace(facts, references=[*facts.references, named_config], bound_config=named_config)
         return [ConfigLaunch(launch, Sourced(str(call.script.value), call.script.origin, named_config.note), own)]
+
+    def _commented_launches(self, target: Path) -> list[ConfigLaunch]:
+        """The launch commands a YAML config's comments give that name the config itself."""
+        from memlint.documents.parsed import parse_document
+        from memlint.documents.reading import document_from_text
+        from memlint.facts.launchers import command_lines, launches_in
+
+        if not str(target).lower().endswith((".yaml", ".yml")):
+            return []
+        text = self.documents.text_for_scan(target)
+        if not text or "#" not in text:
+            return []
+        uncommented = "\n".join(_COMMENT.sub(lambda m: " " * len(m.group(0)), line) if _COMMENT.match(line)
+                                else " " * len(line) for line in text.split("\n"))
+        commands = command_lines(uncommented)
+        if not commands.strip():
+            return []
+        key = self.documents.key(target)
+        parsed = parse_document(document_from_text(str(target), uncommented))
+        out = []
+        for facts in launches_in(parsed, commands):
+            if facts.launches is None:
+                continue
+            named = [r for r in facts.references
+                     if (found := self.documents.resolve_reference(str(r.value), target)) is not None
+                     and self.documents.key(found) == key]
+            if not named:
+                continue
+            note = f"{facts.launches.value} (the command in its comment)"
+            others = [r for r in facts.references if r not in named]
+            own = [f for f in self.documents.facts(target) if f.framework is not None]
+            if own:
+                launch = replace(own[0], references=[*own[0].references, *others],
+                                 world_size=facts.world_size or own[0].world_size,
+                                 gpus_per_node=facts.gpus_per_node or own[0].gpus_per_node)
+            else:
+                launch = replace(facts, bound_config=Sourced(str(target), named[0].origin, note))
+            out.append(ConfigLaunch(launch, Sourced(str(facts.launches.value), facts.launches.origin, note), True))
+        return out
 
     def _filled(self, facts: RunFacts, values: dict[str, str], call: Invocation | None,
                 launcher: Path) -> tuple[RunFacts, Sourced[str]] | None:

@@ -273,3 +273,89 @@ def test_a_verdict_of_a_config_run_is_reported_in_the_config(tmp_path):
     assert (finding.code, finding.severity.name) == ("MEM001", "ERROR")
     assert finding.range.start.line == 1  # the model the config names: the largest part is its states
     assert "rests on an assumption" not in finding.message
+
+
+ASCEND = dedent('''
+    # Start FSDP2 fine-tuning
+    # accelerate launch \\
+    #     --config_file examples/accelerate/fsdp2_config.yaml \\
+    #     src/train.py examples/ascend/qwen3_full_sft_fsdp2.yaml
+    # Change `num_processes` in fsdp2_config.yaml to 16 in A3
+
+    ### model
+    model_name_or_path: Qwen/Qwen3-8B
+    trust_remote_code: true
+    flash_attn: fa2
+
+    ### method
+    stage: sft
+    do_train: true
+    finetuning_type: full
+
+    ### dataset
+    dataset: alpaca_en_demo
+    template: qwen3
+    cutoff_len: 2048
+
+    ### output
+    output_dir: saves/Qwen3-8B/full/sft
+    report_to: none  # choices: [none, wandb, tensorboard, swanlab, mlflow]
+
+    ### train
+    per_device_train_batch_size: 8
+    gradient_accumulation_steps: 1
+    learning_rate: 1.0e-5
+    num_train_epochs: 3.0
+    bf16: true
+''')
+
+FSDP2 = dedent('''
+    compute_environment: LOCAL_MACHINE
+    debug: false
+    distributed_type: FSDP
+    downcast_bf16: 'no'
+    fsdp_config:
+      fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP
+      fsdp_cpu_ram_efficient_loading: true
+      fsdp_offload_params: false
+      fsdp_reshard_after_forward: true
+      fsdp_state_dict_type: FULL_STATE_DICT
+      fsdp_version: 2
+    machine_rank: 0
+    main_training_function: main
+    mixed_precision: bf16  # or fp16
+    num_machines: 1  # the number of nodes
+    num_processes: 8  # the number of GPUs in all nodes
+    rdzv_backend: static
+    same_network: true
+    use_cpu: false
+''')
+
+LLAMAFACTORY_TRAIN = dedent('''
+    from llamafactory.train.tuner import run_exp
+
+
+    def main():
+        run_exp()
+
+
+    if __name__ == "__main__":
+        main()
+''')
+
+
+def test_a_launch_command_in_a_configs_own_comment_is_its_launch(tmp_path):
+    """LLaMA-Factory's examples/ascend/*.yaml say in their header how they are run (accelerate
+    with an FSDP config): the run is sharded as the comment says, not plain DDP."""
+    name = "examples/ascend/qwen3_full_sft_fsdp2.yaml"
+    files = {name: ASCEND, "examples/accelerate/fsdp2_config.yaml": FSDP2, "src/train.py": LLAMAFACTORY_TRAIN}
+    settings = _project(tmp_path, files)
+    [run] = _runs(settings, name)
+    assert run.plan.value("fsdp") == "full"  # from the accelerate config the comment names
+    assert not any("launch assumed" in note for note in run.assumptions)
+    # an 8B full fine-tune at 8 x 2048 fits 8 H100s under FSDP; judged as plain DDP it did not
+    assert _memory(settings, name) == []
+    uncommented = ASCEND.split("### model", 1)[1]
+    plain = _project(tmp_path / "plain", {**files, name: uncommented})
+    [finding] = _memory(plain, name)
+    assert "plain data parallelism" in finding.message
