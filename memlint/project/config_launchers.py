@@ -21,6 +21,13 @@ config, and the GPUs of ``--nodes`` times the script's ``#SBATCH`` request). A c
 the template but no call takes the values every real call of that launcher agrees on, as an
 assumption; where they disagree it takes none.
 
+A job submitter may take the config with a job spec whose command is the launch (open-instruct's
+``python scripts/submit_finetune_job.py --default_beaker_config configs/beaker_configs/x.yaml
+--config configs/train_configs/olmo2/olmo2_1124_7b_sft.yaml``: the Beaker spec's ``arguments``
+run ``accelerate launch --num_processes 32 --deepspeed_config_file stage3.conf
+open_instruct/finetune.py ...``, and the submitter writes the config's fields over that
+command's options). The config joins the spec's launch; its fields beat the command's options.
+
 A YAML config may also say itself how it is run, in a comment (LLaMA-Factory's
 ``examples/ascend/*.yaml``: ``# accelerate launch --config_file examples/accelerate/fsdp_config.yaml
 src/train.py examples/ascend/qwen3moe_full_sft_fsdp.yaml``): a command there that names the
@@ -38,7 +45,8 @@ from typing import TYPE_CHECKING
 
 from memlint.documents import reads
 from memlint.documents.kinds import DocumentKind
-from memlint.model.provenance import Sourced
+from memlint.facts.plan import FACT_NAMES
+from memlint.model.provenance import Location, Sourced
 
 if TYPE_CHECKING:
     from memlint.facts.launchers import Invocation
@@ -158,6 +166,66 @@ class ConfigLaunchers:
                                f"{call.script.value} {' '.join(str(a.value) for a in call.arguments)}")
         launch = replace(facts, references=[*facts.references, named_config], bound_config=named_config)
         return [ConfigLaunch(launch, Sourced(str(call.script.value), call.script.origin, named_config.note), own)]
+
+    def submitted_launches(self, target: Path) -> list[ConfigLaunch]:
+        """The launch of a job spec that a submitter's call passes beside the config (before
+        the submitter's own run: the spec's command is what runs)."""
+        key = self.documents.key(target)
+        out: list[ConfigLaunch] = []
+        for referrer in self.links.referrers(target):
+            for facts in self.documents.facts(referrer):
+                if facts.launches is None:
+                    continue
+                resolved = [(r, self.documents.resolve_reference(str(r.value), facts.path)) for r in facts.references]
+                mine = [r for r, found in resolved if found is not None and self.documents.key(found) == key]
+                if not mine:
+                    continue
+                for reference, spec in resolved:
+                    if spec is None or self.documents.key(spec) == key:
+                        continue
+                    for launch in self._spec_launches(spec):
+                        fields = self._top_level_keys(target)
+                        note = f"{facts.launches.value} with {reference.value} (a job spec)"
+                        bound = Sourced(str(target), mine[0].origin, note)
+                        launch = replace(launch, bound_config=bound, references=[*launch.references, bound],
+                                         cli_args={k: v for k, v in launch.cli_args.items() if k not in fields},
+                                         cli_unknown={k: v for k, v in launch.cli_unknown.items() if k not in fields})
+                        out.append(ConfigLaunch(launch, Sourced(str(facts.launches.value), facts.launches.origin,
+                                                                note), True))
+                if out:
+                    return out[:1]
+        return out
+
+    def _spec_launches(self, spec: Path) -> list[RunFacts]:
+        """The launch commands in a YAML job spec's strings (Beaker's ``arguments``, a
+        Kubernetes ``command``), each located at its string."""
+        from memlint.documents.parsed import parse_document
+        from memlint.documents.reading import document_from_text
+        from memlint.facts.launchers import launches_in
+
+        if not str(spec).lower().endswith((".yaml", ".yml")):
+            return []
+        structured = self.documents.parsed(spec).structured
+        if structured is None or not structured.ok:
+            return []
+        out: list[RunFacts] = []
+        for path, value in _strings(structured.value, ()):
+            if not _LAUNCHER.search(value):
+                continue
+            command = " ".join(value.split())
+            parsed = parse_document(document_from_text(str(spec), command))
+            for facts in launches_in(parsed, command):
+                if facts.launches is None:
+                    continue
+                where = Location(str(spec), structured.range_of(path))
+                out.append(_located(facts, where))
+        return out
+
+    def _top_level_keys(self, config: Path) -> frozenset[str]:
+        structured = self.documents.parsed(config).structured
+        if structured is None or not isinstance(structured.value, dict):
+            return frozenset()
+        return frozenset(str(k) for k in structured.value)
 
     def _commented_launches(self, target: Path) -> list[ConfigLaunch]:
         """The launch commands a YAML config's comments give that name the config itself."""
@@ -282,6 +350,36 @@ class ConfigLaunchers:
             call = calls[0][0]
             found.append(ConfigLaunch(launch, Sourced(str(call.script.value), call.script.origin, how), False, how))
         return found[0] if len(found) == 1 else None
+
+
+_LAUNCHER = re.compile(r"\baccelerate\s+launch\b|\btorchrun\b|\bdeepspeed\s+\S+\.py\b")
+
+
+def _strings(value: object, path: tuple) -> list[tuple[tuple, str]]:
+    """Every string of a parsed YAML value, with its path."""
+    if isinstance(value, str):
+        return [(path, value)]
+    if isinstance(value, dict):
+        return [found for k, v in value.items() for found in _strings(v, (*path, k))]
+    if isinstance(value, list):
+        return [found for i, v in enumerate(value) for found in _strings(v, (*path, i))]
+    return []
+
+
+def _located(facts: RunFacts, where: Location) -> RunFacts:
+    """A launch read from a string of a job spec, every value located at that string."""
+    def at(value: Sourced | None) -> Sourced | None:
+        return None if value is None else Sourced(value.value, where, value.note)
+
+    located = replace(
+        facts, anchor=where, launches=at(facts.launches),
+        references=[Sourced(r.value, where, r.note) for r in facts.references],
+        cli_args={k: Sourced(v.value, where, v.note) for k, v in facts.cli_args.items()},
+        cli_unknown={k: Sourced(v.value, where, v.note) for k, v in facts.cli_unknown.items()})
+    for name in FACT_NAMES:
+        if isinstance(getattr(located, name), Sourced):
+            setattr(located, name, at(getattr(located, name)))
+    return located
 
 
 def _placeholder_call(call: Invocation) -> bool:

@@ -282,6 +282,10 @@ class RunFinder:
             entries = launchers  # the script runs through its launcher(s): their options apply
         else:
             entries = own + [f for f in launched_by if is_entry(f)]
+        if self.documents.kind(path) in _CONFIG_KINDS and launchers:
+            submitted = self.config_launchers.submitted_launches(Path(path))
+            if submitted:
+                return self._config_runs(submitted, key, context)
         if self.documents.kind(path) in _CONFIG_KINDS and not any(self._launches_training(f) for f in entries):
             config_launches = self.config_launchers.launches_for(path)
             if config_launches:
