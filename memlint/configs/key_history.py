@@ -205,6 +205,17 @@ class _Judge:
         consequence = ON_UNKNOWN.get(self.name, "")
         if earlier:
             last = earlier[-1][1]
+            reading = self._admitted_reading(read)
+            if reading is not None and self.pin is not None:
+                # `trl>=0.19.1`: an environment at the pin's floor reads the key, a fresh install
+                # (pip takes the newest release the pin admits) does not
+                message = (f"`{key}` was removed in {self.label} {_short(self._after(last))} (last read by "
+                           f"{_short(last)}); your pin `{self.tool}{self.pin.specifier}` ({self.pin.where}) allows "
+                           f"{self.label} {_short(reading)}, which reads it, but a fresh install gets "
+                           f"{_short(self.release)}" + (f" ({consequence})" if consequence else "")
+                           + f": pin `{self.tool}<{_short(self._after(last))}` to keep it read")
+                out.append(VersionedIssue("removed", (key,), message, where, fix, severity=Severity.WARNING))
+                return out
             message = (f"`{key}` was removed in {self.label} {_short(self._after(last))} (last read by "
                        f"{_short(last)}){self.pinned}" + (f" ({consequence})" if consequence else ""))
             out.append(VersionedIssue("removed", (key,), message, where, fix))
@@ -213,6 +224,20 @@ class _Judge:
                        + (f" ({consequence})" if consequence else ""))
             out.append(VersionedIssue("unknown", (key,), message, where))
         return out
+
+    def _admitted_reading(self, read: list[list[str]]) -> str | None:
+        """The newest release that reads the key and that a range pin (not ``==``) admits."""
+        if self.pin is None or self.pin.exact:
+            return None
+        found = None
+        for release in self.releases:
+            version = _version(release)
+            if version is None or not _in(read, release, self.releases):
+                continue
+            end = Version(f"{version.major}.{version.minor}.999")
+            if self.pin.specifier.contains(version, prereleases=True) or self.pin.specifier.contains(end, prereleases=True):
+                found = release
+        return found
 
     def _replacement_read(self, key: str) -> bool:
         if self.release == self.releases[-1]:

@@ -29,6 +29,8 @@ from memlint.facts.shell_words import (
     commands,
     expand,
     line_starts,
+    option_variables,
+    template,
 )
 from memlint.model.diagnostics import Position, Range
 from memlint.model.provenance import Location, Sourced
@@ -145,6 +147,8 @@ class _Shell:
         self.starts = line_starts(self.text)
         self.variables = Variables()
         self.heredocs: dict[str, tuple[int, int]] = {}  # variable -> its here-document body
+        self.strings: dict[str, tuple[int, int]] = {}  # variable -> the inside of its quoted value
+        self.options = option_variables(self.text)  # variable -> the caller's option that sets it
 
     def location(self, start: int, end: int) -> Location:
         return Location(self.parsed.path, Range(self._position(start), self._position(end)))
@@ -195,14 +199,22 @@ class _Shell:
         return self._facts(launch)
 
     def _spliced(self, words: list[Word]) -> list[Word]:
-        """An unquoted ``$VAR`` that a here-document set stands for the body's words."""
+        """An unquoted ``$VAR`` that a here-document or a quoted assignment set stands for its
+        words, and so does each variable of a command string made of variables alone
+        (``srun bash -c "$LAUNCHER $CMD"``, open-r1's ``slurm/train.slurm``)."""
         out: list[Word] = []
-        for word in words:
-            name = re.fullmatch(r"\$\{?([A-Za-z_]\w*)\}?", word.raw)
-            if name is not None and name.group(1) in self.heredocs:
-                out.extend(body_words(self.text, *self.heredocs[name.group(1)]))
-            else:
-                out.append(word)
+        for i, word in enumerate(words):
+            names = _ONLY_VARIABLES.fullmatch(word.raw)
+            command_string = i > 0 and words[i - 1].text == "-c" and word.raw.startswith('"')
+            if names is not None and (command_string or not word.raw.startswith('"')):
+                found = [n.group(1) for n in re.finditer(r"\$\{?([A-Za-z_]\w*)\}?", word.raw)]
+                bodies = [self.heredocs.get(n) or self.strings.get(n) for n in found]
+                if all(body is not None for body in bodies) and (command_string or len(found) == 1):
+                    for body in bodies:
+                        assert body is not None
+                        out.extend(body_words(self.text, *body))
+                    continue
+            out.append(word)
         return out
 
     def _assign_all(self, words: list[Word], depth: int) -> None:
@@ -213,6 +225,18 @@ class _Shell:
             name, value_word = parsed
             value = expand(value_word, self.variables) if depth == 0 else None
             self.variables.known[name] = value  # inside if/for/case: which value runs is unknown
+            self.variables.templates.pop(name, None)
+            self.strings.pop(name, None)
+            if depth > 0:
+                if name in self.options:  # --model) MODEL="$2": the caller's option
+                    self.variables.templates[name] = "{" + self.options[name] + "}"
+                continue
+            if value is None:
+                built = template(value_word, self.variables)
+                if built is not None:
+                    self.variables.templates[name] = built
+            if len(value_word.raw) > 1 and value_word.raw[0] == value_word.raw[-1] == '"':
+                self.strings[name] = (value_word.start + 1, value_word.end - 1)
 
     # ------------------------------------------------------------- facts
 
@@ -228,6 +252,11 @@ class _Shell:
                 note = f"{launch.launcher} runs -m {path}"
                 path = path.replace(".", "/") + ".py"
             facts.launches = Sourced(path, self.location(launch.script.start, launch.script.end), note)
+        else:
+            built = template(launch.script, self.variables)
+            if built is not None and not launch.module:
+                facts.template_launches = Sourced(built, self.location(launch.script.start, launch.script.end),
+                                                  f"{launch.launcher} runs {built}")
         self._launcher_options(launch, facts)
         self._script_arguments(launch, facts)
         return facts
@@ -276,6 +305,10 @@ class _Shell:
                 value = self._option(launch, key)
                 if value is not None:
                     facts.references.append(self.sourced(value, f"accelerate launch --{key}"))
+                elif key in launch.options:
+                    written = launch.options[key][1]
+                    if written is not None:
+                        self._templated(written, f"accelerate launch --{key}", facts.template_references)
             return
         if count is None or not count.text.isdigit() or int(count.text) < 1:
             return
@@ -321,6 +354,8 @@ class _Shell:
                                                       f"the caller's argument {word.text} passed to the script")
                 if value is not None and value.text.lower().endswith(_CONFIG_SUFFIXES):
                     facts.references.append(self.sourced(value, "config file passed to the script"))
+                if value is None and positional is None:
+                    self._script_config(word, "config file passed to the script", facts)
                 i += 1
                 continue
             name, eq, inline = word.text.partition("=")
@@ -339,6 +374,8 @@ class _Shell:
                 value = self._values(following) if following else Value("true", word.start, word.end)
             if value is None:  # a value the script cannot know ($1, $(date), an unset variable)
                 facts.cli_unknown[key] = Sourced(word.text, self.location(word.start, word.end), f"--{key}")
+                if not eq and following and ("config" in key or "deepspeed" in key or key == "cfg"):
+                    self._script_config(following[0], f"--{key}", facts, own=key in _CONFIG_OPTIONS)
                 continue
             facts.cli_args[key] = self.sourced(value, f"--{key}")
             if key in _MODEL_PARALLEL and value.text.isdigit() and int(value.text) > 1 and facts.unmodelled is None:
@@ -346,6 +383,23 @@ class _Shell:
                     Value(f"model parallelism (`--{key} {value.text}`)", value.start, value.end), f"--{key}")
             if value.text.lower().endswith(_CONFIG_SUFFIXES) and ("config" in key or "deepspeed" in key):
                 facts.references.append(self.sourced(value, f"--{key}"))
+
+    def _templated(self, word: Word, note: str, into: list[Sourced[str]]) -> str | None:
+        built = template(word, self.variables)
+        if built is None or not built.lower().endswith(_CONFIG_SUFFIXES):
+            return None
+        into.append(Sourced(built, self.location(word.start, word.end), note))
+        return built
+
+    def _script_config(self, word: Word, note: str, facts: RunFacts, own: bool = True) -> None:
+        """A config path the launcher builds from its caller's arguments: the script's own config
+        (``--config recipes/$MODEL/config_$SUFFIX.yaml``), else a config it names."""
+        if own and facts.template_config is None:
+            found: list[Sourced[str]] = []
+            if self._templated(word, note, found):
+                facts.template_config = found[0]
+            return
+        self._templated(word, note, facts.template_references)
 
     def _values(self, words: list[Word]) -> Value | None:
         """An option's value: one word, or several (``--lora_target_modules q_proj v_proj``)."""
@@ -366,28 +420,72 @@ _MODEL_PARALLEL = frozenset({
     "context_parallel_degree", "context_parallel_size", "sequence_parallel_size", "ulysses_degree",
 })
 _POSITIONAL = re.compile(r"\$\{?([1-9])\}?")
+_ONLY_VARIABLES = re.compile(r'"?\s*\$\{?[A-Za-z_]\w*\}?(?:\s+\$\{?[A-Za-z_]\w*\}?)*\s*"?')
+# the options a script reads its own config from (``train.py --config cfg.yaml``)
+_CONFIG_OPTIONS = frozenset({"config", "config_file", "config_path", "cfg", "configs", "recipe"})
 _SHELLS = ("sh", "bash", "zsh", "source", ".")
 
 
 @dataclass(frozen=True)
 class Invocation:
     """A command that runs a shell script of the project with arguments
-    (``sh scripts/finetune_with_accelerate_config.sh 8 configs/sft/olmo.yaml``)."""
+    (``sh scripts/finetune_with_accelerate_config.sh 8 configs/sft/olmo.yaml``, ``sbatch
+    --nodes=2 slurm/train.slurm --model X --config v1``)."""
 
     script: Sourced[str]
     arguments: tuple[Sourced[str], ...]  # $1, $2, ... as written (None-free: unknown ones end the list)
+    nodes: Sourced[int] | None = None  # ``sbatch --nodes N``: the nodes the job gets
+
+    def options(self) -> dict[str, str]:
+        """The call's arguments by the name a template gives them: ``1``, ``2``, ... for each
+        positional one, ``--model`` for ``--model X`` or ``--model=X``."""
+        words = [str(a.value) for a in self.arguments]
+        out = {str(i): word for i, word in enumerate(words, 1)}  # ``$2`` is the second word
+        i = 0
+        while i < len(words):
+            word = words[i]
+            if _is_option(word):
+                name, eq, inline = word.partition("=")
+                if eq:
+                    out.setdefault(name, inline)
+                elif i + 1 < len(words) and not _is_option(words[i + 1]):
+                    out.setdefault(name, words[i + 1])
+                    i += 1
+            i += 1
+        return out
+
+
+_SCRIPT_SUFFIXES = (".sh", ".bash", ".slurm", ".sbatch")
+_SBATCH_VALUED = re.compile(r"-[A-Za-z]$|--[\w-]+$")
 
 
 def invocations(parsed: ParsedDocument, text: str | None = None) -> list[Invocation]:
     """The commands of ``text`` (``parsed``'s text by default; Markdown passes its shell blocks
-    with the rest blanked) that run a ``.sh`` script: ``sh x.sh a b``, ``bash x.sh``, ``./x.sh``,
-    also after a wrapper (``python mason.py ... -- sh x.sh a b``)."""
+    with the rest blanked) that run a shell script: ``sh x.sh a b``, ``bash x.sh``, ``./x.sh``,
+    also after a wrapper (``python mason.py ... -- sh x.sh a b``) or as a batch job (``sbatch
+    --nodes=2 x.slurm a b``)."""
     shell = _Shell(parsed, text)
     out = []
     for command in commands(shell.text):
         words = command.words
         for i, word in enumerate(words):
-            if word.text in _SHELLS and i + 1 < len(words) and words[i + 1].text.endswith(".sh"):
+            nodes = None
+            if word.text == "sbatch":
+                j = i + 1
+                while j < len(words) and _is_option(words[j].text):
+                    name, eq, inline = words[j].text.partition("=")
+                    value = inline if eq else None
+                    if not eq and _SBATCH_VALUED.match(name) and j + 1 < len(words) \
+                            and not words[j + 1].text.endswith(_SCRIPT_SUFFIXES):
+                        j += 1
+                        value = words[j].text
+                    if name in ("--nodes", "-N") and value is not None and value.isdigit():
+                        nodes = Sourced(int(value), shell.location(words[j].start, words[j].end), f"sbatch {name}")
+                    j += 1
+                if j >= len(words):
+                    continue
+                script, rest = words[j], words[j + 1:]
+            elif word.text in _SHELLS and i + 1 < len(words) and words[i + 1].text.endswith(_SCRIPT_SUFFIXES):
                 script, rest = words[i + 1], words[i + 2:]
             elif word.text.endswith(".sh") and (i == 0 or words[i - 1].text == "--"):
                 script, rest = word, words[i + 1:]
@@ -399,7 +497,7 @@ def invocations(parsed: ParsedDocument, text: str | None = None) -> list[Invocat
                     break
                 arguments.append(shell.sourced(Value(argument.text, argument.start, argument.end), "argument"))
             out.append(Invocation(shell.sourced(Value(script.text, script.start, script.end), "script"),
-                                  tuple(arguments)))
+                                  tuple(arguments), nodes))
             break
     return out
 

@@ -72,10 +72,11 @@ def extract_markdown(parsed: ParsedDocument) -> list[RunFacts]:
 
 
 def shell_invocations(parsed: ParsedDocument) -> list[Invocation]:
-    """The commands in the document's shell code blocks that run a ``.sh`` script of the project
-    (``sh scripts/finetune_with_accelerate_config.sh 8 configs/train_configs/sft/olmo.yaml``)."""
+    """The commands in the document's shell code blocks that run a shell script of the project
+    (``sh scripts/finetune_with_accelerate_config.sh 8 configs/train_configs/sft/olmo.yaml``,
+    ``sbatch --nodes=1 slurm/train.slurm --config v00.00``)."""
     text = parsed.text
-    if parsed.document.problem is not None or ".sh" not in text:
+    if parsed.document.problem is not None or not any(s in text for s in (".sh", ".slurm", ".sbatch", "sbatch")):
         return []
     kept = ["\n" if c == "\n" else " " for c in text]
     for start, end in shell_blocks(text):

@@ -110,6 +110,12 @@ class RunFacts:
     # the config a caller named for that argument (a documented ``sh launch.sh 8 cfg.yaml``):
     # its fields are the script's arguments, so they beat the script's defaults
     bound_config: Sourced[str] | None = None
+    # what a launcher builds from its caller's arguments (``src/{--task}.py``, ``--config
+    # recipes/{--model}/config_{--config}.yaml``, ``--config_file accelerate/{--accelerator}.yaml``):
+    # the script, the config it passes the script, the configs it names; each call fills them in
+    template_launches: Sourced[str] | None = None
+    template_config: Sourced[str] | None = None
+    template_references: list[Sourced[str]] = field(default_factory=list)
 
     def stated(self) -> dict[str, Sourced[Any]]:
         """The facts this document states (non-None Sourced fields)."""
@@ -122,7 +128,8 @@ class RunFacts:
 
 
 NOT_FACTS = ("path", "kind", "anchor", "references", "auto_keys", "cli_bindings", "cli_args", "cli_unknown",
-             "launches", "positional_config", "bound_config")
+             "launches", "positional_config", "bound_config", "template_launches", "template_config",
+             "template_references")
 FACT_NAMES = tuple(f.name for f in fields(RunFacts) if f.name not in NOT_FACTS)
 
 

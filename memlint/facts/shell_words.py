@@ -50,6 +50,10 @@ class Variables:
     """Shell variables the script sets, with where each value is written (None: unknown)."""
 
     known: dict[str, Value | None] = field(default_factory=dict)
+    # variables whose value the caller decides, as a template of its arguments: ``{--model}``
+    # for ``--model) MODEL="$2"`` in the script's option loop, ``recipes/{--model}/config.yaml``
+    # for a value built from it, ``{1}`` for ``$1``
+    templates: dict[str, str] = field(default_factory=dict)
 
 
 def _lexer(text: str) -> shlex.shlex:
@@ -295,6 +299,101 @@ def expand(word: Word, variables: Variables) -> Value | None:
     if whole is not None and len(spans) == 1:
         return Value(expanded, spans[0].start, spans[0].end)
     return Value(expanded, word.start, word.end)
+
+
+def template(word: Word, variables: Variables) -> str | None:
+    """The word's value as a template of the caller's arguments (``recipes/{--model}/{--task}/
+    config_{--config}.yaml``), when every variable it reads is set by the script or by the
+    caller; None when something else is unknown or nothing comes from the caller."""
+    if word.raw.startswith("'") or "$" not in word.text or "`" in word.text:
+        return None
+    if "$(" in word.text:
+        return None
+    from_caller = False
+    unknown = False
+
+    def substitute(match: re.Match) -> str:
+        nonlocal from_caller, unknown
+        name = match.group("braced") or match.group("plain")
+        value = variables.known.get(name)
+        if value is not None and match.group("op") is None:
+            return value.text
+        if name.isdigit() and name != "0" and match.group("op") is None:
+            from_caller = True
+            return "{" + name + "}"
+        if name in variables.templates and match.group("op") is None:
+            from_caller = True
+            return variables.templates[name]
+        unknown = True
+        return ""
+
+    text = _REFERENCE.sub(substitute, word.text)
+    if unknown or not from_caller or "$" in text:
+        return None
+    return text
+
+
+_PLACEHOLDER = re.compile(r"\{(--?[A-Za-z][\w-]*|[1-9])\}")
+
+
+def instantiate(text: str, arguments: dict[str, str]) -> str | None:
+    """A template filled in with a call's arguments (``{--model}`` -> the value the call passes
+    with ``--model``, ``{1}`` -> its first positional argument); None when the call lacks one."""
+    missing = False
+
+    def fill(match: re.Match) -> str:
+        nonlocal missing
+        value = arguments.get(match.group(1))
+        if value is None:
+            missing = True
+            return ""
+        return value
+
+    filled = _PLACEHOLDER.sub(fill, text)
+    return None if missing else filled
+
+
+def match_template(text: str, path: str) -> dict[str, str] | None:
+    """The arguments a call would pass for the template ``text`` to name ``path``
+    (``recipes/{--model}/sft/config_{--config}.yaml`` and ``recipes/A/sft/config_v1.yaml`` ->
+    ``{--model: A, --config: v1}``); each placeholder takes part of one path segment."""
+    parts = []
+    names: list[str] = []
+    position = 0
+    for match in _PLACEHOLDER.finditer(text):
+        parts.append(re.escape(text[position:match.start()]))
+        if match.group(1) in names:
+            parts.append(f"(?P=p{names.index(match.group(1))})")
+        else:
+            parts.append(f"(?P<p{len(names)}>[^/]+?)")
+            names.append(match.group(1))
+        position = match.end()
+    parts.append(re.escape(text[position:]))
+    found = re.fullmatch("".join(parts), path)
+    if found is None:
+        return None
+    return {name: found.group(f"p{i}") for i, name in enumerate(names)}
+
+
+def placeholders(text: str) -> list[str]:
+    """The caller's arguments a template reads (``--model``, ``1``), in order."""
+    return [m.group(1) for m in _PLACEHOLDER.finditer(text)]
+
+
+_OPTION_ARM = re.compile(
+    r"^[ \t]*(?P<options>-{1,2}[A-Za-z][\w-]*(?:[ \t]*\|[ \t]*-{1,2}[A-Za-z][\w-]*)*)[ \t]*\)"
+    r"(?:[ \t]*\n)?[ \t]*(?P<name>[A-Za-z_]\w*)=[\"']?\$\{?2\}?[\"']?", re.M)
+
+
+def option_variables(text: str) -> dict[str, str]:
+    """The variables a script's own option loop sets from its caller's options: ``--model)
+    MODEL="$2"; shift 2 ;;`` in ``while [[ $# -gt 0 ]]; do case $1 in ...`` -> {MODEL: --model}
+    (the longest spelling of the arm's alternatives)."""
+    found: dict[str, str] = {}
+    for match in _OPTION_ARM.finditer(text):
+        spellings = [s.strip() for s in match.group("options").split("|")]
+        found.setdefault(match.group("name"), max(spellings, key=len))
+    return found
 
 
 def assignment(word: Word) -> tuple[str, Word] | None:

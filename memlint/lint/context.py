@@ -60,9 +60,13 @@ class RuleContext:
         """What this document states about runs (its extracted facts)."""
         return self._project().facts(self.path)
 
-    def resolve_reference(self, written: str) -> Path | None:
-        """A path as this document writes it -> the file, the way the tools look it up."""
-        return self._project().resolve_reference(written, self.path)
+    def resolve_reference(self, written: str, from_path: str | Path | None = None) -> Path | None:
+        """A path as this document (or ``from_path``) writes it -> the file, the way the tools look it up."""
+        return self._project().resolve_reference(written, self.path if from_path is None else from_path)
+
+    def facts_of(self, path: str | Path) -> "list[RunFacts]":
+        """What another document of the project states about runs."""
+        return self._project().facts(path)
 
     def kind_of(self, path: str | Path) -> DocumentKind:
         """The kind of another document of the project."""

@@ -11,17 +11,42 @@ A config no call names takes the launch documented for the configs of its own fo
 nearest folder above it that has one), when every such call uses the same launcher; the run then
 rests on that assumption, and says which call it followed. Calls that disagree (two launchers for
 one folder) give no launch: memlint cannot tell which one runs the config.
+
+A cluster script may instead build the config's path from its own options (open-r1's
+``slurm/train.slurm``: ``--config recipes/$MODEL/$TASK/config_$CONFIG_SUFFIX.yaml`` and
+``--config_file recipes/accelerate_configs/$ACCELERATOR.yaml``, called as ``sbatch --nodes=1
+slurm/train.slurm --model OlympicCoder-7B --task sft --config v00.00 --accelerator zero3``). Each
+call fills the templates in: the config it names joins that launch (its accelerate or DeepSpeed
+config, and the GPUs of ``--nodes`` times the script's ``#SBATCH`` request). A config that matches
+the template but no call takes the values every real call of that launcher agrees on, as an
+assumption; where they disagree it takes none.
+
+A job submitter may take the config with a job spec whose command is the launch (open-instruct's
+``python scripts/submit_finetune_job.py --default_beaker_config configs/beaker_configs/x.yaml
+--config configs/train_configs/olmo2/olmo2_1124_7b_sft.yaml``: the Beaker spec's ``arguments``
+run ``accelerate launch --num_processes 32 --deepspeed_config_file stage3.conf
+open_instruct/finetune.py ...``, and the submitter writes the config's fields over that
+command's options). The config joins the spec's launch; its fields beat the command's options.
+
+A YAML config may also say itself how it is run, in a comment (LLaMA-Factory's
+``examples/ascend/*.yaml``: ``# accelerate launch --config_file examples/accelerate/fsdp_config.yaml
+src/train.py examples/ascend/qwen3moe_full_sft_fsdp.yaml``): a command there that names the
+config is its launch, as a script's docstring command is the script's. A framework's config
+(LLaMA-Factory's) stays the run's entry and takes the command's other configs (the Accelerate or
+DeepSpeed config) and process count; a plain arguments file is bound to the launched script.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memlint.documents import reads
 from memlint.documents.kinds import DocumentKind
-from memlint.model.provenance import Sourced
+from memlint.facts.plan import FACT_NAMES
+from memlint.model.provenance import Location, Sourced
 
 if TYPE_CHECKING:
     from memlint.facts.launchers import Invocation
@@ -29,7 +54,10 @@ if TYPE_CHECKING:
     from memlint.project.documents import DocumentStore
     from memlint.project.links import LinkIndex
 
-_SCANNED = (".sh", ".bash", ".md", ".markdown")
+_SCANNED = (".sh", ".bash", ".slurm", ".sbatch", ".md", ".markdown")
+_CALLS = re.compile(r"\.sh\b|\.bash\b|\.slurm\b|\.sbatch\b|\bsbatch\b")
+_COMMENT = re.compile(r"^[ \t]*#+[ \t]?")
+_PLACEHOLDER_VALUE = re.compile(r"[{<\[].*[}>\]]|\.\.\.|^YOUR_|^your[_-]")  # {model_name}, <config>
 
 
 @dataclass(frozen=True)
@@ -38,7 +66,8 @@ class ConfigLaunch:
 
     launch: RunFacts  # the launcher's launch facts, the config bound (``bound_config``)
     call: Sourced[str]  # the documented call it follows (located at the launcher's name)
-    named: bool  # the call names this very config (else: one of its folder)
+    named: bool  # the call names this very config (else: one of its folder, or its template)
+    how: str | None = None  # for a config no call names: what it was taken to run with, and why
 
 
 class ConfigLaunchers:
@@ -66,7 +95,7 @@ class ConfigLaunchers:
                     if not str(candidate).lower().endswith(_SCANNED):
                         continue
                     text = self.documents.text_for_scan(candidate)
-                    if not text or ".sh" not in text:
+                    if not text or not _CALLS.search(text):
                         continue
                     parsed = parse_document(document_from_text(str(candidate), text))
                     markdown = parsed.kind == DocumentKind.MARKDOWN
@@ -79,41 +108,280 @@ class ConfigLaunchers:
     def launches_for(self, path: str | Path) -> list[ConfigLaunch]:
         """The launches documented for the config ``path``: the calls that name it, else those
         that name a config of its folder (or of the nearest folder above with any), all through
-        one launcher."""
+        one launcher, else the launch of a template it matches."""
         target = Path(path)
         key = self.documents.key(target)
         kind = self.documents.kind(target)
-        bound: list[tuple[Path, str, Invocation, RunFacts, Path]] = []
+        commented = self._commented_launches(target)
+        if commented:
+            return commented
+        bound: list[tuple[Path, str, Invocation, RunFacts, Path, Sourced[str]]] = []
+        templated: list[tuple[Invocation, RunFacts, Path]] = []  # (call, launcher facts, launcher)
+        documents_read: dict[int, tuple[Path, str]] = {}  # id(call) -> the document that writes it
         for document, digest, call in self.calls():
             launcher = self.documents.resolve_reference(str(call.script.value), document)
             if launcher is None:
                 continue
             for facts in self.documents.facts(launcher):
-                if facts.launches is None or facts.positional_config is None:
+                if facts.launches is not None and facts.positional_config is not None:
+                    position = int(facts.positional_config.value)
+                    if position > len(call.arguments):
+                        continue
+                    argument = call.arguments[position - 1]
+                elif facts.template_config is not None and (facts.launches or facts.template_launches):
+                    if not _placeholder_call(call):
+                        templated.append((call, facts, launcher))
+                        documents_read[id(call)] = (document, digest)
+                    filled = self._filled(facts, call.options(), call, launcher)
+                    if filled is None:
+                        continue
+                    facts, argument = filled
+                else:
                     continue
-                position = int(facts.positional_config.value)
-                if position > len(call.arguments):
-                    continue
-                written = str(call.arguments[position - 1].value)
+                written = str(argument.value)
                 config = self.documents.resolve_reference(written, document) or self.documents.root / written
-                bound.append((document, digest, call, facts, config))
+                bound.append((document, digest, call, facts, config, argument))
         named = [b for b in bound if b[4].is_file() and self.documents.key(b[4]) == key]
         chosen, own = named, True
         if not chosen:
+            template_launch = self._from_template(target, templated)
+            if template_launch is not None:
+                for call, _, _ in templated:  # the calls it agrees with decide it
+                    document, digest = documents_read[id(call)]
+                    reads.document(self.documents.key(document), digest)
+                return [template_launch]
             own = False
             folder = target.resolve().parent
             root = self.documents.root.resolve()
             while not chosen and (folder == root or root in folder.parents):
-                chosen = [b for b in bound if b[4].resolve().parent == folder
+                chosen = [b for b in bound if b[4].resolve().parent == folder and b[3].template_config is None
                           and (not b[4].is_file() or self.documents.kind(b[4]) == kind)]
                 folder = folder.parent
         launchers = {(self.documents.key(b[3].path), b[3].anchor) for b in chosen}
         if not chosen or len(launchers) != 1:
             return []
-        document, digest, call, facts, _ = chosen[0]
+        document, digest, call, facts, _, argument = chosen[0]
         reads.document(self.documents.key(document), digest)
-        position = int(facts.positional_config.value) if facts.positional_config is not None else 1
-        named_config = Sourced(str(target), call.arguments[position - 1].origin,
+        named_config = Sourced(str(target), argument.origin,
                                f"{call.script.value} {' '.join(str(a.value) for a in call.arguments)}")
         launch = replace(facts, references=[*facts.references, named_config], bound_config=named_config)
         return [ConfigLaunch(launch, Sourced(str(call.script.value), call.script.origin, named_config.note), own)]
+
+    def submitted_launches(self, target: Path) -> list[ConfigLaunch]:
+        """The launch of a job spec that a submitter's call passes beside the config (before
+        the submitter's own run: the spec's command is what runs)."""
+        key = self.documents.key(target)
+        out: list[ConfigLaunch] = []
+        for referrer in self.links.referrers(target):
+            for facts in self.documents.facts(referrer):
+                if facts.launches is None:
+                    continue
+                resolved = [(r, self.documents.resolve_reference(str(r.value), facts.path)) for r in facts.references]
+                mine = [r for r, found in resolved if found is not None and self.documents.key(found) == key]
+                if not mine:
+                    continue
+                for reference, spec in resolved:
+                    if spec is None or self.documents.key(spec) == key:
+                        continue
+                    for launch in self._spec_launches(spec):
+                        fields = self._top_level_keys(target)
+                        note = f"{facts.launches.value} with {reference.value} (a job spec)"
+                        bound = Sourced(str(target), mine[0].origin, note)
+                        launch = replace(launch, bound_config=bound, references=[*launch.references, bound],
+                                         cli_args={k: v for k, v in launch.cli_args.items() if k not in fields},
+                                         cli_unknown={k: v for k, v in launch.cli_unknown.items() if k not in fields})
+                        out.append(ConfigLaunch(launch, Sourced(str(facts.launches.value), facts.launches.origin,
+                                                                note), True))
+                if out:
+                    return out[:1]
+        return out
+
+    def _spec_launches(self, spec: Path) -> list[RunFacts]:
+        """The launch commands in a YAML job spec's strings (Beaker's ``arguments``, a
+        Kubernetes ``command``), each located at its string."""
+        from memlint.documents.parsed import parse_document
+        from memlint.documents.reading import document_from_text
+        from memlint.facts.launchers import launches_in
+
+        if not str(spec).lower().endswith((".yaml", ".yml")):
+            return []
+        structured = self.documents.parsed(spec).structured
+        if structured is None or not structured.ok:
+            return []
+        out: list[RunFacts] = []
+        for path, value in _strings(structured.value, ()):
+            if not _LAUNCHER.search(value):
+                continue
+            command = " ".join(value.split())
+            parsed = parse_document(document_from_text(str(spec), command))
+            for facts in launches_in(parsed, command):
+                if facts.launches is None:
+                    continue
+                where = Location(str(spec), structured.range_of(path))
+                out.append(_located(facts, where))
+        return out
+
+    def _top_level_keys(self, config: Path) -> frozenset[str]:
+        structured = self.documents.parsed(config).structured
+        if structured is None or not isinstance(structured.value, dict):
+            return frozenset()
+        return frozenset(str(k) for k in structured.value)
+
+    def _commented_launches(self, target: Path) -> list[ConfigLaunch]:
+        """The launch commands a YAML config's comments give that name the config itself."""
+        from memlint.documents.parsed import parse_document
+        from memlint.documents.reading import document_from_text
+        from memlint.facts.launchers import command_lines, launches_in
+
+        if not str(target).lower().endswith((".yaml", ".yml")):
+            return []
+        text = self.documents.text_for_scan(target)
+        if not text or "#" not in text:
+            return []
+        uncommented = "\n".join(_COMMENT.sub(lambda m: " " * len(m.group(0)), line) if _COMMENT.match(line)
+                                else " " * len(line) for line in text.split("\n"))
+        commands = command_lines(uncommented)
+        if not commands.strip():
+            return []
+        key = self.documents.key(target)
+        parsed = parse_document(document_from_text(str(target), uncommented))
+        out = []
+        for facts in launches_in(parsed, commands):
+            if facts.launches is None:
+                continue
+            named = [r for r in facts.references
+                     if (found := self.documents.resolve_reference(str(r.value), target)) is not None
+                     and self.documents.key(found) == key]
+            if not named:
+                continue
+            note = f"{facts.launches.value} (the command in its comment)"
+            others = [r for r in facts.references if r not in named]
+            own = [f for f in self.documents.facts(target) if f.framework is not None]
+            if own:
+                launch = replace(own[0], references=[*own[0].references, *others],
+                                 world_size=facts.world_size or own[0].world_size,
+                                 gpus_per_node=facts.gpus_per_node or own[0].gpus_per_node)
+            else:
+                launch = replace(facts, bound_config=Sourced(str(target), named[0].origin, note))
+            out.append(ConfigLaunch(launch, Sourced(str(facts.launches.value), facts.launches.origin, note), True))
+        return out
+
+    def _filled(self, facts: RunFacts, values: dict[str, str], call: Invocation | None,
+                launcher: Path) -> tuple[RunFacts, Sourced[str]] | None:
+        """A template launcher's facts with a call's arguments filled in (the script, the configs
+        it names, the GPUs of ``sbatch --nodes``), and the config path it passes its script."""
+        from memlint.facts.shell_words import instantiate
+
+        assert facts.template_config is not None
+        config = instantiate(str(facts.template_config.value), values)
+        if config is None:
+            return None
+        launches = facts.launches
+        if launches is None and facts.template_launches is not None:
+            script = instantiate(str(facts.template_launches.value), values)
+            if script is None:
+                return None
+            launches = Sourced(script, facts.template_launches.origin, facts.template_launches.note)
+        references = list(facts.references)
+        for reference in facts.template_references:
+            written = instantiate(str(reference.value), values)
+            if written is None:
+                return None
+            references.append(Sourced(written, reference.origin, reference.note))
+        filled = replace(facts, launches=launches, references=references)
+        if call is not None and call.nodes is not None and filled.world_size is None:
+            per_node = self._gpus_per_node(launcher)
+            if per_node is not None:
+                filled = replace(filled, world_size=Sourced(
+                    call.nodes.value * per_node, call.nodes.origin,
+                    f"{call.nodes.note} {call.nodes.value} x {per_node} GPUs per node (#SBATCH)"),
+                    gpus_per_node=Sourced(per_node, call.nodes.origin, "#SBATCH GPUs per node"))
+        origin = call.script.origin if call is not None else facts.template_config.origin
+        return filled, Sourced(config, origin, facts.template_config.note)
+
+    def _gpus_per_node(self, launcher: Path) -> int | None:
+        """The GPUs per node a batch script requests (``#SBATCH --gres=gpu:8``)."""
+        from memlint.facts.infrastructure import slurm_gpus_per_node
+
+        text = self.documents.text_for_scan(launcher)
+        return slurm_gpus_per_node(text) if text else None
+
+    def _from_template(self, target: Path, templated: list[tuple[Invocation, RunFacts, Path]]) -> ConfigLaunch | None:
+        """The launch of a config no call names but a launcher's path template matches: the
+        template's placeholders read from the config's path, the rest agreed by every real call
+        of that launcher (none where they disagree, or where two launchers match)."""
+        from memlint.facts.shell_words import match_template, placeholders
+
+        root = self.documents.root.resolve()
+        try:
+            relative = target.resolve().relative_to(root).as_posix()
+        except ValueError:
+            return None
+        by_launcher: dict[tuple[str, object], list[tuple[Invocation, RunFacts, Path]]] = {}
+        for call, facts, launcher in templated:
+            by_launcher.setdefault((self.documents.key(facts.path), facts.anchor), []).append((call, facts, launcher))
+        found: list[ConfigLaunch] = []
+        for calls in by_launcher.values():
+            _, facts, launcher = calls[0]
+            assert facts.template_config is not None
+            values = match_template(str(facts.template_config.value), relative)
+            if values is None:
+                continue
+            needed = [p for t in [facts.template_launches, *facts.template_references] if t is not None
+                      for p in placeholders(str(t.value)) if p not in values]
+            agreed: dict[str, str] = {}
+            for name in needed:
+                seen = {call.options().get(name) for call, _, _ in calls}
+                if len(seen) != 1 or None in seen:
+                    return None  # the calls disagree (zero2 for one, zero3 for another): no launch
+                agreed[name] = str(next(iter(seen)))
+            node_counts = {call.nodes.value if call.nodes is not None else None for call, _, _ in calls}
+            model_call = calls[0][0] if len(node_counts) == 1 else None
+            filled = self._filled(facts, {**values, **agreed}, model_call, launcher)
+            if filled is None:
+                continue
+            launch, argument = filled
+            named_config = Sourced(str(target), facts.template_config.origin, f"{launcher.name} (template)")
+            launch = replace(launch, references=[*launch.references, named_config], bound_config=named_config)
+            shown = " ".join(f"{name} {value}" for name, value in agreed.items())
+            how = (f"run by `{self.documents.key(launcher)}`, whose path template "
+                   f"`{facts.template_config.value}` names it" +
+                   (f", with `{shown}` as every documented call of it passes" if shown else ""))
+            call = calls[0][0]
+            found.append(ConfigLaunch(launch, Sourced(str(call.script.value), call.script.origin, how), False, how))
+        return found[0] if len(found) == 1 else None
+
+
+_LAUNCHER = re.compile(r"\baccelerate\s+launch\b|\btorchrun\b|\bdeepspeed\s+\S+\.py\b")
+
+
+def _strings(value: object, path: tuple) -> list[tuple[tuple, str]]:
+    """Every string of a parsed YAML value, with its path."""
+    if isinstance(value, str):
+        return [(path, value)]
+    if isinstance(value, dict):
+        return [found for k, v in value.items() for found in _strings(v, (*path, k))]
+    if isinstance(value, list):
+        return [found for i, v in enumerate(value) for found in _strings(v, (*path, i))]
+    return []
+
+
+def _located(facts: RunFacts, where: Location) -> RunFacts:
+    """A launch read from a string of a job spec, every value located at that string."""
+    def at(value: Sourced | None) -> Sourced | None:
+        return None if value is None else Sourced(value.value, where, value.note)
+
+    located = replace(
+        facts, anchor=where, launches=at(facts.launches),
+        references=[Sourced(r.value, where, r.note) for r in facts.references],
+        cli_args={k: Sourced(v.value, where, v.note) for k, v in facts.cli_args.items()},
+        cli_unknown={k: Sourced(v.value, where, v.note) for k, v in facts.cli_unknown.items()})
+    for name in FACT_NAMES:
+        if isinstance(getattr(located, name), Sourced):
+            setattr(located, name, at(getattr(located, name)))
+    return located
+
+
+def _placeholder_call(call: Invocation) -> bool:
+    """A call written as a pattern (``--model {model_name} --config <suffix>``), not a run."""
+    return any(_PLACEHOLDER_VALUE.search(str(a.value)) for a in call.arguments)

@@ -282,6 +282,10 @@ class RunFinder:
             entries = launchers  # the script runs through its launcher(s): their options apply
         else:
             entries = own + [f for f in launched_by if is_entry(f)]
+        if self.documents.kind(path) in _CONFIG_KINDS and launchers:
+            submitted = self.config_launchers.submitted_launches(Path(path))
+            if submitted:
+                return self._config_runs(submitted, key, context)
         if self.documents.kind(path) in _CONFIG_KINDS and not any(self._launches_training(f) for f in entries):
             config_launches = self.config_launchers.launches_for(path)
             if config_launches:
@@ -319,6 +323,11 @@ class RunFinder:
                 if shown.is_absolute() and self.documents.root.resolve() in shown.resolve().parents:
                     shown = shown.resolve().relative_to(self.documents.root.resolve())
                 where = f"{shown.as_posix()}:{origin.range.start.line}"
+            if launch.how is not None:  # a launcher's path template names it
+                run.assumptions.append(f"launch assumed: {launch.how} ({where}), since no command names this config")
+                run.assumed.append(Assumed("launch", f"the launch of the template that names it ({where})",
+                                           "a launcher or README command that names this config"))
+                continue
             run.assumptions.append(
                 f"launch assumed: run as the configs of its folder are ({where}: `sh {launch.call.note}`), "
                 "since no command names this config")

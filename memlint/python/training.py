@@ -540,3 +540,29 @@ def _wrapped_model(index: ModuleIndex, definition) -> str | None:
     args = positional(value)
     first = model if model is not None else (args[0].value if args else None)
     return dotted(first) if isinstance(first, (cst.Name, cst.Attribute)) else None
+
+
+def bf16_support_choice(index: ModuleIndex, dtype: cst.BaseExpression | None) -> tuple[cst.IfExp, cst.Call] | None:
+    """The conditional expression that picks ``dtype`` by asking the GPU
+    (``'bfloat16' if torch.cuda.is_bf16_supported() else 'float16'``, followed through names and
+    a lookup table such as nanoGPT's ``{'bfloat16': torch.bfloat16, ...}[dtype]``), and the
+    ``is_bf16_supported()`` call it asks; None when something else decides."""
+    for expr in _dtype_expressions(index, dtype):
+        if isinstance(expr, cst.IfExp):
+            for node in iter_nodes(expr.test):
+                if isinstance(node, cst.Call) and method_name(node) == "is_bf16_supported":
+                    return expr, node
+    return None
+
+
+def _dtype_expressions(index: ModuleIndex, dtype: cst.BaseExpression | None, depth: int = 0) -> list[cst.BaseExpression]:
+    if dtype is None or depth > 3:
+        return []
+    out = [dtype]
+    text = dotted(dtype)
+    if text is not None:
+        for definition in index.all_definitions(text, dtype):
+            out.extend(_dtype_expressions(index, definition.value, depth + 1))
+    if isinstance(dtype, cst.Subscript) and isinstance(dtype.slice[0].slice, cst.Index):
+        out.extend(_dtype_expressions(index, dtype.slice[0].slice.value, depth + 1))
+    return out

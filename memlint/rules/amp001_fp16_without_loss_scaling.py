@@ -7,6 +7,7 @@ from typing import Iterator
 
 import libcst as cst
 
+from memlint.catalog.gpus import UnknownGpu, lookup_gpu
 from memlint.documents.kinds import DocumentKind
 from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Related, Severity
@@ -16,6 +17,7 @@ from memlint.python.training import (
     Backward,
     autocast_regions,
     backward_of,
+    bf16_support_choice,
     dtype_choices,
     is_scaler_constructor,
     scaler_disabled,
@@ -49,6 +51,32 @@ for epoch in range(10):
 {update}
 """
 
+# nanoGPT's bench.py, trimmed: float16 only where the GPU reports no bfloat16
+_BF16_FALLBACK = """\
+from contextlib import nullcontext
+
+import torch
+
+from model import GPT, GPTConfig
+
+device = "cuda"
+dtype = "bfloat16" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "float16"
+device_type = "cuda" if "cuda" in device else "cpu"
+ptdtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
+ctx = nullcontext() if device_type == "cpu" else torch.amp.autocast(device_type=device_type, dtype=ptdtype)
+
+model = GPT(GPTConfig(block_size=1024, n_layer=12, n_head=12, n_embd=768)).to(device)
+optimizer = model.configure_optimizers(weight_decay=1e-2, learning_rate=1e-4, betas=(0.9, 0.95), device_type=device_type)
+X, Y = get_batch("train")
+for k in range(20):
+    with ctx:
+        logits, loss = model(X, Y)
+    X, Y = get_batch("train")
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    optimizer.step()
+"""
+
 _PLAIN_UPDATE = "        loss.backward()\n        optimizer.step()"
 _SCALED_UPDATE = "        scaler.scale(loss).backward()\n        scaler.step(optimizer)\n        scaler.update()"
 
@@ -60,6 +88,8 @@ class _Source:
     node: cst.CSTNode
     description: str
     certain: bool  # False when the code can also pick another dtype at run time
+    # the ``torch.cuda.is_bf16_supported()`` check that picks float16 only where it is false
+    fallback: cst.Call | None = None
 
 
 class Fp16WithoutLossScaling(Rule):
@@ -77,7 +107,9 @@ class Fp16WithoutLossScaling(Rule):
     ``scaler.scale(loss).backward()`` instead of ``scaler.step(optimizer)``. bfloat16,
     inference under ``torch.no_grad()`` / ``inference_mode()``, and loops where Accelerate
     (``accelerator.backward``), DeepSpeed's engine, Lightning or the Hugging Face Trainer
-    scale the loss are not reported, and neither is a ``backward()`` that updates no parameter
+    scale the loss are not reported, nor is float16 picked only as the fallback of
+    ``torch.cuda.is_bf16_supported()`` when the target GPU (``--gpu``) has bfloat16 (without a
+    target the finding says that float16 runs only where the check is false), and neither is a ``backward()`` that updates no parameter
     (no optimizer, engine or Trainer step with it: a test that compares the gradients of two
     implementations under float16 autocast trains nothing).
 
@@ -199,8 +231,21 @@ for batch in loader:
             path="run_squad.py",
             title="Apex AMP: amp.initialize patches optimizer.step to unscale and skip overflowed steps",
         ),
+        Example(
+            _BF16_FALLBACK,
+            path="bench.py",
+            settings={"gpu": "h100"},
+            title="Float16 only where `is_bf16_supported()` is false: the target GPU (H100) computes in bfloat16",
+        ),
     )
     INVALID = (
+        Example(
+            _BF16_FALLBACK,
+            path="bench.py",
+            lines=(21,),
+            message="is_bf16_supported()",
+            title="Float16 where `is_bf16_supported()` is false, and no target GPU said to have bfloat16",
+        ),
         Example(
             _AUTOCAST_LOOP.format(extra_import="", scaler="", update=_PLAIN_UPDATE),
             lines=(23,),
@@ -244,6 +289,8 @@ for batch in loader:
             if backward.kind != "tensor" or _scaled_elsewhere(index, backward, loops):
                 continue
             sources = _fp16_sources(index, backward, loops)
+            if sources and all(s.fallback is not None for s in sources) and _target_has_bf16(ctx):
+                continue  # `bfloat16 if torch.cuda.is_bf16_supported() else float16`: bf16 on the target
             if sources:
                 yield self._unscaled(ctx, backward, sources, scalers)
         # Apex's amp.initialize patches optimizer.step to unscale and skip overflowed steps: a
@@ -261,6 +308,10 @@ for batch in loader:
             if source.certain
             else f"{source.description}, which can pick float16 (line {line})"
         )
+        if all(s.fallback is not None for s in sources) and source.fallback is not None:
+            check = py.range_of(source.fallback).start.line
+            where = (f"{source.description} (line {line}), float16 where `torch.cuda.is_bf16_supported()` "
+                     f"(line {check}) is false: on GPUs without bfloat16 (before Ampere)")
         if scalers:
             scaler_line = py.range_of(scalers[0]).start.line
             tail = (
@@ -296,6 +347,16 @@ for batch in loader:
                     ),
                     related=(Related(ctx.path, py.range_of(scaled[0].call), "the loss is scaled here"),),
                 )
+
+
+def _target_has_bf16(ctx: RuleContext) -> bool:
+    """Does the target GPU (``--gpu``, ``gpu`` in the settings) compute in bfloat16?"""
+    if not ctx.settings.gpu:
+        return False
+    try:
+        return bool(lookup_gpu(ctx.settings.gpu).bf16)
+    except UnknownGpu:
+        return False
 
 
 def _backwards(index: ModuleIndex) -> list[Backward]:
@@ -347,12 +408,13 @@ def _fp16_sources(index: ModuleIndex, backward: Backward, loops) -> list[_Source
         same_flow_no_loop = not running and index.flow_of(region.node) is index.flow_of(backward.call)
         if encloses or runs_in_loop or is_forward or same_flow_no_loop:
             certain = autocast.cuda_dtypes == frozenset({"fp16"})
+            fallback = None if certain else bf16_support_choice(index, autocast.dtype)
             label = (
                 "float16 autocast"
                 if autocast.dtype is not None
                 else f"`{index.py.code_of(autocast.call.func)}()` autocasts to float16 on CUDA"
             )
-            sources.append(_Source(autocast.call, label, certain))
+            sources.append(_Source(autocast.call, label, certain, fallback[1] if fallback else None))
     trained = trained_models(index)
     for choice in dtype_choices(index):
         if "fp16" not in choice.dtypes or index.under_no_grad(choice.node):

@@ -12,8 +12,8 @@ from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Severity
 from memlint.project.settings import Settings
 from memlint.python.index import ModuleIndex, index_for
-from memlint.python.syntax import argument, dotted, is_false, iter_nodes, method_name, string_value
-from memlint.python.training import autocast_of, dtype_choices, trained_models
+from memlint.python.syntax import argument, is_false, method_name, string_value
+from memlint.python.training import autocast_of, bf16_support_choice, dtype_choices, trained_models
 from memlint.rules.base import Example, Finding, Rule
 
 _SCRIPT = """\
@@ -209,27 +209,10 @@ def _decides(
     (where the choice is made, the check) — or None when another condition decides."""
     if dtypes == frozenset({"bf16"}):
         return (dtype, None) if dtype is not None else (None, None)
-    for expr in _candidate_expressions(index, dtype):
-        if isinstance(expr, cst.IfExp):
-            for node in iter_nodes(expr.test):
-                if isinstance(node, cst.Call) and method_name(node) == "is_bf16_supported":
-                    if is_false(argument(node, 0, "including_emulation")):
-                        return None
-                    return (expr, node)
-    return None
-
-
-def _candidate_expressions(index: ModuleIndex, dtype, depth: int = 0) -> list[cst.BaseExpression]:
-    if dtype is None or depth > 3:
-        return []
-    out = [dtype]
-    text = dotted(dtype)
-    if text is not None:
-        for definition in index.all_definitions(text, dtype):
-            out.extend(_candidate_expressions(index, definition.value, depth + 1))
-    if isinstance(dtype, cst.Subscript) and isinstance(dtype.slice[0].slice, cst.Index):
-        out.extend(_candidate_expressions(index, dtype.slice[0].slice.value, depth + 1))
-    return out
+    found = bf16_support_choice(index, dtype)
+    if found is None or is_false(argument(found[1], 0, "including_emulation")):
+        return None
+    return found
 
 
 def _chosen_by_a_condition(index: ModuleIndex, node: cst.CSTNode) -> bool:

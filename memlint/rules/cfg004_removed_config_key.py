@@ -20,7 +20,10 @@ class RemovedConfigKey(SchemaRule):
     A key removed before the pinned release is an error that says when
     ("removed in Transformers 4.51 (last read by 4.50); you pin ..."). A key the pinned
     release still reads is no error: an info says which later release removed it, so an
-    upgrade does not drop it silently. Without a pin, the newest release decides.
+    upgrade does not drop it silently. A range pin that admits both (``trl>=0.19.1`` for a key
+    TRL 0.20 removed) gives a warning that says both: the pin's older releases read the key, a
+    fresh install (the newest release the pin admits) does not. Without a pin, the newest
+    release decides.
 
     ## Why it matters
     DeepSpeed refuses some removed sections at start-up and silently ignores others: a leftover

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Iterator
 
 from memlint.catalog.gpus import lookup_gpu
+from memlint.documents.kinds import DocumentKind
 from memlint.estimate import Sharding, capacity_for, estimate_training
 from memlint.facts.resolve import ResolvedRun
 from memlint.lint.context import RuleContext
@@ -67,7 +69,10 @@ class ZeroThreeOnSmallModel(Rule):
     which card it was judged on.
 
     A config shared by several runs is reported only when none of them needs stage 3 (a run
-    of a model memlint cannot size counts as needing it).
+    of a model memlint cannot size counts as needing it). When the launcher script that runs it
+    also runs the same program under lighter stages (a benchmark sweep: DeepSpeed's autotuning
+    examples launch ``z0`` ... ``z3`` from one script), stage 3 is one of the settings compared:
+    the finding is an info that says so.
 
     ## Why it matters
     Stage 3 shards the parameters themselves, so every forward and every backward all-gathers
@@ -138,15 +143,52 @@ class ZeroThreeOnSmallModel(Rule):
             if candidate.comfortable:
                 current = estimate_training(arch, setup, cap)
                 now = f" ({gib(current.peak_bytes)} now)"
+                swept = _swept_stages(ctx, run, fact.origin.path)
+                sweep = ""
+                if swept:
+                    entry = Path(run.plan.entry).name
+                    sweep = (f"; `{entry}` also runs this script with ZeRO stage{'s' if len(swept) > 1 else ''} "
+                             f"{', '.join(map(str, swept))}: a sweep that compares the stages, where stage 3 "
+                             "is one of the settings measured, not a choice to undo")
                 yield Finding(
                     range=fact.origin.range,
                     path=fact.origin.path,
                     message=(
                         f"{setup.sharding.value} shards the parameters of a {arch.n_params / 1e9:.1f}B model "
                         f"that fits each {cap.gpu_name} with {_NAMES[lighter]}: "
-                        f"~{gib(candidate.peak_bytes)} per GPU{now}; stage 3's all-gathers only cost speed here{floor}"
+                        f"~{gib(candidate.peak_bytes)} per GPU{now}; stage 3's all-gathers only cost speed here"
+                        f"{floor}{sweep}"
                     ),
                     data={"lighter": lighter.value, "peak_bytes": candidate.peak_bytes},
+                    severity=Severity.INFO if swept else None,
                 )
                 break
 
+
+def _swept_stages(ctx: RuleContext, run: ResolvedRun, config: str) -> list[int]:
+    """The lighter ZeRO stages the run's launcher script runs the same program with (DeepSpeed's
+    autotuning examples: ``test_tune.sh z0`` ... ``z3``, one launch per stage under a branch):
+    stage 3 is then one point of a comparison."""
+    entry = run.plan.entry
+    if ctx.kind_of(entry) != DocumentKind.SHELL:
+        return []
+    target = Path(config).resolve()
+    launches = [f for f in ctx.facts_of(entry) if f.launches is not None]
+
+    def configs(facts) -> list[Path]:
+        found = (ctx.resolve_reference(str(r.value), entry) for r in facts.references)
+        return [p.resolve() for p in found if p is not None]
+
+    mine = [f.launches.value for f in launches if f.launches is not None and target in configs(f)]
+    if not mine:
+        return []
+    stages: set[int] = set()
+    for facts in launches:
+        if facts.launches is None or facts.launches.value != mine[0]:
+            continue
+        for path in configs(facts):
+            for config_facts in ctx.facts_of(path):
+                stage = config_facts.zero_stage
+                if stage is not None and isinstance(stage.value, int) and stage.value < 3:
+                    stages.add(stage.value)
+    return sorted(stages)

@@ -359,6 +359,21 @@ def test_trl_key_removed_before_the_pinned_trl(lint):
                   "(pyproject.toml:4) (HfArgumentParser refuses the file)")
 
 
+def test_a_key_read_at_the_floor_of_a_range_pin_is_a_warning_that_says_both(lint):
+    """alignment-handbook's setup.py pins `trl>=0.19.1`: TRL 0.19 reads `max_seq_length`, the
+    newest release pip installs refuses it. Both are true of the pin, so a warning says so."""
+    setup = ('from setuptools import setup\n\n_deps = [\n    "transformers>=4.53.3",\n    "trl>=0.19.1",\n]\n\n'
+             'setup(name="alignment-handbook", install_requires=_deps)\n')
+    diagnostics = lint({"setup.py": setup, "recipes/zephyr-7b/sft/config_full.yaml": ZEPHYR_SFT},
+                       "recipes/zephyr-7b/sft/config_full.yaml")
+    removed = next(d for d in diagnostics if d.range.start.line == 21)
+    assert (removed.code, removed.severity.name) == ("CFG004", "WARNING")
+    assert removed.message.startswith(
+        "`max_seq_length` was removed in TRL 0.20 (last read by 0.19); your pin `trl>=0.19.1` (setup.py:5) "
+        "allows TRL 0.19, which reads it, but a fresh install gets ")
+    assert removed.message.endswith("(HfArgumentParser refuses the file): pin `trl<0.20` to keep it read")
+
+
 def test_without_a_trl_pin_a_trainingarguments_file_is_not_judged_by_trl(lint):
     diagnostics = lint({"recipes/zephyr-7b/sft/config_full.yaml": ZEPHYR_SFT}, "recipes/zephyr-7b/sft/config_full.yaml")
     unknown = next(d for d in diagnostics if d.range.start.line == 21)

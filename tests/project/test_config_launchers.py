@@ -273,3 +273,184 @@ def test_a_verdict_of_a_config_run_is_reported_in_the_config(tmp_path):
     assert (finding.code, finding.severity.name) == ("MEM001", "ERROR")
     assert finding.range.start.line == 1  # the model the config names: the largest part is its states
     assert "rests on an assumption" not in finding.message
+
+
+ASCEND = dedent('''
+    # Start FSDP2 fine-tuning
+    # accelerate launch \\
+    #     --config_file examples/accelerate/fsdp2_config.yaml \\
+    #     src/train.py examples/ascend/qwen3_full_sft_fsdp2.yaml
+    # Change `num_processes` in fsdp2_config.yaml to 16 in A3
+
+    ### model
+    model_name_or_path: Qwen/Qwen3-8B
+    trust_remote_code: true
+    flash_attn: fa2
+
+    ### method
+    stage: sft
+    do_train: true
+    finetuning_type: full
+
+    ### dataset
+    dataset: alpaca_en_demo
+    template: qwen3
+    cutoff_len: 2048
+
+    ### output
+    output_dir: saves/Qwen3-8B/full/sft
+    report_to: none  # choices: [none, wandb, tensorboard, swanlab, mlflow]
+
+    ### train
+    per_device_train_batch_size: 8
+    gradient_accumulation_steps: 1
+    learning_rate: 1.0e-5
+    num_train_epochs: 3.0
+    bf16: true
+''')
+
+FSDP2 = dedent('''
+    compute_environment: LOCAL_MACHINE
+    debug: false
+    distributed_type: FSDP
+    downcast_bf16: 'no'
+    fsdp_config:
+      fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP
+      fsdp_cpu_ram_efficient_loading: true
+      fsdp_offload_params: false
+      fsdp_reshard_after_forward: true
+      fsdp_state_dict_type: FULL_STATE_DICT
+      fsdp_version: 2
+    machine_rank: 0
+    main_training_function: main
+    mixed_precision: bf16  # or fp16
+    num_machines: 1  # the number of nodes
+    num_processes: 8  # the number of GPUs in all nodes
+    rdzv_backend: static
+    same_network: true
+    use_cpu: false
+''')
+
+LLAMAFACTORY_TRAIN = dedent('''
+    from llamafactory.train.tuner import run_exp
+
+
+    def main():
+        run_exp()
+
+
+    if __name__ == "__main__":
+        main()
+''')
+
+
+def test_a_launch_command_in_a_configs_own_comment_is_its_launch(tmp_path):
+    """LLaMA-Factory's examples/ascend/*.yaml say in their header how they are run (accelerate
+    with an FSDP config): the run is sharded as the comment says, not plain DDP."""
+    name = "examples/ascend/qwen3_full_sft_fsdp2.yaml"
+    files = {name: ASCEND, "examples/accelerate/fsdp2_config.yaml": FSDP2, "src/train.py": LLAMAFACTORY_TRAIN}
+    settings = _project(tmp_path, files)
+    [run] = _runs(settings, name)
+    assert run.plan.value("fsdp") == "full"  # from the accelerate config the comment names
+    assert not any("launch assumed" in note for note in run.assumptions)
+    # an 8B full fine-tune at 8 x 2048 fits 8 H100s under FSDP; judged as plain DDP it did not
+    assert _memory(settings, name) == []
+    uncommented = ASCEND.split("### model", 1)[1]
+    plain = _project(tmp_path / "plain", {**files, name: uncommented})
+    [finding] = _memory(plain, name)
+    assert "plain data parallelism" in finding.message
+
+
+SUBMITTER = dedent('''
+    import argparse
+    import copy
+    import subprocess
+
+    import yaml
+
+    from open_instruct.utils import get_beaker_whoami
+
+
+    def load_yaml(file_path):
+        with open(file_path) as f:
+            return yaml.load(f, Loader=yaml.FullLoader)
+
+
+    def main():
+        parser = argparse.ArgumentParser(description="Run experiment with Beaker config")
+        parser.add_argument("--default_beaker_config", default="configs/beaker_configs/default_finetune.yaml")
+        parser.add_argument("--config", default=None, help="Path to an additional config file to override default settings")
+        parser.add_argument("--num_nodes", type=int, default=1)
+        args, unknown_args = parser.parse_known_args()
+        train_config = load_yaml(args.config)
+        spec = load_yaml(args.default_beaker_config)
+        # the config's fields are written over the spec command's options
+        spec["tasks"][0]["arguments"][0] = merge(spec["tasks"][0]["arguments"][0], train_config, unknown_args)
+        subprocess.run(["beaker", "experiment", "create", "-"], input=yaml.dump(spec), text=True)
+
+
+    if __name__ == "__main__":
+        main()
+''')
+
+BEAKER_SPEC = dedent('''
+    version: v2
+    description: open-instruct-finetune-multinode
+    tasks:
+      - name: open-instruct-finetune-multinode
+        replicas: 4
+        image:
+          beaker: nathanl/open_instruct_auto
+        command: [
+          '/bin/sh', '-c'
+        ]
+        arguments: ['
+            unset CUDA_LAUNCH_BLOCKING && accelerate launch
+            --mixed_precision bf16
+            --num_machines 4
+            --num_processes 32
+            --machine_rank $BEAKER_REPLICA_RANK
+            --main_process_ip $BEAKER_LEADER_REPLICA_HOSTNAME
+            --use_deepspeed
+            --deepspeed_config_file configs/ds_configs/stage3_no_offloading_accelerate.conf
+            --deepspeed_multinode_launcher standard
+            open_instruct/finetune.py
+            --model_name_or_path meta-llama/Meta-Llama-3-8B
+            --max_seq_length 4096
+            --per_device_train_batch_size 8
+            --gradient_accumulation_steps 4
+            --learning_rate 5e-6
+            --output_dir /output/
+        ']
+        resources:
+          gpuCount: 8
+''')
+
+SWEEP = dedent('''
+    #!/bin/bash
+    for seed in 3 4; do
+    python scripts/submit_finetune_job.py \\
+        --cluster ai2/jupiter \\
+        --num_nodes 4 \\
+        --default_beaker_config configs/beaker_configs/default_finetune_multinode.yaml \\
+        --config configs/train_configs/olmo2/olmo2_7b_sft.yaml \\
+        --seed $seed
+    done
+''')
+
+
+def test_a_job_submitter_runs_the_config_with_its_job_specs_launch(tmp_path):
+    """open-instruct's docs/archived_dev_scripts/olmo2_1124.sh: `submit_finetune_job.py
+    --default_beaker_config <spec> --config <yaml>`; the spec's command is the launch (ZeRO-3 from
+    its .conf) and the config's fields beat the command's options."""
+    name = "configs/train_configs/olmo2/olmo2_7b_sft.yaml"
+    files = {**FILES, "scripts/submit_finetune_job.py": SUBMITTER,
+             "configs/beaker_configs/default_finetune_multinode.yaml": BEAKER_SPEC,
+             "docs/archived_dev_scripts/olmo2.sh": SWEEP, name: _config("meta-llama/Llama-3.1-8B")}
+    settings = _project(tmp_path, files)
+    [run] = _runs(settings, name)
+    assert run.plan.value("zero_stage") == 3
+    assert run.plan.value("model") == "meta-llama/Llama-3.1-8B"  # the config's, not the spec command's
+    assert run.plan.value("micro_batch") == 1  # the config's 1 beats the command's 8
+    assert Path(run.plan.documents[1]).name == "finetune.py"
+    assert _memory(settings, name) == []  # judged as plain DDP it did not fit

@@ -32,9 +32,25 @@ def test_a_context_that_can_pick_float16_fires(lint, where):
     diagnostics = lint("AMP001", NANOGPT_NO_SCALER)
     assert where(diagnostics) == [(20, 8, 20, 23)]
     message = diagnostics[0].message
-    assert "which can pick float16 (line 9)" in message
+    # float16 is only the fallback of the bfloat16 check: the message says where it runs
+    assert "float16 autocast (line 9), float16 where `torch.cuda.is_bf16_supported()` (line 6) is false" in message
     assert 'torch.amp.GradScaler("cuda")' in message
     assert diagnostics[0].related[0].range.start.line == 9
+
+
+def test_a_float16_fallback_is_quiet_on_a_target_gpu_with_bfloat16(lint, where):
+    """nanoGPT's bench.py picks bfloat16 wherever `is_bf16_supported()` says so: judged for an
+    H100 (bfloat16), the float16 path never runs; for a V100 it stays reported."""
+    assert lint("AMP001", NANOGPT_NO_SCALER, settings={"gpu": "h100"}) == []
+    assert lint("AMP001", NANOGPT_NO_SCALER, settings={"gpu": "a100"}) == []
+    assert where(lint("AMP001", NANOGPT_NO_SCALER, settings={"gpu": "v100"})) == [(20, 8, 20, 23)]
+
+
+def test_a_dtype_the_user_picks_is_reported_whatever_the_target(lint, where):
+    source = NANOGPT_NO_SCALER.replace(
+        'dtype = "bfloat16" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "float16"',
+        'dtype = "bfloat16" if args.bf16 else "float16"')
+    assert where(lint("AMP001", source, settings={"gpu": "h100"})) == [(20, 8, 20, 23)]
 
 
 def test_nanogpt_with_its_scaler_is_quiet(lint):
