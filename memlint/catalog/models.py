@@ -126,7 +126,12 @@ def find_variant(name: str) -> tuple[CatalogEntry, variants.Name] | None:
         return None
     sizes = {from_config(e.config, e.id).n_params for e in found if _countable(e)}
     if len(sizes) > 1:
-        return None  # one key, several architectures: no guess
+        # one key, several architectures: no guess, unless a mirror uploaded it under the original's name
+        base = name.strip().strip("/").rpartition("/")[2].lower()
+        same = [e for e in found if e.id.rpartition("/")[2].lower() == base]
+        if asked.org in variants.MIRROR_ORGS and len(same) == 1:
+            return same[0], asked
+        return None
     return found[0], asked
 
 

@@ -9,7 +9,8 @@ The rules, all of which keep the architecture and the size:
    A version word (``v0.3``) is kept: Mistral v0.2 and v0.3 differ in vocabulary.
 2. *Orgs.* The catalogued entry must be in the same org, unless the name has no org
    (``Llama-3.2-1B``) or its org is a known mirror that re-uploads other orgs' weights
-   unchanged or pre-quantized (``MIRROR_ORGS``).
+   unchanged or pre-quantized (``MIRROR_ORGS``). A mirror's upload under the original's own name
+   is that model, even where the key also reaches an entry of another size.
 3. *Re-uploads in another storage format.* A name that ends in a storage word is the same model
    stored another way, and may come from any org (quantizers re-upload other orgs' weights under
    the original name plus the format): ``bnb-4bit``/``bnb-nf4`` (bitsandbytes NF4), ``AWQ`` and
@@ -28,7 +29,10 @@ import re
 from dataclasses import dataclass
 
 # Orgs whose uploads are other orgs' checkpoints (same weights, sometimes pre-quantized).
-MIRROR_ORGS = frozenset({"unsloth", "nousresearch", "huggyllama", "hf-internal-testing", "unslothai"})
+# mistral-community ("Unofficial Mistral Community") converts Mistral AI's releases to the
+# transformers format: its Mixtral-8x22B-v0.1 is mistralai's weights, its pixtral-12b Pixtral 12B.
+MIRROR_ORGS = frozenset({"unsloth", "nousresearch", "huggyllama", "hf-internal-testing", "unslothai",
+                         "mistral-community"})
 
 _SUFFIX_WORDS = frozenset({"instruct", "chat", "it", "pt", "base", "hf", "thinking", "bnb", "4bit",
                            "unsloth", "dynamic"})

@@ -773,9 +773,13 @@ _TEXT_CONFIG_DEFAULTS: dict[str, dict[str, Any]] = {
 
 
 def text_config(config: Mapping[str, Any]) -> tuple[Mapping[str, Any], str]:
-    """The language-model part of a config (multimodal Gemma 3 nests it in ``text_config``)."""
+    """The language-model part of a config (multimodal Gemma 3 nests it in ``text_config``).
+
+    LLaVA is not unwrapped: its language-model recipe would leave out the CLIP tower and the
+    projector, and the Hub's compact file omits the Llama sizes it shares with LlamaConfig's
+    defaults, so a LLaVA config is counted whole on the meta device instead."""
     model_type = str(config.get("model_type", ""))
-    if model_type in ("gemma3", "gemma3n", "mistral3", "llava") and isinstance(
+    if model_type in ("gemma3", "gemma3n", "mistral3") and isinstance(
         config.get("text_config"), Mapping
     ):
         inner = {**_TEXT_CONFIG_DEFAULTS.get(model_type, {}), **config["text_config"]}

@@ -110,18 +110,6 @@ TRANSCRIBED: dict[str, tuple[str, dict]] = {
          "rope_parameters": {"partial_rotary_factor": 0.5, "rope_theta": 10000.0, "rope_type": "default"},
          "tie_word_embeddings": False, "vocab_size": 151552},
     ),
-    "bigcode/starcoder2-3b": (
-        "bigcode/starcoder2-3b config.json as uploaded in second-state/StarCoder2-3B-GGUF "
-        "(https://huggingface.co/second-state/StarCoder2-3B-GGUF/blob/main/config.json, 700 bytes; the same keys as "
-        "re-saves whose _name_or_path is bigcode/starcoder2-3b)",
-        {"model_type": "starcoder2", "architectures": ["Starcoder2ForCausalLM"], "attention_dropout": 0.1,
-         "residual_dropout": 0.1, "embedding_dropout": 0.1, "bos_token_id": 0, "eos_token_id": 0,
-         "hidden_act": "gelu_pytorch_tanh", "hidden_size": 3072, "initializer_range": 0.018042,
-         "intermediate_size": 12288, "max_position_embeddings": 16384, "mlp_type": "default", "norm_epsilon": 1e-05,
-         "norm_type": "layer_norm", "num_attention_heads": 24, "num_hidden_layers": 30, "num_key_value_heads": 2,
-         "rope_theta": 999999.4420358813, "sliding_window": 4096, "transformers_version": "4.37.0.dev0",
-         "use_bias": True, "use_cache": True, "vocab_size": 49152},
-    ),
     "meta-llama/Llama-4-Scout-17B-16E (text model)": (
         "the Scout text model's sizes as transformers 5.23's Llama4TextConfig defaults "
         "(transformers/models/llama4/configuration_llama4.py; no copy of the gated Hub file was found): "

@@ -62,6 +62,8 @@ def test_hand_entries_win_over_generated_ones():
     ("google/gemma-3-1b-pt", "google/gemma-3-1b-it", False),
     ("Qwen/Qwen2.5-7B-Instruct-2507", "Qwen/Qwen2.5-7B", False),
     ("Llama-3.1-8B-Instruct", "meta-llama/Llama-3.1-8B", False),  # no org
+    # a mirror org that is also a catalogued org (pixtral-12b) still answers for its conversions
+    ("mistral-community/Mixtral-8x22B-v0.1", "mistralai/Mixtral-8x22B-v0.1", False),
 ])
 def test_variant_rules(name, entry_id, four_bit):
     entry, asked = find_variant(name)
