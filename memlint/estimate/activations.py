@@ -82,6 +82,7 @@ def tape_settings(arch: Architecture, setup: TrainingSetup, block_trains: bool =
         lora_targets=lora.applies_to if lora else (lambda name: False),
         lora_rank=lora.r if lora else 0,
         lora_dropout=lora.dropout if lora else 0.0,
+        oft=lora is not None and lora.method == "oft",
         quantized_base=setup.quantized,
         mask_bytes=setup.dropout_mask_bytes,
         fp32_gqa_sdpa_math=setup.fp32_gqa_sdpa_math,

@@ -18,7 +18,7 @@ import libcst as cst
 
 from memlint.documents.parsed import ParsedDocument
 from memlint.facts.extract import extractor
-from memlint.facts.plan import RunFacts
+from memlint.facts.plan import MODEL_PARALLEL_ADVICE, RunFacts
 from memlint.facts.shell_words import (
     Command,
     Value,
@@ -342,8 +342,8 @@ class _Shell:
                 continue
             facts.cli_args[key] = self.sourced(value, f"--{key}")
             if key in _MODEL_PARALLEL and value.text.isdigit() and int(value.text) > 1 and facts.unmodelled is None:
-                facts.unmodelled = self.sourced(
-                    Value(f"model parallelism (`--{key} {value.text}`)", value.start, value.end), f"--{key}")
+                where = self.sourced(value, f"--{key}")
+                facts.unmodelled = where.with_value((f"model parallelism (`--{key} {value.text}`)", MODEL_PARALLEL_ADVICE))
             if value.text.lower().endswith(_CONFIG_SUFFIXES) and ("config" in key or "deepspeed" in key):
                 facts.references.append(self.sourced(value, f"--{key}"))
 
