@@ -294,10 +294,30 @@ class RunFinder:
             kept = [r for r in runs if r.problem is None or self.documents.kind(r.plan.entry) != DocumentKind.MARKDOWN]
             if not kept and own and entries is launchers:
                 kept = self._runs(own, key, context)
+            if not kept and runs and self.documents.kind(path) in _CONFIG_KINDS | STANDALONE_KINDS:
+                kept = [self._documented_problem(runs[0], path)]
             runs = kept
         if not runs and not launched_by and self.documents.kind(path) in STANDALONE_KINDS:
             runs = self._standalone_runs(path, context)
         return runs
+
+    def _documented_problem(self, run: ResolvedRun, path: str) -> ResolvedRun:
+        """A config only a README command uses has no other run to carry the note: it says once,
+        in the config, why that command cannot be estimated (its model is a placeholder, ...) and
+        which line of the README the value comes from."""
+        fact = run.problem_fact
+        if fact is not None and fact.origin is not None and fact.origin.path != path:
+            shown = Path(fact.origin.path)
+            root = self.documents.root.resolve()
+            if shown.is_absolute() and root in shown.resolve().parents:
+                shown = shown.resolve().relative_to(root)
+            run.problem = (f"{run.problem} (the command at {shown}:{fact.origin.range.start.line} that uses this "
+                           f"config passes it as {fact.note or 'its model'})")
+            run.problem_fact = None
+        own = self.documents.facts(path)
+        anchor = next((f.anchor for f in own if f.anchor is not None), None)
+        run.plan = replace(run.plan, home=path, anchor=anchor or run.plan.anchor)
+        return run
 
     def _config_runs(self, documented: list, key: str, context: RunContext) -> list[ResolvedRun]:
         """The runs of a config through the launcher its project documents for it; one that
