@@ -195,7 +195,8 @@ def profile(arch: Architecture, setup: TrainingSetup) -> ActivationProfile:
         if setup.frozen_weight_bytes == settings.compute_bytes and arch.num_layers:
             # frozen weights already in the compute dtype are used as they are: only the
             # trained (upcast) blocks' weights get an autocast copy
-            linears = linears * (arch.num_layers - setup.frozen_layers) // arch.num_layers
+            trained = setup.trained_blocks if setup.trained_blocks is not None else arch.num_layers - setup.frozen_layers
+            linears = linears * trained // arch.num_layers
             head = 0 if setup.freeze_head else head
         casts = settings.compute_bytes * (linears + head)
 

@@ -345,8 +345,8 @@ class _Shell:
                 continue
             facts.cli_args[key] = self.sourced(value, f"--{key}")
             if key in _MODEL_PARALLEL and value.text.isdigit() and int(value.text) > 1 and facts.unmodelled is None:
-                where = self.sourced(value, f"--{key}")
-                facts.unmodelled = where.with_value((f"model parallelism (`--{key} {value.text}`)", MODEL_PARALLEL_ADVICE))
+                facts.unmodelled = Sourced((f"model parallelism (`--{key} {value.text}`)", MODEL_PARALLEL_ADVICE),
+                                           self.location(value.start, value.end), f"--{key}")
             if value.text.lower().endswith(_CONFIG_SUFFIXES) and ("config" in key or "deepspeed" in key):
                 facts.references.append(self.sourced(value, f"--{key}"))
 

@@ -75,6 +75,8 @@ class RunFacts:
     # (``block_layout`` "interleaved"), BAdam's one active block at a time ("each in turn")
     trained_blocks: Sourced[int] | None = None
     block_layout: Sourced[str] | None = None
+    # blocks LLaMA-Factory's scripts/llama_pro.py added to the base model (its --num_expand)
+    expanded_blocks: Sourced[int] | None = None
     # GaLore / APOLLO low-rank optimizer states: (name, rank, layer-wise, target modules)
     projection: Sourced[tuple[str, int, bool, tuple[str, ...]]] | None = None
     # KTransformers keeps the routed experts in host memory and runs them on the CPU

@@ -295,6 +295,12 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
         return run
     if arch.generic_note:
         run.assumptions.append(arch.generic_note)
+    expanded = plan.get("expanded_blocks")
+    if expanded is not None and int(expanded.value) > 0 and "num_hidden_layers" in arch.config:
+        added = int(expanded.value)
+        arch = from_config(dict(arch.config, num_hidden_layers=arch.num_layers + added), arch.name)
+        run.assumptions.append(f"LLaMA Pro: {model_name} expanded by {added} blocks to {arch.num_layers} "
+                               f"({expanded.note})")
     run.arch = arch
     prov = run.provenance
     notes = run.assumptions

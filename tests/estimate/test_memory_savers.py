@@ -281,3 +281,45 @@ def test_ktransformers_leaves_the_routed_experts_in_host_memory(tmp_path, monkey
     assert sheet["setup"]["experts_on_host"] is True
     without = _sheet(tmp_path, monkeypatch, capsys, KT.replace("use_kt: true\n", ""), name="no_kt.yaml")[0]
     assert without["peak_bytes"] - sheet["peak_bytes"] > 20 * 2**30
+
+
+EXPAND = """\
+python scripts/llama_pro.py \\
+    --model_name_or_path meta-llama/Meta-Llama-3-8B-Instruct \\
+    --output_dir models/llama3-8b-pro \\
+    --num_expand 8
+"""
+
+
+def _memory_notes(root, gpu: str) -> list:
+    from memlint.lint.engine import Linter
+    from memlint.project.settings import Settings
+
+    settings = Settings(root=root).with_overrides(gpu=gpu, cache=False)
+    config = root / "examples/extras/llama_pro/llama3_freeze_sft.yaml"
+    return [d for d in Linter(settings).lint_path(config) if d.code.startswith("MEM")]
+
+
+def test_llama_pro_takes_its_model_from_the_expand_script_beside_it(tmp_path, monkeypatch, capsys):
+    """examples/extras/llama_pro: expand.sh writes models/llama3-8b-pro (Llama-3-8B + 8 blocks), which
+    the config trains; the model folder does not exist until the script runs."""
+    folder = tmp_path / "examples/extras/llama_pro"
+    folder.mkdir(parents=True)
+    (folder / "expand.sh").write_text(EXPAND)
+    sheet, err = _sheet(tmp_path, monkeypatch, capsys, LLAMA_PRO, name="examples/extras/llama_pro/llama3_freeze_sft.yaml")
+    arch = resolve("meta-llama/Meta-Llama-3-8B").arch
+    assert sheet["parameters"] == arch.n_params + 8 * arch.blocks[0].params_per_block
+    assert "expanded by 8 blocks to 40 (expand.sh: --num_expand)" in err
+    [note] = _memory_notes(tmp_path, "l4")
+    assert note.code == "MEM001" and note.path.endswith("llama3_freeze_sft.yaml")
+    assert _memory_notes(tmp_path, "h100") == []
+
+
+def test_an_expand_script_writing_another_folder_is_not_this_model(tmp_path):
+    folder = tmp_path / "examples/extras/llama_pro"
+    folder.mkdir(parents=True)
+    (tmp_path / ".git").mkdir()
+    (folder / "expand.sh").write_text(EXPAND.replace("models/llama3-8b-pro", "models/qwen2-7b-pro"))
+    (folder / "llama3_freeze_sft.yaml").write_text(LLAMA_PRO)
+    [note] = _memory_notes(tmp_path, "l4")
+    assert note.code == "MEM003" and "unknown model 'models/llama3-8b-pro'" in note.message
