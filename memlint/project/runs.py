@@ -461,7 +461,7 @@ class RunFinder:
                     text = self.documents.text_for_scan(candidate)
                     if text and ("#SBATCH" in text or "accelerators" in text or "nvidia.com/gpu" in text
                                  or ("modal" in text and "gpu" in text) or "accelerator_type" in text
-                                 or "gpu_type_id" in text or "runpodctl" in text
+                                 or "gpu_type_id" in text or "runpodctl" in text or "available_node_types" in text
                                  or ("resources" in text and "gpu" in text and "type" in text)):
                         infra = read(str(candidate), text)
                         if infra is not None:
