@@ -180,6 +180,10 @@ _PLACEHOLDER_WORDS = re.compile(r"path/to|<|>|\{|\}|\$|\byour[-_ ]|^(model|model
                                re.IGNORECASE)
 
 
+# a placeholder whatever its shape: ``<your_model>``, ``{model}``, ``$MODEL`` (documentation's fill-ins)
+_FILL_IN = re.compile(r"^<.*>$|^\{.*\}$|^\$")
+
+
 def looks_like_placeholder(name: str) -> bool:
     """``/path/to/model``, ``<your-model>``, ``${MODEL}``: documentation, not a model."""
     last = name.rstrip("/").rpartition("/")[2]
@@ -248,7 +252,7 @@ def resolve(name: str, base_dir: Path | None = None, *, offline: bool | None = N
         exists = False
     if exists and (candidate.is_file() or (candidate / "config.json").is_file()):
         return Resolution(from_config(read_config(candidate), name))
-    if path_like and looks_like_placeholder(name):
+    if (path_like or _FILL_IN.search(name)) and looks_like_placeholder(name):
         raise UnknownModel(
             f"{name!r} looks like a placeholder path, not a model: set `model` (a Hub id) or "
             "`model-config` (a config.json) in [tool.memlint], or pass --model"

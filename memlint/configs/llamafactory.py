@@ -27,7 +27,7 @@ from memlint.configs.deepspeed import positive_int, read_deepspeed
 from memlint.configs.reading import ConfigReader, loaded_mapping, new_facts
 from memlint.facts.extract import extractor
 from memlint.facts.hf_args import _bool, _fsdp, _targets
-from memlint.facts.plan import RunFacts
+from memlint.facts.plan import MODEL_PARALLEL_ADVICE, RunFacts
 from memlint.model.provenance import Sourced
 from memlint.model.vocabulary import optimizer_from_hf
 
@@ -94,15 +94,29 @@ def _not_training(reader: ConfigReader) -> None:
 
 
 def _finetuning(reader: ConfigReader) -> None:
-    method, _ = reader.setting("finetuning_type")
+    method, method_at = reader.setting("finetuning_type")
     if method == "freeze":
         _freeze(reader)
         return
-    if method != "lora":
+    if method == "full" and _bool(reader.value("use_badam")):
+        _badam(reader)
+    if method not in ("lora", "oft"):
         return
-    reader.read("lora_r", ("lora_rank",), positive_int, TOOL)
-    reader.read("lora_targets", ("lora_target",), _targets, TOOL)
-    reader.read("lora_dropout", ("lora_dropout",), lambda v: float(v) if isinstance(v, (int, float)) else None, TOOL)
+    if method == "oft":
+        # PEFT's OFTConfig(r=oft_rank, oft_block_size=...) (model/adapter.py): r 0 means blocks of
+        # oft_block_size; a rank instead sets the block size to in_features / rank per layer
+        reader.set("adapter_method", "oft", method_at, "finetuning_type: oft (PEFT OFT)")
+        reader.read("oft_block_size", ("oft_block_size",), positive_int, TOOL)
+        reader.read("lora_targets", ("oft_target",), _targets, TOOL)
+        rank, rank_at = reader.setting("oft_rank")
+        if isinstance(rank, int) and not isinstance(rank, bool) and rank > 0:
+            reader.set("unmodelled", f"OFT with a rank instead of a block size (`oft_rank: {rank}`)", rank_at,
+                       "oft_rank")
+    else:
+        reader.read("lora_r", ("lora_rank",), positive_int, TOOL)
+        reader.read("lora_targets", ("lora_target",), _targets, TOOL)
+        reader.read("lora_dropout", ("lora_dropout",), lambda v: float(v) if isinstance(v, (int, float)) else None,
+                    TOOL)
     bits = reader.value("quantization_bit")
     if bits in (4, 8):
         where = reader.location("quantization_bit")
@@ -123,8 +137,16 @@ def _freeze(reader: ConfigReader) -> None:
     modules) are named as what the estimate does not model."""
     layers, layers_at = reader.setting("freeze_trainable_layers")
     modules, _ = reader.setting("freeze_trainable_modules")
-    trained, why = freeze_layout(layers, modules, reader.value("freeze_extra_modules"),
-                                 bool(_bool(reader.value("use_llama_pro"))))
+    llama_pro = bool(_bool(reader.value("use_llama_pro")))
+    trained, why = freeze_layout(layers, modules, reader.value("freeze_extra_modules"), llama_pro)
+    if llama_pro and why is None and trained is not None:
+        # _setup_freeze_tuning with use_llama_pro: blocks stride-1, 2*stride-1, ... train
+        # (stride = num_layers // freeze_trainable_layers): the blocks scripts/llama_pro.py added
+        where = reader.location("use_llama_pro")
+        reader.set("trained_blocks", trained, layers_at or where,
+                   f"use_llama_pro: the {trained} expanded blocks train, one every num_layers/{trained}")
+        reader.set("block_layout", "interleaved", where, "use_llama_pro: true")
+        return
     if why is not None:
         where = reader.location("use_llama_pro") if reader.has("use_llama_pro") else reader.location("finetuning_type")
         reader.set("unmodelled", why, where, "finetuning_type: freeze")
@@ -138,8 +160,8 @@ def freeze_layout(layers: Any, modules: Any, extra: Any, llama_pro: bool) -> tup
     layers = 2 if layers is None else layers  # FinetuningArguments' default
     if isinstance(layers, bool) or not isinstance(layers, int):
         return None, None
-    if llama_pro:
-        return None, "LLaMA Pro's interleaved trainable blocks (`use_llama_pro: true`)"
+    if llama_pro and layers <= 0:
+        return None, f"LLaMA Pro with `freeze_trainable_layers: {layers}`"
     if layers <= 0:
         return None, f"freeze tuning of the first blocks (`freeze_trainable_layers: {layers}`)"
     if modules is not None and str(modules).strip() != "all":
@@ -186,27 +208,56 @@ def _checkpointing(reader: ConfigReader) -> None:
 
 # LLaMA-Factory's Megatron backend (``examples/megatron``) takes Megatron's parallel sizes
 _MODEL_PARALLEL_KEYS = ("tensor_model_parallel_size", "pipeline_model_parallel_size", "expert_model_parallel_size")
-# memory savers the estimate does not model (it would count full AdamW states, or every expert on the GPU)
-_OPTIMIZER_SWITCHES = {"use_galore": "GaLore's low-rank optimizer states", "use_apollo": "APOLLO's optimizer",
-                       "use_badam": "BAdam's block-wise optimizer",
-                       "use_kt": "KTransformers (MoE experts kept on the CPU)"}
-# fine-tuning methods the estimate does not model (it would count full fine-tuning)
-_METHODS = {"oft": "orthogonal fine-tuning (OFT)"}
+# GaLore and APOLLO (``train/trainer_utils.py``, ``_create_galore_optimizer``/``_create_apollo_optimizer``):
+# every Linear but the output head (``*_target: all``) or the named ones keeps rank-``*_rank``
+# projected optimizer states; ``*_layerwise`` steps each parameter in its gradient hook
+_PROJECTIONS = {"galore": "GaLore", "apollo": "APOLLO"}
 
 
 def _unmodelled(reader: ConfigReader) -> None:
     """What the run does that memlint's estimate does not model: no verdict is better than one
-    that counts full AdamW for GaLore or data parallelism for a pipeline-parallel run."""
+    that counts data parallelism for a pipeline-parallel run. GaLore, APOLLO and KTransformers
+    are modelled (``_projection``, ``_ktransformers``)."""
     split = [k for k in _MODEL_PARALLEL_KEYS if isinstance(reader.value(k), int) and not isinstance(
         reader.value(k), bool) and reader.value(k) > 1]
     if split:
         written = " x ".join(f"`{k}: {reader.value(k)}`" for k in split)
-        reader.set("unmodelled", f"Megatron's model parallelism ({written})", reader.location(split[0]), split[0])
+        reader.set("unmodelled", (f"Megatron's model parallelism ({written})", MODEL_PARALLEL_ADVICE),
+                   reader.location(split[0]), split[0])
         return
-    for key, what in _OPTIMIZER_SWITCHES.items():
-        if _bool(reader.value(key)):
-            reader.set("unmodelled", f"{what} (`{key}: true`)", reader.location(key), key)
+    for prefix, name in _PROJECTIONS.items():
+        if _bool(reader.value(f"use_{prefix}")):
+            _projection(reader, prefix, name)
             return
-    method, where = reader.setting("finetuning_type")
-    if method in _METHODS:
-        reader.set("unmodelled", f"{_METHODS[method]} (`finetuning_type: {method}`)", where, "finetuning_type")
+    if _bool(reader.value("use_kt")):
+        reader.set("experts_on_host", True, reader.location("use_kt"),
+                   "use_kt: KTransformers keeps the routed experts in CPU memory")
+
+
+def _projection(reader: ConfigReader, prefix: str, name: str) -> None:
+    rank, _ = reader.setting(f"{prefix}_rank")
+    targets, _ = reader.setting(f"{prefix}_target")
+    layerwise, _ = reader.setting(f"{prefix}_layerwise")
+    if not isinstance(rank, int) or isinstance(rank, bool) or rank <= 0:
+        return
+    written = _targets(targets if targets is not None else "all") or ("all-linear",)
+    reader.set("projection", (name, rank, bool(_bool(layerwise)), tuple(written)), reader.location(f"use_{prefix}"),
+               f"use_{prefix}: {name} rank {rank}")
+
+
+def _badam(reader: ConfigReader) -> None:
+    """BAdam (``_create_badam_optimizer``): ``badam_mode: layer`` trains one decoder block at a time
+    (a BlockOptimizer over the base optimizer; embeddings and head stay frozen), switching blocks
+    every ``badam_switch_interval`` steps; the estimate takes the block that leaves the most
+    activations to keep, the first. ``ratio`` mode updates a share of every matrix (not modelled)."""
+    mode, mode_at = reader.setting("badam_mode")
+    where = reader.location("use_badam")
+    if mode != "layer":
+        reader.set("unmodelled", f"BAdam's ratio mode (`badam_mode: {mode}`)", mode_at or where, "badam_mode")
+        return
+    # "Pure bf16 / BAdam detected, remaining trainable params in half precision" (model/adapter.py): no
+    # fp32 upcast; without bf16/fp16 the model loads in the checkpoint's dtype (patcher.py, infer_optim_dtype)
+    half = "bf16" if _bool(reader.value("bf16")) else ("fp16" if _bool(reader.value("fp16")) else "auto")
+    reader.set("load_dtype", half, where, f"use_badam: trainable parameters stay in the loaded dtype ({half})")
+    reader.set("trained_blocks", 1, where, "use_badam: BAdam trains one block at a time")
+    reader.set("block_layout", "each in turn", where, "badam_mode: layer")

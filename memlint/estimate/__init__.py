@@ -10,7 +10,7 @@ from memlint.estimate.capacity import DEFAULT_HEADROOM, DEFAULT_RESERVED_BYTES, 
 from memlint.estimate.config_json import SUPPORTED_MODEL_TYPES, from_config
 from memlint.estimate.policy import Optimizer, Precision
 from memlint.estimate.serving import ServingSetup, ServingSheet, estimate_serving, kv_bytes_per_sequence
-from memlint.estimate.setup import Attention, Lora, Sharding, TrainingSetup
+from memlint.estimate.setup import Attention, Lora, Projection, Sharding, TrainingSetup
 from memlint.estimate.training import estimate_training
 
 __all__ = [
@@ -24,6 +24,7 @@ __all__ = [
     "Lora",
     "Optimizer",
     "Phase",
+    "Projection",
     "Precision",
     "SUPPORTED_MODEL_TYPES",
     "ServingSetup",

@@ -82,6 +82,7 @@ def tape_settings(arch: Architecture, setup: TrainingSetup, block_trains: bool =
         lora_targets=lora.applies_to if lora else (lambda name: False),
         lora_rank=lora.r if lora else 0,
         lora_dropout=lora.dropout if lora else 0.0,
+        oft=lora is not None and lora.method == "oft",
         quantized_base=setup.quantized,
         mask_bytes=setup.dropout_mask_bytes,
         fp32_gqa_sdpa_math=setup.fp32_gqa_sdpa_math,
@@ -194,7 +195,8 @@ def profile(arch: Architecture, setup: TrainingSetup) -> ActivationProfile:
         if setup.frozen_weight_bytes == settings.compute_bytes and arch.num_layers:
             # frozen weights already in the compute dtype are used as they are: only the
             # trained (upcast) blocks' weights get an autocast copy
-            linears = linears * (arch.num_layers - setup.frozen_layers) // arch.num_layers
+            trained = setup.trained_blocks if setup.trained_blocks is not None else arch.num_layers - setup.frozen_layers
+            linears = linears * trained // arch.num_layers
             head = 0 if setup.freeze_head else head
         casts = settings.compute_bytes * (linears + head)
 

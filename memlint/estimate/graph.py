@@ -50,6 +50,7 @@ class TapeSettings:
     lora_rank: int = 0
     lora_dropout: float = 0.0
     lora_bytes: int = 4  # PEFT keeps adapters in fp32 (autocast_adapter_dtype=True)
+    oft: bool = False  # the adapters are OFT rotations of the layer's input, not LoRA branches
     # CUDA's dropout keeps a 1-byte boolean mask (native_dropout); CPU keeps a mask of the
     # input's dtype (None). memlint prices the CUDA kernel.
     mask_bytes: int | None = 1
@@ -201,6 +202,9 @@ class Tape:
     def linear(self, x: Value, out_features: int, name: str, in_features: int | None = None) -> Value:
         """A Linear (or Conv1D) layer, with its LoRA adapter when it has one."""
         trains = self.s.trainable(name) and not self.s.quantized_base
+        oft = self.s.oft and self.s.lora_targets(name)
+        if oft:
+            x = self._oft(x)
         x_in = self.autocast_input(x)
         if self.s.quantized_base and not self.s.autocast:
             # bnb Linear4bit casts its input to the compute dtype
@@ -208,9 +212,18 @@ class Tape:
         if trains:
             self.save(x_in)  # the weight's gradient is grad_out^T @ input
         out = self.new(out_features, x_in.nbytes, x.rg or trains)
-        if self.s.lora_targets(name):
+        if self.s.lora_targets(name) and not oft:
             out = self._lora(x, out, out_features)
         return out
+
+    def _oft(self, x: Value) -> Value:
+        """PEFT OFT (peft/tuners/oft/layer.py, ``Linear.forward``): the input cast to the adapter's
+        dtype, rotated block by block (an einsum that saves it for the rotation's gradient), and
+        cast back before the frozen base layer."""
+        x_a = self.autocast_input(self.cast(x, self.s.lora_bytes))
+        self.save(x_a)
+        rotated = self.new(x.numel, x_a.nbytes, True)
+        return self.cast(rotated, x.nbytes)
 
     def _lora(self, x: Value, base_out: Value, out_features: int) -> Value:
         """PEFT LoRA: result + lora_B(lora_A(dropout(x.to(adapter dtype)))) * scaling."""

@@ -90,6 +90,8 @@ def trace_case_inputs(result: Mapping[str, Any]) -> tuple[Architecture, Training
             quantization="nf4" if case.get("qlora") else None,
             double_quant=bool(lora_spec.get("double_quant", True)),
             kbit_prepared=False,  # the trace quantises without prepare_model_for_kbit_training
+            method=str(lora_spec.get("method", "lora")),
+            block_size=int(lora_spec.get("block_size", 32)),
         )
     setup = TrainingSetup(
         micro_batch=int(case["batch_size"]),

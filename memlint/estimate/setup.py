@@ -46,6 +46,27 @@ class Lora:
     # peft's prepare_model_for_kbit_training (Axolotl and most QLoRA scripts call it) upcasts
     # every non-quantised parameter (norms, embeddings, head) to fp32
     kbit_prepared: bool = True
+    # "lora", or "oft": PEFT's orthogonal fine-tuning, which rotates each adapted layer's input by a
+    # block-diagonal orthogonal matrix of ``block_size`` blocks (peft/tuners/oft/layer.py) and trains
+    # their skew-symmetric generators, ``in * (block_size - 1) / 2`` values per layer; ``r`` is unused
+    method: str = "lora"
+    block_size: int = 32
+
+    def oft_block(self, in_features: int) -> int:
+        """The block size PEFT uses on a layer: the configured one, or its nearest divisor of
+        ``in_features`` (``OFTLayer.adjust_oft_parameters``; on a tie the smaller)."""
+        size = self.block_size
+        if size >= in_features:
+            return in_features
+        lower = next(b for b in range(size, 0, -1) if in_features % b == 0)
+        higher = next((b for b in range(size, in_features + 1) if in_features % b == 0), in_features)
+        return lower if size - lower <= higher - size else higher
+
+    def adapter_params(self, in_features: int, out_features: int) -> int:
+        """Trainable adapter values on one adapted linear layer."""
+        if self.method == "oft":
+            return in_features * (self.oft_block(in_features) - 1) // 2
+        return self.r * (in_features + out_features)
 
     def applies_to(self, linear_name: str) -> bool:
         """PEFT's target matching: a module whose name is, or ends with, a target.
@@ -64,6 +85,26 @@ class Lora:
 
 
 @dataclass(frozen=True)
+class Projection:
+    """GaLore / APOLLO: the optimizer keeps its states for each targeted weight matrix in a
+    rank-``rank`` projection of its gradient, ``rank x max(rows, cols)`` per state, plus the
+    ``rank x min(rows, cols)`` projection matrix its projector keeps in the optimizer state
+    (galore_torch ``GaLoreProjector`` with proj_type std; apollo_torch's random ``GradientProjector``).
+    Every other trainable parameter keeps the optimizer's full states."""
+
+    rank: int
+    name: str = "GaLore"  # "GaLore" or "APOLLO"
+    # LLaMA-Factory's ``*_layerwise``: one optimizer per parameter, stepped in a gradient hook during
+    # backward, so each gradient is freed as soon as it is complete
+    layerwise: bool = False
+    # which linears are projected: module names, or "all-linear" (every linear but the output head)
+    targets: tuple[str, ...] = ("all-linear",)
+
+    def applies_to(self, linear_name: str) -> bool:
+        return Lora(targets=self.targets).applies_to(linear_name)
+
+
+@dataclass(frozen=True)
 class TrainingSetup:
     micro_batch: int = 1
     seq_len: int = 2048
@@ -79,6 +120,15 @@ class TrainingSetup:
     # bytes per frozen parameter when frozen ones are stored unlike the trained ones (LLaMA-Factory's
     # freeze tuning upcasts only trainable parameters to fp32); None: as the precision policy says
     frozen_weight_bytes: float | None = None
+    # blocks that train when they are not simply the last ones: LLaMA Pro's interleaved expanded
+    # blocks, BAdam's one active block. ``frozen_layers`` then counts only the frozen blocks before
+    # the first trained one (they save no activations for backward); the other frozen blocks do.
+    trained_blocks: int | None = None
+    # GaLore / APOLLO low-rank optimizer states (None: the optimizer's full states)
+    projection: Projection | None = None
+    # KTransformers: the routed experts' weights live in CPU memory and run on the CPU (LLaMA-Factory
+    # ``use_kt``); the GPU holds attention, shared experts, embeddings and the head
+    experts_on_host: bool = False
     sharding: Sharding = Sharding.NONE
     world_size: int = 1
     gpus_per_node: int = 8  # for hybrid sharding / ZeRO++ style partitioning

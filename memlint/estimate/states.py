@@ -6,7 +6,7 @@ precision policy and the optimizer; the division by the world size from the shar
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from memlint.estimate import vision
 from memlint.estimate.architecture import Architecture, Linear
@@ -56,6 +56,14 @@ class ParameterCounts:
     small_tensors: int  # trainable parameters in tensors under 4096 values (norms, biases)
     largest_tensor: int  # the largest single trainable tensor (for-loop optimizer temps)
     matrix_sides: int  # sum of rows + columns of trainable matrices (Adafactor's factors)
+    # GaLore / APOLLO: trainable values in projected matrices, the values of one projected state of
+    # them (rank x the longer side), and their projection matrices (rank x the shorter side)
+    projected: int = 0
+    projected_state: int = 0
+    projector: int = 0
+    largest_projected: tuple[int, int] = (0, 0)  # (rows, cols) of the largest projected matrix
+    # KTransformers: base parameters held in host memory (the routed experts), not on the GPU
+    host: int = 0
 
     @property
     def optimized(self) -> int:
@@ -76,14 +84,23 @@ def count_parameters(arch: Architecture, setup: TrainingSetup) -> ParameterCount
     if lora is not None:
         adapted = [(c, lin) for c, lin in _block_linears(arch) if lora.applies_to(lin.name)]
         for count, linear in adapted:
-            lora_params += count * lora.r * (linear.in_features + linear.out_features)
+            lora_params += count * lora.adapter_params(linear.in_features, linear.out_features)
         lora_params += vision.tower_lora_params(arch, lora)  # "all-linear" reaches the vision tower too
-        largest = max((lora.r * max(lin.in_features, lin.out_features) for _, lin in adapted), default=0)
-        # lora_A is (r x in) and lora_B (out x r): Adafactor keeps r+in and out+r values
-        sides = sum(c * (2 * lora.r + lin.in_features + lin.out_features) for c, lin in adapted)
-        return ParameterCounts(total, 0, lora_params, quantized, 0, largest, sides)
+        if lora.method == "oft":
+            # one (blocks x block_size*(block_size-1)/2) generator per layer
+            largest = max((lora.adapter_params(lin.in_features, lin.out_features) for _, lin in adapted), default=0)
+            sides = sum(c * (lin.in_features // lora.oft_block(lin.in_features)
+                             + lora.oft_block(lin.in_features) * (lora.oft_block(lin.in_features) - 1) // 2)
+                        for c, lin in adapted)
+        else:
+            largest = max((lora.r * max(lin.in_features, lin.out_features) for _, lin in adapted), default=0)
+            # lora_A is (r x in) and lora_B (out x r): Adafactor keeps r+in and out+r values
+            sides = sum(c * (2 * lora.r + lin.in_features + lin.out_features) for c, lin in adapted)
+        return ParameterCounts(total, 0, lora_params, quantized, 0, largest, sides, host=_host_params(arch, setup))
 
     frozen_blocks = min(setup.frozen_layers, arch.num_layers)
+    if setup.trained_blocks is not None:
+        frozen_blocks = arch.num_layers - min(max(setup.trained_blocks, 0), arch.num_layers)
     frozen = 0
     if frozen_blocks:
         per_block = arch.blocks[0].params_per_block
@@ -109,7 +126,40 @@ def count_parameters(arch: Architecture, setup: TrainingSetup) -> ParameterCount
     if head is not None:
         sides += head.in_features + head.out_features
     sides += small  # vectors keep a full second moment
-    return ParameterCounts(total, trainable, 0, quantized, small, largest, sides)
+    counts = ParameterCounts(total, trainable, 0, quantized, small, largest, sides, host=_host_params(arch, setup))
+    return _projected(arch, setup, counts, frozen_blocks)
+
+
+def _host_params(arch: Architecture, setup: TrainingSetup) -> int:
+    """The routed experts' weights KTransformers keeps in host memory."""
+    if not setup.experts_on_host:
+        return 0
+    return sum(count * lin.copies * lin.in_features * lin.out_features
+               for count, lin in _block_linears(arch) if lin.name.startswith("experts."))
+
+
+def _projected(arch: Architecture, setup: TrainingSetup, counts: ParameterCounts, frozen_blocks: int) -> ParameterCounts:
+    """GaLore / APOLLO: which trainable matrices the optimizer projects, and the sizes of their
+    projected states and projection matrices (counted over the trained blocks only)."""
+    projection = setup.projection
+    if projection is None or arch.num_layers == 0:
+        return counts
+    trained_share = (arch.num_layers - frozen_blocks) / arch.num_layers
+    projected = state = projector = 0
+    largest = (0, 0)
+    for count, linear in _block_linears(arch):
+        if not projection.applies_to(linear.name):
+            continue
+        rows, cols = linear.out_features, linear.in_features
+        n = int(count * linear.copies * trained_share)
+        rank = min(projection.rank, rows, cols)
+        projected += n * rows * cols
+        state += n * rank * max(rows, cols)
+        projector += n * rank * min(rows, cols)
+        if rows * cols > largest[0] * largest[1]:
+            largest = (rows, cols)
+    return replace(counts, projected=projected, projected_state=state, projector=projector,
+                   largest_projected=largest)
 
 
 @dataclass(frozen=True)
@@ -162,17 +212,19 @@ def state_bytes(arch: Architecture, setup: TrainingSetup, counts: ParameterCount
         per_q, per_linear = quantized_weight_bytes(setup.lora.quantization, setup.lora.double_quant)
         # prepare_model_for_kbit_training keeps the non-quantised parameters in fp32
         rest = 4 if setup.lora.kbit_prepared else policy.weight_bytes
-        weights = counts.quantized * per_q + (counts.total - counts.quantized) * rest
+        weights = (counts.quantized - counts.host) * per_q + (counts.total - counts.quantized) * rest
         weights += per_linear * sum(g.count * len(g.linears) for g in arch.blocks)
         note = f"{counts.quantized / 1e9:.2f}B quantised to {per_q:.3f} B/param, the rest {_dtype(rest)}"
     elif setup.frozen_weight_bytes is not None and counts.trainable < counts.total:
-        frozen = counts.total - counts.trainable
+        frozen = counts.total - counts.host - counts.trainable
         weights = counts.trainable * policy.weight_bytes + frozen * setup.frozen_weight_bytes
         note = (f"{counts.trainable / 1e9:.2f}B trained at {policy.weight_bytes} B/param, "
                 f"{frozen / 1e9:.2f}B frozen at {setup.frozen_weight_bytes:g} B/param")
     else:
-        weights = counts.total * policy.weight_bytes
+        weights = (counts.total - counts.host) * policy.weight_bytes
         note = f"{policy.weight_bytes} B/param"
+    if counts.host:
+        note += f"; {counts.host / 1e9:.2f}B routed-expert parameters in host memory (KTransformers)"
     weights += counts.lora * 4  # PEFT keeps adapters in fp32
     if zero >= 3:
         weights /= n
@@ -182,6 +234,11 @@ def state_bytes(arch: Architecture, setup: TrainingSetup, counts: ParameterCount
     # ---- gradients, master weights, fp32 gradient buffers
     base_trainable = counts.trainable
     grads = base_trainable * policy.grad_bytes + counts.lora * 4
+    projection = setup.projection
+    if projection is not None and projection.layerwise:
+        # each parameter steps in its gradient hook and drops its gradient: about one block's
+        # gradients are alive at a time
+        grads = min(base_trainable, arch.largest_block_params) * policy.grad_bytes + counts.lora * 4
     master = base_trainable * policy.master_bytes
     fp32_grads = base_trainable * policy.fp32_grad_bytes
     if zero >= 1:
@@ -203,7 +260,9 @@ def state_bytes(arch: Architecture, setup: TrainingSetup, counts: ParameterCount
 
     # ---- optimizer states: fp32 for adapters and for master-weight policies
     state_elem = policy.state_bytes
-    states = spec.states_per_param * (base_trainable * state_elem + counts.lora * 4)
+    full_state = base_trainable - counts.projected
+    states = spec.states_per_param * ((full_state + counts.projected_state) * state_elem + counts.lora * 4)
+    states += counts.projector * state_elem
     if spec.fixed_state_bytes:  # 8-bit optimizers: small tensors keep 32-bit states
         big = counts.optimized - counts.small_tensors
         states += big * spec.fixed_state_bytes + counts.small_tensors * 8
@@ -224,6 +283,11 @@ def state_bytes(arch: Architecture, setup: TrainingSetup, counts: ParameterCount
         temp = spec.step_temp_count * counts.largest_tensor * (4 if spec.factored else temp_elem)
     else:
         temp = 0.0
+    if projection is not None and counts.projected:
+        # refreshing a projection runs an fp32 SVD of the largest projected gradient: the fp32
+        # copy (m x n), U (m x k) and Vh (k x n), k = min(m, n) (torch.linalg.svd, full_matrices=False)
+        m, n_cols = counts.largest_projected
+        temp = max(temp, 4.0 * (m * n_cols + min(m, n_cols) * (m + n_cols)))
 
     host = 0.0
     if setup.offload_optimizer and zero >= 1:
@@ -236,6 +300,7 @@ def state_bytes(arch: Architecture, setup: TrainingSetup, counts: ParameterCount
         master = fp32_grads = states = temp = 0.0
     if setup.offload_params and zero >= 3:
         host += counts.total * policy.weight_bytes * min(n, setup.gpus_per_node) / n
+    host += counts.host * policy.weight_bytes
 
     ddp = 0.0
     if setup.world_size > 1 and setup.sharding == Sharding.NONE:

@@ -141,6 +141,22 @@ def _vision_language(arch: Architecture, setup: TrainingSetup, notes: list[str])
     return saved
 
 
+def _oft_rotations(arch: Architecture, setup: TrainingSetup, notes: list[str]) -> int:
+    """OFT builds each adapted layer's rotation in every forward (``_cayley_batch``: the Cayley-Neumann
+    series, 5 terms by default) and keeps for backward about four (blocks x block_size x block_size)
+    fp32 tensors per layer: the skew-symmetric matrix, its square, its cube, the rotation. Under
+    checkpointing only the block being recomputed holds them."""
+    lora = setup.lora
+    if lora is None or lora.method != "oft" or arch.num_layers == 0:
+        return 0
+    per_layer = sum(group.count * 4 * 4 * lin.in_features * lora.oft_block(lin.in_features)
+                    for group in arch.blocks for lin in group.linears if lora.applies_to(lin.name))
+    kept = per_layer // arch.num_layers if setup.grad_ckpt else per_layer
+    notes.append(f"OFT with blocks of {lora.block_size}: the rotations each forward builds "
+                 f"({kept / 2**30:.2f} GiB) counted with the activations")
+    return kept
+
+
 def estimate_training(
     arch: Architecture, setup: TrainingSetup, capacity: Capacity | None = None
 ) -> Budget:
@@ -169,6 +185,7 @@ def estimate_training(
 
     stored = prof.stored() * tokens
     stored += _vision_language(arch, setup, notes)
+    stored += _oft_rotations(arch, setup, notes)
     ckpt = prof.checkpointed_blocks > 0
     act_label = "Activations" + (" (checkpointed: block inputs)" if ckpt else "")
     activations = Component("activations", act_label, int(stored))
@@ -301,7 +318,9 @@ def estimate_training(
     if setup.lora and setup.quantized:
         assumptions.append("QLoRA as set up by prepare_model_for_kbit_training (non-quantised params in fp32)")
     if setup.lora:
-        assumptions.append("PEFT keeps LoRA adapters in fp32 (autocast_adapter_dtype=True)")
+        kind = "OFT" if setup.lora.method == "oft" else "LoRA"
+        assumptions.append(f"PEFT keeps {kind} adapters in fp32 (autocast_adapter_dtype=True)")
+    assumptions.extend(_state_notes(arch, setup, counts))
     if setup.offload_optimizer:
         assumptions.append("optimizer states, master weights and fp32 gradients offloaded to CPU")
     return Budget(
@@ -314,6 +333,26 @@ def estimate_training(
         setup=describe(setup),
         capacity=capacity,
     )
+
+
+def _state_notes(arch: Architecture, setup: TrainingSetup, counts) -> list[str]:
+    """What the estimate assumed for BAdam / LLaMA Pro blocks, projected optimizer states and
+    experts kept on the host."""
+    out = []
+    if setup.trained_blocks is not None:
+        out.append(f"{setup.trained_blocks} of {arch.num_layers} blocks train; the first of them is block "
+                   f"{setup.frozen_layers}, so the blocks after it keep activations for backward")
+    projection = setup.projection
+    if projection is not None:
+        layerwise = ("; layer-wise: each gradient is freed by its hook, about one block's gradients alive"
+                     if projection.layerwise else "")
+        out.append(f"{projection.name} rank {projection.rank}: {counts.projected / 1e9:.2f}B parameters in "
+                   f"projected matrices keep rank-{projection.rank} optimizer states and a projection matrix; "
+                   f"the other trainable parameters keep full states{layerwise}")
+    if setup.experts_on_host:
+        out.append("KTransformers: routed experts' weights in host memory and computed on the CPU; their "
+                   "activations are still counted on the GPU (an upper bound)")
+    return out
 
 
 def describe(setup: TrainingSetup) -> dict:
@@ -339,4 +378,14 @@ def describe(setup: TrainingSetup) -> dict:
             "targets": list(setup.lora.targets),
             "quantization": setup.lora.quantization,
         }
+        if setup.lora.method != "lora":
+            out["lora"]["method"] = setup.lora.method
+            out["lora"]["block_size"] = setup.lora.block_size
+    if setup.trained_blocks is not None:
+        out["trained_blocks"] = setup.trained_blocks
+    if setup.projection is not None:
+        out["projection"] = {"name": setup.projection.name, "rank": setup.projection.rank,
+                             "layerwise": setup.projection.layerwise}
+    if setup.experts_on_host:
+        out["experts_on_host"] = True
     return out

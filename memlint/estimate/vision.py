@@ -197,7 +197,7 @@ def tower_adapted(arch: Architecture, lora: Any) -> bool:
 
 
 def tower_lora_params(arch: Architecture, lora: Any) -> int:
-    """Adapter parameters PEFT adds to the tower's blocks (``r * (in + out)`` per adapted linear)."""
+    """Adapter parameters PEFT adds to the tower's blocks (LoRA: ``r * (in + out)`` per adapted linear; OFT: its blocks)."""
     if arch.model_type not in MODEL_TYPES:
         return 0
     v = tower(arch.config)
@@ -207,7 +207,7 @@ def tower_lora_params(arch: Architecture, lora: Any) -> int:
     total = 0
     for name in _TOWER_LINEARS[arch.model_type]:
         if lora.applies_to("visual.blocks.0." + ("attn." if name in ("qkv", "proj") else "mlp.") + name):
-            total += lora.r * sum(shapes[name])
+            total += lora.adapter_params(*shapes[name])
     return v.depth * total
 
 

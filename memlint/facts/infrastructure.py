@@ -3,8 +3,8 @@
 Kubernetes/Kueue manifest's ``nvidia.com/gpu`` limit with a node selector or affinity naming
 the product, a Modal app's ``gpu="H100:8"``, a dstack configuration's ``resources: gpu: A100:80GB:8``
 (or only a memory size, ``80GB:8``), Ray's ``num_gpus`` / ``ScalingConfig`` with an
-``accelerator_type``, and a RunPod pod (``runpod.create_pod(gpu_type_id=...)``, ``runpodctl
-create pod --gpuType ...``).
+``accelerator_type``, a Ray cluster config's GPU node type (``ray up cluster.yaml``), and a RunPod
+pod (``runpod.create_pod(gpu_type_id=...)``, ``runpodctl create pod --gpuType ...``).
 
 People rarely write the target GPU into a linter's settings, but they commit the file that asks
 the scheduler for it; without a GPU every out-of-memory verdict is silent. Each reader returns
@@ -442,7 +442,60 @@ def _ray_accelerator(text: str) -> str:
     a name the catalogue reads (``A100``, ``A100-80GB``)."""
     name = re.sub(r"^(?:NVIDIA_|AMD_)?(?:TESLA_|AMPERE_|INSTINCT_|RADEON_)?", "", text.strip())
     name = name.replace("_", "-")
-    return re.sub(r"(\d+)G$", r"\1GB", name)
+    return re.sub(r"-(\d+)G$", r"-\1GB", name)  # A100-80G -> A100-80GB (A10G stays A10G)
+
+
+def from_ray_cluster(path: str, text: str) -> InfraGpu | None:
+    """A Ray cluster launcher config (``ray up cluster.yaml``): the node type of
+    ``available_node_types`` whose ``resources`` give it GPUs (``{"GPU": 8}``) and name the card as
+    the ``accelerator_type:<name>`` resource Ray gives such a node (ray.util.accelerators), or a GCP
+    node's ``node_config.guestAccelerators`` (``acceleratorType: nvidia-tesla-a100``, named like GKE's).
+    The count is the node's GPUs times its ``min_workers`` when it starts some; else the cluster
+    says which card, not how many the job uses."""
+    if "available_node_types" not in text:
+        return None
+    for document in _documents(text):
+        node_types = _get(document, "available_node_types")
+        if not isinstance(node_types, yaml.MappingNode):
+            continue
+        found = []
+        for _, node_type in node_types.value:
+            card = _ray_node_gpu(node_type)
+            if card is None:
+                continue
+            gpu, per_node, named, said = card
+            workers = _get(node_type, "min_workers")
+            started = _count(workers.value) if isinstance(workers, yaml.ScalarNode) else None
+            count = per_node * started if per_node and started else None
+            found.append(InfraGpu(gpu, count, Location(path, _range(named)), said, "Ray"))
+        if found and len({f.gpu.id for f in found}) == 1:  # node types with different cards: no verdict
+            return found[0]
+    return None
+
+
+def _ray_node_gpu(node_type: yaml.Node) -> tuple[Gpu, int | None, yaml.Node, str] | None:
+    """(card, GPUs per node, the node that names the card, the request as written) of one node type."""
+    resources = _get(node_type, "resources")
+    gpus = _get(resources, "GPU") if resources is not None else None
+    per_node = _count(gpus.value) if isinstance(gpus, yaml.ScalarNode) else None
+    if isinstance(resources, yaml.MappingNode):
+        for key, _ in resources.value:
+            if isinstance(key, yaml.ScalarNode) and str(key.value).startswith("accelerator_type:") and per_node:
+                gpu = _gpu(_ray_accelerator(str(key.value).split(":", 1)[1]), "ray")
+                if gpu is not None:
+                    return gpu, per_node, key, f"{key.value} with GPU: {per_node}"
+    node_config = _get(node_type, "node_config")
+    guests = _get(node_config, "guestAccelerators") if node_config is not None else None
+    if isinstance(guests, yaml.SequenceNode) and len(guests.value) == 1:
+        kind = _get(guests.value[0], "acceleratorType")
+        number = _get(guests.value[0], "acceleratorCount")
+        if isinstance(kind, yaml.ScalarNode):
+            # a name or a resource path (projects/<project>/zones/<zone>/acceleratorTypes/nvidia-tesla-k80)
+            gpu = _gpu(str(kind.value).rpartition("/")[2], "kubernetes")
+            if gpu is not None:
+                count = per_node or (_count(number.value) if isinstance(number, yaml.ScalarNode) else None)
+                return gpu, count, kind, f"acceleratorType: {kind.value}"
+    return None
 
 
 def _python_requests(path: str, text: str) -> InfraGpu | None:
@@ -549,7 +602,8 @@ def read(path: str, text: str) -> InfraGpu | None:
         if suffix in (".sh", ".bash", ".slurm", ".sbatch"):
             return from_slurm(path, text) or from_runpodctl(path, text)
         if suffix in (".yaml", ".yml"):
-            return from_skypilot(path, text) or from_kubernetes(path, text) or from_dstack(path, text)
+            return (from_skypilot(path, text) or from_kubernetes(path, text) or from_dstack(path, text)
+                    or from_ray_cluster(path, text))
         if suffix == ".py":
             return from_modal(path, text) or _python_requests(path, text)
     except (RecursionError, MemoryError, ValueError):

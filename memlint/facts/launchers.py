@@ -18,7 +18,7 @@ import libcst as cst
 
 from memlint.documents.parsed import ParsedDocument
 from memlint.facts.extract import extractor
-from memlint.facts.plan import RunFacts
+from memlint.facts.plan import MODEL_PARALLEL_ADVICE, RunFacts
 from memlint.facts.shell_words import (
     Command,
     Value,
@@ -158,7 +158,10 @@ class _Shell:
         return Position(line + 1, offset - self.starts[line])
 
     def sourced(self, value: Value, note: str) -> Sourced[str]:
-        return Sourced(value.text, self.location(value.start, value.end), note)
+        text = value.text
+        if "{" in text and "<" in self.parsed.text[value.start:value.end]:
+            text = _PROTECTED.sub(r"<\1>", text)  # a documented placeholder, as the document writes it
+        return Sourced(text, self.location(value.start, value.end), note)
 
     # ------------------------------------------------------------- commands
 
@@ -379,8 +382,8 @@ class _Shell:
                 continue
             facts.cli_args[key] = self.sourced(value, f"--{key}")
             if key in _MODEL_PARALLEL and value.text.isdigit() and int(value.text) > 1 and facts.unmodelled is None:
-                facts.unmodelled = self.sourced(
-                    Value(f"model parallelism (`--{key} {value.text}`)", value.start, value.end), f"--{key}")
+                facts.unmodelled = Sourced((f"model parallelism (`--{key} {value.text}`)", MODEL_PARALLEL_ADVICE),
+                                           self.location(value.start, value.end), f"--{key}")
             if value.text.lower().endswith(_CONFIG_SUFFIXES) and ("config" in key or "deepspeed" in key):
                 facts.references.append(self.sourced(value, f"--{key}"))
 
@@ -529,10 +532,18 @@ _COMMAND_START = re.compile(
 _DOCSTRING = re.compile(r'\A(?:[ \t]*(?:#[^\n]*)?\n)*[ \t]*[rRuU]?("""|\'\'\')(?P<body>.*?)\1', re.S)
 
 
+# a placeholder written in documentation (``--model_name_or_path <your_path_to_hf_converted_llama_ckpt>``,
+# ``--master_port=<your_random_port>``): a word to fill in, not two redirections. Protected as
+# ``{...}`` (same length, offsets kept) while the command is split, restored in the values it sets.
+_PLACEHOLDER = re.compile(r"<([A-Za-z_][\w.\-/]*)>")
+_PROTECTED = re.compile(r"\{([A-Za-z_][\w.\-/]*)\}")
+
+
 def command_lines(text: str, start: int = 0, end: int | None = None) -> str:
     """``text`` with everything but the launch commands between ``start`` and ``end`` blanked
     (offsets kept, so each fact is located in the real file): a command starts at a line that
-    runs a launcher and goes on over lines ending in a backslash."""
+    runs a launcher and goes on over lines ending in a backslash. These are commands a document
+    shows (a README's, a docstring's): their ``<placeholders>`` are words."""
     end = len(text) if end is None else end
     kept = [" " if c not in "\n" else c for c in text]
     for match in _COMMAND_START.finditer(text, start, end):
@@ -540,7 +551,7 @@ def command_lines(text: str, start: int = 0, end: int | None = None) -> str:
         while position < end:
             line_end = text.find("\n", position, end)
             line_end = end if line_end < 0 else line_end
-            kept[position:line_end] = text[position:line_end]
+            kept[position:line_end] = _PLACEHOLDER.sub(r"{\1}", text[position:line_end])
             if not text[position:line_end].rstrip().endswith("\\"):
                 break
             position = line_end + 1

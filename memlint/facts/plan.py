@@ -68,6 +68,19 @@ class RunFacts:
     lora_r: Sourced[int] | None = None
     lora_targets: Sourced[tuple[str, ...]] | None = None
     lora_dropout: Sourced[float] | None = None
+    adapter_method: Sourced[str] | None = None  # "oft" (PEFT's orthogonal fine-tuning); None: LoRA
+    oft_block_size: Sourced[int] | None = None
+
+    # ---- blocks that train when they are not the last ones: LLaMA Pro's expanded blocks
+    # (``block_layout`` "interleaved"), BAdam's one active block at a time ("each in turn")
+    trained_blocks: Sourced[int] | None = None
+    block_layout: Sourced[str] | None = None
+    # blocks LLaMA-Factory's scripts/llama_pro.py added to the base model (its --num_expand)
+    expanded_blocks: Sourced[int] | None = None
+    # GaLore / APOLLO low-rank optimizer states: (name, rank, layer-wise, target modules)
+    projection: Sourced[tuple[str, int, bool, tuple[str, ...]]] | None = None
+    # KTransformers keeps the routed experts in host memory and runs them on the CPU
+    experts_on_host: Sourced[bool] | None = None
 
     # ---- vision-language models: the pixel budget an image is resized into (LLaMA-Factory's
     # ``image_max_pixels``) and whether the vision tower trains
@@ -82,8 +95,8 @@ class RunFacts:
     offload_params: Sourced[bool] | None = None
     fsdp: Sourced[str] | None = None  # "full", "hybrid", "grad-op"
     # what the run does that the estimate does not model (Megatron's model parallelism, GaLore's
-    # projected optimizer states, ...), as the config writes it
-    unmodelled: Sourced[str] | None = None
+    # projected optimizer states, ...), as the config writes it, or (that, what the user can do)
+    unmodelled: Sourced[str | tuple[str, str]] | None = None
     reduce_bucket: Sourced[float] | None = None
     allgather_bucket: Sourced[float] | None = None
     prefetch_bucket: Sourced[float] | None = None
@@ -125,6 +138,12 @@ class RunFacts:
             if isinstance(value, Sourced):
                 out[name] = value
         return out
+
+
+# what to do with a run memlint cannot size because it splits the model over GPUs (``unmodelled``)
+MODEL_PARALLEL_ADVICE = ("memlint sizes data parallelism, ZeRO and FSDP only; size this run with Megatron's own "
+                         "report (megatron/training/theoretical_memory_usage.py) and silence this note with "
+                         "`# memlint: ignore[MEM003]`")
 
 
 NOT_FACTS = ("path", "kind", "anchor", "references", "auto_keys", "cli_bindings", "cli_args", "cli_unknown",

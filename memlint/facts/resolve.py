@@ -22,6 +22,7 @@ from memlint.estimate import (
     Lora,
     Optimizer,
     Precision,
+    Projection,
     Sharding,
     TrainingSetup,
     UnsupportedArchitecture,
@@ -258,6 +259,20 @@ def _images(plan: TrainingPlan, arch: Any, seq_len: int, lora: Lora | None, run:
     return out
 
 
+def _trained_blocks(plan: TrainingPlan, arch: Any) -> dict[str, Any]:
+    """LLaMA Pro's expanded blocks (every ``num_layers // N``-th, the first at ``stride - 1``) or
+    BAdam's one active block (taken as the first: every block after it keeps activations). The
+    embeddings and the head are frozen in both."""
+    trained = plan.get("trained_blocks")
+    if trained is None or plan.get("lora_r") is not None or arch.num_layers == 0:
+        return {}
+    count = min(max(int(trained.value), 1), arch.num_layers)
+    first = arch.num_layers // count - 1 if plan.value("block_layout") == "interleaved" else 0
+    half = plan.value("frozen_dtype")  # freeze tuning upcasts only the trained blocks
+    return {"trained_blocks": count, "frozen_layers": first, "freeze_embeddings": True, "freeze_head": True,
+            "frozen_weight_bytes": {"bf16": 2.0, "fp16": 2.0}.get(str(half)) if half else None}
+
+
 def _no_model(plan: TrainingPlan) -> str:
     """Why no model was found, and what to do about it."""
     if plan.model_options:
@@ -280,7 +295,9 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
     run.assumptions.extend(default_notes)
     unmodelled = plan.get("unmodelled")
     if unmodelled is not None:
-        run.problem = f"the run uses {unmodelled.value}, which memlint's estimate does not model"
+        # a fact may carry what to do about it: (what the run uses, advice)
+        what, advice = unmodelled.value if isinstance(unmodelled.value, tuple) else (unmodelled.value, "")
+        run.problem = f"the run uses {what}, which memlint's estimate does not model" + (f": {advice}" if advice else "")
         run.problem_fact = unmodelled
         return run
     model = plan.get("model")
@@ -308,6 +325,12 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
         return run
     if arch.generic_note:
         run.assumptions.append(arch.generic_note)
+    expanded = plan.get("expanded_blocks")
+    if expanded is not None and int(expanded.value) > 0 and "num_hidden_layers" in arch.config:
+        added = int(expanded.value)
+        arch = from_config(dict(arch.config, num_hidden_layers=arch.num_layers + added), arch.name)
+        run.assumptions.append(f"LLaMA Pro: {model_name} expanded by {added} blocks to {arch.num_layers} "
+                               f"({expanded.note})")
     run.arch = arch
     prov = run.provenance
     notes = run.assumptions
@@ -373,7 +396,8 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
     lora = None
     r = plan.get("lora_r")
     quant = plan.get("quantization")
-    if r is not None or quant is not None:
+    method = plan.get("adapter_method")
+    if r is not None or quant is not None or method is not None:
         targets = plan.value("lora_targets") or ("q_proj", "v_proj")
         lora = Lora(
             r=int(r.value) if r is not None else 8,
@@ -381,12 +405,21 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
             dropout=float(plan.value("lora_dropout", 0.0) or 0.0),
             quantization=str(quant.value) if quant is not None else None,
             double_quant=bool(plan.value("double_quant", False)),
+            method=str(method.value) if method is not None else "lora",
+            block_size=int(plan.value("oft_block_size", 32) or 32),
         )
-        prov["lora"] = r or quant
+        prov["lora"] = r or method or quant
     accum = plan.get("grad_accum")
     prov["grad_accum"] = accum
-    frozen = _frozen(plan, arch, notes)
+    frozen = _frozen(plan, arch, notes) or _trained_blocks(plan, arch)
     frozen = {**_images(plan, arch, seq_len, lora, run), **frozen}
+    projection = plan.get("projection")
+    if projection is not None:
+        name, rank, layerwise, projected = projection.value
+        frozen["projection"] = Projection(rank=int(rank), name=str(name), layerwise=bool(layerwise),
+                                          targets=tuple(projected))
+    if plan.value("experts_on_host"):
+        frozen["experts_on_host"] = True
     try:
         run.setup = TrainingSetup(
             **frozen,

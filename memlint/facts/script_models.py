@@ -54,6 +54,11 @@ def _positive_int(value: Any) -> int | None:
     return value if value > 0 else None
 
 
+# what to do with a model memlint has no recipe for
+IMAGE_MODEL_ADVICE = ("memlint sizes Transformers language and vision-language models only; measure one step "
+                      "with `torch.cuda.max_memory_allocated()` and silence this note with `# memlint: ignore[MEM003]`")
+
+
 def recognise(ctx: ScriptFacts, call: cst.Call, names: set[str], method: str | None) -> None:
     if any(is_model_loader(n) for n in names):
         model_loader(ctx, call, names)
@@ -61,7 +66,8 @@ def recognise(ctx: ScriptFacts, call: cst.Call, names: set[str], method: str | N
     if library is not None:
         code = ctx.python.code_of(call)
         shown = code if len(code) <= 60 else code[:57] + "..."
-        ctx.state("unmodelled", f"a {library} image model (`{shown}`)", call, f"{library} model", at=call)
+        ctx.state("unmodelled", (f"a {library} image model (`{shown}`)", IMAGE_MODEL_ADVICE), call,
+                  f"{library} model", at=call)
     if names & QUANTIZATION_CONFIGS:
         bits_and_bytes(ctx, call)
     if names & LORA_CONFIGS:

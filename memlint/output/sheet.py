@@ -27,12 +27,23 @@ def describe_setup(budget: Budget) -> str:
     parts = []
     lora = s.get("lora")
     if lora:
-        kind = "QLoRA" if lora.get("quantization") else "LoRA"
-        parts.append(f"{kind} r={lora['r']} ({', '.join(lora['targets'])})")
+        if lora.get("method") == "oft":
+            kind = "quantized-base OFT" if lora.get("quantization") else "OFT"
+            parts.append(f"{kind} blocks of {lora['block_size']} ({', '.join(lora['targets'])})")
+        else:
+            kind = "QLoRA" if lora.get("quantization") else "LoRA"
+            parts.append(f"{kind} r={lora['r']} ({', '.join(lora['targets'])})")
+    elif s.get("trained_blocks") is not None:
+        parts.append(f"{s['trained_blocks']} block{'s' if s['trained_blocks'] != 1 else ''} trained")
     elif s.get("frozen"):
         parts.append(f"freeze tuning ({s['frozen']['layers']} blocks frozen)")
     else:
         parts.append("full fine-tuning")
+    projection = s.get("projection")
+    if projection:
+        parts.append(f"{projection['name']} rank {projection['rank']}" + (" layer-wise" if projection["layerwise"] else ""))
+    if s.get("experts_on_host"):
+        parts.append("routed experts on the CPU (KTransformers)")
     parts.append(s.get("precision", "?"))
     parts.append(s.get("optimizer", "?"))
     parts.append(f"micro-batch {s.get('micro_batch')} × {s.get('seq_len')} tokens")

@@ -298,10 +298,57 @@ class RunFinder:
             kept = [r for r in runs if r.problem is None or self.documents.kind(r.plan.entry) != DocumentKind.MARKDOWN]
             if not kept and own and entries is launchers:
                 kept = self._runs(own, key, context)
+            if not kept and runs and self.documents.kind(path) in _CONFIG_KINDS | STANDALONE_KINDS:
+                kept = [self._documented_problem(runs[0], path)]
             runs = kept
         if not runs and not launched_by and self.documents.kind(path) in STANDALONE_KINDS:
             runs = self._standalone_runs(path, context)
         return runs
+
+    def _expanded_model(self, plan: TrainingPlan) -> TrainingPlan:
+        """LLaMA Pro trains the model LLaMA-Factory's ``scripts/llama_pro.py`` wrote: a launcher beside
+        the config (``examples/extras/llama_pro/expand.sh``: ``--model_name_or_path <base> --output_dir
+        models/llama3-8b-pro --num_expand 8``) names the base model and how many blocks it added."""
+        model = plan.get("model")
+        if plan.value("block_layout") != "interleaved" or model is None or plan.get("expanded_blocks") is not None:
+            return plan
+        written = str(model.value).rstrip("/")
+        folder = Path(plan.entry).parent
+        if (folder / written).exists() or (self.documents.root / written).exists():
+            return plan  # the expanded model is there: its config.json counts its blocks
+        for launcher in sorted(folder.glob("*.sh")):
+            for command in self.documents.facts(launcher):
+                if command.launches is None or not str(command.launches.value).endswith("llama_pro.py"):
+                    continue
+                output, base, added = (command.cli_args.get(k) for k in ("output_dir", "model_name_or_path", "num_expand"))
+                if output is None or base is None or added is None or not str(added.value).isdigit():
+                    continue
+                if str(output.value).rstrip("/") != written:
+                    continue
+                facts = dict(plan.facts)
+                facts["model"] = base.with_value(str(base.value), f"{launcher.name} expands it into {written}")
+                facts["expanded_blocks"] = Sourced(int(str(added.value)), added.origin, f"{launcher.name}: --num_expand")
+                # the verdict stays in the config (the model fact now points into the launcher)
+                return replace(plan, facts=facts, documents=plan.documents + (str(launcher),), home=plan.home or plan.entry)
+        return plan
+
+    def _documented_problem(self, run: ResolvedRun, path: str | Path) -> ResolvedRun:
+        """A config only a README command uses has no other run to carry the note: it says once,
+        in the config, why that command cannot be estimated (its model is a placeholder, ...) and
+        which line of the README the value comes from."""
+        fact = run.problem_fact
+        if fact is not None and fact.origin is not None and fact.origin.path != str(path):
+            shown = Path(fact.origin.path)
+            root = self.documents.root.resolve()
+            if shown.is_absolute() and root in shown.resolve().parents:
+                shown = shown.resolve().relative_to(root)
+            run.problem = (f"{run.problem} (the command at {shown}:{fact.origin.range.start.line} that uses this "
+                           f"config passes it as {fact.note or 'its model'})")
+            run.problem_fact = None
+        own = self.documents.facts(path)
+        anchor = next((f.anchor for f in own if f.anchor is not None), None)
+        run.plan = replace(run.plan, home=str(path), anchor=anchor or run.plan.anchor)
+        return run
 
     def _config_runs(self, documented: list, key: str, context: RunContext) -> list[ResolvedRun]:
         """The runs of a config through the launcher its project documents for it; one that
@@ -391,7 +438,7 @@ class RunFinder:
         runs = []
         seen_plans = set()
         for facts in entries:
-            plan = self.plan_for(facts)
+            plan = self._expanded_model(self.plan_for(facts))
             marker = (plan.entry, plan.documents, plan.anchor)
             if marker in seen_plans:
                 continue
@@ -423,7 +470,7 @@ class RunFinder:
                     text = self.documents.text_for_scan(candidate)
                     if text and ("#SBATCH" in text or "accelerators" in text or "nvidia.com/gpu" in text
                                  or ("modal" in text and "gpu" in text) or "accelerator_type" in text
-                                 or "gpu_type_id" in text or "runpodctl" in text
+                                 or "gpu_type_id" in text or "runpodctl" in text or "available_node_types" in text
                                  or ("resources" in text and "gpu" in text and "type" in text)):
                         infra = read(str(candidate), text)
                         if infra is not None:

@@ -88,12 +88,14 @@ def _count(model: nn.Module) -> int:
 
 
 def _lora_config(case: Case) -> Any:
-    from peft import LoraConfig
+    from peft import LoraConfig, OFTConfig
 
     lc = case.lora_config
     assert lc is not None
     model_type = case.model.get("model_type")
     task = "SEQ_2_SEQ_LM" if model_type in _SEQ2SEQ else "SEQ_CLS" if model_type in _ENCODERS else "CAUSAL_LM"
+    if lc["method"] == "oft":  # as LLaMA-Factory's finetuning_type: oft builds it (model/adapter.py)
+        return OFTConfig(r=0, oft_block_size=lc["block_size"], target_modules=lc["target_modules"], task_type=task)
     return LoraConfig(r=lc["r"], lora_alpha=lc["alpha"], lora_dropout=lc["dropout"],
                       target_modules=lc["target_modules"], task_type=task)
 

@@ -33,7 +33,8 @@ OPTIMIZERS = (
 )
 ATTN_IMPLS = ("sdpa", "eager")
 SHARDINGS = ("none", "fsdp-full")
-LORA_KEYS = ("r", "alpha", "dropout", "target_modules")
+# "method": "oft" builds PEFT's OFTConfig(oft_block_size=block_size) instead of a LoraConfig
+LORA_KEYS = ("r", "alpha", "dropout", "target_modules", "method", "block_size")
 IMAGE_KEYS = ("per_sequence", "height", "width")
 
 
@@ -164,7 +165,12 @@ class Case:
             bad = sorted(set(lc) - set(allowed))
             if bad:
                 raise CaseError(f"{p}: {name} has unknown key(s) {bad}; allowed: {list(allowed)}")
-            if int(lc.get("r", 8)) < 1:
+            if lc.get("method", "lora") not in ("lora", "oft"):
+                raise CaseError(f"{p}: {name}.method must be lora or oft")
+            if lc.get("method") == "oft":
+                if int(lc.get("block_size", 32)) < 2:
+                    raise CaseError(f"{p}: {name}.block_size must be >= 2")
+            elif int(lc.get("r", 8)) < 1:
                 raise CaseError(f"{p}: {name}.r must be >= 1")
         if self.images is not None:
             if not isinstance(self.images, dict):
@@ -192,6 +198,8 @@ class Case:
             "alpha": float(lc.get("alpha", 16)),
             "dropout": float(lc.get("dropout", 0.05)),
             "target_modules": lc.get("target_modules", "all-linear"),
+            "method": str(lc.get("method", "lora")),
+            "block_size": int(lc.get("block_size", 32)),
         }
 
 

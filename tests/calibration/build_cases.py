@@ -172,6 +172,11 @@ def image(per_sequence: int, side: int) -> dict:
     return {"per_sequence": per_sequence, "height": side, "width": side}
 
 
+def oft(block_size: int, targets: object = ALL_LINEAR) -> dict:
+    """PEFT OFT as LLaMA-Factory's ``finetuning_type: oft`` sets it up (``oft_block_size``, ``oft_rank: 0``)."""
+    return {"r": 0, "method": "oft", "block_size": block_size, "dropout": 0.0, "target_modules": targets}
+
+
 QV = ["q_proj", "v_proj"]
 ATTN = ["q_proj", "k_proj", "v_proj", "o_proj"]
 MLA = ["q_proj", "kv_a_proj_with_mqa", "kv_b_proj", "o_proj"]  # DeepSeek-V2's attention projections
@@ -205,6 +210,9 @@ def case_rows() -> list[tuple]:
         # --- every precision x checkpointing on one model (Llama-3.2-1B, b4 s2048) ---
         *[(L32, 4, 2048, p, "adamw", gc, {}) for p in ("fp32", "bf16", "fp16", "amp-bf16", "amp-fp16")
           for gc in (False, True)],
+        # --- OFT adapters (LLaMA-Factory's examples/extras/oft: blocks of 32 on every linear) ---
+        (L32, 4, 2048, "bf16", "adamw", True, {"lora": oft(32)}),
+        (L32, 2, 2048, "bf16", "adamw", False, {"lora": oft(32)}),
         # --- Llama family ---
         (TL, 4, 2048, "bf16", "adamw", False, {}),
         (TL, 4, 2048, "amp-fp16", "adamw-fused", False, {}),
@@ -339,7 +347,9 @@ def case_rows() -> list[tuple]:
 
 def make_id(model: str, b: int, s: int, prec: str, opt: str, gc: bool, extra: dict) -> str:
     parts = [SHORT[model]]
-    if extra.get("lora"):
+    if extra.get("lora", {}).get("method") == "oft":
+        parts.append(f"oft{extra['lora']['block_size']}")
+    elif extra.get("lora"):
         parts.append(f"lora{extra['lora']['r']}")
     if extra.get("qlora"):
         parts.append(f"qlora{extra['qlora']['r']}")

@@ -1,6 +1,7 @@
 """LLaMA-Factory's freeze tuning (``finetuning_type: freeze``): the last N blocks train, upcast to
 fp32, and the embeddings, head and other blocks stay frozen in the compute dtype. Layouts the
-estimate cannot state (LLaMA Pro, the first blocks, chosen modules) are named, not guessed."""
+estimate cannot state (the first blocks, chosen modules) are named, not guessed; LLaMA Pro's interleaved
+blocks are modelled (tests/estimate/test_memory_savers.py)."""
 
 from __future__ import annotations
 
@@ -77,7 +78,7 @@ def test_freeze_tuning_is_far_below_full_fine_tuning():
 
 
 @pytest.mark.parametrize(("change", "replacement", "named"), [
-    ("freeze_trainable_layers: 2\n", "freeze_trainable_layers: 8\nuse_llama_pro: true\n", "LLaMA Pro"),
+    ("freeze_trainable_layers: 2\n", "freeze_trainable_layers: 0\nuse_llama_pro: true\n", "LLaMA Pro"),
     ("freeze_trainable_layers: 2\n", "freeze_trainable_layers: -2\n", "the first blocks"),
     ("freeze_trainable_modules: all\n", "freeze_trainable_modules: mlp,self_attn\n", "chosen modules"),
 ])

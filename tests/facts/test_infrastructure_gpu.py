@@ -386,3 +386,84 @@ def test_ray_job_gives_the_gpu_of_the_project(tmp_path: Path):
                      "ray_job.py": RAY_TRAIN.format(accelerator='"L4"')})
     [finding] = _lint(tmp_path, "train.py")
     assert finding.code == "MEM001" and "requested by `accelerator_type=\"L4\"` in ray_job.py:12" in finding.message
+
+
+# a Ray cluster launcher config as Ray's GCP GPU example writes it (python/ray/autoscaler/gcp/example-gpu-docker.yaml),
+# with an A100 worker pool
+RAY_CLUSTER_GCP = dedent('''
+    cluster_name: llama-sft
+    max_workers: 2
+    provider:
+        type: gcp
+        region: us-central1
+        availability_zone: us-central1-a
+        project_id: my-project
+    auth:
+        ssh_user: ubuntu
+    available_node_types:
+        ray_head_default:
+            min_workers: 0
+            max_workers: 0
+            resources: {"CPU": 8}
+            node_config:
+                machineType: n1-standard-8
+        ray_worker_gpu:
+            min_workers: 2
+            max_workers: 2
+            resources: {"CPU": 12, "GPU": 1}
+            node_config:
+                machineType: a2-highgpu-1g
+                guestAccelerators:
+                  - acceleratorType: projects/my-project/zones/us-central1-a/acceleratorTypes/nvidia-tesla-a100
+                    acceleratorCount: 1
+                scheduling:
+                  - onHostMaintenance: TERMINATE
+    head_node_type: ray_head_default
+''')
+
+# an AWS cluster whose GPU nodes carry the accelerator resource Ray schedules on
+RAY_CLUSTER_AWS = dedent('''
+    cluster_name: sft
+    provider:
+        type: aws
+        region: us-west-2
+    available_node_types:
+        head:
+            resources: {}
+            node_config:
+                InstanceType: m5.2xlarge
+        gpu_workers:
+            min_workers: 1
+            max_workers: 4
+            resources: {"GPU": 8, "accelerator_type:H100": 1}
+            node_config:
+                InstanceType: p5.48xlarge
+    head_node_type: head
+''')
+
+
+def test_ray_cluster_configs():
+    found = read("cluster.yaml", RAY_CLUSTER_GCP)
+    assert found.gpu.id == "a100-40gb" and found.platform == "Ray"  # GCP's nvidia-tesla-a100: the 40 GB card
+    assert found.count == 2 and found.said == "acceleratorType: projects/my-project/zones/us-central1-a/acceleratorTypes/nvidia-tesla-a100"
+    assert found.origin.range.start.line == 24
+    aws = read("cluster.yaml", RAY_CLUSTER_AWS)
+    assert aws.gpu.id.startswith("h100") and aws.count == 8 and aws.said == "accelerator_type:H100 with GPU: 8"
+    # Ray's NVIDIA_A10G is "A10G" (ray.util.accelerators), not a 10 GB card
+    assert read("cluster.yaml", RAY_CLUSTER_AWS.replace("accelerator_type:H100", "accelerator_type:A10G")).gpu.id == "a10g"
+
+
+def test_ray_cluster_near_misses():
+    # GPUs without a card named: no verdict; two pools with different cards: no verdict
+    assert read("cluster.yaml", RAY_CLUSTER_AWS.replace(', "accelerator_type:H100": 1', "")) is None
+    mixed = RAY_CLUSTER_AWS.replace('    head:\n        resources: {}',
+                                    '    head:\n        resources: {"GPU": 1, "accelerator_type:A10G": 1}')
+    assert mixed != RAY_CLUSTER_AWS and read("cluster.yaml", mixed) is None
+    # a Kubernetes manifest or a SkyPilot task is not a Ray cluster config
+    assert read("values.yaml", "head:\n  resources: {GPU: 8, accelerator_type:A100: 1}\n") is None
+
+
+def test_ray_cluster_gives_the_gpu_of_the_project(tmp_path: Path):
+    write(tmp_path, {"train.py": TRAIN.format(model="meta-llama/Llama-3.1-8B"), "cluster.yaml": RAY_CLUSTER_GCP})
+    [finding] = _lint(tmp_path, "train.py")
+    assert finding.code == "MEM001" and "NVIDIA A100" in finding.message and "in cluster.yaml:24" in finding.message

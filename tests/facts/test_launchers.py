@@ -178,7 +178,8 @@ def test_the_launch_after_a_wrappers_double_dash_and_its_model_parallelism():
     [facts] = facts_of(DPO_TP, "scripts/train/debug/dpo/multi_node.sh")
     assert facts.launches.value == "open_instruct/dpo.py"
     assert facts.world_size.value == 16  # torchrun's, not mason.py's --gpus
-    assert facts.unmodelled.value == "model parallelism (`--tensor_parallel_degree 2`)"
+    assert facts.unmodelled.value[0] == "model parallelism (`--tensor_parallel_degree 2`)"
+    assert "theoretical_memory_usage.py" in facts.unmodelled.value[1]
     assert where(facts.unmodelled) == span(DPO_TP, "--tensor_parallel_degree «2»")
 
 

@@ -105,4 +105,6 @@ def test_a_timm_model_is_named_as_what_the_estimate_does_not_model():
         args.model_name_or_path, return_dict=True, low_cpu_mem_usage=True
     )''', 'build("resnet50d", pretrained=True, num_classes=37)')
     [script] = facts_of(text, "cv_example.py")
-    assert script.unmodelled.value == 'a timm image model (`build("resnet50d", pretrained=True, num_classes=37)`)'
+    what, advice = script.unmodelled.value
+    assert what == 'a timm image model (`build("resnet50d", pretrained=True, num_classes=37)`)'
+    assert "torch.cuda.max_memory_allocated()" in advice and "ignore[MEM003]" in advice

@@ -1,0 +1,103 @@
+"""A command a README or docstring shows with ``<placeholders>`` (stanford_alpaca's "Addressing OOM":
+``--master_port=<your_random_port>``, ``--model_name_or_path <your_path_to_hf_converted_llama_ckpt>``)
+is read: a placeholder is a word to fill in, not a shell redirection. The DeepSpeed config it names
+says its model is a placeholder and where it is written, not that no launcher uses it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from facts_testing import dedent, facts_of, write
+
+from memlint.lint.engine import Linter
+from memlint.project.settings import Settings
+
+README = dedent('''
+    ### Addressing OOM
+
+    - DeepSpeed stage-3 (with offload) can at times be more memory efficient than FSDP with offload:
+        ```bash
+        pip install deepspeed
+        torchrun --nproc_per_node=4 --master_port=<your_random_port> train.py \\
+            --model_name_or_path <your_path_to_hf_converted_llama_ckpt_and_tokenizer> \\
+            --data_path ./alpaca_data.json \\
+            --bf16 True \\
+            --output_dir <your_output_dir> \\
+            --per_device_train_batch_size 4 \\
+            --gradient_accumulation_steps 8 \\
+            --deepspeed "./configs/default_offload_opt_param.json" \\
+            --tf32 True
+        ```
+''')
+
+TRAIN = dedent('''
+    from dataclasses import dataclass, field
+    from typing import Optional
+
+    import transformers
+
+
+    @dataclass
+    class ModelArguments:
+        model_name_or_path: Optional[str] = field(default="facebook/opt-125m")
+
+
+    @dataclass
+    class TrainingArguments(transformers.TrainingArguments):
+        model_max_length: int = field(default=512)
+
+
+    def train():
+        parser = transformers.HfArgumentParser((ModelArguments, TrainingArguments))
+        model_args, training_args = parser.parse_args_into_dataclasses()
+        model = transformers.AutoModelForCausalLM.from_pretrained(model_args.model_name_or_path)
+        trainer = transformers.Trainer(model=model, args=training_args)
+        trainer.train()
+
+
+    if __name__ == "__main__":
+        train()
+''')
+
+OFFLOAD = """{
+  "bf16": {"enabled": "auto"},
+  "optimizer": {"type": "AdamW", "params": {"lr": "auto", "betas": "auto", "eps": "auto", "weight_decay": "auto"}},
+  "zero_optimization": {
+    "stage": 3,
+    "offload_optimizer": {"device": "cpu", "pin_memory": true},
+    "offload_param": {"device": "cpu", "pin_memory": true},
+    "stage3_gather_16bit_weights_on_model_save": false
+  },
+  "gradient_accumulation_steps": "auto",
+  "train_batch_size": "auto",
+  "train_micro_batch_size_per_gpu": "auto"
+}
+"""
+
+
+def test_a_placeholder_is_a_word_of_the_command():
+    [launch] = facts_of(README, "README.md")
+    assert launch.launches.value == "train.py"
+    assert launch.cli_args["model_name_or_path"].value == "<your_path_to_hf_converted_llama_ckpt_and_tokenizer>"
+    assert launch.cli_args["output_dir"].value == "<your_output_dir>"
+    assert [r.value for r in launch.references] == ["./configs/default_offload_opt_param.json"]
+    assert launch.world_size.value == 4
+
+
+def test_the_config_says_its_model_is_a_placeholder_and_where(tmp_path: Path):
+    write(tmp_path, {"README.md": README, "train.py": TRAIN, "configs/default_offload_opt_param.json": OFFLOAD})
+    (tmp_path / ".git").mkdir()
+    settings = Settings(root=tmp_path).with_overrides(gpu="h100", cache=False)
+    [note] = [d for d in Linter(settings).lint_path(tmp_path / "configs/default_offload_opt_param.json")
+              if d.code.startswith("MEM")]
+    assert note.code == "MEM003"
+    assert "'<your_path_to_hf_converted_llama_ckpt_and_tokenizer>' looks like a placeholder" in note.message
+    assert "README.md:7" in note.message and "--model_name_or_path" in note.message
+    assert "used by no launcher" not in note.message
+
+
+def test_a_real_redirection_in_a_launcher_script_is_still_one():
+    [launch] = facts_of("torchrun --nproc_per_node 2 train.py --model_name_or_path gpt2 < /dev/null > log.txt\n",
+                        "run.sh")
+    assert launch.cli_args["model_name_or_path"].value == "gpt2"
+    assert not any("log.txt" in v.value for v in launch.cli_args.values())
