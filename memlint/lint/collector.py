@@ -35,7 +35,7 @@ def collector_paused(keep: bool = False) -> Iterator[None]:
     """``keep``: what the pause made stays out of the collector's later passes (``gc.freeze``
     at its end, constant time). For ``memlint check``, whose trees live until the run ends: the
     young pass that re-enabling would start next walks every object of the file just analysed
-    (each of them alive), and was a sixth of a cold run's CPU on real code."""
+    (each of them alive): 6 % of a cold run's profile on real code."""
     global _depth, _was_enabled, _keep
     with _lock:
         if _depth == 0:
