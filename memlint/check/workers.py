@@ -94,7 +94,7 @@ class Worker:
         out: list[tuple[str, int, DocumentRecord | None]] = []
         for path, root in tasks:
             try:
-                with collector_paused():  # parsing is where the collector costs (memlint.lint.collector)
+                with collector_paused(keep=True):  # parsing is where the collector costs (memlint.lint.collector)
                     record = self.project(root).record(path)
             except Exception:  # reported when the file is linted; the others go on
                 record = None
@@ -114,7 +114,7 @@ class Worker:
         for path, root in tasks:
             linter = self.linter(root)
             before = len(linter.internal_errors)
-            with reads.recording() as recorded:
+            with collector_paused(keep=True), reads.recording() as recorded:
                 diagnostics = linter.lint_path(path)  # never raises: a failure is reported on the file
             try:
                 digest = linter.project.digest(path)
@@ -275,6 +275,10 @@ class Lanes:
     def close(self) -> None:
         for lane in self.lanes:
             lane.close()
+        if self.local is not None:
+            # what this process's lints kept out of the collector's passes (``collector_paused``)
+            # is collected again: a caller that goes on (the tests, the fix loop) frees its cycles
+            gc.unfreeze()
 
     def set_roots(self, roots: list[Settings], candidates: dict[int, list[Path]]) -> None:
         """Settings roots met after the workers started (a linked file under another root)."""

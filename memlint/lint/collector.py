@@ -27,23 +27,33 @@ from typing import Iterator
 _lock = threading.Lock()
 _depth = 0
 _was_enabled = False
+_keep = False
 
 
 @contextmanager
-def collector_paused() -> Iterator[None]:
-    global _depth, _was_enabled
+def collector_paused(keep: bool = False) -> Iterator[None]:
+    """``keep``: what the pause made stays out of the collector's later passes (``gc.freeze``
+    at its end, constant time). For ``memlint check``, whose trees live until the run ends: the
+    young pass that re-enabling would start next walks every object of the file just analysed
+    (each of them alive): 6 % of a cold run's profile on real code."""
+    global _depth, _was_enabled, _keep
     with _lock:
         if _depth == 0:
             _was_enabled = gc.isenabled()
             gc.disable()
         _depth += 1
+        _keep = _keep or keep
     try:
         yield
     finally:
         with _lock:
             _depth -= 1
-            if _depth == 0 and _was_enabled:
-                gc.enable()
+            if _depth == 0:
+                if _keep:
+                    gc.freeze()
+                    _keep = False
+                if _was_enabled:
+                    gc.enable()
 
 
 def freeze_long_lived() -> None:

@@ -151,8 +151,7 @@ class Names:
 
     def _place(self, node: cst.CSTNode) -> tuple[int, int]:
         """Where a node starts, to put nodes in source order."""
-        found = self.source.positions.get(node)  # none for a node of a string annotation
-        return (found.start.line, found.start.column) if found is not None else (0, 0)
+        return self.source.place(node)  # first for a node of a string annotation
 
     def enclosing_function(self, node: cst.CSTNode) -> cst.FunctionDef | None:
         current = self.parent(node)

@@ -19,6 +19,7 @@ from libcst.metadata import CodeRange
 from memlint.model.diagnostics import Position, Range
 from memlint.python.scopes import scopes_of
 from memlint.python.class_units import derive_unit
+from memlint.python.positions import Lines, first_lines, order_of, tree_by_statement
 from memlint.python.tree import Tree, tree_of
 from memlint.python.units import Unit, parse_in_units, unit_statements
 
@@ -36,9 +37,13 @@ class PythonSource:
     """A parsed module and lazily computed libcst metadata."""
 
     def __init__(self, module: cst.Module, text: str, tree: Tree | None = None, units: list[Unit] = (),
-                 depths: dict[str, int] | None = None) -> None:
+                 depths: dict[str, int] | None = None, lines: Lines | None = None,
+                 by_statement: bool = False) -> None:
         self.module = module
         self.text = text
+        # ``by_statement``: positions recorded per top-level statement when asked
+        # (``memlint.python.positions``), ``lines`` the first line of each (``first_lines``)
+        self.lines, self.by_statement = lines, by_statement
         self.units = list(units)  # the top-level statements parsed alone (python_units)
         self.depths = depths or {}  # a unit's text -> the depth of its statements' syntax trees
         self._typed: dict[tuple, list] = {}  # nodes_of and nodes_in_order, by node classes
@@ -51,6 +56,8 @@ class PythonSource:
     def tree(self) -> Tree:
         """Positions, parents and children of every node (one pass, on first use; given when
         the module was parsed in units)."""
+        if self.by_statement:
+            return tree_by_statement(self.module, self.lines)
         return tree_of(self.module)
 
     @property
@@ -99,11 +106,30 @@ class PythonSource:
                     if type(statement) in kinds:  # a statement starts with (before) its first node
                         found.append(statement)
                     found += unit.nodes_in_order(kinds)
+            elif self.tree.shape is not None:  # positions per statement: source order without them
+                order = self._order()
+                found = sorted(self.nodes_of(*kinds), key=order.__getitem__)
             else:
                 positions = self.positions
                 found = sorted(self.nodes_of(*kinds), key=lambda n: (positions[n].start.line, positions[n].start.column))
             self._typed[("in order", *kinds)] = found
         return found
+
+    def place(self, node: cst.CSTNode) -> tuple[int, int]:
+        """A key that puts nodes in source order (ties: an enclosing node first; a node of no
+        place here, such as one of a string annotation, first of all). Where positions are
+        worked out per statement, their rank in the shape: no statement's code is regenerated."""
+        if self.by_statement:
+            rank = self._order().get(node)
+            return (0, -1) if rank is None else (0, rank)
+        found = self.positions.get(node)
+        return (found.start.line, found.start.column) if found is not None else (0, 0)
+
+    def _order(self) -> dict[cst.CSTNode, int]:
+        order = self.derived.get("order")
+        if order is None:
+            order = self.derived["order"] = order_of(self.module, self.tree.shape or {})
+        return order  # type: ignore[return-value]
 
     def every_scope(self) -> set[metadata.Scope]:
         """Every scope of the module (its own, its functions', classes', comprehensions'...)."""
@@ -318,4 +344,7 @@ def parse(text: str, previous: PythonSource | None = None, whole: bool = False,
         return PythonSyntaxError(error.message, Range(Position(line, column), Position(line, column + 1)))
     except (RecursionError, MemoryError):
         return PythonSyntaxError("nested too deeply to analyse", Range.file_start(), "too-complex")
+    if whole:  # positions only where asked: CPython's lines place the statements (not with ``\r``)
+        return PythonSource(module, text, lines=first_lines(tree) if tree is not None and "\r" not in text else None,
+                            by_statement=True)
     return PythonSource(module, text)

@@ -39,6 +39,9 @@ FORMATTING = frozenset({
 class Tree:
     positions: Mapping[cst.CSTNode, CodeRange]  # of every node, formatting included
     parents: dict[cst.CSTNode, cst.CSTNode]  # of every syntax node but the root
+    # the children of every syntax node, kept where positions are worked out when asked
+    # (``memlint.python.positions``): source order then comes from the shape
+    shape: Mapping[cst.CSTNode, list[cst.CSTNode]] | None = None
 
 
 class _Recorder(PositionProvidingCodegenState):
