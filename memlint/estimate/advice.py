@@ -79,7 +79,11 @@ def _candidates(arch: Architecture, setup: TrainingSetup) -> list[Candidate]:
         add("zero3", "ZeRO stage 3 / FSDP full shard (shard parameters too)",
             '"zero_optimization": {"stage": 3}  or  fsdp="full_shard"',
             lambda t: t.but(sharding=Sharding.ZERO3))
-    if s.world_size == 1:
+    if s.world_size == 1 and s.sharding in (Sharding.ZERO3, Sharding.FSDP_FULL):
+        # the run already shards fully: on one GPU there is nothing to shard over, so the change is the GPU count
+        add("zero3_8", "run it on 8 GPUs (its full sharding then splits the model over them)", "--nproc_per_node 8",
+            lambda t: t.but(world_size=8))
+    elif s.world_size == 1:
         add("zero3_8", "shard over 8 GPUs (ZeRO-3 / FSDP)", "--nproc_per_node 8 with ZeRO stage 3",
             lambda t: t.but(world_size=8, sharding=Sharding.ZERO3))
     if not s.offload_optimizer and s.lora is None:
