@@ -171,6 +171,7 @@ class ConfigLaunchers:
         """The launch of a job spec that a submitter's call passes beside the config (before
         the submitter's own run: the spec's command is what runs)."""
         key = self.documents.key(target)
+        fields = self._top_level_keys(target)  # the config's own fields override the spec command's options
         out: list[ConfigLaunch] = []
         for referrer in self.links.referrers(target):
             for facts in self.documents.facts(referrer):
@@ -184,7 +185,6 @@ class ConfigLaunchers:
                     if spec is None or self.documents.key(spec) == key:
                         continue
                     for launch in self._spec_launches(spec):
-                        fields = self._top_level_keys(target)
                         note = f"{facts.launches.value} with {reference.value} (a job spec)"
                         bound = Sourced(str(target), mine[0].origin, note)
                         launch = replace(launch, bound_config=bound, references=[*launch.references, bound],

@@ -179,12 +179,12 @@ def _swept_stages(ctx: RuleContext, run: ResolvedRun, config: str) -> list[int]:
         found = (ctx.resolve_reference(str(r.value), entry) for r in facts.references)
         return [p.resolve() for p in found if p is not None]
 
-    mine = [f.launches.value for f in launches if f.launches is not None and target in configs(f)]
-    if not mine:
+    mine = next((f.launches.value for f in launches if f.launches is not None and target in configs(f)), None)
+    if mine is None:
         return []
     stages: set[int] = set()
     for facts in launches:
-        if facts.launches is None or facts.launches.value != mine[0]:
+        if facts.launches is None or facts.launches.value != mine:
             continue
         for path in configs(facts):
             for config_facts in ctx.facts_of(path):
