@@ -205,7 +205,7 @@ def estimate(case: Case, *, cuda_dropout: bool) -> dict[str, Any]:
     with the CPU kernel's rule (what the fake runs measured)."""
     arch, setup = trace_case_inputs({"case": case.to_dict()})
     if cuda_dropout:
-        setup = dataclasses.replace(setup, dropout_mask_bytes=1)
+        setup = dataclasses.replace(setup, dropout_mask_bytes=1, cuda_workspaces=True)
     budget = estimate_training(arch, setup)
     return {"peak_bytes": int(budget.peak_bytes), "peak_phase": budget.peak_phase.name,
             "parameters": int(budget.parameters)}

@@ -202,10 +202,49 @@ def load_gpu_truth(path: Path = GPU_TRUTH) -> dict[str, Any] | None:
     return json.loads(path.read_text()) if path.exists() else None
 
 
-def _gpu_estimate(case: dict[str, Any]) -> int:
-    """The estimate of a GPU row with CUDA's own kernel rules (1-byte dropout masks)."""
+def _gpu_estimate(case: dict[str, Any], workspaces: bool = True) -> int:
+    """The estimate of a GPU row with CUDA's own kernel rules (1-byte dropout masks), with the
+    workspaces kernels allocate inside an op (what ``max_memory_allocated`` sees) or without them
+    (what PyTorch's tracker on the GPU sees)."""
     arch, setup = trace_case_inputs({"case": case})
-    return int(estimate_training(arch, dataclasses.replace(setup, dropout_mask_bytes=1)).peak_bytes)
+    setup = dataclasses.replace(setup, dropout_mask_bytes=1, cuda_workspaces=workspaces)
+    return int(estimate_training(arch, setup).peak_bytes)
+
+
+#: why the estimate misses a GPU row by more than 2 %, from the op-level probe of the second lease
+#: (``aten`` ops, their results and what they allocate inside, on the H200)
+_GPU_MISS_CAUSES = {
+    "t5": "CUDA runs SDPA's math kernel for T5's self-attention (its position bias trains) and applies "
+          "the attention dropout there (`native_dropout` over the fp32 probabilities: a bool mask and a "
+          "bf16 copy for the product with v are kept), where the CPU trace and the estimate price the "
+          "math kernel without dropout; its cross-attention runs cuDNN's kernel. Not modelled yet",
+    "t5 over": "with autocast and checkpointing the GPU kept less than the CPU trace did (PyTorch's "
+               "tracker on the GPU is below the fake run too): not yet traced op by op",
+    "falcon_h1": "without `mamba_ssm`, transformers runs its reference PyTorch versions of the CUDA "
+                 "kernels on a GPU (`cuda_kernels_forward`), whose intermediates differ from the "
+                 "`torch_forward` path the CPU trace and the estimate follow; with `mamba_ssm` installed "
+                 "the fused kernels keep less. Not modelled",
+    "roberta": "BERT-family SDPA with autocast: not yet traced op by op",
+    "gpt2": "GPT-2 fp16 autocast with checkpointing: not yet traced op by op",
+    "qwen2_5_vl": "the vision tower's ops on CUDA (not yet traced op by op)",
+}
+
+
+def _gpu_misses(ok: list[dict[str, Any]]) -> list[str]:
+    """The rows the estimate misses by more than 2 % of ``max_memory_allocated``, with the cause."""
+    lines = []
+    for r in ok:
+        alloc = r["cuda"]["max_allocated_bytes"]
+        err = (_gpu_estimate(r["case"]) - alloc) / alloc
+        if abs(err) <= 0.02:
+            continue
+        model_type = str((r["case"].get("model") or {}).get("model_type", ""))
+        cause = _GPU_MISS_CAUSES.get(f"{model_type} over" if err > 0 else model_type, "")
+        cause = cause or _GPU_MISS_CAUSES.get(model_type, "not yet explained")
+        lines.append(f"- `{r['id']}`: {err:+.1%} ({cause}).")
+    if not lines:
+        return []
+    return ["Rows the estimate misses by more than 2 % of `max_memory_allocated`:", "", *lines, ""]
 
 
 def render_gpu(data: dict[str, Any] | None) -> list[str]:
@@ -220,8 +259,9 @@ def render_gpu(data: dict[str, Any] | None) -> list[str]:
     v = rows[0].get("versions", {})
     ok = [r for r in rows if r["status"] == "ok" and not r["edge_probe"]]
     alloc_err = [(_gpu_estimate(r["case"]) - r["cuda"]["max_allocated_bytes"]) / r["cuda"]["max_allocated_bytes"] for r in ok]
-    tracker_err = [(_gpu_estimate(r["case"]) - r["tracker"]["peak_bytes"]) / r["tracker"]["peak_bytes"] for r in ok]
+    tracker_err = [(_gpu_estimate(r["case"], workspaces=False) - r["tracker"]["peak_bytes"]) / r["tracker"]["peak_bytes"] for r in ok]
     workspace = sorted(r["cuda"]["max_allocated_bytes"] - r["tracker"]["peak_bytes"] for r in ok)
+    widest = max(ok, key=lambda r: r["cuda"]["max_allocated_bytes"] - r["tracker"]["peak_bytes"])
     outside = sorted(r["cuda"]["outside_allocator_bytes"] for r in rows)
     context = sorted(r["context_bytes"] for r in rows)
     over = sorted(r["cuda"]["max_reserved_bytes"] / r["cuda"]["max_allocated_bytes"] - 1 for r in ok)
@@ -242,7 +282,10 @@ def render_gpu(data: dict[str, Any] | None) -> list[str]:
         f"{statistics.mean(abs(e) for e in alloc_err):.2%}, worst {min(alloc_err):+.2%}.",
         f"- `max_memory_allocated` is above the tracker's tensor peak by a median "
         f"{statistics.median(workspace) / mib:.0f} MiB (cuBLAS's workspaces,",
-        f"  which the allocator hands out but no op returns), at most {workspace[-1] / mib:.0f} MiB.",
+        f"  which the allocator hands out but no op returns), at most {workspace[-1] / mib:.0f} MiB "
+        f"(`{widest['id']}`: the softmax backward",
+        "  over SDPA's math kernel allocates a workspace as large as the probabilities; the estimate",
+        "  counts it, `TrainingSetup.cuda_workspaces`).",
         f"- The process holds {context[0] / mib:.0f} MiB once CUDA is initialised and "
         f"{outside[0] / mib:.0f}-{outside[-1] / mib:.0f} MiB outside the caching",
         "  allocator after the steps (the context and the kernel modules loaded on first use).",
@@ -252,6 +295,7 @@ def render_gpu(data: dict[str, Any] | None) -> list[str]:
         "  (the allocator keeps freed blocks cached while memory is plentiful; under pressure it frees",
         "  them and retries, so this is not what a run needs).",
         "",
+        *_gpu_misses(ok),
         "What \"fits\" means, measured: the edge probe grows one setup's sequence so that the estimate",
         "lands near the card's capacity, and records which steps ran.",
         "",

@@ -86,6 +86,7 @@ def tape_settings(arch: Architecture, setup: TrainingSetup, block_trains: bool =
         quantized_base=setup.quantized,
         mask_bytes=setup.dropout_mask_bytes,
         fp32_gqa_sdpa_math=setup.fp32_gqa_sdpa_math,
+        softmax_workspace=setup.cuda_workspaces,
         grad_ckpt=setup.grad_ckpt,
     )
 

@@ -30,6 +30,10 @@ class Value:
     head_major: bool = False
     # A view (a chunk of a fused qkv output): saving it keeps ``view_of`` alive.
     view_of: "Value | None" = None
+    # Tensors of this size that the backward of the op that saved it holds at once: the gradient
+    # of its output and of its input (2); CUDA's softmax backward over SDPA's math kernel adds a
+    # workspace as large as its result (3; ``_softmax_backward_data``, measured on an H200).
+    backward_buffers: int = 2
 
     @property
     def bytes(self) -> float:
@@ -60,6 +64,9 @@ class TapeSettings:
     # probabilities. Measured on an H200 (tests/calibration/gpu_truth.json). False prices the
     # CPU flash kernel the fake-tensor oracle ran.
     fp32_gqa_sdpa_math: bool = True
+    # CUDA's softmax backward over the math kernel's probabilities allocates a workspace of
+    # their size (TrainingSetup.cuda_workspaces)
+    softmax_workspace: bool = True
     grad_ckpt: bool = False  # gradient checkpointing on (T5 then marks a bias requires_grad)
 
 
@@ -83,13 +90,14 @@ class Tape:
         Backward runs the ops in reverse: when it reaches the op that saved tensor *i*, the
         tensors saved after *i* are already freed, those saved up to *i* are alive, and the
         gradients of *i* and of its input exist at once (softmax's backward over eager
-        attention probabilities: two fp32 buffers of heads x T per token).
+        attention probabilities: two fp32 buffers of heads x T per token), with any workspace
+        that backward allocates (``Value.backward_buffers``).
         """
         alive = 0.0
         peak = 0.0
         for value in self._saved.values():
             alive += value.bytes
-            peak = max(peak, alive + 2 * value.bytes)
+            peak = max(peak, alive + value.backward_buffers * value.bytes)
         return peak
 
     def save(self, *values: Value | None) -> None:
@@ -328,7 +336,10 @@ class Tape:
     def _math_sdpa(self, q, k, v, heads, kv_heads, out_numel) -> Value:
         """SDPA's math kernel, taken when k/v have fewer heads and no fused kernel serves them
         (Falcon's multi-query attention without enable_gqa; fp32 GQA on CUDA): half inputs are
-        upcast to fp32, k and v broadcast to every head, and the fp32 probabilities are saved."""
+        upcast to fp32, k and v broadcast to every head, and the fp32 probabilities are saved.
+        Their softmax backward on CUDA takes a workspace of their size besides the two gradients
+        (Falcon-7B LoRA b4 s2048: 4.4 GiB that no op returns, so PyTorch's tracker misses it;
+        ``max_memory_allocated`` sees it, tests/calibration/gpu_truth.json)."""
         rep = heads // max(kv_heads, 1)
         rg = q.rg or k.rg or v.rg
         up = 4 if q.nbytes < 4 else q.nbytes
@@ -337,9 +348,16 @@ class Tape:
                 self.new(q.numel, up, rg),
                 self.new(k.numel * rep, up, rg),
                 self.new(v.numel * rep, up, rg),
-                self.new(heads * self.s.seq_len, up, rg),
+                self.math_sdpa_probabilities(heads, up, rg),
             )
         return Value(out_numel, q.nbytes, rg, head_major=True)
+
+    def math_sdpa_probabilities(self, heads: int, nbytes: int, rg: bool) -> Value:
+        """The probabilities SDPA's math kernel saves, with the CUDA softmax backward's workspace."""
+        probs = self.new(heads * self.s.seq_len, nbytes, rg)
+        if self.s.softmax_workspace:
+            probs.backward_buffers = 3
+        return probs
 
     def _eager_attention(
         self, q, k, v, heads, kv_heads, dropout, out_numel, softmax, softcap=False

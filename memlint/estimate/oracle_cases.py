@@ -60,6 +60,7 @@ def setup_of(inputs: Mapping[str, Any], cpu_dropout: bool = False) -> TrainingSe
         keep_logits=bool(inputs.get("keep_outputs", False)),
         reduce_bucket_elements=_bucket(inputs.get("reduce_bucket_size")),
         dropout_mask_bytes=None if cpu_dropout else 1,
+        cuda_workspaces=False,  # measured by PyTorch's tracker, which sees no kernel's workspace
         # the oracle ran CPU SDPA's flash kernel for every sdpa case, fp32 GQA included
         fp32_gqa_sdpa_math=False,
     )
@@ -108,6 +109,7 @@ def trace_case_inputs(result: Mapping[str, Any]) -> tuple[Architecture, Training
         # the DeepSpeed cases' zero_optimization.reduce_bucket_size (None: DeepSpeed's default)
         reduce_bucket_elements=_bucket(case.get("reduce_bucket_size")),
         dropout_mask_bytes=None,  # measured with the CPU's dropout kernel
+        cuda_workspaces=False,  # and by PyTorch's tracker, which sees no kernel's workspace
         image_tokens=_image_tokens(case),
     )
     return arch, setup

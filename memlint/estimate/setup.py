@@ -150,6 +150,10 @@ class TrainingSetup:
     # CUDA runs SDPA's math kernel for fp32 inputs with grouped key/value heads (see
     # graph.TapeSettings); False prices the CPU flash kernel the fake-tensor oracle measured.
     fp32_gqa_sdpa_math: bool = True
+    # Count the workspaces CUDA kernels allocate inside an op (the softmax backward over SDPA's
+    # math kernel): ``max_memory_allocated`` sees them, PyTorch's tracker and fake runs do not.
+    # False prices what the tracker measures (the calibration suite's fake-tensor runs).
+    cuda_workspaces: bool = True
     # Image placeholder tokens per sequence of a vision-language model (0: text-only batches);
     # the vision tower's activations scale with them (estimate/vision.py).
     image_tokens: int = 0

@@ -88,7 +88,8 @@ def trace_plan(arch: Architecture, setup: TrainingSetup, *, steps: int = 2, roun
         differences.append(f"{MEASURED_MICRO_BATCHES} of the {measured.grad_accum} accumulated micro-batches "
                            "measured (the later ones allocate what the second does)")
     # the trace runs PyTorch's CPU dropout kernel, which keeps a mask in the input's dtype
-    measured = measured.but(dropout_mask_bytes=None)
+    # and its tracker sees no workspace that a CUDA kernel allocates inside an op
+    measured = measured.but(dropout_mask_bytes=None, cuda_workspaces=False)
     positions = arch.max_position_embeddings
     if positions and measured.seq_len > positions:
         notes.append(f"the sequence length {measured.seq_len} is longer than the model's {positions} positions "
