@@ -808,6 +808,28 @@ def _siglip_params(vision: Mapping[str, Any]) -> int:
     return embeddings + layers * layer + 2 * h + head
 
 
+def _pixtral_params(config: Mapping[str, Any], text_hidden: int) -> int:
+    """A Mistral 3 checkpoint's Pixtral vision tower and projector (Mistral Small 3.1/3.2,
+    Magistral Small 2509): the bias-free patch convolution, ln_pre, pre-norm layers of q/k/v/o and
+    a gated MLP without biases; then the projector's RMSNorm, the patch merger (a Linear over
+    spatial_merge_size^2 patches) and two Linears into the text width. Missing keys take
+    transformers' PixtralVisionConfig and Mistral3Config defaults."""
+    vision = config["vision_config"]
+    h = int(vision.get("hidden_size", 1024))
+    inter = int(vision.get("intermediate_size", 4096))
+    layers = int(vision.get("num_hidden_layers", 24))
+    patch = int(vision.get("patch_size", 16))
+    channels = int(vision.get("num_channels", 3))
+    tower = channels * patch * patch * h + h + layers * (2 * h + 4 * h * h + 3 * h * inter)
+    merge = int(config.get("spatial_merge_size", 2))
+    feature_layers = config.get("vision_feature_layer", -1)
+    width = h * (len(feature_layers) if isinstance(feature_layers, list) else 1)
+    bias = bool(config.get("multimodal_projector_bias", False))
+    projector = (h + h * merge * merge * h + width * text_hidden + text_hidden * text_hidden
+                 + (2 * text_hidden if bias else 0))
+    return tower + projector
+
+
 def _multimodal_extra(config: Mapping[str, Any], text_hidden: int) -> int:
     """Parameters of a multimodal checkpoint outside its language model."""
     if config.get("model_type") == "gemma3" and isinstance(config.get("vision_config"), Mapping):
@@ -815,4 +837,6 @@ def _multimodal_extra(config: Mapping[str, Any], text_hidden: int) -> int:
         vh = int(vision.get("hidden_size", 768))
         projector = vh * text_hidden + vh  # mm_input_projection_weight + mm_soft_emb_norm
         return _siglip_params(vision) + projector
+    if config.get("model_type") == "mistral3" and isinstance(config.get("vision_config"), Mapping):
+        return _pixtral_params(config, text_hidden)
     return 0
