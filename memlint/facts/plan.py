@@ -111,6 +111,9 @@ class RunFacts:
     # script side: CLI option (without dashes, "-" as "_") -> the facts it sets, e.g.
     # {"per_device_train_batch_size": ("micro_batch",)} for HfArgumentParser scripts
     cli_bindings: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # options whose default is a constant imported from another module: option -> (module as
+    # written, name), e.g. {"input_model": (".consts", "DEFAULT_INPUT_MODEL")}
+    option_constants: dict[str, tuple[str, str]] = field(default_factory=dict)
     # launcher side: the options it passes to the script it runs, values as written
     cli_args: dict[str, Sourced[str]] = field(default_factory=dict)
     # options it passes with a value it cannot know (``--per_device_train_batch_size $BS``): the
@@ -146,7 +149,8 @@ MODEL_PARALLEL_ADVICE = ("memlint sizes data parallelism, ZeRO and FSDP only; si
                          "`# memlint: ignore[MEM003]`")
 
 
-NOT_FACTS = ("path", "kind", "anchor", "references", "auto_keys", "cli_bindings", "cli_args", "cli_unknown",
+NOT_FACTS = ("path", "kind", "anchor", "references", "auto_keys", "cli_bindings", "option_constants", "cli_args",
+             "cli_unknown",
              "launches", "positional_config", "bound_config", "template_launches", "template_config",
              "template_references")
 FACT_NAMES = tuple(f.name for f in fields(RunFacts) if f.name not in NOT_FACTS)

@@ -88,6 +88,8 @@ def extract_script(parsed: ParsedDocument) -> list[RunFacts]:
                 _attribute_assignment(ctx, assignment)
         script_loops.finish(ctx)
         if ctx.training:
+            ctx.facts.option_constants = {option: source for option, source in values.options.imported.items()
+                                          if option in ctx.facts.cli_bindings}
             runs.append(ctx.facts)
     if runs:
         from memlint.facts.launchers import documented_launches

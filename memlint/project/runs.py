@@ -178,7 +178,7 @@ class RunFinder:
         default (``from myproj.arguments import DataArguments`` with ``max_seq_length: int = 4096``),
         read through the script's bindings as facts of the module that writes them; below
         anything the script, a launcher or a config states."""
-        from memlint.facts.imported_arguments import imported_defaults
+        from memlint.facts.imported_arguments import imported_constants, imported_defaults
         from memlint.facts.launch_options import facts_from_cli
         from memlint.facts.plan import RunFacts
 
@@ -201,6 +201,8 @@ class RunFinder:
             return str(target), document.text
 
         defaults = imported_defaults(text, source)
+        for option, fact in imported_constants(script.option_constants, source).items():
+            defaults.setdefault(option, fact)
         if not defaults:
             return []
         command = RunFacts(script.path, "shell")
@@ -244,8 +246,15 @@ class RunFinder:
     def _module_file(self, module: str, script: Path) -> Path | None:
         """``pkg.mod`` -> ``pkg/mod.py`` (or ``pkg/mod/__init__.py``) under the project root, a
         ``src/`` folder, or the script's own folder (``from train import main`` beside it)."""
-        parts = module.split(".")
-        for base in (self.documents.root, self.documents.root / "src", Path(script).parent):
+        if module.startswith("."):  # ``from .consts import X``: beside the script, ``..`` one up
+            dots = len(module) - len(module.lstrip("."))
+            relative = Path(script).parents[dots - 1] if dots <= len(Path(script).parents) else None
+            parts = [p for p in module.lstrip(".").split(".") if p]
+            bases = (relative,) if relative is not None and parts else ()
+        else:
+            parts = module.split(".")
+            bases = (self.documents.root, self.documents.root / "src", Path(script).parent)
+        for base in bases:
             for candidate in (base.joinpath(*parts).with_suffix(".py"), base.joinpath(*parts, "__init__.py")):
                 if self.documents.is_file(candidate):
                     return candidate
