@@ -250,7 +250,7 @@ class RunFinder:
             dots = len(module) - len(module.lstrip("."))
             relative = Path(script).parents[dots - 1] if dots <= len(Path(script).parents) else None
             parts = [p for p in module.lstrip(".").split(".") if p]
-            bases = (relative,) if relative is not None and parts else ()
+            bases: tuple[Path, ...] = (relative,) if relative is not None and parts else ()
         else:
             parts = module.split(".")
             bases = (self.documents.root, self.documents.root / "src", Path(script).parent)
