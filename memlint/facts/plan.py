@@ -120,6 +120,11 @@ class RunFacts:
     # script's default for them is not what runs
     cli_unknown: dict[str, Sourced[str]] = field(default_factory=dict)
     launches: Sourced[str] | None = None  # the script a launcher runs (path as written)
+    # script side: the option whose file the script parses as all its arguments
+    # (``HfArgumentParser(...).parse_json_file(json_file=args.train_args_file)``: "train_args_file";
+    # "1" for ``parse_yaml_file(sys.argv[1])``), located at the parse, and the option's default path
+    arguments_file: Sourced[str] | None = None
+    arguments_default: Sourced[str] | None = None
     # the caller's positional argument (1 for ``$1``) the launcher passes to its script as a
     # config (``accelerate launch ... finetune.py "$2"``): the config is the caller's to name
     positional_config: Sourced[int] | None = None
@@ -151,7 +156,7 @@ MODEL_PARALLEL_ADVICE = ("memlint sizes data parallelism, ZeRO and FSDP only; si
 
 NOT_FACTS = ("path", "kind", "anchor", "references", "auto_keys", "cli_bindings", "option_constants", "cli_args",
              "cli_unknown",
-             "launches", "positional_config", "bound_config", "template_launches", "template_config",
+             "launches", "arguments_file", "arguments_default", "positional_config", "bound_config", "template_launches", "template_config",
              "template_references")
 FACT_NAMES = tuple(f.name for f in fields(RunFacts) if f.name not in NOT_FACTS)
 

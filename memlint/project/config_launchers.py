@@ -78,9 +78,74 @@ class ConfigLaunchers:
         self.documents = documents
         self.links = links
         self._calls: list[tuple[Path, str, Invocation]] | None = None  # (document, digest, call)
+        self._argument_scripts: list[tuple[Path, str]] | None = None  # (script, digest)
 
     def invalidate(self) -> None:
         self._calls = None
+        self._argument_scripts = None
+
+    def argument_file_launches(self, target: Path) -> list[ConfigLaunch]:
+        """The launch of a config that a script of the project parses as all its arguments
+        (``parse_json_file(json_file=args.train_args_file)``): a command that passes it with that
+        option (``python train.py --train_args_file train_args/sft/full/x.json`` in a README), or
+        the option's default naming it; else, as an assumption, the launch of such a file of its
+        own folder. The file's keys are then the script's command line, not a framework's config."""
+        from memlint.facts.plan import RunFacts
+
+        key = self.documents.key(target)
+        folder = target.resolve().parent
+        beside: list[ConfigLaunch] = []
+        for script, digest in self._argument_file_scripts():
+            for facts in self.documents.facts(script):
+                option = facts.arguments_file
+                if option is None or option.value == "1" or facts.launches is not None:
+                    continue
+                launches: list[tuple[RunFacts, Path, Sourced[str]]] = []  # (launch, the file it passes, where)
+                for referrer in self.links.referrers(script):
+                    for call in self.documents.facts(referrer):
+                        written = call.cli_args.get(str(option.value))
+                        launched = self.documents.resolve_reference(str(call.launches.value), referrer) if call.launches else None
+                        if written is None or launched is None or self.documents.key(launched) != self.documents.key(script):
+                            continue
+                        passed = self.documents.resolve_reference(str(written.value), referrer)
+                        if passed is not None:
+                            launches.append((call, passed, written))
+                default = facts.arguments_default
+                passed = self.documents.resolve_reference(str(default.value), script) if default is not None else None
+                if default is not None and passed is not None:
+                    own = RunFacts(str(script), "shell", anchor=default.origin,
+                                   launches=Sourced(str(script), default.origin, f"{script.name} run as it is"))
+                    launches.append((own, passed, Sourced(str(default.value), default.origin, default.note)))
+                reads.document(self.documents.key(script), digest)
+                for launch, passed, written in launches:
+                    same = self.documents.key(passed) == key
+                    if not same and passed.resolve().parent != folder:
+                        continue
+                    note = f"{launch.launches.value if launch.launches else script.name} --{option.value} {written.value}"
+                    bound = Sourced(str(target), written.origin, note)
+                    launch = replace(launch, bound_config=bound,
+                                     cli_args={**launch.cli_args, str(option.value): Sourced(str(target), written.origin)})
+                    found = ConfigLaunch(launch, Sourced(str(script), written.origin, note), same,
+                                         None if same else f"{script.name} parses the files of its folder as its "
+                                         f"arguments (`{note}`)")
+                    if same:
+                        return [found]
+                    beside.append(found)
+        return beside[:1]
+
+    def _argument_file_scripts(self) -> list[tuple[Path, str]]:
+        """The project's Python files that parse a file as their arguments (a text prefilter)."""
+        if self._argument_scripts is None:
+            found = []
+            with reads.paused():
+                for candidate in self.links.candidates():
+                    if not str(candidate).endswith(".py"):
+                        continue
+                    text = self.documents.text_for_scan(candidate)
+                    if text and ("parse_json_file" in text or "parse_yaml_file" in text):
+                        found.append((candidate, reads.digest(text, None)))
+            self._argument_scripts = found
+        return self._argument_scripts
 
     def calls(self) -> list[tuple[Path, str, Invocation]]:
         from memlint.documents.parsed import parse_document

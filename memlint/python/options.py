@@ -74,6 +74,7 @@ class Options:
         # DEFAULT_INPUT_MODEL`` with ``from .consts import DEFAULT_INPUT_MODEL``): the project
         # reads that module's constant, which this module cannot see
         self.imported: dict[str, tuple[str, str]] = {}
+        self._parses_dataclasses: bool | None = None
 
     @property
     def values(self) -> "Values":
@@ -258,6 +259,15 @@ class Options:
             if "dataclasses.dataclass" in names or "pydantic.dataclasses.dataclass" in names:
                 return True
         return False
+
+    def parses_dataclasses(self) -> bool:
+        """Does the module build an ``HfArgumentParser``-style parser of dataclasses?"""
+        if self._parses_dataclasses is None:
+            source = self.values.source
+            self._parses_dataclasses = "Parser" in source.text and any(
+                "Parser" in source.code_of(call.func) and self.is_dataclass_parser(call)
+                for call in source.nodes_of(cst.Call))
+        return self._parses_dataclasses
 
     def is_dataclass_parser(self, call: cst.Call) -> bool:
         """``HfArgumentParser``/``TrlParser``, or a project's own subclass of one imported from
