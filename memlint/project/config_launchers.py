@@ -57,6 +57,8 @@ if TYPE_CHECKING:
 _SCANNED = (".sh", ".bash", ".slurm", ".sbatch", ".md", ".markdown")
 _CALLS = re.compile(r"\.sh\b|\.bash\b|\.slurm\b|\.sbatch\b|\bsbatch\b")
 _COMMENT = re.compile(r"^[ \t]*#+[ \t]?")
+# a model size in a config's name (``olmo2_1124_32b_dpo``, ``qwen-1.5b``): siblings differing only there
+_SIZE = re.compile(r"(?<![A-Za-z0-9.])\d+(?:\.\d+)?[bBmM](?![A-Za-z0-9])")
 _PLACEHOLDER_VALUE = re.compile(r"[{<\[].*[}>\]]|\.\.\.|^YOUR_|^your[_-]")  # {model_name}, <config>
 
 
@@ -232,13 +234,34 @@ class ConfigLaunchers:
         launch = replace(facts, references=[*facts.references, named_config], bound_config=named_config)
         return [ConfigLaunch(launch, Sourced(str(call.script.value), call.script.origin, named_config.note), own)]
 
-    def submitted_launches(self, target: Path) -> list[ConfigLaunch]:
+    def sibling_submitted(self, target: Path) -> list[ConfigLaunch]:
+        """A config no call names runs, as an assumption, as its folder's configs of the same
+        recipe at another model size are submitted (open-instruct's ``olmo2_1124_32b_dpo.yaml``
+        beside ``olmo2_1124_{7b,13b}_dpo.yaml``, which ``submit_dpo_job.py`` sends with the DPO job
+        spec); none when those siblings are submitted with different specs."""
+        pattern = _SIZE.sub("#", target.stem)
+        if pattern == target.stem:
+            return []
+        try:
+            siblings = sorted(p for p in target.parent.iterdir() if p.suffix == target.suffix and p.name != target.name
+                              and _SIZE.sub("#", p.stem) == pattern)
+        except OSError:
+            return []
+        found = [(sibling, launch) for sibling in siblings for launch in self.submitted_launches(target, sibling)]
+        if not found or len({launch.launch.path for _, launch in found}) != 1:
+            return []
+        sibling, launch = found[0]
+        return [replace(launch, named=False,
+                        how=f"submitted as {sibling.name}, the same recipe at another size, is (`{launch.call.note}`)")]
+
+    def submitted_launches(self, target: Path, named_by: Path | None = None) -> list[ConfigLaunch]:
         """The launch of a job spec that a submitter's call passes beside the config (before
-        the submitter's own run: the spec's command is what runs)."""
-        key = self.documents.key(target)
+        the submitter's own run: the spec's command is what runs); ``named_by``: the calls that
+        name that other config instead, bound to this one."""
+        key = self.documents.key(named_by or target)
         fields = self._top_level_keys(target)  # the config's own fields override the spec command's options
         out: list[ConfigLaunch] = []
-        for referrer in self.links.referrers(target):
+        for referrer in self.links.referrers(named_by or target):
             for facts in self.documents.facts(referrer):
                 if facts.launches is None:
                     continue

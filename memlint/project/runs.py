@@ -366,6 +366,7 @@ class RunFinder:
                 return self._config_runs(submitted, key, context)
         if self.documents.kind(path) in _CONFIG_KINDS and not any(self._launches_training(f) for f in entries):
             config_launches = (self.config_launchers.argument_file_launches(Path(path))
+                               or self.config_launchers.sibling_submitted(Path(path))
                                or self.config_launchers.launches_for(path))
             if config_launches:
                 return self._config_runs(config_launches, key, context)
