@@ -30,7 +30,13 @@ V1_BLOCKS = {"model_class", "dist_config", "peft_config", "quant_config", "kerne
              "train_dataset", "micro_batch_size", "batching_strategy"}
 # llamafactory/v1/config/training_args.py (TrainingArguments field defaults)
 V1_DEFAULTS = {"bf16": True, "enable_activation_checkpointing": True}
-DIST_SHARDING = {"fsdp2": "full", "fsdp": "full"}
+# the FSDP backends of llamafactory/v1/plugins/trainer_plugins/distributed/interface.py
+# (FSDP2Params, FSDPTurboParams: both reshard after forward by default, i.e. full sharding)
+DIST_SHARDING = {"fsdp2": "full", "fsdp": "full", "fsdpturbo": "full"}
+
+
+_EXPERT_ADVICE = ("memlint sizes data parallelism, ZeRO and FSDP only, not experts split over GPUs; silence "
+                  "this note with `# memlint: ignore[MEM003]`")
 
 
 def is_llamafactory_v1(value: Any) -> bool:
@@ -94,5 +100,9 @@ def _distribution(reader: ConfigReader) -> None:
     name = str(reader.value("dist_config", "name") or "").lower()
     if name in DIST_SHARDING:
         reader.set("fsdp", DIST_SHARDING[name], reader.location("dist_config", "name"), f"dist_config.name: {name}")
+        experts = positive_int(reader.value("dist_config", "ep_size"))
+        if experts is not None and experts > 1:  # fsdpturbo's expert parallelism splits the MoE experts
+            reader.set("unmodelled", (f"expert parallelism (`dist_config.ep_size: {experts}`)", _EXPERT_ADVICE),
+                       reader.location("dist_config", "ep_size"), "dist_config.ep_size")
     elif name == "deepspeed":
         reader.inside("dist_config").reference(("config_file",), "deepspeed")

@@ -49,12 +49,42 @@ def imported_defaults(text: str, module_source: ModuleSource) -> dict[str, Sourc
     return out
 
 
-def _field_defaults(path: str, source: str, wanted: set[str]) -> dict[str, Sourced[str]]:
+def imported_constants(constants: dict[str, tuple[str, str]], module_source: ModuleSource) -> dict[str, Sourced[str]]:
+    """Option name -> the module-level literal its default names (``default=DEFAULT_INPUT_MODEL``
+    with ``from .consts import DEFAULT_INPUT_MODEL`` and ``DEFAULT_INPUT_MODEL =
+    "EleutherAI/pythia-6.9b"`` in ``consts.py``), as command-line text."""
+    out: dict[str, Sourced[str]] = {}
+    for option, (module, name) in constants.items():
+        found = module_source(module)
+        tree = _tree(found[1]) if found is not None else None
+        if found is None or tree is None:
+            continue
+        for statement in tree.body:
+            if isinstance(statement, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name
+                                                         for t in statement.targets):
+                value = _literal(statement.value)
+                if value is not None:  # the last assignment wins, as it does when imported
+                    out[option] = Sourced(str(value.value), _location(found[0], value), f"{name} from {module}")
+    return out
+
+
+def _tree(source: str) -> ast.Module | None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            tree = ast.parse(source)
+            return ast.parse(source)
     except (SyntaxError, ValueError, RecursionError):
+        return None
+
+
+def _location(path: str, value: ast.expr) -> Location:
+    return Location(path, Range.of(value.lineno, value.col_offset, value.end_lineno or value.lineno,
+                                   value.end_col_offset or value.col_offset))
+
+
+def _field_defaults(path: str, source: str, wanted: set[str]) -> dict[str, Sourced[str]]:
+    tree = _tree(source)
+    if tree is None:
         return {}
     classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
     out: dict[str, Sourced[str]] = {}
@@ -71,12 +101,8 @@ def _field_defaults(path: str, source: str, wanted: set[str]) -> dict[str, Sourc
                 continue
             value = _literal(statement.value)
             if value is not None and statement.target.id not in out:
-                out[statement.target.id] = Sourced(
-                    str(value.value),
-                    Location(path, Range.of(value.lineno, value.col_offset, value.end_lineno or value.lineno,
-                                            value.end_col_offset or value.col_offset)),
-                    f"default of {name}.{statement.target.id}",
-                )
+                out[statement.target.id] = Sourced(str(value.value), _location(path, value),
+                                                   f"default of {name}.{statement.target.id}")
         todo.extend(b.id for b in node.bases if isinstance(b, ast.Name) and b.id in classes)
     return out
 

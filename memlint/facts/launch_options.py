@@ -9,7 +9,10 @@ one of:
   reads it (every field of an ``HfArgumentParser`` script);
 - ``"if:<fact>=<value>"`` / ``"ifnot:<fact>=<value>"``: a switch -- passing the option on
   (``--use_lora``, ``--q_lora True``) or off makes the script state ``fact = value``
-  (``if args.gradient_checkpointing: model.gradient_checkpointing_enable()``).
+  (``if args.gradient_checkpointing: model.gradient_checkpointing_enable()``);
+- ``"is=<text>:<fact>=<value>"`` / ``"isnot=<text>:<fact>=<value>"``: the option's value equal (or
+  not) to ``<text>`` makes the script state ``fact = value`` (``if args.train_mode == 'qlora':
+  BitsAndBytesConfig(bnb_4bit_quant_type="nf4")``).
 
 ``torchrun ... train.py --batch_size 4`` then overrides the script's default with the launcher's
 4, located in the launcher. Value-less flags arrive as ``"true"``; a binding prefixed ``"not:"``
@@ -144,7 +147,7 @@ def hidden_by_cli(script: RunFacts, launcher: RunFacts) -> frozenset[str]:
                 target = hf_args.FIELDS.get(name[3:])
                 if target is not None:
                     out.add(target[0])
-            elif name.startswith(("if:", "ifnot:")):
+            elif name.startswith(("if:", "ifnot:", "is=", "isnot=")):
                 out.add(name.partition(":")[2].partition("=")[0])
             else:
                 out.add(name)
@@ -159,6 +162,12 @@ def _apply(binding: str, raw: str) -> dict[str, Any]:
         found = hf_args.facts_for(binding[3:], raw)
         found.pop("__reference__", None)  # --deepspeed ds.json: the launcher's own reference
         return found
+    if binding.startswith(("is=", "isnot=")):
+        head, _, rest = binding.partition(":")
+        name, _, literal = rest.partition("=")
+        if (raw == head.partition("=")[2]) != head.startswith("is="):
+            return {}
+        return {name: _literal(literal)}
     if binding.startswith(("if:", "ifnot:")):
         prefix, _, rest = binding.partition(":")
         name, _, literal = rest.partition("=")

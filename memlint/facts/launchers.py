@@ -227,17 +227,20 @@ class _Shell:
                 continue
             name, value_word = parsed
             value = expand(value_word, self.variables) if depth == 0 else None
+            default = self.variables.known.get(name)
             self.variables.known[name] = value  # inside if/for/case: which value runs is unknown
             self.variables.templates.pop(name, None)
             self.strings.pop(name, None)
             if depth > 0:
                 if name in self.options:  # --model) MODEL="$2": the caller's option
                     self.variables.templates[name] = "{" + self.options[name] + "}"
+                    if default is not None and default.text:
+                        # MODEL="Qwen/Qwen-7B" before the loop: what runs when the caller omits -m
+                        self.variables.known[name] = default
                 continue
-            if value is None:
-                built = template(value_word, self.variables)
-                if built is not None:
-                    self.variables.templates[name] = built
+            built = template(value_word, self.variables)
+            if built is not None:
+                self.variables.templates[name] = built
             if len(value_word.raw) > 1 and value_word.raw[0] == value_word.raw[-1] == '"':
                 self.strings[name] = (value_word.start + 1, value_word.end - 1)
 

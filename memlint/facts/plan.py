@@ -111,12 +111,20 @@ class RunFacts:
     # script side: CLI option (without dashes, "-" as "_") -> the facts it sets, e.g.
     # {"per_device_train_batch_size": ("micro_batch",)} for HfArgumentParser scripts
     cli_bindings: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # options whose default is a constant imported from another module: option -> (module as
+    # written, name), e.g. {"input_model": (".consts", "DEFAULT_INPUT_MODEL")}
+    option_constants: dict[str, tuple[str, str]] = field(default_factory=dict)
     # launcher side: the options it passes to the script it runs, values as written
     cli_args: dict[str, Sourced[str]] = field(default_factory=dict)
     # options it passes with a value it cannot know (``--per_device_train_batch_size $BS``): the
     # script's default for them is not what runs
     cli_unknown: dict[str, Sourced[str]] = field(default_factory=dict)
     launches: Sourced[str] | None = None  # the script a launcher runs (path as written)
+    # script side: the option whose file the script parses as all its arguments
+    # (``HfArgumentParser(...).parse_json_file(json_file=args.train_args_file)``: "train_args_file";
+    # "1" for ``parse_yaml_file(sys.argv[1])``), located at the parse, and the option's default path
+    arguments_file: Sourced[str] | None = None
+    arguments_default: Sourced[str] | None = None
     # the caller's positional argument (1 for ``$1``) the launcher passes to its script as a
     # config (``accelerate launch ... finetune.py "$2"``): the config is the caller's to name
     positional_config: Sourced[int] | None = None
@@ -146,8 +154,9 @@ MODEL_PARALLEL_ADVICE = ("memlint sizes data parallelism, ZeRO and FSDP only; si
                          "`# memlint: ignore[MEM003]`")
 
 
-NOT_FACTS = ("path", "kind", "anchor", "references", "auto_keys", "cli_bindings", "cli_args", "cli_unknown",
-             "launches", "positional_config", "bound_config", "template_launches", "template_config",
+NOT_FACTS = ("path", "kind", "anchor", "references", "auto_keys", "cli_bindings", "option_constants", "cli_args",
+             "cli_unknown",
+             "launches", "arguments_file", "arguments_default", "positional_config", "bound_config", "template_launches", "template_config",
              "template_references")
 FACT_NAMES = tuple(f.name for f in fields(RunFacts) if f.name not in NOT_FACTS)
 

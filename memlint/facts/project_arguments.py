@@ -118,16 +118,26 @@ def _scan(text: str) -> _Scan | None:
         return None
     names: set[tuple[str, frozenset[str]]] = set()
     classes: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+    # ``_TRAIN_ARGS = [ModelArguments, DataArguments, ...]`` then ``HfArgumentParser(_TRAIN_ARGS)``
+    # (LLaMA-Factory's hparams/parser.py): the classes a list of the module holds
+    lists: dict[str, set[str]] = {}
     stack: list[ast.AST] = [module]
     while stack:
         node = stack.pop()
         if isinstance(node, ast.Call):
             _parser_call(node, names)
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and isinstance(node.value, (ast.List, ast.Tuple)):
+            held = {n for n in (_last_name(e) for e in node.value.elts) if n}
+            if held:
+                lists.setdefault(node.targets[0].id, set()).update(held)
         elif isinstance(node, ast.ClassDef):
             bases = tuple(n for n in (_last_name(b) for b in node.bases) if n)
             own = [s.target.id for s in node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
             classes[node.name] = (bases, tuple(own))
         stack.extend(reversed(list(ast.iter_child_nodes(node))))
+    if lists:  # a parser given a list of the module: the classes the list holds
+        names = {(callee, frozenset(c for name in passed for c in lists.get(name, {name}))) for callee, passed in names}
     if not names and not classes:
         return None
     return frozenset(names), classes

@@ -17,7 +17,7 @@ from typing import Callable
 import libcst as cst
 
 from memlint.documents.parsed import ParsedDocument
-from memlint.facts import script_distributed, script_loops, script_models, script_trainers
+from memlint.facts import script_argument_files, script_distributed, script_loops, script_models, script_trainers
 from memlint.facts.extract import extractor
 from memlint.facts.plan import RunFacts
 from memlint.facts.script_facts import RANK_CONFIG, ScriptFacts
@@ -50,7 +50,7 @@ NEEDS = "|".join([
     *sorted({f"^{re.escape(name.rsplit('.', 1)[-1])}$" for name in [*OPTIMIZER_CLASSES, "transformers.AdamW"]}),
 ])
 
-RECOGNISERS = (script_trainers, script_models, script_loops, script_distributed)
+RECOGNISERS = (script_trainers, script_models, script_loops, script_distributed, script_argument_files)
 
 
 def imports_training_library(text: str) -> bool:
@@ -88,6 +88,8 @@ def extract_script(parsed: ParsedDocument) -> list[RunFacts]:
                 _attribute_assignment(ctx, assignment)
         script_loops.finish(ctx)
         if ctx.training:
+            ctx.facts.option_constants = {option: source for option, source in values.options.imported.items()
+                                          if option in ctx.facts.cli_bindings}
             runs.append(ctx.facts)
     if runs:
         from memlint.facts.launchers import documented_launches

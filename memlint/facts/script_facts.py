@@ -123,6 +123,8 @@ class ScriptFacts:
         if not runs:
             if guard is not None and isinstance(value, _SCALARS):
                 prefix = "ifnot" if guard.negated else "if"
+                if guard.equals is not None:  # ``if args.train_mode == 'qlora':``
+                    prefix = f"{'isnot' if guard.negated else 'is'}={guard.equals}"
                 self.bind(guard.options, f"{prefix}:{name}={encode(value)}")
             return
         previous = self._ranks.get(name)

@@ -316,14 +316,14 @@ def template(word: Word, variables: Variables) -> str | None:
         nonlocal from_caller, unknown
         name = match.group("braced") or match.group("plain")
         value = variables.known.get(name)
+        if name in variables.templates and match.group("op") is None:  # before its default
+            from_caller = True
+            return variables.templates[name]
         if value is not None and match.group("op") is None:
             return value.text
         if name.isdigit() and name != "0" and match.group("op") is None:
             from_caller = True
             return "{" + name + "}"
-        if name in variables.templates and match.group("op") is None:
-            from_caller = True
-            return variables.templates[name]
         unknown = True
         return ""
 
@@ -382,17 +382,19 @@ def placeholders(text: str) -> list[str]:
 
 _OPTION_ARM = re.compile(
     r"^[ \t]*(?P<options>-{1,2}[A-Za-z][\w-]*(?:[ \t]*\|[ \t]*-{1,2}[A-Za-z][\w-]*)*)[ \t]*\)"
-    r"(?:[ \t]*\n)?[ \t]*(?P<name>[A-Za-z_]\w*)=[\"']?\$\{?2\}?[\"']?", re.M)
+    r"(?:[ \t]*\n)?[ \t]*(?:(?P<name>[A-Za-z_]\w*)=[\"']?\$\{?2\}?[\"']?"
+    # the other spelling: ``-m | --model ) shift; MODEL=$1 ;;`` (Qwen's finetune scripts)
+    r"|shift[ \t]*(?:;[ \t]*|\n[ \t]*)(?P<shifted>[A-Za-z_]\w*)=[\"']?\$\{?1\}?[\"']?)", re.M)
 
 
 def option_variables(text: str) -> dict[str, str]:
     """The variables a script's own option loop sets from its caller's options: ``--model)
-    MODEL="$2"; shift 2 ;;`` in ``while [[ $# -gt 0 ]]; do case $1 in ...`` -> {MODEL: --model}
-    (the longest spelling of the arm's alternatives)."""
+    MODEL="$2"; shift 2 ;;`` (or ``-m | --model ) shift; MODEL=$1 ;;``) in ``while [[ $# -gt 0
+    ]]; do case $1 in ...`` -> {MODEL: --model} (the longest spelling of the arm's alternatives)."""
     found: dict[str, str] = {}
     for match in _OPTION_ARM.finditer(text):
         spellings = [s.strip() for s in match.group("options").split("|")]
-        found.setdefault(match.group("name"), max(spellings, key=len))
+        found.setdefault(match.group("name") or match.group("shifted"), max(spellings, key=len))
     return found
 
 

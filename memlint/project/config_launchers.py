@@ -57,6 +57,8 @@ if TYPE_CHECKING:
 _SCANNED = (".sh", ".bash", ".slurm", ".sbatch", ".md", ".markdown")
 _CALLS = re.compile(r"\.sh\b|\.bash\b|\.slurm\b|\.sbatch\b|\bsbatch\b")
 _COMMENT = re.compile(r"^[ \t]*#+[ \t]?")
+# a model size in a config's name (``olmo2_1124_32b_dpo``, ``qwen-1.5b``): siblings differing only there
+_SIZE = re.compile(r"(?<![A-Za-z0-9.])\d+(?:\.\d+)?[bBmM](?![A-Za-z0-9])")
 _PLACEHOLDER_VALUE = re.compile(r"[{<\[].*[}>\]]|\.\.\.|^YOUR_|^your[_-]")  # {model_name}, <config>
 
 
@@ -78,9 +80,74 @@ class ConfigLaunchers:
         self.documents = documents
         self.links = links
         self._calls: list[tuple[Path, str, Invocation]] | None = None  # (document, digest, call)
+        self._argument_scripts: list[tuple[Path, str]] | None = None  # (script, digest)
 
     def invalidate(self) -> None:
         self._calls = None
+        self._argument_scripts = None
+
+    def argument_file_launches(self, target: Path) -> list[ConfigLaunch]:
+        """The launch of a config that a script of the project parses as all its arguments
+        (``parse_json_file(json_file=args.train_args_file)``): a command that passes it with that
+        option (``python train.py --train_args_file train_args/sft/full/x.json`` in a README), or
+        the option's default naming it; else, as an assumption, the launch of such a file of its
+        own folder. The file's keys are then the script's command line, not a framework's config."""
+        from memlint.facts.plan import RunFacts
+
+        key = self.documents.key(target)
+        folder = target.resolve().parent
+        beside: list[ConfigLaunch] = []
+        for script, digest in self._argument_file_scripts():
+            for facts in self.documents.facts(script):
+                option = facts.arguments_file
+                if option is None or option.value == "1" or facts.launches is not None:
+                    continue
+                launches: list[tuple[RunFacts, Path, Sourced[str]]] = []  # (launch, the file it passes, where)
+                for referrer in self.links.referrers(script):
+                    for call in self.documents.facts(referrer):
+                        written = call.cli_args.get(str(option.value))
+                        launched = self.documents.resolve_reference(str(call.launches.value), referrer) if call.launches else None
+                        if written is None or launched is None or self.documents.key(launched) != self.documents.key(script):
+                            continue
+                        passed = self.documents.resolve_reference(str(written.value), referrer)
+                        if passed is not None:
+                            launches.append((call, passed, written))
+                default = facts.arguments_default
+                passed = self.documents.resolve_reference(str(default.value), script) if default is not None else None
+                if default is not None and passed is not None:
+                    own = RunFacts(str(script), "shell", anchor=default.origin,
+                                   launches=Sourced(str(script), default.origin, f"{script.name} run as it is"))
+                    launches.append((own, passed, Sourced(str(default.value), default.origin, default.note)))
+                reads.document(self.documents.key(script), digest)
+                for launch, passed, written in launches:
+                    same = self.documents.key(passed) == key
+                    if not same and passed.resolve().parent != folder:
+                        continue
+                    note = f"{launch.launches.value if launch.launches else script.name} --{option.value} {written.value}"
+                    bound = Sourced(str(target), written.origin, note)
+                    launch = replace(launch, bound_config=bound,
+                                     cli_args={**launch.cli_args, str(option.value): Sourced(str(target), written.origin)})
+                    found = ConfigLaunch(launch, Sourced(str(script), written.origin, note), same,
+                                         None if same else f"{script.name} parses the files of its folder as its "
+                                         f"arguments (`{note}`)")
+                    if same:
+                        return [found]
+                    beside.append(found)
+        return beside[:1]
+
+    def _argument_file_scripts(self) -> list[tuple[Path, str]]:
+        """The project's Python files that parse a file as their arguments (a text prefilter)."""
+        if self._argument_scripts is None:
+            found = []
+            with reads.paused():
+                for candidate in self.links.candidates():
+                    if not str(candidate).endswith(".py"):
+                        continue
+                    text = self.documents.text_for_scan(candidate)
+                    if text and ("parse_json_file" in text or "parse_yaml_file" in text):
+                        found.append((candidate, reads.digest(text, None)))
+            self._argument_scripts = found
+        return self._argument_scripts
 
     def calls(self) -> list[tuple[Path, str, Invocation]]:
         from memlint.documents.parsed import parse_document
@@ -167,13 +234,34 @@ class ConfigLaunchers:
         launch = replace(facts, references=[*facts.references, named_config], bound_config=named_config)
         return [ConfigLaunch(launch, Sourced(str(call.script.value), call.script.origin, named_config.note), own)]
 
-    def submitted_launches(self, target: Path) -> list[ConfigLaunch]:
+    def sibling_submitted(self, target: Path) -> list[ConfigLaunch]:
+        """A config no call names runs, as an assumption, as its folder's configs of the same
+        recipe at another model size are submitted (open-instruct's ``olmo2_1124_32b_dpo.yaml``
+        beside ``olmo2_1124_{7b,13b}_dpo.yaml``, which ``submit_dpo_job.py`` sends with the DPO job
+        spec); none when those siblings are submitted with different specs."""
+        pattern = _SIZE.sub("#", target.stem)
+        if pattern == target.stem:
+            return []
+        try:
+            siblings = sorted(p for p in target.parent.iterdir() if p.suffix == target.suffix and p.name != target.name
+                              and _SIZE.sub("#", p.stem) == pattern)
+        except OSError:
+            return []
+        found = [(sibling, launch) for sibling in siblings for launch in self.submitted_launches(target, sibling)]
+        if not found or len({launch.launch.path for _, launch in found}) != 1:
+            return []
+        sibling, launch = found[0]
+        return [replace(launch, named=False,
+                        how=f"submitted as {sibling.name}, the same recipe at another size, is (`{launch.call.note}`)")]
+
+    def submitted_launches(self, target: Path, named_by: Path | None = None) -> list[ConfigLaunch]:
         """The launch of a job spec that a submitter's call passes beside the config (before
-        the submitter's own run: the spec's command is what runs)."""
-        key = self.documents.key(target)
+        the submitter's own run: the spec's command is what runs); ``named_by``: the calls that
+        name that other config instead, bound to this one."""
+        key = self.documents.key(named_by or target)
         fields = self._top_level_keys(target)  # the config's own fields override the spec command's options
         out: list[ConfigLaunch] = []
-        for referrer in self.links.referrers(target):
+        for referrer in self.links.referrers(named_by or target):
             for facts in self.documents.facts(referrer):
                 if facts.launches is None:
                     continue

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from memlint.documents import reads
 from memlint.documents.kinds import ENTRY_KINDS, STANDALONE_KINDS, DocumentKind
 from memlint.project.config_launchers import ConfigLaunchers
-from memlint.model.provenance import Sourced
+from memlint.model.provenance import Location, Sourced
 from memlint.project.documents import DocumentStore
 from memlint.project.links import LinkIndex
 
@@ -144,7 +144,18 @@ class RunFinder:
                 if options is not None:
                     linked.append(options)
         elif facts.kind == "python":
-            linked.extend(self._imported_defaults(facts))
+            # a script run as it is, reading its arguments file from the option's default
+            arguments = self.arguments_file(facts, None)
+            passed: frozenset[str] = frozenset()
+            if arguments is not None:
+                from memlint.facts.plan import RunFacts
+
+                file_args = self.config_as_options(arguments)
+                overrides = apply_cli(facts, RunFacts(facts.path, "shell", cli_args=file_args))
+                linked.append(self._arguments_document(arguments, file_args))
+                linked.extend(self.linked(linked[-1], seen))
+                passed = frozenset(file_args)
+            linked.extend(self._imported_defaults(facts, passed))
         linked.extend(self.linked(facts, seen))
         return merge(entry, linked, overrides, hidden - set(overrides))
 
@@ -153,12 +164,69 @@ class RunFinder:
         """Add a launched script's facts (or those of the module it delegates to) to ``linked``;
         returns what the launcher states over them (its options, the config it binds) and the
         script defaults its options hide."""
+        arguments = self.arguments_file(script, launcher)
+        if arguments is not None:  # the file the launch names (or the script's default) is its command line
+            option = str(script.arguments_file.value) if script.arguments_file is not None else ""
+            kept = {k: v for k, v in launcher.cli_args.items() if k != option}
+            file_args = self.config_as_options(arguments)
+            launcher = replace(launcher, cli_args={**kept, **file_args}, bound_config=None)
+            linked.append(self._arguments_document(arguments, file_args))
+            linked.extend(self.linked(linked[-1], seen))
         overrides = {**self._bound_config_facts(launcher), **apply_cli(script, launcher)}
         hidden = hidden_cli(script, launcher)
         linked.append(script)
-        linked.extend(self._imported_defaults(script))
+        # the options the launch passes (or its arguments file sets) replace the dataclasses' defaults
+        linked.extend(self._imported_defaults(script, frozenset(launcher.cli_args) | frozenset(launcher.cli_unknown)))
         linked.extend(self.linked(script, seen))
         return overrides, hidden
+
+    def arguments_file(self, script: RunFacts, launcher: RunFacts | None) -> Path | None:
+        """The file a script parses as all its arguments (``parse_json_file(json_file=
+        args.train_args_file)``): the one the launcher passes with that option, else the option's
+        default; None when the script reads no such file or it is not there."""
+        option = script.arguments_file
+        if option is None or option.value == "1":  # sys.argv[1]: a launch's positional config links it
+            return None
+        written: Sourced[str] | None = None
+        from_path = script.path
+        if launcher is not None:
+            written = launcher.cli_args.get(str(option.value))
+            if written is None and str(option.value) in launcher.cli_unknown:
+                return None  # a file the launcher cannot know
+            from_path = launcher.path
+        if written is None:
+            written, from_path = script.arguments_default, script.path
+        return self.documents.resolve_reference(str(written.value), from_path) if written is not None else None
+
+    @staticmethod
+    def _arguments_document(arguments: Path, options: dict[str, Sourced[str]]) -> RunFacts:
+        """The arguments file as a document of the run: the DeepSpeed or FSDP config it names
+        (``"deepspeed": "./train_args/ds_z3_config.json"``) is linked from it."""
+        from memlint.facts.plan import RunFacts
+
+        references = [v for k, v in options.items() if k in ("deepspeed", "fsdp_config")
+                      and str(v.value).lower().endswith((".json", ".yaml", ".yml"))]
+        return RunFacts(str(arguments), "hf-args", references=references)
+
+    def config_as_options(self, config: Path) -> dict[str, Sourced[str]]:
+        """A JSON/YAML file's top-level scalar keys as command-line text, located at each value."""
+        structured = self.documents.parsed(config).structured
+        if structured is None or not structured.ok or not isinstance(structured.value, dict):
+            return {}
+        reads.document(self.documents.key(config), self.documents.digest(config))
+        out: dict[str, Sourced[str]] = {}
+        for key, value in structured.value.items():
+            if isinstance(value, bool):
+                text = "true" if value else "false"
+            elif isinstance(value, (int, float, str)):
+                text = str(value)
+            elif isinstance(value, list) and all(isinstance(v, (int, float, str)) for v in value):
+                text = " ".join(str(v) for v in value)
+            else:
+                continue
+            out[str(key)] = Sourced(text, Location(str(config), structured.range_of((key,))),
+                                    f"{key} in {config.name}")
+        return out
 
     def _bound_config_facts(self, facts: RunFacts) -> dict:
         """The facts of the config a caller bound to the launcher's positional argument: the
@@ -173,12 +241,12 @@ class RunFinder:
                     stated.setdefault(name, fact)
         return stated
 
-    def _imported_defaults(self, script: RunFacts) -> list[RunFacts]:
+    def _imported_defaults(self, script: RunFacts, passed: frozenset[str] = frozenset()) -> list[RunFacts]:
         """What the argument dataclasses a script imports from the project give its options by
         default (``from myproj.arguments import DataArguments`` with ``max_seq_length: int = 4096``),
         read through the script's bindings as facts of the module that writes them; below
         anything the script, a launcher or a config states."""
-        from memlint.facts.imported_arguments import imported_defaults
+        from memlint.facts.imported_arguments import imported_constants, imported_defaults
         from memlint.facts.launch_options import facts_from_cli
         from memlint.facts.plan import RunFacts
 
@@ -201,6 +269,9 @@ class RunFinder:
             return str(target), document.text
 
         defaults = imported_defaults(text, source)
+        for option, fact in imported_constants(script.option_constants, source).items():
+            defaults.setdefault(option, fact)
+        defaults = {option: fact for option, fact in defaults.items() if option not in passed}
         if not defaults:
             return []
         command = RunFacts(script.path, "shell")
@@ -244,8 +315,15 @@ class RunFinder:
     def _module_file(self, module: str, script: Path) -> Path | None:
         """``pkg.mod`` -> ``pkg/mod.py`` (or ``pkg/mod/__init__.py``) under the project root, a
         ``src/`` folder, or the script's own folder (``from train import main`` beside it)."""
-        parts = module.split(".")
-        for base in (self.documents.root, self.documents.root / "src", Path(script).parent):
+        if module.startswith("."):  # ``from .consts import X``: beside the script, ``..`` one up
+            dots = len(module) - len(module.lstrip("."))
+            relative = Path(script).parents[dots - 1] if dots <= len(Path(script).parents) else None
+            parts = [p for p in module.lstrip(".").split(".") if p]
+            bases: tuple[Path, ...] = (relative,) if relative is not None and parts else ()
+        else:
+            parts = module.split(".")
+            bases = (self.documents.root, self.documents.root / "src", Path(script).parent)
+        for base in bases:
             for candidate in (base.joinpath(*parts).with_suffix(".py"), base.joinpath(*parts, "__init__.py")):
                 if self.documents.is_file(candidate):
                     return candidate
@@ -287,7 +365,9 @@ class RunFinder:
             if submitted:
                 return self._config_runs(submitted, key, context)
         if self.documents.kind(path) in _CONFIG_KINDS and not any(self._launches_training(f) for f in entries):
-            config_launches = self.config_launchers.launches_for(path)
+            config_launches = (self.config_launchers.argument_file_launches(Path(path))
+                               or self.config_launchers.sibling_submitted(Path(path))
+                               or self.config_launchers.launches_for(path))
             if config_launches:
                 return self._config_runs(config_launches, key, context)
         runs = self._runs(entries, key, context)
@@ -298,6 +378,10 @@ class RunFinder:
             kept = [r for r in runs if r.problem is None or self.documents.kind(r.plan.entry) != DocumentKind.MARKDOWN]
             if not kept and own and entries is launchers:
                 kept = self._runs(own, key, context)
+                if runs and runs[0].plan.get("model") is not None and all(r.plan.get("model") is None for r in kept):
+                    # the script alone names no model, its documented command does (through the
+                    # config it passes): say what that command runs, not "no model found"
+                    kept = [self._documented_problem(runs[0], path, script=True)]
             if not kept and runs and self.documents.kind(path) in _CONFIG_KINDS | STANDALONE_KINDS:
                 kept = [self._documented_problem(runs[0], path)]
             runs = kept
@@ -332,7 +416,7 @@ class RunFinder:
                 return replace(plan, facts=facts, documents=plan.documents + (str(launcher),), home=plan.home or plan.entry)
         return plan
 
-    def _documented_problem(self, run: ResolvedRun, path: str | Path) -> ResolvedRun:
+    def _documented_problem(self, run: ResolvedRun, path: str | Path, script: bool = False) -> ResolvedRun:
         """A config only a README command uses has no other run to carry the note: it says once,
         in the config, why that command cannot be estimated (its model is a placeholder, ...) and
         which line of the README the value comes from."""
@@ -342,8 +426,10 @@ class RunFinder:
             root = self.documents.root.resolve()
             if shown.is_absolute() and root in shown.resolve().parents:
                 shown = shown.resolve().relative_to(root)
-            run.problem = (f"{run.problem} (the command at {shown}:{fact.origin.range.start.line} that uses this "
-                           f"config passes it as {fact.note or 'its model'})")
+            where = f"{shown}:{fact.origin.range.start.line}"
+            run.problem = (f"{run.problem} (the model of the script's documented command, from {where})" if script else
+                           f"{run.problem} (the command at {where} that uses this config passes it as "
+                           f"{fact.note or 'its model'})")
             run.problem_fact = None
         own = self.documents.facts(path)
         anchor = next((f.anchor for f in own if f.anchor is not None), None)

@@ -29,6 +29,8 @@ class Guard:
     options: tuple[str, ...] = ()
     negated: bool = False
     node: cst.CSTNode | None = None
+    # ``args.train_mode == 'qlora'``: the value the option must have (None: its truth decides)
+    equals: str | None = None
 
     @property
     def blocks(self) -> bool:
@@ -66,8 +68,36 @@ def guard(values: "Values", test: cst.BaseExpression, negated: bool) -> Guard:
     active = None
     if found is not None and found.known and isinstance(found.value, _SCALAR):
         active = bool(found.value) != negated
+    compared = equality(values, test)
+    if compared is not None:
+        options, literal, unequal = compared
+        return Guard(active, options, negated != unequal, test, literal)
     options, flipped = deciding_options(values, test)
     return Guard(active, options, negated != flipped, test)
+
+
+def equality(values: "Values", test: cst.BaseExpression) -> tuple[tuple[str, ...], str, bool] | None:
+    """``args.train_mode == 'qlora'`` (or ``!=``): the options compared, the text they are compared
+    with, and whether the test is ``!=``. None for any other test."""
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return None
+    target = test.comparisons[0]
+    if type(target.operator) not in (cst.Equal, cst.NotEqual):
+        return None
+    right = values.evaluate(target.comparator)
+    if right is None or not right.known or not isinstance(right.value, str) or not right.value \
+            or ":" in right.value or "=" in right.value:
+        return None
+    left = values.evaluate(test.left) if isinstance(test.left, (cst.Name, cst.Attribute, cst.Subscript)) else None
+    options = left.options if left is not None else ()
+    if left is None and type(test.left) is cst.Attribute and type(test.left.value) is cst.Name and \
+            values.options.parses_dataclasses():
+        # ``args.train_mode`` where ``args`` came back from ``parse_json_file``: a field of the
+        # dataclasses the script parses, set by its command line (or arguments file)
+        options = (test.left.attr.value,)
+    if not options:
+        return None
+    return options, right.value, type(target.operator) is cst.NotEqual
 
 
 def deciding_options(values: "Values", test: cst.BaseExpression) -> tuple[tuple[str, ...], bool]:

@@ -70,6 +70,11 @@ class Options:
         self._values = weakref.ref(values)
         self._argparse: dict[str, list[ArgOption]] | None = None
         self._set_defaults: dict[str, cst.BaseExpression] | None = None
+        # option -> (module, name) of a default imported from another module (``default=
+        # DEFAULT_INPUT_MODEL`` with ``from .consts import DEFAULT_INPUT_MODEL``): the project
+        # reads that module's constant, which this module cannot see
+        self.imported: dict[str, tuple[str, str]] = {}
+        self._parses_dataclasses: bool | None = None
 
     @property
     def values(self) -> "Values":
@@ -176,7 +181,7 @@ class Options:
         ``typer.run(main)``, click's ``@click.option``): its default, replaced by ``--<name>``
         on the command line. None for a function no such CLI exposes."""
         name = param.name.value
-        clicked = self._click_option(function, name)
+        clicked = self.click_option(function, name)
         if clicked is not None:
             return clicked
         if not self._exposed(function):
@@ -190,8 +195,15 @@ class Options:
             return Found(MISSING, None, keys, f"--{name}")
         found = self.values.evaluate(default)
         if found is None or not found.known:
+            self._note_import(name, default)
             return Found(MISSING, None, keys, f"--{name}")
         return Found(found.value, found.node, keys, f"default of {function.name.value}({name}=...), a command-line option")
+
+    def _note_import(self, key: str, default: cst.BaseExpression | None) -> None:
+        if type(default) is cst.Name:
+            source = self.values.import_source(default)
+            if source is not None:
+                self.imported.setdefault(key, source)
 
     def _exposed(self, function: cst.FunctionDef) -> bool:
         """Is ``function`` handed to a function-based CLI (``fire.Fire(train)``, ``typer.run(main)``,
@@ -211,7 +223,7 @@ class Options:
                     return True
         return False
 
-    def _click_option(self, function: cst.FunctionDef, name: str) -> Found | None:
+    def click_option(self, function: cst.FunctionDef, name: str) -> Found | None:
         """``@click.option("--micro-batch-size", default=4)`` over ``def main(micro_batch_size)``."""
         for decorator in function.decorators:
             target = decorator.decorator
@@ -219,7 +231,8 @@ class Options:
                 continue
             written = [a.value.evaluated_value for a in target.args
                        if a.keyword is None and type(a.value) is cst.SimpleString]
-            strings = [s for s in written if isinstance(s, str)]
+            # ``"--gradient-checkpointing/--no-gradient-checkpointing"``: the "on" spelling names it
+            strings = [s.split("/")[0].strip() if s.startswith("-") else s for s in written if isinstance(s, str)]
             named = [s for s in strings if not s.startswith("-")]
             dashed = [s for s in strings if s.startswith("-")]
             longest = sorted(dashed, key=lambda s: (not s.startswith("--"), -len(s)))
@@ -230,6 +243,7 @@ class Options:
             default = next((a.value for a in target.args if a.keyword is not None and a.keyword.value == "default"), None)
             found = self.values.evaluate(default) if default is not None else Found(None, None)
             if found is None or not found.known:
+                self._note_import(keys[0], default)
                 return Found(MISSING, None, keys, f"--{keys[0]}")
             return Found(found.value, found.node, keys, f"click default of --{keys[0]}")
         return None
@@ -245,6 +259,15 @@ class Options:
             if "dataclasses.dataclass" in names or "pydantic.dataclasses.dataclass" in names:
                 return True
         return False
+
+    def parses_dataclasses(self) -> bool:
+        """Does the module build an ``HfArgumentParser``-style parser of dataclasses?"""
+        if self._parses_dataclasses is None:
+            source = self.values.source
+            self._parses_dataclasses = "Parser" in source.text and any(
+                "Parser" in source.code_of(call.func) and self.is_dataclass_parser(call)
+                for call in source.nodes_of(cst.Call))
+        return self._parses_dataclasses
 
     def is_dataclass_parser(self, call: cst.Call) -> bool:
         """``HfArgumentParser``/``TrlParser``, or a project's own subclass of one imported from

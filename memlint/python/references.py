@@ -153,6 +153,20 @@ class Names:
         """Where a node starts, to put nodes in source order."""
         return self.source.place(node)  # first for a node of a string annotation
 
+    def import_source(self, name: cst.Name) -> tuple[str, str] | None:
+        """The module (as written: ``.consts`` for a relative import) and the name that ``from
+        module import NAME`` binds to this use of ``name``; None for anything else."""
+        for referent in self.referents(name):
+            statement = referent.node if type(referent) is metadata.ImportAssignment else None
+            if type(statement) is not cst.ImportFrom or isinstance(statement.names, cst.ImportStar):
+                continue
+            for alias in statement.names:
+                bound = alias.asname.name if alias.asname is not None else alias.name
+                if bound is referent.as_name and type(alias.name) is cst.Name:  # type: ignore[attr-defined]
+                    module = referent.get_module_name_for_import()  # type: ignore[attr-defined]
+                    return (module, alias.name.value) if module else None
+        return None
+
     def enclosing_function(self, node: cst.CSTNode) -> cst.FunctionDef | None:
         current = self.parent(node)
         while current is not None and not isinstance(current, cst.Module):

@@ -411,6 +411,8 @@ class Values(Names):
                 default_used = True
             elif isinstance(argument, Unpacked):
                 passed.append(self._unpack(argument.expr, argument.index, depth))
+            elif argument is None:
+                passed.append(self._forwarded(call, param.name.value))
             else:
                 passed.append(self.evaluate(argument, depth + 1) if argument is not None else None)
         default = self.evaluate(param.default, depth + 1) if param.default is not None else None
@@ -431,6 +433,17 @@ class Values(Names):
             return first  # the same namespace or instance from every call site
         return None
 
+
+    def _forwarded(self, call: cst.Call, name: str) -> Found | None:
+        """A parameter that a click command hands on with its ``**kwargs`` (dolly's
+        ``@click.option("--input-model", default=...)`` over ``def main(**kwargs): train(**kwargs)``):
+        the caller's option of that name. None when the ``**`` is not the caller's own."""
+        caller = self.enclosing_function(call)
+        star = caller.params.star_kwarg if caller is not None else None
+        if star is None or caller is None or not any(
+                a.star == "**" and type(a.value) is cst.Name and a.value.value == star.name.value for a in call.args):
+            return None
+        return self.options.click_option(caller, name)
 
     def _unpack(self, expr: cst.BaseExpression, index: int, depth: int) -> Found | None:
         found = self.evaluate(expr, depth + 1)

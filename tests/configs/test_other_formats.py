@@ -188,3 +188,41 @@ def test_llamafactory_v1_deepspeed_config_file_is_linked():
 def test_llamafactory_v1_is_estimated(lint):
     found = lint({"train_lora_sft.yaml": LF_V1_LORA}, "train_lora_sft.yaml", select=("MEM", "CFG"), gpu="h100")
     assert found == []
+
+
+LF_V1_FSDPTURBO_EP = """\
+model: Qwen/Qwen3.5-35B-A3B
+model_class: llm
+
+dist_config:
+  name: fsdpturbo
+  ep_size: 16
+  ep_dispatcher: eager
+
+cp_size: 1
+
+init_config:
+  name: init_on_meta
+
+### data
+train_dataset: data/v1_sft_demo.yaml
+
+### training
+output_dir: outputs/Qwen3.5-35B-A3B/full/sft
+micro_batch_size: 1
+cutoff_len: 256
+learning_rate: 1.0e-4
+bf16: true
+max_steps: 5
+"""
+
+
+def test_llamafactory_v1_fsdpturbo_shards_and_its_expert_parallelism_is_not_sized():
+    """``fsdpturbo`` (FSDPTurboParams in llamafactory/v1/plugins/trainer_plugins/distributed/
+    interface.py) is FSDP with expert parallelism: with ``ep_size > 1`` the experts are split over
+    GPUs, which the estimate does not model -- a note, not a DDP verdict (784.7 GiB before)."""
+    facts = facts_of("train_full_qwen3_moe_fsdpturbo_ep_fsdp.yaml", LF_V1_FSDPTURBO_EP)
+    assert facts.fsdp.value == "full"
+    assert "expert parallelism (`dist_config.ep_size: 16`)" in facts.unmodelled.value[0]
+    assert facts.unmodelled.origin.range.start.line == 6
+    assert facts_of("one_expert_group.yaml", LF_V1_FSDPTURBO_EP.replace("ep_size: 16", "ep_size: 1")).unmodelled is None

@@ -454,3 +454,23 @@ def test_a_job_submitter_runs_the_config_with_its_job_specs_launch(tmp_path):
     assert run.plan.value("micro_batch") == 1  # the config's 1 beats the command's 8
     assert Path(run.plan.documents[1]).name == "finetune.py"
     assert _memory(settings, name) == []  # judged as plain DDP it did not fit
+
+
+def test_a_config_no_call_names_runs_as_its_other_size_siblings_are_submitted(tmp_path):
+    """open-instruct's olmo2 folder: the 7B recipe is submitted with the multinode spec, the 70B
+    one of the same recipe is not named anywhere; it takes the sibling's launch, as a named
+    assumption. A config of another recipe (``_dpo``) in the folder takes nothing from it."""
+    name = "configs/train_configs/olmo2/olmo2_70b_sft.yaml"
+    other = "configs/train_configs/olmo2/olmo2_70b_dpo.yaml"
+    files = {**FILES, "scripts/submit_finetune_job.py": SUBMITTER,
+             "configs/beaker_configs/default_finetune_multinode.yaml": BEAKER_SPEC,
+             "docs/archived_dev_scripts/olmo2.sh": SWEEP,
+             "configs/train_configs/olmo2/olmo2_7b_sft.yaml": _config("meta-llama/Llama-3.1-8B"),
+             name: _config("meta-llama/Llama-3.1-70B"), other: _config("meta-llama/Llama-3.1-70B")}
+    settings = _project(tmp_path, files)
+    [run] = _runs(settings, name)
+    assert run.plan.value("zero_stage") == 3
+    assert run.plan.value("world_size") == 32  # the spec's --num_processes
+    assert run.plan.value("model") == "meta-llama/Llama-3.1-70B"
+    assert any("submitted as olmo2_7b_sft.yaml, the same recipe at another size" in a for a in run.assumptions)
+    assert all(r.plan.value("zero_stage") is None for r in _runs(settings, other))

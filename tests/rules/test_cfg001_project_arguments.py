@@ -87,3 +87,71 @@ def test_a_dataclass_the_project_never_parses_adds_no_keys(lint):
     files = {"src/alignment/configs.py": CONFIGS}
     diagnostics = lint("CFG001", RECIPE, path="recipes/qwen/sft/config.yaml", files=files)
     assert sorted(d.range.start.line for d in diagnostics) == [3]
+
+
+# LLaMA-Factory's shape (abridged): hparams/parser.py hands its parsers module-level lists of
+# the classes (``HfArgumentParser(_TRAIN_MBRIDGE_ARGS)``), and the Megatron-Bridge and
+# KTransformers settings are fields of its own classes.
+HPARAMS = """\
+from dataclasses import dataclass, field
+from typing import Optional
+
+
+@dataclass
+class ModelArguments:
+    model_name_or_path: Optional[str] = field(default=None)
+    use_kt: bool = field(default=False, metadata={"help": "Whether to use KTransformers."})
+    kt_optimize_rule: Optional[str] = field(default=None, metadata={"help": "The KTransformers rule."})
+
+
+@dataclass
+class MegatronBridgeArguments:
+    tensor_model_parallel_size: int = field(default=1)
+    sequence_parallel: bool = field(default=False)
+    use_distributed_optimizer: bool = field(default=True)
+"""
+
+PARSER = """\
+from transformers import HfArgumentParser, Seq2SeqTrainingArguments
+
+from .hparams import MegatronBridgeArguments, ModelArguments
+
+_TRAIN_ARGS = [ModelArguments, Seq2SeqTrainingArguments]
+_TRAIN_MBRIDGE_ARGS = [ModelArguments, Seq2SeqTrainingArguments, MegatronBridgeArguments]
+
+
+def get_train_args(path):
+    parser = HfArgumentParser(_TRAIN_ARGS)
+    return parser.parse_yaml_file(path)
+
+
+def get_mbridge_args(path):
+    parser = HfArgumentParser(_TRAIN_MBRIDGE_ARGS)
+    return parser.parse_yaml_file(path)
+"""
+
+MEGATRON = """\
+model_name_or_path: Qwen/Qwen3-30B-A3B-Instruct-2507
+stage: sft
+do_train: true
+finetuning_type: full
+dataset: identity
+template: qwen3
+cutoff_len: 4096
+tensor_model_parallel_size: 4
+sequence_parallel: true
+use_distributed_optimizer: true
+use_kt: true
+kt_optimize_rule: examples/kt_optimize_rules/Qwen3Moe-sft-amx.yaml
+output_dir: saves/qwen3-moe/full/sft
+per_device_train_batch_size: 1
+learning_rate: 1.0e-5
+"""
+
+
+def test_classes_handed_to_a_parser_in_a_list_of_the_module_are_the_projects(lint):
+    files = {"src/llamafactory/hparams/__init__.py": HPARAMS, "src/llamafactory/hparams/parser.py": PARSER}
+    assert lint("CFG001", MEGATRON, path="examples/megatron_bridge/qwen3_moe_full.yaml", files=files) == []
+    # without the project's code, those keys are unknown to LLaMA-Factory's schema
+    unknown = lint("CFG001", MEGATRON, path="examples/megatron_bridge/qwen3_moe_full.yaml")
+    assert {d.range.start.line for d in unknown} >= {8, 9, 10}
