@@ -10,7 +10,8 @@ same tree:
 - memlint cold (empty result cache), warm (nothing changed), warm after one edit of a config
   (a torchtune recipe YAML: the files that read it are checked again), ``--no-cache``, and
   ``--jobs 1`` beside the default ``--jobs``;
-- the cost of each Python file linted alone in one process (p50, p95, mean), after warm-up;
+- the cost of each Python file linted alone in one process (p50, p95, mean), after warm-up, as
+  ``check``'s workers lint (the prefilter on, the collector paused);
 - the peak resident memory of the largest memlint process (``wait4``'s ``ru_maxrss``);
 - ruff (cold with ``--no-cache``, and warm) and TorchFix (no cache: every run is cold), with
   the ratios to memlint's figures. A tool that is not found is skipped with a message.
@@ -228,18 +229,22 @@ from pathlib import Path
 from memlint.project.settings import discover
 from memlint.project.project import Project
 from memlint.lint.engine import Linter
+from memlint.lint.collector import collector_paused
+from memlint.lint.needs import Prefilter
 from memlint.project.walk import iter_files
 tree = Path(sys.argv[1])
 settings = discover(tree)
 files = [p for p in iter_files([tree], settings) if p.suffix == ".py"]
 def once():
     project = Project(settings, snapshot=True)
+    project.documents.wanted = Prefilter(settings)  # as check's workers lint: the prefilter on,
     linter = Linter(settings, project)
     project.mentions()  # the referrer index, once per run, is not any one file's cost
     costs = []
     for path in files:
         started = time.perf_counter()
-        linter.lint_path(path)
+        with collector_paused(keep=True):  # what the pause made kept out of the collector's passes
+            linter.lint_path(path)
         costs.append(time.perf_counter() - started)
     return costs
 warm_up = files
