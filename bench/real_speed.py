@@ -334,7 +334,7 @@ def alternate(repeat: int, runs: dict[str, tuple]) -> dict[str, tuple[float, flo
     out = {}
     for name, measured in done.items():
         fastest, at = min(measured, key=lambda r: r[0].seconds)
-        out[name] = (fastest.seconds, fastest.peak_mib, at)
+        out[name] = (fastest.seconds, fastest.peak_mib, f"{at}; CPU {fastest.cpu:.2f} s")
     return out
 
 
