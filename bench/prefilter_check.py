@@ -1,5 +1,8 @@
 """The prefilter changes no finding on real code: ``memlint check`` on each tree with the
 prefilter on and off (``MEMLINT_PREFILTER``), the JSON compared, with each run's CPU time.
+``off`` also turns off the per-reader gates (a kept module read only by the rules and the
+extractor whose own need it meets: ``memlint.lint.needs.rule_gates``), so both are checked.
+``bench/findings_check.py`` compares two checkouts instead (a speed change against main).
 
     python bench/prefilter_check.py TREE [TREE ...] [--jobs N] [--memlint PYTHONPATH]
 

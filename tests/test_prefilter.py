@@ -169,3 +169,58 @@ def test_every_rule_that_looks_at_python_says_what_it_needs():
     undeclared = [code for code, rule in all_rules().items()
                   if rule.applies_to(DocumentKind.PYTHON, True) and rule.python_needs == ""]
     assert undeclared == []
+
+
+def _lint_module(root: Path, text: str, prefilter: bool) -> None:
+    """Lint one module as ``memlint check``'s workers do, with or without the prefilter."""
+    (root / "train.py").write_text(text, encoding="utf-8")
+    settings = Settings(root=root).with_overrides(cache=False)
+    project = Project(settings, snapshot=True)
+    needs = python_needs(settings) if prefilter else None
+    project.documents.wanted = needs.wanted if needs is not None else None
+    Linter(settings, project).lint_path(root / "train.py")
+
+
+def test_a_kept_module_is_read_only_by_the_readers_whose_need_it_meets(tmp_path, monkeypatch):
+    """Kept for TRN004 (it empties the cache), a module that builds no optimizer and calls no
+    backward is not read by CKP002 nor by the Python fact extractor; without the prefilter both read it."""
+    from memlint.facts import extract
+
+    extract.load_extractors()
+    read: list[str] = []
+    for code in ("CKP002", "TRN004"):
+        rule = all_rules()[code]
+        monkeypatch.setattr(rule, "check", lambda self, ctx, code=code: read.append(code) or iter(()))
+    extractor = extract.EXTRACTORS["python"]
+    monkeypatch.setitem(extract.EXTRACTORS, "python", lambda parsed: read.append("facts") or extractor(parsed))
+    text = "import torch\n\n\ndef free_memory(model):\n    model.cpu()\n    torch.cuda.empty_cache()\n"
+    for setting in ("on", "off"):
+        (tmp_path / setting).mkdir()
+    _lint_module(tmp_path / "on", text, prefilter=True)
+    assert read == ["TRN004"]  # kept, and read by the one rule that needs it
+    read.clear()
+    _lint_module(tmp_path / "off", text, prefilter=False)
+    assert sorted(set(read)) == ["CKP002", "TRN004", "facts"]
+
+
+@pytest.mark.parametrize("extra", [0, 10, 290, 300, 301, 2_000])
+def test_the_names_walk_measures_the_depth_too(extra):
+    """``check`` walks CPython's tree once for the prefilter's names and the depth limit
+    (``prefilter.survey``): the depth is ``source._depth``'s, and a module nested past the limit
+    is reported whether or not the prefilter asks for its names."""
+    from memlint.python import source as python_source
+    from memlint.python.prefilter import survey
+
+    text = MODEL_MODULE + "x = " + "-" * extra + "1\n"
+    tree = ast.parse(text)
+    limit = python_source.MAX_DEPTH
+    depth, names = survey(tree, limit)  # both stop one level past the limit
+    assert depth == python_source._depth(tree)
+    if depth <= limit:
+        assert names is not None and {"LlamaAttention", "dropout", "x", "F"} <= set(names.split("\n"))
+    else:
+        assert names is None
+    for wanted in (None, lambda names: True):
+        parsed = python_source.parse(text, whole=True, wanted=wanted)
+        too_deep = isinstance(parsed, python_source.PythonSyntaxError) and parsed.kind == "too-complex"
+        assert too_deep == (depth > limit)

@@ -27,7 +27,7 @@ from typing import Any
 
 from memlint.documents import reads
 from memlint.lint.collector import collector_paused
-from memlint.lint.needs import Prefilter
+from memlint.lint.needs import Prefilter, prefilter_on
 from memlint.model.diagnostics import Diagnostic
 from memlint.project.documents import DocumentRecord
 from memlint.project.project import Project
@@ -77,7 +77,8 @@ class Worker:
         project = self._projects.get(root)
         if project is None:
             project = self._projects[root] = Project(self.setup.roots[root], snapshot=True)
-            project.documents.wanted = Prefilter(self.setup.roots[root])  # the rules' and extractors' needs
+            if prefilter_on():  # the rules' and extractors' needs
+                project.documents.wanted = Prefilter(self.setup.roots[root])
             if self.setup.names is not None:
                 project.seed_files(self.setup.names, self.setup.candidates.get(root))
         return project

@@ -15,8 +15,6 @@ from memlint.python import source as python_source
 from memlint.python.tree import children
 
 if TYPE_CHECKING:
-    import ast
-
     from memlint.facts.plan import RunFacts
 
 
@@ -87,11 +85,11 @@ def _nonlocal_at_module_level(module: cst.Module) -> cst.Nonlocal | None:
 
 
 def parse_document(document: Document, previous: ParsedDocument | None = None, whole: bool = False,
-                   wanted: "Callable[[ast.AST], bool] | None" = None) -> ParsedDocument:
+                   wanted: "Callable[[str], bool] | None" = None) -> ParsedDocument:
     """``previous``: the same document as parsed before an edit (the language server's case):
     what did not change is not parsed again. ``whole``: the document will not be edited
     (``memlint check``): Python is parsed in one piece (``python_source.parse``), and set aside
-    unparsed by libcst where ``wanted`` says no one needs it."""
+    unparsed by libcst where ``wanted`` says no one needs it (asked of the names it uses)."""
     if document.problem is not None:
         return ParsedDocument(document, DocumentKind(document.syntax))
     if document.syntax == "python" and not is_training_code(document.text):

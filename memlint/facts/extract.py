@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
     from memlint.documents.parsed import ParsedDocument
+    from memlint.python.prefilter import Needs
     from memlint.facts.plan import RunFacts
 
 Extractor = Callable[["ParsedDocument"], "list[RunFacts]"]
@@ -38,8 +39,26 @@ def extract(parsed: "ParsedDocument") -> "list[RunFacts]":
     if parsed.facts is None:
         load_extractors()
         function = EXTRACTORS.get(parsed.kind)
-        parsed.facts = function(parsed) if function is not None else []
+        parsed.facts = function(parsed) if function is not None and _needed(parsed) else []
     return list(parsed.facts)
+
+
+def _needed(parsed: "ParsedDocument") -> bool:
+    """Can the extractor find anything here? A module that ``check``'s prefilter kept for a
+    rule (its ``names`` read) but that names nothing the extractor needs has no facts: the same
+    promise as the prefilter's (``memlint.python.prefilter``), for the extractor alone."""
+    names = parsed.python.names if parsed.python is not None else None
+    if names is None:
+        return True
+    if parsed.kind not in _GATES:
+        from memlint.python.prefilter import Needs
+
+        _GATES[parsed.kind] = Needs.of([NEEDS.get(parsed.kind, "")])
+    gate = _GATES[parsed.kind]
+    return gate is None or gate.wanted(names)
+
+
+_GATES: dict[str, "Needs | None"] = {}  # each kind's NEEDS, compiled
 
 
 def load_extractors() -> None:

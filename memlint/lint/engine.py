@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # the rules, the estimator and libcst load with the first fil
     # that a run whose results all come from the cache never imports them
     from memlint.estimate import Capacity
     from memlint.facts.resolve import RunContext
+    from memlint.python.prefilter import Needs
     from memlint.rules.base import Finding, Rule
 
 __all__ = ["Linter", "RUN_KINDS", "capacity_of", "run_context"]
@@ -69,6 +70,7 @@ class Linter:
         # the language server's view: a run's memory verdict also in each document of the run,
         # and its suggestions with the edits that make them (memlint.lint.verdicts, memlint.lint.suggestion_edits)
         self.editor_view = False
+        self._gates: dict[str, Needs] | None = None  # each rule's need (memlint.lint.needs.rule_gates)
 
     def lint_path(self, path: str | Path) -> list[Diagnostic]:
         """The document's diagnostics. Never raises: whatever the document makes memlint
@@ -100,8 +102,11 @@ class Linter:
                 self._failed(failed, "linking and estimating its training runs", path, error)
         ctx = RuleContext(parsed=parsed, settings=self.settings, capacity=capacity, runs=runs, project=self.project)
         findings: list[tuple[Rule, Finding]] = []
+        names = parsed.python.names if parsed.python is not None else None  # read by check's prefilter
         for rule in self.rules:
             if not rule.applies_to(parsed.kind, bool(runs)):
+                continue
+            if names is not None and not self._needed_by(rule, names):
                 continue
             try:
                 for finding in rule.check(ctx):
@@ -117,6 +122,16 @@ class Linter:
             messages += [failures.describe(", ".join(stages), error) for error, stages in failed.items()]
             findings += [(reporter, Finding(Range.file_start(), message)) for message in messages]
         return self._diagnostics(parsed.path, parsed.document.syntax, parsed.text, findings)
+
+    def _needed_by(self, rule: Rule, names: str) -> bool:
+        """Does the module name what the rule needs to find anything in it (the prefilter's
+        promise, per rule: ``memlint.lint.needs.rule_gates``)?"""
+        if self._gates is None:
+            from memlint.lint.needs import rule_gates
+
+            self._gates = rule_gates(self.settings)
+        gate = self._gates.get(rule.code)
+        return gate is None or gate.wanted(names)
 
     def _failed(self, failed: dict[str, list[str]], stage: str, path: str | Path, error: Exception) -> None:
         """A stage failed on the document: said on stderr, reported on the document once per

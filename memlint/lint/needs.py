@@ -15,11 +15,16 @@ from memlint.project.settings import Settings
 from memlint.python.prefilter import Needs
 
 
+def prefilter_on() -> bool:
+    """Not with ``MEMLINT_PREFILTER=off``: every module parsed and read by every reader."""
+    return os.environ.get("MEMLINT_PREFILTER") != "off"
+
+
 def python_needs(settings: Settings) -> Needs | None:
     """None: some reader needs every module (a rule that declares nothing: a plugin's)."""
     from memlint.rules import all_rules
 
-    if os.environ.get("MEMLINT_PREFILTER") == "off":
+    if not prefilter_on():
         return None
 
     load_extractors()
@@ -37,7 +42,25 @@ class Prefilter:
         self._needs: Needs | None = None
         self._known = False
 
-    def __call__(self, tree: ast.AST) -> bool:
+    def __call__(self, names: ast.AST | str) -> bool:
         if not self._known:
             self._needs, self._known = python_needs(self.settings), True
-        return self._needs is None or self._needs.wanted(tree)
+        return self._needs is None or self._needs.wanted(names)
+
+
+def rule_gates(settings: Settings) -> dict[str, Needs]:
+    """Each enabled rule's own need, by code: a module the prefilter kept for one reader is not
+    read by the others whose need it does not meet (``Rule.python_needs``: nothing there for
+    them). Rules that read every module, or no module tree (their runs' facts), are not listed;
+    none are with ``MEMLINT_PREFILTER=off``."""
+    from memlint.rules import all_rules
+
+    if not prefilter_on():
+        return {}
+    gates = {}
+    for code, cls in all_rules().items():
+        if settings.enabled(code) and cls.applies_to(DocumentKind.PYTHON, True):
+            need = cls.needs(settings)
+            if need is not None and (gate := Needs.of([need])) is not None:
+                gates[code] = gate
+    return gates

@@ -23,8 +23,6 @@ from memlint.documents.reading import SHELL_SUFFIXES, Document, document_from_te
 from memlint.project.settings import Settings
 
 if TYPE_CHECKING:
-    import ast
-
     from memlint.documents.parsed import ParsedDocument
     from memlint.facts.plan import RunFacts
 
@@ -119,7 +117,7 @@ class DocumentStore:
         self.walked: list[Path] | None = None  # the walk of the project root, when seeded
         # a snapshot's prefilter (``memlint check``): does anything need this Python module's
         # tree? (memlint.python.prefilter; None: every module is parsed)
-        self.wanted: Callable[[ast.AST], bool] | None = None
+        self.wanted: Callable[[str], bool] | None = None  # asked of a module's names (python.prefilter)
 
     def key(self, path: str | Path) -> str:
         """A canonical name for a file (symlinks resolved); memoised, it is asked often."""

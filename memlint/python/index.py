@@ -330,8 +330,11 @@ class ModuleIndex:
         """Definitions of ``name`` in the flow of ``at`` written before it, nearest last; falls
         back to the module's definitions for a name the function does not bind."""
         flow = self.flow_of(at)
-        position = self.start(at)
-        found = [d for d in self.definitions_of(name, flow) if self.start(d.statement) < position]
+        found = []
+        written = self.definitions_of(name, flow)
+        if written:  # positions only when there is something to compare (recording them costs)
+            position = self.start(at)
+            found = [d for d in written if self.start(d.statement) < position]
         if not found and not isinstance(flow, cst.Module) and not self._is_parameter(name, flow):
             found = list(self.definitions_of(name, self.py.module))
         return found

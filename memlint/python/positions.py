@@ -16,7 +16,7 @@ starts at ``def``/``class`` after its decorators.
 from __future__ import annotations
 
 import ast
-from typing import Callable, Iterator, Mapping
+from typing import Callable, Iterator, Mapping, Sequence
 
 import libcst as cst
 from libcst.metadata import CodePosition, CodeRange
@@ -57,25 +57,28 @@ def _firsts(body: list[ast.stmt]) -> list[tuple[int, list[ast.stmt]]]:
     return found
 
 
-Lines = list[tuple[int, "list[int] | None"]]
+Lines = list[tuple[int, "Lines | None"]]
 _DEFINITIONS = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 def first_lines(tree: ast.Module) -> Lines:
     """For each top-level statement of libcst's: its first line, and for a class or function
-    the first lines of the statements of its body (the members of a 3,000-line trainer class
-    are recorded one at a time)."""
+    the same of the statements of its body, at every depth (the members of a 3,000-line trainer
+    class, the statements of its 300-line methods, are recorded one at a time)."""
+    return _lines_of(tree.body)
+
+
+def _lines_of(body: list[ast.stmt]) -> Lines:
     out: Lines = []
-    for first, statements in _firsts(tree.body):
+    for first, statements in _firsts(body):
         only = statements[0] if len(statements) == 1 else None
-        members = [line for line, _ in _firsts(only.body)] if isinstance(only, _DEFINITIONS) else None
-        out.append((first, members))
+        out.append((first, _lines_of(only.body) if isinstance(only, _DEFINITIONS) else None))
     return out
 
 
 class StatementPositions(Mapping[cst.CSTNode, CodeRange]):
-    """``positions`` of a :class:`~memlint.python.tree.Tree` recorded per top-level statement
-    (per member, in a top-level class or function) on first use. ``whole``: every node's, for
+    """``positions`` of a :class:`~memlint.python.tree.Tree` recorded per statement on first
+    use: a top-level one, or one in the body of a class or function at any depth. ``whole``: every node's, for
     what is in no statement (the module, the formatting nodes, which have no parent) and for a
     module whose statements and CPython's lines do not pair up."""
 
@@ -87,18 +90,22 @@ class StatementPositions(Mapping[cst.CSTNode, CodeRange]):
         self.computed: dict[cst.CSTNode, CodeRange] = {}
         self.done: set[cst.CSTNode] = set()
         self.everything: Mapping[cst.CSTNode, CodeRange] | None = None
-        # each statement that can be recorded alone -> its first line and the indentation of its block
-        self.places: dict[cst.CSTNode, tuple[int, str | None]] | None = None
+        # each statement that can be recorded alone -> its first line and the indentation of
+        # the blocks it is in
+        self.places: dict[cst.CSTNode, tuple[int, tuple[str, ...]]] | None = None
         if lines is not None and len(lines) == len(module.body):
-            places: dict[cst.CSTNode, tuple[int, str | None]] = {}
-            self.places = places
-            for statement, (first, members) in zip(module.body, lines):
-                places[statement] = (first, None)
-                block = getattr(statement, "body", None)
-                if members is not None and type(block) is cst.IndentedBlock and len(block.body) == len(members):
-                    indent = module.default_indent if block.indent is None else block.indent
-                    for member, line in zip(block.body, members):
-                        places[member] = (line, indent)
+            self.places = {}
+            self._place(module.body, lines, ())
+
+    def _place(self, statements: Sequence[cst.CSTNode], lines: Lines, indents: tuple[str, ...]) -> None:
+        places = self.places
+        assert places is not None
+        for statement, (first, members) in zip(statements, lines):
+            places[statement] = (first, indents)
+            block = getattr(statement, "body", None)
+            if members is not None and type(block) is cst.IndentedBlock and len(block.body) == len(members):
+                indent = self.module.default_indent if block.indent is None else block.indent
+                self._place(block.body, members, (*indents, indent))
 
     def _statement(self, node: cst.CSTNode) -> cst.CSTNode | None:
         places, parents = self.places or {}, self.parents
@@ -113,11 +120,11 @@ class StatementPositions(Mapping[cst.CSTNode, CodeRange]):
         """Regenerate one statement's code from the line where it starts: its first line
         (decorators included) less the comments and blank lines above it that it holds."""
         self.done.add(statement)
-        first, indent = self.places[statement]  # type: ignore[index]
+        first, indents = self.places[statement]  # type: ignore[index]
         provider = PositionProvider()
         provider._computed = self.computed  # type: ignore[assignment]
         recorder = _StatementRecorder(self.module, provider, first - len(getattr(statement, "leading_lines", ())))
-        if indent is not None:
+        for indent in indents:
             recorder.increase_indent(indent)
         statement._codegen(recorder)
 

@@ -30,33 +30,63 @@ _WORD_LIKE = re.compile(r"[\w./\-]{1,200}")
 
 def names_used(tree: ast.AST) -> str:
     """The names a module uses, one a line (what the needs' patterns search, ``re.MULTILINE``)."""
-    names: set[str] = set()
-    add = names.add
-    for node in ast.walk(tree):
-        kind = type(node)
-        if kind is ast.Name:
-            add(node.id)  # type: ignore[attr-defined]
-        elif kind is ast.Attribute:
-            add(node.attr)  # type: ignore[attr-defined]
-        elif kind is ast.Constant:
-            value = node.value  # type: ignore[attr-defined]
-            if type(value) is str and _WORD_LIKE.fullmatch(value):
-                add(value)
-        elif kind is ast.keyword:
-            if node.arg:  # type: ignore[attr-defined]
-                add(node.arg)  # type: ignore[attr-defined]
-        elif kind is ast.alias:
-            names.update(node.name.split("."))  # type: ignore[attr-defined]
-            if node.asname:  # type: ignore[attr-defined]
-                add(node.asname)  # type: ignore[attr-defined]
-        elif kind is ast.ImportFrom:
-            if node.module:  # type: ignore[attr-defined]
-                names.update(node.module.split("."))  # type: ignore[attr-defined]
-        elif kind in _DEFINITIONS:
-            add(node.name)  # type: ignore[attr-defined]
-        elif kind is ast.arg:
+    return survey(tree, names=True)[1] or ""
+
+
+def survey(tree: ast.AST, deepest: int | None = None, names: bool = True) -> tuple[int, str | None]:
+    """The depth of CPython's tree and (with ``names``) the names it uses, in one walk: a cold
+    ``check`` needs both of every module (the depth guards libcst's parser), and two walks with
+    ``ast.iter_child_nodes``'s generators cost as much as the parse. Level by level, so no node
+    carries its depth; stops as soon as the depth passes ``deepest`` (names None then)."""
+    found: set[str] = set()
+    add = found.add
+    depth = 0
+    level: list[ast.AST] = [tree]
+    while level:
+        depth += 1
+        if deepest is not None and depth > deepest:
+            return depth, None
+        below: list[ast.AST] = []
+        push = below.append
+        for node in level:
+            if names:
+                _name_of(node, found, add)
+            for field in node._fields:
+                value = getattr(node, field, None)
+                if isinstance(value, ast.AST):
+                    push(value)
+                elif type(value) is list:
+                    below += [item for item in value if isinstance(item, ast.AST)]
+        level = below
+    return depth, "\n".join(found) if names else None
+
+
+def _name_of(node: ast.AST, found: set[str], add) -> None:
+    """What one node names (``names_used``): identifiers, attributes, name-like strings,
+    keywords, imports as written, definitions and parameters."""
+    kind = type(node)
+    if kind is ast.Name:
+        add(node.id)  # type: ignore[attr-defined]
+    elif kind is ast.Attribute:
+        add(node.attr)  # type: ignore[attr-defined]
+    elif kind is ast.Constant:
+        value = node.value  # type: ignore[attr-defined]
+        if type(value) is str and _WORD_LIKE.fullmatch(value):
+            add(value)
+    elif kind is ast.keyword:
+        if node.arg:  # type: ignore[attr-defined]
             add(node.arg)  # type: ignore[attr-defined]
-    return "\n".join(names)
+    elif kind is ast.alias:
+        found.update(node.name.split("."))  # type: ignore[attr-defined]
+        if node.asname:  # type: ignore[attr-defined]
+            add(node.asname)  # type: ignore[attr-defined]
+    elif kind is ast.ImportFrom:
+        if node.module:  # type: ignore[attr-defined]
+            found.update(node.module.split("."))  # type: ignore[attr-defined]
+    elif kind in _DEFINITIONS:
+        add(node.name)  # type: ignore[attr-defined]
+    elif kind is ast.arg:
+        add(node.arg)  # type: ignore[attr-defined]
 
 
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -84,9 +114,9 @@ class Needs:
             kept.append(patterns)
         return cls(kept)
 
-    def wanted(self, tree: ast.AST) -> bool:
-        """Does any reader need this module?"""
+    def wanted(self, tree: ast.AST | str) -> bool:
+        """Does any reader need this module (its tree, or the names it uses: ``names_used``)?"""
         if not self._compiled:
             return False
-        names = names_used(tree)
+        names = tree if isinstance(tree, str) else names_used(tree)
         return any(all(p.search(names) for p in need) for need in self._compiled)

@@ -43,7 +43,7 @@ def shape_of(root: cst.CSTNode) -> dict[cst.CSTNode, list[cst.CSTNode]]:
     """Every syntax node below ``root`` (and ``root``) -> its syntax children, in order: what
     ``memlint.python.tree.record`` notes, without generating code."""
     shape: dict[cst.CSTNode, list[cst.CSTNode]] = {}
-    formatting, node_type, fields = FORMATTING, cst.CSTNode, _fields
+    formatting, fields, syntax = FORMATTING, _fields, _SYNTAX
     stack = [root]
     while stack:
         node = stack.pop()
@@ -54,8 +54,18 @@ def shape_of(root: cst.CSTNode) -> dict[cst.CSTNode, list[cst.CSTNode]]:
                 for item in value:
                     if type(item) not in formatting:
                         found.append(item)
-            elif isinstance(value, node_type) and type(value) not in formatting:
-                found.append(value)
+            else:
+                # a dict lookup by class, not ``isinstance`` against libcst's ABC (a Python-level
+                # call, on every field of every node)
+                kind = type(value)
+                known = syntax.get(kind)
+                if known is None:
+                    known = syntax[kind] = issubclass(kind, cst.CSTNode) and kind not in formatting
+                if known:
+                    found.append(value)
         shape[node] = found
         stack.extend(found)
     return shape
+
+
+_SYNTAX: dict[type, bool] = {}  # a field value's class -> is it a syntax node (not formatting)?

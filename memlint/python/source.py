@@ -19,6 +19,7 @@ from libcst.metadata import CodeRange
 from memlint.model.diagnostics import Position, Range
 from memlint.python.scopes import scopes_of
 from memlint.python.class_units import derive_unit
+from memlint.python.prefilter import survey
 from memlint.python.positions import Lines, first_lines, order_of, tree_by_statement
 from memlint.python.tree import Tree, tree_of
 from memlint.python.units import Unit, parse_in_units, unit_statements
@@ -38,8 +39,11 @@ class PythonSource:
 
     def __init__(self, module: cst.Module, text: str, tree: Tree | None = None, units: list[Unit] = (),
                  depths: dict[str, int] | None = None, lines: Lines | None = None,
-                 by_statement: bool = False) -> None:
+                 by_statement: bool = False, names: str | None = None) -> None:
         self.module = module
+        # the names the code uses (``prefilter.names_used``), where ``check``'s prefilter read
+        # them: which rules and extractors can find anything here (``prefilter.Needs.match``)
+        self.names = names
         self.text = text
         # ``by_statement``: positions recorded per top-level statement when asked
         # (``memlint.python.positions``), ``lines`` the first line of each (``first_lines``)
@@ -289,14 +293,14 @@ def _cut_after_edit(text: str, previous: PythonSource | None) -> list[tuple[str,
 
 
 def parse(text: str, previous: PythonSource | None = None, whole: bool = False,
-          wanted: "Callable[[ast.AST], bool] | None" = None) -> PythonSource | PythonSyntaxError | None:
+          wanted: "Callable[[str], bool] | None" = None) -> PythonSource | PythonSyntaxError | None:
     """The module, or why it cannot be analysed. ``previous``: the source of an earlier version
     of the same document, whose unchanged top-level statements need no parsing again.
 
     ``whole``: the text will not be edited (``memlint check``): it is parsed in one piece, not
     in units (``python_units``), which only an edit repays: parsing each top-level statement
     alone, recording its positions and joining the pieces costs a cold run a quarter more.
-    ``wanted`` (with ``whole``): asked of CPython's tree of a valid module; None when it says no
+    ``wanted`` (with ``whole``): asked of the names a valid module uses; None when it says no
     (``memlint.python.prefilter``: nothing memlint reads could find anything there), before
     libcst parses it. A module that says ``nonlocal`` is always parsed: one at module level is
     a syntax error only libcst's tree shows (``memlint.documents.parsed``)."""
@@ -322,14 +326,17 @@ def parse(text: str, previous: PythonSource | None = None, whole: bool = False,
             return cpython_error
         cut = unit_statements(text, tree) if tree is not None else None
     depths: dict[str, int] = {}
+    names = None  # the names the module uses, where the prefilter asks (memlint.python.prefilter)
     if cut is not None:
         depth, depths = _depth_in_units(cut, previous.depths if previous is not None else {})
+    elif whole and tree is not None:
+        depth, names = survey(tree, MAX_DEPTH, names=wanted is not None)  # one walk for both
     else:
         depth = _depth(tree) if tree is not None else 0
     if depth > MAX_DEPTH:
         return PythonSyntaxError(f"nested more than {MAX_DEPTH} levels deep: too complex to analyse",
                                  Range.file_start(), "too-complex")
-    if wanted is not None and whole and tree is not None and "nonlocal" not in text and not wanted(tree):
+    if names is not None and wanted is not None and "nonlocal" not in text and not wanted(names):
         return None
     if cut is not None:
         joined = parse_in_units(text, None, previous.units if previous is not None else (),
@@ -346,5 +353,5 @@ def parse(text: str, previous: PythonSource | None = None, whole: bool = False,
         return PythonSyntaxError("nested too deeply to analyse", Range.file_start(), "too-complex")
     if whole:  # positions only where asked: CPython's lines place the statements (not with ``\r``)
         return PythonSource(module, text, lines=first_lines(tree) if tree is not None and "\r" not in text else None,
-                            by_statement=True)
+                            by_statement=True, names=names)
     return PythonSource(module, text)

@@ -43,6 +43,25 @@ WRITTEN = {
         if __name__ == "__main__": main(Args()); print("done")
         # a comment at the end
     '''),
+    # statements of methods and nested functions recorded alone: blocks indented differently,
+    # comments at a lower indentation, statements sharing a line, a decorated nested function
+    "nested": dedent('''\
+        class Trainer(Base):
+          """Two-space class body."""
+
+          def train(self, loader):
+                  # eight spaces in this method
+                  for batch in loader:
+                      loss = self.step(batch); loss.backward()
+          # a comment at the class's indentation
+                  @torch.no_grad()
+                  def evaluate(model):
+                      def inner(): return model.eval()
+                      return inner()
+                  return evaluate(self.model)
+        # a comment at column 0 inside the class
+          def step(self, batch): return self.model(**batch).loss
+    '''),
     "crlf": "import torch\r\n\r\nx = torch.zeros(1)\r\n@dec\r\ndef f():\r\n    return x\r\n",
     "continuation": "total = 1 + \\\n    2\nvalues = [\n    1,\n    2,\n]\nasync def g():\n    async with a as b:\n        await b\n",
 }
@@ -83,6 +102,8 @@ def test_positions_are_recorded_only_for_the_statements_asked_about() -> None:
     adamw, parameters, linear = py.nodes_in_order(cst.Call)
     assert py.range_of(linear).start.line == 14
     assert py.positions.done == {py.module.body[2]}  # type: ignore[attr-defined]
-    assert py.range_of(adamw).start == Position(10, 15)  # in the class: only its member is recorded
+    assert py.range_of(adamw).start == Position(10, 15)  # in a method: only its statement is recorded
     make = py.module.body[1].body.body[1]  # type: ignore[attr-defined]
-    assert py.positions.done == {py.module.body[2], make}  # type: ignore[attr-defined]
+    assert py.positions.done == {py.module.body[2], make.body.body[0]}  # type: ignore[attr-defined]
+    assert py.range_of(make).start == Position(9, 4)  # the member, decorators and comment aside
+    assert py.positions.done == {py.module.body[2], make.body.body[0], make}  # type: ignore[attr-defined]
