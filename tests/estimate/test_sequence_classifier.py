@@ -93,3 +93,63 @@ def test_a_ppo_script_whose_value_model_is_a_reward_checkpoint_is_estimated(tmp_
                  "--exit-zero"]) == EXIT_OK
     found = json.loads(capsys.readouterr().out)
     assert not [d for d in found if d["code"] == "MEM003" and "unknown model" in d["message"]], found
+
+
+# TRL's reward_modeling.py, as people adapt it: the base model is a causal LM, loaded as a classifier
+REWARD_SCRIPT = '''\
+import argparse
+
+from transformers import AutoModelForSequenceClassification as SeqCls, AutoTokenizer
+from trl import RewardConfig, RewardTrainer
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--model_name_or_path", default="Qwen/Qwen2.5-0.5B-Instruct")
+parser.add_argument("--labels", type=int, default=1)
+args = parser.parse_args()
+
+tokenizer = AutoTokenizer.from_pretrained(args.model_name_or_path)
+model = SeqCls.from_pretrained(args.model_name_or_path, {labels})
+config = RewardConfig(output_dir="rm", per_device_train_batch_size=8, max_length=2048, bf16=True)
+RewardTrainer(model=model, args=config, processing_class=tokenizer).train()
+'''
+
+
+def _reward_run(tmp_path, labels: str):
+    from memlint.lint.engine import run_context
+    from memlint.project.project import Project
+    from memlint.project.settings import Settings
+
+    (tmp_path / "reward.py").write_text(REWARD_SCRIPT.format(labels=labels))
+    found = Settings(root=tmp_path).with_overrides(cache=False, offline=True)
+    (run,) = Project(found).runs_for(tmp_path / "reward.py", run_context(found))
+    assert run.arch is not None, run.problem
+    return run
+
+
+@pytest.mark.parametrize(("labels", "count"), [("num_labels=args.labels", 1), ("num_labels=3", 3), ("", 2)])
+def test_a_causal_lm_loaded_as_a_sequence_classifier_gets_a_score_layer(tmp_path, labels, count):
+    run = _reward_run(tmp_path, labels)
+    lm = resolve("Qwen/Qwen2.5-0.5B-Instruct").arch
+    assert run.arch.classifier_labels == count and run.arch.lm_head.out_features == count
+    assert run.arch.n_params == lm.n_params + 896 * count  # the tied head stays the embedding
+    assert any("sequence classifier" in note for note in run.assumptions)
+    assert not [c for c in estimate_training(run.arch, run.setup).components if "logits" in c.key]
+
+
+def test_a_classifier_loaded_after_the_trained_model_does_not_change_its_head(tmp_path):
+    """A script that fine-tunes a causal LM and loads a classifier to score its samples (not named
+    like a frozen model): the run's model is the first loader's, and keeps its vocabulary head."""
+    (tmp_path / "sft.py").write_text(
+        "from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification, Trainer, TrainingArguments\n\n"
+        "model = AutoModelForCausalLM.from_pretrained('Qwen/Qwen2.5-0.5B-Instruct')\n"
+        "scorer = AutoModelForSequenceClassification.from_pretrained('weqweasdas/RM-Mistral-7B')\n"
+        "args = TrainingArguments(output_dir='out', per_device_train_batch_size=4, bf16=True)\n"
+        "Trainer(model=model, args=args).train()\n")
+    from memlint.lint.engine import run_context
+    from memlint.project.project import Project
+    from memlint.project.settings import Settings
+
+    found = Settings(root=tmp_path).with_overrides(cache=False, offline=True)
+    (run,) = Project(found).runs_for(tmp_path / "sft.py", run_context(found))
+    assert run.arch.is_causal_lm and run.arch.classifier_labels == 0
+    assert run.arch.n_params == resolve("Qwen/Qwen2.5-0.5B-Instruct").arch.n_params
