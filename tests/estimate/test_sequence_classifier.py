@@ -153,3 +153,42 @@ def test_a_classifier_loaded_after_the_trained_model_does_not_change_its_head(tm
     (run,) = Project(found).runs_for(tmp_path / "sft.py", run_context(found))
     assert run.arch.is_causal_lm and run.arch.classifier_labels == 0
     assert run.arch.n_params == resolve("Qwen/Qwen2.5-0.5B-Instruct").arch.n_params
+
+
+AXOLOTL_RM = '''\
+base_model: Qwen/Qwen2.5-0.5B
+# optionally might have model_type or tokenizer_type
+model_type: AutoModelForSequenceClassification
+num_labels: 1
+tokenizer_type: AutoTokenizer
+
+reward_model: true
+chat_template: qwen_25
+datasets:
+  - path: argilla/distilabel-intel-orca-dpo-pairs
+    type: bradley_terry.chat_template
+
+sequence_len: 2048
+micro_batch_size: 4
+gradient_accumulation_steps: 4
+bf16: true
+gradient_checkpointing: true
+output_dir: ./outputs/out
+'''
+
+
+@pytest.mark.parametrize(("model_type", "labels"), [
+    ("AutoModelForSequenceClassification", 1),
+    ("AutoModelForCausalLM", 0),  # the near miss: an SFT config of the same model
+])
+def test_an_axolotl_reward_model_config_is_estimated_as_a_classifier(tmp_path, model_type, labels):
+    from memlint.lint.engine import run_context
+    from memlint.project.project import Project
+    from memlint.project.settings import Settings
+
+    (tmp_path / "reward-model.yaml").write_text(AXOLOTL_RM.replace("AutoModelForSequenceClassification", model_type))
+    found = Settings(root=tmp_path).with_overrides(cache=False, offline=True)
+    (run,) = Project(found).runs_for(tmp_path / "reward-model.yaml", run_context(found))
+    assert run.arch.classifier_labels == labels
+    lm = resolve("Qwen/Qwen2.5-0.5B").arch
+    assert run.arch.n_params == lm.n_params + 896 * labels
