@@ -3,9 +3,9 @@
 The rules, all of which keep the architecture and the size:
 
 1. *Suffixes.* A name's dash-separated words ``instruct``, ``chat``, ``it``, ``pt``, ``base``,
-   ``hf``, ``thinking``, ``bnb``/``4bit`` and a release date (``2407``, ``2507``: YYMM) are
-   dropped, as is a leading ``Meta-`` (meta-llama renamed ``Meta-Llama-3.1-8B`` to
-   ``Llama-3.1-8B``). ``Qwen3-4B-Instruct-2507`` and ``Qwen3-4B`` become the same key.
+   ``hf``, ``thinking``, ``bnb``/``4bit`` and a release date (``2407``, ``2507``: YYMM; DeepSeek's
+   ``0324``, ``0528``: MMDD, post-training updates of the same architecture) are dropped, as is
+   a leading ``Meta-`` (meta-llama renamed ``Meta-Llama-3.1-8B`` to ``Llama-3.1-8B``). ``Qwen3-4B-Instruct-2507`` and ``Qwen3-4B`` become the same key.
    A version word (``v0.3``) is kept: Mistral v0.2 and v0.3 differ in vocabulary.
 2. *Orgs.* The catalogued entry must be in the same org, unless the name has no org
    (``Llama-3.2-1B``) or its org is a known mirror that re-uploads other orgs' weights
@@ -42,6 +42,7 @@ _QUANTIZED = frozenset({"bnb", "nf4", "awq", "gptq", "aqlm", "nvfp4", "int4", "i
 _AQLM_BITS = re.compile(r"^(\d)bit$")
 _AQLM_SHAPE = re.compile(r"^(\d)x(\d{1,2})$")
 _DATE = re.compile(r"^2[3-9](0[1-9]|1[0-2])$")  # 2407, 2501, 2507: a release month
+_MONTH_DAY = re.compile(r"^(0[1-9]|1[0-2])(0[1-9]|[12][0-9]|3[01])$")  # 0324, 0528, 1210: a release day
 _WORD = re.compile(r"[-_]")
 
 
@@ -92,8 +93,12 @@ def split(name: str) -> Name:
             words.pop()
     if words and words[0] == "meta" and len(words) > 1:
         words = words[1:]
-    kept = [words[0]] + [w for w in words[1:] if w not in _SUFFIX_WORDS and not _DATE.match(w)] if words else []
+    kept = [words[0]] + [w for w in words[1:] if w not in _SUFFIX_WORDS and not _release_date(w)] if words else []
     return Name(org.lower() or None, "-".join(kept), storage, reupload)
+
+
+def _release_date(word: str) -> bool:
+    return bool(_DATE.match(word) or _MONTH_DAY.match(word))
 
 
 def _storage_word(word: str) -> bool:

@@ -43,6 +43,7 @@ def extract_axolotl(parsed: ParsedDocument) -> list[RunFacts]:
     facts.framework = Sourced("axolotl", None, "Axolotl config")
     reader = ConfigReader(parsed.path, data, facts, "axolotl")
     reader.read("model", ("base_model",), lambda v: str(v) if v else None, TOOL)
+    _sequence_classifier(reader)
     _sequence(reader)
     reader.read("micro_batch", ("micro_batch_size",), positive_int, TOOL)
     _accumulation(reader)
@@ -61,6 +62,19 @@ def extract_axolotl(parsed: ParsedDocument) -> list[RunFacts]:
     if isinstance(reader.value("fsdp_config"), dict):
         _fsdp(reader.inside("fsdp_config"))
     return [facts]
+
+
+def _sequence_classifier(reader: ConfigReader) -> None:
+    """``model_type: AutoModelForSequenceClassification`` (Axolotl's reward-model examples): the
+    base model is loaded with a score layer of ``num_labels`` (transformers' default 2)."""
+    model_type, where = reader.setting("model_type")
+    if not isinstance(model_type, str) or not model_type.endswith("ForSequenceClassification") or where is None:
+        return
+    labels, at = reader.setting("num_labels")
+    if at is not None and (not isinstance(labels, int) or isinstance(labels, bool) or labels < 1):
+        return
+    reader.set("score_head", labels if at is not None else 2, at or where,
+               "num_labels" if at is not None else f"{model_type} without num_labels: 2 labels")
 
 
 def _sequence(reader: ConfigReader) -> None:

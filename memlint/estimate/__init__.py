@@ -7,7 +7,7 @@ from memlint.estimate.advice import Suggestion, suggest
 from memlint.estimate.architecture import Architecture, UnsupportedArchitecture
 from memlint.estimate.budget import Budget, Capacity, Component, Phase
 from memlint.estimate.capacity import DEFAULT_HEADROOM, DEFAULT_RESERVED_BYTES, capacity_for
-from memlint.estimate.config_json import SUPPORTED_MODEL_TYPES, from_config
+from memlint.estimate.config_json import SUPPORTED_MODEL_TYPES, as_sequence_classifier, from_config
 from memlint.estimate.policy import Optimizer, Precision
 from memlint.estimate.serving import ServingSetup, ServingSheet, estimate_serving, kv_bytes_per_sequence
 from memlint.estimate.setup import Attention, Lora, Projection, Sharding, TrainingSetup
@@ -33,6 +33,7 @@ __all__ = [
     "Suggestion",
     "TrainingSetup",
     "UnsupportedArchitecture",
+    "as_sequence_classifier",
     "capacity_for",
     "estimate_serving",
     "estimate_training",

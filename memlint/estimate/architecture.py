@@ -89,6 +89,9 @@ class Architecture:
     attention_dropout: float = 0.0
     # Set when no recipe of memlint's describes this model (``meta_count.py``): what was assumed.
     generic_note: str | None = None
+    # A sequence-classification checkpoint (a reward or value model): ``lm_head`` is its ``score``
+    # layer (hidden -> this many labels) and no step computes logits over the vocabulary. 0: a LM.
+    classifier_labels: int = 0
     config: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     @property
@@ -124,7 +127,7 @@ class Architecture:
 
     @property
     def is_causal_lm(self) -> bool:
-        return self.family not in ("bert", "t5")
+        return self.family not in ("bert", "t5") and not self.classifier_labels
 
 
 # --------------------------------------------------------------------------- config helpers

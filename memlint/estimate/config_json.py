@@ -8,7 +8,8 @@ from dataclasses import replace
 from typing import Any, Mapping
 
 from memlint.estimate import architecture, decoders, encoders, hybrid, meta_count, meta_table, vision
-from memlint.estimate.architecture import Architecture, UnsupportedArchitecture, _multimodal_extra, text_config
+from memlint.estimate.architecture import (Architecture, Linear, UnsupportedArchitecture, _multimodal_extra,
+                                           text_config)
 
 # model_type -> the recipe that reads its config.json
 BUILDERS = {
@@ -48,4 +49,28 @@ def from_config(config: Mapping[str, Any], name: str = "") -> Architecture:
     extra = _multimodal_extra(config, arch.hidden_size)
     if extra:
         arch = replace(arch, extra_params=extra)
+    labels = classifier_labels(config)
+    if labels and arch.is_causal_lm:
+        arch = as_sequence_classifier(arch, labels)
     return arch
+
+
+def classifier_labels(config: Mapping[str, Any]) -> int:
+    """How many labels a checkpoint saved as ``*ForSequenceClassification`` scores (a reward or
+    value model: one), as ``PretrainedConfig.num_labels`` reads it; 0 for any other checkpoint."""
+    names = config.get("architectures")
+    if not isinstance(names, list) or not any(str(n).endswith("ForSequenceClassification") for n in names):
+        return 0
+    id2label = config.get("id2label")
+    if isinstance(id2label, Mapping) and id2label:
+        return len(id2label)
+    labels = config.get("num_labels")
+    return labels if isinstance(labels, int) and not isinstance(labels, bool) and labels > 0 else 2
+
+
+def as_sequence_classifier(arch: Architecture, labels: int) -> Architecture:
+    """A decoder loaded as ``AutoModelForSequenceClassification``: the vocabulary head is replaced
+    by ``score`` (hidden -> labels, no bias, in every transformers ``*ForSequenceClassification``)
+    and the step scores the last token instead of computing logits over the vocabulary."""
+    return replace(arch, lm_head=Linear("score", arch.hidden_size, labels), tie_word_embeddings=False,
+                   classifier_labels=labels)

@@ -52,14 +52,15 @@ def _build(config: Mapping[str, Any]):
     kwargs = {k: v for k, v in config.items() if k not in ("model_type", "auto_map", "_name_or_path")}
     try:
         hf_config = transformers.AutoConfig.for_model(model_type, **kwargs)
-    except (ValueError, KeyError, TypeError) as error:
-        why = (" Its config.json names its own modelling code (auto_map), which memlint never runs."
-               if config.get("auto_map") else "")
+    except (ValueError, KeyError, TypeError):
+        # (transformers' own message lists every model type it knows: hundreds of names)
+        code = config.get("auto_map")
+        where = (f" It is defined only by the modelling code its checkpoint ships ({_remote_code(code)}, "
+                 "loaded with trust_remote_code), which memlint never runs." if code else "")
         raise UnsupportedArchitecture(
-            f"model_type {model_type!r} is not supported by memlint, and transformers "
-            f"{transformers.__version__} does not know it either ({error}).{why} Set `model-config` in "
-            "[tool.memlint] to the config.json of a model transformers knows with the same layer sizes, "
-            "or measure this run on a GPU"
+            f"model_type {model_type!r} has no memlint recipe and no class in transformers "
+            f"{transformers.__version__}.{where} Set `model-config` in [tool.memlint] to the config.json "
+            "of a model transformers knows with the same layer sizes, or measure this run on a GPU"
         ) from None
     last: Exception | None = None
     for name in _MULTIMODAL_AUTO_CLASSES if "vision_config" in config else _AUTO_CLASSES:
@@ -74,6 +75,15 @@ def _build(config: Mapping[str, Any]):
     raise UnsupportedArchitecture(
         f"model_type {model_type!r}: transformers could not build it from config.json ({last})"
     )
+
+
+def _remote_code(auto_map: Any) -> str:
+    """``auto_map``'s causal-LM class, as the checkpoint names it (``modeling_btlm.BTLMLMHeadModel``)."""
+    if isinstance(auto_map, Mapping):
+        name = auto_map.get("AutoModelForCausalLM") or next(iter(auto_map.values()), None)
+        if isinstance(name, str):
+            return f"`{name.rpartition('--')[2]}`"
+    return "`auto_map`"
 
 
 def _layer_stack(model):

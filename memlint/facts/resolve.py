@@ -26,6 +26,7 @@ from memlint.estimate import (
     Sharding,
     TrainingSetup,
     UnsupportedArchitecture,
+    as_sequence_classifier,
     from_config,
 )
 from memlint.facts.plan import TrainingPlan
@@ -331,6 +332,11 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
         arch = from_config(dict(arch.config, num_hidden_layers=arch.num_layers + added), arch.name)
         run.assumptions.append(f"LLaMA Pro: {model_name} expanded by {added} blocks to {arch.num_layers} "
                                f"({expanded.note})")
+    score = plan.get("score_head")
+    if score is not None and arch.is_causal_lm and isinstance(score.value, int):
+        arch = as_sequence_classifier(arch, score.value)
+        run.assumptions.append(f"loaded as a sequence classifier ({score.note}): a score layer of "
+                               f"{score.value} label(s) in place of the vocabulary head, no vocabulary logits")
     run.arch = arch
     prov = run.provenance
     notes = run.assumptions

@@ -56,6 +56,7 @@ class ScriptFacts:
         self._ranks: dict[str, int] = {}
         self._anchor_rank = 0
         self.training = False  # saw something that trains (a trainer, an optimizer, backward())
+        self.model_loaders = 0  # from_pretrained calls of the trained model seen so far
         self.finalizers: list[Callable[[], None]] = []
         self.pending: dict[str, Any] = {}  # what recognisers collect until the whole file is read
 

@@ -114,6 +114,7 @@ def model_loader(ctx: ScriptFacts, call: cst.Call, names: set[str]) -> None:
     values = ctx.values
     if _frozen_model(values, call):
         return  # not the model being trained
+    ctx.model_loaders += 1
     ctx.anchor(call.func, ANCHOR_MODEL)
     if any(n.endswith(".from_config") for n in names):
         arguments = values.arguments(call, ("config",))
@@ -128,9 +129,25 @@ def model_loader(ctx: ScriptFacts, call: cst.Call, names: set[str]) -> None:
         ctx.state_found("model", values.evaluate(arguments.get("pretrained_model_name_or_path")), model_id,
                         "from_pretrained(...)", at=call, binding="model")
     loading_arguments(ctx, values.arguments(call).named, call, RANK_MODEL)
+    if ctx.model_loaders == 1 and any(n.rpartition(".")[0].endswith("ForSequenceClassification") for n in names):
+        sequence_classifier(ctx, call)  # (only the loader whose model is the run's: the first)
     if any(liger(n) == "loader" for n in names):
         ctx.state("fused_loss", True, call.func, "AutoLigerKernelForCausalLM: Liger fused linear cross-entropy",
                   at=call)
+
+
+def sequence_classifier(ctx: ScriptFacts, call: cst.Call) -> None:
+    """``AutoModelForSequenceClassification.from_pretrained(name, num_labels=1)``: a reward or value
+    model trained with a ``score`` layer in place of the vocabulary head (TRL's reward and PPO
+    scripts). Without ``num_labels`` transformers keeps the checkpoint's count, 2 by default."""
+    named = ctx.values.arguments(call).named
+    if "num_labels" in named:
+        ctx.state_found("score_head", ctx.values.evaluate(named["num_labels"]),
+                        lambda v: v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else None,
+                        "from_pretrained(num_labels=...) of a sequence classifier", at=call)
+    else:
+        ctx.state("score_head", 2, call.func, "a sequence classifier without num_labels: transformers' "
+                  "default of 2 labels", at=call)
 
 
 def loading_arguments(ctx: ScriptFacts, named: dict[str, cst.BaseExpression], at: cst.CSTNode, rank: int) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from memlint.catalog import variants
 from memlint.catalog.models import (
     UnknownModel,
     catalog_entries,
@@ -61,6 +62,8 @@ def test_hand_entries_win_over_generated_ones():
     ("unsloth/mistral-7b-v0.3", "mistralai/Mistral-7B-Instruct-v0.3", False),
     ("google/gemma-3-1b-pt", "google/gemma-3-1b-it", False),
     ("Qwen/Qwen2.5-7B-Instruct-2507", "Qwen/Qwen2.5-7B", False),
+    # DeepSeek dates its post-training updates MMDD; LLaMA-Factory's KTransformers example trains this copy
+    ("deepseek-ai/DeepSeek-V3-0324-BF16", "deepseek-ai/DeepSeek-V3", False),
     ("Llama-3.1-8B-Instruct", "meta-llama/Llama-3.1-8B", False),  # no org
     # a mirror org that is also a catalogued org (pixtral-12b) still answers for its conversions
     ("mistral-community/Mixtral-8x22B-v0.1", "mistralai/Mixtral-8x22B-v0.1", False),
@@ -76,6 +79,9 @@ def test_variant_rules_keep_versions_orgs_and_sizes_apart():
     assert from_config(v2.config).vocab_size == 32000 and from_config(v3.config).vocab_size == 32768
     assert find_variant("acme-labs/Qwen2.5-7B-Instruct") is None  # another org's upload is not assumed
     assert find_variant("Qwen/Qwen2.5-8B-Instruct") is None
+    # four digits that are no month and day (a context length, a step) stay part of the name
+    assert variants.split("deepseek-ai/DeepSeek-V3-0324").key == "deepseek-v3"
+    assert variants.split("acme/Llama-3-8B-2048").key == "llama-3-8b-2048"
 
 
 def test_a_variant_says_which_entry_it_was_resolved_to_and_a_bnb_upload_is_four_bit():

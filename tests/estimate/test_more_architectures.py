@@ -95,8 +95,24 @@ def test_remote_code_architectures_are_refused_not_run(tmp_path):
     (tmp_path / "modeling_acme.py").write_text("raise SystemExit('remote code must never run')\n")
     with pytest.raises(UnsupportedArchitecture, match="acme_private_arch") as refused:
         from_config(config)
-    # why (its own modelling code, never run) and what to do
-    assert "auto_map" in str(refused.value) and "`model-config`" in str(refused.value)
+    # why (its own modelling code, never run) and what to do, without transformers' list of every
+    # model type it knows
+    message = str(refused.value)
+    assert "`modeling_acme.AcmeForCausalLM`" in message and "trust_remote_code" in message
+    assert "`model-config`" in message and "gpt2" not in message and len(message) < 400
+
+
+def test_a_hub_remote_code_model_is_refused_with_its_own_class():
+    """cerebras/btlm-3b-8k-base (axolotl's examples): its config.json names model_type btlm and
+    the checkpoint's modelling code, referred to by repository (``org/name--module.Class``)."""
+    pytest.importorskip("transformers")
+    config = {"architectures": ["BTLMLMHeadModel"], "model_type": "btlm", "n_embd": 2560, "n_layer": 32,
+              "n_head": 32, "n_inner": 6826, "vocab_size": 50257, "position_embedding_type": "alibi",
+              "auto_map": {"AutoConfig": "cerebras/btlm-3b-8k-base--configuration_btlm.BTLMConfig",
+                           "AutoModelForCausalLM": "cerebras/btlm-3b-8k-base--modeling_btlm.BTLMLMHeadModel"}}
+    with pytest.raises(UnsupportedArchitecture, match="model_type 'btlm' has no memlint recipe") as refused:
+        from_config(config, "cerebras/btlm-3b-8k-base")
+    assert "`modeling_btlm.BTLMLMHeadModel`" in str(refused.value)
 
 
 def test_a_vision_language_model_without_a_recipe_counts_its_vision_tower():

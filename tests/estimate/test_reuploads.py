@@ -23,6 +23,7 @@ from memlint.estimate.states import GROUP_INT4_BYTES, NVFP4_BYTES, quantized_wei
     ("ISTA-DASLab/Meta-Llama-3-8B-Instruct-AQLM-2Bit-1x16", "meta-llama/Meta-Llama-3-8B", "aqlm-2bit-1x16"),
     ("nvidia/Qwen3-30B-A3B-NVFP4", "Qwen/Qwen3-30B-A3B", "nvfp4"),
     ("hugging-quants/Meta-Llama-3.1-405B-BNB-NF4-BF16", "meta-llama/Llama-3.1-405B", "nf4"),
+    ("axolotl-quants/DeepSeek-V2.5-bnb-nf4-bf16", "deepseek-ai/DeepSeek-V2.5", "nf4"),  # Axolotl's DeepSeek example
     ("casperhansen/llama-3-70b-fp16", "meta-llama/Meta-Llama-3-70B", None),
     ("axolotl-ai-co/gpt-oss-120b-dequantized", "openai/gpt-oss-120b", None),
 ])
