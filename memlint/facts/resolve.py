@@ -28,6 +28,7 @@ from memlint.estimate import (
     UnsupportedArchitecture,
     from_config,
 )
+from memlint.facts.companion_models import companions
 from memlint.facts.plan import TrainingPlan
 from memlint.model.provenance import Sourced
 from memlint.model.vocabulary import LIGHTNING_PRECISION
@@ -444,4 +445,11 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
         )
     except ValueError as error:
         run.problem = str(error)
+        return run
+    others = companions(plan, arch, base_dir, context.offline or None)
+    notes.extend(others.notes)
+    if others.models:
+        from dataclasses import replace
+
+        run.setup = replace(run.setup, companions=others.models)
     return run
