@@ -104,6 +104,7 @@ def _other_models(reader: ConfigReader) -> None:
         return
     loss = reader.value("pref_loss", default="sigmoid")
     if stage == "dpo" and loss in ("orpo", "simpo"):
+        reader.set("trainer_kind", loss, reader.location("pref_loss"), f"stage: dpo with pref_loss: {loss}")
         return
     reader.set("trainer_kind", stage, stage_at, f"stage: {stage}")
     reader.read("reference_model", ("ref_model",), lambda v: str(v) if v else None, TOOL)

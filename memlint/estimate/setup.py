@@ -179,6 +179,10 @@ class TrainingSetup:
     # The vision tower and its merger do not train (LLaMA-Factory's ``freeze_vision_tower``, on by
     # default): no gradients or optimizer states for them, no tower activations kept.
     freeze_vision_tower: bool = False
+    # Sequences the model runs per example of the micro-batch: 2 for preference pairs, whose chosen
+    # and rejected completions run in one forward (TRL's DataCollatorForPreference, LLaMA-Factory's
+    # PairwiseDataCollatorWithPadding, OpenRLHF's concatenated_forward)
+    sequences_per_example: int = 1
     # Other models the run holds on each GPU (reference, reward, teacher, value model)
     companions: tuple[Companion, ...] = ()
     # Train the model (default) or run inference (forward only, no optimizer).
@@ -203,7 +207,7 @@ class TrainingSetup:
 
     @property
     def tokens(self) -> int:
-        return self.micro_batch * self.seq_len
+        return self.micro_batch * self.sequences_per_example * self.seq_len
 
     @property
     def quantized(self) -> bool:

@@ -324,7 +324,9 @@ def estimate_training(
     )
 
     assumptions = list(notes) + list(others.notes)
-    assumptions.append(f"micro-batch {setup.micro_batch} x {setup.seq_len} tokens, no padding")
+    pairs = (f" (each example a chosen and a rejected sequence: {setup.micro_batch * setup.sequences_per_example}"
+             " sequences per forward)" if setup.sequences_per_example == 2 else "")
+    assumptions.append(f"micro-batch {setup.micro_batch} x {setup.seq_len} tokens{pairs}, no padding")
     if setup.lora and setup.quantized:
         assumptions.append("QLoRA as set up by prepare_model_for_kbit_training (non-quantised params in fp32)")
     if setup.lora:
@@ -398,6 +400,8 @@ def describe(setup: TrainingSetup) -> dict:
                              "layerwise": setup.projection.layerwise}
     if setup.experts_on_host:
         out["experts_on_host"] = True
+    if setup.sequences_per_example != 1:
+        out["sequences_per_example"] = setup.sequences_per_example
     if setup.companions:
         out["companions"] = [{"role": c.role, "model": c.arch.name, "trains": c.trains} for c in setup.companions]
     return out

@@ -1,4 +1,5 @@
-"""Which other models a run holds on the policy's GPUs, as each framework builds them.
+"""Which other models a run holds on the policy's GPUs, as each framework builds them, and how
+many sequences a preference pair puts through the policy.
 
 Read from the frameworks' source (the commits are those of ``../shared/realworld/README.md``):
 
@@ -16,6 +17,11 @@ Read from the frameworks' source (the commits are those of ``../shared/realworld
 * OpenRLHF (cli/train_dpo.py, train_ppo_ray.py): DPO holds ``--ref_pretrain`` (default the policy),
   ZeRO-3-sharded when the run is (``get_ds_eval_config``: stage 3 else 0); Ray PPO places each model
   on GPUs of its own unless ``--colocate_actor_ref`` / ``--colocate_all_models``.
+
+DPO, ORPO, SimPO and CPO run a pair's chosen and rejected completions in one forward (TRL's
+``DataCollatorForPreference``: "the first half of the batch corresponds to the chosen_ids and the
+second half to the rejected_ids"; LLaMA-Factory's ``PairwiseDataCollatorWithPadding``; OpenRLHF's
+``concatenated_forward``): twice the micro-batch's sequences.
 """
 
 from __future__ import annotations
@@ -37,10 +43,15 @@ _REFERENCE = ("dpo", "kto", "online_dpo", "ppo", "grpo", "rloo", "openrlhf-dpo",
 _KL_DEFAULT = {"grpo": 0.0, "rloo": 0.05, "openrlhf-ppo": 0.01}
 
 
+# the algorithms that run each preference pair's chosen and rejected sequences in one forward
+PAIRED = ("dpo", "orpo", "simpo", "cpo", "openrlhf-dpo")
+
+
 @dataclass
 class Companions:
     models: tuple[Companion, ...] = ()
     notes: list[str] = field(default_factory=list)
+    sequences_per_example: int = 1
 
 
 def _architecture(name: str, base_dir: Path | None, offline: bool | None) -> Architecture | str:
@@ -54,6 +65,8 @@ def companions(plan: TrainingPlan, policy: Architecture, base_dir: Path | None, 
     """The models besides the policy that the plan's trainer holds on the policy's GPUs."""
     out = Companions()
     kind = str(plan.value("trainer_kind") or "")
+    if kind in PAIRED:
+        out.sequences_per_example = 2
     framework = plan.value("framework")
     openrlhf_ray = kind == "openrlhf-ppo"
     colocated = str(plan.value("colocated") or "")

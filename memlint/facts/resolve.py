@@ -448,8 +448,8 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
         return run
     others = companions(plan, arch, base_dir, context.offline or None)
     notes.extend(others.notes)
-    if others.models:
+    if others.models or others.sequences_per_example != 1:
         from dataclasses import replace
 
-        run.setup = replace(run.setup, companions=others.models)
+        run.setup = replace(run.setup, companions=others.models, sequences_per_example=others.sequences_per_example)
     return run

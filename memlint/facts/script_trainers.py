@@ -118,7 +118,8 @@ def _completion_length(ctx: ScriptFacts, call: cst.Call, named: dict, owner: str
 # TRL's trainers and configs -> the algorithm, which decides the models it holds besides the policy
 # (XPO and Nash-MD extend online DPO: a reference copy and a reward model)
 TRL_KINDS = {"DPO": "dpo", "KTO": "kto", "PPO": "ppo", "GRPO": "grpo", "RLOO": "rloo", "OnlineDPO": "online_dpo",
-             "XPO": "online_dpo", "NashMD": "online_dpo", "GKD": "gkd", "GOLD": "gold"}
+             "XPO": "online_dpo", "NashMD": "online_dpo", "GKD": "gkd", "GOLD": "gold", "ORPO": "orpo",
+             "CPO": "cpo"}
 # the trainers' keywords that take another model (a model, or a Hub id for GKD's teacher / GRPO's rewards)
 OTHER_MODELS = {"ref_model": "reference_model", "reward_model": "reward_model", "value_model": "value_model",
                 "teacher_model": "teacher_model", "reward_funcs": "reward_model"}

@@ -277,6 +277,19 @@ def test_dpo_with_ref_model_none_copies_the_policy(tmp_path: Path):
     assert with_ref.peak_bytes - without.peak_bytes == run.arch.n_params * 2
 
 
+def test_a_preference_pair_runs_two_sequences_per_example(tmp_path: Path):
+    run = _run(tmp_path, {"dpo.py": DPO}, "dpo.py")
+    assert run.setup.micro_batch == 2 and run.setup.sequences_per_example == 2
+    budget = estimate_training(run.arch, run.setup)
+    single = estimate_training(run.arch, run.setup.but(sequences_per_example=1, micro_batch=4))
+    assert budget.peak_bytes == single.peak_bytes  # 2 pairs = 4 sequences
+    assert any("chosen and a rejected sequence: 4 sequences" in a for a in budget.assumptions)
+    # supervised fine-tuning of the same model runs one sequence per example
+    sft = DPO.replace("DPOConfig", "SFTConfig").replace("DPOTrainer", "SFTTrainer").replace("        ref_model=None,\n", "")
+    run = _run(tmp_path / "sft", {"sft.py": sft}, "sft.py")
+    assert run.setup.sequences_per_example == 1 and run.setup.companions == ()
+
+
 def test_dpo_near_misses_hold_no_reference(tmp_path: Path):
     precomputed = DPO.replace("bf16=True,", "bf16=True,\n        precompute_ref_log_probs=True,")
     run = _run(tmp_path / "a", {"dpo.py": precomputed}, "dpo.py")
@@ -337,10 +350,10 @@ def test_llamafactory_dpo_reference_only_for_a_full_fine_tune(tmp_path: Path):
     run = _run(tmp_path / "full", {"dpo.yaml": full}, "dpo.yaml")
     assert [c.role for c in run.setup.companions] == ["reference"]
     assert _components(run)["reference_model_weights"] == run.arch.n_params * 2
-    # ORPO needs no reference
+    # ORPO needs no reference, but still runs both sequences of each pair
     orpo = full.replace("pref_loss: sigmoid", "pref_loss: orpo")
     run = _run(tmp_path / "orpo", {"dpo.yaml": orpo}, "dpo.yaml")
-    assert run.setup.companions == ()
+    assert run.setup.companions == () and run.setup.sequences_per_example == 2
 
 
 def test_llamafactory_ppo_full_reward_model(tmp_path: Path):
