@@ -54,6 +54,7 @@ def extract_llamafactory(parsed: ParsedDocument) -> list[RunFacts]:
     reader.read("optimizer", ("optim",), lambda v: optimizer_from_hf(str(v)), TOOL)
     reader.read("grad_clip", ("max_grad_norm",), lambda v: float(v) if isinstance(v, (int, float)) else None, TOOL)
     _finetuning(reader)
+    _other_models(reader)
     _precision(reader)
     _checkpointing(reader)
     attention = reader.value("flash_attn")
@@ -91,6 +92,24 @@ def _not_training(reader: ConfigReader) -> None:
     if key is not None:
         reader.set("trains", False, reader.location(key), f"`{key}` without `do_train`: LLaMA-Factory "
                    "runs inference, export or prediction, not training")
+
+
+def _other_models(reader: ConfigReader) -> None:
+    """The models a preference or PPO stage holds beside the policy (hparams/finetuning_args.py
+    ``use_ref_model``; train/trainer_utils.py ``create_ref_model``, ``create_reward_model``): DPO
+    (not ORPO/SimPO) and KTO a reference, PPO a reference and, with ``reward_model_type: full``, a
+    reward model (a ``lora`` one is an adapter on the policy, an ``api`` one a server)."""
+    stage, stage_at = reader.setting("stage")
+    if stage not in ("dpo", "kto", "ppo") or stage_at is None:
+        return
+    loss = reader.value("pref_loss", default="sigmoid")
+    if stage == "dpo" and loss in ("orpo", "simpo"):
+        reader.set("trainer_kind", loss, reader.location("pref_loss"), f"stage: dpo with pref_loss: {loss}")
+        return
+    reader.set("trainer_kind", stage, stage_at, f"stage: {stage}")
+    reader.read("reference_model", ("ref_model",), lambda v: str(v) if v else None, TOOL)
+    if stage == "ppo" and reader.value("reward_model_type", default="lora") == "full":
+        reader.read("reward_model", ("reward_model",), lambda v: str(v) if v else None, TOOL)
 
 
 def _finetuning(reader: ConfigReader) -> None:

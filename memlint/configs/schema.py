@@ -26,6 +26,7 @@ SCHEMA_OF_KIND = {
     "llamafactory": "llamafactory",
     "torchtune": "torchtune",
     "composer": "composer",  # llm-foundry's TrainConfig
+    "lightning-cli": "lightning-cli",  # LightningCLI's parser: Trainer arguments, model, data
     "neox": "deepspeed",  # a GPT-NeoX argument file: its DeepSpeed sections
 }
 HF_VARIANTS = ("hf-training-arguments", "trl-sft-config", "trl-dpo-config")
@@ -41,6 +42,7 @@ TOOL = {
     "trl-dpo-config": "TRL DPOConfig",
     "torchtune": "torchtune",
     "composer": "llm-foundry",
+    "lightning-cli": "LightningCLI",
 }
 
 MISSING = object()  # "the schema states no default"

@@ -42,6 +42,7 @@ def _flag_count(text: str) -> int | None:
 FLAGS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "pretrain": ("model", str),
     "model.model_name_or_path": ("model", str),
+    "actor.model_name_or_path": ("model", str),
     "micro_train_batch_size": ("micro_batch", _count),
     "train.micro_batch_size": ("micro_batch", _count),
     "max_len": ("seq_len", _count),
@@ -66,8 +67,24 @@ FLAGS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "max_norm": ("grad_clip", lambda t: float(t) if t.replace(".", "", 1).isdigit() else None),
     "use_liger_kernel": ("fused_loss", _flag),
     "ds.use_liger_kernel": ("fused_loss", _flag),
+    # the other models of DPO and PPO runs (train_dpo.py ``--ref_pretrain``, train_ppo_ray.py
+    # ``--reward_pretrain`` / ``--critic_pretrain`` and their placement on the actor's GPUs)
+    "ref_pretrain": ("reference_model", str),
+    "ref.model_name_or_path": ("reference_model", str),
+    "reward_pretrain": ("reward_model", str),
+    "reward.model_name_or_path": ("reward_model", str),
+    "critic_pretrain": ("value_model", str),
+    "critic.model_name_or_path": ("value_model", str),
+    "init_kl_coef": ("kl_coef", lambda t: float(t) if t.replace(".", "", 1).isdigit() else None),
+    "algo.kl.init_coef": ("kl_coef", lambda t: float(t) if t.replace(".", "", 1).isdigit() else None),
+    "colocate_all_models": ("colocated", lambda t: "all" if _flag(t) else None),
+    "train.colocate_all": ("colocated", lambda t: "all" if _flag(t) else None),
+    "colocate_actor_ref": ("colocated", lambda t: "ref" if _flag(t) else None),
+    "train.colocate_actor_ref": ("colocated", lambda t: "ref" if _flag(t) else None),
 }
-MODEL_FLAGS = ("pretrain", "model.model_name_or_path")
+# OpenRLHF's entry points whose trainers hold a reference (and, for PPO, reward and critic models)
+ENTRY_KINDS = {"train_dpo": "openrlhf-dpo", "train_ppo_ray": "openrlhf-ppo", "train_ppo": "openrlhf-ppo"}
+MODEL_FLAGS = ("pretrain", "model.model_name_or_path", "actor.model_name_or_path")
 RUN_FLAGS = ("micro_train_batch_size", "train.micro_batch_size", "zero_stage", "ds.zero_stage", "max_len",
              "data.max_len")
 
@@ -81,6 +98,9 @@ def usual_flags_facts(launcher: RunFacts) -> RunFacts | None:
     facts = RunFacts(launcher.path, "shell", anchor=launcher.anchor)
     script = launcher.launches.value if launcher.launches is not None else "the script"
     facts.framework = Sourced("deepspeed", None, f"the usual training flags passed to {script} (not in the project)")
+    entry = str(script).replace("/", ".").removesuffix(".py").rsplit(".", 1)[-1]
+    if entry in ENTRY_KINDS and launcher.launches is not None:
+        facts.trainer_kind = Sourced(ENTRY_KINDS[entry], launcher.launches.origin, f"OpenRLHF {entry}")
     for key, (name, convert) in FLAGS.items():
         written = args.get(key)
         if written is None or getattr(facts, name) is not None:
@@ -92,4 +112,9 @@ def usual_flags_facts(launcher: RunFacts) -> RunFacts | None:
         if value is None or (name == "lora_r" and value == 0):
             continue
         setattr(facts, name, Sourced(value, written.origin, f"--{key}"))
+    # DeepSpeed sleep mode offloads a training model's states while it does not train: with every
+    # model colocated, the critic is off the GPUs during the actor's step (``--ds.enable_sleep``)
+    sleep = args.get("ds.enable_sleep") or args.get("deepspeed_enable_sleep")
+    if facts.colocated is not None and facts.colocated.value == "all" and sleep is not None and _flag(str(sleep.value)):
+        facts.colocated = facts.colocated.with_value("all-sleep")
     return facts

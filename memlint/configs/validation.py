@@ -55,6 +55,7 @@ ON_UNKNOWN = {
     "trl-dpo-config": "HfArgumentParser refuses the file",
     "torchtune": "torchtune's recipes never read it",
     "composer": "llm-foundry's train.py refuses the file (\"Unused parameters\"; put your own values under `variables`)",
+    "lightning-cli": "LightningCLI's parser refuses the file",
 }
 # A torchtune recipe reads the keys it wants from the config; a copied recipe (`tune cp`) or one
 # newer than the schema reads keys the schema does not list, so only a near-certain misspelling

@@ -6,7 +6,8 @@
 ``finetuning_type`` or ``template``; TrainingArguments (or TRL's SFTConfig/DPOConfig) written
 as JSON/YAML has fields only the Trainer's arguments have (``per_device_train_batch_size``,
 ``output_dir``, ``lr_scheduler_type``); a torchtune recipe config names torchtune components
-(``model: {_component_: torchtune.models.llama3_1.lora_llama3_1_8b}``); a GPT-NeoX argument file
+(``model: {_component_: torchtune.models.llama3_1.lora_llama3_1_8b}``); a LightningCLI config has a
+``trainer`` section of the Trainer's own arguments beside ``model``/``data``; a GPT-NeoX argument file
 has NeoX's model and parallelism keys beside DeepSpeed sections. A file that merely shares a few generic key names with
 a training config (a Hydra or Lightning config with ``learning_rate``) must not be mistaken
 for one: then most of its keys have to be keys the tool knows, which the committed schemas tell.
@@ -38,6 +39,7 @@ class DocumentKind(TextEnum):
     HF_ARGS = "hf-args"  # TrainingArguments / TRL configs written as JSON or YAML
     TORCHTUNE = "torchtune"
     COMPOSER = "composer"
+    LIGHTNING_CLI = "lightning-cli"  # LightningCLI's config.yaml: trainer / model / data sections
     NEOX = "neox"
     MEMLINT_SETTINGS = "memlint-settings"
     JSON = "json"
@@ -49,12 +51,13 @@ class DocumentKind(TextEnum):
 CONFIG_KINDS = frozenset({
     DocumentKind.DEEPSPEED, DocumentKind.ACCELERATE, DocumentKind.AXOLOTL, DocumentKind.LLAMAFACTORY,
     DocumentKind.LLAMAFACTORY_V1, DocumentKind.HF_ARGS, DocumentKind.TORCHTUNE, DocumentKind.NEOX,
-    DocumentKind.COMPOSER,
+    DocumentKind.COMPOSER, DocumentKind.LIGHTNING_CLI,
 })
 # the kinds that can define a run of their own (a model, a trainer, a launched script)
 ENTRY_KINDS = frozenset({
     DocumentKind.PYTHON, DocumentKind.AXOLOTL, DocumentKind.LLAMAFACTORY, DocumentKind.LLAMAFACTORY_V1,
-    DocumentKind.HF_ARGS, DocumentKind.TORCHTUNE, DocumentKind.COMPOSER, DocumentKind.SHELL, DocumentKind.MARKDOWN,
+    DocumentKind.HF_ARGS, DocumentKind.TORCHTUNE, DocumentKind.COMPOSER, DocumentKind.LIGHTNING_CLI,
+    DocumentKind.SHELL, DocumentKind.MARKDOWN,
     DocumentKind.MAKEFILE,
 })
 # configs that only take part in runs other documents define
@@ -121,6 +124,8 @@ def _detect(path: str, syntax: str, value: Any) -> str:
         return "llamafactory-v1"
     if syntax == "yaml" and _is_composer(value):
         return "composer"
+    if syntax == "yaml" and _is_lightning_cli(value):
+        return "lightning-cli"
     if len({k.replace("-", "_") for k in keys} & NEOX_KEYS) >= NEOX_SIGNATURE:
         return "neox"
     if syntax == "json" and keys & DEEPSPEED_SIGNATURE:
@@ -153,6 +158,12 @@ def _is_composer(value: dict) -> bool:
     from memlint.configs.composer import is_composer
 
     return is_composer(value)
+
+
+def _is_lightning_cli(value: dict) -> bool:
+    from memlint.configs.lightning_cli import is_lightning_cli
+
+    return is_lightning_cli(value)
 
 
 def _is_llamafactory_v1(value: dict) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field, replace
 
+from memlint.estimate.architecture import Architecture
 from memlint.estimate.policy import Optimizer, Precision
 
 
@@ -105,6 +106,28 @@ class Projection:
 
 
 @dataclass(frozen=True)
+class Companion:
+    """Another model a run holds on each GPU besides the one it trains: a DPO/PPO reference, a
+    reward model, a distillation teacher (frozen: weights only), or a PPO value model (trained:
+    weights, gradients, optimizer states and activations, as the run trains its policy)."""
+
+    role: str  # "reference", "reward", "teacher", "value"
+    arch: Architecture
+    trains: bool = False
+    # bytes per weight of a frozen companion (None: the policy's half or full precision, as the
+    # trainers load it with the policy's own loading arguments)
+    weight_bytes: float | None = None
+    # sharded as the run shards its parameters (TRL's ``prepare_deepspeed`` keeps ZeRO-3 for the
+    # reference and drops to stage 0 otherwise; ``prepare_fsdp`` wraps it like the policy)
+    follows_sharding: bool = True
+    # a sequence-classification model (reward / value): a one-label score head, no vocabulary head
+    score_head: bool = False
+    # the trainer builds it only for a full fine-tune: with an adapter it disables the adapter
+    # instead (TRL's DPO/KTO/GRPO/RLOO/PPO: ``is_peft_model(model)`` -> ``ref_model = None``)
+    adapter_replaces: bool = False
+
+
+@dataclass(frozen=True)
 class TrainingSetup:
     micro_batch: int = 1
     seq_len: int = 2048
@@ -160,6 +183,12 @@ class TrainingSetup:
     # The vision tower and its merger do not train (LLaMA-Factory's ``freeze_vision_tower``, on by
     # default): no gradients or optimizer states for them, no tower activations kept.
     freeze_vision_tower: bool = False
+    # Sequences the model runs per example of the micro-batch: 2 for preference pairs, whose chosen
+    # and rejected completions run in one forward (TRL's DataCollatorForPreference, LLaMA-Factory's
+    # PairwiseDataCollatorWithPadding, OpenRLHF's concatenated_forward)
+    sequences_per_example: int = 1
+    # Other models the run holds on each GPU (reference, reward, teacher, value model)
+    companions: tuple[Companion, ...] = ()
     # Train the model (default) or run inference (forward only, no optimizer).
     mode: str = "train"
     notes: tuple[str, ...] = field(default_factory=tuple)
@@ -182,7 +211,7 @@ class TrainingSetup:
 
     @property
     def tokens(self) -> int:
-        return self.micro_batch * self.seq_len
+        return self.micro_batch * self.sequences_per_example * self.seq_len
 
     @property
     def quantized(self) -> bool:

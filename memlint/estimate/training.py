@@ -18,6 +18,7 @@ from __future__ import annotations
 from memlint.estimate.activations import INPUT_BYTES_PER_TOKEN, has_vocab_logits, profile
 from memlint.estimate.architecture import Architecture
 from memlint.estimate.budget import Budget, Capacity, Component, Phase
+from memlint.estimate.companions import companion_parts
 from memlint.estimate.policy import OPTIMIZERS, POLICIES, Precision
 from memlint.estimate.setup import Attention, Sharding, TrainingSetup
 from memlint.estimate.states import count_parameters, shard_factor, stage, state_bytes
@@ -304,7 +305,16 @@ def estimate_training(
             persistent + [step_grads, flat, fp32_grads],
         ]
 
+    others = companion_parts(setup)
+
     def phase(name: str, parts) -> Phase:
+        parts = list(parts) + list(others.persistent)
+        if any(c is activations for c in parts):
+            parts += others.activations
+        if name == "optimizer_step" or any(c is grads for c in parts):
+            parts += others.gradients
+        if name == "optimizer_step":
+            parts += others.step
         return Phase(name, tuple(c for c in parts if c is not None and c.bytes > 0))
 
     phases = (
@@ -313,8 +323,10 @@ def estimate_training(
         max((phase("optimizer_step", c) for c in optimizer_candidates), key=lambda p: p.bytes),
     )
 
-    assumptions = list(notes)
-    assumptions.append(f"micro-batch {setup.micro_batch} x {setup.seq_len} tokens, no padding")
+    assumptions = list(notes) + list(others.notes)
+    pairs = (f" (each example a chosen and a rejected sequence: {setup.micro_batch * setup.sequences_per_example}"
+             " sequences per forward)" if setup.sequences_per_example == 2 else "")
+    assumptions.append(f"micro-batch {setup.micro_batch} x {setup.seq_len} tokens{pairs}, no padding")
     if setup.lora and setup.quantized:
         assumptions.append("QLoRA as set up by prepare_model_for_kbit_training (non-quantised params in fp32)")
     if setup.lora:
@@ -329,7 +341,7 @@ def estimate_training(
         trainable_parameters=counts.optimized,
         phases=phases,
         assumptions=tuple(assumptions),
-        host_bytes=int(states.host),
+        host_bytes=int(states.host) + others.host_bytes,
         setup=describe(setup),
         capacity=capacity,
     )
@@ -388,4 +400,8 @@ def describe(setup: TrainingSetup) -> dict:
                              "layerwise": setup.projection.layerwise}
     if setup.experts_on_host:
         out["experts_on_host"] = True
+    if setup.sequences_per_example != 1:
+        out["sequences_per_example"] = setup.sequences_per_example
+    if setup.companions:
+        out["companions"] = [{"role": c.role, "model": c.arch.name, "trains": c.trains} for c in setup.companions]
     return out

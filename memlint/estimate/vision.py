@@ -230,7 +230,7 @@ def saved_bytes(arch: Architecture, setup: Any) -> int:
     x = Value(v.hidden_size, settings.param_bytes, True)
     _vision_block(tape, v, x)
     per_patch = x.bytes if setup.grad_ckpt else tape.saved_bytes  # checkpointing keeps block inputs
-    patches = images * v.merge * setup.micro_batch
+    patches = images * v.merge * setup.micro_batch * setup.sequences_per_example
     # outside the blocks: the patch embedding keeps its input (the pixels in the tower's dtype,
     # for its weight's gradient) and each merger (Qwen3-VL adds one per DeepStack layer) keeps
     # its norm's input and the inputs of its two linears and GELU, ``merge`` patches wide

@@ -79,6 +79,7 @@ EXTRACTOR_MODULES: list[str] = [
     "memlint.configs.torchtune",
     "memlint.configs.llamafactory_v1",
     "memlint.configs.composer",
+    "memlint.configs.lightning_cli",
     "memlint.facts.script",
     "memlint.facts.launchers",
     "memlint.facts.markdown",

@@ -109,6 +109,12 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "load_in_4bit": ("quantization", lambda v: _flag(v, "nf4")),
     "load_in_8bit": ("quantization", lambda v: _flag(v, "int8")),
     "bnb_4bit_use_double_quant": ("double_quant", _bool),
+    # TRL configs that name the other models of a run (trl/trainer/*_config.py)
+    "precompute_ref_log_probs": ("precompute_ref", _bool),  # DPOConfig, KTOConfig
+    "teacher_model_name_or_path": ("teacher_model", lambda v: str(v) if v else None),  # GKDConfig, GOLDConfig
+    "reward_model_path": ("reward_model", lambda v: str(v) if v else None),  # PPOConfig
+    "sft_model_path": ("model", lambda v: str(v) if v else None),  # PPOConfig: the policy
+    "beta": ("kl_coef", _float),  # GRPOConfig / RLOOConfig: 0.0 loads no reference model
 }
 
 

@@ -89,6 +89,20 @@ class RunFacts:
     image_max_pixels: Sourced[int] | None = None
     freeze_vision_tower: Sourced[bool] | None = None
 
+    # ---- other models the run holds: preference and RL training, distillation
+    # the trainer's algorithm ("dpo", "kto", "ppo", "grpo", "rloo", "online_dpo", "gkd", "gold"), or
+    # an OpenRLHF entry point's ("openrlhf-dpo", "openrlhf-ppo"): which models it builds besides the policy
+    trainer_kind: Sourced[str] | None = None
+    reference_model: Sourced[str] | None = None  # a reference named apart from the policy
+    reward_model: Sourced[str] | None = None
+    value_model: Sourced[str] | None = None  # trains with the policy (PPO's critic)
+    teacher_model: Sourced[str] | None = None
+    precompute_ref: Sourced[bool] | None = None  # reference log-probs computed before training
+    kl_coef: Sourced[float] | None = None  # GRPO/RLOO ``beta``, OpenRLHF's KL coefficient: 0 holds no reference
+    # OpenRLHF's Ray PPO places each model on GPUs of its own unless colocated: "all" (every model on
+    # the actor's GPUs), "ref" (the reference beside the actor)
+    colocated: Sourced[str] | None = None
+
     # ---- distribution
     world_size: Sourced[int] | None = None
     gpus_per_node: Sourced[int] | None = None

@@ -29,6 +29,7 @@ from memlint.estimate import (
     as_sequence_classifier,
     from_config,
 )
+from memlint.facts.companion_models import companions
 from memlint.facts.plan import TrainingPlan
 from memlint.model.provenance import Sourced
 from memlint.model.vocabulary import LIGHTNING_PRECISION
@@ -450,4 +451,11 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
         )
     except ValueError as error:
         run.problem = str(error)
+        return run
+    others = companions(plan, arch, base_dir, context.offline or None)
+    notes.extend(others.notes)
+    if others.models or others.sequences_per_example != 1:
+        from dataclasses import replace
+
+        run.setup = replace(run.setup, companions=others.models, sequences_per_example=others.sequences_per_example)
     return run

@@ -10,7 +10,7 @@ import libcst as cst
 from memlint.facts.deepspeed_keys import auto_paths, deepspeed_facts
 from memlint.facts.hf_args import _fsdp, _int
 from memlint.facts.script_facts import ANCHOR_ENGINE, RANK_CONFIG, RANK_EXPLICIT, ScriptFacts, encode
-from memlint.model.vocabulary import dtype_name
+from memlint.model.vocabulary import LIGHTNING_DEEPSPEED, dtype_name
 from memlint.python.library import (
     ACCELERATORS,
     DEEPSPEED_INITIALIZE,
@@ -28,17 +28,6 @@ _DEEPSPEED_INITIALIZE_ARGS = (
     "args", "model", "optimizer", "model_parameters", "training_data", "lr_scheduler", "distributed_port", "mpu",
     "dist_init_required", "collate_fn", "config", "mesh_param", "config_params",
 )
-
-# Lightning strategy names -> (ZeRO stage, offload optimizer, offload parameters) or FSDP
-_LIGHTNING_DEEPSPEED = {
-    "deepspeed": (2, False, False),  # DeepSpeedStrategy() defaults to stage 2
-    "deepspeed_stage_1": (1, False, False),
-    "deepspeed_stage_2": (2, False, False),
-    "deepspeed_stage_2_offload": (2, True, False),
-    "deepspeed_stage_3": (3, False, False),
-    "deepspeed_stage_3_offload": (3, True, True),
-    "deepspeed_stage_3_offload_nvme": (3, True, True),
-}
 
 
 def recognise(ctx: ScriptFacts, call: cst.Call, names: set[str], method: str | None) -> None:
@@ -236,8 +225,8 @@ def deepspeed_plugin(ctx: ScriptFacts, call: cst.Call) -> None:
 def lightning_strategy_name(ctx: ScriptFacts, name: str, node: cst.CSTNode, at: cst.CSTNode) -> None:
     """``strategy="deepspeed_stage_3_offload"`` / ``"fsdp"``."""
     key = name.strip().lower()
-    if key in _LIGHTNING_DEEPSPEED:
-        stage, optimizer, params = _LIGHTNING_DEEPSPEED[key]
+    if key in LIGHTNING_DEEPSPEED:
+        stage, optimizer, params = LIGHTNING_DEEPSPEED[key]
         note = f'Lightning strategy="{name}"'
         ctx.state("zero_stage", stage, node, note, at=at, rank=RANK_CONFIG)
         ctx.state("offload_optimizer", optimizer, node, note, at=at, rank=RANK_CONFIG)

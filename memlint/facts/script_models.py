@@ -83,12 +83,14 @@ def recognise(ctx: ScriptFacts, call: cst.Call, names: set[str], method: str | N
                    "Liger fused linear cross-entropy", at=call)
 
 
-_FROZEN_NAMES = ("teacher", "ref_model", "reference", "reward_model", "reward", "frozen", "judge")
+_FROZEN_NAMES = ("teacher", "ref_model", "ref_policy", "reference", "reward_model", "reward", "frozen", "judge",
+                 "value_model", "critic")
 
 
 def _frozen_model(values, call: cst.Call) -> bool:
-    """A model loaded only to be run, not trained: a distillation teacher, a DPO reference or a
-    reward model -- ``from_pretrained(...).eval()`` / ``.requires_grad_(False)`` in the same
+    """A model loaded beside the one being trained: a distillation teacher, a DPO reference, a
+    reward model or a PPO value model (the trainer's keywords say which: script_trainers.py)
+    -- ``from_pretrained(...).eval()`` / ``.requires_grad_(False)`` in the same
     chain, or assigned to a name that says so (``teacher = ...``, ``ref_model = ...``)."""
     node: cst.CSTNode = call
     parent = values.parent(node)

@@ -12,7 +12,13 @@ from memlint.facts import hf_args
 from memlint.facts.script_distributed import deepspeed_config, lightning_strategy_name
 from memlint.facts.script_facts import ANCHOR_CONFIG, ANCHOR_TRAINER, RANK_CONFIG, ScriptFacts
 from memlint.facts.script_models import loading_arguments, model_id
-from memlint.python.library import config_framework, is_argument_parser, is_library_dataclass, trainer_framework
+from memlint.python.library import (
+    config_framework,
+    is_argument_parser,
+    is_library_dataclass,
+    is_model_loader,
+    trainer_framework,
+)
 from memlint.python.values import ClassValue, Found, Mapping
 
 # TrainingArguments fields a launcher can usefully pass (the ones that mean something for memory)
@@ -60,6 +66,7 @@ def config(ctx: ScriptFacts, call: cst.Call, framework: str, names: set[str]) ->
     owner = _short(names)
     ctx.framework(framework, call.func, f"{owner}(...)")
     ctx.anchor(call.func, ANCHOR_CONFIG)
+    trainer_kind(ctx, call, names)
     arguments = values.arguments(call, ("output_dir",))
     every_n = None
     for key, expression in arguments.items():
@@ -108,12 +115,56 @@ def _completion_length(ctx: ScriptFacts, call: cst.Call, named: dict, owner: str
                   f"{owner}: max_prompt_length + max_completion_length", at=call, rank=RANK_CONFIG)
 
 
+# TRL's trainers and configs -> the algorithm, which decides the models it holds besides the policy
+# (XPO and Nash-MD extend online DPO: a reference copy and a reward model)
+TRL_KINDS = {"DPO": "dpo", "KTO": "kto", "PPO": "ppo", "GRPO": "grpo", "RLOO": "rloo", "OnlineDPO": "online_dpo",
+             "XPO": "online_dpo", "NashMD": "online_dpo", "GKD": "gkd", "GOLD": "gold", "ORPO": "orpo",
+             "CPO": "cpo"}
+# the trainers' keywords that take another model (a model, or a Hub id for GKD's teacher / GRPO's rewards)
+OTHER_MODELS = {"ref_model": "reference_model", "reward_model": "reward_model", "value_model": "value_model",
+                "teacher_model": "teacher_model", "reward_funcs": "reward_model"}
+
+
+def trainer_kind(ctx: ScriptFacts, call: cst.Call, names: set[str]) -> None:
+    """``DPOTrainer`` / ``DPOConfig`` -> "dpo" (a user subclass names its TRL base)."""
+    for name in sorted(names):
+        short = name.rsplit(".", 1)[-1]
+        for prefix, kind in TRL_KINDS.items():
+            if short in (f"{prefix}Trainer", f"{prefix}Config"):
+                ctx.state("trainer_kind", kind, call.func, f"{short}(...)", at=call, rank=RANK_CONFIG)
+                return
+
+
+def other_models(ctx: ScriptFacts, call: cst.Call, arguments: Any, owner: str) -> None:
+    """``DPOTrainer(ref_model=ref)``, ``PPOTrainer(reward_model=rm, value_model=vm)``,
+    ``GKDTrainer(teacher_model="Qwen/Qwen2-1.5B-Instruct")``: each model's id, read from the string
+    or from the ``from_pretrained`` call that built it; an option that holds the id is bound to it."""
+    values = ctx.values
+    for key, fact in OTHER_MODELS.items():
+        if key not in arguments:
+            continue
+        written = arguments.get(key)
+        if key == "reward_funcs" and isinstance(written, cst.List) and written.elements:
+            written = written.elements[0].value  # GRPO: the first reward function that is a model
+        found = values.evaluate(written)
+        if found is not None and found.known and isinstance(found.value, str):
+            ctx.state_found(fact, found, model_id, f"{owner}({key}=...)", at=call, binding=fact)
+            continue
+        built = values.definition(written) if written is not None else None
+        if isinstance(built, cst.Call) and any(is_model_loader(n) for n in values.callee_names(built)):
+            inner = values.arguments(built, ("pretrained_model_name_or_path",))
+            ctx.state_found(fact, values.evaluate(inner.get("pretrained_model_name_or_path")), model_id,
+                            f"{owner}({key}=...) from_pretrained(...)", at=call, binding=fact)
+
+
 def trainer(ctx: ScriptFacts, call: cst.Call, framework: str, names: set[str]) -> None:
     values = ctx.values
     owner = _short(names)
     ctx.framework(framework, call.func, f"{owner}(...)")
     ctx.anchor(call.func, ANCHOR_TRAINER)
+    trainer_kind(ctx, call, names)
     arguments = values.arguments(call, ("model",))
+    other_models(ctx, call, arguments, owner)
     if "model" in arguments:
         found = values.evaluate(arguments.get("model"))
         if found is not None and (found.value is None or not found.known or isinstance(found.value, str)):
@@ -144,6 +195,7 @@ def _library_class(ctx: ScriptFacts, call: cst.Call, qualname: str) -> None:
     if framework is not None:
         ctx.framework(framework, call.func, f"{qualname.rsplit('.', 1)[-1]} parsed from the command line")
         ctx.anchor(call.func, ANCHOR_CONFIG)
+        trainer_kind(ctx, call, {qualname})
     if is_library_dataclass(qualname):
         for key in HF_OPTIONS:
             ctx.bind((key,), f"hf:{key}")

@@ -100,6 +100,17 @@ ATTENTION: dict[str, str] = {
 }
 
 # Lightning Trainer(precision=...) -> (policy kind, dtype)
+# Lightning's registered DeepSpeed strategy names -> (ZeRO stage, offload optimizer, offload parameters)
+LIGHTNING_DEEPSPEED: dict[str, tuple[int, bool, bool]] = {
+    "deepspeed": (2, False, False),  # DeepSpeedStrategy() defaults to stage 2
+    "deepspeed_stage_1": (1, False, False),
+    "deepspeed_stage_2": (2, False, False),
+    "deepspeed_stage_2_offload": (2, True, False),
+    "deepspeed_stage_3": (3, False, False),
+    "deepspeed_stage_3_offload": (3, True, True),
+    "deepspeed_stage_3_offload_nvme": (3, True, True),
+}
+
 LIGHTNING_PRECISION: dict[str, str] = {
     "32": "fp32",
     "32-true": "fp32",

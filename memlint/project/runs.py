@@ -25,7 +25,8 @@ if TYPE_CHECKING:
 MAX_LINK_DEPTH = 3
 # configs a launcher may take from its caller (``finetune.py "$2"``)
 _CONFIG_KINDS = frozenset({DocumentKind.HF_ARGS, DocumentKind.AXOLOTL, DocumentKind.LLAMAFACTORY,
-                           DocumentKind.LLAMAFACTORY_V1, DocumentKind.TORCHTUNE, DocumentKind.COMPOSER})
+                           DocumentKind.LLAMAFACTORY_V1, DocumentKind.TORCHTUNE, DocumentKind.COMPOSER,
+                           DocumentKind.LIGHTNING_CLI})
 # the keys that sign a DeepSpeed or Accelerate config (a text prefilter before parsing)
 _STANDALONE_SIGNS = ("zero_optimization", "train_micro_batch_size_per_gpu", "train_batch_size", "distributed_type")
 _FROM_IMPORT = re.compile(r"^\s*from\s+([A-Za-z_][\w.]*)\s+import\b", re.MULTILINE)

@@ -77,4 +77,12 @@ TARGETS: tuple[Target, ...] = (
         build=_lazy("composer_train_config"),
         aliases=("llm-foundry", "llmfoundry"),
     ),
+    Target(
+        name="lightning",
+        package="lightning",
+        outputs=("lightning-cli.schema.json",),
+        modules=("lightning",),
+        build=_lazy("lightning_cli"),
+        aliases=("lightning-cli",),
+    ),
 )
