@@ -76,6 +76,7 @@ def test_edits_inside_a_class_give_what_a_fresh_parse_gives(members: list[str], 
         assert_same_module(after, text)
         assert_same_names(after)
         assert after.depths == fresh.depths
+        assert after.classes == fresh.classes  # each class's members' lines and depths (python_member_syntax)
         source = after
 
 
