@@ -13,6 +13,7 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass, field
+from itertools import accumulate
 
 import libcst as cst
 
@@ -548,7 +549,9 @@ def command_lines(text: str, start: int = 0, end: int | None = None) -> str:
     runs a launcher and goes on over lines ending in a backslash. These are commands a document
     shows (a README's, a docstring's): their ``<placeholders>`` are words."""
     end = len(text) if end is None else end
-    kept = [" " if c not in "\n" else c for c in text]
+    # every character but the line ends blanked (one C-level pass per line: the per-character
+    # loop took ~8 ms of each edit of transformers' 280,000-character trainer.py)
+    kept = list("\n".join(" " * len(line) for line in text.split("\n")))
     for match in _COMMAND_START.finditer(text, start, end):
         position = match.start()
         while position < end:
@@ -571,7 +574,7 @@ def _usage_strings(parsed: ParsedDocument) -> list[tuple[int, int]]:
     if source is None:
         found = _DOCSTRING.match(parsed.text)
         return [(found.start("body"), found.end("body"))] if found else []
-    line_starts = [0] + [i + 1 for i, c in enumerate(parsed.text) if c == "\n"]
+    line_starts = list(accumulate((len(line) + 1 for line in parsed.text.split("\n")), initial=0))[:-1]
     spans = []
     for statement in source.module.body:
         if not (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1

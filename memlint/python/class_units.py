@@ -150,7 +150,7 @@ def _rebuilt(old: Unit, text: str, members: list[cst.BaseStatement], a: int, b: 
 
     # positions, in libcst's order: a member's nodes come together
     old_positions = old.positions
-    bounds = _bounds(old_positions, block, members, [_first_line(m, old_positions) for m in members[1:]])
+    bounds = old.bounds or _bounds(old_positions, block, members, [_first_line(m, old_positions) for m in members[1:]])
     positions: dict[cst.CSTNode, CodeRange] = dict(islice(old_positions.items(), bounds[a]))
     wrapper_bounds = [0]
     if new_members:
@@ -163,6 +163,9 @@ def _rebuilt(old: Unit, text: str, members: list[cst.BaseStatement], a: int, b: 
         for node, found in islice(wrapper_positions.items(), wrapper_bounds[0], wrapper_bounds[-1]):
             positions[node] = _moved(found, offset)
     cut_to = bounds[b]
+    if not delta:  # nothing moves down: what follows the new members up to the block is as it was
+        positions.update(islice(old_positions.items(), cut_to, bounds[-1]))
+        cut_to = bounds[-1]  # the block's own place: it, the class and the module come after their nodes
     last_old, last_new = old_positions[members[-1]].end, None
     for node, found in islice(old_positions.items(), cut_to, None):
         new_node = replaced.get(node)
@@ -180,15 +183,23 @@ def _rebuilt(old: Unit, text: str, members: list[cst.BaseStatement], a: int, b: 
         positions[new_node] = found
 
     # children: the old ones but the replaced members', the new members', the rebuilt nodes'
-    gone = set(_subtree(members[a:b], old.shape))
-    shape = {replaced.get(node, node): found for node, found in old.shape.items() if node not in gone}
+    shape = dict(old.shape)  # a mapping only: its order is not used
+    for node in _subtree(members[a:b], old.shape):
+        del shape[node]
+    for node, new_node in replaced.items():
+        shape[new_node] = shape.pop(node)
     shape[new_module] = [new_class]
     shape[new_class] = [new_block if child is block else child for child in old.shape[statement]]
     shape[new_block] = list(every)
     added = {node: wrapper_shape[node] for node in _subtree(new_members, wrapper_shape)}
     shape.update(added)
+    # the new bounds: the old ones, the new members' from the stand-in's, the rest moved along
+    shift = wrapper_bounds[-1] - wrapper_bounds[0] - (bounds[b] - bounds[a])
+    new_bounds = [*bounds[:a], *(bounds[a] + place - wrapper_bounds[0] for place in wrapper_bounds[:-1]),
+                  *(place + shift for place in bounds[b:])]
     unit = Unit(text, new_module, positions, shape, parents_of(new_class, shape), old.has_block,
-                origin=Origin(weakref.ref(old), tuple(members[a:b]), tuple(new_members), block, kept_part(old)))
+                origin=Origin(weakref.ref(old), tuple(members[a:b]), tuple(new_members), block, kept_part(old)),
+                bounds=new_bounds)
     # the nodes it shares with the old unit are registered with the parses they come from
     kept = [*every, block.header, statement.name, *statement.decorators, *block.footer, *old.module.footer]
     for parse in {id(p): p for p in map(parse_of, kept) if p is not None}.values():

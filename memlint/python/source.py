@@ -19,6 +19,7 @@ from libcst.metadata import CodeRange
 from memlint.model.diagnostics import Position, Range
 from memlint.python.scopes import scopes_of
 from memlint.python.class_units import derive_unit
+from memlint.python.member_syntax import ClassSyntax, edited_class, summarise, tree_depth
 from memlint.python.prefilter import survey
 from memlint.python.positions import Lines, first_lines, order_of, tree_by_statement
 from memlint.python.tree import Tree, tree_of
@@ -50,6 +51,8 @@ class PythonSource:
         self.lines, self.by_statement = lines, by_statement
         self.units = list(units)  # the top-level statements parsed alone (python_units)
         self.depths = depths or {}  # a unit's text -> the depth of its statements' syntax trees
+        # a top-level class's unit text -> its syntax tree summarised per member (python_member_syntax)
+        self.classes: dict[str, ClassSyntax] = {}
         self._typed: dict[tuple, list] = {}  # nodes_of and nodes_in_order, by node classes
         # what other layers work out from this source (the rules' index), dropped with it
         self.derived: dict[str, object] = {}
@@ -209,33 +212,45 @@ def _python_error(text: str) -> tuple[PythonSyntaxError | None, "ast.AST | None"
 
 def _depth(tree) -> int:
     """The depth of a syntax tree, without recursion."""
-    import ast
-
-    deepest = 0
-    stack = [(tree, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > deepest:
-            deepest = depth
-            if deepest > MAX_DEPTH:
-                return deepest
-        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
-    return deepest
+    return tree_depth(tree, MAX_DEPTH)
 
 
-def _depth_in_units(cut: list[tuple[str, list]], known: dict[str, int]) -> tuple[int, dict[str, int]]:
+def _depth_in_units(cut: list[tuple[str, list]], known: dict[str, int],
+                    classes: dict[str, ClassSyntax]) -> tuple[int, dict[str, int]]:
     """``_depth`` of a module cut into units (``unit_statements``), each unit's depth taken from
-    ``known`` (the units of an earlier version of the text) or measured; and every unit's."""
+    ``known`` (the units of an earlier version of the text, or a class checked per member) or
+    measured; and every unit's. A top-level class's unit is measured per member and its summary
+    put in ``classes`` (its text -> ``ClassSyntax``; those of ``cut`` kept, the others dropped),
+    for the next edit (``python_member_syntax``)."""
     depths: dict[str, int] = {}
+    wanted: dict[str, ClassSyntax] = {}
+    # the statements of the changed units are numbered from the first such unit's first line
+    line, base = 1, None
     for chunk, statements in cut:
         depth = known.get(chunk)
+        if statements and base is None:
+            base = line
+        if depth is None and not statements:
+            depth = classes[chunk].depth  # a class checked per member (``_cut_after_edit``)
         if depth is None:
-            depth = max(_depth(statement) for statement in statements)
+            summary = summarise(statements[0], chunk, line - (base or 1) + 1, MAX_DEPTH) \
+                if len(statements) == 1 else None
+            if summary is not None:
+                classes[chunk] = summary
+                depth = summary.depth
+            else:
+                depth = max(_depth(statement) for statement in statements)
+        if chunk in classes:
+            wanted[chunk] = classes[chunk]
         depths[chunk] = depth
+        line += chunk.count("\n")
+    classes.clear()
+    classes.update(wanted)
     return 1 + max(depths.values()), depths
 
 
-def _cut_after_edit(text: str, previous: PythonSource | None) -> list[tuple[str, list]] | None:
+def _cut_after_edit(text: str, previous: PythonSource | None,
+                    classes: dict[str, ClassSyntax]) -> list[tuple[str, list]] | None:
     """``unit_statements(text, ast.parse(text))`` for a text that shares its first and last
     units with ``previous`` (an edit changes the lines between): CPython parses only those lines.
 
@@ -245,7 +260,9 @@ def _cut_after_edit(text: str, previous: PythonSource | None) -> list[tuple[str,
     The kept units parsed before, as the whole text they were part of did. None (parse the
     whole text) unless the changed lines parse alone, hold a statement at their first line and
     end with a newline before the kept units that follow; their statements come with them, the
-    kept units' with none (their depth is known).
+    kept units' with none (their depth is known). An edit inside one top-level class whose
+    summary ``classes`` holds is checked as the members it touched (``python_member_syntax``):
+    the class then comes with no statements, its new summary put in ``classes``.
     """
     if previous is None or not previous.units or "\r" in text:
         return None
@@ -270,6 +287,14 @@ def _cut_after_edit(text: str, previous: PythonSource | None) -> list[tuple[str,
     if middle:
         if kept_after < len(units) and not middle.endswith("\n"):
             return None  # the kept unit below would continue the changed lines' last line
+        old = units[kept_before].text if kept_after - kept_before == 1 else None
+        summary = classes.get(old) if old is not None else None
+        if summary is not None and old is not None:  # an edit inside one class: its members alone
+            summary = edited_class(summary, old, middle, MAX_DEPTH)
+            if summary is not None:
+                classes[middle] = summary
+                return [*((unit.text, []) for unit in units[:kept_before]), (middle, []),
+                        *((unit.text, []) for unit in units[kept_after:])]
         import warnings
 
         try:
@@ -314,7 +339,8 @@ def parse(text: str, previous: PythonSource | None = None, whole: bool = False,
             f"a line of {longest:,} characters: too long to analyse (generated code?)",
             Range.file_start(), "too-complex",
         )
-    cut = None if whole else _cut_after_edit(text, previous)
+    classes = dict(previous.classes) if previous is not None else {}
+    cut = None if whole else _cut_after_edit(text, previous, classes)
     tree = None
     if whole:
         cpython_error, tree = _python_error(text)
@@ -328,7 +354,7 @@ def parse(text: str, previous: PythonSource | None = None, whole: bool = False,
     depths: dict[str, int] = {}
     names = None  # the names the module uses, where the prefilter asks (memlint.python.prefilter)
     if cut is not None:
-        depth, depths = _depth_in_units(cut, previous.depths if previous is not None else {})
+        depth, depths = _depth_in_units(cut, previous.depths if previous is not None else {}, classes)
     elif whole and tree is not None:
         depth, names = survey(tree, MAX_DEPTH, names=wanted is not None)  # one walk for both
     else:
@@ -342,7 +368,9 @@ def parse(text: str, previous: PythonSource | None = None, whole: bool = False,
         joined = parse_in_units(text, None, previous.units if previous is not None else (),
                                 texts=[chunk for chunk, _ in cut], derive=derive_unit)
         if joined is not None:
-            return PythonSource(joined.module, text, joined.tree, joined.units, depths)
+            source = PythonSource(joined.module, text, joined.tree, joined.units, depths)
+            source.classes = classes
+            return source
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as error:

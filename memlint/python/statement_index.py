@@ -98,10 +98,31 @@ def _member_part(unit: object) -> StatementPart | None:
     dropped = set(gone)
     return StatementPart(
         spliced, [],
+        of_kinds=_spliced_kinds(part, dropped, added, old_block),
         tables={function: table for function, table in part.tables.items() if function not in dropped},
         module_definitions=part.module_definitions,
         function_calls={function: calls for function, calls in part.function_calls.items() if function not in dropped},
     )
+
+
+def _spliced_kinds(part: StatementPart, dropped: set[cst.CSTNode], added: list[cst.CSTNode],
+                   old_block: cst.CSTNode) -> dict[tuple[type, ...], list[cst.CSTNode]]:
+    """The earlier part's nodes of each asked-for kinds with the replaced members' swapped for
+    the new ones' (a filter of the spliced nodes would walk the whole class again: trainer.py's
+    ~100,000 nodes per kinds asked). The replaced ones are a run of each list (they are a run of
+    the nodes); a list with none of them, or with the replaced block, is left to be filtered."""
+    out: dict[tuple[type, ...], list[cst.CSTNode]] = {}
+    for kinds, found in part.of_kinds.items():
+        if type(old_block) in kinds:
+            continue
+        first = next((number for number, node in enumerate(found) if node in dropped), None)
+        if first is None:
+            continue
+        last = first
+        while last < len(found) and found[last] in dropped:
+            last += 1
+        out[kinds] = [*found[:first], *(node for node in added if type(node) in kinds), *found[last:]]
+    return out
 
 
 def part_of_whole(statement: cst.BaseStatement) -> StatementPart:

@@ -47,6 +47,9 @@ class Unit:
     parses: list["Parse"] = field(default_factory=list)
     # for a class made from an earlier version of it (``python_class_units``): what changed
     origin: "Origin | None" = None
+    # for such a class: where each member's nodes begin in the order of ``positions``, and the
+    # block's own place (``python_class_units._bounds``), worked out by the edit that made it
+    bounds: list[int] | None = None
 
     def nodes_of(self, kinds: tuple[type, ...]) -> list[cst.CSTNode]:
         """The nodes below the statement of these (final) classes, in the order of ``parents``."""

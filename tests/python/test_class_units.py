@@ -19,7 +19,7 @@ from python_texts import parses, source_of
 from test_python_analysis import assert_same_module, assert_same_names
 
 from memlint.python import source as python_source
-from memlint.python.class_units import derive_unit
+from memlint.python.class_units import _bounds, _first_line, derive_unit
 
 HEADER = "import torch\nfrom typing import cast\nimport typing as t\n\n\n"
 CLASS = "@dataclass\nclass GRPOTrainer(Trainer):\n"
@@ -76,6 +76,13 @@ def test_edits_inside_a_class_give_what_a_fresh_parse_gives(members: list[str], 
         assert_same_module(after, text)
         assert_same_names(after)
         assert after.depths == fresh.depths
+        assert after.classes == fresh.classes  # each class's members' lines and depths (python_member_syntax)
+        for unit in after.units:  # where each member's nodes begin, kept from the edit that made the unit
+            if unit.bounds is not None:
+                block = unit.statement.body
+                body = list(block.body)
+                assert unit.bounds == _bounds(unit.positions, block, body,
+                                              [_first_line(m, unit.positions) for m in body[1:]])
         source = after
 
 

@@ -12,6 +12,7 @@ refers to), expression contexts and qualified names.
 
 from __future__ import annotations
 
+import libcst as cst
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from python_texts import source_of
@@ -153,7 +154,9 @@ def test_edits_of_methods_give_what_a_fresh_parse_gives(edits: list[tuple[int, i
     choice, blank = [0] * len(SLOTS), [0] * len(SLOTS)
     source = source_of(_text(choice, blank))
     source.scopes  # noqa: B018
-    index_for(source)
+    kinds = [(cst.Call,), (cst.For, cst.While), (cst.Assign, cst.AugAssign, cst.AnnAssign), (cst.FunctionDef,)]
+    for asked in kinds:  # as the rules ask them: each version's lists are spliced from the last's
+        index_for(source).nodes_of(*asked)
     for slot, variant, blanks in edits:
         choice[slot], blank[slot] = variant, blanks
         text = _text(choice, blank)
@@ -165,7 +168,12 @@ def test_edits_of_methods_give_what_a_fresh_parse_gives(edits: list[tuple[int, i
         index_for(after)
         for unit, statement in zip(after.units, after.module.body):
             if unit.origin is not None:  # the rules' index part, kept and spliced
-                assert part_of(unit, statement).below == list(iter_nodes(statement, enter_defs=True))[1:]
+                part = part_of(unit, statement)
+                assert part.below == list(iter_nodes(statement, enter_defs=True))[1:]
+                for asked, found in part.of_kinds.items():
+                    assert found == [node for node in part.below if type(node) in asked]
+        for asked in kinds:
+            index_for(after).nodes_of(*asked)
         source = after
 
 
