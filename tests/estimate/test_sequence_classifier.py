@@ -81,7 +81,8 @@ def test_a_ppo_script_whose_value_model_is_a_reward_checkpoint_is_estimated(tmp_
         "from trl.experimental.ppo import PPOConfig, PPOTrainer\n\n"
         "parser = argparse.ArgumentParser()\n"
         "parser.add_argument('--reward_model_path', default='cleanrl/EleutherAI_pythia-1b-deduped__reward__tldr')\n"
-        "parser.add_argument('--sft_model_path', default='cleanrl/EleutherAI_pythia-1b-deduped__sft__tldr')\n"
+        # the trained policy (the SFT checkpoint people start PPO from; here its catalogued base)
+        "parser.add_argument('--sft_model_path', default='EleutherAI/pythia-1b-deduped')\n"
         "args = parser.parse_args()\n\n"
         "value_model = SeqCls.from_pretrained(args.reward_model_path, num_labels=1)\n"
         "reward_model = SeqCls.from_pretrained(args.reward_model_path, num_labels=1)\n"
