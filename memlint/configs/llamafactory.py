@@ -58,7 +58,7 @@ def extract_llamafactory(parsed: ParsedDocument) -> list[RunFacts]:
     _precision(reader)
     _checkpointing(reader)
     attention = reader.value("flash_attn")
-    if attention in FLASH_ATTN:
+    if isinstance(attention, str) and attention in FLASH_ATTN:  # a mapping there is no name
         reader.set("attention", FLASH_ATTN[attention], reader.location("flash_attn"), "flash_attn")
     for key in ("enable_liger_kernel", "use_liger_kernel"):
         if _bool(reader.value(key)):

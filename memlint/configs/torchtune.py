@@ -144,7 +144,8 @@ def _model(reader: ConfigReader, header: "_Header") -> str | None:
 
 def _lora_targets(model: ConfigReader) -> tuple[str, ...]:
     modules = model.value("lora_attn_modules")
-    out = [LORA_MODULES[m] for m in modules if m in LORA_MODULES] if isinstance(modules, list) else []
+    out = [LORA_MODULES[m] for m in modules if isinstance(m, str) and m in LORA_MODULES] \
+        if isinstance(modules, list) else []
     if model.value("apply_lora_to_mlp") is True:
         out.extend(MLP_MODULES)
     if model.value("apply_lora_to_output") is True:

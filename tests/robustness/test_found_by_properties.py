@@ -152,3 +152,16 @@ def test_sarif_uris_are_percent_encoded(tmp_path: Path):
     [result] = [r for r in json.loads(outcome.stdout)["runs"][0]["results"] if r["ruleId"] == "CFG002"]
     location = result["locations"][0]["physicalLocation"]["artifactLocation"]
     assert location == {"uri": "run%20configs/donn%C3%A9es%20100%25.json", "uriBaseId": "%SRCROOT%"}
+
+
+def test_a_mapping_where_a_config_names_a_kernel_or_a_module_is_a_schema_error_not_a_crash(tmp_path: Path, capsys):
+    # found by test_generated_projects: a LLaMA-Factory `flash_attn` (and a torchtune LoRA module
+    # list entry) written as a mapping reached a dictionary lookup as a key
+    result = lint_tree(tmp_path, {
+        "sft.yaml": "model_name_or_path: Qwen/Qwen2.5-0.5B\nstage: sft\ndo_train: true\n"
+                    "finetuning_type: lora\nflash_attn: {fa2: true}\n",
+        "lora.yaml": "model:\n  _component_: torchtune.models.llama3_2.lora_llama3_2_1b\n"
+                     "  lora_attn_modules: [{q_proj: true}, v_proj]\nbatch_size: 2\n",
+    })
+    assert "internal error" not in capsys.readouterr().err
+    assert [d.code for d in result.diagnostics if Path(str(d.path)).name == "sft.yaml"].count("CFG002") == 1
