@@ -238,3 +238,41 @@ def test_values_narrower_than_queries_run_a_fused_kernel_as_on_cuda(measure) -> 
     assert res["status"] == "ok", res.get("error")
     assert "aten._scaled_dot_product_flash_attention_for_cpu" in res["kernels"]
     assert "aten._safe_softmax" not in res["kernels"]
+
+
+def test_a_mask_that_trains_runs_the_math_kernel_with_its_dropout_as_on_cuda() -> None:
+    """T5's relative position bias trains, so SDPA's mask needs a gradient: CUDA then runs the
+    math kernel and its dropout over the fp32 probabilities (tests/calibration/gpu_op_probe.json).
+    The emulation must run that dropout too; a mask without a gradient keeps the fused kernel."""
+    torch = pytest.importorskip("torch")
+    import torch.nn.functional as F
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from memlint.trace.emulation import cuda_sdpa_kernel_choice
+
+    class Ops(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.seen: list[tuple[str, tuple[int, ...]]] = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            out = func(*args, **(kwargs or {}))
+            if isinstance(out, torch.Tensor):
+                self.seen.append((str(func), tuple(out.shape)))
+            return out
+
+    batch, heads, seq, dim = 2, 12, 64, 64  # t5-base's heads and head size
+    q, k, v = (torch.randn(batch, heads, seq, dim, dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
+    probabilities = (batch, heads, seq, seq)
+
+    def run(bias: torch.Tensor) -> list[tuple[str, tuple[int, ...]]]:
+        with cuda_sdpa_kernel_choice(), Ops() as ops:
+            F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=0.1).sum().backward()
+        return ops.seen
+
+    trained = run(torch.zeros(1, heads, seq, seq, dtype=torch.bfloat16, requires_grad=True))
+    assert ("aten._safe_softmax.default", probabilities) in trained
+    assert ("aten.bernoulli_.float", probabilities) in trained  # CPU's dropout over the probabilities
+    frozen = run(torch.zeros(1, heads, seq, seq, dtype=torch.bfloat16))
+    assert not any(op == "aten._safe_softmax.default" for op, _ in frozen)
+    assert not any(shape == probabilities and "bernoulli" in op for op, shape in frozen)

@@ -214,12 +214,11 @@ def _gpu_estimate(case: dict[str, Any], workspaces: bool = True) -> int:
 #: why the estimate misses a GPU row by more than 2 %, from the op-level probe of the second lease
 #: (``aten`` ops, their results and what they allocate inside, on the H200)
 _GPU_MISS_CAUSES = {
-    "t5": "CUDA runs SDPA's math kernel for T5's self-attention (its position bias trains) and applies "
-          "the attention dropout there (`native_dropout` over the fp32 probabilities: a bool mask and a "
-          "bf16 copy for the product with v are kept), where the CPU trace and the estimate price the "
-          "math kernel without dropout; its cross-attention runs cuDNN's kernel. Not modelled yet",
-    "t5 over": "with autocast and checkpointing the GPU kept less than the CPU trace did (PyTorch's "
-               "tracker on the GPU is below the fake run too): not yet traced op by op",
+    "t5": "the attention dropout CUDA applies inside SDPA's math kernel for T5's self-attention "
+          "(its position bias trains) is now traced and estimated (this row was -28 %); what is left "
+          "is mostly the estimate's own gap to the CPU trace of the same step (-2.8 %, not yet located)",
+    "t5 over": "with autocast and checkpointing the GPU kept less than the estimate; the op-level probe "
+               "ran neither, so nothing measured explains it yet",
     "falcon_h1": "without `mamba_ssm`, transformers runs its reference PyTorch versions of the CUDA "
                  "kernels on a GPU (`cuda_kernels_forward`), whose intermediates differ from the "
                  "`torch_forward` path the CPU trace and the estimate follow; with `mamba_ssm` installed "

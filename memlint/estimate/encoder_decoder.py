@@ -7,10 +7,9 @@ keys and values each layer projects anew. transformers 5.23 declares ``_supports
 and folds the relative position bias into SDPA's additive mask. When that mask needs a gradient
 (the position bias trains, or gradient checkpointing marks the cross-attention's zero bias), the
 measured step (``memlint trace`` on CPU) runs SDPA's math kernel, which keeps the probabilities;
-otherwise the fused kernel keeps none. On a GPU (H200, torch 2.11, tests/calibration/gpu_truth.json)
-CUDA also runs the math kernel there, and applies the attention dropout inside it (a bool mask and
-a bf16 copy of the dropped probabilities are kept): the t5-base bf16 row is 28 % above this
-estimate, which prices the math kernel without dropout as the CPU trace runs it. The encoder's output (its final norm, then dropout) is one tensor that
+otherwise the fused kernel keeps none. On a GPU CUDA runs the math kernel there too and applies
+the attention dropout inside it (op-level probe on an H200, tests/calibration/gpu_op_probe.json):
+the dropped fp32 probabilities and the dropout mask are kept as well. The encoder's output (its final norm, then dropout) is one tensor that
 every decoder layer's ``k``/``v`` projection saves: it is priced once, with the embeddings, not
 per layer. Sizes are per token with as many decoder positions as encoder positions (labels as
 long as the inputs, as ``memlint trace`` measures); the position-bias masks, ``heads x T x T``
@@ -33,15 +32,21 @@ def _bias_trains(t: Tape, prefix: str) -> bool:
     return t.s.trainable("relative_attention_bias")
 
 
-def _math_attention(t: Tape, q: Value, k: Value, v: Value, heads: int) -> Value:
-    """SDPA's math kernel, which the measured CPU step takes when the mask needs a gradient:
-    half inputs upcast to fp32, q and k scaled (new tensors), the fp32 softmax result and v,
-    all saved (as ``graph.Tape._math_sdpa``). The dropout is the fused kernels'
-    (``memlint.trace.emulation``: none kept)."""
+def _math_attention(t: Tape, q: Value, k: Value, v: Value, heads: int, dropout: float) -> Value:
+    """SDPA's math kernel, which CUDA and the CPU trace run when the mask needs a gradient: half
+    inputs upcast to fp32, q and k scaled (new tensors), the fp32 softmax result and v saved
+    (as ``graph.Tape._math_sdpa``), and the attention dropout applied inside the kernel: its mask
+    (``TrainingSetup.dropout_mask_bytes``: bool on CUDA) and the fp32 dropped probabilities,
+    which the product with v saves. Op-level probe on an H200: tests/calibration/gpu_op_probe.json
+    (``native_dropout`` over the fp32 probabilities; its bf16 copy is the kernel's second result,
+    dropped at once)."""
     qc, kc, vc = (t.autocast_input(x) for x in (q, k, v))
     up = max(4, qc.nbytes)
-    t.save(t.new(qc.numel, up, True), t.new(kc.numel, up, True), t.new(vc.numel, up, True),
-           t.math_sdpa_probabilities(heads, up, True))
+    probs = t.math_sdpa_probabilities(heads, up, True)
+    dropped = t.dropout(probs, dropout)
+    t.save(t.new(qc.numel, up, True), t.new(kc.numel, up, True), t.new(vc.numel, up, True), probs)
+    if dropped is not probs:
+        t.save(dropped)
     return Value(q.numel, qc.nbytes, True, head_major=True)
 
 
@@ -51,7 +56,7 @@ def _attention(t: Tape, arch: Architecture, h: Value, prefix: str, kv_input: Val
     k = t.linear(kv_input, inner, f"{prefix}.k")
     v = t.linear(kv_input, inner, f"{prefix}.v")
     if t.s.attention != "eager" and _bias_trains(t, prefix):
-        out = _math_attention(t, q, k, v, arch.num_heads)
+        out = _math_attention(t, q, k, v, arch.num_heads, arch.dropout)
         out = t.new(out.numel, out.nbytes, out.rg)  # transpose(1, 2).contiguous()
     else:
         out = t.attention(q, k, v, arch.num_heads, arch.num_heads, arch.dropout, softmax="input")

@@ -124,6 +124,9 @@ def cuda_sdpa_kernel_choice() -> Iterator[None]:
     trace, Llama-3.2-1B LoRA fp32 b4 s1024 33.4 GiB against 28.8 GiB with CPU flash). The
     emulation runs the math kernel there too. Values narrower than queries (DeepSeek-V2/V3) are
     padded so that CPU flash runs where CUDA's memory-efficient kernel would (see below).
+
+    A mask that needs a gradient (T5's trained relative position bias): no fused CUDA kernel
+    takes one, so CUDA runs the math kernel *with* the dropout (see :func:`_math_as_on_cuda`).
     """
     import torch
     import torch.nn.functional as F
@@ -133,6 +136,9 @@ def cuda_sdpa_kernel_choice() -> Iterator[None]:
 
     def sdpa_as_on_cuda(query, key, value, attn_mask=None, dropout_p=0.0, *args, **kwargs):  # type: ignore[no-untyped-def]
         dropout_p = kwargs.pop("dropout_p", dropout_p)
+        if _math_as_on_cuda(attn_mask, dropout_p):
+            with sdpa_kernel(SDPBackend.MATH):
+                return original(query, key, value, attn_mask, dropout_p, *args, **kwargs)
         gqa = kwargs.get("enable_gqa") and key.shape[-3] != query.shape[-3]
         if gqa and query.dtype == torch.float32:
             with sdpa_kernel(SDPBackend.MATH):
@@ -154,6 +160,31 @@ def cuda_sdpa_kernel_choice() -> Iterator[None]:
         yield
     finally:
         F.scaled_dot_product_attention = original
+
+
+def _math_as_on_cuda(attn_mask: Any, dropout_p: float) -> bool:
+    """Whether CUDA runs SDPA's math kernel with its dropout: the mask needs a gradient.
+
+    Why: CUDA's flash, memory-efficient and cuDNN kernels take no mask that requires grad, so a
+    trained additive bias (T5's relative position bias, which every self-attention layer adds)
+    sends SDPA to ``_scaled_dot_product_attention_math``. That kernel is a device-independent
+    composition of aten ops, and on CUDA it applies the dropout itself. The op-level probe on an
+    H200 (``tests/calibration/gpu_op_probe.json``, 1-layer t5-base bf16 B=8 T=512, torch 2.11)
+    logs its sequence per self-attention: ``bmm`` of fp32 (upcast) q and k, ``add`` of the bf16
+    bias, ``_safe_softmax`` (fp32), ``native_dropout`` of the fp32 probabilities (result and
+    bool mask kept), ``_to_copy`` to bf16 (the kernel's second result, which F.sdpa drops), and
+    in backward ``bmm`` with an fp32 v. CPU's math kernel runs the same ops, so it is called with
+    the real ``dropout_p`` here instead of 0 (which gave the CPU trace no attention dropout).
+    The dropout itself is then CPU's (``at::dropout``: a mask in the probabilities' dtype, like
+    every other dropout of the trace); CUDA's ``native_dropout`` keeps a bool mask, which the
+    estimate prices with ``TrainingSetup.dropout_mask_bytes``.
+    """
+    return (
+        dropout_p > 0.0
+        and isinstance(attn_mask, torch.Tensor)
+        and attn_mask.requires_grad
+        and torch.is_grad_enabled()
+    )
 
 
 @contextlib.contextmanager
