@@ -323,3 +323,19 @@ def test_an_expand_script_writing_another_folder_is_not_this_model(tmp_path):
     (folder / "llama3_freeze_sft.yaml").write_text(LLAMA_PRO)
     [note] = _memory_notes(tmp_path, "l4")
     assert note.code == "MEM003" and "unknown model 'models/llama3-8b-pro'" in note.message
+
+
+def test_ktransformers_on_a_model_counted_whole_is_a_note_not_a_verdict(tmp_path, monkeypatch, capsys):
+    """LLaMA-Factory's examples/ktransformers/train_lora/qwen3_5moe_lora_sft_kt.yaml: Qwen3.5-397B-A17B has no
+    layer recipe (transformers counts it on the meta device), so the routed experts KTransformers keeps in host
+    memory cannot be told apart: a 739 GiB "weights on the GPU" verdict would be wrong."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "qwen3_5moe_lora_sft_kt.yaml").write_text(
+        KT.replace("deepseek-ai/DeepSeek-V2-Lite", "Qwen/Qwen3.5-397B-A17B").replace("template: deepseek", "template: qwen3_5"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert main(["check", ".", "--gpu", "h100", "--output-format", "json", "--no-cache", "--exit-zero"]) == EXIT_OK
+    found = json.loads(capsys.readouterr().out)
+    assert not [d for d in found if d["code"] in ("MEM001", "MEM002")], found
+    [note] = [d for d in found if d["code"] == "MEM003"]
+    assert "KTransformers" in note["message"] and "qwen3_5_moe" in note["message"]
