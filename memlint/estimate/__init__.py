@@ -11,6 +11,7 @@ from memlint.estimate.config_json import SUPPORTED_MODEL_TYPES, as_sequence_clas
 from memlint.estimate.policy import Optimizer, Precision
 from memlint.estimate.serving import ServingSetup, ServingSheet, estimate_serving, kv_bytes_per_sequence
 from memlint.estimate.setup import Attention, Lora, Projection, Sharding, TrainingSetup
+from memlint.estimate.states import routed_expert_params
 from memlint.estimate.training import estimate_training
 
 __all__ = [
@@ -39,5 +40,6 @@ __all__ = [
     "estimate_training",
     "from_config",
     "kv_bytes_per_sequence",
+    "routed_expert_params",
     "suggest",
 ]

@@ -229,12 +229,12 @@ _GPU_MISS_CAUSES = {
 }
 
 
-def _gpu_misses(ok: list[dict[str, Any]]) -> list[str]:
+def _gpu_misses(ok: list[dict[str, Any]], estimates: dict[str, int]) -> list[str]:
     """The rows the estimate misses by more than 2 % of ``max_memory_allocated``, with the cause."""
     lines = []
     for r in ok:
         alloc = r["cuda"]["max_allocated_bytes"]
-        err = (_gpu_estimate(r["case"]) - alloc) / alloc
+        err = (estimates[r["id"]] - alloc) / alloc
         if abs(err) <= 0.02:
             continue
         model_type = str((r["case"].get("model") or {}).get("model_type", ""))
@@ -257,7 +257,8 @@ def render_gpu(data: dict[str, Any] | None) -> list[str]:
     total = dev["total_bytes"]
     v = rows[0].get("versions", {})
     ok = [r for r in rows if r["status"] == "ok" and not r["edge_probe"]]
-    alloc_err = [(_gpu_estimate(r["case"]) - r["cuda"]["max_allocated_bytes"]) / r["cuda"]["max_allocated_bytes"] for r in ok]
+    estimates = {r["id"]: _gpu_estimate(r["case"]) for r in ok}
+    alloc_err = [(estimates[r["id"]] - r["cuda"]["max_allocated_bytes"]) / r["cuda"]["max_allocated_bytes"] for r in ok]
     tracker_err = [(_gpu_estimate(r["case"], workspaces=False) - r["tracker"]["peak_bytes"]) / r["tracker"]["peak_bytes"] for r in ok]
     workspace = sorted(r["cuda"]["max_allocated_bytes"] - r["tracker"]["peak_bytes"] for r in ok)
     widest = max(ok, key=lambda r: r["cuda"]["max_allocated_bytes"] - r["tracker"]["peak_bytes"])
@@ -294,7 +295,7 @@ def render_gpu(data: dict[str, Any] | None) -> list[str]:
         "  (the allocator keeps freed blocks cached while memory is plentiful; under pressure it frees",
         "  them and retries, so this is not what a run needs).",
         "",
-        *_gpu_misses(ok),
+        *_gpu_misses(ok, estimates),
         "What \"fits\" means, measured: the edge probe grows one setup's sequence so that the estimate",
         "lands near the card's capacity, and records which steps ran.",
         "",
@@ -332,7 +333,7 @@ def render_gpu(data: dict[str, Any] | None) -> list[str]:
         "|---|---:|---:|---:|---:|---:|",
     ]
     for r in ok:
-        est = _gpu_estimate(r["case"])
+        est = estimates[r["id"]]
         alloc = r["cuda"]["max_allocated_bytes"]
         lines.append(f"| `{r['id']}` | {est / GiB:.2f} | {r['tracker']['peak_bytes'] / GiB:.2f} | {alloc / GiB:.2f} | "
                      f"{r['cuda']['max_reserved_bytes'] / GiB:.2f} | {(est - alloc) / alloc:+.2%} |")

@@ -130,12 +130,16 @@ def count_parameters(arch: Architecture, setup: TrainingSetup) -> ParameterCount
     return _projected(arch, setup, counts, frozen_blocks)
 
 
-def _host_params(arch: Architecture, setup: TrainingSetup) -> int:
-    """The routed experts' weights KTransformers keeps in host memory."""
-    if not setup.experts_on_host:
-        return 0
+def routed_expert_params(arch: Architecture) -> int:
+    """The routed experts' weights, as the layer recipe names them (0 for a model counted whole on
+    the meta device, whose recipe cannot tell them apart)."""
     return sum(count * lin.copies * lin.in_features * lin.out_features
                for count, lin in _block_linears(arch) if lin.name.startswith("experts."))
+
+
+def _host_params(arch: Architecture, setup: TrainingSetup) -> int:
+    """The routed experts' weights KTransformers keeps in host memory."""
+    return routed_expert_params(arch) if setup.experts_on_host else 0
 
 
 def _projected(arch: Architecture, setup: TrainingSetup, counts: ParameterCounts, frozen_blocks: int) -> ParameterCounts:

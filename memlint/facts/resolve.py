@@ -28,6 +28,7 @@ from memlint.estimate import (
     UnsupportedArchitecture,
     as_sequence_classifier,
     from_config,
+    routed_expert_params,
 )
 from memlint.facts.companion_models import companions
 from memlint.facts.plan import TrainingPlan
@@ -285,12 +286,6 @@ def _no_model(plan: TrainingPlan) -> str:
     return "no model found (set `model` in [tool.memlint] for scripts that load it from a variable)"
 
 
-def _has_routed_experts(arch: Architecture) -> bool:
-    """Whether the architecture's layer recipe names its routed experts (what KTransformers moves
-    to host memory); a model counted whole on the meta device has no recipe to split."""
-    return any(linear.name.startswith("experts.") for group in arch.blocks for linear in group.linears)
-
-
 def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = None) -> ResolvedRun:
     """The architecture and setup of a plan, or the reason there is none."""
     plan, default_notes = _with_framework_defaults(plan)
@@ -334,7 +329,7 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
     if arch.generic_note:
         run.assumptions.append(arch.generic_note)
     on_host = plan.get("experts_on_host")
-    if on_host is not None and on_host.value and not _has_routed_experts(arch):
+    if on_host is not None and on_host.value and not routed_expert_params(arch):
         run.problem = (f"the run keeps routed experts in host memory with KTransformers, but memlint has no layer "
                        f"recipe for `{arch.model_type}` (its parameters are counted whole), so it cannot tell which "
                        "weights stay on the GPU: measure the first steps with torch.cuda.max_memory_allocated()")

@@ -30,7 +30,7 @@ import libcst as cst
 from libcst.metadata import CodePosition, CodeRange
 
 from memlint.python.statement_index import kept_part
-from memlint.python.tree import parents_of, record, register
+from memlint.python.tree import parents_of, record, register, subtree
 from memlint.python.units import Origin, Parse, Unit, parse_of
 
 STAND_IN = "class _:\n"  # one line above the changed members
@@ -184,14 +184,14 @@ def _rebuilt(old: Unit, text: str, members: list[cst.BaseStatement], a: int, b: 
 
     # children: the old ones but the replaced members', the new members', the rebuilt nodes'
     shape = dict(old.shape)  # a mapping only: its order is not used
-    for node in _subtree(members[a:b], old.shape):
+    for node in subtree(members[a:b], old.shape):
         del shape[node]
     for node, new_node in replaced.items():
         shape[new_node] = shape.pop(node)
     shape[new_module] = [new_class]
     shape[new_class] = [new_block if child is block else child for child in old.shape[statement]]
     shape[new_block] = list(every)
-    added = {node: wrapper_shape[node] for node in _subtree(new_members, wrapper_shape)}
+    added = {node: wrapper_shape[node] for node in subtree(new_members, wrapper_shape)}
     shape.update(added)
     # the new bounds: the old ones, the new members' from the stand-in's, the rest moved along
     shift = wrapper_bounds[-1] - wrapper_bounds[0] - (bounds[b] - bounds[a])
@@ -278,16 +278,6 @@ def _places(positions: dict[cst.CSTNode, CodeRange], wanted: list[cst.CSTNode]) 
             if not left:
                 break
     return places
-
-
-def _subtree(roots: Iterable[cst.CSTNode], shape: dict[cst.CSTNode, list[cst.CSTNode]]) -> list[cst.CSTNode]:
-    found: list[cst.CSTNode] = []
-    stack = list(roots)
-    while stack:
-        node = stack.pop()
-        found.append(node)
-        stack.extend(shape.get(node, ()))
-    return found
 
 
 def _moved(found: CodeRange, lines: int) -> CodeRange:

@@ -48,6 +48,7 @@ from memlint.python.unit_scopes import (
     forget_visit,
     visit_of,
 )
+from memlint.python.tree import subtree
 from memlint.python.units import Unit
 
 _MEMBERS = (cst.FunctionDef, cst.ClassDef)
@@ -82,7 +83,7 @@ def visit_members(unit: Unit, join: _Join, base: int, typing_bindings: frozenset
     start, end = _count_span(scope, members, removed)
     if start is None or end is None:
         return None
-    gone = _subtree(removed, old.shape)
+    gone = set(subtree(removed, old.shape))
     if any(bound.node in gone for bound in before.bound):  # ``global x`` written in a replaced member
         return None
     made = _visit_added(unit, scope, added, start, visitor_class, contexts, above, typing_names)
@@ -290,14 +291,3 @@ def _unlink_accesses(visit: UnitScopes, uses: list[tuple[int, Access]], gone: se
             assignment._BaseAssignment__accesses.discard(access)
     kept = {access.scope for access in accesses} - gone
     _drop_accesses(kept, accesses)
-
-
-def _subtree(roots, shape) -> set[cst.CSTNode]:
-    found: set[cst.CSTNode] = set()
-    stack = list(roots)
-    while stack:
-        node = stack.pop()
-        found.add(node)
-        stack.extend(shape.get(node, ()))
-    return found
-

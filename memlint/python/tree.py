@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Iterable, Mapping
 
 import libcst as cst
 from libcst.metadata import CodePosition, CodeRange
@@ -138,6 +138,17 @@ def parents_of(root: cst.CSTNode, shape: Mapping[cst.CSTNode, list[cst.CSTNode]]
             parents[child] = node
             stack.append(child)
     return parents
+
+
+def subtree(roots: Iterable[cst.CSTNode], shape: Mapping[cst.CSTNode, list[cst.CSTNode]]) -> list[cst.CSTNode]:
+    """The nodes below ``roots`` (included), read from a recorded ``shape``."""
+    found: list[cst.CSTNode] = []
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        stack.extend(shape.get(node, ()))
+    return found
 
 
 def tree_of(module: cst.Module) -> Tree:
