@@ -382,7 +382,7 @@ def accumulation_of(index: ModuleIndex, loop: TrainingLoop) -> Accumulation | No
         return None
     guarded = [(e, g) for e, _ in steps for g in e.modulo_guards]
     every_time = [e for e, _ in steps if not e.modulo_guards]
-    if guarded and not every_time:
+    if guarded and not every_time and not _steps_on_both_branches(steps):
         event, guard = guarded[0]
         return Accumulation(loop, event, guard.divisors[0], guard)
     for event, _ in loop.backwards:
@@ -394,6 +394,24 @@ def accumulation_of(index: ModuleIndex, loop: TrainingLoop) -> Accumulation | No
             if any(word in words for word in _ACCUMULATION_WORDS):
                 return Accumulation(loop, steps[0][0], bound, None, inner)
     return None
+
+
+def _steps_on_both_branches(steps: list[tuple[Event, Step]]) -> bool:
+    """A step under ``if step % k == 0:`` and another under its ``else:``, each with no other
+    interval condition: some optimizer steps on every pass. modded-nanogpt's alternating
+    schedule (Adam on every pass, Muon on every other) is not accumulation of the whole loss,
+    and dividing the loss by ``k`` would shrink the gradients of the optimizer that steps
+    every pass. The two must be different calls: one helper's step inlined on both branches
+    (timm's ``no_sync`` branches) runs under the helper's own condition."""
+    branches: dict[int, dict[str, set[int]]] = {}
+    for event, _ in steps:
+        guards = event.modulo_guards
+        if len(guards) == 1 and guards[0].branch in ("body", "orelse"):
+            calls = branches.setdefault(id(guards[0].node), {}).setdefault(guards[0].branch, set())
+            calls.add(id(event.node))
+    return any(
+        len(seen) == 2 and not (seen["body"] & seen["orelse"]) for seen in branches.values()
+    )
 
 
 def _range_bound(loop: Loop) -> cst.BaseExpression | None:

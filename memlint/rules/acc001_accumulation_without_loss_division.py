@@ -121,6 +121,10 @@ class AccumulationWithoutLossDivision(Rule):
     ``masked_mean(loss, mask, None, token_counts[(i // accumulation_steps) * accumulation_steps])``,
     a token sum divided by the token count of the whole group), is taken as normalised over the
     group: the helper's body is out of sight, and it was given what it needs to divide.
+    A loop that steps an optimizer on every pass is not reported even when another steps
+    only every *k*-th (a step under ``if step % k == 0:`` and another under its ``else:``, as
+    in modded-nanogpt's alternating Adam/Muon schedule): dividing the one loss by *k* would
+    shrink the gradients of the optimizer that steps every pass.
 
     ## Why it matters
     ``backward()`` adds to ``.grad``. Over *k* micro-batches the gradient that reaches
@@ -223,6 +227,40 @@ class GRPOTrainModule:
 """,
             path="open_instruct/olmo_core_train_modules.py",
             title="open-instruct: a token sum divided by the token count of the whole accumulation group",
+        ),
+        Example(
+            """\
+import torch
+from torch import nn
+
+from muon import Muon
+
+
+def build_optimizers(model: nn.Module):
+    hidden = [p for n, p in model.named_parameters() if p.ndim >= 2 and "embed" not in n]
+    other = [p for n, p in model.named_parameters() if p.ndim < 2 or "embed" in n]
+    adam = torch.optim.Adam(other, lr=0.008, betas=(0.8, 0.95), fused=True)
+    muon = Muon(hidden, lr=0.05, momentum=0.95)
+    return [muon, adam]
+
+
+def train(model, loader, num_steps: int):
+    optimizers = build_optimizers(model)
+    model.train()
+    for step in range(num_steps):
+        inputs, targets = next(loader)
+        model(inputs, targets).backward()
+        if step % 2 == 0:
+            optimizers[1].step()
+            optimizers[1].zero_grad(set_to_none=True)
+        else:
+            for opt in optimizers:
+                opt.step()
+            model.zero_grad(set_to_none=True)
+""",
+            path="train_gpt.py",
+            title="modded-nanogpt: Adam steps on every pass, Muon on every other (a schedule, not accumulation "
+            "of the whole loss: dividing it would halve Adam's gradients)",
         ),
     )
     INVALID = (
