@@ -283,7 +283,9 @@ def _no_model(plan: TrainingPlan) -> str:
         return (f"no model found: the script takes it from {written}, which has no default here and no "
                 "launcher, README command or docstring of the project passes (set `model` in [tool.memlint] "
                 "or pass --model)")
-    return "no model found (set `model` in [tool.memlint] for scripts that load it from a variable)"
+    return ("no model found (set `model` in [tool.memlint] for scripts that load it from a variable, or "
+            "`model-config`, a config.json of the same architecture, for a model the script builds from its own "
+            "classes)")
 
 
 def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = None) -> ResolvedRun:

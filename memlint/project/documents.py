@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Callable
 
 from memlint.documents import reads
 from memlint.documents.kinds import DocumentKind
-from memlint.documents.reading import SHELL_SUFFIXES, Document, document_from_text, read_document
+from memlint.documents.reading import Document, document_from_text, read_document
 from memlint.project.settings import Settings
 
 if TYPE_CHECKING:
@@ -267,14 +267,16 @@ class DocumentStore:
 
     def resolve_reference(self, reference: str, from_path: str | Path) -> Path | None:
         """A path as written in ``from_path`` -> the file, relative to the referencing file
-        first, then to the project root. A shell script is often run from a folder above it
-        (DeepSpeedExamples' ``compression/bert/bash_script/XTC/*.sh`` from ``compression/bert``,
-        naming ``run_glue_no_trainer.py`` and ``./config/XTC/ds.json`` there): its paths are also
-        looked up from each folder between it and the root. Files outside the project are allowed
-        (a shared DeepSpeed config) but must exist."""
+        first, then to each folder between it and the root, then to the project root. The tools
+        open these paths from the working directory the run starts in, which is often a folder
+        above the file: DeepSpeedExamples' ``compression/bert/bash_script/XTC/*.sh`` run from
+        ``compression/bert`` (naming ``./config/XTC/ds.json`` there), smollm's
+        ``vision/experiments/.../accelerate_config_*.yaml`` naming
+        ``./experiments/.../ds_config.json`` from ``vision/``. Files outside the project are
+        allowed (a shared DeepSpeed config) but must exist."""
         written = Path(os.path.expanduser(reference))
         candidates = [written] if written.is_absolute() else [Path(from_path).parent / written, self.root / written]
-        if not written.is_absolute() and str(from_path).lower().endswith(SHELL_SUFFIXES):
+        if not written.is_absolute():
             candidates[1:1] = [folder / written for folder in self._folders_above(Path(from_path))]
         for candidate in candidates:
             if self.is_file(candidate):

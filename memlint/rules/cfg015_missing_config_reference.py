@@ -39,9 +39,9 @@ class MissingConfigReference(Rule):
     Checks that the files a config or script points at exist and can be read: the DeepSpeed
     JSON named by ``deepspeed:`` in an Axolotl, LLaMA-Factory or TrainingArguments YAML, by
     ``TrainingArguments(deepspeed=...)``, or by ``deepspeed_config_file`` in an Accelerate
-    config. A path is looked up next to the file that names it, then from the project root
-    (where the tools are usually launched); for a shell script, also from each folder between
-    it and the root (a script is often run from a folder above it).
+    config. A path is looked up next to the file that names it, then from each folder between
+    it and the project root, then from the root: the tools open it from the working directory
+    the run starts in, often a folder above the file.
 
     ## Why it matters
     The run fails when the Trainer opens the file — after the model was downloaded and loaded.
@@ -88,9 +88,9 @@ class MissingConfigReference(Rule):
                 written = str(reference.value)
                 target = ctx.resolve_reference(written)
                 if target is None:
-                    above = ", in the folders above it" if ctx.kind == DocumentKind.SHELL else ""
                     yield Finding(reference.origin.range,
-                                  f"`{written}` does not exist (looked next to {Path(ctx.path).name}{above} and in "
+                                  f"`{written}` does not exist (looked next to {Path(ctx.path).name}, in the folders "
+                                  "above it and in "
                                   "the project root); the run fails when it opens it, and memlint "
                                   "estimates without its settings")
                     continue

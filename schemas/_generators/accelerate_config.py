@@ -46,11 +46,13 @@ def build() -> dict[str, dict]:
     parser = launch_command_parser()
     filled, legacy = _process_config_keys()
     prefixes = _added_prefixes()
+    defaulted = _defaulted_when_none()
     defs = {}
     for cls, distributed in ((ClusterConfig, DistributedType), (SageMakerConfig, SageMakerDistributedType)):
         properties, required = dataclass_properties(cls)
         properties["distributed_type"] = {**properties["distributed_type"], **schema_for(distributed)}
         _refine_from_parser(properties, parser)
+        _accept_null_where_defaulted(properties, parser, defaulted)
         for name, values in _written_values(cls.__name__).items():
             if name in properties:
                 properties[name] = _accept_written(properties[name], values)
@@ -159,6 +161,59 @@ def _argument_schema(action: argparse.Action) -> dict:
     if ok and default is not None and action.default is not argparse.SUPPRESS:
         schema["default"] = default
     return schema
+
+
+def _defaulted_when_none() -> set[str]:
+    """Launch arguments ``_validate_launch_command`` gives a value of its own when they are
+    None (``if args.num_machines is None: ... args.num_machines = 1``)."""
+    tree = ast.parse(package_file("accelerate", "commands/launch.py").read_text("utf-8"))
+    function = next(
+        n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "_validate_launch_command"
+    )
+    names = set()
+    for node in ast.walk(function):
+        test = node.test if isinstance(node, ast.If) else None
+        if not (
+            isinstance(test, ast.Compare)
+            and isinstance(test.left, ast.Attribute)
+            and isinstance(test.left.value, ast.Name)
+            and test.left.value.id == "args"
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.Is)
+            and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value is None
+        ):
+            continue
+        name = test.left.attr
+        assigns = any(
+            isinstance(t, ast.Attribute) and t.attr == name
+            for stmt in ast.walk(node)
+            if isinstance(stmt, ast.Assign)
+            for t in stmt.targets
+        )
+        if assigns:
+            names.add(name)
+    return names
+
+
+def _accept_null_where_defaulted(properties: dict, parser: argparse.ArgumentParser, defaulted: set[str]) -> None:
+    """A field copied into a launch argument whose parser default is None, and which the launcher
+    defaults when it is None (``num_machines``, ``num_processes``, ``mixed_precision``), may be
+    null: the loader keeps the null, the copy leaves the argument None, and the launcher then
+    chooses (templates people commit write ``num_processes: null`` for a script to fill)."""
+    actions = {a.dest: a for a in parser._actions}
+    for name in defaulted:
+        action = actions.get(name)
+        schema = properties.get(name)
+        if action is None or schema is None or action.default is not None:
+            continue
+        if "enum" in schema and None not in schema["enum"]:
+            schema["enum"] = list(schema["enum"]) + [None]
+        kind = schema.get("type")
+        if isinstance(kind, str) and kind != "null":
+            schema["type"] = [kind, "null"]
+        elif isinstance(kind, list) and "null" not in kind:
+            schema["type"] = kind + ["null"]
 
 
 def _written_values(class_name: str) -> dict[str, list]:

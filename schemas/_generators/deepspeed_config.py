@@ -79,6 +79,7 @@ def build() -> dict[str, dict]:
     models = sorted({m for m, _ in sections.models.values()}, key=lambda m: m.__name__)
     refs, defs = models_schema(models)
     _clean_deprecations(defs)
+    _mark_removed_zero_keys(defs, refs, sections, ds_config)
     properties: dict[str, dict] = {}
     for key in keys:
         if key in sections.models:
@@ -325,6 +326,18 @@ def _mark_deprecated(properties: dict, constants, sections: _Sections) -> None:
         if key in properties:
             properties[key]["deprecated"] = True
             properties[key]["x-memlint-replaced-by"] = _DEPRECATED_BOOLEAN_FORM
+
+
+def _mark_removed_zero_keys(defs: dict[str, dict], refs: dict, sections: "_Sections", ds_config) -> None:
+    """DeepSpeed refuses ZeRO keys of removed features (``_REMOVED_ZERO_CONFIG_KEYS``: MiCS,
+    LoCo-Zero++) with a message of its own; the ZeRO section's schema keeps that table, so a
+    config that still sets them hears why rather than "unknown key"."""
+    removed = dict(getattr(ds_config, "_REMOVED_ZERO_CONFIG_KEYS", {}))
+    zero = sections.models.get("zero_optimization")
+    if not removed or zero is None:
+        return
+    name = str(refs[zero[0]]["$ref"]).rsplit("/", 1)[-1]
+    defs[name]["x-memlint-removed-keys"] = removed
 
 
 def _clean_deprecations(defs: dict[str, dict]) -> None:

@@ -222,6 +222,31 @@ def test_a_shell_scripts_paths_are_found_from_a_folder_above_it(lint):
     assert [d for d in lint(files, "compression/bert/bash_script/XTC/layer_reduction.sh") if d.code == "CFG015"] == []
 
 
+# smollm's vision/experiments/pretraining/vloom/slurm_scripts_templates/accelerate_config_multi_node.yaml,
+# trimmed: its slurm scripts run `accelerate launch` from vision/, where the DeepSpeed path starts
+SMOLLM_ACCELERATE = """\
+compute_environment: LOCAL_MACHINE
+deepspeed_config:
+  deepspeed_multinode_launcher: standard
+  deepspeed_config_file: ./experiments/pretraining/vloom/slurm_scripts_templates/ds_config.json
+  zero3_init_flag: false
+distributed_type: DEEPSPEED
+machine_rank: 0
+main_training_function: main
+num_machines: 2
+num_processes: 16
+"""
+
+
+def test_an_accelerate_configs_paths_are_found_from_a_folder_above_it(lint):
+    folder = "vision/experiments/pretraining/vloom/slurm_scripts_templates"
+    files = {f"{folder}/accelerate_config_multi_node.yaml": SMOLLM_ACCELERATE}
+    [missing] = [d for d in lint(files, f"{folder}/accelerate_config_multi_node.yaml") if d.code == "CFG015"]
+    assert "does not exist (looked next to accelerate_config_multi_node.yaml, in the folders above it" in missing.message
+    files[f"{folder}/ds_config.json"] = ZERO3_AUTO
+    assert [d for d in lint(files, f"{folder}/accelerate_config_multi_node.yaml") if d.code == "CFG015"] == []
+
+
 def test_accelerate_deepspeed_config_file_reference(lint):
     text = ("compute_environment: LOCAL_MACHINE\ndeepspeed_config:\n  deepspeed_config_file: ds_z3.json\n"
             "distributed_type: DEEPSPEED\nmixed_precision: bf16\nnum_processes: 8\n")

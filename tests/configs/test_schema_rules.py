@@ -303,6 +303,46 @@ def test_removed_deepspeed_section(lint):
     assert diagnostic.message.startswith("`elasticity` was removed from DeepSpeed: Elastic training has been removed")
 
 
+# smollm's vision/smolvlm2/scripts/zero3_mics_mini_fixed.json, trimmed: MiCS sharding, which
+# DeepSpeed 0.19.8 refuses with a message of its own
+MICS_ZERO3 = """\
+{
+    "bf16": {"enabled": "auto"},
+    "train_micro_batch_size_per_gpu": "auto",
+    "gradient_accumulation_steps": "auto",
+    "zero_optimization": {
+        "stage": 3,
+        "overlap_comm": true,
+        "stage3_gather_16bit_weights_on_model_save": true,
+        "mics_shard_size": 64,
+        "mics_hierarchical_params_gather": false
+    }
+}
+"""
+
+
+def test_removed_zero_keys_say_why(lint):
+    diagnostics = lint({"zero3_mics.json": MICS_ZERO3}, "zero3_mics.json")
+    assert [(d.code, d.range.start.line) for d in diagnostics] == [("CFG004", 9), ("CFG004", 10)]
+    assert diagnostics[0].message.startswith(
+        "`zero_optimization.mics_shard_size` was removed from DeepSpeed: MiCS ZeRO-3 sharding has been removed")
+    kept = MICS_ZERO3.replace(',\n        "mics_shard_size": 64,\n        "mics_hierarchical_params_gather": false', "")
+    assert lint({"zero3.json": kept}, "zero3.json") == []
+
+
+def test_null_launch_settings_are_left_to_the_launcher(lint):
+    """A template with `num_processes: null` (smollm's vloom/common/accelerate_config.yaml):
+    `accelerate launch` sets one machine and a process per GPU when they are None."""
+    text = ("compute_environment: LOCAL_MACHINE\ndeepspeed_config: {}\ndistributed_type: MULTI_GPU\n"
+            "fsdp_config: {}\nmachine_rank: 0\nmain_process_ip: null\nmain_process_port: null\n"
+            "main_training_function: main\nmixed_precision: 'no'\nnum_machines: null\nnum_processes: null\n"
+            "use_cpu: false\n")
+    assert lint({"common/accelerate_config.yaml": text}, "common/accelerate_config.yaml") == []
+    [wrong] = lint({"common/accelerate_config.yaml": text.replace("num_machines: null", "num_machines: two")},
+                   "common/accelerate_config.yaml")
+    assert wrong.code == "CFG002"
+
+
 def test_missing_required_keys(lint):
     text = "compute_environment: LOCAL_MACHINE\nmixed_precision: bf16\nnum_processes: 2\nuse_cpu: false\n"
     [diagnostic] = lint({"accelerate_configs/two.yaml": text}, "accelerate_configs/two.yaml")
