@@ -354,6 +354,10 @@ class _Shell:
         while i < len(words):
             word = words[i]
             if not _is_option(word.text):
+                override = _OVERRIDE.match(word.text)
+                if override is not None:  # `config=examples/config.yaml`: the path is the value
+                    raw_start = word.raw.find("=") + 1
+                    word = Word(word.text[override.end():], word.raw[raw_start:], word.start + raw_start, word.end)
                 value = expand(word, self.variables)
                 positional = _POSITIONAL.fullmatch(word.text)
                 if value is None and positional is not None and facts.positional_config is None:
@@ -427,6 +431,9 @@ _MODEL_PARALLEL = frozenset({
     "context_parallel_degree", "context_parallel_size", "sequence_parallel_size", "ulysses_degree",
 })
 _POSITIONAL = re.compile(r"\$\{?([1-9])\}?")
+# An OmegaConf/Hydra override passed to the script (`config=examples/config.yaml`,
+# `+data.train_files=...`): its value is the word that names a file.
+_OVERRIDE = re.compile(r"[+~]{0,2}[A-Za-z_][\w.]*=")
 _ONLY_VARIABLES = re.compile(r'"?\s*\$\{?[A-Za-z_]\w*\}?(?:\s+\$\{?[A-Za-z_]\w*\}?)*\s*"?')
 # the options a script reads its own config from (``train.py --config cfg.yaml``)
 _CONFIG_OPTIONS = frozenset({"config", "config_file", "config_path", "cfg", "configs", "recipe"})

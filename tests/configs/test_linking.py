@@ -247,6 +247,29 @@ def test_an_accelerate_configs_paths_are_found_from_a_folder_above_it(lint):
     assert [d for d in lint(files, f"{folder}/accelerate_config_multi_node.yaml") if d.code == "CFG015"] == []
 
 
+# EasyR1's examples/qwen2_5_7b_math_grpo.sh: OmegaConf overrides, one of them naming the config
+EASYR1_LAUNCHER = """\
+#!/bin/bash
+
+set -x
+
+MODEL_PATH=Qwen/Qwen2.5-7B-Instruct  # replace it with your local file path
+
+python3 -m verl.trainer.main \\
+    config=examples/config.yaml \\
+    worker.actor.model.model_path=${MODEL_PATH}
+"""
+
+
+def test_a_config_named_by_an_override_is_the_value_of_it(lint):
+    files = {"examples/qwen2_5_7b_math_grpo.sh": EASYR1_LAUNCHER}
+    [missing] = [d for d in lint(files, "examples/qwen2_5_7b_math_grpo.sh") if d.code == "CFG015"]
+    assert missing.message.startswith("`examples/config.yaml` does not exist")
+    assert spans([missing]) == [("CFG015", 8, 11, 8, 31)]
+    files["examples/config.yaml"] = "data:\n  max_prompt_length: 2048\n"
+    assert [d for d in lint(files, "examples/qwen2_5_7b_math_grpo.sh") if d.code == "CFG015"] == []
+
+
 def test_accelerate_deepspeed_config_file_reference(lint):
     text = ("compute_environment: LOCAL_MACHINE\ndeepspeed_config:\n  deepspeed_config_file: ds_z3.json\n"
             "distributed_type: DEEPSPEED\nmixed_precision: bf16\nnum_processes: 8\n")
