@@ -64,7 +64,8 @@ def recognise(ctx: ScriptFacts, call: cst.Call, names: set[str], method: str | N
         model_loader(ctx, call, names)
     library = next((lib for n in names if (lib := image_model_library(n))), None)
     if library is not None:
-        code = ctx.python.code_of(call)
+        code = " ".join(ctx.python.code_of(call).split())  # one line, as a message shows it
+        code = code.replace("( ", "(").replace(" )", ")")
         shown = code if len(code) <= 60 else code[:57] + "..."
         ctx.state("unmodelled", (f"a {library} image model (`{shown}`)", IMAGE_MODEL_ADVICE), call,
                   f"{library} model", at=call)

@@ -334,10 +334,43 @@ class ModuleIndex:
         written = self.definitions_of(name, flow)
         if written:  # positions only when there is something to compare (recording them costs)
             position = self.start(at)
-            found = [d for d in written if self.start(d.statement) < position]
+            found = [d for d in written if self.start(d.statement) < position
+                     and not self._on_another_branch(d.statement, at, flow)]
         if not found and not isinstance(flow, cst.Module) and not self._is_parameter(name, flow):
             found = list(self.definitions_of(name, self.py.module))
         return found
+
+    def _on_another_branch(self, statement: cst.CSTNode, at: cst.CSTNode, flow: Flow) -> bool:
+        """Is ``statement`` written in one branch of an ``if``/``elif``/``else`` and ``at`` in
+        another, with no loop around that ``if`` (whose next pass could carry the value over)?
+        HF Trainer's ``elif self.deepspeed: loss = self.deepspeed.backward(loss)`` never reaches
+        the ``else: loss.backward()`` beside it."""
+        branch_of_at: dict[int, cst.CSTNode] = {}
+        child: cst.CSTNode = at
+        for ancestor in self.ancestors(at):
+            if ancestor is flow:
+                break
+            if isinstance(ancestor, cst.If):
+                branch_of_at[id(ancestor)] = child
+            child = ancestor
+        child = statement
+        for ancestor in self.ancestors(statement):
+            if ancestor is flow:
+                return False
+            branch = branch_of_at.get(id(ancestor))
+            if branch is not None:
+                assert isinstance(ancestor, cst.If)
+                arms = (ancestor.body, ancestor.orelse)
+                if branch is child or branch not in arms or child not in arms:
+                    return False
+                for outer in self.ancestors(ancestor):
+                    if outer is flow:
+                        return True
+                    if isinstance(outer, (cst.For, cst.While)):
+                        return False
+                return True
+            child = ancestor
+        return False
 
     def all_definitions(self, name: str, at: cst.CSTNode) -> list[Definition]:
         """Every definition of ``name`` in the flow of ``at`` (wherever written), or the module's."""

@@ -134,7 +134,7 @@ DEEPSPEED_PLUGINS = {"accelerate.DeepSpeedPlugin", "accelerate.utils.DeepSpeedPl
 # optimizer (``optimizer``, ``opt``, ``self.optim_g``), a GradScaler's ``scaler.step(opt)``, a
 # DeepSpeed engine, an Accelerate / Lightning object. A scheduler's ``step()`` updates no weight.
 # Shared by the script extractor (does the file train?) and the training-code rules.
-UPDATER_NAME = re.compile(r"optim|^opt($|_|\d)|_opt($|\d)|scaler|engine|ds_model|accelerator|fabric|trainer")
+UPDATER_NAME = re.compile(r"optim|^opt($|_|\d)|_opt($|\d)|scaler|engine|ds_model|deepspeed|accelerator|fabric|trainer")
 NOT_UPDATER_NAME = re.compile(r"sched|^lr")
 
 # PyTorch's own FSDP: the FSDP1 wrapper class, FSDP2's ``fully_shard`` and their precision/offload

@@ -85,7 +85,7 @@ def is_fsdp_wrap(index: ModuleIndex, call: cst.Call) -> bool:
 
 # ---------------------------------------------------------------------- names of objects
 
-_FRAMEWORK = re.compile(r"accelerator|engine|fabric|trainer|ds_model")  # a subset of UPDATER_NAME
+_FRAMEWORK = re.compile(r"accelerator|engine|fabric|trainer|ds_model|deepspeed")  # a subset of UPDATER_NAME
 _FRAMEWORK_MODULES = ("accelerate.", "deepspeed.", "lightning.", "pytorch_lightning.", "lightning_fabric.")
 _OPTIMIZER_NAME = re.compile(r"optim|^opt($|_|\d)|_opt($|\d)")
 

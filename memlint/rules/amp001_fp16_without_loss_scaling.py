@@ -405,7 +405,10 @@ def _fp16_sources(index: ModuleIndex, backward: Backward, loops) -> list[_Source
         encloses = index.contains(region.node, backward.call)
         runs_in_loop = any(index.contains(region.node, e.node) for loop in running for e in loop.events)
         is_forward = isinstance(region.node, cst.FunctionDef) and region.node.name.value == "forward"
-        same_flow_no_loop = not running and index.flow_of(region.node) is index.flow_of(backward.call)
+        # straight-line code: the forward under autocast, then the backward after the `with`
+        # (not a `with` further down, which a backward outside any loop never follows)
+        same_flow_no_loop = (not running and index.flow_of(region.node) is index.flow_of(backward.call)
+                             and index.start(region.node) < index.start(backward.call))
         if encloses or runs_in_loop or is_forward or same_flow_no_loop:
             certain = autocast.cuda_dtypes == frozenset({"fp16"})
             fallback = None if certain else bf16_support_choice(index, autocast.dtype)

@@ -44,7 +44,9 @@ class ClipBeforeUnscale(Rule):
     Finds ``clip_grad_norm_`` / ``clip_grad_value_`` called after
     ``scaler.scale(loss).backward()`` and before ``scaler.step(optimizer)`` with no
     ``scaler.unscale_(optimizer)`` in between. ``accelerator.clip_grad_norm_`` unscales by
-    itself and is not reported.
+    itself and is not reported, and so does Apex: ``with amp.scale_loss(loss, optimizer) as
+    scaled_loss: scaled_loss.backward()`` unscales the gradients when the ``with`` exits, so
+    ``clip_grad_norm_(amp.master_params(optimizer), ...)`` after it is Apex's own idiom.
 
     ## Why it matters
     After a scaled backward every gradient is multiplied by the loss scale (65536 at the
@@ -88,6 +90,35 @@ for batch in loader:
     optimizer.zero_grad()
 """,
             title="Accelerate unscales inside clip_grad_norm_",
+        ),
+        Example(
+            """\
+import torch
+from apex import amp
+
+
+def train(args, model, optimizer, scheduler, train_dataloader):
+    model, optimizer = amp.initialize(model, optimizer, opt_level=args.fp16_opt_level)
+    for step, batch in enumerate(train_dataloader):
+        loss = model(**batch)[0]
+        if args.gradient_accumulation_steps > 1:
+            loss = loss / args.gradient_accumulation_steps
+        if args.fp16:
+            with amp.scale_loss(loss, optimizer) as scaled_loss:
+                scaled_loss.backward()
+        else:
+            loss.backward()
+        if (step + 1) % args.gradient_accumulation_steps == 0:
+            if args.fp16:
+                torch.nn.utils.clip_grad_norm_(amp.master_params(optimizer), args.max_grad_norm)
+            else:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), args.max_grad_norm)
+            optimizer.step()
+            scheduler.step()
+            model.zero_grad()
+""",
+            path="run_squad.py",
+            title="Apex unscales when `amp.scale_loss` exits (the transformers legacy examples' idiom)",
         ),
     )
     INVALID = (
@@ -154,6 +185,14 @@ def _exclusive(a: Event, b: Event) -> bool:
     return any(g.node in branches and branches[g.node] != g.branch for g in b.guards if g.branch in ("body", "orelse"))
 
 
+def _unscaled_on_exit(backward) -> bool:
+    """Apex's ``with amp.scale_loss(loss, optimizer) as scaled_loss: scaled_loss.backward()``
+    unscales the gradients into the master parameters when the ``with`` exits, so clipping
+    ``amp.master_params(optimizer)`` after it is Apex's documented idiom, not a clip in scaled
+    units."""
+    return backward.scale_call is not None and method_name(backward.scale_call) == "scale_loss"
+
+
 def _clips_of_scaled_gradients(index: ModuleIndex, events: list[Event]) -> list[tuple[Event, Event, Event | None]]:
     """(clip, the scaled backward before it, the scaler step after it) for each clip that
     no ``unscale_`` precedes."""
@@ -166,7 +205,8 @@ def _clips_of_scaled_gradients(index: ModuleIndex, events: list[Event]) -> list[
             continue
         backward = backward_of(index, call)
         if backward is not None:
-            pending = event if backward.kind == "scaled" else pending
+            if backward.kind == "scaled" and not _unscaled_on_exit(backward):
+                pending = event
             continue
         name = method_name(call)
         if name == "unscale_" or name == "update":

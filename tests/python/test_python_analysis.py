@@ -590,3 +590,41 @@ def test_an_edited_documents_earlier_versions_go_without_the_cycle_collector(tmp
     finally:
         if was_enabled:
             gc.enable()
+
+
+def _reaching_lines(text: str, name: str, call_text: str) -> list[int]:
+    from memlint.python.index import index_for
+    from memlint.python.source import parse
+
+    source = parse(text)
+    index = index_for(source)
+    [call] = [c for c in index.nodes_of(cst.Call) if source.code_of(c) == call_text]
+    lines = sorted(source.range_of(d.statement).start.line for d in index.reaching(name, call))
+    del source
+    return lines
+
+
+def test_a_value_set_on_another_branch_does_not_reach():
+    """`elif ...: loss = engine.backward(loss)` never reaches the `else:` beside it; inside a
+    loop it does, on the next pass."""
+    straight = """\
+def training_step(self, model, inputs):
+    loss = model(**inputs).loss
+    if self.accumulating and not self.deepspeed:
+        loss = loss / self.args.gradient_accumulation_steps
+    if self.deepspeed:
+        loss = self.deepspeed.backward(loss)
+    else:
+        loss.backward()
+"""
+    assert _reaching_lines(straight, "loss", "loss.backward()") == [2, 4]
+    looped = """\
+def train(model, loader):
+    loss = None
+    for batch in loader:
+        if batch is None:
+            loss = model.fallback_loss()
+        else:
+            loss.backward()
+"""
+    assert _reaching_lines(looped, "loss", "loss.backward()") == [2, 5]

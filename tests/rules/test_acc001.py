@@ -402,3 +402,58 @@ def test_a_divided_loss_scaled_again_before_a_helper_backward(lint):
     )
     assert "_backward(scaled_loss)" in source
     assert lint("ACC001", source) == []
+
+
+# A Trainer copied into a project (ChatGLM-6B's ptuning/trainer.py, from transformers 4.27):
+# the loss is divided only when it accumulates without DeepSpeed, whose engine divides itself
+VENDORED_TRAINER = """\
+import torch
+
+
+class Trainer:
+    def __init__(self, model, args, optimizer, deepspeed=None):
+        self.model = model
+        self.args = args
+        self.optimizer = optimizer
+        self.deepspeed = deepspeed
+        self.do_grad_scaling = False
+
+    def train(self, loader):
+        args = self.args
+        for epoch in range(args.num_train_epochs):
+            for step, inputs in enumerate(loader):
+                tr_loss_step = self.training_step(self.model, inputs)
+                if (step + 1) % args.gradient_accumulation_steps == 0:
+                    torch.nn.utils.clip_grad_norm_(self.model.parameters(), args.max_grad_norm)
+                    self.optimizer.step()
+                    self.model.zero_grad()
+
+    def training_step(self, model, inputs):
+        model.train()
+        loss = self.compute_loss(model, inputs)
+        if self.args.n_gpu > 1:
+            loss = loss.mean()
+        if self.args.gradient_accumulation_steps > 1 and not self.deepspeed:
+            # deepspeed handles loss scaling by gradient_accumulation_steps in its `backward`
+            loss = loss / self.args.gradient_accumulation_steps
+        if self.do_grad_scaling:
+            self.scaler.scale(loss).backward()
+        elif self.deepspeed:
+            loss = self.deepspeed.backward(loss)
+        else:
+            loss.backward()
+        return loss.detach()
+
+    def compute_loss(self, model, inputs):
+        return model(**inputs).loss
+"""
+
+
+def test_a_division_on_one_branch_reaches_the_backward_on_its_own(lint):
+    """The value `loss = self.deepspeed.backward(loss)` on the `elif` never reaches the `else`
+    beside it, and the DeepSpeed engine (`self.deepspeed`) divides by itself."""
+    assert lint("ACC001", VENDORED_TRAINER) == []
+    undivided = VENDORED_TRAINER.replace("            loss = loss / self.args.gradient_accumulation_steps\n",
+                                         "            pass\n")
+    assert [d.range.start.line for d in lint("ACC001", undivided)] == [31, 35]
+

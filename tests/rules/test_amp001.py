@@ -374,3 +374,45 @@ def test_a_train_step_helper_called_from_a_loop_elsewhere_trains(lint):
     """
     diagnostics = lint("AMP001", source)
     assert [d.range.start.line for d in diagnostics] == [7]
+
+
+# llm.c's train_gpt2.py, trimmed: a one-off backward that writes reference gradients for the C
+# tests, before the training loop that enters the autocast context
+LLMC_STYLE = """\
+import argparse
+from contextlib import nullcontext
+
+import torch
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--dtype", type=str, default="float32", help="float32|float16|bfloat16")
+    parser.add_argument("--write_tensors", type=int, default=1)
+    parser.add_argument("--num_iterations", type=int, default=10)
+    args = parser.parse_args()
+    model = GPT.from_pretrained("gpt2").cuda()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4)
+    ptdtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[args.dtype]
+    ctx = torch.amp.autocast(device_type="cuda", dtype=ptdtype)
+    if args.write_tensors:
+        x, y = next_batch()
+        logits, loss = model(x, y)
+        loss.backward()
+        write_state(model, x, y, logits, loss, "gpt2_124M_debug_state.bin")
+    for step in range(args.num_iterations):
+        x, y = next_batch()
+        with ctx:
+            _, loss = model(x, y)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+"""
+
+
+def test_a_backward_before_the_autocast_region_is_not_under_it(lint):
+    """Only the training loop's backward follows the `with ctx:` that can pick float16 (the same
+    bug nanoGPT fixed in its PR #87 by adding a GradScaler for --dtype float16)."""
+    diagnostics = lint("AMP001", LLMC_STYLE)
+    assert [d.range.start.line for d in diagnostics] == [26]
+    assert "which can pick float16 (line 16)" in diagnostics[0].message
