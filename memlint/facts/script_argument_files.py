@@ -35,9 +35,15 @@ def recognise(ctx: ScriptFacts, call: cst.Call, names: set[str], method: str | N
 
 
 def _reads_first_argument(expr: cst.BaseExpression) -> bool:
-    """``sys.argv[1]``, also inside ``os.path.abspath(...)``."""
+    """``sys.argv[1]``, or ``sys.argv[-1]`` (LOMO's ``train_lomo.py``: the last argument, the only
+    one a launch passes), also inside ``os.path.abspath(...)``."""
     while type(expr) is cst.Call and expr.args:
         expr = expr.args[0].value
-    return (type(expr) is cst.Subscript and type(expr.value) is cst.Attribute and expr.value.attr.value == "argv"
-            and len(expr.slice) == 1 and type(expr.slice[0].slice) is cst.Index
-            and type(expr.slice[0].slice.value) is cst.Integer and expr.slice[0].slice.value.value == "1")
+    if not (type(expr) is cst.Subscript and type(expr.value) is cst.Attribute and expr.value.attr.value == "argv"
+            and len(expr.slice) == 1 and type(expr.slice[0].slice) is cst.Index):
+        return False
+    index = expr.slice[0].slice.value
+    if type(index) is cst.UnaryOperation and type(index.operator) is cst.Minus:
+        index = index.expression
+        return type(index) is cst.Integer and index.value == "1"
+    return type(index) is cst.Integer and index.value == "1"

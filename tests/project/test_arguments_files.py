@@ -238,6 +238,19 @@ CHAT_CONFIG = dedent('''
 ''')
 
 
+def test_the_last_argument_read_as_the_arguments_file():
+    """LOMO's ``train_lomo.py``: ``if sys.argv[-1].endswith(".yaml"): parser.parse_yaml_file(
+    yaml_file=os.path.abspath(sys.argv[-1]))``, launched with the YAML as its only argument."""
+    last = CHAT_TRAIN.replace("len(sys.argv) == 2 and sys.argv[1]", "sys.argv[-1]").replace(
+        "parse_yaml_file(os.path.abspath(sys.argv[1]))", "parse_yaml_file(yaml_file=os.path.abspath(sys.argv[-1]))")
+    assert "sys.argv[-1]))" in last
+    [facts] = facts_of(last, "lomo/src/train_lomo.py")
+    assert facts.arguments_file.value == "1"
+    second_last = last.replace("sys.argv[-1]))", "sys.argv[-2]))")
+    [facts] = facts_of(second_last, "lomo/src/train_lomo.py")
+    assert facts.arguments_file is None
+
+
 def test_a_script_that_names_no_model_says_what_its_documented_command_runs(tmp_path: Path):
     """starcoder's ``chat/train.py`` parses ``sys.argv[1]``; its README runs ``torchrun
     --nproc_per_node=8 train.py config.yaml``, whose model memlint does not know offline. The
