@@ -32,6 +32,9 @@ class RuleContext:
     capacity: Capacity | None  # the target GPU's capacity, when one is known
     # the training runs this document takes part in (as entry or as a linked config)
     runs: list[ResolvedRun] = field(default_factory=list)
+    # for a DeepSpeed/Accelerate config: the runs other configs' comments launch with it (judged
+    # in those configs; a rule about the shared config asks whether any of them needs it)
+    commented_runs: list[ResolvedRun] = field(default_factory=list)
     # the project the document belongs to: other documents are read through it, so a rule sees
     # the editor's unsaved buffers and the result cache knows what a finding depended on
     project: "Project | None" = None
