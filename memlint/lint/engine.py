@@ -94,16 +94,14 @@ class Linter:
             print(f"memlint: internal error: {path}: {message}", file=sys.stderr)
         capacity = capacity_of(self.settings)
         runs = []
-        commented = []
         needs_runs = parsed.kind in RUN_KINDS and any(r.judges_runs for r in self.rules)
         if needs_runs:
             try:
                 runs = self.project.runs_for(path, run_context(self.settings))
-                commented = self.project.commented_runs(path, run_context(self.settings))
             except Exception as error:
                 self._failed(failed, "linking and estimating its training runs", path, error)
-        ctx = RuleContext(parsed=parsed, settings=self.settings, capacity=capacity, runs=runs,
-                          commented_runs=commented, project=self.project)
+        ctx = RuleContext(parsed=parsed, settings=self.settings, capacity=capacity, runs=runs, project=self.project,
+                          find_commented_runs=lambda: self.project.commented_runs(path, run_context(self.settings)))
         findings: list[tuple[Rule, Finding]] = []
         names = parsed.python.names if parsed.python is not None else None  # read by check's prefilter
         for rule in self.rules:

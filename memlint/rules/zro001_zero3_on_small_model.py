@@ -180,7 +180,7 @@ class ZeroThreeOnSmallModel(Rule):
         # a config whose own comment launches it with this one (``# accelerate launch --config_file
         # fsdp_config.yaml src/train.py qwen3moe_full_sft_fsdp.yaml``) is a user of it too
         if findings:
-            needed |= {path for run in ctx.commented_runs if run.trains and not any(self._per_run(ctx, run))
+            needed |= {path for run in ctx.commented_runs() if run.trains and not any(self._per_run(ctx, run))
                        for path in run.plan.documents}
         for _, finding in findings:
             if finding.path not in needed:
