@@ -295,12 +295,12 @@ class ConfigLaunchers:
         assumption the run names; None when they disagree or the config states its own sharding.
         A framework's config stays the run's entry with that form's facts; an arguments file
         is bound to the first candidate's launcher."""
-        from memlint.project.launch_forms import agreed_form
+        from memlint.project.launch_forms import agreed_form, form_of
 
         form = agreed_form(self.documents, [c[0] for c in candidates])
         own = self.documents.facts(target)
-        if form is None or any(f.zero_stage is not None or f.fsdp is not None for f in own):
-            return None
+        if form is None or any(form_of(self.documents, f) is not None for f in own):
+            return None  # no agreed form, or the config names its own (``deepspeed: ds_z2_config.json``)
         for _, _, config, read in candidates:  # what the assumption depends on
             if read is not None:
                 reads.document(self.documents.key(read[0]), read[1])

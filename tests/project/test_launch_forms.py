@@ -132,6 +132,14 @@ def test_a_config_no_launch_names_takes_the_form_its_folders_launches_agree_on(t
     assert _memory(settings, "examples/ascend/qwen3_lora_sft_fsdp.yaml") == []
 
 
+def test_a_config_that_names_its_own_sharding_keeps_it(tmp_path):
+    own = UNLAUNCHED.replace("### train\n", "### train\ndeepspeed: examples/deepspeed/ds_z2_config.json\n")
+    files = {**ASCEND_FILES, "examples/ascend/qwen3_lora_sft_fsdp.yaml": own, "examples/deepspeed/ds_z2_config.json": ZERO2}
+    [run] = _runs(_project(tmp_path, files), "examples/ascend/qwen3_lora_sft_fsdp.yaml")
+    assert run.plan.value("zero_stage") == 2 and run.plan.value("fsdp") is None
+    assert not any(note.startswith("launch assumed") for note in run.assumptions)
+
+
 def test_launches_that_agree_on_the_gpu_count_give_it(tmp_path):
     files = {**ASCEND_FILES, "examples/accelerate/fsdp_config.yaml": FSDP1.replace("num_processes: 2", "num_processes: 8")}
     settings = _project(tmp_path, {**files, "memlint.toml": ""})
