@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable
 
+from memlint.documents import reads
 from memlint.documents.kinds import STANDALONE_KINDS
 from memlint.model.provenance import Sourced
 
@@ -76,6 +77,7 @@ def form_of(documents: DocumentStore, launch: RunFacts) -> Form | None:
             if target is None or documents.key(target) in seen or documents.kind(target) not in STANDALONE_KINDS:
                 continue
             seen.add(documents.key(target))
+            reads.document(documents.key(target), documents.digest(target))  # the form depends on it
             todo.extend((found, depth + 1) for found in documents.facts(target))
     if "zero_stage" not in facts and "fsdp" not in facts:
         return None
