@@ -39,15 +39,36 @@ _FILES: dict[str, tuple[tuple[int, int], _Scan | None]] = {}
 def project_argument_fields(root: Path) -> frozenset[str]:
     """Field names of the classes the project's code passes to an argument parser (and of
     their bases defined in the project); empty when there are none."""
-    calls: dict[str, set[str]] = {}  # parser name -> the classes passed to it
-    classes: dict[str, list[tuple[tuple[str, ...], tuple[str, ...]]]] = {}
+    calls, classes, parsers = _project_scan(root)
+    return _fields({cls for callee, passed in calls if callee in parsers for cls in passed}, classes)
+
+
+def script_argument_fields(root: Path, script: Path) -> frozenset[str]:
+    """Field names of the classes one script passes to its argument parser (open-instruct's
+    ``finetune.py``: ``ArgumentParserPlus((FlatArguments, TokenizerConfig))``), the classes and
+    their bases found anywhere in the project: the keys a config that script parses may hold.
+    Empty when the script parses no dataclasses."""
+    own = _read(str(script))
+    if own is None:
+        return frozenset()
+    _, classes, parsers = _project_scan(root)
+    return _fields({cls for callee, passed in own[0] if callee in parsers for cls in passed}, classes)
+
+
+_Classes = dict[str, list[tuple[tuple[str, ...], tuple[str, ...]]]]
+
+
+def _project_scan(root: Path) -> tuple[set[tuple[str, frozenset[str]]], _Classes, set[str]]:
+    """Every parser call of the project, its classes (name -> their shapes), and the names that
+    are parsers (the upstream ones and the project's subclasses of them)."""
+    calls: set[tuple[str, frozenset[str]]] = set()
+    classes: _Classes = {}
     for path in _python_files(root):
         found = _read(path)
         if found is None:
             continue
         names, defined = found
-        for callee, passed in names:
-            calls.setdefault(callee, set()).update(passed)
+        calls.update(names)
         for name, shape in defined.items():
             classes.setdefault(name, []).append(shape)
     # a project's own parser (open-instruct's ArgumentParserPlus(HfArgumentParser)) parses too
@@ -59,7 +80,11 @@ def project_argument_fields(root: Path) -> frozenset[str]:
             if name not in parsers and any(set(bases) & parsers for bases, _ in shapes):
                 parsers.add(name)
                 grown = True
-    parsed = {cls for callee, passed in calls.items() if callee in parsers for cls in passed}
+    return calls, classes, parsers
+
+
+def _fields(parsed: set[str], classes: _Classes) -> frozenset[str]:
+    """The annotated fields of ``parsed`` classes and of their bases defined in the project."""
     fields: set[str] = set()
     todo, seen = list(parsed), set()
     while todo:

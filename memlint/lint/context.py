@@ -16,6 +16,8 @@ from memlint.project.settings import Settings
 from memlint.python.source import PythonSource
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from memlint.estimate import Suggestion
     from memlint.facts.plan import RunFacts
     from memlint.project.project import Project
@@ -32,6 +34,9 @@ class RuleContext:
     capacity: Capacity | None  # the target GPU's capacity, when one is known
     # the training runs this document takes part in (as entry or as a linked config)
     runs: list[ResolvedRun] = field(default_factory=list)
+    # for a DeepSpeed/Accelerate config: finds the runs other configs' comments launch with it
+    # (judged in those configs; a rule about the shared config asks whether any of them needs it)
+    find_commented_runs: "Callable[[], list[ResolvedRun]] | None" = field(default=None, repr=False, compare=False)
     # the project the document belongs to: other documents are read through it, so a rule sees
     # the editor's unsaved buffers and the result cache knows what a finding depended on
     project: "Project | None" = None
@@ -84,6 +89,14 @@ class RuleContext:
         return self.project
 
     # ----------------------------------------------------------------- runs and budgets
+
+    def commented_runs(self) -> list[ResolvedRun]:
+        """The runs other configs' own comments launch with this DeepSpeed/Accelerate config
+        (``# accelerate launch --config_file fsdp_config.yaml src/train.py x.yaml``), found on
+        first asking: only a rule that weighs the config's users needs them."""
+        if "commented_runs" not in self.shared:
+            self.shared["commented_runs"] = self.find_commented_runs() if self.find_commented_runs else []
+        return self.shared["commented_runs"]
 
     def capacity_for(self, run: ResolvedRun) -> Capacity | None:
         """The GPU ``run`` is judged against: the settings' (``gpu``, ``--gpu``) when they name

@@ -100,7 +100,8 @@ class Linter:
                 runs = self.project.runs_for(path, run_context(self.settings))
             except Exception as error:
                 self._failed(failed, "linking and estimating its training runs", path, error)
-        ctx = RuleContext(parsed=parsed, settings=self.settings, capacity=capacity, runs=runs, project=self.project)
+        ctx = RuleContext(parsed=parsed, settings=self.settings, capacity=capacity, runs=runs, project=self.project,
+                          find_commented_runs=lambda: self.project.commented_runs(path, run_context(self.settings)))
         findings: list[tuple[Rule, Finding]] = []
         names = parsed.python.names if parsed.python is not None else None  # read by check's prefilter
         for rule in self.rules:

@@ -9,8 +9,15 @@ DeepSpeed config, the launcher's options and the script that parses the config a
 
 A config no call names takes the launch documented for the configs of its own folder (or the
 nearest folder above it that has one), when every such call uses the same launcher; the run then
-rests on that assumption, and says which call it followed. Calls that disagree (two launchers for
-one folder) give no launch: memlint cannot tell which one runs the config.
+rests on that assumption, and says which call it followed. Calls that disagree on the launcher
+(two launchers for one folder), or a folder whose configs each say in their own comment how they
+run (LLaMA-Factory's ``examples/ascend/``: ``fsdp_config.yaml`` for one, ``fsdp2_config.yaml`` for
+another), give the parallelism form they all agree on (FSDP full shard, ZeRO-3: see
+``launch_forms``), as a named assumption; none when they disagree on the form too. A config whose
+folders have no documented launch at all takes the form every documented launch of its entry
+script agrees on: the one script that launches configs of its kind and whose argument classes
+hold every key it sets (open-instruct's ``configs/train_configs/tulu3/tulu3_sft.yaml`` and
+``open_instruct/finetune.py``).
 
 A cluster script may instead build the config's path from its own options (open-r1's
 ``slurm/train.slurm``: ``--config recipes/$MODEL/$TASK/config_$CONFIG_SUFFIX.yaml`` and
@@ -60,6 +67,9 @@ _COMMENT = re.compile(r"^[ \t]*#+[ \t]?")
 # a model size in a config's name (``olmo2_1124_32b_dpo``, ``qwen-1.5b``): siblings differing only there
 _SIZE = re.compile(r"(?<![A-Za-z0-9.])\d+(?:\.\d+)?[bBmM](?![A-Za-z0-9])")
 _PLACEHOLDER_VALUE = re.compile(r"[{<\[].*[}>\]]|\.\.\.|^YOUR_|^your[_-]")  # {model_name}, <config>
+# a launch a config may be judged under: (the launch's facts, where it is written, the config it
+# runs, the document and digest that write it when that is not the config itself)
+_Candidate = tuple["RunFacts", Sourced[str], Path, "tuple[Path, str] | None"]
 
 
 @dataclass(frozen=True)
@@ -70,6 +80,7 @@ class ConfigLaunch:
     call: Sourced[str]  # the documented call it follows (located at the launcher's name)
     named: bool  # the call names this very config (else: one of its folder, or its template)
     how: str | None = None  # for a config no call names: what it was taken to run with, and why
+    assumed: str | None = None  # that assumption in a few words (the run's ``Assumed("launch")`` value)
 
 
 class ConfigLaunchers:
@@ -81,10 +92,12 @@ class ConfigLaunchers:
         self.links = links
         self._calls: list[tuple[Path, str, Invocation]] | None = None  # (document, digest, call)
         self._argument_scripts: list[tuple[Path, str]] | None = None  # (script, digest)
+        self._fields: dict[str, frozenset[str]] = {}  # script -> its argument classes' fields
 
     def invalidate(self) -> None:
         self._calls = None
         self._argument_scripts = None
+        self._fields.clear()
 
     def argument_file_launches(self, target: Path) -> list[ConfigLaunch]:
         """The launch of a config that a script of the project parses as all its arguments
@@ -220,10 +233,22 @@ class ConfigLaunchers:
             own = False
             folder = target.resolve().parent
             root = self.documents.root.resolve()
-            while not chosen and (folder == root or root in folder.parents):
+            beside: list[tuple[ConfigLaunch, Path]] = []  # the launches its folder's configs' comments give
+            while not chosen and not beside and (folder == root or root in folder.parents):
                 chosen = [b for b in bound if b[4].resolve().parent == folder and b[3].template_config is None
                           and (not b[4].is_file() or self.documents.kind(b[4]) == kind)]
-                folder = folder.parent
+                beside = [] if chosen else self._folder_comment_launches(folder, target, kind)
+                if not chosen and not beside:
+                    folder = folder.parent
+            if len({(self.documents.key(b[3].path), b[3].anchor) for b in chosen}) != 1:
+                # launches that disagree on the file, or only the folder's configs' own comments
+                # saying how each runs: the parallelism form they all agree on, if any; with no
+                # launch for the folder, the form every launch of the config's entry script agrees on
+                candidates: list[_Candidate] = [(b[3], b[2].script, b[4], (b[0], b[1])) for b in chosen]
+                candidates += [(c.launch, c.call, config, None) for c, config in beside]
+                found = (self._form_launch(target, candidates, f"every other config in {self._shown(folder)}/ is")
+                         if candidates else self._entry_script_launch(target, bound, kind))
+                return [found] if found is not None else []
         launchers = {(self.documents.key(b[3].path), b[3].anchor) for b in chosen}
         if not chosen or len(launchers) != 1:
             return []
@@ -233,6 +258,115 @@ class ConfigLaunchers:
                                f"{call.script.value} {' '.join(str(a.value) for a in call.arguments)}")
         launch = replace(facts, references=[*facts.references, named_config], bound_config=named_config)
         return [ConfigLaunch(launch, Sourced(str(call.script.value), call.script.origin, named_config.note), own)]
+
+    def comment_launches_using(self, shared: Path) -> list[ConfigLaunch]:
+        """The launches the project's configs give in their own comments that run with the
+        DeepSpeed or Accelerate config ``shared`` (LLaMA-Factory's ``examples/ascend/
+        qwen3moe_full_sft_fsdp.yaml``: ``# accelerate launch --config_file
+        examples/accelerate/fsdp_config.yaml src/train.py ...``): runs of the shared config as
+        much as a launcher's, found through the file names the project's text mentions."""
+        key = self.documents.key(shared)
+        out: list[ConfigLaunch] = []
+        for candidate in self.links.mentions().get(shared.name, ()):
+            if not str(candidate).lower().endswith((".yaml", ".yml")) or self.documents.key(candidate) == key:
+                continue
+            for launch in self._commented_launches(candidate):
+                found = (self.documents.resolve_reference(str(r.value), launch.launch.path) for r in launch.launch.references)
+                if any(f is not None and self.documents.key(f) == key for f in found):
+                    reads.document(self.documents.key(candidate), self.documents.digest(candidate))
+                    out.append(launch)
+        return out
+
+    def _folder_comment_launches(self, folder: Path, target: Path, kind: str) -> list[tuple[ConfigLaunch, Path]]:
+        """The launches the other configs of ``folder`` (of the target's kind) give in their own
+        comments (LLaMA-Factory's ``examples/ascend/*.yaml``), with the config each runs."""
+        try:
+            siblings = sorted(p for p in folder.iterdir() if p.suffix.lower() in (".yaml", ".yml") and p.is_file())
+        except OSError:
+            return []
+        key = self.documents.key(target)
+        return [(launch, sibling) for sibling in siblings
+                if self.documents.key(sibling) != key and self.documents.kind(sibling) == kind
+                for launch in self._commented_launches(sibling)]
+
+    def _form_launch(self, target: Path, candidates: list[_Candidate], described: str) -> ConfigLaunch | None:
+        """A config no launch names, judged under the parallelism form every one of ``candidates``
+        (the launches of its folder's configs, or of its entry script's) agrees on, as an
+        assumption the run names; None when they disagree or the config states its own sharding.
+        A framework's config stays the run's entry with that form's facts; an arguments file
+        is bound to the first candidate's launcher."""
+        from memlint.project.launch_forms import agreed_form, form_of
+
+        form = agreed_form(self.documents, [c[0] for c in candidates])
+        own = self.documents.facts(target)
+        if form is None or any(form_of(self.documents, f) is not None for f in own):
+            return None  # no agreed form, or the config names its own (``deepspeed: ds_z2_config.json``)
+        for _, _, config, read in candidates:  # what the assumption depends on
+            if read is not None:
+                reads.document(self.documents.key(read[0]), read[1])
+            elif config.is_file():
+                reads.document(self.documents.key(config), self.documents.digest(config))
+        how = f"{form.name}, as {described} launched"
+        count = f" on {form.world_size.value} GPUs" if form.world_size is not None else ""
+        launch, call, config, _ = candidates[0]
+        framework = [f for f in own if f.framework is not None]
+        if framework:
+            launch = replace(framework[0], world_size=form.world_size or framework[0].world_size)
+            for name, fact in form.facts.items():  # the form's facts, located where a peer's config states them
+                setattr(launch, name, Sourced(fact.value, fact.origin, f"{fact.note} ({how})"))
+        elif launch.launches is not None:
+            config_key = self.documents.key(config)
+            kept = [r for r in launch.references
+                    if (found := self.documents.resolve_reference(str(r.value), launch.path)) is None
+                    or self.documents.key(found) != config_key]
+            named = Sourced(str(target), call.origin, how)
+            launch = replace(launch, references=[*kept, named], bound_config=named, world_size=form.world_size)
+        else:
+            return None
+        return ConfigLaunch(launch, Sourced(str(call.value), call.origin, how), False, how, f"{form.name}{count}")
+
+    def _entry_script_launch(self, target: Path, bound: list, kind: str) -> ConfigLaunch | None:
+        """A config whose folder has no documented launch, judged under the form every
+        documented launch of its entry script agrees on: the one project script that launches
+        configs of its kind and whose argument classes hold every key it sets (open-instruct's
+        ``tulu3_sft.yaml`` and ``open_instruct/finetune.py``'s ``FlatArguments``)."""
+        keys = self._top_level_keys(target)
+        if not keys:
+            return None
+        target_key = self.documents.key(target)
+        by_script: dict[str, tuple[Path, list[_Candidate]]] = {}
+        for document, digest, call, facts, config, _ in bound:
+            if facts.launches is None or not config.is_file() or self.documents.key(config) == target_key \
+                    or self.documents.kind(config) != kind:
+                continue
+            script = self.documents.resolve_reference(str(facts.launches.value), facts.path)
+            if script is None or not str(script).endswith(".py"):
+                continue
+            by_script.setdefault(self.documents.key(script), (script, []))[1].append(
+                (facts, call.script, config, (document, digest)))
+        fitting = [(script, candidates) for script, candidates in by_script.values()
+                   if (fields := self._script_fields(script)) and keys <= fields]
+        if len(fitting) != 1:
+            return None
+        script, candidates = fitting[0]
+        reads.document(self.documents.key(script), self.documents.digest(script))
+        return self._form_launch(target, candidates, f"every documented launch of {self._shown(script)} "
+                                 "(whose argument classes hold all its keys) is")
+
+    def _script_fields(self, script: Path) -> frozenset[str]:
+        from memlint.facts.project_arguments import script_argument_fields
+
+        key = self.documents.key(script)
+        if key not in self._fields:
+            self._fields[key] = script_argument_fields(self.documents.root, script)
+        return self._fields[key]
+
+    def _shown(self, path: Path) -> str:
+        """``path`` as the project names it (relative to its root)."""
+        try:
+            return path.resolve().relative_to(self.documents.root.resolve()).as_posix()
+        except ValueError:
+            return str(path)
 
     def sibling_submitted(self, target: Path) -> list[ConfigLaunch]:
         """A config no call names runs, as an assumption, as its folder's configs of the same

@@ -94,3 +94,6 @@ class Project:
 
     def runs_for(self, path: str | Path, context: RunContext) -> list[ResolvedRun]:
         return self.runs.runs_for(path, context)
+
+    def commented_runs(self, path: str | Path, context: RunContext) -> list[ResolvedRun]:
+        return self.runs.commented_runs(path, context)

@@ -390,6 +390,16 @@ class RunFinder:
             runs = self._standalone_runs(path, context)
         return runs
 
+    def commented_runs(self, path: str | Path, context: RunContext) -> list[ResolvedRun]:
+        """The runs of a DeepSpeed or Accelerate config that other configs' own comments launch
+        with it (``# accelerate launch --config_file examples/accelerate/fsdp_config.yaml
+        src/train.py examples/ascend/qwen3moe_full_sft_fsdp.yaml``): each is that config's run,
+        judged there, but it uses this one too (ZRO001 asks whether any run needs stage 3)."""
+        if self.documents.kind(path) not in STANDALONE_KINDS:
+            return []
+        commented = self.config_launchers.comment_launches_using(Path(path))
+        return self._config_runs(commented, self.documents.key(path), context) if commented else []
+
     def _expanded_model(self, plan: TrainingPlan) -> TrainingPlan:
         """LLaMA Pro trains the model LLaMA-Factory's ``scripts/llama_pro.py`` wrote: a launcher beside
         the config (``examples/extras/llama_pro/expand.sh``: ``--model_name_or_path <base> --output_dir
@@ -457,10 +467,11 @@ class RunFinder:
                 if shown.is_absolute() and self.documents.root.resolve() in shown.resolve().parents:
                     shown = shown.resolve().relative_to(self.documents.root.resolve())
                 where = f"{shown.as_posix()}:{origin.range.start.line}"
-            if launch.how is not None:  # a launcher's path template names it
+            if launch.how is not None:  # a launcher's path template names it, or a form its peers agree on
                 run.assumptions.append(f"launch assumed: {launch.how} ({where}), since no command names this config")
-                run.assumed.append(Assumed("launch", f"the launch of the template that names it ({where})",
-                                           "a launcher or README command that names this config"))
+                value = (f"{launch.assumed}, as its peers are launched ({where})" if launch.assumed is not None
+                         else f"the launch of the template that names it ({where})")
+                run.assumed.append(Assumed("launch", value, "a launcher or README command that names this config"))
                 continue
             run.assumptions.append(
                 f"launch assumed: run as the configs of its folder are ({where}: `sh {launch.call.note}`), "

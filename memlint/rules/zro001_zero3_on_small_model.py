@@ -51,6 +51,59 @@ _NAMES = {
     Sharding.FSDP_GRAD_OP: "FSDP SHARD_GRAD_OP",
 }
 
+_FSDP = """\
+compute_environment: LOCAL_MACHINE
+distributed_type: FSDP
+fsdp_config:
+  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP
+  fsdp_offload_params: false
+  fsdp_sharding_strategy: FULL_SHARD
+  fsdp_state_dict_type: FULL_STATE_DICT
+mixed_precision: bf16
+num_machines: 1
+num_processes: 8
+"""
+
+_QLORA_SH = """\
+#!/bin/bash
+accelerate launch --config_file examples/accelerate/fsdp_config.yaml \\
+    src/train.py examples/extras/fsdp_qlora/llama3_lora_sft.yaml
+"""
+
+_LLAMAFACTORY = """\
+{comment}### model
+model_name_or_path: {model}
+{quantization}
+### method
+stage: sft
+do_train: true
+finetuning_type: {method}
+
+### dataset
+dataset: alpaca_en_demo
+template: qwen3
+cutoff_len: 1024
+
+### output
+output_dir: saves/sft
+
+### train
+per_device_train_batch_size: 4
+gradient_accumulation_steps: 1
+learning_rate: 1.0e-4
+bf16: true
+"""
+
+_SHARED_FSDP = {
+    "src/train.py": "from llamafactory.train.tuner import run_exp\n\nrun_exp()\n",
+    "examples/extras/fsdp_qlora/train.sh": _QLORA_SH,
+    "examples/extras/fsdp_qlora/llama3_lora_sft.yaml": _LLAMAFACTORY.format(
+        comment="", model="meta-llama/Meta-Llama-3-8B-Instruct", quantization="quantization_bit: 4\n", method="lora"),
+    "examples/ascend/qwen3moe_full_sft_fsdp.yaml": _LLAMAFACTORY.format(
+        comment="# accelerate launch --config_file examples/accelerate/fsdp_config.yaml \\\n"
+                "#     src/train.py examples/ascend/qwen3moe_full_sft_fsdp.yaml\n\n",
+        model="Qwen/Qwen3-30B-A3B-Instruct-2507", quantization="", method="full"),
+}
 
 # With no target GPU set, the run is judged against the smallest of the usual data-centre
 # training cards: a lighter stage that fits an A100 40GB fits every A100, H100, H200 and B200.
@@ -69,7 +122,9 @@ class ZeroThreeOnSmallModel(Rule):
     which card it was judged on.
 
     A config shared by several runs is reported only when none of them needs stage 3 (a run
-    of a model memlint cannot size counts as needing it). When the launcher script that runs it
+    of a model memlint cannot size counts as needing it); a config whose own comment launches
+    it with this one (``# accelerate launch --config_file fsdp_config.yaml src/train.py
+    qwen3moe_full_sft.yaml``) is one of those runs. When the launcher script that runs it
     also runs the same program under lighter stages (a benchmark sweep: DeepSpeed's autotuning
     examples launch ``z0`` ... ``z3`` from one script), stage 3 is one of the settings compared:
     the finding is an info that says so.
@@ -99,6 +154,10 @@ class ZeroThreeOnSmallModel(Rule):
                        "llama_70b_args.yaml": _ARGS.format(model="meta-llama/Llama-3.1-70B")},
                 settings={"gpu": "h100", "gpus": 8},
                 title="A config shared by a 1.5B and a 70B run: lightening it would break the 70B run"),
+        Example(_FSDP, path="examples/accelerate/fsdp_config.yaml", files=_SHARED_FSDP,
+                settings={"gpu": "h100", "gpus": 8},
+                title="An FSDP config that a 4-bit 8B demo uses and a 30B MoE config's own comment launches "
+                      "with: the full fine-tune needs full sharding"),
     )
     INVALID = (
         Example(_DS, path="ds_zero3.json",
@@ -118,6 +177,11 @@ class ZeroThreeOnSmallModel(Rule):
         # (a run of an unsized model counts as needing it: nothing shows it fits a lighter stage)
         flagged = {id(run) for run, _ in findings}
         needed = {path for run in ctx.runs if id(run) not in flagged and run.trains for path in run.plan.documents}
+        # a config whose own comment launches it with this one (``# accelerate launch --config_file
+        # fsdp_config.yaml src/train.py qwen3moe_full_sft_fsdp.yaml``) is a user of it too
+        if findings:
+            needed |= {path for run in ctx.commented_runs() if run.trains and not any(self._per_run(ctx, run))
+                       for path in run.plan.documents}
         for _, finding in findings:
             if finding.path not in needed:
                 yield finding
