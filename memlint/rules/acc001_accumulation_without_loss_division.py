@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from typing import Iterator
 
+import libcst as cst
+
 from memlint.documents.kinds import DocumentKind
 from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Applicability, Edit, Fix, Related, Severity
 from memlint.python.dataflow import loss_is_divided, normalised_over_group
 from memlint.python.index import index_for
 from memlint.python.loops import Accumulation, accumulation_of, step_loops
-from memlint.python.syntax import argument, as_operand, dotted, method_name, receiver
+from memlint.python.syntax import argument, as_operand, dotted, iter_nodes, method_name, receiver
 from memlint.python.training import Backward
 from memlint.rules.base import Example, Finding, Rule
 
@@ -121,7 +123,10 @@ class AccumulationWithoutLossDivision(Rule):
     ``masked_mean(loss, mask, None, token_counts[(i // accumulation_steps) * accumulation_steps])``,
     a token sum divided by the token count of the whole group), is taken as normalised over the
     group: the helper's body is out of sight, and it was given what it needs to divide.
-    A loop that steps an optimizer on every pass is not reported even when another steps
+    Nor is a gradient cache (open_clip, GradCache): ``for j in range(k)`` recomputes micro-batch
+    ``j`` and joins it with the others' cached outputs (``torch.cat(cached[:j] + [out] +
+    cached[j + 1:])``) into one loss over the group, whose backward passes add up to the
+    group's gradient. A loop that steps an optimizer on every pass is not reported even when another steps
     only every *k*-th (a step under ``if step % k == 0:`` and another under its ``else:``, as
     in modded-nanogpt's alternating Adam/Muon schedule): dividing the one loss by *k* would
     shrink the gradients of the optimizer that steps every pass.
@@ -262,6 +267,45 @@ def train(model, loader, num_steps: int):
             title="modded-nanogpt: Adam steps on every pass, Muon on every other (a schedule, not accumulation "
             "of the whole loss: dividing it would halve Adam's gradients)",
         ),
+        Example(
+            """\
+import torch
+
+
+def train_one_epoch(model, data, loss, optimizer, scaler, args):
+    if args.accum_freq > 1:
+        accum_images, accum_texts, accum_features = [], [], {}
+    for i, (images, texts) in enumerate(data):
+        optimizer.zero_grad()
+        if args.accum_freq == 1:
+            total_loss = loss(**model(images, texts))
+            scaler.scale(total_loss).backward()
+        else:
+            with torch.no_grad():
+                model_out = model(images, texts)
+                for key, val in model_out.items():
+                    accum_features.setdefault(key, []).append(val)
+                accum_images.append(images)
+                accum_texts.append(texts)
+            if ((i + 1) % args.accum_freq) > 0:
+                continue
+            optimizer.zero_grad()
+            for j in range(args.accum_freq):
+                model_out = model(accum_images[j], accum_texts[j])
+                inputs = {}
+                for key, accumulated in accum_features.items():
+                    inputs[key] = torch.cat(accumulated[:j] + [model_out[key]] + accumulated[j + 1:])
+                total_loss = loss(**inputs)
+                scaler.scale(total_loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        if args.accum_freq > 1:
+            accum_images, accum_texts, accum_features = [], [], {}
+""",
+            path="src/open_clip_train/train.py",
+            title="open_clip: one contrastive loss over the whole group, recomputed per micro-batch from cached "
+            "features (a gradient cache: the backward passes add up to the group's gradient)",
+        ),
     )
     INVALID = (
         Example(
@@ -299,6 +343,8 @@ def train(model, loader, num_steps: int):
         for loop in step_loops(index):
             accumulation = accumulation_of(index, loop)
             if accumulation is None or _framework_accumulates(loop) or _gradients_rescaled(index, loop):
+                continue
+            if _loss_of_the_whole_group(index, accumulation):
                 continue
             for event, backward in loop.backwards:
                 if not accumulation.outside_step_guard(event):
@@ -345,6 +391,39 @@ def train(model, loader, num_steps: int):
 
 
 _GRAD_SCALERS = {"scale_grads_", "scale_grads"}
+
+
+def _loss_of_the_whole_group(index, accumulation: Accumulation) -> bool:
+    """A gradient cache (open_clip's ``train_one_epoch``, GradCache): the micro-batches' outputs
+    are cached without gradients, then ``for j in range(accum):`` recomputes micro-batch ``j``
+    and joins it with the others' cached outputs (``torch.cat(cached[:j] + [out] + cached[j +
+    1:])``) into one loss over the whole group. Each ``backward()`` then adds the part of that
+    one loss's gradient that flows through micro-batch ``j``: their sum is the group's gradient,
+    and dividing would shrink it."""
+    inner = accumulation.inner
+    if inner is None or not isinstance(inner.target, cst.Name):
+        return False
+    counter = inner.target.value
+    before: set[str] = set()
+    after: set[str] = set()
+    for node in iter_nodes(inner.body):
+        if not isinstance(node, cst.Subscript) or len(node.slice) != 1:
+            continue
+        part = node.slice[0].slice
+        if not isinstance(part, cst.Slice):
+            continue
+        held = index.py.code_of(node.value)
+        if part.lower is None and isinstance(part.upper, cst.Name) and part.upper.value == counter:
+            before.add(held)  # cached[:j]
+        elif part.upper is None and _counter_plus_one(part.lower, counter):
+            after.add(held)  # cached[j + 1:]
+    return bool(before & after)
+
+
+def _counter_plus_one(expr, counter: str) -> bool:
+    return (isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add)
+            and isinstance(expr.left, cst.Name) and expr.left.value == counter
+            and isinstance(expr.right, cst.Integer) and expr.right.value == "1")
 
 
 def _gradients_rescaled(index, loop) -> bool:

@@ -457,3 +457,20 @@ def test_a_division_on_one_branch_reaches_the_backward_on_its_own(lint):
                                          "            pass\n")
     assert [d.range.start.line for d in lint("ACC001", undivided)] == [31, 35]
 
+
+
+def test_a_gradient_cache_near_miss_still_divides():
+    """open_clip's loop with the loss of micro-batch `j` alone (no cached features joined in):
+    plain accumulation, reported."""
+    from memlint.rules.acc001_accumulation_without_loss_division import AccumulationWithoutLossDivision
+
+    [cache] = [e for e in AccumulationWithoutLossDivision.VALID if "open_clip" in (e.path or "")]
+    plain = cache.source.replace(
+        "                inputs = {}\n                for key, accumulated in accum_features.items():\n"
+        "                    inputs[key] = torch.cat(accumulated[:j] + [model_out[key]] + accumulated[j + 1:])\n"
+        "                total_loss = loss(**inputs)\n",
+        "                total_loss = loss(**model_out)\n")
+    assert plain != cache.source
+    from tests.rules.conftest import _lint
+
+    assert [d.range.start.line for d in _lint("ACC001", plain, path="src/open_clip_train/train.py")] == [25]
