@@ -121,24 +121,24 @@ def _derive_between(old: Unit, text: str, members: list[cst.BaseStatement], firs
         return None
     if not members[:a] + new_members + members[b:]:
         return None
-    try:
-        recorded = record(wrapper)
+    try:  # the stand-in's lines numbered as the unit's: its header one line above the region
+        recorded = record(wrapper, first_line=start - STAND_IN.count("\n"))
     except (RecursionError, KeyError):
         return None
     if recorded.code != wrapper_text:
         return None
     return _rebuilt(old, text, members, a, b, new_members, closing, wrapper, recorded.positions,
-                    recorded.shape, start - 1 - STAND_IN.count("\n"), delta)
+                    recorded.shape, delta)
 
 
 def _rebuilt(old: Unit, text: str, members: list[cst.BaseStatement], a: int, b: int,
              new_members: list[cst.BaseStatement], closing: cst.BaseStatement | None,
              wrapper_module: cst.Module,
              wrapper_positions: dict[cst.CSTNode, CodeRange], wrapper_shape: dict[cst.CSTNode, list[cst.CSTNode]],
-             offset: int, delta: int) -> Unit:
+             delta: int) -> Unit:
     """The new unit: the old class with members ``a``..``b`` replaced by ``new_members`` (whose
-    positions, in the stand-in, are ``offset`` lines above the unit's); the old positions of
-    what follows them moved down by ``delta`` lines."""
+    positions the stand-in's record numbered as the unit's lines); the old positions of what
+    follows them moved down by ``delta`` lines."""
     statement = cast(cst.ClassDef, old.statement)
     block = cast(cst.IndentedBlock, statement.body)
     every = [*members[:a], *new_members, *members[b:]]
@@ -160,8 +160,7 @@ def _rebuilt(old: Unit, text: str, members: list[cst.BaseStatement], a: int, b: 
         else:
             follow = [_first_line(m, wrapper_positions) for m in new_members[1:]]
             wrapper_bounds = _bounds(wrapper_positions, wrapper_block, new_members, follow)
-        for node, found in islice(wrapper_positions.items(), wrapper_bounds[0], wrapper_bounds[-1]):
-            positions[node] = _moved(found, offset)
+        positions.update(islice(wrapper_positions.items(), wrapper_bounds[0], wrapper_bounds[-1]))
     cut_to = bounds[b]
     if not delta:  # nothing moves down: what follows the new members up to the block is as it was
         positions.update(islice(old_positions.items(), cut_to, bounds[-1]))
