@@ -20,10 +20,11 @@ a busy machine it says what the work costs when the wall clock says mostly how l
 waited for a core.
 ``--target config`` edits the project's TrainingArguments YAML instead (a small document
 whose run is estimated on every edit): the adapter's own cost plus the estimator's.
-``--target trl`` and ``--target transformers`` edit real trainer modules, most of whose lines
-are one class: TRL's ``grpo_trainer.py`` and transformers' ``trainer.py`` from pinned releases'
-wheels, downloaded once into ``--cache`` with pip (as ``bench/real_speed.py`` does); each edit
-changes the integer nearest the middle of the file (inside the trainer class).
+``--target trl``, ``--target transformers`` and ``--target accelerate`` edit real modules, most
+of whose lines are one class: TRL's ``grpo_trainer.py`` (1,843 lines), transformers'
+``trainer.py`` (5,723) and Accelerate's ``accelerator.py`` (4,233, the ``Accelerator`` class) from
+pinned releases' wheels, downloaded once into ``--cache`` with pip (as ``bench/real_speed.py``
+does); each edit changes the integer nearest the middle of the file (inside the class).
 """
 
 from __future__ import annotations
@@ -263,6 +264,7 @@ def write_project(root: Path, lines: int) -> Path:
 REAL = {
     "trl": ("trl", "0.24.0", "trl/trainer/grpo_trainer.py"),
     "transformers": ("transformers", "4.57.1", "transformers/trainer.py"),
+    "accelerate": ("accelerate", "1.11.0", "accelerate/accelerator.py"),
 }
 _NUMBER = re.compile(r"(?<![\w.])\d+(?![\w.])")
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import weakref
 from bisect import bisect_right
 from itertools import islice
-from typing import Iterable, Sequence, cast
+from typing import Iterable, Iterator, Sequence, cast
 
 import libcst as cst
 from libcst.metadata import CodePosition, CodeRange
@@ -121,24 +121,24 @@ def _derive_between(old: Unit, text: str, members: list[cst.BaseStatement], firs
         return None
     if not members[:a] + new_members + members[b:]:
         return None
-    try:
-        recorded = record(wrapper)
+    try:  # the stand-in's lines numbered as the unit's: its header one line above the region
+        recorded = record(wrapper, first_line=start - STAND_IN.count("\n"))
     except (RecursionError, KeyError):
         return None
     if recorded.code != wrapper_text:
         return None
     return _rebuilt(old, text, members, a, b, new_members, closing, wrapper, recorded.positions,
-                    recorded.shape, start - 1 - STAND_IN.count("\n"), delta)
+                    recorded.shape, delta)
 
 
 def _rebuilt(old: Unit, text: str, members: list[cst.BaseStatement], a: int, b: int,
              new_members: list[cst.BaseStatement], closing: cst.BaseStatement | None,
              wrapper_module: cst.Module,
              wrapper_positions: dict[cst.CSTNode, CodeRange], wrapper_shape: dict[cst.CSTNode, list[cst.CSTNode]],
-             offset: int, delta: int) -> Unit:
+             delta: int) -> Unit:
     """The new unit: the old class with members ``a``..``b`` replaced by ``new_members`` (whose
-    positions, in the stand-in, are ``offset`` lines above the unit's); the old positions of
-    what follows them moved down by ``delta`` lines."""
+    positions the stand-in's record numbered as the unit's lines); the old positions of what
+    follows them moved down by ``delta`` lines."""
     statement = cast(cst.ClassDef, old.statement)
     block = cast(cst.IndentedBlock, statement.body)
     every = [*members[:a], *new_members, *members[b:]]
@@ -160,8 +160,7 @@ def _rebuilt(old: Unit, text: str, members: list[cst.BaseStatement], a: int, b: 
         else:
             follow = [_first_line(m, wrapper_positions) for m in new_members[1:]]
             wrapper_bounds = _bounds(wrapper_positions, wrapper_block, new_members, follow)
-        for node, found in islice(wrapper_positions.items(), wrapper_bounds[0], wrapper_bounds[-1]):
-            positions[node] = _moved(found, offset)
+        positions.update(islice(wrapper_positions.items(), wrapper_bounds[0], wrapper_bounds[-1]))
     cut_to = bounds[b]
     if not delta:  # nothing moves down: what follows the new members up to the block is as it was
         positions.update(islice(old_positions.items(), cut_to, bounds[-1]))
@@ -197,9 +196,10 @@ def _rebuilt(old: Unit, text: str, members: list[cst.BaseStatement], a: int, b: 
     shift = wrapper_bounds[-1] - wrapper_bounds[0] - (bounds[b] - bounds[a])
     new_bounds = [*bounds[:a], *(bounds[a] + place - wrapper_bounds[0] for place in wrapper_bounds[:-1]),
                   *(place + shift for place in bounds[b:])]
-    unit = Unit(text, new_module, positions, shape, parents_of(new_class, shape), old.has_block,
+    parents, sizes = _spliced_parents(old, members, a, b, new_members, new_class, new_block, shape)
+    unit = Unit(text, new_module, positions, shape, parents, old.has_block,
                 origin=Origin(weakref.ref(old), tuple(members[a:b]), tuple(new_members), block, kept_part(old)),
-                bounds=new_bounds)
+                bounds=new_bounds, sizes=sizes)
     # the nodes it shares with the old unit are registered with the parses they come from
     kept = [*every, block.header, statement.name, *statement.decorators, *block.footer, *old.module.footer]
     for parse in {id(p): p for p in map(parse_of, kept) if p is not None}.values():
@@ -214,6 +214,45 @@ def _rebuilt(old: Unit, text: str, members: list[cst.BaseStatement], a: int, b: 
     rebuilt.own((new_module, new_class, new_block))
     rebuilt.used_by(unit)
     return unit
+
+
+def _spliced_parents(old: Unit, members: list[cst.BaseStatement], a: int, b: int,
+                     new_members: list[cst.BaseStatement], new_class: cst.ClassDef, new_block: cst.IndentedBlock,
+                     shape: dict[cst.CSTNode, list[cst.CSTNode]]) -> tuple[dict[cst.CSTNode, cst.CSTNode], list[int] | None]:
+    """``parents_of(new_class, shape)``, in its order, made from the old class's: that walk
+    lists the class's children, then the block's (the members), then each member's nodes, from
+    the last member to the first, then the nodes of the class's other children (its bases,
+    decorators). So the kept members' nodes are copied from the old dictionary as they come, the
+    replaced members' skipped and the new members' walked; each member's count of nodes (the
+    unit's ``sizes``) says where one ends. Also the new sizes (None: walked whole)."""
+    statement = cast(cst.ClassDef, old.statement)
+    block = cast(cst.IndentedBlock, statement.body)
+    old_children, new_children = old.shape.get(statement) or [], shape.get(new_class) or []
+    if (not old_children or old_children[-1] is not block or new_children[-1] is not new_block
+            or len(old.shape.get(block, ())) != len(members) or len(old_children) != len(new_children)):
+        return parents_of(new_class, shape), None
+    sizes = old.sizes if old.sizes is not None else [len(parents_of(m, old.shape)) for m in members]
+    every = shape[new_block]
+    parents: dict[cst.CSTNode, cst.CSTNode] = dict.fromkeys(new_children, new_class)
+    parents.update(dict.fromkeys(every, new_block))
+    remaining = iter(old.parents.items())
+    _skip(remaining, len(old_children) + len(members))
+    for size in reversed(sizes[b:]):
+        parents.update(islice(remaining, size))
+    added = []
+    for member in reversed(new_members):
+        own = parents_of(member, shape)
+        added.append(len(own))
+        parents.update(own)
+    _skip(remaining, sum(sizes[a:b]))
+    for size in reversed(sizes[:a]):
+        parents.update(islice(remaining, size))
+    parents.update(remaining)  # the class's other children's nodes
+    return parents, [*sizes[:a], *reversed(added), *sizes[b:]]
+
+
+def _skip(items: Iterator, count: int) -> None:
+    next(islice(items, count, count), None)
 
 
 def _first_line(member: cst.BaseStatement, positions: dict[cst.CSTNode, CodeRange]) -> int:

@@ -15,10 +15,12 @@ and only their uses, and the class-level uses of a name the class scope bound or
 through them, are linked again. Anything else (another member kind, a ``global`` statement, a
 string annotation, the class moved among the module's assignments) visits the class whole.
 
-The kept visit's answers (``UnitScopes.kept``) are dropped: what an answer read inside its own
-class (a method's callers, ``self`` attributes) is not recorded, so any member's edit may
-change it. Its qualified names are kept but for the replaced members' and those whose first
-part the class scope rebinds.
+The kept visit's answers (``UnitScopes.kept``) are kept but for the replaced members' and those
+that read a name the class scope binds anew (an answer reads inside its class, outside its own
+member, only through the class scope's names: ``Names._read``) or the command-line options an
+``add_argument`` of the replaced or new members changes; the join then drops those that read
+what the replaced and new members use at module level (``UnitScopes.changed``). Its qualified
+names are kept but for the replaced members' and those whose first part the class scope rebinds.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from libcst.metadata.scope_provider import (
 )
 
 from memlint.python.unit_scopes import (
+    ARGPARSE,
     UnitScopes,
     _deferred,
     _drop_accesses,
@@ -46,12 +49,15 @@ from memlint.python.unit_scopes import (
     _Patch,
     _Use,
     forget_visit,
+    in_class,
+    uses_of,
     visit_of,
 )
 from memlint.python.tree import subtree
 from memlint.python.units import Unit
 
 _MEMBERS = (cst.FunctionDef, cst.ClassDef)
+_ARGPARSE_CALLS = ("add_argument", "set_defaults")
 _EMPTIED = GlobalScope()  # what a taken-over visit's stand-in becomes (``_empty`` clears it)
 
 
@@ -231,6 +237,17 @@ def _taken_over(before: UnitScopes, old: Unit, unit: Unit, scope: ClassScope, go
         uses.append(_Use(cast(cst.Name, access.node), access.scope, access.is_annotation, access.is_type_hint, access._index,
                          deferred.enclosing_attribute, deferred.enclosing_string_annotation))
 
+    # what the edit changed for the answers kept outside the replaced members: the names the
+    # class binds (its own), the uses of names in the replaced and the new members, and the
+    # command-line options when either holds an ``add_argument``/``set_defaults`` call
+    added_tree = subtree(origin.added, unit.shape)
+    changed: set[str] = {b.name for b in before.bound}
+    changed.update(uses_of(use.node.value) for use in before.uses if use.node in gone)
+    changed.update(uses_of(use.node.value) for use in uses[first_new:])
+    argparse = _calls_argparse(gone) or _calls_argparse(added_tree)
+    if argparse:
+        changed.add(ARGPARSE)
+
     node_scopes = dict(before.node_scopes)
     for node in gone:
         node_scopes.pop(node, None)
@@ -264,6 +281,8 @@ def _taken_over(before: UnitScopes, old: Unit, unit: Unit, scope: ClassScope, go
         qualified={node: found for node, found in before.qualified.items()
                    if found[1] not in heads and node not in gone},
         base=before.base,
+        kept=_kept_answers(before.kept, gone, rebound, argparse),
+        changed=frozenset(changed),
     )
     for assignment, b in zip(visit.module_assignments, visit.bound):
         if b.node is new_statement:
@@ -273,10 +292,35 @@ def _taken_over(before: UnitScopes, old: Unit, unit: Unit, scope: ClassScope, go
     before.module_scope = _EMPTIED
     before.bound, before.module_assignments, before.uses = [], [], []
     before.local, before.relinked, before.kept, before.qualified = {}, {}, {}, {}
+    before.changed = frozenset()  # what it held is the new visit's now (``changed``)
     forget_visit(old)
     module_scope = patch.module_scope
     numbers = [*again, *range(first_new, len(uses))]
     return visit, [_deferred(visit, number, module_scope, visit.base, fresh) for number in numbers]
+
+
+def _kept_answers(kept: dict[object, tuple[object, frozenset[str]]], gone: set[cst.CSTNode], rebound: set[str],
+                  argparse: bool) -> dict[object, tuple[object, frozenset[str]]]:
+    """The earlier visit's kept answers (``UnitScopes.kept``) that the edit cannot change: those
+    about nodes of the members it kept that read no name the class scope binds anew (an
+    answer reads inside its class, outside its own member, only through the class scope's
+    names, ``Names._read``), nor the command-line options when the edit changed an
+    ``add_argument`` call. What they read at module level the join checks (``_forget_changed``)."""
+    stale = {in_class(name) for name in rebound}
+    if argparse:
+        stale.add(ARGPARSE)
+    out = {}
+    for key, found in kept.items():
+        node = key[0] if type(key) is tuple else key
+        if node not in gone and found[1].isdisjoint(stale):
+            out[key] = found
+    return out
+
+
+def _calls_argparse(nodes) -> bool:
+    """Does any of ``nodes`` call ``.add_argument`` or ``.set_defaults`` (what
+    ``Options.argparse_options`` reads)?"""
+    return any(type(node) is cst.Attribute and node.attr.value in _ARGPARSE_CALLS for node in nodes)
 
 
 def _unlink_accesses(visit: UnitScopes, uses: list[tuple[int, Access]], gone: set[Scope]) -> None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import libcst as cst
 
 from memlint.python.library import is_argument_parser, is_library_dataclass
-from memlint.python.unit_scopes import ANYTHING
+from memlint.python.unit_scopes import ARGPARSE
 from memlint.python.value_types import MISSING, CallValue, ClassValue, Found, Instance, Ref
 
 if TYPE_CHECKING:
@@ -86,7 +86,7 @@ class Options:
 
     def argparse_options(self) -> dict[str, list[ArgOption]]:
         """Every ``*.add_argument("--x", ...)`` of the module, by destination."""
-        self.values.depends(ANYTHING)  # read from every statement: no answer from it is kept
+        self.values.depends(ARGPARSE)  # read from every statement: an edit that may change it drops it
         if self._argparse is None:
             found: dict[str, list[ArgOption]] = {}
             defaults: dict[str, cst.BaseExpression] = {}

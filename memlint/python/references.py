@@ -16,7 +16,7 @@ from libcst import metadata
 from libcst.helpers import get_full_name_for_node
 
 from memlint.python.tree import children
-from memlint.python.unit_scopes import uses_of
+from memlint.python.unit_scopes import in_class, uses_of
 
 if TYPE_CHECKING:
     from memlint.python.source import PythonSource
@@ -61,8 +61,9 @@ class Names:
     """Name resolution over one module (scopes are computed on first use).
 
     While an answer is worked out, what it reads outside its own statement is recorded
-    (``reading``): the module-level binding of each name it resolves there, and the uses of a
-    function whose call sites it reads. With those an edited document's next version keeps the
+    (``reading``): the module-level binding of each name it resolves there, the uses of a
+    function whose call sites it reads, and what a class scope binds to a name a class-level
+    use resolves (a class's members are kept apart after an edit inside one of them). With those an edited document's next version keeps the
     answers its edit cannot change (``python_values``)."""
 
     def __init__(self, source: "PythonSource") -> None:
@@ -100,8 +101,8 @@ class Names:
         access = self._access_index().get(id(node))
         if access is None:
             return set()
-        if self.reading and id(access) not in self._local:
-            self.reading[-1].add(node.value)
+        if self.reading:
+            self._read(access, node.value)
         out = set()
         for referent in access.referents:
             kind = type(referent)
@@ -130,9 +131,21 @@ class Names:
         access = self._access_index().get(id(name))
         if access is None:
             return []
-        if self.reading and id(access) not in self._local:
-            self.reading[-1].add(name.value)
+        if self.reading:
+            self._read(access, name.value)
         return [r for r in access.referents if type(r) in _ASSIGNMENTS]
+
+    def _read(self, access: metadata.Access, name: str) -> None:
+        """Record what resolving ``access`` read outside the answer's own member: the
+        module-level binding of ``name`` unless it is linked inside its statement, and, for a
+        use outside any function (a class body's, its defaults' and decorators'), what a class
+        scope binds to it."""
+        reading = self.reading[-1]
+        if id(access) not in self._local:
+            reading.add(name)
+        kind = type(access.scope)
+        if kind is not metadata.FunctionScope and kind is not metadata.GlobalScope:
+            reading.add(in_class(name))
 
     def references(self, definition: cst.FunctionDef | cst.ClassDef) -> list[cst.Name]:
         """Uses of a function's or class's name in this module, in source order."""
@@ -140,7 +153,8 @@ class Names:
         if scope is None:
             return []
         if self.reading:
-            self.reading[-1].update((definition.name.value, uses_of(definition.name.value)))
+            name = definition.name.value
+            self.reading[-1].update((name, uses_of(name), in_class(name)))
         out = []
         for assignment in scope.assignments[definition.name.value]:
             if isinstance(assignment, metadata.Assignment) and assignment.node is definition:

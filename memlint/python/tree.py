@@ -55,9 +55,10 @@ class _Recorder(PositionProvidingCodegenState):
     with ``PositionProvider``'s."""
 
     # a subclass of a slotted dataclass without fields of its own: a plain __init__ keeps it simple
-    def __init__(self, module: cst.Module, provider: PositionProvider) -> None:
+    def __init__(self, module: cst.Module, provider: PositionProvider, first_line: int = 1) -> None:
         super().__init__(default_indent=module.default_indent, default_newline=module.default_newline,
                          provider=provider)
+        self.line = first_line
         self.computed = provider._computed
         self.starts: list[tuple[int, int]] = []
         self.shape: dict[cst.CSTNode, list[cst.CSTNode]] = {}
@@ -119,10 +120,12 @@ class Record:
     code: str  # the code the pass generated: ``module.code``
 
 
-def record(module: cst.Module) -> Record:
-    """Every node's position and every syntax node's children, from one codegen pass."""
+def record(module: cst.Module, first_line: int = 1) -> Record:
+    """Every node's position and every syntax node's children, from one codegen pass;
+    ``first_line``: the line number the module's first line has (a piece of a larger text
+    counts its lines as that text does, and no position is made twice)."""
     provider = PositionProvider()
-    recorder = _Recorder(module, provider)
+    recorder = _Recorder(module, provider, first_line)
     module._codegen(recorder)
     return Record(provider._computed, recorder.shape, "".join(recorder.tokens))
 

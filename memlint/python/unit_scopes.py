@@ -108,6 +108,9 @@ class UnitScopes:
     kept: dict[object, tuple[object, frozenset[str]]] = field(default_factory=dict)
     # each string annotation the visit parsed: the nodes it parsed into (``strings``' owners)
     string_nodes: dict[cst.CSTNode, list[cst.CSTNode]] = field(default_factory=dict)
+    # a visit taken over from an earlier version's (``python_member_scopes``): what its edit
+    # changed for the kept answers (``_forget_changed``), the replaced and new members' alone
+    changed: frozenset[str] | None = None
 
 
 _VISITS: "weakref.WeakKeyDictionary[Unit, UnitScopes]" = weakref.WeakKeyDictionary()
@@ -135,6 +138,15 @@ class _Join:
 # module binds to a name (the name itself), every use of a name (``uses_of``), or anything at
 # all (``ANYTHING``: a whole-module scan, never kept).
 ANYTHING = "*"
+# every ``add_argument``/``set_defaults`` call of the module (``Options.argparse_options``):
+# changed by any statement replaced, and by a member edit only when it holds such a call
+ARGPARSE = "argparse:"
+
+
+def in_class(name: str) -> str:
+    """The dependency on what a class scope binds to a name (a class-level use met it): its
+    members' edit drops it only when one of them binds that name (``python_member_scopes``)."""
+    return "class:" + name
 
 
 def uses_of(name: str) -> str:
@@ -310,6 +322,7 @@ def scopes_of_units(module: cst.Module, units: Sequence[Unit],
         old.visits = []
     for visit in join.visits:
         visit.attached_to = join
+        visit.changed = None
     _empty(dropped, [] if patch is not None else [old.module_scope for old in earlier])
     return ScopeMap(join, own, visits, hidden)
 
@@ -616,6 +629,10 @@ def _forget_changed(visits: list[UnitScopes], moved: list[UnitScopes], previous:
         last = max(last, number)
     names: set[str] = set()
     for visit in changed:
+        if visit.changed is not None:  # taken over: its replaced and new members' part alone
+            names.update(visit.changed)
+            continue
+        names.add(ARGPARSE)
         names.update(bound.name for bound in visit.bound)
         names.update(uses_of(use.node.value) for use in visit.uses)
     if any("." in name for name in names):

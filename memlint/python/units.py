@@ -50,6 +50,8 @@ class Unit:
     # for such a class: where each member's nodes begin in the order of ``positions``, and the
     # block's own place (``python_class_units._bounds``), worked out by the edit that made it
     bounds: list[int] | None = None
+    # for such a class: how many nodes below each member ``parents`` has (``_spliced_parents``)
+    sizes: list[int] | None = None
 
     def nodes_of(self, kinds: tuple[type, ...]) -> list[cst.CSTNode]:
         """The nodes below the statement of these (final) classes, in the order of ``parents``."""

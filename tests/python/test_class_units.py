@@ -20,6 +20,7 @@ from test_python_analysis import assert_same_module, assert_same_names
 
 from memlint.python import source as python_source
 from memlint.python.class_units import _bounds, _first_line, derive_unit
+from memlint.python.tree import parents_of
 
 HEADER = "import torch\nfrom typing import cast\nimport typing as t\n\n\n"
 CLASS = "@dataclass\nclass GRPOTrainer(Trainer):\n"
@@ -83,6 +84,10 @@ def test_edits_inside_a_class_give_what_a_fresh_parse_gives(members: list[str], 
                 body = list(block.body)
                 assert unit.bounds == _bounds(unit.positions, block, body,
                                               [_first_line(m, unit.positions) for m in body[1:]])
+            if unit.origin is not None:  # parents spliced from the earlier version's, in a walk's order
+                assert list(unit.parents.items()) == list(parents_of(unit.statement, unit.shape).items())
+            if unit.sizes is not None:  # each member's count of nodes, kept from the edit that made it
+                assert unit.sizes == [len(parents_of(m, unit.shape)) for m in unit.statement.body.body]
         source = after
 
 

@@ -1,0 +1,118 @@
+"""Where a warm edit of a real module spends its CPU, stage by stage, in one process.
+
+The language server's path without JSON-RPC: ``Linter.lint_path`` after ``set_overlay`` with the
+integer nearest the middle of the file changed (``bench/lint_latency.py``'s edit), in a project
+like ``bench/lsp_latency.py``'s (``--project``) or the file alone with ``gpu = "h100"``. Timers
+(process CPU) are put around the stage functions: the parse (of which libcst's parse of the
+changed members, their record and the class's new version), the facts (of which the scopes),
+the runs, each rule and the rules' index. A stage's figure counts what it calls.
+
+    python bench/edit_stages.py path/to/grpo_trainer.py [--edits 10] [--project]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import functools
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import memlint.documents.parsed as parsed_module  # noqa: E402
+import memlint.facts.extract as extract_module  # noqa: E402
+import memlint.python.class_units as class_units  # noqa: E402
+import memlint.python.index as index_module  # noqa: E402
+import memlint.python.source as source_module  # noqa: E402
+from lint_latency import edited  # noqa: E402
+from lsp_latency import write_project  # noqa: E402
+from memlint.lint.engine import Linter  # noqa: E402
+from memlint.project.runs import RunFinder  # noqa: E402
+from memlint.project.settings import discover  # noqa: E402
+
+SPENT: collections.Counter[str] = collections.Counter()
+
+
+def _timed(owner: object, name: str, label: str) -> None:
+    function = getattr(owner, name)
+
+    @functools.wraps(function)
+    def timed(*args, **kwargs):
+        start = time.process_time()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            SPENT[label] += time.process_time() - start
+
+    setattr(owner, name, timed)
+
+
+def _timed_rule(rule) -> None:
+    check = rule.check
+
+    def timed(ctx):
+        start = time.process_time()
+        try:
+            return list(check(ctx))
+        finally:
+            SPENT[f"rules: {rule.code}"] += time.process_time() - start
+
+    rule.check = timed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("path", type=Path)
+    parser.add_argument("--edits", type=int, default=10)
+    parser.add_argument("--project", action="store_true", help="in bench/lsp_latency.py's project (configs, a script)")
+    args = parser.parse_args()
+    for owner, name, label in (
+        (parsed_module, "parse_document", "parse"), (class_units.cst, "parse_module", "parse: libcst"),
+        (class_units, "record", "parse: record"), (class_units, "_rebuilt", "parse: new class"),
+        (extract_module, "extract", "facts"), (source_module, "scopes_of", "facts: scopes"),
+        (RunFinder, "runs_for", "runs"),
+        (index_module, "index_for", "rules: index"),
+    ):
+        _timed(owner, name, label)
+    with tempfile.TemporaryDirectory(prefix="memlint-bench-") as tmp:
+        folder = Path(tmp)
+        if args.project:
+            write_project(folder, 2000)
+        else:
+            (folder / "memlint.toml").write_text('gpu = "h100"\n')
+        path = folder / args.path.name
+        shutil.copy(args.path, path)
+        linter = Linter(discover(folder))
+        for rule in linter.rules:  # ``check`` is a generator: timed while it is run through
+            _timed_rule(rule)
+        text = path.read_text(encoding="utf-8")
+        linter.lint_path(path)
+        for n in range(3):  # warm-up edits, not counted
+            linter.project.set_overlay(path, edited(text, n))
+            linter.lint_path(path)
+        SPENT.clear()
+        start = time.process_time()
+        for n in range(args.edits):
+            linter.project.set_overlay(path, edited(text, n + 3))
+            linter.lint_path(path)
+        total = (time.process_time() - start) * 1000 / args.edits
+    per_edit = {label: seconds * 1000 / args.edits for label, seconds in SPENT.items()}
+    rules = sum(ms for label, ms in per_edit.items() if label.startswith("rules: ") and label != "rules: index")
+    print(f"{args.path.name}: {total:.1f} ms of CPU per edit ({args.edits} edits)")
+    for stage in ("parse", "facts", "runs"):
+        print(f"  {stage:24s} {per_edit.get(stage, 0.0):7.1f}")
+        for label in sorted((k for k in per_edit if k.startswith(stage + ": ")), key=lambda k: -per_edit[k]):
+            print(f"    {label[len(stage) + 2:]:22s} {per_edit[label]:7.1f}")
+    print(f"  {'rules':24s} {rules:7.1f}")
+    for label in sorted((k for k in per_edit if k.startswith("rules: ")), key=lambda k: -per_edit[k])[:6]:
+        print(f"    {label[7:]:22s} {per_edit[label]:7.1f}")
+
+
+if __name__ == "__main__":
+    main()
