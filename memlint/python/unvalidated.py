@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-_VALIDATING = cst.CSTNode.__post_init__  # libcst's own: ``self._validate()``
+# libcst's own (``self._validate()``); a libcst without it is parsed as it is
+_VALIDATING = cst.CSTNode.__dict__.get("__post_init__")
 
 
 def _unchecked(self: cst.CSTNode) -> None:
@@ -27,6 +28,8 @@ def _unchecked(self: cst.CSTNode) -> None:
 def parse_module(text: str) -> cst.Module:
     """``cst.parse_module(text)``, its nodes built without ``_validate``; the same errors
     (``cst.ParserSyntaxError``) for text the parser rejects."""
+    if _VALIDATING is None:
+        return cst.parse_module(text)
     cst.CSTNode.__post_init__ = _unchecked  # type: ignore[method-assign]
     try:
         return cst.parse_module(text)
