@@ -23,6 +23,7 @@ from memlint.python.member_syntax import ClassSyntax, edited_class, summarise, t
 from memlint.python.prefilter import survey
 from memlint.python.positions import Lines, first_lines, order_of, tree_by_statement
 from memlint.python.tree import Tree, tree_of
+from memlint.python.unvalidated import parse_module as parse_unvalidated
 from memlint.python.units import Unit, parse_in_units, unit_statements
 
 
@@ -372,7 +373,8 @@ def parse(text: str, previous: PythonSource | None = None, whole: bool = False,
             source.classes = classes
             return source
     try:
-        module = cst.parse_module(text)
+        # text CPython parsed needs none of libcst's per-node checks (``python_unvalidated``)
+        module = parse_unvalidated(text) if whole and tree is not None else cst.parse_module(text)
     except cst.ParserSyntaxError as error:
         line = max(error.raw_line, 1)
         column = max(error.raw_column, 0)
