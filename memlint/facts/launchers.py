@@ -550,15 +550,21 @@ _PLACEHOLDER = re.compile(r"<([A-Za-z_][\w.\-/]*)>")
 _PROTECTED = re.compile(r"\{([A-Za-z_][\w.\-/]*)\}")
 
 
-def command_lines(text: str, start: int = 0, end: int | None = None) -> str:
+def command_lines(text: str, start: int = 0, end: int | None = None, assignments: bool = False) -> str:
     """``text`` with everything but the launch commands between ``start`` and ``end`` blanked
     (offsets kept, so each fact is located in the real file): a command starts at a line that
     runs a launcher and goes on over lines ending in a backslash. These are commands a document
-    shows (a README's, a docstring's): their ``<placeholders>`` are words."""
+    shows (a README's, a docstring's): their ``<placeholders>`` are words. With ``assignments``
+    (a README's shell block) the block's ``NAME=value`` lines are kept too, so a command reads
+    the variables set above it (DeepSeek-Coder's ``MODEL_PATH="deepseek-ai/..."`` then
+    ``--model_name_or_path $MODEL_PATH``)."""
     end = len(text) if end is None else end
     # every character but the line ends blanked (one C-level pass per line: the per-character
     # loop took ~8 ms of each edit of transformers' 280,000-character trainer.py)
     kept = list("\n".join(" " * len(line) for line in text.split("\n")))
+    if assignments:
+        for match in _ASSIGNMENT_LINE.finditer(text, start, end):
+            kept[match.start():match.end()] = text[match.start():match.end()]
     for match in _COMMAND_START.finditer(text, start, end):
         position = match.start()
         while position < end:
@@ -571,6 +577,9 @@ def command_lines(text: str, start: int = 0, end: int | None = None) -> str:
     return "".join(kept)
 
 
+# a shell variable set on a line of its own, with no command after it
+_ASSIGNMENT_LINE = re.compile(r"^[ \t]*(?:export[ \t]+)?[A-Za-z_][A-Za-z0-9_]*=(?:\"[^\"\n]*\"|'[^'\n]*'|[^\s;&|]*)[ \t]*$",
+                              re.M)
 _STRING = re.compile(r'[rRuU]?("""|\'\'\')(?P<body>.*?)\1', re.S)
 
 

@@ -60,7 +60,7 @@ def extract_markdown(parsed: ParsedDocument) -> list[RunFacts]:
         return []
     kept = ["\n" if c == "\n" else " " for c in text]
     for start, end in shell_blocks(text):
-        kept[start:end] = command_lines(text, start, end)[start:end]
+        kept[start:end] = command_lines(text, start, end, assignments=True)[start:end]
     out = []
     for facts in launches_in(parsed, "".join(kept)):
         launched = facts.launches

@@ -6,8 +6,10 @@ from dataclasses import dataclass
 from typing import Iterator
 
 import libcst as cst
+from packaging.version import Version
 
 from memlint.documents.kinds import DocumentKind
+from memlint.facts.pinned_versions import Pin, pins
 from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Applicability, Edit, Fix, Position, Range, Related, Severity, split_lines
 from memlint.python.index import ModuleIndex, index_for
@@ -65,7 +67,10 @@ class LateGradientCheckpointing(Rule):
 
     * **warning** — after a PEFT wrap, with reentrant checkpointing (no
       ``{"use_reentrant": False}``) and no ``enable_input_require_grads()`` anywhere: the
-      checkpointed layers get no gradient (below);
+      checkpointed layers get no gradient (below). When the project pins transformers to
+      release 5 or later (``transformers>=5.6.0`` in its requirements, pyproject or lock file)
+      and the call does not ask for reentrant checkpointing, this is an **info**: transformers
+      5 checkpoints non-reentrantly and makes the embedding output require grad itself;
     * **info** — after the optimizer, ``deepspeed.initialize`` or ``accelerator.prepare`` of a
       model PEFT did not wrap late: only the order differs. ``gradient_checkpointing_enable``
       sets each layer's ``gradient_checkpointing`` flag and checkpoint function and registers a
@@ -181,9 +186,13 @@ if args.gradient_checkpointing:
             return
         reported: set[int] = set()
         if not _prepares_inputs(index):
+            transformers_5 = _pins_transformers_5(ctx)
             for late in _late_enables(index):
                 reported.add(id(late.enable))
-                yield self._finding(ctx, index, late)
+                if transformers_5 is not None and not _sets_reentrant(index, late.enable):
+                    yield self._harmless_on_transformers_5(ctx, index, late, transformers_5)
+                else:
+                    yield self._finding(ctx, index, late)
         for enable, handover, what in _ordering_only(index):
             if id(enable) in reported:
                 continue
@@ -199,6 +208,19 @@ if args.gradient_checkpointing:
                 related=(Related(ctx.path, py.range_of(handover), "the model is handed over here"),),
                 severity=Severity.INFO,
             )
+
+    def _harmless_on_transformers_5(self, ctx, index: ModuleIndex, late: _Late, pin: Pin) -> Finding:
+        py = index.py
+        wrapper = py.code_of(late.wrap.func)
+        message = (
+            f"`{py.code_of(late.enable)}` comes after `{wrapper}` (line {py.range_of(late.wrap).start.line}); "
+            f"your pin `transformers{pin.specifier}` ({pin.where}) runs transformers 5, which checkpoints "
+            "non-reentrantly and makes the embedding output require grad itself, so no gradient is lost: only the "
+            f"order differs. Enable checkpointing before `{wrapper}`, the order that also trains under transformers 4"
+        )
+        return Finding(range=py.range_of(late.enable), message=message, fix=_move_fix(ctx, index, late),
+                       related=(Related(ctx.path, py.range_of(late.wrap), "PEFT wraps the model here"),),
+                       severity=Severity.INFO)
 
     def _finding(self, ctx, index: ModuleIndex, late: _Late) -> Finding:
         py = index.py
@@ -217,6 +239,37 @@ if args.gradient_checkpointing:
         return Finding(
             range=py.range_of(late.enable), message=message, fix=_move_fix(ctx, index, late), related=tuple(related)
         )
+
+
+def _pins_transformers_5(ctx) -> Pin | None:
+    """The project's transformers pin when it allows no 4.x release (``transformers>=5.6.0``):
+    transformers 5 checkpoints non-reentrantly by default and makes the embedding output require
+    grad itself, so a late enable loses no gradient there."""
+    pin = pins(ctx.settings.root).get("transformers")
+    if pin is None or pin.specifier.contains(_LAST_4X, prereleases=True):
+        return None
+    floors = [Version(spec.version) for spec in pin.specifier
+              if spec.operator in (">=", ">", "==", "~=", "===") and "*" not in spec.version]
+    return pin if any(floor >= Version("5") for floor in floors) else None
+
+
+_LAST_4X = "4.57.6"  # the 4.x line ended with 4.57 (5.0.0 followed); any 4.x a pin allows includes its last
+
+
+def _sets_reentrant(index: ModuleIndex, enable: cst.Call) -> bool:
+    """``gradient_checkpointing_kwargs={"use_reentrant": True}`` written out."""
+    kwargs = argument(enable, 0, "gradient_checkpointing_kwargs") or argument(
+        enable, None, "activation_checkpointing_kwargs"
+    )
+    for value in _values(index, kwargs):
+        if isinstance(value, cst.Dict):
+            for element in value.elements:
+                if isinstance(element, cst.DictElement) and string_value(element.key) == "use_reentrant":
+                    return not is_false(element.value)
+        if isinstance(value, cst.Call) and method_name(value) == "dict":
+            written = argument(value, None, "use_reentrant")
+            return written is not None and not is_false(written)
+    return False
 
 
 def _prepares_inputs(index: ModuleIndex) -> bool:

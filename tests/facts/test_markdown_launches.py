@@ -239,3 +239,37 @@ def test_readme_runs_that_cannot_be_estimated_leave_the_script_its_own_note(tmp_
     assert _memory(settings, "examples/README.md") == []
     [note] = _memory(settings, "examples/cv_example.py")
     assert note.code == "MEM003" and "timm image model" in note.message and "create_model" in note.message
+
+
+# DeepSeek-Coder's finetune/README.md, trimmed: the block sets the variables its command reads
+DEEPSEEK_README = '''\
+After data preparation, you can use the sample shell script to finetune `deepseek-ai/deepseek-coder-6.7b-instruct`.
+
+```bash
+DATA_PATH="<your_data_path>"
+OUTPUT_PATH="<your_output_path>"
+MODEL_PATH="deepseek-ai/deepseek-coder-6.7b-instruct"
+
+deepspeed finetune_deepseekcoder.py \\
+    --model_name_or_path $MODEL_PATH \\
+    --data_path $DATA_PATH \\
+    --output_dir $OUTPUT_PATH \\
+    --model_max_length 1024 \\
+    --per_device_train_batch_size 16 \\
+    --gradient_checkpointing True \\
+    --deepspeed configs/ds_config_zero3.json \\
+    --bf16 True
+```
+
+Set `MODEL_PATH=/path/to/your/checkpoint` to start from your own weights.
+'''
+
+
+def test_a_readme_command_reads_the_variables_its_block_sets():
+    [facts] = facts_of(DEEPSEEK_README, "finetune/README.md")
+    assert facts.cli_args["model_name_or_path"].value == "deepseek-ai/deepseek-coder-6.7b-instruct"
+    assert facts.cli_args["per_device_train_batch_size"].value == "16"
+    # a variable named in prose, outside the block, sets nothing
+    prose = DEEPSEEK_README.replace('MODEL_PATH="deepseek-ai/deepseek-coder-6.7b-instruct"\n', "")
+    [facts] = facts_of(prose, "finetune/README.md")
+    assert "model_name_or_path" not in facts.cli_args

@@ -178,3 +178,16 @@ def test_a_trainer_is_never_reported(lint):
     trainer.train()
     """
     assert lint("CKP001", source) == []
+
+
+def test_a_project_that_pins_transformers_5_loses_no_gradient(lint):
+    """MedicalGPT pins `transformers>=5.6.0`: transformers 5 checkpoints non-reentrantly and makes
+    the embedding output require grad, so the late plain enable is an ordering info; the one that
+    asks for reentrant checkpointing in so many words still loses the gradients."""
+    pinned = lint("CKP001", SCRIPT, files={"requirements.txt": "peft>=0.19.1\ntorch\ntransformers>=5.6.0\n"})
+    assert [(d.range.start.line, d.severity.name) for d in pinned] == [(16, "INFO"), (17, "WARNING")]
+    assert "your pin `transformers>=5.6.0` (requirements.txt:3) runs transformers 5" in pinned[0].message
+    older = lint("CKP001", SCRIPT, files={"requirements.txt": "transformers>=4.46,<6\n"})
+    assert [d.severity.name for d in older] == ["WARNING", "WARNING"]
+    legacy = lint("CKP001", SCRIPT, files={"requirements.txt": "transformers<4\n"})
+    assert [d.severity.name for d in legacy] == ["WARNING", "WARNING"]
