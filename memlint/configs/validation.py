@@ -228,7 +228,8 @@ class _Validation:
         patterns = [re.compile(p) for c in candidates(self.root, error.schema) for p in c.get("patternProperties", {})]
         # keys a tool removed, at the top level or in a section whose schema lists its own
         # (DeepSpeed's ZeRO section: MiCS, LoCo-Zero++)
-        removed = error.schema.get("x-memlint-removed-keys") or (
+        section = error.schema if isinstance(error.schema, dict) else {}
+        removed = section.get("x-memlint-removed-keys") or (
             self.root.get("x-memlint-removed-keys", {}) if not path else {})
         foreign = _unschematised_plugin_prefixes(self.name, self.data.get("plugins")) if not path else ()
         for key in instance:
