@@ -258,18 +258,7 @@ _LAST_4X = "4.57.6"  # the 4.x line ended with 4.57 (5.0.0 followed); any 4.x a 
 
 def _sets_reentrant(index: ModuleIndex, enable: cst.Call) -> bool:
     """``gradient_checkpointing_kwargs={"use_reentrant": True}`` written out."""
-    kwargs = argument(enable, 0, "gradient_checkpointing_kwargs") or argument(
-        enable, None, "activation_checkpointing_kwargs"
-    )
-    for value in _values(index, kwargs):
-        if isinstance(value, cst.Dict):
-            for element in value.elements:
-                if isinstance(element, cst.DictElement) and string_value(element.key) == "use_reentrant":
-                    return not is_false(element.value)
-        if isinstance(value, cst.Call) and method_name(value) == "dict":
-            written = argument(value, None, "use_reentrant")
-            return written is not None and not is_false(written)
-    return False
+    return _written_use_reentrant(index, enable) is True
 
 
 def _prepares_inputs(index: ModuleIndex) -> bool:
@@ -278,17 +267,26 @@ def _prepares_inputs(index: ModuleIndex) -> bool:
 
 
 def _non_reentrant(index: ModuleIndex, enable: cst.Call) -> bool:
+    return _written_use_reentrant(index, enable) is False
+
+
+def _written_use_reentrant(index: ModuleIndex, enable: cst.Call) -> bool | None:
+    """The ``use_reentrant`` the call passes in its checkpointing kwargs (a dict display or
+    ``dict(...)``, also through a variable); None when it passes none."""
     kwargs = argument(enable, 0, "gradient_checkpointing_kwargs") or argument(
         enable, None, "activation_checkpointing_kwargs"
     )
     for value in _values(index, kwargs):
+        written = None
         if isinstance(value, cst.Dict):
             for element in value.elements:
                 if isinstance(element, cst.DictElement) and string_value(element.key) == "use_reentrant":
-                    return is_false(element.value)
-        if isinstance(value, cst.Call) and method_name(value) == "dict":
-            return is_false(argument(value, None, "use_reentrant"))
-    return False
+                    written = element.value
+        elif isinstance(value, cst.Call) and method_name(value) == "dict":
+            written = argument(value, None, "use_reentrant")
+        if written is not None:
+            return not is_false(written)
+    return None
 
 
 def _values(index: ModuleIndex, expr: cst.BaseExpression | None) -> list[cst.BaseExpression]:
