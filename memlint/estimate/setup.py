@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import enum
+import functools
+import re
 from dataclasses import dataclass, field, replace
 
 from memlint.estimate.architecture import Architecture
@@ -81,8 +83,37 @@ class Lora:
             return linear_name != "lm_head"
         leaf = linear_name.rsplit(".", 1)[-1]
         return any(
-            linear_name == t or leaf == t or linear_name.endswith("." + t) for t in self.targets
+            linear_name == t or leaf == t or linear_name.endswith("." + t)
+            or (_REGEX_SYNTAX.search(t) is not None and _regex_reaches(t, linear_name))
+            for t in self.targets
         )
+
+
+# A target written as a regular expression (PEFT matches a string ``target_modules`` with
+# ``re.fullmatch`` against each module's full name; Axolotl's Gemma 4 examples write
+# ``model.language_model.layers.[\d]+.(_checkpoint_wrapped_module.)?(mlp|self_attn).(up|down|gate|q|k|v|o)_proj``).
+_REGEX_SYNTAX = re.compile(r"[\[\]()|\\*+?^$]")
+# memlint names a block's linears by their leaf; the full names the regex is tried on are the
+# layouts transformers gives decoder blocks (text models, and the language model of a
+# vision-language one), with FSDP's checkpoint wrapper or without
+_BLOCK_PATHS = ("model.layers.0.", "model.language_model.layers.0.", "model.model.layers.0.",
+                "language_model.model.layers.0.", "model.decoder.layers.0.", "transformer.h.0.")
+_BLOCK_PARTS = ("self_attn.", "mlp.", "attn.", "attention.", "self_attention.", "feed_forward.")
+
+
+@functools.lru_cache(maxsize=4096)
+def _regex_reaches(pattern: str, linear_name: str) -> bool:
+    """Does ``pattern`` fullmatch the full name of the linear ``linear_name`` in one of the
+    usual block layouts? An invalid pattern matches nothing (PEFT would raise)."""
+    try:
+        compiled = re.compile(pattern)
+    except re.error:
+        return False
+    leaf = linear_name.rsplit(".", 1)[-1]
+    return any(
+        compiled.fullmatch(f"{path}{wrapper}{part}{leaf}") is not None
+        for path in _BLOCK_PATHS for wrapper in ("", "_checkpoint_wrapped_module.") for part in _BLOCK_PARTS
+    )
 
 
 @dataclass(frozen=True)
