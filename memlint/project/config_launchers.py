@@ -93,11 +93,15 @@ class ConfigLaunchers:
         self._calls: list[tuple[Path, str, Invocation]] | None = None  # (document, digest, call)
         self._argument_scripts: list[tuple[Path, str]] | None = None  # (script, digest)
         self._fields: dict[str, frozenset[str]] = {}  # script -> its argument classes' fields
+        # (config, its digest) -> the launches its comments give: asked again for every config of
+        # its folder that no call names, and by every shared config those launches use
+        self._comment_launches: dict[tuple[str, str], list[ConfigLaunch]] = {}
 
     def invalidate(self) -> None:
         self._calls = None
         self._argument_scripts = None
         self._fields.clear()
+        self._comment_launches.clear()
 
     def argument_file_launches(self, target: Path) -> list[ConfigLaunch]:
         """The launch of a config that a script of the project parses as all its arguments
@@ -451,12 +455,21 @@ class ConfigLaunchers:
 
     def _commented_launches(self, target: Path) -> list[ConfigLaunch]:
         """The launch commands a YAML config's comments give that name the config itself."""
+        if not str(target).lower().endswith((".yaml", ".yml")):
+            return []
+        memo = (self.documents.key(target), self.documents.digest(target))
+        if memo not in self._comment_launches:
+            # kept for every later asker, so what it reads is no one lint's dependency: the
+            # callers record the configs the result rests on
+            with reads.paused():
+                self._comment_launches[memo] = self._read_commented_launches(target)
+        return self._comment_launches[memo]
+
+    def _read_commented_launches(self, target: Path) -> list[ConfigLaunch]:
         from memlint.documents.parsed import parse_document
         from memlint.documents.reading import document_from_text
         from memlint.facts.launchers import command_lines, launches_in
 
-        if not str(target).lower().endswith((".yaml", ".yml")):
-            return []
         text = self.documents.text_for_scan(target)
         if not text or "#" not in text:
             return []

@@ -373,7 +373,7 @@ def parse(text: str, previous: PythonSource | None = None, whole: bool = False,
             source.classes = classes
             return source
     try:
-        # text CPython parsed needs none of libcst's per-node checks (``python_unvalidated``)
+        # text CPython parsed needs none of libcst's per-node checks (``python/unvalidated.py``)
         module = parse_unvalidated(text) if whole and tree is not None else cst.parse_module(text)
     except cst.ParserSyntaxError as error:
         line = max(error.raw_line, 1)
