@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 import time
 
@@ -42,6 +43,7 @@ def _env() -> dict[str, str]:
 def hub():
     with HUB:
         yield
+    shutil.rmtree(CACHE, ignore_errors=True)  # made at import: the server's environment names it
 
 
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER, server_env=_env(), client_factory=make_client))
