@@ -5,6 +5,7 @@ config.json is in the cache."""
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
@@ -30,7 +31,8 @@ Trainer(model=model, args=args).train()
 '''
 
 HUB = FakeHubServer(Answers({MODEL: ("slow", 2, json.dumps(find_entry("meta-llama/Llama-3.1-8B").config).encode())}))
-CACHE = tempfile.mkdtemp(prefix="memlint-lsp-hub-")
+CACHE = tempfile.mkdtemp(prefix="memlint-lsp-hub-")  # at import: the server's environment names it
+atexit.register(shutil.rmtree, CACHE, True)  # every process that imports this module made one
 
 
 def _env() -> dict[str, str]:
@@ -43,7 +45,6 @@ def _env() -> dict[str, str]:
 def hub():
     with HUB:
         yield
-    shutil.rmtree(CACHE, ignore_errors=True)  # made at import: the server's environment names it
 
 
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER, server_env=_env(), client_factory=make_client))
