@@ -35,8 +35,9 @@ V1_DEFAULTS = {"bf16": True, "enable_activation_checkpointing": True}
 DIST_SHARDING = {"fsdp2": "full", "fsdp": "full", "fsdpturbo": "full"}
 
 
-_EXPERT_ADVICE = ("memlint sizes data parallelism, ZeRO and FSDP only, not experts split over GPUs; silence "
-                  "this note with `# memlint: ignore[MEM003]`")
+_EXPERT_ADVICE = ("memlint sizes data parallelism, ZeRO and FSDP only, not experts split over GPUs; measure the "
+                  "first steps with `torch.cuda.max_memory_allocated()` and silence this note with "
+                  "`# memlint: ignore[MEM003]`")
 
 
 def is_llamafactory_v1(value: Any) -> bool:

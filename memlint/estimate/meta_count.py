@@ -18,6 +18,7 @@ import logging
 import warnings
 from typing import Any, Mapping
 
+from memlint.estimate import timm_towers
 from memlint.estimate.architecture import Architecture, BlockGroup, Linear, UnsupportedArchitecture
 
 GENERIC_NOTE = (
@@ -62,15 +63,18 @@ def _build(config: Mapping[str, Any]):
             f"{transformers.__version__}.{where} Set `model-config` in [tool.memlint] to the config.json "
             "of a model transformers knows with the same layer sizes, or measure this run on a GPU"
         ) from None
+    # a timm-wrapped vision tower (Gemma 3n) is left out here and added from its stored count
+    timm = bool(timm_towers.towers(config)) and timm_towers.stored_params(config) > 0
     last: Exception | None = None
     for name in _MULTIMODAL_AUTO_CLASSES if "vision_config" in config else _AUTO_CLASSES:
         auto = getattr(transformers, name, None)
         if auto is None:
             continue
         try:
-            with torch.device("meta"):
+            with torch.device("meta"), timm_towers.stand_in() if timm else contextlib.nullcontext():
                 return auto.from_config(hf_config), transformers.__version__
-        except (ValueError, KeyError, TypeError, AttributeError, AssertionError, RuntimeError) as error:
+        except (ValueError, KeyError, TypeError, AttributeError, AssertionError, RuntimeError,
+                ImportError) as error:
             last = error
     raise UnsupportedArchitecture(
         f"model_type {model_type!r}: transformers could not build it from config.json ({last})"
@@ -114,6 +118,13 @@ def _field(text: Any, raw: Mapping[str, Any], key: str, default: Any) -> Any:
         return raw.get(key, default)
 
 
+def _widest(value: Any) -> int:
+    """A size config.json may give per layer (Gemma 3n's ``intermediate_size`` list): its widest."""
+    if isinstance(value, (list, tuple)):
+        return max((int(v) for v in value if isinstance(v, (int, float))), default=0)
+    return int(value or 0)
+
+
 def from_meta(config: Mapping[str, Any], name: str) -> Architecture:
     """An :class:`Architecture` counted from the modules transformers builds for ``config``."""
     import torch
@@ -128,7 +139,7 @@ def from_meta(config: Mapping[str, Any], name: str) -> Architecture:
             model, version = _build(config)
     finally:
         quiet.setLevel(level)
-    total = sum(p.numel() for p in model.parameters())  # tied weights once
+    total = sum(p.numel() for p in model.parameters()) + timm_towers.stored_params(config)  # tied once
     stack = _layer_stack(model)
     if stack is None:
         raise UnsupportedArchitecture(f"model_type {model_type!r}: no repeated layers found")
@@ -158,7 +169,7 @@ def from_meta(config: Mapping[str, Any], name: str) -> Architecture:
     kv = int(field("num_key_value_heads") or heads)
     head_dim = int(field("head_dim") or hidden // heads)
     vocab = int(field("vocab_size") or embed.weight.shape[0])
-    inter = int(field("intermediate_size") or field("moe_intermediate_size") or 4 * hidden)
+    inter = _widest(field("intermediate_size")) or _widest(field("moe_intermediate_size")) or 4 * hidden
     counted = embedding + len(stack) * per_block + (head.params if head else 0)
     return Architecture(
         name=name,

@@ -334,7 +334,8 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
     if on_host is not None and on_host.value and not routed_expert_params(arch):
         run.problem = (f"the run keeps routed experts in host memory with KTransformers, but memlint has no layer "
                        f"recipe for `{arch.model_type}` (its parameters are counted whole), so it cannot tell which "
-                       "weights stay on the GPU: measure the first steps with torch.cuda.max_memory_allocated()")
+                       "weights stay on the GPU: measure the first steps with `torch.cuda.max_memory_allocated()` and "
+                       "silence this note with `# memlint: ignore[MEM003]`")
         run.problem_fact = on_host
         return run
     expanded = plan.get("expanded_blocks")

@@ -224,5 +224,7 @@ def test_llamafactory_v1_fsdpturbo_shards_and_its_expert_parallelism_is_not_size
     facts = facts_of("train_full_qwen3_moe_fsdpturbo_ep_fsdp.yaml", LF_V1_FSDPTURBO_EP)
     assert facts.fsdp.value == "full"
     assert "expert parallelism (`dist_config.ep_size: 16`)" in facts.unmodelled.value[0]
+    advice = facts.unmodelled.value[1]
+    assert "torch.cuda.max_memory_allocated()" in advice and "ignore[MEM003]" in advice
     assert facts.unmodelled.origin.range.start.line == 6
     assert facts_of("one_expert_group.yaml", LF_V1_FSDPTURBO_EP.replace("ep_size: 16", "ep_size: 1")).unmodelled is None

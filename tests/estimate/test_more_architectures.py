@@ -127,3 +127,31 @@ def test_a_vision_language_model_without_a_recipe_counts_its_vision_tower():
     assert "no memlint recipe for model_type 'mllama'" in arch.generic_note
     lora = estimate_training(arch, TrainingSetup(micro_batch=1, seq_len=1024, lora=Lora(r=16)))
     assert 0 < lora.trainable_parameters < arch.n_params // 100
+
+
+def test_a_timm_vision_tower_is_added_from_its_stored_count():
+    """Gemma 3n (axolotl's and LLaMA-Factory's gemma-3n-E2B-it examples): transformers builds its
+    MobileNetV5 vision tower with timm, which memlint does not install. The rest is built on the
+    meta device and the tower's stored timm count added: the total equals what transformers
+    counted for the catalogue's config in an environment that had timm."""
+    pytest.importorskip("transformers")
+    from memlint.estimate import meta_count
+
+    entry = find_entry("google/gemma-3n-E2B-it")
+    arch = meta_count.from_meta(entry.config, entry.id)  # counted live, not the stored row
+    assert arch.n_params == 5_418_464_192
+    assert arch.num_layers == 30 and arch.hidden_size == 2048 and arch.intermediate_size == 8192
+    # the stand-in is gone once the model is built
+    import transformers
+
+    assert transformers.AutoModel.from_config.__func__.__name__ == "from_config"
+    assert not isinstance(transformers.AutoModel.__dict__["from_config"], staticmethod)
+
+
+def test_an_uncounted_timm_tower_is_refused_with_what_to_do():
+    pytest.importorskip("transformers")
+    entry = find_entry("google/gemma-3n-E2B-it")
+    config = {**entry.config, "vision_config": {**entry.config["vision_config"], "architecture": "mobilenetv5_900m_enc"}}
+    with pytest.raises(UnsupportedArchitecture, match="timm model 'mobilenetv5_900m_enc'") as refused:
+        from_config(config, "acme/gemma-3n-bigger-eyes")
+    assert "`model-config`" in str(refused.value)
