@@ -89,6 +89,10 @@ def recognise(ctx: ScriptFacts, call: cst.Call, names: set[str], method: str | N
                    "Liger fused linear cross-entropy", at=call)
 
 
+# device maps with which accelerate spreads the layers over every visible GPU (a dict or "cuda:0"
+# places the whole model on one device)
+SPREAD_DEVICE_MAPS = frozenset({"auto", "balanced", "balanced_low_0", "sequential"})
+
 PEFT_METHOD_ADVICE = ("memlint sizes LoRA adapters only; other PEFT methods train their own parameter sets (and "
                       "some, like OSF, train every weight), so measure one step with `torch.cuda.max_memory_allocated()`")
 
@@ -204,6 +208,11 @@ def loading_arguments(ctx: ScriptFacts, named: dict[str, cst.BaseExpression], at
     if "use_flash_attention_2" in named:
         ctx.switch("attention", "flash", named["use_flash_attention_2"], False, at,
                    "from_pretrained(use_flash_attention_2=True)", at=at, rank=rank)
+    spread = values.evaluate(named["device_map"]) if "device_map" in named else None
+    if spread is not None and spread.known and isinstance(spread.value, str) and spread.value in SPREAD_DEVICE_MAPS:
+        # the keyword as written: a bare "auto" would read as DeepSpeed's "auto" when runs merge
+        ctx.state("device_map", f'device_map="{spread.value}"', spread.node, "from_pretrained(device_map=...)",
+                  at=at, rank=rank)
     # transformers' legacy shortcuts build BitsAndBytesConfig(load_in_4bit=True): fp4 by default
     if "load_in_4bit" in named:
         ctx.switch("quantization", "fp4", named["load_in_4bit"], False, at, "from_pretrained(load_in_4bit=True)",

@@ -68,3 +68,43 @@ def test_a_lora_sub_config_leaves_the_run_a_lora_run():
     [script] = facts_of(EVA, "eva_finetuning.py")
     assert script.unmodelled is None
     assert script.lora_r.value == 16
+
+
+# peft's examples/orthogonal_subspace_learning/osf_continual_learning.py --run_baseline, trimmed:
+# one process, the model spread over every visible GPU by accelerate
+SPREAD = dedent('''
+    import argparse
+
+    import torch
+    from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model_name", default="meta-llama/Llama-3.1-8B")
+    parser.add_argument("--batch_size", type=int, default=32)
+    args = parser.parse_args()
+
+    placement = "auto"
+    model = AutoModelForCausalLM.from_pretrained(args.model_name, torch_dtype=torch.bfloat16, device_map=placement)
+    training_args = TrainingArguments(output_dir="out", per_device_train_batch_size=args.batch_size, bf16=True)
+    Trainer(model=model, args=training_args, train_dataset=dataset).train()
+''')
+
+
+def _memory(tmp_path: Path, text: str, gpus: int):
+    write(tmp_path, {"baseline.py": text})
+    (tmp_path / ".git").mkdir(exist_ok=True)
+    settings = Settings(root=tmp_path).with_overrides(gpu="h100", gpus=gpus, cache=False)
+    return [d for d in Linter(settings).lint_path(tmp_path / "baseline.py") if d.code.startswith("MEM")]
+
+
+def test_a_model_spread_over_several_gpus_by_device_map_is_not_judged_on_one(tmp_path: Path):
+    [script] = facts_of(SPREAD, "baseline.py")
+    assert script.device_map.value == 'device_map="auto"'
+    [note] = _memory(tmp_path, SPREAD, gpus=8)  # before: MEM001 error, the whole 8B model and its states on one GPU
+    assert note.code == "MEM003"
+    assert '`device_map="auto"` in one process' in note.message and "8 GPUs" in note.message
+    # on one GPU the whole model is on it: judged as before
+    assert [d.code for d in _memory(tmp_path, SPREAD, gpus=1)] == ["MEM001"]
+    # a device map that pins the model to one GPU (alpaca-lora's DDP branch) states nothing
+    pinned = SPREAD.replace('placement = "auto"', 'placement = {"": 0}')
+    assert facts_of(pinned, "baseline.py")[0].device_map is None
