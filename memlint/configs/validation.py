@@ -288,6 +288,11 @@ class _Validation:
             consequence = "DeepSpeed ignores unknown top-level keys silently"
         elif self.name == "deepspeed" and _is_pydantic_section(self.root, key_path[:-1]):
             consequence = "DeepSpeed refuses the config"
+        elif self.name == "accelerate" and len(key_path) > 1:
+            # ClusterConfig.from_yaml_file refuses unknown top-level keys only; `accelerate launch`
+            # copies each key of a section (fsdp_config, deepspeed_config, ...) onto its arguments,
+            # where an unknown one is never read (accelerate/commands/launch.py, _validate_launch_command)
+            consequence = "`accelerate launch` ignores it silently"
         if consequence:
             message += f" ({consequence})"
         return Issue("unknown", key_path, message, where, fix)

@@ -11,6 +11,7 @@ shell script, at the word that wrote it -- or at the variable assignment it expa
 from __future__ import annotations
 
 import bisect
+import posixpath
 import re
 from dataclasses import dataclass, field
 from itertools import accumulate
@@ -53,6 +54,8 @@ _PYTHON_VALUED = {"W", "X", "c"}
 _MODULE_FLAGS = {"module", "m"}
 _TORCHRUN_MODULES = ("torch.distributed.run", "torch.distributed.launch")
 _CONFIG_SUFFIXES = (".json", ".yaml", ".yml")
+_HYDRA_NAME = frozenset({"config_name", "cn"})  # Hydra's --config-name / -cn
+_HYDRA_PATH = ("config_path", "cp")
 
 
 @dataclass
@@ -381,6 +384,8 @@ class _Shell:
                 while j < len(words) and not _is_option(words[j].text):
                     following.append(words[j])
                     j += 1
+                if key in _HYDRA_NAME or key in _HYDRA_PATH:  # one value; Hydra overrides follow
+                    following, j = following[:1], i + 1 + len(following[:1])
                 i = j
                 value = self._values(following) if following else Value("true", word.start, word.end)
             if value is None:  # a value the script cannot know ($1, $(date), an unset variable)
@@ -392,8 +397,36 @@ class _Shell:
             if key in _MODEL_PARALLEL and value.text.isdigit() and int(value.text) > 1 and facts.unmodelled is None:
                 facts.unmodelled = Sourced((f"model parallelism (`--{key} {value.text}`)", MODEL_PARALLEL_ADVICE),
                                            self.location(value.start, value.end), f"--{key}")
-            if value.text.lower().endswith(_CONFIG_SUFFIXES) and ("config" in key or "deepspeed" in key):
+            if key in _HYDRA_NAME:
+                self._hydra_config(launch, value, facts)
+            elif value.text.lower().endswith(_CONFIG_SUFFIXES) and ("config" in key or "deepspeed" in key):
                 facts.references.append(self.sourced(value, f"--{key}"))
+
+    def _hydra_config(self, launch: _Launch, name: Value, facts: RunFacts) -> None:
+        """Hydra's ``--config-name X`` names a file of the config folder, not of the working
+        directory: ``--config-path P`` (relative to the script's or the ``-m`` module's folder:
+        simpleRL-reason's ``python3 -m verl.trainer.main_ppo --config-path=config
+        --config-name='ppo_megatron_trainer.yaml'`` reads verl/trainer/config/). Without
+        ``--config-path`` the folder is the one ``@hydra.main`` names: no reference is made."""
+        folder = next((self._option_value(launch, k) for k in _HYDRA_PATH if self._option_value(launch, k)), None)
+        if folder is None or facts.launches is None or "$" in folder:
+            return
+        base = posixpath.dirname(str(facts.launches.value))
+        written = name.text if name.text.lower().endswith(_CONFIG_SUFFIXES) else name.text + ".yaml"
+        path = posixpath.normpath(posixpath.join(base, folder, written)) if not folder.startswith("/") else \
+            posixpath.join(folder, written)
+        facts.references.append(Sourced(path, self.location(name.start, name.end), "Hydra --config-path/--config-name"))
+
+    @staticmethod
+    def _option_value(launch: _Launch, key: str) -> str | None:
+        for index, word in enumerate(launch.arguments):
+            name, eq, inline = word.text.partition("=")
+            if _is_option(word.text) and option_key(name) == key:
+                if eq:
+                    return inline
+                following = launch.arguments[index + 1] if index + 1 < len(launch.arguments) else None
+                return following.text if following is not None and not _is_option(following.text) else None
+        return None
 
     def _templated(self, word: Word, note: str, into: list[Sourced[str]]) -> str | None:
         built = template(word, self.variables)

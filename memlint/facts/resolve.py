@@ -402,6 +402,15 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
     if world is None and context.world_size is None and sharding != Sharding.NONE:
         notes.append("GPU count not found: 1 (set `gpus` in [tool.memlint] or pass --gpus)")
         run.assumed.append(Assumed("world_size", "1 GPU", "`gpus` in [tool.memlint] or --gpus"))
+    spread = plan.get("device_map")
+    if spread is not None and world is None and world_size > 1:
+        # one process whose model accelerate splits over the GPUs: each holds some layers, their
+        # states and activations, not the whole model, and the split is accelerate's to choose
+        run.problem = (f"the run loads its model with `{spread.value}` in one process, which spreads "
+                       f"the layers over the {world_size} GPUs it sees (naive model parallelism); memlint's estimate "
+                       "does not model that split: set `gpus = 1` in [tool.memlint] to check the model on one GPU")
+        run.problem_fact = spread
+        return run
     if prov.get("sharding") is None and world_size > 1:
         notes.append("parallelism not found: plain data parallelism (every GPU holds the whole model and its "
                      "optimizer states)")

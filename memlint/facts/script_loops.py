@@ -149,6 +149,11 @@ def _words(text: str) -> set[str]:
     return set(re.split(r"[^a-z0-9]+", text.lower()))
 
 
+def _name_words(text: str) -> set[str]:
+    """The words of a callee's name, a class's CamelCase too: ``DataCollator`` -> data, collator."""
+    return _words(re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", text))
+
+
 def dataloader(ctx: ScriptFacts, call: cst.Call) -> None:
     values = ctx.values
     arguments = values.arguments(call, ("dataset", "batch_size", "shuffle", "sampler"))
@@ -213,7 +218,7 @@ _LENGTH_KEYWORDS = ("max_length", "max_seq_length", "max_seq_len", "seq_len", "s
 _NOT_TRAINING_DATA = frozenset({"generate", "generation", "sample", "samples", "sampling", "decode", "predict",
                                 "inference", "eval", "evaluate", "evaluation", "validate", "validation"})
 _DATA_WORDS = frozenset({"loader", "loaders", "dataloader", "data", "dataset", "datasets", "corpus", "batches",
-                         "packed", "pack", "tokenize", "tokenized", "encode", "collate", "split", "splits",
+                         "packed", "pack", "tokenize", "tokenized", "encode", "collate", "collator", "split", "splits",
                          "stream", "shards", "examples"})
 _BATCH_KEYWORDS = ("batch_size", "micro_batch_size", "per_device_batch_size")
 # libraries whose functions are not the project's data code
@@ -237,7 +242,8 @@ def _project_code(values: Values, call: cst.Call) -> bool:
 
 def data_helper_call(ctx: ScriptFacts, call: cst.Call) -> None:
     """``load_corpus(tokenizer, max_length=args.seq_len)``, ``packed_loader(model_id,
-    seq_len=args.seq_len, batch_size=args.micro_batch)``: the script hands a length (and a batch
+    seq_len=args.seq_len, batch_size=args.micro_batch)``, ``DataCollator(eos_id, max_length=512)``
+    (a collator of the project that truncates each batch): the script hands a length (and a batch
     size) to its own data code, often in another module, which tokenizes and batches with them.
     The function must be the project's and say it is data code -- by its name or by taking the
     tokenizer -- so ``build_index(vectors, batch_size=64)`` is not read as training data."""
@@ -246,7 +252,7 @@ def data_helper_call(ctx: ScriptFacts, call: cst.Call) -> None:
     batch = next((keywords[k] for k in _BATCH_KEYWORDS if k in keywords), None)
     if length is None and batch is None:
         return
-    words = _words(ctx.python.code_of(call.func))
+    words = _name_words(ctx.python.code_of(call.func))
     if words & _NOT_TRAINING_DATA or not _project_code(ctx.values, call):
         return  # print_samples(model, tokenizer, max_length=64): generation, not the training batches
     if not (words & _DATA_WORDS or any(_is_tokenizer(ctx.values, arg.value) for arg in call.args)):

@@ -12,6 +12,7 @@ from memlint.model.vocabulary import ATTENTION, dtype_name
 from memlint.python.library import (
     KBIT_PREPARATION,
     LORA_CONFIGS,
+    PEFT_WRAPPERS,
     QUANTIZATION_CONFIGS,
     image_model_library,
     is_config_loader,
@@ -73,6 +74,10 @@ def recognise(ctx: ScriptFacts, call: cst.Call, names: set[str], method: str | N
         bits_and_bytes(ctx, call)
     if names & LORA_CONFIGS:
         lora(ctx, call)
+    elif any(_other_peft_config(n) for n in names) and _wrap_config(ctx, call):
+        method = next(n for n in names if _other_peft_config(n)).rsplit(".", 1)[-1]
+        ctx.state("unmodelled", (f"the PEFT method `{method}`", PEFT_METHOD_ADVICE), call.func,
+                  f"{method}(...) given to get_peft_model", at=call, extra_guards=ctx.value_guards(call))
     if names & KBIT_PREPARATION:
         arguments = ctx.values.arguments(call, ("model", "use_gradient_checkpointing"))
         ctx.switch("grad_ckpt", 1, arguments.get("use_gradient_checkpointing"), True, call.func,
@@ -82,6 +87,42 @@ def recognise(ctx: ScriptFacts, call: cst.Call, names: set[str], method: str | N
         arguments = ctx.values.arguments(call)
         ctx.switch("fused_loss", True, arguments.get("fused_linear_cross_entropy"), True, call.func,
                    "Liger fused linear cross-entropy", at=call)
+
+
+# device maps with which accelerate spreads the layers over every visible GPU (a dict or "cuda:0"
+# places the whole model on one device)
+SPREAD_DEVICE_MAPS = frozenset({"auto", "balanced", "balanced_low_0", "sequential"})
+
+PEFT_METHOD_ADVICE = ("memlint sizes LoRA adapters only; other PEFT methods train their own parameter sets (and "
+                      "some, like OSF, train every weight), so measure one step with `torch.cuda.max_memory_allocated()`")
+
+
+def _other_peft_config(name: str) -> bool:
+    """A PEFT adapter config other than LoRA (``peft.DeftConfig``, ``peft.HiraConfig``): the
+    base weights are frozen, but what trains and what it keeps is the method's own."""
+    parts = name.split(".")
+    return parts[0] == "peft" and parts[-1].endswith("Config") and parts[-1] != "PeftConfig" and name not in LORA_CONFIGS
+
+
+def _wrap_config(ctx: ScriptFacts, call: cst.Call) -> bool:
+    """Is the config built by ``call`` the one a PEFT wrap gets (``get_peft_model(model, cfg)``
+    or the call written inside it)? Sub-configs (``EvaConfig`` inside a ``LoraConfig``) are not."""
+    values = ctx.values
+    parent = values.parent(call)
+    uses: list[cst.CSTNode] = [call]
+    if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
+        target = parent.targets[0].target
+        scope = ctx.python.scopes.get(parent)
+        if scope is None:
+            return False
+        uses = [a.node for assignment in scope.assignments[target.value]
+                if getattr(assignment, "node", None) is target for a in assignment.references]
+    for use in uses:
+        arg = values.parent(use)
+        wrap = values.parent(arg) if isinstance(arg, cst.Arg) else None
+        if isinstance(wrap, cst.Call) and values.callee_names(wrap) & PEFT_WRAPPERS:
+            return True
+    return False
 
 
 _FROZEN_NAMES = ("teacher", "ref_model", "ref_policy", "reference", "reward_model", "reward", "frozen", "judge",
@@ -167,6 +208,11 @@ def loading_arguments(ctx: ScriptFacts, named: dict[str, cst.BaseExpression], at
     if "use_flash_attention_2" in named:
         ctx.switch("attention", "flash", named["use_flash_attention_2"], False, at,
                    "from_pretrained(use_flash_attention_2=True)", at=at, rank=rank)
+    spread = values.evaluate(named["device_map"]) if "device_map" in named else None
+    if spread is not None and spread.known and isinstance(spread.value, str) and spread.value in SPREAD_DEVICE_MAPS:
+        # the keyword as written: a bare "auto" would read as DeepSpeed's "auto" when runs merge
+        ctx.state("device_map", f'device_map="{spread.value}"', spread.node, "from_pretrained(device_map=...)",
+                  at=at, rank=rank)
     # transformers' legacy shortcuts build BitsAndBytesConfig(load_in_4bit=True): fp4 by default
     if "load_in_4bit" in named:
         ctx.switch("quantization", "fp4", named["load_in_4bit"], False, at, "from_pretrained(load_in_4bit=True)",

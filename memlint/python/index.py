@@ -160,7 +160,8 @@ class ModuleIndex:
     def conditions(self, node: cst.CSTNode) -> set[tuple[str, bool]]:
         """What the enclosing ``if``s of its function require for ``node`` to run, as
         (condition as written, truth): ``if a and not b:`` gives {("a", True), ("b", False)},
-        the ``else`` of ``if a:`` gives {("a", False)}."""
+        ``if not (a or b):`` gives {("a", False), ("b", False)}, the ``else`` of ``if a:`` gives
+        {("a", False)}."""
         out: set[tuple[str, bool]] = set()
         previous: cst.CSTNode = node
         for ancestor in self.ancestors(node):
@@ -188,6 +189,8 @@ class ModuleIndex:
                     out |= self._atoms(current)
             return out
         if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            if isinstance(test.expression, cst.BooleanOperation) and isinstance(test.expression.operator, cst.Or):
+                return self._none_of(test.expression)  # not (a or b): neither a nor b
             inner = self._atoms(test.expression)  # not (a and b) says nothing about a alone
             return {(text, not truth) for text, truth in inner} if len(inner) == 1 else set()
         if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
@@ -199,6 +202,22 @@ class ModuleIndex:
             text = f"{left} {operator} {right}"
             return {(text, not negative)}
         return {(self.py.code_of(test).strip("() "), True)}
+
+    def _none_of(self, test: cst.BooleanOperation) -> set[tuple[str, bool]]:
+        """``not (a or b or c)``: each of a, b and c is false (a disjunct that is itself an
+        ``and`` says nothing alone and is left out)."""
+        out: set[tuple[str, bool]] = set()
+        pending: list[cst.BaseExpression] = [test]
+        while pending:
+            current = pending.pop()
+            if isinstance(current, cst.BooleanOperation) and isinstance(current.operator, cst.Or):
+                pending += [current.left, current.right]
+                continue
+            inner = self._atoms(current)
+            if len(inner) == 1:
+                ((text, truth),) = inner
+                out.add((text, not truth))
+        return out
 
     def exclusive(self, a: cst.CSTNode, b: cst.CSTNode) -> bool:
         """Can ``a`` and ``b`` never both run (``if x:`` around one, ``if not x:`` around the other)?"""

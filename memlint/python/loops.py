@@ -228,7 +228,7 @@ def _training_loops(index: ModuleIndex) -> list[TrainingLoop]:
             if event.call is None:
                 continue
             backward = backward_of(index, event.call)
-            if backward is not None:
+            if backward is not None and not _without_autograd(index, event):
                 found.backwards.append((event, backward))
             step = step_of(index, event.call)
             if step is not None:
@@ -236,6 +236,13 @@ def _training_loops(index: ModuleIndex) -> list[TrainingLoop]:
         if found.backwards:
             out.append(found)
     return out
+
+
+def _without_autograd(index: ModuleIndex, event: Event) -> bool:
+    """Is the backward reached through a helper called under ``torch.no_grad()`` (verl's
+    ``validation_step``: ``with torch.no_grad(): self._compute_loss_and_backward(batch,
+    do_backward=False)``)? Autograd is off there, so no backward can run: it is evaluation."""
+    return any(index.under_no_grad(call) for call in event.chain)
 
 
 def _loops_that_could_train(index: ModuleIndex) -> set[int]:

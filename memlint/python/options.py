@@ -300,12 +300,30 @@ class Options:
         items = list(first.elements) if isinstance(first, (cst.Tuple, cst.List)) else None
         if items is not None:
             values = [self.values.evaluate(e.value) for e in items]
-            return tuple(_parsed_class(f.value if f is not None else None) for f in values)
+            return tuple(_parsed_class(f.value if f is not None else None) or self._shadowing_class(e.value)
+                         for e, f in zip(items, values))
         found = self.values.evaluate(first)
         if found is not None and isinstance(found.value, (tuple, list)):
             # ``dataclass_types = (ScriptArguments, SFTConfig, ModelConfig); TrlParser(dataclass_types)``
             return tuple(_parsed_class(value) for value in found.value)
         return (_parsed_class(found.value if found is not None else None),)
+
+    def _shadowing_class(self, expr: cst.BaseExpression) -> cst.ClassDef | None:
+        """``class TrainingArguments(TrainingArguments)`` after ``from transformers import
+        TrainingArguments`` (BELLE's ``sft_train.py``): the name is bound twice, and once the
+        module has run it is the script's class, which extends the imported one."""
+        if not isinstance(expr, cst.Name):
+            return None
+        definitions = self.values.definitions(expr)
+        classes = [d for d in definitions if isinstance(d, cst.ClassDef)]
+        if len(classes) != 1 or len(definitions) != 2 or not any(
+            isinstance(d, (cst.Import, cst.ImportFrom)) for d in definitions
+        ):
+            return None
+        (cls,) = classes
+        if any(isinstance(base.value, cst.Name) and base.value.value == expr.value for base in cls.bases):
+            return cls
+        return None
 
     def fields(self, node: cst.ClassDef) -> dict[str, cst.BaseExpression | None]:
         """A dataclass's own fields and the expression of each default (None: no default)."""

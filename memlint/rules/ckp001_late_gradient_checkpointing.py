@@ -66,8 +66,11 @@ class LateGradientCheckpointing(Rule):
     The severity says what is at stake:
 
     * **warning** — after a PEFT wrap, with reentrant checkpointing (no
-      ``{"use_reentrant": False}``) and no ``enable_input_require_grads()`` anywhere: the
-      checkpointed layers get no gradient (below). When the project pins transformers to
+      ``{"use_reentrant": False}``) and no ``enable_input_require_grads()`` anywhere (nor
+      PEFT's ``prepare_model_for_gradient_checkpointing``, which calls it): the checkpointed
+      layers get no gradient (below). Two calls whose guards never hold together
+      (``if use_boft:`` around the wrap, ``if not (use_lora or use_boft):`` around the enable)
+      are not an order. When the project pins transformers to
       release 5 or later (``transformers>=5.6.0`` in its requirements, pyproject or lock file)
       and the call does not ask for reentrant checkpointing, this is an **info**: transformers
       5 checkpoints non-reentrantly and makes the embedding output require grad itself;
@@ -261,9 +264,18 @@ def _sets_reentrant(index: ModuleIndex, enable: cst.Call) -> bool:
     return _written_use_reentrant(index, enable) is True
 
 
+_PREPARE_INPUTS = frozenset({
+    "enable_input_require_grads",
+    # PeftModel.prepare_model_for_gradient_checkpointing(model) calls enable_input_require_grads
+    # (or hooks the input embeddings) on a model that is not quantized: peft/peft_model.py
+    "prepare_model_for_gradient_checkpointing",
+})
+
+
 def _prepares_inputs(index: ModuleIndex) -> bool:
-    """``model.enable_input_require_grads()`` anywhere: the embedding output requires grad."""
-    return any(method_name(n) == "enable_input_require_grads" for n in index.calls)
+    """``model.enable_input_require_grads()`` (or PEFT's
+    ``prepare_model_for_gradient_checkpointing``) anywhere: the embedding output requires grad."""
+    return any(method_name(n) in _PREPARE_INPUTS for n in index.calls)
 
 
 def _non_reentrant(index: ModuleIndex, enable: cst.Call) -> bool:

@@ -127,7 +127,8 @@ class ZeroThreeOnSmallModel(Rule):
     qwen3moe_full_sft.yaml``) is one of those runs. When the launcher script that runs it
     also runs the same program under lighter stages (a benchmark sweep: DeepSpeed's autotuning
     examples launch ``z0`` ... ``z3`` from one script), stage 3 is one of the settings compared:
-    the finding is an info that says so.
+    the finding is an info that says so. A run of the project's tests (its script or its config
+    under a ``tests/`` folder) is not reported: it uses stage 3 to check that stage 3 works.
 
     ## Why it matters
     Stage 3 shards the parameters themselves, so every forward and every backward all-gathers
@@ -154,6 +155,11 @@ class ZeroThreeOnSmallModel(Rule):
                        "llama_70b_args.yaml": _ARGS.format(model="meta-llama/Llama-3.1-70B")},
                 settings={"gpu": "h100", "gpus": 8},
                 title="A config shared by a 1.5B and a 70B run: lightening it would break the 70B run"),
+        Example(_DS, path="tests/training/ds_zero3.json",
+                files={"tests/training/train_args.yaml": _ARGS.format(model="Qwen/Qwen2.5-1.5B").replace(
+                    "deepspeed: ds_zero3.json", "deepspeed: tests/training/ds_zero3.json")},
+                settings={"gpu": "h100", "gpus": 8},
+                title="A test of the project runs a small model under ZeRO-3 to check that stage 3 works"),
         Example(_FSDP, path="examples/accelerate/fsdp_config.yaml", files=_SHARED_FSDP,
                 settings={"gpu": "h100", "gpus": 8},
                 title="An FSDP config that a 4-bit 8B demo uses and a 30B MoE config's own comment launches "
@@ -199,6 +205,8 @@ class ZeroThreeOnSmallModel(Rule):
             return
         if setup.offload_params:
             return  # parameter offload needs stage 3
+        if _a_test(ctx, run):
+            return  # a test of the sharding form: stage 3 is what it exercises
         fact = run.provenance.get("sharding")
         if fact is None or fact.origin is None:
             return
@@ -227,6 +235,27 @@ class ZeroThreeOnSmallModel(Rule):
                     severity=Severity.INFO if swept else None,
                 )
                 break
+
+
+_TEST_FOLDERS = frozenset({"tests", "test", "testing"})
+
+
+def _a_test(ctx: RuleContext, run: ResolvedRun) -> bool:
+    """Is the run a test of the project (its entry script or its sharding config under a
+    ``tests/`` folder, or a pytest ``test_*.py`` module -- not a ``test_tune.sh`` benchmark: PEFT's ``make tests_training`` launches
+    ``tests/training/training.py`` with ``tests/training/deepspeed_config.yaml``)? A test
+    runs a tiny model under ZeRO-3 to check that stage 3 works, not to fit it."""
+    root = Path(ctx.settings.root).resolve()
+    for path in (run.plan.entry, *run.plan.documents):
+        if not path:
+            continue
+        try:
+            parts = Path(path).resolve().relative_to(root).parts
+        except ValueError:
+            continue
+        if _TEST_FOLDERS & set(parts[:-1]) or (parts and parts[-1].startswith("test_") and parts[-1].endswith(".py")):
+            return True
+    return False
 
 
 def _swept_stages(ctx: RuleContext, run: ResolvedRun, config: str) -> list[int]:

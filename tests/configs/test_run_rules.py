@@ -179,3 +179,55 @@ def test_trl_enables_bf16_by_default(lint):
 def test_deepspeed_without_the_hf_trainer_is_not_compared(lint):
     """A plain DeepSpeed config nobody references (a `deepspeed.initialize` script): no Trainer."""
     assert lint({"ds_config.json": ZERO2}, "ds_config.json", select=("CFG014",)) == []
+
+
+# BELLE's train/src/entry_point/sft_train.py, trimmed: the project's class takes the name of the
+# transformers class it extends, and its launcher passes ``--bf16`` as a bare flag
+SHADOWING_SCRIPT = """\
+from dataclasses import dataclass, field
+from typing import Optional
+
+from transformers import AutoModelForCausalLM, HfArgumentParser, Trainer, TrainingArguments
+
+
+@dataclass
+class ModelArguments:
+    model_name_or_path: Optional[str] = field(default="Qwen/Qwen2.5-0.5B")
+
+
+@dataclass
+class TrainingArguments(TrainingArguments):
+    model_max_length: int = field(default=512, metadata={"help": "Maximum sequence length."})
+
+
+def main():
+    parser = HfArgumentParser((ModelArguments, TrainingArguments))
+    model_args, training_args = parser.parse_args_into_dataclasses()
+    model = AutoModelForCausalLM.from_pretrained(model_args.model_name_or_path)
+    Trainer(model=model, args=training_args).train()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+SHADOWING_LAUNCH = """\
+torchrun --nproc_per_node 8 src/entry_point/sft_train.py \\
+    --deepspeed configs/deepspeed_config.json \\
+    --per_device_train_batch_size 1 \\
+    --gradient_accumulation_steps 1 \\
+    {precision} \\
+    --output_dir out
+"""
+
+
+def test_a_project_class_named_like_the_one_it_extends_is_parsed(lint):
+    ds = ('{\n  "train_micro_batch_size_per_gpu": "auto",\n  "gradient_accumulation_steps": "auto",\n'
+          '  "bf16": {"enabled": true},\n  "zero_optimization": {"stage": 2}\n}\n')
+    files = {"src/entry_point/sft_train.py": SHADOWING_SCRIPT, "configs/deepspeed_config.json": ds,
+             "scripts/run_sft.sh": SHADOWING_LAUNCH.format(precision="--bf16")}
+    assert lint(files, "configs/deepspeed_config.json", select=("CFG014",), gpus=8) == []
+    # the same launch in fp16 (BELLE's README) is the mismatch the Trainer refuses
+    files["scripts/run_sft.sh"] = SHADOWING_LAUNCH.format(precision="--fp16 True")
+    [finding] = lint(files, "configs/deepspeed_config.json", select=("CFG014",), gpus=8)
+    assert "`bf16.enabled` is true but the Trainer's bf16 is false" in finding.message

@@ -197,6 +197,9 @@ def test_accelerate_unknown_keys_with_exact_suggestions(lint):
         ("CFG001", 19, 0, 19, 11),
     ]
     assert "did you mean `fsdp_offload_params`?" in diagnostics[0].message
+    # a key inside a section is copied onto launch's arguments and never read; a top-level one is refused
+    # (HALOs' `fsdp_backward_prefetch_policy`, Accelerate's name for it before `fsdp_backward_prefetch`)
+    assert "(`accelerate launch` ignores it silently)" in diagnostics[0].message
     assert "did you mean `num_processes`? (`accelerate launch` refuses the file)" in diagnostics[1].message
 
 

@@ -120,3 +120,31 @@ def test_a_callable_object_is_not_the_projects_data_code():
         'embed = make_embedder()\n    vectors = embed(corpus, batch_size=args.micro_batch)\n    train = []',
     )
     assert one(text).micro_batch is None
+
+
+# peft's examples/eva_finetuning/eva_finetuning.py, trimmed: a module-level setting handed to the
+# project's own collator class (``from utils import DataCollator``), which cuts every batch to it
+COLLATOR = dedent('''
+    from torch.utils.data import DataLoader
+    from transformers import AutoModelForCausalLM, AutoTokenizer, Trainer, TrainingArguments
+    from utils import DataCollator
+
+    model_name = "meta-llama/Llama-3.1-8B"
+    max_seq_len = 512
+    batch_size = 4
+
+    model = AutoModelForCausalLM.from_pretrained(model_name)
+    tokenizer = AutoTokenizer.from_pretrained(model_name)
+    data_collator = DataCollator(tokenizer.eos_token_id, max_length=max_seq_len)
+    args = TrainingArguments(output_dir="out", per_device_train_batch_size=batch_size, bf16=True)
+    Trainer(model=model, args=args, train_dataset=dataset, data_collator=data_collator).train()
+''')
+
+
+def test_a_length_handed_to_the_projects_collator_class_is_the_sequence_length():
+    facts = one(COLLATOR)
+    assert facts.seq_len.value == 512
+    assert where(facts.seq_len) == span(COLLATOR, "max_seq_len = «512»")
+    # a collator for evaluation says so in its name: not the training length
+    evaluation = COLLATOR.replace("DataCollator", "EvalDataCollator")
+    assert one(evaluation).seq_len is None

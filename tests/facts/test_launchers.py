@@ -187,3 +187,28 @@ def test_tensor_parallelism_of_one_or_of_vllm_is_not_model_parallel_training():
     text = DPO_TP.replace("--tensor_parallel_degree 2", "--tensor_parallel_degree 1")
     [facts] = facts_of(text, "scripts/train/debug/dpo/multi_node.sh")
     assert facts.unmodelled is None
+
+
+# simpleRL-reason's tests/e2e/run_deepseek_megatron.sh, trimmed: Hydra's config folder and name
+HYDRA = dedent('''
+    set -x
+    MODEL=deepseek-ai/deepseek-coder-1.3b-instruct
+    python3 -m verl.trainer.main_ppo --config-path=config \\
+        --config-name='ppo_megatron_trainer.yaml' \\
+        data.train_files=$HOME/data/gsm8k/train.parquet \\
+        actor_rollout_ref.model.path=$MODEL
+''')
+
+
+def test_a_hydra_config_name_is_a_file_of_its_config_path_beside_the_module():
+    [facts] = facts_of(HYDRA, "tests/e2e/run_deepseek_megatron.sh")
+    assert [r.value for r in facts.references] == ["verl/trainer/config/ppo_megatron_trainer.yaml"]
+    assert where(facts.references[0]) == span(HYDRA, "--config-name=«'ppo_megatron_trainer.yaml'»")
+    # a name without --config-path is a file of the folder @hydra.main names: not read here
+    [bare] = facts_of(HYDRA.replace(" --config-path=config", ""), "tests/e2e/run_deepseek_megatron.sh")
+    assert bare.references == []
+    # -cp / -cn, a name without its suffix, a script rather than a module
+    short = HYDRA.replace("-m verl.trainer.main_ppo --config-path=config", "scripts/train.py -cp ../conf").replace(
+        "--config-name='ppo_megatron_trainer.yaml'", "-cn ppo")
+    [script] = facts_of(short, "tests/e2e/run_deepseek_megatron.sh")
+    assert [r.value for r in script.references] == ["conf/ppo.yaml"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from memlint.model.diagnostics import Severity
+
 SCRIPT = """\
 import argparse
 
@@ -191,3 +193,57 @@ def test_a_project_that_pins_transformers_5_loses_no_gradient(lint):
     assert [d.severity.name for d in older] == ["WARNING", "WARNING"]
     legacy = lint("CKP001", SCRIPT, files={"requirements.txt": "transformers<4\n"})
     assert [d.severity.name for d in legacy] == ["WARNING", "WARNING"]
+
+
+# peft's examples/boft_controlnet/train_controlnet.py, trimmed: the text encoder is wrapped only
+# with BOFT and checkpointed only without any adapter; the two guards never hold together
+CONTROLNET = """\
+import argparse
+
+from peft import BOFTConfig, get_peft_model as wrap
+from transformers import CLIPTextModel
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--train_text_encoder", action="store_true")
+parser.add_argument("--use_boft", action="store_true")
+parser.add_argument("--use_lora", action="store_true")
+parser.add_argument("--gradient_checkpointing", action="store_true")
+args = parser.parse_args()
+
+text_encoder = CLIPTextModel.from_pretrained("stabilityai/stable-diffusion-2-1", subfolder="text_encoder")
+if args.train_text_encoder and args.use_boft:
+    text_encoder = wrap(text_encoder, BOFTConfig(boft_block_size=8, target_modules=["q_proj", "v_proj"]))
+if args.gradient_checkpointing:
+    if args.train_text_encoder and not (args.use_lora or args.use_boft):
+        text_encoder.gradient_checkpointing_enable()
+"""
+
+
+def test_guards_that_never_hold_together_are_not_an_order(lint):
+    assert lint("CKP001", CONTROLNET) == []
+    # the enable that does run after the wrap is still reported
+    late = CONTROLNET.replace("not (args.use_lora or args.use_boft)", "not args.use_lora")
+    assert [d.range.start.line for d in lint("CKP001", late)] == [18]
+
+
+# peft's tests/test_lora_variants.py: the PeftModel's own preparation makes the inputs require grad
+PREPARED = """\
+from peft import LoraConfig, TaskType, get_peft_model
+from transformers import AutoModelForCausalLM
+
+
+def build(model_id):
+    base_model = AutoModelForCausalLM.from_pretrained(model_id)
+    cfg = LoraConfig(task_type=TaskType.CAUSAL_LM, target_modules="all-linear")
+    lora_model = get_peft_model(base_model, cfg)
+    lora_model.train()
+    lora_model.prepare_model_for_gradient_checkpointing(lora_model)
+    lora_model.gradient_checkpointing_enable()
+    return lora_model
+"""
+
+
+def test_peft_prepare_model_for_gradient_checkpointing_prepares_the_inputs(lint):
+    assert lint("CKP001", PREPARED) == []
+    unprepared = PREPARED.replace("    lora_model.prepare_model_for_gradient_checkpointing(lora_model)\n", "")
+    assert [d.severity for d in lint("CKP001", unprepared)] == [Severity.WARNING]

@@ -120,3 +120,56 @@ def test_from_pretrained_with_a_trainer_or_a_train_call(lint):
     """
     for source in (trainer, called):
         assert lint("TRN005", source) == []
+
+
+# verl's trainer/fsdp_sft_trainer.py, trimmed: one helper computes the loss for both steps and runs
+# backward only when asked; validation calls it under torch.no_grad(), where no backward can run
+SHARED_LOSS_HELPER = """\
+import torch
+from torch.utils.data import DataLoader
+from transformers import AutoModelForCausalLM as CausalLM
+
+
+class FSDPSFTTrainer:
+    def __init__(self, config, train_dataset, val_dataset):
+        self.config = config
+        self.fsdp_model = CausalLM.from_pretrained(config.model.partial_pretrain)
+        self.optimizer = torch.optim.AdamW(self.fsdp_model.parameters(), lr=config.optim.lr)
+        self.train_dataloader = DataLoader(train_dataset, batch_size=config.data.train_batch_size)
+        self.val_dataloader = DataLoader(val_dataset, batch_size=config.data.micro_batch_size_per_gpu)
+
+    def _compute_loss_and_backward(self, batch, do_backward=True):
+        loss = self.fsdp_model(**batch).loss
+        if do_backward:
+            loss.backward()
+        return loss
+
+    def training_step(self, batch):
+        self.fsdp_model.train()
+        self.optimizer.zero_grad()
+        loss = self._compute_loss_and_backward(batch)
+        self.optimizer.step()
+        return {"train/loss": loss.detach().item()}
+
+    def validation_step(self, batch):
+        self.fsdp_model.eval()
+        with torch.no_grad():
+            return self._compute_loss_and_backward(batch, do_backward=False)
+
+    def fit(self):
+        for epoch in range(self.config.trainer.total_epochs):
+            for data in self.train_dataloader:
+                self.training_step(data)
+            val_losses = []
+            for data in self.val_dataloader:
+                val_losses.append(self.validation_step(data))
+"""
+
+
+def test_a_loss_helper_called_under_no_grad_is_evaluation_not_training(lint):
+    assert lint("TRN005", SHARED_LOSS_HELPER) == []
+    # without no_grad the helper could run backward there: the evaluation loop trains in eval mode
+    graded = SHARED_LOSS_HELPER.replace(
+        "        with torch.no_grad():\n            return self._compute_loss_and_backward(batch, do_backward=False)",
+        "        return self._compute_loss_and_backward(batch)")
+    assert [d.range.start.line for d in lint("TRN005", graded)] == [37]
