@@ -6,6 +6,8 @@ Each question is answered with the set of possibilities the code allows, so a ru
 
 from __future__ import annotations
 
+from functools import partial
+
 import libcst as cst
 
 from memlint.model.vocabulary import dtype_name
@@ -30,33 +32,96 @@ _DTYPE_ATTRIBUTES = {
 }
 
 
-def dtype_values(index: ModuleIndex, expr: cst.BaseExpression | None, depth: int = 0) -> set[str]:
-    """The dtypes ``expr`` can name: subsets of {"fp16", "bf16", "fp32", "auto", "unknown"}."""
+def dtype_values(
+    index: ModuleIndex, expr: cst.BaseExpression | None, depth: int = 0, on_cuda: bool = False
+) -> set[str]:
+    """The dtypes ``expr`` can name: subsets of {"fp16", "bf16", "fp32", "auto", "unknown"}.
+    ``on_cuda``: only those it names on a CUDA device, where a choice by the device's type
+    (``bfloat16 if device.type in ["cuda", "cpu"] else float16``) is decided."""
     if expr is None or depth > DATAFLOW_STEPS:
         return {"unknown"}
+    values = partial(dtype_values, on_cuda=on_cuda)
     if isinstance(expr, (cst.Attribute, cst.Name)):
         text = dotted(expr)
         for name in index.qualified(expr) | ({text} if text else set()):
             if name in _DTYPE_ATTRIBUTES:
                 return {_DTYPE_ATTRIBUTES[name]}
         if text:
-            return _union(index, [d.value for d in index.all_definitions(text, expr)], depth, dtype_values) or (
-                _default_values(index, text, expr, depth, dtype_values)
+            return _union(index, [d.value for d in index.all_definitions(text, expr)], depth, values) or (
+                _default_values(index, text, expr, depth, values)
             )
         return {"unknown"}
     if isinstance(expr, cst.SimpleString):
         named = dtype_name(string_value(expr) or "")
         return {named} if named else {"unknown"}
     if isinstance(expr, cst.IfExp):
-        return dtype_values(index, expr.body, depth + 1) | dtype_values(index, expr.orelse, depth + 1)
+        taken = on_a_cuda_device(expr.test) if on_cuda else None
+        if taken is not None:
+            return values(index, expr.body if taken else expr.orelse, depth + 1)
+        return values(index, expr.body, depth + 1) | values(index, expr.orelse, depth + 1)
     if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Dict):
         return _union(
-            index, [e.value for e in expr.value.elements if isinstance(e, cst.DictElement)], depth, dtype_values
+            index, [e.value for e in expr.value.elements if isinstance(e, cst.DictElement)], depth, values
         ) or {"unknown"}
     if isinstance(expr, cst.Call) and method_name(expr) == "getattr" and len(expr.args) >= 2:
         named = dtype_name(string_value(expr.args[1].value) or "")
         return {named} if named else {"unknown"}
     return {"unknown"}
+
+
+_DEVICE_NAMES = ("type", "device", "device_type")  # device.type, args.device, device_type
+
+
+def on_a_cuda_device(test: cst.BaseExpression) -> bool | None:
+    """Is ``test`` true when the code runs on a CUDA device? Decided for tests of the device's
+    type (``device.type == "cuda"``, ``device.type in ["cuda", "cpu"]``, ``"cuda" in device``,
+    ``args.device != "mps"``) and ``torch.cuda.is_available()``, joined by and/or/not; None for
+    anything else (``torch.cuda.is_bf16_supported()`` depends on which GPU)."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = on_a_cuda_device(test.expression)
+        return None if inner is None else not inner
+    if isinstance(test, cst.BooleanOperation):
+        left, right = on_a_cuda_device(test.left), on_a_cuda_device(test.right)
+        if isinstance(test.operator, cst.And):
+            return False if False in (left, right) else (True if left is right is True else None)
+        return True if True in (left, right) else (False if left is right is False else None)
+    if isinstance(test, cst.Call):
+        return True if dotted(test.func) == "torch.cuda.is_available" else None
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return None
+    target = test.comparisons[0]
+    operator, left, right = target.operator, test.left, target.comparator
+    if isinstance(operator, (cst.In, cst.NotIn)) and string_value(left) == "cuda" and _names_a_device(right):
+        return isinstance(operator, cst.In)  # "cuda" in device (a device string such as "cuda:0")
+    if not _names_a_device(left):
+        left, right = right, left
+        if not _names_a_device(left) or isinstance(operator, (cst.In, cst.NotIn)):
+            return None
+    names = _strings(right)
+    if names is None:
+        return None
+    cuda = any(n == "cuda" or n.startswith("cuda:") for n in names)
+    if isinstance(operator, (cst.Equal, cst.In)):
+        return cuda
+    if isinstance(operator, (cst.NotEqual, cst.NotIn)):
+        return not cuda
+    return None
+
+
+def _names_a_device(expr: cst.BaseExpression) -> bool:
+    text = dotted(expr)
+    return text is not None and text.rsplit(".", 1)[-1] in _DEVICE_NAMES
+
+
+def _strings(expr: cst.BaseExpression) -> list[str] | None:
+    """The string literals of ``expr``: one string, or a list/tuple/set of them."""
+    single = string_value(expr)
+    if single is not None:
+        return [single]
+    if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
+        found = [string_value(e.value) for e in expr.elements]
+        return None if any(v is None for v in found) else [v for v in found if v is not None]
+    return None
 
 
 def string_values(index: ModuleIndex, expr: cst.BaseExpression | None, depth: int = 0) -> set[str]:

@@ -277,7 +277,7 @@ def autocast_of(index: ModuleIndex, call: cst.Call) -> Autocast | None:
     elif dtype is None:
         dtypes = frozenset({"fp16"})  # torch.get_autocast_dtype("cuda") is float16
     else:
-        dtypes = frozenset(dtype_values(index, dtype))
+        dtypes = frozenset(dtype_values(index, dtype, on_cuda=True))
     return Autocast(call, on_cuda, dtypes, dtype, enabled)
 
 

@@ -77,6 +77,44 @@ for k in range(20):
     optimizer.step()
 """
 
+# nanoVLM's train.py, trimmed: the autocast dtype decided by the device's type
+_DEVICE_CHOICE = """\
+from dataclasses import dataclass
+
+import torch
+from torch.optim import AdamW as Optimizer
+
+
+@dataclass
+class TrainConfig:
+    lr: float = 1e-4
+    gradient_accumulation_steps: int = 4
+
+
+def get_device():
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    return torch.device("mps") if torch.backends.mps.is_available() else torch.device("cpu")
+
+
+def train(cfg: TrainConfig, model, loader):
+    device = get_device()
+    model.to(device)
+    optimizer = Optimizer(model.parameters(), lr=cfg.lr)
+    for step, (input_ids, labels) in enumerate(loader):
+        input_ids, labels = input_ids.to(device), labels.to(device)
+        autocast_context = torch.autocast(
+            device_type=device.type,
+            dtype={choice},
+        )
+        with autocast_context:
+            _, loss = model(input_ids, targets=labels)
+        loss = loss / cfg.gradient_accumulation_steps
+        loss.backward()
+        if (step + 1) % cfg.gradient_accumulation_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+"""
 _PLAIN_UPDATE = "        loss.backward()\n        optimizer.step()"
 _SCALED_UPDATE = "        scaler.scale(loss).backward()\n        scaler.step(optimizer)\n        scaler.update()"
 
@@ -237,8 +275,20 @@ for batch in loader:
             settings={"gpu": "h100"},
             title="Float16 only where `is_bf16_supported()` is false: the target GPU (H100) computes in bfloat16",
         ),
+        Example(
+            _DEVICE_CHOICE.format(choice='torch.bfloat16 if device.type in ["cuda", "cpu"] else torch.float16'),
+            path="train.py",
+            title="Float16 only off CUDA (Apple's MPS): on a CUDA device the device-type test picks bfloat16",
+        ),
     )
     INVALID = (
+        Example(
+            _DEVICE_CHOICE.format(choice='torch.float16 if device.type == "cuda" else torch.float32'),
+            path="train.py",
+            lines=(32,),
+            message="float16 autocast (line",
+            title="Float16 exactly where the device is CUDA, and a plain backward()",
+        ),
         Example(
             _BF16_FALLBACK,
             path="bench.py",
