@@ -12,9 +12,11 @@ follows decides which block libcst gives the lines between to, as for a class's 
 statements take the place of the old in a copy of the method; the untouched statements' nodes
 are reused, their positions moved down by the lines the edit added.
 
-The first and the last statement of the body are never reparsed this way (the block's own
-position starts at the first, its trailing lines follow the last), nor a method whose lines
-libcst would read differently around the stand-in: the caller then parses the method whole.
+The edit is parsed in the innermost block whose statements hold it with one of them left below
+(the block's trailing lines follow its last statement: an edit of that one is parsed a block
+further out); a method's last statement, its header, or lines libcst would read differently
+around the stand-in leave the method to be parsed whole by the caller. The stand-in's blocks
+are all ``def``s: libcst reads a block's statements alike whatever statement owns it.
 """
 
 from __future__ import annotations
@@ -90,7 +92,7 @@ def derive_method(old: Unit, a: int, member_bounds: list[int], old_lines: list[s
     # a comment above the first statement after the one above the edit, indented deeper than
     # the statements, would be that one's (libcst gives it to the block it follows)
     after_above = new_statements[0] if new_statements else statements[d]
-    if any(deeper_comment(line, len(level.indent)) for line in leading(after_above)):
+    if c > 0 and any(deeper_comment(line, len(level.indent)) for line in leading(after_above)):
         return None
     try:
         recorded = record(wrapper, first_line=start - header.count("\n"))
@@ -122,11 +124,15 @@ def derive_method(old: Unit, a: int, member_bounds: list[int], old_lines: list[s
     if any(node in replaced for node, _ in spliced):
         return None  # a block's or an owner's position recorded above its statements (not expected)
     spliced += new_run
+    innermost = level.owner.body
     for node, found_at in run[places[d]:]:
         new_node = replaced.get(node)
         if new_node is not None:
-            spliced.append((new_node, CodeRange(found_at.start, CodePosition(found_at.end.line + delta,
-                                                                              found_at.end.column))))
+            begin = found_at.start
+            if node is innermost and c == 0:  # a block starts where its first statement does
+                begin = dict(new_run)[new_statements[0]].start if new_statements else moved(
+                    positions[statements[d]], delta).start
+            spliced.append((new_node, CodeRange(begin, CodePosition(found_at.end.line + delta, found_at.end.column))))
         else:
             spliced.append((node, moved(found_at, delta) if delta else found_at))
 
@@ -154,19 +160,19 @@ def derive_method(old: Unit, a: int, member_bounds: list[int], old_lines: list[s
 def _levels(func: cst.BaseStatement, positions: dict[cst.CSTNode, CodeRange], old_lines: list[str], lo: int,
             hi: int, class_indent: str) -> list[_Level]:
     """The blocks, from the method's body in, whose statements hold the old lines ``lo``..``hi``
-    with a statement above and below them untouched; the last is where they are parsed again."""
+    with a statement below them untouched; the last is where they are parsed again."""
     chain: list[_Level] = []
     owner: Any = func
     outer = class_indent
     while type(owner) in _OWNERS and type(owner.body) is cst.IndentedBlock:
         statements = list(owner.body.body)
-        if len(statements) < 3:
+        if len(statements) < 2:
             break
         firsts = [first_line(statement, positions) for statement in statements]
         c = bisect_right(firsts, lo) - 1
         d = max(bisect_right(firsts, hi), c + 1)
-        if c < 1 or d >= len(statements):
-            break  # the owner's header, its first statement or its last: parsed one level up
+        if c < 0 or d >= len(statements):
+            break  # the owner's header or its last statement (its block's trailing lines): parsed one level up
         own = positions[statements[d]].start
         indent = old_lines[own.line - 1][:own.column]
         if indent.strip(" ") or not indent.startswith(outer) or len(indent) <= len(outer):

@@ -30,7 +30,8 @@ from memlint.python.tree import parents_of
 HEADER = ("import argparse\nimport torch\nfrom transformers import AutoModelForCausalLM, Trainer\n\n"
           "g = 0\n\n\nclass GRPOTrainer(Trainer):\n    \"\"\"A trainer.\"\"\"\n\n"
           "    def setup(self):\n        self.batch_size = 8\n        return self\n\n"
-          "    def training_step(self, model, inputs, steps=4):\n        \"\"\"One step.\"\"\"\n")
+          "    def training_step(self, model, inputs, steps=4):\n")
+FIRST = '        """One step."""\n        loss = 0\n'  # the method's first statements
 CLOSING = "        return loss\n"
 FOOTER = ("\n    def log(self, logs):\n        print(logs)\n\n\n"
           "trainer = GRPOTrainer(model=AutoModelForCausalLM.from_pretrained('gpt2'))\n")
@@ -65,11 +66,14 @@ def _indented(piece: str, depth: int) -> str:
                    for line in piece.splitlines(keepends=True))
 
 
-def _text(statements: list[str], depth: int = 0) -> str:
-    opening = "".join(above for above, _ in BLOCKS[:depth])
+def _text(statements: list[str], depth: int = 0, bare: bool = False) -> str:
+    """``bare``: the statements first in their block (no statement above them)."""
+    opening = [above for above, _ in BLOCKS[:depth]]
+    if bare and opening:
+        opening[-1] = opening[-1].split("\n")[0] + "\n"
     closing = "".join(below for _, below in reversed(BLOCKS[:depth]))
     body = "".join(_indented(piece, depth) for piece in statements)
-    return HEADER + "        loss = 0\n" + opening + body + closing + CLOSING + FOOTER
+    return HEADER + ("" if bare and not depth else FIRST) + "".join(opening) + body + closing + CLOSING + FOOTER
 
 
 def _check(after: python_source.PythonSource, text: str) -> None:
@@ -100,29 +104,31 @@ def _check(after: python_source.PythonSource, text: str) -> None:
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.sampled_from(STATEMENTS), min_size=2, max_size=8), st.integers(min_value=0, max_value=len(BLOCKS)),
+       st.booleans(),
        st.lists(st.tuples(st.lists(PIECES, max_size=2), st.integers(min_value=0, max_value=8),
                           st.integers(min_value=0, max_value=2)), min_size=1, max_size=4))
 @example(statements=["        x = inputs['input_ids']\n", "        if self.batch_size > 4:\n            loss = loss * 2\n",
-                     "        ids = [t for t in x if t]\n"], depth=0,
+                     "        ids = [t for t in x if t]\n"], depth=0, bare=False,
          edits=[(["            # a deeper comment\n"], 2, 0)])
 @example(statements=["        x = inputs['input_ids']\n", "        f = lambda q: q + self.batch_size\n",
-                     "        ids = [t for t in x if t]\n"], depth=3,
+                     "        ids = [t for t in x if t]\n"], depth=3, bare=True,
          edits=[(["        def scale(v):\n            nonlocal steps\n            return v / steps\n"], 1, 1),
                 (["            # a deeper comment\n"], 3, 0), ([], 1, 1)])
-def test_edits_inside_a_method_give_what_a_fresh_parse_gives(statements: list[str], depth: int,
+def test_edits_inside_a_method_give_what_a_fresh_parse_gives(statements: list[str], depth: int, bare: bool,
                                                              edits: list[tuple[list[str], int, int]]) -> None:
     """What the language server does: each version parsed from the last valid one (scopes, the
     index and the answers asked, as a lint asks them), compared with a fresh parse each time;
-    the statements edited in the method's body or in blocks nested ``depth`` deep in it."""
-    if not parses(_text(statements, depth)):
+    the statements edited in the method's body or in blocks nested ``depth`` deep in it, first
+    in their block or not."""
+    if not parses(_text(statements, depth, bare)):
         return
-    source = source_of(_text(statements, depth))
+    source = source_of(_text(statements, depth, bare))
     source.scopes  # noqa: B018
     index_for(source)
     _answers(source)
     for inserted, at, removed in edits:
         statements = statements[:at] + inserted + statements[at + removed:]
-        text = _text(statements, depth)
+        text = _text(statements, depth, bare)
         after = python_source.parse(text, source)
         if isinstance(python_source.parse(text), python_source.PythonSyntaxError):
             assert after == python_source.parse(text)
@@ -134,8 +140,8 @@ def test_edits_inside_a_method_give_what_a_fresh_parse_gives(statements: list[st
 
 def test_an_edit_in_a_long_method_reparses_the_statements_it_touched(monkeypatch) -> None:
     """One statement of the step changed: the method is made from its previous version, its
-    other statements are the same nodes; an edit of the first or the last statement, or of the
-    method's header, parses the method whole."""
+    other statements are the same nodes; an edit of the last statement (its block's trailing
+    lines follow it) or of the method's header parses the method whole."""
     made = []
     derive = class_units.derive_method
 
@@ -163,8 +169,13 @@ def test_an_edit_in_a_long_method_reparses_the_statements_it_touched(monkeypatch
     assert isinstance(again, python_source.PythonSource)
     assert made == [True, True]
     _check(again, added)
-    for whole in (added.replace("steps=4", "steps=8"), added.replace("        return loss\n", "        return 2\n"),
-                  added.replace('"""One step."""', '"""One step, scaled."""')):
+    docstring = added.replace('"""One step."""', '"""One step, scaled."""')
+    made.clear()
+    again = python_source.parse(docstring, again)
+    assert isinstance(again, python_source.PythonSource)
+    assert made == [True]
+    _check(again, docstring)
+    for whole in (docstring.replace("steps=4", "steps=8"), docstring.replace("        return loss\n", "        return 2\n")):
         made.clear()
         other = python_source.parse(whole, again)
         assert isinstance(other, python_source.PythonSource)
