@@ -75,7 +75,7 @@ def main() -> None:
             settings = discover(folder)
             linter = Linter(settings)
             linter.lint_path(path)
-            compared = 0
+            compared, differing = 0, 0
             for number, text in enumerate(edits_of(path.read_text(encoding="utf-8"), args.edits)):
                 linter.project.set_overlay(path, text)
                 incremental = sorted(map(key, linter.lint_path(path)))
@@ -89,16 +89,16 @@ def main() -> None:
                         assert_same_module(python, text)
                         assert_same_names(python)
                     except AssertionError as error:  # the failed check's line
-                        differ = True
+                        differ, differing = True, differing + 1
                         print(f"{source.name}, edit {number}: the analysis differs: "
                               f"{traceback.extract_tb(error.__traceback__)[-1].line} {error}")
                 if incremental != expected:
-                    differ = True
+                    differ, differing = True, differing + 1
                     print(f"{source.name}, edit {number}: differs")
                     for item in sorted(set(incremental) ^ set(expected)):
                         print("   ", "incremental" if item in incremental else "fresh", item)
             print(f"{source.name}: {args.edits} edits, {compared} diagnostics compared"
-                  f"{'' if not differ else ' (differences above)'}")
+                  f"{f', {differing} differences (above)' if differing else ', the same'}")
     sys.exit(1 if differ else 0)
 
 
