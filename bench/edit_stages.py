@@ -5,16 +5,20 @@ integer nearest the middle of the file changed (``bench/lint_latency.py``'s edit
 like ``bench/lsp_latency.py``'s (``--project``) or the file alone with ``gpu = "h100"``. Timers
 (process CPU) are put around the stage functions: the parse (of which libcst's parse of the
 changed members, their record and the class's new version), the facts (of which the scopes),
-the runs, each rule and the rules' index. A stage's figure counts what it calls.
+the runs, each rule and the rules' index. A stage's figure counts what it calls. ``--profile N``
+also prints cProfile's N functions of most own time over the counted edits (``--profile-out``:
+the profile, for ``pstats``).
 
-    python bench/edit_stages.py path/to/grpo_trainer.py [--edits 10] [--project]
+    python bench/edit_stages.py path/to/grpo_trainer.py [--edits 10] [--project] [--profile 40]
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import cProfile
 import functools
+import pstats
 import shutil
 import sys
 import tempfile
@@ -29,6 +33,7 @@ import memlint.documents.parsed as parsed_module  # noqa: E402
 import memlint.facts.extract as extract_module  # noqa: E402
 import memlint.python.class_units as class_units  # noqa: E402
 import memlint.python.index as index_module  # noqa: E402
+import memlint.python.method_units as method_units  # noqa: E402
 import memlint.python.source as source_module  # noqa: E402
 from lint_latency import edited  # noqa: E402
 from lsp_latency import write_project  # noqa: E402
@@ -71,10 +76,14 @@ def main() -> None:
     parser.add_argument("path", type=Path)
     parser.add_argument("--edits", type=int, default=10)
     parser.add_argument("--project", action="store_true", help="in bench/lsp_latency.py's project (configs, a script)")
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="also print cProfile's N functions of most own time over the counted edits")
+    parser.add_argument("--profile-out", type=Path, help="with --profile: where to write the profile (pstats)")
     args = parser.parse_args()
     for owner, name, label in (
         (parsed_module, "parse_document", "parse"), (class_units.cst, "parse_module", "parse: libcst"),
-        (class_units, "record", "parse: record"), (class_units, "_rebuilt", "parse: new class"),
+        (class_units, "record", "parse: record"), (method_units, "record", "parse: record"),
+        (class_units, "_rebuilt", "parse: new class"),
         (extract_module, "extract", "facts"), (source_module, "scopes_of", "facts: scopes"),
         (RunFinder, "runs_for", "runs"),
         (index_module, "index_for", "rules: index"),
@@ -97,10 +106,15 @@ def main() -> None:
             linter.project.set_overlay(path, edited(text, n))
             linter.lint_path(path)
         SPENT.clear()
+        profiler = cProfile.Profile() if args.profile else None
         start = time.process_time()
+        if profiler is not None:
+            profiler.enable()
         for n in range(args.edits):
             linter.project.set_overlay(path, edited(text, n + 3))
             linter.lint_path(path)
+        if profiler is not None:
+            profiler.disable()
         total = (time.process_time() - start) * 1000 / args.edits
     per_edit = {label: seconds * 1000 / args.edits for label, seconds in SPENT.items()}
     rules = sum(ms for label, ms in per_edit.items() if label.startswith("rules: ") and label != "rules: index")
@@ -112,6 +126,11 @@ def main() -> None:
     print(f"  {'rules':24s} {rules:7.1f}")
     for label in sorted((k for k in per_edit if k.startswith("rules: ")), key=lambda k: -per_edit[k])[:6]:
         print(f"    {label[7:]:22s} {per_edit[label]:7.1f}")
+    if profiler is not None:  # timers included: the stage figures above are without the profiler
+        stats = pstats.Stats(profiler)
+        if args.profile_out:
+            stats.dump_stats(args.profile_out)
+        stats.sort_stats("tottime").print_stats(args.profile)
 
 
 if __name__ == "__main__":

@@ -29,8 +29,15 @@ from typing import Iterable, Iterator, Sequence, cast
 import libcst as cst
 from libcst.metadata import CodePosition, CodeRange
 
+from memlint.python.method_units import derive_method
 from memlint.python.statement_index import kept_part
-from memlint.python.tree import parents_of, record, register, subtree
+from memlint.python.block_runs import bounds as _bounds
+from memlint.python.block_runs import deeper_comment as _deeper_comment
+from memlint.python.block_runs import first_line as _first_line
+from memlint.python.block_runs import leading as _leading
+from memlint.python.block_runs import moved as _moved
+from memlint.python.block_runs import Piece
+from memlint.python.tree import Record, parents_of, record, register, subtree
 from memlint.python.units import Origin, Parse, Unit, parse_of
 
 STAND_IN = "class _:\n"  # one line above the changed members
@@ -66,6 +73,12 @@ def derive_unit(old: Unit, text: str) -> Unit | None:
         return None  # the class header or its trailing lines changed
     a = bisect_right(firsts, lo) - 1
     b = max(bisect_right(firsts, hi), a + 1)
+    if b == a + 1 and type(members[a]) is cst.FunctionDef:  # inside one method: its statements alone
+        if old.bounds is None:
+            old.bounds = _bounds(positions, block, members, firsts[1:])
+        piece = derive_method(old, a, old.bounds, old_lines, new_lines, lo, hi)
+        if piece is not None:
+            return _rebuilt(old, text, members, a, b, piece, len(new_lines) - len(old_lines))
     made = _derive_between(old, text, members, firsts, old_lines, new_lines, tail, a, b)
     if made is None and hi < lo and a > 0 and lo == firsts[a]:
         # lines added where a member's own lines begin may end the member above instead
@@ -127,22 +140,37 @@ def _derive_between(old: Unit, text: str, members: list[cst.BaseStatement], firs
         return None
     if recorded.code != wrapper_text:
         return None
-    return _rebuilt(old, text, members, a, b, new_members, closing, wrapper, recorded.positions,
-                    recorded.shape, delta)
+    return _rebuilt(old, text, members, a, b, _stand_in_piece(new_members, closing, wrapper, recorded), delta)
 
 
-def _rebuilt(old: Unit, text: str, members: list[cst.BaseStatement], a: int, b: int,
-             new_members: list[cst.BaseStatement], closing: cst.BaseStatement | None,
-             wrapper_module: cst.Module,
-             wrapper_positions: dict[cst.CSTNode, CodeRange], wrapper_shape: dict[cst.CSTNode, list[cst.CSTNode]],
+def _stand_in_piece(new_members: list[cst.BaseStatement], closing: cst.BaseStatement | None, wrapper: cst.Module,
+                    recorded: Record) -> Piece:
+    """The new members as the stand-in's record has them: their run of its positions."""
+    wrapper_positions, wrapper_shape = recorded.positions, recorded.shape
+    wrapper_block = cast(cst.IndentedBlock, cast(cst.ClassDef, wrapper.body[0]).body)
+    starts = [0]
+    if new_members:
+        if closing is not None:
+            follow = [_first_line(m, wrapper_positions) for m in [*new_members[1:], closing]]
+            starts = _bounds(wrapper_positions, wrapper_block, [*new_members, closing], follow)[:-1]
+        else:
+            follow = [_first_line(m, wrapper_positions) for m in new_members[1:]]
+            starts = _bounds(wrapper_positions, wrapper_block, new_members, follow)
+    run = list(islice(wrapper_positions.items(), starts[0], starts[-1]))
+    shape = {node: wrapper_shape[node] for node in subtree(new_members, wrapper_shape)}
+    return Piece(new_members, run, [place - starts[0] for place in starts[:-1]], shape, shape, wrapper,
+                 [node for node, _ in run])
+
+
+def _rebuilt(old: Unit, text: str, members: list[cst.BaseStatement], a: int, b: int, piece: Piece,
              delta: int) -> Unit:
-    """The new unit: the old class with members ``a``..``b`` replaced by ``new_members`` (whose
-    positions the stand-in's record numbered as the unit's lines); the old positions of what
-    follows them moved down by ``delta`` lines."""
+    """The new unit: the old class with members ``a``..``b`` replaced by the piece's (whose
+    positions count the unit's lines); the old positions of what follows them moved down by
+    ``delta`` lines."""
     statement = cast(cst.ClassDef, old.statement)
     block = cast(cst.IndentedBlock, statement.body)
+    new_members = piece.members
     every = [*members[:a], *new_members, *members[b:]]
-    wrapper_block = cast(cst.IndentedBlock, cast(cst.ClassDef, wrapper_module.body[0]).body)
     new_block = block.with_changes(body=every)
     new_class = statement.with_changes(body=new_block)
     new_module = old.module.with_changes(body=[new_class])
@@ -152,15 +180,7 @@ def _rebuilt(old: Unit, text: str, members: list[cst.BaseStatement], a: int, b: 
     old_positions = old.positions
     bounds = old.bounds or _bounds(old_positions, block, members, [_first_line(m, old_positions) for m in members[1:]])
     positions: dict[cst.CSTNode, CodeRange] = dict(islice(old_positions.items(), bounds[a]))
-    wrapper_bounds = [0]
-    if new_members:
-        if closing is not None:
-            follow = [_first_line(m, wrapper_positions) for m in [*new_members[1:], closing]]
-            wrapper_bounds = _bounds(wrapper_positions, wrapper_block, [*new_members, closing], follow)[:-1]
-        else:
-            follow = [_first_line(m, wrapper_positions) for m in new_members[1:]]
-            wrapper_bounds = _bounds(wrapper_positions, wrapper_block, new_members, follow)
-        positions.update(islice(wrapper_positions.items(), wrapper_bounds[0], wrapper_bounds[-1]))
+    positions.update(piece.run)
     cut_to = bounds[b]
     if not delta:  # nothing moves down: what follows the new members up to the block is as it was
         positions.update(islice(old_positions.items(), cut_to, bounds[-1]))
@@ -183,32 +203,39 @@ def _rebuilt(old: Unit, text: str, members: list[cst.BaseStatement], a: int, b: 
 
     # children: the old ones but the replaced members', the new members', the rebuilt nodes'
     shape = dict(old.shape)  # a mapping only: its order is not used
-    for node in subtree(members[a:b], old.shape):
+    for node in piece.gone if piece.gone is not None else subtree(members[a:b], old.shape):
         del shape[node]
     for node, new_node in replaced.items():
         shape[new_node] = shape.pop(node)
     shape[new_module] = [new_class]
     shape[new_class] = [new_block if child is block else child for child in old.shape[statement]]
     shape[new_block] = list(every)
-    added = {node: wrapper_shape[node] for node in subtree(new_members, wrapper_shape)}
-    shape.update(added)
-    # the new bounds: the old ones, the new members' from the stand-in's, the rest moved along
-    shift = wrapper_bounds[-1] - wrapper_bounds[0] - (bounds[b] - bounds[a])
-    new_bounds = [*bounds[:a], *(bounds[a] + place - wrapper_bounds[0] for place in wrapper_bounds[:-1]),
-                  *(place + shift for place in bounds[b:])]
+    shape.update(piece.shape)
+    # the new bounds: the old ones, the new members' from the piece's, the rest moved along
+    shift = len(piece.run) - (bounds[b] - bounds[a])
+    new_bounds = [*bounds[:a], *(bounds[a] + place for place in piece.starts), *(place + shift for place in bounds[b:])]
+    # the parses a kept member's nodes come from beyond its own (a method some of whose
+    # statements an edit parsed again, ``python_method_units``)
+    every_set = set(every)
+    member_parses = {m: found for m, found in (old.member_parses or {}).items() if m in every_set}
     parents, sizes = _spliced_parents(old, members, a, b, new_members, new_class, new_block, shape)
     unit = Unit(text, new_module, positions, shape, parents, old.has_block,
                 origin=Origin(weakref.ref(old), tuple(members[a:b]), tuple(new_members), block, kept_part(old)),
-                bounds=new_bounds, sizes=sizes)
+                bounds=new_bounds, sizes=sizes, member_parses=member_parses)
     # the nodes it shares with the old unit are registered with the parses they come from
     kept = [*every, block.header, statement.name, *statement.decorators, *block.footer, *old.module.footer]
-    for parse in {id(p): p for p in map(parse_of, kept) if p is not None}.values():
-        parse.used_by(unit, shared=True)
+    shared = {id(p): p for p in map(parse_of, kept) if p is not None}
+    shared.update((id(p), p) for found in member_parses.values() for p in found)
+    shared.update((id(p), p) for p in piece.parses)
     if new_members:
-        fresh = Parse(wrapper_module)
-        register(fresh, added)
-        fresh.own(islice(wrapper_positions, wrapper_bounds[0], wrapper_bounds[-1]))
+        fresh = Parse(piece.module)
+        register(fresh, piece.registered)
+        fresh.own(piece.owned)
+        if piece.parses:  # a method made by a statement's edit: its nodes come from these too
+            member_parses[new_members[0]] = (*piece.parses, fresh)
         fresh.used_by(unit)
+    for parse in shared.values():
+        parse.used_by(unit, shared=True)
     rebuilt = Parse(new_module)
     register(rebuilt, {node: shape[node] for node in (new_module, new_class, new_block)})
     rebuilt.own((new_module, new_class, new_block))
@@ -255,18 +282,6 @@ def _skip(items: Iterator, count: int) -> None:
     next(islice(items, count, count), None)
 
 
-def _first_line(member: cst.BaseStatement, positions: dict[cst.CSTNode, CodeRange]) -> int:
-    """The first line of a member with the blank lines and comments above it, which are its."""
-    lines = [positions[member].start.line]
-    for node in (*_leading(member)[:1], *getattr(member, "decorators", ())[:1]):
-        lines.append(positions[node].start.line)
-    return min(lines)
-
-
-def _leading(member: cst.BaseStatement) -> Sequence[cst.EmptyLine]:
-    return getattr(member, "leading_lines", ())
-
-
 def _tail_line(old: Unit, block: cst.IndentedBlock, count: int) -> int:
     """The first of the class's trailing lines (its block's footer, the unit's footer)."""
     for lines in (block.footer, old.module.footer):
@@ -278,47 +293,3 @@ def _tail_line(old: Unit, block: cst.IndentedBlock, count: int) -> int:
 def _same_lines(ours: Iterable[cst.EmptyLine], theirs: Iterable[cst.EmptyLine]) -> bool:
     ours, theirs = list(ours), list(theirs)
     return len(ours) == len(theirs) and all(x.deep_equals(y) for x, y in zip(ours, theirs))
-
-
-def _deeper_comment(line: cst.EmptyLine, members_column: int) -> bool:
-    if line.comment is None:
-        return False
-    return (members_column if line.indent else 0) + len(line.whitespace.value) > members_column
-
-
-def _bounds(positions: dict[cst.CSTNode, CodeRange], block: cst.IndentedBlock, members: list[cst.BaseStatement],
-            firsts: list[int]) -> list[int]:
-    """Where each member's nodes begin in the order of ``positions``, and where the last one's
-    end. libcst records a member's own position before its trailing whitespace, so a member's
-    nodes end where the next one's lines begin (``firsts``: the first line of each member but
-    the first), the last one's where the block's own position is recorded (after its members)."""
-    places = _places(positions, [block.header, *members, block])
-    keys = list(positions.values())
-    bounds = [places[0] + 1]
-    for number, first in enumerate(firsts, start=1):
-        place = places[number] + 1
-        while keys[place].start.line < first:
-            place += 1
-        bounds.append(place)
-    bounds.append(places[-1])
-    return bounds
-
-
-def _places(positions: dict[cst.CSTNode, CodeRange], wanted: list[cst.CSTNode]) -> list[int]:
-    """Where each of ``wanted`` is in the order of ``positions``."""
-    want = {node: number for number, node in enumerate(wanted)}
-    places = [0] * len(wanted)
-    left = len(wanted)
-    for place, node in enumerate(positions):
-        number = want.get(node)
-        if number is not None:
-            places[number] = place
-            left -= 1
-            if not left:
-                break
-    return places
-
-
-def _moved(found: CodeRange, lines: int) -> CodeRange:
-    return CodeRange(CodePosition(found.start.line + lines, found.start.column),
-                     CodePosition(found.end.line + lines, found.end.column))

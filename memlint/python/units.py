@@ -52,6 +52,9 @@ class Unit:
     bounds: list[int] | None = None
     # for such a class: how many nodes below each member ``parents`` has (``_spliced_parents``)
     sizes: list[int] | None = None
+    # for such a class: the parses a member's nodes come from beyond its own, for a method some
+    # of whose statements an edit parsed again (``python_method_units``)
+    member_parses: dict[cst.CSTNode, tuple["Parse", ...]] = field(default_factory=dict)
 
     def nodes_of(self, kinds: tuple[type, ...]) -> list[cst.CSTNode]:
         """The nodes below the statement of these (final) classes, in the order of ``parents``."""
