@@ -143,7 +143,7 @@ def _slot(cls: type, name: str) -> Callable[[Any, Any], None] | None:
 def _plain_attribute(cls: type, name: str) -> bool:
     """``object.__setattr__(node, name, value)`` writes the instance's ``__dict__``: no class on
     the way defines ``name`` as something that intercepts the write, and instances have one."""
-    if not cls.__dictoffset__:  # type: ignore[attr-defined]
+    if not cls.__dictoffset__:
         return False
     for klass in cls.__mro__:
         if name in klass.__dict__:
