@@ -16,8 +16,9 @@ The nodes' constructors too: libcst's native parser builds each node by calling 
 the frozen dataclass ``__init__`` then sets each field through ``object.__setattr__`` looked up
 by name, and calls the hook. For the length of the parse each node class gets an ``__init__``
 that stores the same values in the same places (the class's slot, or the instance's
-``__dict__`` for the classes without slots), the same defaults, no hook: 12-20 % of what was
-left of the parse on the real tree's kept modules, under load (``bench/libcst_parse.py``). They are generated, as ``dataclasses`` generates
+``__dict__`` for the classes without slots), the same defaults, no hook: about a seventh of
+what was left of the parse on the real tree's kept modules (median of six rounds under load,
+``bench/libcst_parse.py``). They are generated, as ``dataclasses`` generates
 the originals, once per process.
 """
 
