@@ -12,6 +12,7 @@ scopes, assignments and accesses are libcst's.
 
 from __future__ import annotations
 
+import re
 import types
 from itertools import islice
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence, cast
@@ -99,17 +100,37 @@ _nested_visitors_of(_ExpressionContexts)
 
 
 class _Scopes(_WalksRecordedChildren, ScopeVisitor):
-    def __init__(self, provider: ScopeProvider) -> None:
+    def __init__(self, provider: ScopeProvider, typing_calls: bool = True) -> None:
         super().__init__(provider)
         self._scopes = provider._computed  # what ``provider.set_metadata`` writes to
         self.read_strings = False  # parsed a string annotation (whose nodes then have scopes too)
         # the nodes each string annotation parsed into (a class's members visited alone take
         # theirs out: ``python_member_scopes``)
         self.strings: dict[cst.CSTNode, list[cst.CSTNode]] = {}
+        # ``typing_calls`` False: the module's text names none of ``_TYPING_CALLS`` (``visit_Call``)
+        self.typing_calls = typing_calls or not all(hasattr(self, name) for name in _CALL_STACKS)
+        self.in_string = 0  # inside a string annotation's parsed text (whose words the text may not show)
+
+    def visit_Call(self, node: cst.Call) -> bool | None:
+        """libcst's ``visit_Call`` asks every call's qualified names (a search through the scopes
+        and the imports), to tell ``typing``'s ``NewType``, ``TypeVar`` and ``cast``, whose
+        arguments are type hints. Each such name ends in the word as written in the module,
+        in the call or in the import that binds it (``from typing import cast as c``), so where
+        the text has none of the words no call is one of them: what libcst then does is push
+        its two stacks and visit the children. Inside a string annotation, libcst's own."""
+        if self.typing_calls or self.in_string:
+            return super().visit_Call(node)
+        for name in _CALL_STACKS:
+            getattr(self, name).append(None if name.endswith("attribute_stack") else False)
+        return True
 
     def _handle_string_annotation(self, node: cst.SimpleString | cst.ConcatenatedString) -> bool:
         before = len(self._scopes)
-        handled = super()._handle_string_annotation(node)
+        self.in_string += 1
+        try:
+            handled = super()._handle_string_annotation(node)
+        finally:
+            self.in_string -= 1
         if handled:
             self.read_strings = True
             self.strings[node] = list(islice(self._scopes, before, None))  # the parsed nodes, met last
@@ -132,6 +153,12 @@ class _Scopes(_WalksRecordedChildren, ScopeVisitor):
 
 
 _LEAVE_PLAN: dict[type, tuple[bool, Callable | None]] = {}  # for _Scopes only
+
+# what libcst's ``ScopeVisitor.visit_Call`` pushes on every call (``leave_Call`` pops them); a
+# libcst without them is left to its own ``visit_Call``
+_CALL_STACKS = ("_ScopeVisitor__top_level_attribute_stack", "_ScopeVisitor__in_type_hint_stack")
+# the names libcst's ``visit_Call`` looks for: ``typing.NewType``, ``typing.TypeVar``, ``typing.cast``
+_TYPING_CALLS = re.compile(r"\b(?:NewType|TypeVar|cast)\b")
 
 
 def expression_contexts_of(module: cst.Module, units: Sequence[Unit] = ()) -> dict[cst.CSTNode, ExpressionContext]:
@@ -186,15 +213,16 @@ def _member_contexts(unit: Unit) -> dict[cst.CSTNode, ExpressionContext] | None:
     return out
 
 
-def scopes_of(module: cst.Module, units: Sequence[Unit] = ()) -> Mapping[cst.CSTNode, Scope | None]:
+def scopes_of(module: cst.Module, units: Sequence[Unit] = (), text: str | None = None) -> Mapping[cst.CSTNode, Scope | None]:
     """What ``MetadataWrapper(module).resolve(ScopeProvider)`` returns; ``units``: the units the
     module was joined from, if it was (each unit is then visited once and kept:
-    ``python_unit_scopes``)."""
+    ``python_unit_scopes``); ``text``: the module's text, where the caller has it (a text that
+    names none of typing's special calls spares asking every call's names: ``_Scopes.visit_Call``)."""
     if units and len(units) == len(module.body):
         return scopes_of_units(module, units, _Scopes, _unit_contexts, visit_members)
     provider = ScopeProvider()
     provider.metadata = {ExpressionContextProvider: expression_contexts_of(module, units)}
-    visitor = _Scopes(provider)
+    visitor = _Scopes(provider, typing_calls=text is None or _TYPING_CALLS.search(text) is not None)
     module.visit(visitor)
     visitor.infer_accesses()
     return cast("Mapping[cst.CSTNode, Scope | None]", provider._computed)  # a provider's results: a scope per node

@@ -83,7 +83,7 @@ class PythonSource:
         """libcst's scope analysis (what ``ScopeProvider`` gives), walked over the tree's
         recorded children."""
         self.tree  # noqa: B018 -- the children the walk reads
-        return scopes_of(self.module, self.units)
+        return scopes_of(self.module, self.units, self.text)
 
     def nodes_of(self, *kinds: type[cst.CSTNode]) -> list:
         """The module's nodes of these node classes (final ones: the test is ``type(node)``), in

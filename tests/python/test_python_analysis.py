@@ -628,3 +628,36 @@ def train(model, loader):
             loss.backward()
 """
     assert _reaching_lines(looped, "loss", "loss.backward()") == [2, 5]
+
+
+# ``check``'s whole-module scopes skip libcst's search of every call's names where the text names
+# none of typing's NewType, TypeVar and cast (``python_scopes._Scopes.visit_Call``); these mix
+# the words in, aliased and in string annotations, or leave them out
+CHECK_SNIPPETS = [
+    "import torch", "import typing as t", "from typing import cast as c, List", "from typing import NewType, TypeVar",
+    "from typing_extensions import cast", "import typing", "cast = print",
+    "x = c(int, torch.ones(2))", "y = t.cast('torch.Tensor', x)", "T = t.TypeVar('T', bound='Model')",
+    "U = TypeVar('U', 'int', 'str')", "Id = NewType('Id', int)", "z: 'c(int, 1)' = 0", "w: List['c(int, 2)'] = []",
+    "def f(a: 'List[int]') -> 'typing.Dict[str, int]':\n    return call(a)",
+    "opt = torch.optim.AdamW(model.parameters(), lr=1e-4)", "loss = model(batch).loss\nloss.backward()",
+    "def g(x):\n    return x.to(dtype=torch.bfloat16)",
+    "class M(torch.nn.Module):\n    def forward(self, x: 'torch.Tensor') -> 'torch.Tensor':\n        return self.f(x)",
+    "v = typing.cast(List['Model'], load())", "k = cast(int, 3)",
+]
+
+
+@pytest.mark.parametrize("path", [*SCRIPTS, *sorted(ROOT.glob("memlint/python/*.py"))], ids=lambda p: str(p.relative_to(ROOT)))
+def test_checks_whole_module_scopes_are_libcsts(path: Path) -> None:
+    """``memlint check`` parses a module whole: its scopes, accesses (type hints included) and
+    qualified names are libcst's, whether the text names typing's special calls or not."""
+    source = python_source.parse(path.read_text(encoding="utf-8"), whole=True)
+    assert isinstance(source, python_source.PythonSource)
+    assert_same_names(source)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(CHECK_SNIPPETS), min_size=1, max_size=8))
+def test_checks_scopes_with_and_without_typing_words_are_libcsts(snippets: list[str]) -> None:
+    source = python_source.parse("\n".join(snippets) + "\n", whole=True)
+    assert isinstance(source, python_source.PythonSource)
+    assert_same_names(source)
