@@ -138,6 +138,8 @@ def _detect(path: str, syntax: str, value: Any) -> str:
         return "llamafactory"
     if syntax == "json" and len(keys & DEEPSPEED_KEYS) >= 2 and "output_dir" not in keys:
         return "deepspeed"
+    if syntax == "yaml" and _is_hydra_composition(value):
+        return by_name(name, posix, syntax) or syntax  # its keys are the project's own dataclass's
     if len(keys & HF_ARGS_DISTINCTIVE) >= 2 or (
         len(keys & HF_ARGS_KEYS) >= 2 and _known_share(keys, "hf-args") >= KNOWN_SHARE
     ):
@@ -146,6 +148,15 @@ def _detect(path: str, syntax: str, value: Any) -> str:
     if named is not None and (not keys or _known_share(keys, named) >= KNOWN_SHARE):
         return named
     return syntax
+
+
+def _is_hydra_composition(value: dict) -> bool:
+    """A Hydra/OmegaConf config: a ``defaults:`` list composing other configs, or a value
+    OmegaConf reads as mandatory (``exp_name: ???``). HfArgumentParser refuses both, so however
+    many Trainer-like names it holds (``gradient_accumulation_steps``, ``max_length``), such a
+    file is read by the project's own code (eric-mitchell/direct-preference-optimization's
+    ``config/config.yaml`` with ``@hydra.main(config_path="config")``)."""
+    return isinstance(value.get("defaults"), list) or any(v == "???" for v in value.values())
 
 
 def _is_torchtune(value: dict) -> bool:

@@ -107,6 +107,30 @@ data_dir: /data
 callbacks: []
 """
 
+# a Hydra config with Trainer-like names, read by @hydra.main (a DPO project's config/config.yaml)
+HYDRA_TRAINING = """\
+# random seed for batch sampling
+seed: 0
+# name for this experiment in the local run directory and on wandb
+exp_name: ???
+batch_size: 4
+eval_batch_size: 16
+debug: false
+lr: 5e-7
+gradient_accumulation_steps: 1
+max_grad_norm: 10.0
+max_length: 512
+max_prompt_length: 256
+n_epochs: 1
+optimizer: RMSprop
+warmup_steps: 150
+activation_checkpointing: false
+defaults:
+- _self_
+- model: blank_model_fp32
+- loss: sft
+"""
+
 GITHUB_WORKFLOW = "name: tests\non: [push]\njobs:\n  test:\n    runs-on: ubuntu-latest\n"
 
 
@@ -123,6 +147,8 @@ GITHUB_WORKFLOW = "name: tests\non: [push]\njobs:\n  test:\n    runs-on: ubuntu-
         ("recipes/qlora.yaml", TRL_QLORA_RECIPE, "hf-args"),
         ("training_args.json", TRAINING_ARGS_JSON, "hf-args"),
         ("conf/config.yaml", HYDRA, "yaml"),
+        ("config/config.yaml", HYDRA_TRAINING, "yaml"),
+        ("config/config.yaml", HYDRA_TRAINING.replace("exp_name: ???", "exp_name: dpo").split("defaults:")[0], "hf-args"),
         (".github/workflows/tests.yml", GITHUB_WORKFLOW, "yaml"),
         ("package.json", '{"name": "web", "version": "1.0.0", "scripts": {}}', "json"),
     ],
