@@ -28,6 +28,23 @@ def _gitignore(directory: Path) -> pathspec.PathSpec | None:
     return None
 
 
+def ignored_by_git(path: Path, root: Path) -> bool:
+    """Does a .gitignore of ``root`` or of a folder between it and ``path`` ignore ``path``? Such
+    a file is made by a run (``tmp/``, ``outputs/``), so a checkout not having it says nothing."""
+    try:
+        relative = Path(os.path.abspath(path)).relative_to(os.path.abspath(root))
+    except ValueError:
+        return False
+    folder = Path(os.path.abspath(root))
+    for depth, part in enumerate((None,) + relative.parts[:-1]):
+        if part is not None:
+            folder = folder / part
+        spec = _gitignore(folder)
+        if spec is not None and spec.match_file(Path(*relative.parts[depth:]).as_posix()):
+            return True
+    return False
+
+
 def iter_files(paths: Iterable[Path], settings: Settings, explicit_too: bool = True) -> Iterator[Path]:
     """Lintable files under ``paths``. Files named explicitly are yielded whatever their suffix
     (and even when excluded, unless ``explicit_too`` is False: pre-commit's force-exclude)."""

@@ -8,6 +8,7 @@ from typing import Iterator
 from memlint.documents.kinds import DocumentKind
 from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Severity
+from memlint.project.walk import ignored_by_git
 from memlint.rules.base import Example, Finding, Rule
 
 _AXOLOTL = """\
@@ -61,6 +62,12 @@ class MissingConfigReference(Rule):
 
     VALID = (
         Example(_AXOLOTL, path="qwen-14b.yml", files={"deepspeed_configs/zero3_bf16.json": _ZERO3}),
+        Example(
+            _AXOLOTL.replace("deepspeed_configs/zero3_bf16.json", "tmp/ds/zero3_bf16.json"),
+            path="qwen-14b.yml",
+            files={".gitignore": "__pycache__\n*.pth\nwandb\ntmp\n"},
+            title="A file under a folder the project's .gitignore ignores is made by an earlier step, not committed",
+        ),
     )
     INVALID = (
         Example(
@@ -88,6 +95,8 @@ class MissingConfigReference(Rule):
                 written = str(reference.value)
                 target = ctx.resolve_reference(written)
                 if target is None:
+                    if _generated(ctx, written):
+                        continue  # under a folder git ignores: the run that makes it comes first
                     yield Finding(reference.origin.range,
                                   f"`{written}` does not exist (looked next to {Path(ctx.path).name}, in the folders "
                                   "above it and in "
@@ -107,3 +116,12 @@ class MissingConfigReference(Rule):
             first = next(p for p in parsed.structured.problems if p.kind != "duplicate-key")
             return f"{first.message} (line {first.range.start.line})"
         return None
+
+
+def _generated(ctx: RuleContext, written: str) -> bool:
+    """Is the path, from the document's folder or the project root, one the project's .gitignore
+    ignores (picotron's ``train.py --config tmp/fast_benchmark/x.json``, written by its
+    ``create_config.py --out_dir tmp``)?"""
+    root = ctx.settings.root
+    here = Path(ctx.path).parent
+    return any(ignored_by_git(base / written, root) for base in (here, root))
