@@ -44,7 +44,7 @@ _KL_DEFAULT = {"grpo": 0.0, "rloo": 0.05, "openrlhf-ppo": 0.01}
 
 
 # the algorithms that run each preference pair's chosen and rejected sequences in one forward
-PAIRED = ("dpo", "orpo", "simpo", "cpo", "openrlhf-dpo")
+PAIRED = ("dpo", "orpo", "simpo", "cpo", "openrlhf-dpo", "paired")  # paired: a project's concatenated_forward
 
 
 @dataclass

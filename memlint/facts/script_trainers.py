@@ -135,6 +135,22 @@ def trainer_kind(ctx: ScriptFacts, call: cst.Call, names: set[str]) -> None:
                 return
 
 
+def _paired_forward(ctx: ScriptFacts, call: cst.Call) -> None:
+    """A project's own Trainer subclass with a ``concatenated_forward`` (the name TRL's DPO, CPO
+    and OpenRLHF give the method that runs a pair's chosen and rejected sequences as one batch;
+    princeton-nlp/SimPO's ``SimPOTrainer(Trainer)`` copies it) trains on pairs: twice the
+    micro-batch's sequences per forward. Which reference model, if any, is another fact."""
+    found = ctx.values.evaluate(call.func)
+    if found is None or not isinstance(found.value, ClassValue):
+        return
+    for statement in found.value.node.body.body:
+        if isinstance(statement, cst.FunctionDef) and statement.name.value == "concatenated_forward":
+            owner = found.value.node.name.value
+            ctx.state("trainer_kind", "paired", call.func, f"{owner}.concatenated_forward (chosen and rejected "
+                      "sequences in one forward)", at=call, rank=RANK_CONFIG)
+            return
+
+
 def other_models(ctx: ScriptFacts, call: cst.Call, arguments: Any, owner: str) -> None:
     """``DPOTrainer(ref_model=ref)``, ``PPOTrainer(reward_model=rm, value_model=vm)``,
     ``GKDTrainer(teacher_model="Qwen/Qwen2-1.5B-Instruct")``: each model's id, read from the string
@@ -163,6 +179,8 @@ def trainer(ctx: ScriptFacts, call: cst.Call, framework: str, names: set[str]) -
     ctx.framework(framework, call.func, f"{owner}(...)")
     ctx.anchor(call.func, ANCHOR_TRAINER)
     trainer_kind(ctx, call, names)
+    if ctx.facts.trainer_kind is None:
+        _paired_forward(ctx, call)
     arguments = values.arguments(call, ("model",))
     other_models(ctx, call, arguments, owner)
     if "model" in arguments:

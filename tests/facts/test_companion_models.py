@@ -366,3 +366,51 @@ def test_llamafactory_ppo_full_reward_model(tmp_path: Path):
     lora_reward = ppo.replace("reward_model_type: full", "reward_model_type: lora")
     run = _run(tmp_path / "lora", {"ppo.yaml": lora_reward}, "ppo.yaml")
     assert "reward_model_weights" not in _components(run)
+
+
+# a project's own preference trainer (princeton-nlp/SimPO's SimPOTrainer, trimmed, in one file):
+# a transformers Trainer subclass whose concatenated_forward runs chosen and rejected together
+OWN_PAIRED_TRAINER = '''\
+import argparse
+
+import torch
+import torch.nn.functional as F
+from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+
+class PreferenceTrainer(Trainer):
+    def concatenated_forward(self, model, batch):
+        inputs = torch.cat([batch["chosen_input_ids"], batch["rejected_input_ids"]], dim=0)
+        logits = model(inputs).logits
+        return logits.split(batch["chosen_input_ids"].shape[0])
+
+    def compute_loss(self, model, inputs, return_outputs=False, **kwargs):
+        chosen, rejected = self.concatenated_forward(model, inputs)
+        loss = -F.logsigmoid(chosen.mean() - rejected.mean())
+        return (loss, {}) if return_outputs else loss
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", default="Qwen/Qwen2.5-1.5B-Instruct")
+    args = parser.parse_args()
+    model = AutoModelForCausalLM.from_pretrained(args.model)
+    training_args = TrainingArguments(output_dir="out", per_device_train_batch_size=2, bf16=True)
+    trainer = PreferenceTrainer(model=model, args=training_args, train_dataset=load_pairs())
+    trainer.train()
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def test_a_project_trainer_with_a_concatenated_forward_runs_pairs(tmp_path: Path):
+    run = _run(tmp_path, {"train_pref.py": OWN_PAIRED_TRAINER}, "train_pref.py")
+    assert run.setup.micro_batch == 2 and run.setup.sequences_per_example == 2
+    assert run.setup.companions == ()  # a reference is another fact: none is passed here
+    # the same trainer without the paired forward trains one sequence per example
+    plain = OWN_PAIRED_TRAINER.replace("def concatenated_forward", "def forward_pair")
+    plain = plain.replace("self.concatenated_forward", "self.forward_pair")
+    run = _run(tmp_path / "plain", {"train_pref.py": plain}, "train_pref.py")
+    assert run.setup.sequences_per_example == 1
