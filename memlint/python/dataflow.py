@@ -81,10 +81,10 @@ def on_a_cuda_device(test: cst.BaseExpression) -> bool | None:
         inner = on_a_cuda_device(test.expression)
         return None if inner is None else not inner
     if isinstance(test, cst.BooleanOperation):
-        left, right = on_a_cuda_device(test.left), on_a_cuda_device(test.right)
+        first, second = on_a_cuda_device(test.left), on_a_cuda_device(test.right)
         if isinstance(test.operator, cst.And):
-            return False if False in (left, right) else (True if left is right is True else None)
-        return True if True in (left, right) else (False if left is right is False else None)
+            return False if False in (first, second) else (True if first is second is True else None)
+        return True if True in (first, second) else (False if first is second is False else None)
     if isinstance(test, cst.Call):
         return True if dotted(test.func) == "torch.cuda.is_available" else None
     if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
