@@ -13,7 +13,12 @@ rests on that assumption, and says which call it followed. Calls that disagree o
 (two launchers for one folder), or a folder whose configs each say in their own comment how they
 run (LLaMA-Factory's ``examples/ascend/``: ``fsdp_config.yaml`` for one, ``fsdp2_config.yaml`` for
 another), give the parallelism form they all agree on (FSDP full shard, ZeRO-3: see
-``launch_forms``), as a named assumption; none when they disagree on the form too. A config whose
+``launch_forms``), as a named assumption; none when they disagree on the form too. A folder whose
+configs are launched directly, each by its own command (SimPO's README: ``accelerate launch
+--config_file accelerate_configs/deepspeed_zero3.yaml scripts/run_simpo.py training_configs/x.yaml``
+for five of its seven configs), gives its other configs the form those commands agree on, when
+they all run one entry script; the assumption cites the commands (a folder below takes nothing
+from them: its configs may be of another recipe). A config whose
 folders have no documented launch at all takes the form every documented launch of its entry
 script agrees on: the one script that launches configs of its kind and whose argument classes
 hold every key it sets (open-instruct's ``configs/train_configs/tulu3/tulu3_sft.yaml`` and
@@ -243,7 +248,8 @@ class ConfigLaunchers:
                 chosen = [b for b in bound if b[4].resolve().parent == folder and b[3].template_config is None
                           and (not b[4].is_file() or self.documents.kind(b[4]) == kind)]
                 beside = [] if chosen else self._folder_comment_launches(folder, target, kind)
-                direct = [] if chosen or beside else self._folder_direct_launches(folder, target, kind)
+                if not chosen and not beside and folder == target.resolve().parent:  # its own folder's only
+                    direct = self._folder_direct_launches(folder, target, kind)
                 if not chosen and not beside and not direct:
                     folder = folder.parent
             if direct:

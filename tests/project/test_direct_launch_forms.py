@@ -203,3 +203,10 @@ def test_direct_launches_of_different_entry_scripts_give_none(tmp_path):
     [run] = _runs(_project(tmp_path, files), UNLAUNCHED)
     assert run.plan.value("zero_stage") is None
     assert not any(n.startswith("launch assumed") for n in run.assumptions)
+
+
+def test_a_config_of_a_folder_below_takes_nothing_from_them(tmp_path):
+    files = {**FILES, "training_configs/ablations/gemma-2-9b-it-simpo-beta2.yaml": FILES[UNLAUNCHED]}
+    [run] = _runs(_project(tmp_path, files), "training_configs/ablations/gemma-2-9b-it-simpo-beta2.yaml")
+    assert run.plan.value("zero_stage") is None
+    assert not any(n.startswith("launch assumed") for n in run.assumptions)
