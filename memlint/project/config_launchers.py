@@ -13,7 +13,12 @@ rests on that assumption, and says which call it followed. Calls that disagree o
 (two launchers for one folder), or a folder whose configs each say in their own comment how they
 run (LLaMA-Factory's ``examples/ascend/``: ``fsdp_config.yaml`` for one, ``fsdp2_config.yaml`` for
 another), give the parallelism form they all agree on (FSDP full shard, ZeRO-3: see
-``launch_forms``), as a named assumption; none when they disagree on the form too. A config whose
+``launch_forms``), as a named assumption; none when they disagree on the form too. A folder whose
+configs are launched directly, each by its own command (SimPO's README: ``accelerate launch
+--config_file accelerate_configs/deepspeed_zero3.yaml scripts/run_simpo.py training_configs/x.yaml``
+for five of its seven configs), gives its other configs the form those commands agree on, when
+they all run one entry script; the assumption cites the commands (a folder below takes nothing
+from them: its configs may be of another recipe). A config whose
 folders have no documented launch at all takes the form every documented launch of its entry
 script agrees on: the one script that launches configs of its kind and whose argument classes
 hold every key it sets (open-instruct's ``configs/train_configs/tulu3/tulu3_sft.yaml`` and
@@ -238,12 +243,18 @@ class ConfigLaunchers:
             folder = target.resolve().parent
             root = self.documents.root.resolve()
             beside: list[tuple[ConfigLaunch, Path]] = []  # the launches its folder's configs' comments give
-            while not chosen and not beside and (folder == root or root in folder.parents):
+            direct: list[_Candidate] = []  # the commands that launch its folder's configs directly
+            while not chosen and not beside and not direct and (folder == root or root in folder.parents):
                 chosen = [b for b in bound if b[4].resolve().parent == folder and b[3].template_config is None
                           and (not b[4].is_file() or self.documents.kind(b[4]) == kind)]
                 beside = [] if chosen else self._folder_comment_launches(folder, target, kind)
-                if not chosen and not beside:
+                if not chosen and not beside and folder == target.resolve().parent:  # its own folder's only
+                    direct = self._folder_direct_launches(folder, target, kind)
+                if not chosen and not beside and not direct:
                     folder = folder.parent
+            if direct:
+                found = self._direct_form_launch(target, folder, direct)
+                return [found] if found is not None else []
             if len({(self.documents.key(b[3].path), b[3].anchor) for b in chosen}) != 1:
                 # launches that disagree on the file, or only the folder's configs' own comments
                 # saying how each runs: the parallelism form they all agree on, if any; with no
@@ -292,6 +303,57 @@ class ConfigLaunchers:
         return [(launch, sibling) for sibling in siblings
                 if self.documents.key(sibling) != key and self.documents.kind(sibling) == kind
                 for launch in self._commented_launches(sibling)]
+
+    def _folder_direct_launches(self, folder: Path, target: Path, kind: str) -> list[_Candidate]:
+        """The documented commands that launch a project script with another config of ``folder``
+        (of the target's kind) as its argument (SimPO's README: ``accelerate launch --config_file
+        accelerate_configs/deepspeed_zero3.yaml scripts/run_simpo.py training_configs/x.yaml``),
+        each with the config it runs and the document that writes it."""
+        try:
+            siblings = sorted(p for p in folder.iterdir() if p.suffix.lower() in (".yaml", ".yml", ".json")
+                              and p.is_file())
+        except OSError:
+            return []
+        key = self.documents.key(target)
+        found: list[_Candidate] = []
+        for sibling in siblings:
+            sibling_key = self.documents.key(sibling)
+            if sibling_key == key or self.documents.kind(sibling) != kind:
+                continue
+            for referrer in self.links.referrers(sibling):
+                for facts in self.documents.facts(referrer):
+                    if facts.launches is None or facts.bound_config is not None \
+                            or self.documents.resolve_reference(str(facts.launches.value), facts.path) is None:
+                        continue  # a launch of a project script only
+                    passed = [r for r in facts.references
+                              if (config := self.documents.resolve_reference(str(r.value), facts.path)) is not None
+                              and self.documents.key(config) == sibling_key]
+                    if passed:
+                        found.append((facts, Sourced(str(facts.launches.value), passed[0].origin,
+                                                     passed[0].note), sibling,
+                                      (referrer, self.documents.digest(referrer))))
+        return found
+
+    def _direct_form_launch(self, target: Path, folder: Path, direct: list[_Candidate]) -> ConfigLaunch | None:
+        """A config no command names, judged under the parallelism form every documented direct
+        launch of its folder's other configs agrees on, when they all run one entry script
+        (none when they run several: which one runs this config is not known)."""
+        scripts = {self.documents.key(resolved) for launch, _, _, _ in direct if launch.launches is not None
+                   and (resolved := self.documents.resolve_reference(str(launch.launches.value), launch.path))}
+        if len(scripts) != 1:
+            return None
+        direct = sorted(direct, key=lambda c: (c[1].origin.path, c[1].origin.range.start.line) if c[1].origin else ("", 0))
+        places: dict[str, list[str]] = {}  # document -> the lines of its launches
+        for _, call, _, _ in direct:
+            if call.origin is not None:
+                places.setdefault(self._shown(Path(call.origin.path)), []).append(str(call.origin.range.start.line))
+        followed = ", ".join(f"{document}:{','.join(dict.fromkeys(lines))}" for document, lines in places.items())
+        script = next(iter(scripts))
+        count = len(direct)
+        described = (f"{'the' if count > 1 else 'the one'} documented launch{'es' if count > 1 else ''} of "
+                     f"{Path(script).name} with the other configs in {self._shown(folder)}/ ({followed}) "
+                     f"{'are' if count > 1 else 'is'}")
+        return self._form_launch(target, direct, described)
 
     def _form_launch(self, target: Path, candidates: list[_Candidate], described: str) -> ConfigLaunch | None:
         """A config no launch names, judged under the parallelism form every one of ``candidates``
