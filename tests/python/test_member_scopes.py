@@ -16,7 +16,7 @@ import libcst as cst
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from python_texts import source_of
-from test_python_analysis import assert_same_module, assert_same_names
+from test_python_analysis import assert_index_parts_spliced, assert_same_module, assert_same_names
 
 from memlint.python import member_scopes, scopes
 from memlint.python import source as python_source
@@ -165,13 +165,7 @@ def test_edits_of_methods_give_what_a_fresh_parse_gives(edits: list[tuple[int, i
         after.scopes  # noqa: B018
         assert_same_module(after, text)
         assert_same_names(after)
-        index_for(after)
-        for unit, statement in zip(after.units, after.module.body):
-            if unit.origin is not None:  # the rules' index part, kept and spliced
-                part = part_of(unit, statement)
-                assert part.below == list(iter_nodes(statement, enter_defs=True))[1:]
-                for asked, found in part.of_kinds.items():
-                    assert found == [node for node in part.below if type(node) in asked]
+        assert_index_parts_spliced(after)
         for asked in kinds:
             index_for(after).nodes_of(*asked)
         source = after

@@ -17,14 +17,12 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from python_texts import parses, source_of
 from test_member_answers import _answers
-from test_python_analysis import assert_same_module, assert_same_names
+from test_python_analysis import assert_index_parts_spliced, assert_same_module, assert_same_names
 
 from memlint.python import class_units
 from memlint.python import source as python_source
 from memlint.python.class_units import _bounds, _first_line
 from memlint.python.index import index_for
-from memlint.python.statement_index import part_of
-from memlint.python.syntax import iter_nodes
 from memlint.python.tree import parents_of
 
 HEADER = ("import argparse\nimport torch\nfrom transformers import AutoModelForCausalLM, Trainer\n\n"
@@ -92,13 +90,7 @@ def _check(after: python_source.PythonSource, text: str) -> None:
             assert list(unit.parents.items()) == list(parents_of(unit.statement, unit.shape).items())
         if unit.sizes is not None:
             assert unit.sizes == [len(parents_of(m, unit.shape)) for m in unit.statement.body.body]
-    index_for(after)
-    for unit, statement in zip(after.units, after.module.body):
-        if unit.origin is not None:  # the rules' index part, kept and spliced
-            part = part_of(unit, statement)
-            assert part.below == list(iter_nodes(statement, enter_defs=True))[1:]
-            for asked, found in part.of_kinds.items():
-                assert found == [node for node in part.below if type(node) in asked]
+    assert_index_parts_spliced(after)
     assert _answers(after) == _answers(source_of(text))
 
 

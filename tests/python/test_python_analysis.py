@@ -131,6 +131,21 @@ def assert_same_names(source: python_source.PythonSource) -> None:
             assert source.qualified_names(node) == {q.name for q in names}, source.code_of(node)
 
 
+def assert_index_parts_spliced(source: python_source.PythonSource) -> None:
+    """The rules' index part of every unit kept from the version before is the statement's own."""
+    from memlint.python.index import index_for
+    from memlint.python.statement_index import part_of
+    from memlint.python.syntax import iter_nodes
+
+    index_for(source)
+    for unit, statement in zip(source.units, source.module.body):
+        if unit.origin is not None:
+            part = part_of(unit, statement)
+            assert part.below == list(iter_nodes(statement, enter_defs=True))[1:]
+            for asked, found in part.of_kinds.items():
+                assert found == [node for node in part.below if type(node) in asked]
+
+
 @pytest.mark.parametrize("path", SCRIPTS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_realistic_scripts_analyse_as_libcst_does(path: Path) -> None:
     text = path.read_text(encoding="utf-8")
