@@ -3,6 +3,9 @@ project's own data code, and what memlint assumes when nothing says."""
 
 from __future__ import annotations
 
+from memlint.documents.parsed import parse_document
+from memlint.documents.reading import document_from_text
+from memlint.facts.extract import extract
 from memlint.facts.resolve import RunContext, resolve
 from memlint.facts.plan import merge
 
@@ -148,3 +151,40 @@ def test_a_length_handed_to_the_projects_collator_class_is_the_sequence_length()
     # a collator for evaluation says so in its name: not the training length
     evaluation = COLLATOR.replace("DataCollator", "EvalDataCollator")
     assert one(evaluation).seq_len is None
+
+
+
+NESTED = dedent('''
+    import argparse
+
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from corpus import packed_loader
+
+
+    class Runner:
+        def __init__(self, args):
+            self.args = args
+
+        def fit(self):
+            model = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-1.5B").cuda()
+            optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)
+            train = packed_loader("Qwen/Qwen2.5-1.5B", seq_len=4096, batch_size=2)
+            for epoch in range(3):
+                for step, batch in enumerate(train):
+                    model(**batch).loss.backward()
+                    optimizer.step()
+                    optimizer.zero_grad()
+''')
+
+
+def test_a_loader_iterated_in_a_nested_loop_of_a_method_as_check_reads_it():
+    """The loops a loader is looked for in are every ``for`` of the module, at any depth (a
+    trainer class's epoch loop), in the units the editor parses and in ``check``'s whole module."""
+    whole = extract(parse_document(document_from_text("train.py", NESTED), whole=True))
+    assert len(whole) == 1
+    for facts in (one(NESTED), whole[0]):
+        assert facts.micro_batch.value == 2 and facts.seq_len.value == 4096
+    # a loader no loop iterates is not the training batches
+    assert one(NESTED.replace("enumerate(train)", "enumerate(range(10))")).micro_batch is None
