@@ -104,6 +104,8 @@ class Values(Names):
         super().__init__(source)
         self._cache: dict[int, tuple[Found | None, frozenset[str]]] = {}
         self._kept: Callable[[cst.CSTNode], dict | None] | None = None
+        # ``kept_answer``'s answers where no unit keeps them (a module parsed whole)
+        self._answers: dict[tuple[cst.CSTNode, str], tuple[Any, frozenset[str]]] = {}
         self._in_progress: set[int] = set()
         self._options: "Options | None" = None
         self._subscript_sets: dict[str, list[tuple[cst.BaseExpression, cst.BaseExpression, cst.CSTNode]]] | None = None
@@ -133,7 +135,12 @@ class Values(Names):
         through this object, so what it reads is recorded; an immutable answer)."""
         kept = self._kept_for(node)
         key = (node, question)
-        found = kept.get(key) if kept is not None else None
+        if kept is None:
+            # a module parsed whole (``memlint check``): nothing outlives this version, but the
+            # same question comes more than once (every call's callee: by the extractor, then by
+            # ``is_dataclass_parser``); kept here on the terms a kept answer is
+            kept = self._answers
+        found = kept.get(key)
         if found is None:
             self.reading.append(set())
             try:
@@ -141,7 +148,7 @@ class Values(Names):
             finally:
                 depends = frozenset(self.reading.pop())
             found = (answer, depends)
-            if kept is not None and ANYTHING not in depends:
+            if ANYTHING not in depends:
                 kept[key] = found
         if self.reading:
             self.reading[-1].update(found[1])
