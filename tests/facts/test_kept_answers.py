@@ -91,10 +91,10 @@ def _described(source: python_source.PythonSource, value: object) -> object:
     return value
 
 
-def _answers(source: python_source.PythonSource) -> list[tuple]:
+def _answers(source: python_source.PythonSource, values: Values | None = None) -> list[tuple]:
     """What the extractors ask of every call: the callee's names, each argument's value, and
     whether the receiver or the called name is the model or a tokenizer."""
-    values = Values(source)
+    values = values or Values(source)
     out = []
     for call in source.nodes_in_order(cst.Call):
         receiver = call.func.value if isinstance(call.func, cst.Attribute) else call.func
@@ -131,6 +131,22 @@ def test_answers_kept_across_edits_are_a_fresh_analysis(first: list[str], edits:
             continue
         source = source_of(text, source)
         assert _answers(source) == _answers(source_of(text)), text
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(BLOCKS), min_size=1, max_size=14))
+def test_answers_asked_again_of_a_module_parsed_whole_are_worked_out_afresh(blocks: list[str]) -> None:
+    """``memlint check`` parses a module whole (no unit keeps answers); the answers one
+    evaluator gives again (kept for the version: ``Values.kept_answer``) are those it gave
+    first, and those of the editor's parse in units."""
+    text = "".join(blocks)
+    if not parses(text):
+        return
+    whole = python_source.parse(text, whole=True)
+    assert isinstance(whole, python_source.PythonSource)
+    values = Values(whole)
+    first = _answers(whole, values)
+    assert _answers(whole, values) == first == _answers(source_of(text)), text
 
 
 _NUMBER = re.compile(r"(?<![\w.])\d+(?![\w.])")
