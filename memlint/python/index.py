@@ -219,6 +219,18 @@ class ModuleIndex:
                 out.add((text, not truth))
         return out
 
+    def branch_conditions(self, test_of: cst.If, branch: str) -> set[tuple[str, bool]]:
+        """What taking one branch of an ``if`` requires, as :meth:`conditions` writes it: the
+        body of ``if a and not b:`` gives {("a", True), ("b", False)}, the ``else`` of ``if a:``
+        gives {("a", False)}; any other branch (``after-continue``) says nothing."""
+        atoms = self._atoms(test_of.test)
+        if branch == "body":
+            return atoms
+        if branch == "orelse" and len(atoms) == 1:
+            ((text, truth),) = atoms
+            return {(text, not truth)}
+        return set()
+
     def exclusive(self, a: cst.CSTNode, b: cst.CSTNode) -> bool:
         """Can ``a`` and ``b`` never both run (``if x:`` around one, ``if not x:`` around the other)?"""
         mine = self.conditions(a)

@@ -179,10 +179,31 @@ def train(args, model, optimizer, scheduler, train_dataloader):
         )
 
 
-def _exclusive(a: Event, b: Event) -> bool:
-    """On opposite branches of the same ``if``: never both in one pass."""
+def _exclusive(index: ModuleIndex, a: Event, b: Event) -> bool:
+    """Never both in one pass: on opposite branches of the same ``if``, or under opposite tests
+    of the same condition in two places (``if self.use_fp16: self.optimizer.scale(loss).backward()``
+    in one method, ``if not self.use_fp16: clip_grad_norm_(...)`` in another of the same class)."""
     branches = {g.node: g.branch for g in a.guards if g.branch in ("body", "orelse")}
-    return any(g.node in branches and branches[g.node] != g.branch for g in b.guards if g.branch in ("body", "orelse"))
+    if any(g.node in branches and branches[g.node] != g.branch for g in b.guards if g.branch in ("body", "orelse")):
+        return True
+    required = {
+        (text, truth, _owner(index, g.node, text))
+        for g in a.guards
+        for text, truth in index.branch_conditions(g.node, g.branch)
+    }
+    return any(
+        (text, not truth, _owner(index, g.node, text)) in required
+        for g in b.guards
+        for text, truth in index.branch_conditions(g.node, g.branch)
+    )
+
+
+def _owner(index: ModuleIndex, node: cst.CSTNode, text: str) -> int:
+    """A test of ``self.x`` means the same in every method of one class, not across classes."""
+    if not text.startswith("self."):
+        return 0
+    owner = index.class_of(node)
+    return id(owner) if owner is not None else 0
 
 
 def _unscaled_on_exit(backward) -> bool:
@@ -211,7 +232,7 @@ def _clips_of_scaled_gradients(index: ModuleIndex, events: list[Event]) -> list[
         name = method_name(call)
         if name == "unscale_" or name == "update":
             pending = None
-        elif pending is not None and is_clip_grad(index, call) and not _exclusive(pending, event):
+        elif pending is not None and is_clip_grad(index, call) and not _exclusive(index, pending, event):
             found.append((event, pending))
         else:
             step = step_of(index, call)

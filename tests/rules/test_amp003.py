@@ -121,3 +121,48 @@ def test_near_misses(lint):
     """
     for source in (unscaled_first, no_scaler, other_branch, accelerate):
         assert lint("AMP003", source) == []
+
+
+PIPELINE = """\
+import torch
+from torch.cuda.amp import GradScaler
+
+
+class PipelineRunner:
+    def __init__(self, args, model, optimizer):
+        self.model = model
+        self.optimizer = optimizer
+        self.use_fp16 = args.fp16
+        self.scaler = GradScaler()
+
+    def backward_stage(self, loss):
+        if self.use_fp16:
+            self.scaler.scale(loss).backward()
+        else:
+            loss.backward()
+
+    def optimizer_step(self):
+        # gradients are clipped only on the fp32 path; the scaler unscales in step()
+        if {clip_test}:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+
+    def train(self, loader):
+        for batch in loader:
+            loss = self.model(**batch).loss
+            self.backward_stage(loss)
+            self.optimizer_step()
+            self.optimizer.zero_grad()
+"""
+
+
+def test_clip_under_the_opposite_test_in_another_method_is_silent(lint):
+    # OpenChatKit's pipeline: the scaled backward runs under `if self.use_fp16:` in one method,
+    # the clip under `if not self.use_fp16:` in another: never both in one step
+    assert lint("AMP003", PIPELINE.format(clip_test="not self.use_fp16")) == []
+
+
+def test_clip_under_the_same_test_in_another_method_fires(lint, where):
+    diagnostics = lint("AMP003", PIPELINE.format(clip_test="self.use_fp16"))
+    assert where(diagnostics) == [(21, 12, 21, 72)]

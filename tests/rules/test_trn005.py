@@ -173,3 +173,61 @@ def test_a_loss_helper_called_under_no_grad_is_evaluation_not_training(lint):
         "        with torch.no_grad():\n            return self._compute_loss_and_backward(batch, do_backward=False)",
         "        return self._compute_loss_and_backward(batch)")
     assert [d.range.start.line for d in lint("TRN005", graded)] == [37]
+
+
+RL_BASE = """\
+import abc
+
+import torch
+
+
+class RLTrainer(abc.ABC):
+    def __init__(self, args, policy, accelerator, optimizer):
+        self.args = args
+        self.policy = policy
+        self.accelerator = accelerator
+        self.optimizer = optimizer
+
+{rollout}
+
+    def step_with_rollouts(self, rollouts):
+        for batch in rollouts:
+            loss = self.policy(**batch).loss
+            self.accelerator.backward(loss)
+            self.optimizer.step()
+            self.optimizer.zero_grad(set_to_none=True)
+
+    @torch.inference_mode()
+    def evaluate(self, step_idx):
+        self.policy.eval()
+        return [self.policy.generate(**b) for b in self.eval_batches]
+
+    def train(self, loader):
+        for step_idx, batch in enumerate(loader):
+            if step_idx % self.args.eval_steps == 0:
+                self.evaluate(step_idx)
+            rollouts = self.rollout(batch)
+            self.step_with_rollouts(rollouts)
+"""
+
+_ABSTRACT = """\
+    @abc.abstractmethod
+    def rollout(self, queries):
+        \"\"\"Generate responses and score them; written by each algorithm.\"\"\"
+        raise NotImplementedError"""
+
+_CONCRETE = """\
+    def rollout(self, queries):
+        return [self.policy.generate(**queries)]"""
+
+
+def test_a_step_written_by_subclasses_may_set_the_mode_itself(lint):
+    # alpaca_farm's RLTrainer: PPO's rollout (another module) calls policy.eval() every step on
+    # purpose; this module cannot say that nothing in the loop calls train()
+    assert lint("TRN005", RL_BASE.format(rollout=_ABSTRACT)) == []
+
+
+def test_the_same_loop_with_its_rollout_written_here_fires(lint):
+    diagnostics = lint("TRN005", RL_BASE.format(rollout=_CONCRETE))
+    assert [d.range.start.line for d in diagnostics] == [31]  # the evaluate() call in the loop
+    assert "`self.policy.eval()` (through `self.evaluate(step_idx)`)" in diagnostics[0].message
