@@ -121,6 +121,9 @@ class RunFacts:
     prefetch_bucket: Sourced[float] | None = None
     max_live_parameters: Sourced[float] | None = None
     gpu: Sourced[str] | None = None  # target GPU named in a document (rare)
+    # a DeepSpeed or Accelerate config the run names that memlint cannot find (the path as
+    # written): the run shards at a stage no file memlint can read states
+    unread_parallelism: Sourced[str] | None = None
 
     # ---- links to other documents and DeepSpeed "auto" placeholders
     references: list[Sourced[str]] = field(default_factory=list)  # paths as written
@@ -219,7 +222,7 @@ _DEEPSPEED_OWNED = {
 
 # documents that only take part in runs other documents define: a launcher (its script trains,
 # or nothing does), a DeepSpeed or Accelerate config
-_LINKED_ONLY = ("shell", "deepspeed", "accelerate")
+_LINKED_ONLY = ("shell", "deepspeed", "accelerate", "missing")
 
 
 def merge(entry: RunFacts, linked: list[RunFacts], overrides: dict[str, Sourced[Any]] | None = None,

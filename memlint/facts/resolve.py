@@ -59,7 +59,7 @@ class Assumed:
     """A deciding fact no document states, the value memlint took for it, and where the user
     can state the truth. A verdict that rests on one says so (and is less certain)."""
 
-    fact: str  # "parallelism", "world_size", "seq_len", "micro_batch"
+    fact: str  # "parallelism", "unread_parallelism", "world_size", "seq_len", "micro_batch"
     value: str  # what was assumed, in words
     where: str  # where to state the truth
 
@@ -411,7 +411,13 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
                        "does not model that split: set `gpus = 1` in [tool.memlint] to check the model on one GPU")
         run.problem_fact = spread
         return run
-    if prov.get("sharding") is None and world_size > 1:
+    unread = plan.get("unread_parallelism")
+    if prov.get("sharding") is None and world_size > 1 and unread is not None:
+        notes.append(f"parallelism not read: the run names `{unread.value}`, which cannot be found; its ZeRO "
+                     "stage is unknown, estimated as plain data parallelism")
+        run.assumed.append(Assumed("unread_parallelism", f"plain data parallelism (DDP) in place of the ZeRO stage "
+                                   f"of `{unread.value}`", f"`{unread.value}` does not exist: correct the path"))
+    elif prov.get("sharding") is None and world_size > 1:
         notes.append("parallelism not found: plain data parallelism (every GPU holds the whole model and its "
                      "optimizer states)")
         run.assumed.append(Assumed("parallelism", "plain data parallelism (DDP)", _STATE_PARALLELISM))

@@ -15,6 +15,7 @@ from memlint.documents import reads
 from memlint.documents.kinds import ENTRY_KINDS, STANDALONE_KINDS, DocumentKind
 from memlint.project.config_launchers import ConfigLaunchers
 from memlint.model.provenance import Location, Sourced
+from memlint.model.vocabulary import names_parallelism_config
 from memlint.project.documents import DocumentStore
 from memlint.project.links import LinkIndex
 
@@ -59,6 +60,12 @@ class RunFinder:
         for reference in facts.references:
             target = self.documents.resolve_reference(str(reference.value), facts.path)
             if target is None:
+                if names_parallelism_config(reference.note or ""):
+                    from memlint.facts.plan import RunFacts
+
+                    # ``--deepspeed configs/ds_config_zero2.json``, a file moved away: a DeepSpeed
+                    # run all the same, of a stage no file memlint can read states
+                    out.append(RunFacts(facts.path, "missing", unread_parallelism=reference))
                 continue
             key = self.documents.key(target)
             if key in seen:
