@@ -339,16 +339,32 @@ class RunFinder:
 
     def _delegates_to_project_module(self, script: Path) -> bool:
         """Whether ``script`` imports from a package or module of this project (``from pkg.mod
-        import train`` with ``pkg/`` or ``pkg.py`` under the project root)."""
+        import train`` with ``pkg/`` or ``pkg.py`` under the project root, or under a folder
+        between the script and the root: VLM-R1's ``src/open-r1-multimodal/src/open_r1/grpo_jsonl.py``
+        imports ``open_r1.trainer``, its own package in a ``src/`` layout)."""
         try:
             text = self.documents.document(script).text
         except (OSError, ValueError):
             return False
+        folders = [self.documents.root, *self._folders_between(script)]
         for match in _FROM_IMPORT.finditer(text):
             top = match.group(1).split(".")[0]
-            if top and ((self.documents.root / top).is_dir() or (self.documents.root / f"{top}.py").is_file()):
+            if top and any((folder / top).is_dir() or (folder / f"{top}.py").is_file() for folder in folders):
                 return True
         return False
+
+    def _folders_between(self, script: Path) -> list[Path]:
+        """The script's folder and those above it, up to (not including) the project root."""
+        root = self.documents.root.resolve()
+        try:
+            folder = Path(script).resolve().parent
+        except OSError:
+            return []
+        out = []
+        while folder != root and root in folder.parents:
+            out.append(folder)
+            folder = folder.parent
+        return out
 
     def runs_for(self, path: str | Path, context: RunContext) -> list[ResolvedRun]:
         """Every run ``path`` takes part in: as an entry, or linked from an entry."""
