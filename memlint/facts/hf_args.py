@@ -118,6 +118,22 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
 }
 
 
+# A project's arguments class declares its adapter's parameters (LLaVA's ``lora_enable: bool =
+# False`` beside ``lora_r: int = 64``): a default rank or target list is a parameter of an adapter
+# the script may build, not the choice of one. The ``LoraConfig(r=args.lora_r)`` that builds it
+# states the rank (under its condition); a launch that passes ``--lora_r`` states it too.
+ADAPTER_PARAMETERS = frozenset(field for field, (fact, _) in FIELDS.items()
+                               if fact in ("lora_r", "lora_targets", "lora_dropout"))
+
+
+# Fields only the project's own model code reads (the Trainer never does): an adapter's parameters
+# and the quantization switches (LMFlow's ``ModelArguments.load_in_4bit = True`` is read only
+# under ``if model_args.use_qlora:``). Their defaults in a class whose code memlint does not
+# follow say nothing of the run.
+MODEL_CODE_FIELDS = ADAPTER_PARAMETERS | frozenset(field for field, (fact, _) in FIELDS.items()
+                                                   if fact in ("quantization", "double_quant"))
+
+
 def _is_number(value: Any) -> bool:
     try:
         float(value)

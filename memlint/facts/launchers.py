@@ -211,7 +211,7 @@ class _Shell:
         if prefix == len(words):
             self._assign_all(words, command.depth)
             return None
-        launch = _find_launch(self._spliced(words[prefix:]))
+        launch = _find_launch(self._launcher_arguments(self._spliced(words[prefix:])))
         if launch is None or launch.script is None:
             return None
         return self._facts(launch)
@@ -254,6 +254,20 @@ class _Shell:
             return value
         joined = posixpath.normpath(posixpath.join(self.cwd.text, value.text))
         return Value(joined, value.start, value.end, self.cwd.anchored)
+
+    def _launcher_arguments(self, words: list[Word]) -> list[Word]:
+        """A variable that holds the launcher's own options (LMFlow's ``deepspeed_args=
+        "--master_port=11000"`` then ``deepspeed ${deepspeed_args} examples/dpo_train.py``) stands
+        for those options, not for the script."""
+        out: list[Word] = []
+        for word in words:
+            if _ONE_VARIABLE.fullmatch(word.raw) and not word.raw.startswith("'"):
+                value = expand(word, self.variables)
+                if value is not None and value.text.startswith("-") and "$" not in value.text:
+                    out.extend(Word(part, part, value.start, value.end) for part in value.text.split())
+                    continue
+            out.append(word)
+        return out
 
     def _spliced(self, words: list[Word]) -> list[Word]:
         """An unquoted ``$VAR`` that a here-document or a quoted assignment set stands for its
@@ -519,6 +533,7 @@ _POSITIONAL = re.compile(r"\$\{?([1-9])\}?")
 # An OmegaConf/Hydra override passed to the script (`config=examples/config.yaml`,
 # `+data.train_files=...`): its value is the word that names a file.
 _OVERRIDE = re.compile(r"[+~]{0,2}[A-Za-z_][\w.]*=")
+_ONE_VARIABLE = re.compile(r'"?\$\{?[A-Za-z_]\w*\}?"?')
 _ONLY_VARIABLES = re.compile(r'"?\s*\$\{?[A-Za-z_]\w*\}?(?:\s+\$\{?[A-Za-z_]\w*\}?)*\s*"?')
 # the options a script reads its own config from (``train.py --config cfg.yaml``)
 _CONFIG_OPTIONS = frozenset({"config", "config_file", "config_path", "cfg", "configs", "recipe"})

@@ -124,6 +124,9 @@ class RunFacts:
     # a DeepSpeed or Accelerate config the run names that memlint cannot find (the path as
     # written): the run shards at a stage no file memlint can read states
     unread_parallelism: Sourced[str] | None = None
+    # arguments classes a launched script parses that memlint cannot read (their names): the
+    # TrainingArguments defaults the run falls back to are assumptions
+    unread_arguments: Sourced[str] | None = None
 
     # ---- links to other documents and DeepSpeed "auto" placeholders
     references: list[Sourced[str]] = field(default_factory=list)  # paths as written

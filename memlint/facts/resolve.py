@@ -383,8 +383,15 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
         "micro_batch", batch_default,
         f"micro-batch not found: {batch_default}" + (" (TrainingArguments default)" if hf_like else ""),
     )
-    if prov.get("micro_batch") is None and not hf_like and not context.micro_batch:
-        run.assumed.append(Assumed("micro_batch", f"micro-batch {micro_batch}", "`micro-batch` in [tool.memlint]"))
+    unread = plan.get("unread_arguments")
+    if prov.get("micro_batch") is None and not context.micro_batch and (not hf_like or unread is not None):
+        # a TrainingArguments default is what runs only when the script's arguments classes are
+        # known: one memlint cannot read may set its own (LMFlow's DPOAlignerArguments: 4)
+        said = f" (the TrainingArguments default; `{unread.value}` not read)" if hf_like and unread else ""
+        run.assumed.append(Assumed("micro_batch", f"micro-batch {micro_batch}{said}", "`micro-batch` in [tool.memlint]"))
+    if hf_like and unread is not None and plan.get("grad_ckpt") is None:
+        run.assumed.append(Assumed("grad_ckpt", f"gradient checkpointing off (the TrainingArguments default; "
+                                   f"`{unread.value}` not read)", "`--gradient_checkpointing` on the launch"))
     # a model never sees more tokens than it has positions (GPT-2's 1024: run_clm's block_size
     # defaults to the tokenizer's model_max_length, capped there)
     positions = arch.max_position_embeddings

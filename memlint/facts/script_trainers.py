@@ -21,13 +21,6 @@ from memlint.python.library import (
 )
 from memlint.python.values import ClassValue, Found, Mapping
 
-# A project's arguments class declares its adapter's parameters (LLaVA's ``lora_enable: bool =
-# False`` beside ``lora_r: int = 64``): a default rank or target list is a parameter of an adapter
-# the script may build, not the choice of one. The ``LoraConfig(r=args.lora_r)`` that builds it
-# states the rank (under its condition); a launch that passes ``--lora_r`` states it too.
-ADAPTER_PARAMETERS = frozenset(field for field, (fact, _) in hf_args.FIELDS.items()
-                               if fact in ("lora_r", "lora_targets", "lora_dropout"))
-
 # TrainingArguments fields a launcher can usefully pass (the ones that mean something for memory)
 HF_OPTIONS = tuple(hf_args.FIELDS) + ("bf16", "fp16")
 
@@ -104,7 +97,7 @@ def _own_defaults(ctx: ScriptFacts, call: cst.Call, names: set[str], given: dict
     if found is None or not isinstance(found.value, ClassValue):
         return
     for key, default in _all_fields(ctx, found.value.node).items():
-        if key in given or default is None or key in ADAPTER_PARAMETERS:
+        if key in given or default is None or key in hf_args.ADAPTER_PARAMETERS:
             continue
         hf_field(ctx, key, ctx.values.evaluate(default), owner, call)
 
@@ -238,7 +231,7 @@ def _user_class(ctx: ScriptFacts, call: cst.Call, cls: cst.ClassDef) -> None:
     _library_class(ctx, call, library)
     owner = cls.name.value
     for key, default in fields.items():
-        if default is not None and key not in ADAPTER_PARAMETERS:
+        if default is not None and key not in hf_args.ADAPTER_PARAMETERS:
             hf_field(ctx, key, ctx.values.evaluate(default), owner, call)
 
 

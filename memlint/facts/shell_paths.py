@@ -76,7 +76,7 @@ def _expression(text: str, script_name: str, lookup: Lookup, depth: int) -> tupl
 def _command(command: str, script_name: str, lookup: Lookup, depth: int) -> tuple[str, bool] | None:
     """``dirname X``, ``realpath X``, ``readlink -f X``, ``cd X && pwd``: what each prints."""
     command = _REDIRECTION.sub("", command).strip()
-    changed = re.fullmatch(r"cd\s+(.+?)\s*&&\s*pwd(?:\s+-[LP])?", command, re.S)
+    changed = re.fullmatch(r"cd\s+(.+?)\s*(?:&&|;)\s*pwd(?:\s+-[LP])?", command, re.S)
     if changed:
         argument = _OPTIONS.sub("", changed.group(1).strip())
         found = _expression(argument, script_name, lookup, depth)

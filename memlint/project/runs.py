@@ -151,6 +151,8 @@ class RunFinder:
                 options = options_as_config(facts)
                 if options is not None:
                     linked.append(options)
+                    if script is not None:
+                        linked.extend(self._project_argument_defaults(script, facts, options))
         elif facts.kind == "python":
             # a script run as it is, reading its arguments file from the option's default
             arguments = self.arguments_file(facts, None)
@@ -294,6 +296,53 @@ class RunFinder:
             setattr(holder, name, Sourced(fact.value, fact.origin, notes.get(fact.origin, fact.note)))
         return list(by_module.values())
 
+    def _project_argument_defaults(self, script: Path, launcher: RunFacts, options: RunFacts) -> list[RunFacts]:
+        """A project script whose arguments classes live in the project's modules (LMFlow's
+        ``examples/dpo_train.py`` parses ``lmflow.args`` classes, one chosen from a dict of
+        classes): their defaults are the command line it gets by default, read as a config below
+        the launch's options. A class memlint cannot read leaves the TrainingArguments defaults
+        assumptions (``options.unread_arguments``)."""
+        from memlint.configs.command_line import options_as_config
+        from memlint.facts.hf_args import MODEL_CODE_FIELDS
+        from memlint.facts.imported_arguments import imported_defaults, unread_parser_classes
+        from memlint.facts.plan import RunFacts
+
+        try:
+            text = self.documents.document(script).text
+        except (OSError, ValueError):
+            return []
+
+        def source(module: str) -> tuple[str, str] | None:
+            target = self._module_file(module, script)
+            if target is None:
+                return None
+            try:
+                document = self.documents.document(target)
+            except (OSError, ValueError):
+                return None
+            reads.document(self.documents.key(target), self.documents.digest(target))
+            return str(target), document.text
+
+        unread = unread_parser_classes(text, source)
+        if unread:
+            options.unread_arguments = Sourced(", ".join(unread), launcher.anchor,
+                                               f"the arguments classes of {Path(script).name}")
+        passed = set(launcher.cli_args) | set(launcher.cli_unknown)
+        by_module: dict[str, dict[str, Sourced[str]]] = {}
+        for option, fact in imported_defaults(text, source).items():
+            # what only the project's model code reads (an adapter's rank, a 4-bit switch) is
+            # decided there, not by a default
+            if option not in passed and option not in MODEL_CODE_FIELDS and fact.origin is not None:
+                by_module.setdefault(fact.origin.path, {})[option] = fact
+        out = []
+        for path, defaults in by_module.items():
+            found = options_as_config(RunFacts(path, "shell", anchor=launcher.anchor, cli_args=defaults,
+                                               launches=launcher.launches))
+            if found is not None:
+                found.framework = None  # the launch's options say which framework runs
+                out.append(found)
+        return out
+
     def _delegated_facts(self, script: Path, depth: int = 0) -> list[RunFacts]:
         """The run a script starts by calling an entry point it imports from the project
         (``from fastchat.train.train import train`` then ``train()``; ``from pkg.cli import main``):
@@ -339,14 +388,14 @@ class RunFinder:
 
     def _delegates_to_project_module(self, script: Path) -> bool:
         """Whether ``script`` imports from a package or module of this project (``from pkg.mod
-        import train`` with ``pkg/`` or ``pkg.py`` under the project root, or under a folder
+        import train`` with ``pkg/`` or ``pkg.py`` under the project root, its ``src/``, or a folder
         between the script and the root: VLM-R1's ``src/open-r1-multimodal/src/open_r1/grpo_jsonl.py``
         imports ``open_r1.trainer``, its own package in a ``src/`` layout)."""
         try:
             text = self.documents.document(script).text
         except (OSError, ValueError):
             return False
-        folders = [self.documents.root, *self._folders_between(script)]
+        folders = [self.documents.root, self.documents.root / "src", *self._folders_between(script)]
         for match in _FROM_IMPORT.finditer(text):
             top = match.group(1).split(".")[0]
             if top and any((folder / top).is_dir() or (folder / f"{top}.py").is_file() for folder in folders):
