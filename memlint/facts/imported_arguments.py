@@ -125,6 +125,8 @@ def _dispatched(tree: ast.Module, owner: str, method: str | None, key: str) -> s
             and isinstance(returned.slice, ast.Name) and returned.slice.id == parameters[0]):
         return None
     mapping: ast.expr | None = None
+    targets: list[ast.expr]
+    value: ast.expr | None
     for statement in tree.body:
         if isinstance(statement, ast.Assign):
             targets, value = statement.targets, statement.value
