@@ -40,6 +40,10 @@ class RunFacts:
     # ---- batch and sequence
     micro_batch: Sourced[int] | None = None
     seq_len: Sourced[int] | None = None
+    # the key whose value ``seq_len`` is, when it is a truncation limit (``model_max_length``)
+    seq_len_limit: Sourced[str] | None = None
+    # what makes every sequence as long as that limit: "packing", 'padding="max_length"', ...
+    full_length: Sourced[str] | None = None
     grad_accum: Sourced[int] | None = None
     global_batch: Sourced[int] | None = None  # DeepSpeed train_batch_size
 

@@ -59,7 +59,7 @@ class Assumed:
     """A deciding fact no document states, the value memlint took for it, and where the user
     can state the truth. A verdict that rests on one says so (and is less certain)."""
 
-    fact: str  # "parallelism", "unread_parallelism", "world_size", "seq_len", "micro_batch"
+    fact: str  # "parallelism", "unread_parallelism", "world_size", "seq_len", "seq_len_limit", "micro_batch"
     value: str  # what was assumed, in words
     where: str  # where to state the truth
 
@@ -288,6 +288,22 @@ def _no_model(plan: TrainingPlan) -> str:
             "classes)")
 
 
+def _padded_to_limit(plan: TrainingPlan, length: Sourced[Any], seq_len: int, usual: int, run: ResolvedRun) -> None:
+    """A length that is a truncation limit (LLaVA's ``--model_max_length 8192``) is what every
+    batch holds only when the run packs or pads to it; with dynamic padding the estimate at the
+    limit assumes every batch has a sample that long, and says so -- for a limit above the length
+    memlint takes when none is stated (``usual``, 2048 unless ``seq-len`` says otherwise): one at
+    or below it is no more than what memlint would assume anyway."""
+    limit = plan.get("seq_len_limit")
+    if limit is None or limit.origin != length.origin or plan.get("full_length") is not None or seq_len <= usual:
+        return
+    run.assumed.append(Assumed(
+        "seq_len_limit",
+        f"every batch padded to {seq_len} tokens (`{limit.value}` is a truncation limit; without packing or "
+        f"`padding=\"max_length\"` a batch is as long as its longest sample)",
+        "the length of your data's longest samples; if every batch is full, pad to `max_length` or pack"))
+
+
 def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = None) -> ResolvedRun:
     """The architecture and setup of a plan, or the reason there is none."""
     plan, default_notes = _with_framework_defaults(plan)
@@ -401,6 +417,8 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
                      "(set `seq-len` in [tool.memlint])")
     if prov.get("seq_len") is None:
         run.assumed.append(Assumed("seq_len", f"sequence length {seq_len}", "`seq-len` in [tool.memlint]"))
+    else:
+        _padded_to_limit(plan, prov["seq_len"], seq_len, context.seq_len, run)
     world = plan.get("world_size")
     prov["world_size"] = world
     world_size = int(world.value) if world is not None else (context.world_size or 1)
