@@ -415,10 +415,11 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
     capped = f", the model's {positions} positions" if seq_default < context.seq_len else ""
     seq_len = number("seq_len", seq_default, f"sequence length not found: {seq_default}{capped} "
                      "(set `seq-len` in [tool.memlint])")
-    if prov.get("seq_len") is None:
+    length = prov.get("seq_len")
+    if length is None:
         run.assumed.append(Assumed("seq_len", f"sequence length {seq_len}", "`seq-len` in [tool.memlint]"))
     else:
-        _padded_to_limit(plan, prov["seq_len"], seq_len, context.seq_len, run)
+        _padded_to_limit(plan, length, seq_len, context.seq_len, run)
     world = plan.get("world_size")
     prov["world_size"] = world
     world_size = int(world.value) if world is not None else (context.world_size or 1)
