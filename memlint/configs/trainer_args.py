@@ -21,6 +21,7 @@ from memlint.facts import hf_args
 from memlint.facts.extract import extractor
 from memlint.facts.plan import RunFacts
 from memlint.model.provenance import Sourced
+from memlint.model.vocabulary import names_parallelism_config
 
 if TYPE_CHECKING:
     from memlint.documents.parsed import ParsedDocument
@@ -54,6 +55,11 @@ def trainer_args_facts(parsed: ParsedDocument, data, variant: str | None) -> Run
         if key == "deepspeed" and isinstance(value, dict):
             read_deepspeed(reader.inside("deepspeed", schema_name="deepspeed"))
             continue
+        if key != "deepspeed" and _names_parallelism_file(key, value):
+            # a project's own key for the run's config (LMFlow's ``accelerate_config_file:
+            # configs/accelerate_dsz2_config.yaml``): the file states the run's parallelism
+            facts.references.append(Sourced(value.strip(), where, key))
+            continue
         for name, converted in hf_args.facts_for(key, value).items():
             if name == "__reference__":
                 facts.references.append(Sourced(converted, where, "deepspeed"))
@@ -65,6 +71,13 @@ def trainer_args_facts(parsed: ParsedDocument, data, variant: str | None) -> Run
     if trl:
         _trl_defaults(reader)
     return facts
+
+
+def _names_parallelism_file(key: str, value: Any) -> bool:
+    """A key that names a DeepSpeed/Accelerate config (``accelerate_config_file``,
+    ``ds_config``) and a value that is the path of a JSON or YAML file."""
+    return (isinstance(value, str) and value.strip().lower().endswith((".json", ".yaml", ".yml"))
+            and names_parallelism_config(key))
 
 
 def _trl_defaults(reader: ConfigReader) -> None:

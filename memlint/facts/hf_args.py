@@ -115,7 +115,32 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "reward_model_path": ("reward_model", lambda v: str(v) if v else None),  # PPOConfig
     "sft_model_path": ("model", lambda v: str(v) if v else None),  # PPOConfig: the policy
     "beta": ("kl_coef", _float),  # GRPOConfig / RLOOConfig: 0.0 loads no reference model
+    # what makes every sequence as long as the limit: TRL's packing, run_*.py's pad_to_max_length
+    "packing": ("full_length", lambda v: _flag(v, "packing")),
+    "pad_to_max_length": ("full_length", lambda v: _flag(v, "pad_to_max_length")),
 }
+
+# Lengths that are truncation limits: a longer sample is cut, a shorter one is padded only to the
+# longest of its batch (the Trainer's default collators, TRL's, LLaVA's ``pad_sequence``), so the
+# limit is the longest a batch can be, not what every batch is -- unless the run packs or pads to
+# ``max_length`` (``full_length``). ``block_size`` (run_clm's grouped texts) is always full.
+TRUNCATION_LIMITS = frozenset({"max_seq_length", "max_seq_len", "max_length", "model_max_length"})
+
+
+# A project's arguments class declares its adapter's parameters (LLaVA's ``lora_enable: bool =
+# False`` beside ``lora_r: int = 64``): a default rank or target list is a parameter of an adapter
+# the script may build, not the choice of one. The ``LoraConfig(r=args.lora_r)`` that builds it
+# states the rank (under its condition); a launch that passes ``--lora_r`` states it too.
+ADAPTER_PARAMETERS = frozenset(field for field, (fact, _) in FIELDS.items()
+                               if fact in ("lora_r", "lora_targets", "lora_dropout"))
+
+
+# Fields only the project's own model code reads (the Trainer never does): an adapter's parameters
+# and the quantization switches (LMFlow's ``ModelArguments.load_in_4bit = True`` is read only
+# under ``if model_args.use_qlora:``). Their defaults in a class whose code memlint does not
+# follow say nothing of the run.
+MODEL_CODE_FIELDS = ADAPTER_PARAMETERS | frozenset(field for field, (fact, _) in FIELDS.items()
+                                                   if fact in ("quantization", "double_quant"))
 
 
 def _is_number(value: Any) -> bool:
@@ -140,4 +165,8 @@ def facts_for(field: str, value: Any) -> dict[str, Any]:
         return {}
     name, convert = spec
     converted = convert(value)
-    return {} if converted is None else {name: converted}
+    if converted is None:
+        return {}
+    if name == "seq_len" and field in TRUNCATION_LIMITS:
+        return {name: converted, "seq_len_limit": field}
+    return {name: converted}

@@ -32,21 +32,158 @@ ModuleSource = Callable[[str], "tuple[str, str] | None"]
 
 
 def imported_defaults(text: str, module_source: ModuleSource) -> dict[str, Sourced[str]]:
-    """Option name -> the default an imported project dataclass gives it, as command-line text."""
+    """Option name -> the default an imported project dataclass gives it, as command-line text
+    (a class chosen by a literal key from a dict of classes of the project counts too:
+    ``chosen_classes``)."""
     out: dict[str, Sourced[str]] = {}
+    chosen = chosen_classes(text, module_source)
     for module, names in _IMPORT.findall(text):
-        imported = [n.split()[0] for n in names.strip().strip("()").split(",") if n.split() and
-                    not n.strip().startswith("#")]
-        classes = [n for n in imported if n[:1].isupper()]
+        classes = [n for n in _imported_names(names) if n[:1].isupper()]
         if not classes:
             continue
         found = module_source(module)
         if found is None:
             continue
         path, source = found
-        for name, fact in _field_defaults(path, source, set(classes)).items():
+        wanted = set(classes) | {name for where, name in chosen.values() if where == module}
+        for name, fact in _field_defaults(path, source, wanted).items():
             out.setdefault(name, fact)
     return out
+
+
+def _imported_names(names: str) -> list[str]:
+    """``A, B as C`` / ``(A,\n B)`` -> the names as imported (``A``, ``B``)."""
+    return [n.split()[0] for n in names.strip().strip("()").split(",") if n.split() and not n.strip().startswith("#")]
+
+
+def chosen_classes(text: str, module_source: ModuleSource) -> dict[str, tuple[str, str]]:
+    """Variables of the script that hold a class chosen by a literal key from a dict of classes
+    in a project module, through a one-line function or static method (LMFlow's
+    ``PipelineArguments = AutoArguments.get_pipeline_args_class("dpo_aligner")``, which returns
+    ``PIPELINE_ARGUMENT_MAPPING[pipeline_name]``, a dict in ``lmflow/args.py``): variable ->
+    (the module as imported, the class's name there)."""
+    tree = _tree(text)
+    if tree is None:
+        return {}
+    imported = {name: module for module, names in _IMPORT.findall(text) for name in _imported_names(names)}
+    strings = _string_constants(tree)
+    out: dict[str, tuple[str, str]] = {}
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                and isinstance(node.value, ast.Call) and len(node.value.args) == 1 and not node.value.keywords):
+            continue
+        call = node.value
+        key = call.args[0]
+        literal = key.value if isinstance(key, ast.Constant) else strings.get(key.id) if isinstance(key, ast.Name) \
+            else None
+        if not isinstance(literal, str):
+            continue
+        owner, method = (call.func.value, call.func.attr) if isinstance(call.func, ast.Attribute) else (None, None)
+        if isinstance(call.func, ast.Name):
+            owner, method = call.func, None
+        if not isinstance(owner, ast.Name) or owner.id not in imported:
+            continue
+        found = module_source(imported[owner.id])
+        module_tree = _tree(found[1]) if found is not None else None
+        if module_tree is None:
+            continue
+        chosen = _dispatched(module_tree, owner.id, method, literal)
+        if chosen is not None:
+            out[node.targets[0].id] = (imported[owner.id], chosen)
+    return out
+
+
+def _string_constants(tree: ast.Module) -> dict[str, str]:
+    """Names the script assigns exactly once, to a string literal (``pipeline_name = "dpo_aligner"``)."""
+    values: dict[str, list[object]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    values.setdefault(target.id, []).append(
+                        node.value.value if isinstance(node.value, ast.Constant) else None)
+    return {name: found[0] for name, found in values.items() if len(found) == 1 and isinstance(found[0], str)}
+
+
+def _dispatched(tree: ast.Module, owner: str, method: str | None, key: str) -> str | None:
+    """The class ``owner.method(key)`` (or ``owner(key)`` for a function) returns, when its body
+    is ``return MAPPING[parameter]`` and ``MAPPING`` is a module-level dict of classes."""
+    function = None
+    for statement in tree.body:
+        if method is None and isinstance(statement, ast.FunctionDef) and statement.name == owner:
+            function = statement
+        elif method is not None and isinstance(statement, ast.ClassDef) and statement.name == owner:
+            function = next((f for f in statement.body if isinstance(f, ast.FunctionDef) and f.name == method), None)
+    if function is None:
+        return None
+    body = [s for s in function.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    parameters = [a.arg for a in function.args.args if a.arg not in ("self", "cls")]
+    if len(body) != 1 or not isinstance(body[0], ast.Return) or len(parameters) != 1:
+        return None
+    returned = body[0].value
+    if not (isinstance(returned, ast.Subscript) and isinstance(returned.value, ast.Name)
+            and isinstance(returned.slice, ast.Name) and returned.slice.id == parameters[0]):
+        return None
+    mapping: ast.expr | None = None
+    targets: list[ast.expr]
+    value: ast.expr | None
+    for statement in tree.body:
+        if isinstance(statement, ast.Assign):
+            targets, value = statement.targets, statement.value
+        elif isinstance(statement, ast.AnnAssign):
+            targets, value = [statement.target], statement.value
+        else:
+            continue
+        if any(isinstance(t, ast.Name) and t.id == returned.value.id for t in targets):
+            mapping = value  # the last assignment wins
+    if not isinstance(mapping, ast.Dict):
+        return None
+    for written, value in zip(mapping.keys, mapping.values):
+        if isinstance(written, ast.Constant) and written.value == key and isinstance(value, ast.Name):
+            return value.id
+    return None
+
+
+_PARSERS = ("HfArgumentParser", "TrlParser")
+
+
+def unread_parser_classes(text: str, module_source: ModuleSource) -> list[str]:
+    """The arguments classes a script's ``HfArgumentParser((A, B, C))`` names that memlint cannot
+    read: not defined in the script, not imported from a library (a module outside the project),
+    not a dataclass of the project module it is imported from, not chosen from a dict of classes
+    there. Their defaults are unknown: the run's TrainingArguments defaults are assumptions."""
+    tree = _tree(text)
+    if tree is None:
+        return []
+    imported = {name: module for module, names in _IMPORT.findall(text) for name in _imported_names(names)}
+    for node in ast.walk(tree):  # imports inside functions and ``if`` blocks too
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                imported.setdefault(alias.asname or alias.name, "." * node.level + (node.module or ""))
+    local = {node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef)}
+    chosen = chosen_classes(text, module_source)
+    unread: list[str] = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and node.args and
+                getattr(node.func, "id", getattr(node.func, "attr", None)) in _PARSERS):
+            continue
+        written = node.args[0]
+        names = written.elts if isinstance(written, (ast.Tuple, ast.List)) else [written]
+        for name in names:
+            if not isinstance(name, ast.Name):
+                continue  # ``transformers.TrainingArguments``: a library's, read by its name
+            if name.id in local or name.id in chosen:
+                continue
+            module = imported.get(name.id)
+            found = module_source(module) if module is not None else None
+            if module is not None and found is None:
+                continue  # a library's class
+            tree_found = _tree(found[1]) if found is not None else None
+            if tree_found is not None and any(isinstance(c, ast.ClassDef) and c.name == name.id and _is_dataclass(c)
+                                              for c in tree_found.body):
+                continue
+            unread.append(name.id)
+    return list(dict.fromkeys(unread))
 
 
 def imported_constants(constants: dict[str, tuple[str, str]], module_source: ModuleSource) -> dict[str, Sourced[str]]:

@@ -118,6 +118,8 @@ def _literal(text: str) -> Any:
     """The value of an ``if:`` binding as the script extractor encoded it."""
     if text in ("true", "false"):
         return text == "true"
+    if text.startswith("[") and text.endswith("]"):  # a tuple of names: ``[q_proj,v_proj]``
+        return tuple(text[1:-1].split(","))
     try:
         return int(text)
     except ValueError:

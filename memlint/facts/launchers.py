@@ -21,6 +21,7 @@ import libcst as cst
 from memlint.documents.parsed import ParsedDocument
 from memlint.facts.extract import extractor
 from memlint.facts.plan import MODEL_PARALLEL_ADVICE, RunFacts
+from memlint.facts.shell_paths import anchored_assignments
 from memlint.facts.shell_words import (
     Command,
     Value,
@@ -153,6 +154,11 @@ class _Shell:
         self.heredocs: dict[str, tuple[int, int]] = {}  # variable -> its here-document body
         self.strings: dict[str, tuple[int, int]] = {}  # variable -> the inside of its quoted value
         self.options = option_variables(self.text)  # variable -> the caller's option that sets it
+        # ``ROOT="$(cd "$(dirname "$0")/.." && pwd)"``: offset of the name -> its anchored value
+        self.anchored = anchored_assignments(self.text, posixpath.basename(parsed.path.replace("\\", "/")))
+        # where a ``cd`` before the launch left the script: a path relative paths are read from
+        # (anchored, or relative to where the caller stands), None where the caller stands
+        self.cwd: Value | None = None
 
     def location(self, start: int, end: int) -> Location:
         return Location(self.parsed.path, Range(self._position(start), self._position(end)))
@@ -179,6 +185,11 @@ class _Shell:
 
     def _command(self, command: Command) -> RunFacts | None:
         words = list(command.words)
+        if self._anchored_assignment(words, command.depth):
+            return None
+        if words and words[0].text in ("cd", "pushd"):
+            self._change_directory(words[1:], command.depth)
+            return None
         if words and words[0].text in ("export", "local", "declare", "readonly", "typeset"):
             words = [w for w in words[1:] if not w.text.startswith("-")]
             self._assign_all(words, command.depth)
@@ -200,10 +211,63 @@ class _Shell:
         if prefix == len(words):
             self._assign_all(words, command.depth)
             return None
-        launch = _find_launch(self._spliced(words[prefix:]))
+        launch = _find_launch(self._launcher_arguments(self._spliced(words[prefix:])))
         if launch is None or launch.script is None:
             return None
         return self._facts(launch)
+
+    def _anchored_assignment(self, words: list[Word], depth: int) -> bool:
+        """``ROOT="$(cd "$(dirname "$0")/.." && pwd)"`` (or ``export ROOT=...``): the variable holds
+        a path from the script's folder; the words shlex made of the ``$(...)`` are no command."""
+        for word in words[:2]:
+            found = self.anchored.get(word.start)
+            if found is not None:
+                name, path, _ = found
+                self.variables.known[name] = Value(path, word.start, word.end, anchored=True) if depth == 0 else None
+                self.variables.templates.pop(name, None)
+                self.strings.pop(name, None)
+                return True
+        return False
+
+    def _change_directory(self, arguments: list[Word], depth: int) -> None:
+        """``cd ${REPO_HOME}/src/open-r1-multimodal`` before ``torchrun src/open_r1/grpo.py``: the
+        launch's relative paths are read from there. A folder relative to where the caller stands
+        (``cd training``) is kept as such; ``cd ..``, an absolute or unknown folder, or a ``cd`` in
+        a block leaves where relative paths are read from unknown (looked up as before)."""
+        operands = [w for w in arguments if not w.text.startswith("-")]
+        target = expand(operands[0], self.variables) if len(operands) == 1 and depth == 0 else None
+        if target is None or target.text.startswith(("/", "~")) or not target.text:
+            self.cwd = None
+        elif target.anchored:
+            self.cwd = target
+        elif self.cwd is not None:
+            self.cwd = Value(posixpath.normpath(posixpath.join(self.cwd.text, target.text)), target.start,
+                             target.end, self.cwd.anchored)
+        elif target.text.split("/", 1)[0] == "..":
+            self.cwd = None
+        else:
+            self.cwd = Value(posixpath.normpath(target.text), target.start, target.end)
+
+    def _here(self, value: Value) -> Value:
+        """A relative path as the launch reads it, from the folder a ``cd`` moved to."""
+        if self.cwd is None or value.anchored or value.text.startswith(("/", "~", "$")) or "://" in value.text:
+            return value
+        joined = posixpath.normpath(posixpath.join(self.cwd.text, value.text))
+        return Value(joined, value.start, value.end, self.cwd.anchored)
+
+    def _launcher_arguments(self, words: list[Word]) -> list[Word]:
+        """A variable that holds the launcher's own options (LMFlow's ``deepspeed_args=
+        "--master_port=11000"`` then ``deepspeed ${deepspeed_args} examples/dpo_train.py``) stands
+        for those options, not for the script."""
+        out: list[Word] = []
+        for word in words:
+            if _ONE_VARIABLE.fullmatch(word.raw) and not word.raw.startswith("'"):
+                value = expand(word, self.variables)
+                if value is not None and value.text.startswith("-") and "$" not in value.text:
+                    out.extend(Word(part, part, value.start, value.end) for part in value.text.split())
+                    continue
+            out.append(word)
+        return out
 
     def _spliced(self, words: list[Word]) -> list[Word]:
         """An unquoted ``$VAR`` that a here-document or a quoted assignment set stands for its
@@ -255,6 +319,8 @@ class _Shell:
         facts.anchor = self.location(launch.word.start, launch.word.end)
         assert launch.script is not None  # only a launch that names its script gets here
         script = expand(launch.script, self.variables)
+        if script is not None and not launch.module:
+            script = self._here(script)
         if script is not None:
             path = script.text
             note = f"{launch.launcher} runs {path}"
@@ -314,7 +380,7 @@ class _Shell:
             for key in ("config_file", "deepspeed_config_file"):
                 value = self._option(launch, key)
                 if value is not None:
-                    facts.references.append(self.sourced(value, f"accelerate launch --{key}"))
+                    facts.references.append(self.sourced(self._here(value), f"accelerate launch --{key}"))
                 elif key in launch.options:
                     written = launch.options[key][1]
                     if written is not None:
@@ -367,7 +433,7 @@ class _Shell:
                     facts.positional_config = Sourced(int(positional.group(1)), self.location(word.start, word.end),
                                                       f"the caller's argument {word.text} passed to the script")
                 if value is not None and value.text.lower().endswith(_CONFIG_SUFFIXES):
-                    facts.references.append(self.sourced(value, "config file passed to the script"))
+                    facts.references.append(self.sourced(self._here(value), "config file passed to the script"))
                 if value is None and positional is None:
                     self._script_config(word, "config file passed to the script", facts)
                 i += 1
@@ -400,7 +466,7 @@ class _Shell:
             if key in _HYDRA_NAME:
                 self._hydra_config(launch, value, facts)
             elif value.text.lower().endswith(_CONFIG_SUFFIXES) and ("config" in key or "deepspeed" in key):
-                facts.references.append(self.sourced(value, f"--{key}"))
+                facts.references.append(self.sourced(self._here(value), f"--{key}"))
 
     def _hydra_config(self, launch: _Launch, name: Value, facts: RunFacts) -> None:
         """Hydra's ``--config-name X`` names a file of the config folder, not of the working
@@ -467,6 +533,7 @@ _POSITIONAL = re.compile(r"\$\{?([1-9])\}?")
 # An OmegaConf/Hydra override passed to the script (`config=examples/config.yaml`,
 # `+data.train_files=...`): its value is the word that names a file.
 _OVERRIDE = re.compile(r"[+~]{0,2}[A-Za-z_][\w.]*=")
+_ONE_VARIABLE = re.compile(r'"?\$\{?[A-Za-z_]\w*\}?"?')
 _ONLY_VARIABLES = re.compile(r'"?\s*\$\{?[A-Za-z_]\w*\}?(?:\s+\$\{?[A-Za-z_]\w*\}?)*\s*"?')
 # the options a script reads its own config from (``train.py --config cfg.yaml``)
 _CONFIG_OPTIONS = frozenset({"config", "config_file", "config_path", "cfg", "configs", "recipe"})

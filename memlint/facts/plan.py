@@ -40,6 +40,10 @@ class RunFacts:
     # ---- batch and sequence
     micro_batch: Sourced[int] | None = None
     seq_len: Sourced[int] | None = None
+    # the key whose value ``seq_len`` is, when it is a truncation limit (``model_max_length``)
+    seq_len_limit: Sourced[str] | None = None
+    # what makes every sequence as long as that limit: "packing", 'padding="max_length"', ...
+    full_length: Sourced[str] | None = None
     grad_accum: Sourced[int] | None = None
     global_batch: Sourced[int] | None = None  # DeepSpeed train_batch_size
 
@@ -121,6 +125,12 @@ class RunFacts:
     prefetch_bucket: Sourced[float] | None = None
     max_live_parameters: Sourced[float] | None = None
     gpu: Sourced[str] | None = None  # target GPU named in a document (rare)
+    # a DeepSpeed or Accelerate config the run names that memlint cannot find (the path as
+    # written): the run shards at a stage no file memlint can read states
+    unread_parallelism: Sourced[str] | None = None
+    # arguments classes a launched script parses that memlint cannot read (their names): the
+    # TrainingArguments defaults the run falls back to are assumptions
+    unread_arguments: Sourced[str] | None = None
 
     # ---- links to other documents and DeepSpeed "auto" placeholders
     references: list[Sourced[str]] = field(default_factory=list)  # paths as written
@@ -219,7 +229,7 @@ _DEEPSPEED_OWNED = {
 
 # documents that only take part in runs other documents define: a launcher (its script trains,
 # or nothing does), a DeepSpeed or Accelerate config
-_LINKED_ONLY = ("shell", "deepspeed", "accelerate")
+_LINKED_ONLY = ("shell", "deepspeed", "accelerate", "missing")
 
 
 def merge(entry: RunFacts, linked: list[RunFacts], overrides: dict[str, Sourced[Any]] | None = None,

@@ -59,7 +59,7 @@ class Assumed:
     """A deciding fact no document states, the value memlint took for it, and where the user
     can state the truth. A verdict that rests on one says so (and is less certain)."""
 
-    fact: str  # "parallelism", "world_size", "seq_len", "micro_batch"
+    fact: str  # "parallelism", "unread_parallelism", "world_size", "seq_len", "seq_len_limit", "micro_batch"
     value: str  # what was assumed, in words
     where: str  # where to state the truth
 
@@ -288,6 +288,22 @@ def _no_model(plan: TrainingPlan) -> str:
             "classes)")
 
 
+def _padded_to_limit(plan: TrainingPlan, length: Sourced[Any], seq_len: int, usual: int, run: ResolvedRun) -> None:
+    """A length that is a truncation limit (LLaVA's ``--model_max_length 8192``) is what every
+    batch holds only when the run packs or pads to it; with dynamic padding the estimate at the
+    limit assumes every batch has a sample that long, and says so -- for a limit above the length
+    memlint takes when none is stated (``usual``, 2048 unless ``seq-len`` says otherwise): one at
+    or below it is no more than what memlint would assume anyway."""
+    limit = plan.get("seq_len_limit")
+    if limit is None or limit.origin != length.origin or plan.get("full_length") is not None or seq_len <= usual:
+        return
+    run.assumed.append(Assumed(
+        "seq_len_limit",
+        f"every batch padded to {seq_len} tokens (`{limit.value}` is a truncation limit; without packing or "
+        f"`padding=\"max_length\"` a batch is as long as its longest sample)",
+        "the length of your data's longest samples; if every batch is full, pad to `max_length` or pack"))
+
+
 def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = None) -> ResolvedRun:
     """The architecture and setup of a plan, or the reason there is none."""
     plan, default_notes = _with_framework_defaults(plan)
@@ -383,8 +399,15 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
         "micro_batch", batch_default,
         f"micro-batch not found: {batch_default}" + (" (TrainingArguments default)" if hf_like else ""),
     )
-    if prov.get("micro_batch") is None and not hf_like and not context.micro_batch:
-        run.assumed.append(Assumed("micro_batch", f"micro-batch {micro_batch}", "`micro-batch` in [tool.memlint]"))
+    unread = plan.get("unread_arguments")
+    if prov.get("micro_batch") is None and not context.micro_batch and (not hf_like or unread is not None):
+        # a TrainingArguments default is what runs only when the script's arguments classes are
+        # known: one memlint cannot read may set its own (LMFlow's DPOAlignerArguments: 4)
+        said = f" (the TrainingArguments default; `{unread.value}` not read)" if hf_like and unread else ""
+        run.assumed.append(Assumed("micro_batch", f"micro-batch {micro_batch}{said}", "`micro-batch` in [tool.memlint]"))
+    if hf_like and unread is not None and plan.get("grad_ckpt") is None:
+        run.assumed.append(Assumed("grad_ckpt", f"gradient checkpointing off (the TrainingArguments default; "
+                                   f"`{unread.value}` not read)", "`--gradient_checkpointing` on the launch"))
     # a model never sees more tokens than it has positions (GPT-2's 1024: run_clm's block_size
     # defaults to the tokenizer's model_max_length, capped there)
     positions = arch.max_position_embeddings
@@ -392,8 +415,11 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
     capped = f", the model's {positions} positions" if seq_default < context.seq_len else ""
     seq_len = number("seq_len", seq_default, f"sequence length not found: {seq_default}{capped} "
                      "(set `seq-len` in [tool.memlint])")
-    if prov.get("seq_len") is None:
+    length = prov.get("seq_len")
+    if length is None:
         run.assumed.append(Assumed("seq_len", f"sequence length {seq_len}", "`seq-len` in [tool.memlint]"))
+    else:
+        _padded_to_limit(plan, length, seq_len, context.seq_len, run)
     world = plan.get("world_size")
     prov["world_size"] = world
     world_size = int(world.value) if world is not None else (context.world_size or 1)
@@ -411,7 +437,13 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
                        "does not model that split: set `gpus = 1` in [tool.memlint] to check the model on one GPU")
         run.problem_fact = spread
         return run
-    if prov.get("sharding") is None and world_size > 1:
+    unread = plan.get("unread_parallelism")
+    if prov.get("sharding") is None and world_size > 1 and unread is not None:
+        notes.append(f"parallelism not read: the run names `{unread.value}`, which cannot be found; its ZeRO "
+                     "stage is unknown, estimated as plain data parallelism")
+        run.assumed.append(Assumed("unread_parallelism", f"plain data parallelism (DDP) in place of the ZeRO stage "
+                                   f"of `{unread.value}`", f"`{unread.value}` does not exist: correct the path"))
+    elif prov.get("sharding") is None and world_size > 1:
         notes.append("parallelism not found: plain data parallelism (every GPU holds the whole model and its "
                      "optimizer states)")
         run.assumed.append(Assumed("parallelism", "plain data parallelism (DDP)", _STATE_PARALLELISM))

@@ -38,10 +38,19 @@ _FRAMEWORK_RANK = {"trl": 5, "hf-trainer": 4, "lightning": 4, "deepspeed": 3, "a
 _SCALARS = (bool, int, float, str)
 
 
+def _names(value: Any) -> bool:
+    """A tuple of plain names (``("q_proj", "v_proj")``), which a binding can carry."""
+    return isinstance(value, tuple) and bool(value) and all(
+        isinstance(v, str) and v and not set(v) & set("[],=:") for v in value)
+
+
 def encode(value: Any) -> str:
-    """A scalar as an ``if:`` binding writes it (``true``, ``4``, ``nf4``)."""
+    """A scalar as an ``if:`` binding writes it (``true``, ``4``, ``nf4``); a tuple of names
+    (LoRA's target modules) as ``[q_proj,v_proj]``."""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, tuple):
+        return "[" + ",".join(str(v) for v in value) + "]"
     return str(value)
 
 
@@ -108,7 +117,9 @@ class ScriptFacts:
         """Does the statement at ``at`` run by default? If not, the one option-decided guard
         that keeps it from running (None when it is not a single option)."""
         found = guards(self.values, at) + (extra or [])
-        blocking = [g for g in found if g.blocks]
+        # the same condition met twice (``cfg = LoraConfig(...)`` and its one use,
+        # ``get_peft_model(model, cfg)``, both under ``if args.lora_enable:``) is one guard
+        blocking = list({id(g.node): g for g in found if g.blocks}.values())
         if not blocking:
             return True, None
         if len(blocking) == 1 and blocking[0].options:
@@ -122,7 +133,7 @@ class ScriptFacts:
             return
         runs, guard = self.runs(at, extra_guards)
         if not runs:
-            if guard is not None and isinstance(value, _SCALARS):
+            if guard is not None and (isinstance(value, _SCALARS) or _names(value)):
                 prefix = "ifnot" if guard.negated else "if"
                 if guard.equals is not None:  # ``if args.train_mode == 'qlora':``
                     prefix = f"{'isnot' if guard.negated else 'is'}={guard.equals}"

@@ -75,6 +75,7 @@ def _could_be_model(values: Values, name: cst.Name, depth: int) -> bool:
 
 
 def recognise(ctx: ScriptFacts, call: cst.Call, names: set[str], method: str | None) -> None:
+    _pads_to_max_length(ctx, call)
     kinds = {k for n in names if (k := optimizer_class(n)) is not None}
     if kinds:
         optimizer(ctx, call, kinds.pop())
@@ -210,6 +211,17 @@ def tokenizer_call(ctx: ScriptFacts, call: cst.Call) -> None:
     arguments = ctx.values.arguments(call)
     if "max_length" in arguments:
         _length_candidate(ctx, ctx.values.evaluate(arguments.get("max_length")), call, "tokenizer(max_length=...)")
+
+
+def _pads_to_max_length(ctx: ScriptFacts, call: cst.Call) -> None:
+    """``tokenizer(text, truncation=True, max_length=512, padding="max_length")`` (or a collator
+    built so): every sequence is as long as the limit."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == "padding":
+            found = ctx.values.evaluate(arg.value)
+            if found is not None and found.known and found.value == "max_length" and found.node is not None:
+                ctx.state("full_length", 'padding="max_length"', found.node, 'padding="max_length"', at=call,
+                          rank=RANK_LOOP)
 
 
 # keywords a data helper takes its truncation length by, next to the tokenizer it is given

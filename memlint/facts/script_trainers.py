@@ -97,7 +97,7 @@ def _own_defaults(ctx: ScriptFacts, call: cst.Call, names: set[str], given: dict
     if found is None or not isinstance(found.value, ClassValue):
         return
     for key, default in _all_fields(ctx, found.value.node).items():
-        if key in given or default is None:
+        if key in given or default is None or key in hf_args.ADAPTER_PARAMETERS:
             continue
         hf_field(ctx, key, ctx.values.evaluate(default), owner, call)
 
@@ -231,7 +231,7 @@ def _user_class(ctx: ScriptFacts, call: cst.Call, cls: cst.ClassDef) -> None:
     _library_class(ctx, call, library)
     owner = cls.name.value
     for key, default in fields.items():
-        if default is not None:
+        if default is not None and key not in hf_args.ADAPTER_PARAMETERS:
             hf_field(ctx, key, ctx.values.evaluate(default), owner, call)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import operator
+import posixpath
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -43,6 +44,9 @@ class Value:
     text: str
     start: int
     end: int
+    # a path relative to the script's own folder (``$(dirname "$0")/configs``,
+    # ``memlint.facts.shell_paths``), which does not depend on where the caller stands
+    anchored: bool = False
 
 
 @dataclass
@@ -263,14 +267,16 @@ def expand(word: Word, variables: Variables) -> Value | None:
     text = word.text
     spans: list[Value] = []
     unknown = False
+    anchored = False
 
     def substitute(match: re.Match) -> str:
-        nonlocal unknown
+        nonlocal unknown, anchored
         name = match.group("braced") or match.group("plain")
         value = variables.known.get(name)
         op = match.group("op")
         if value is not None and not (op and op.startswith(":") and value.text == ""):
             spans.append(value)
+            anchored = anchored or (value.anchored and match.start() == 0)
             return value.text
         if op is not None and match.group("braced"):
             default = match.group("default")
@@ -295,10 +301,12 @@ def expand(word: Word, variables: Variables) -> Value | None:
         return Value(str(result), word.start, word.end)
     if "$" in expanded:
         return None
+    if anchored:  # ``${REPO_HOME}/src/zero3.json``: a path from the script's own folder
+        expanded = posixpath.normpath(expanded)
     whole = _REFERENCE.fullmatch(text.strip('"'))
     if whole is not None and len(spans) == 1:
-        return Value(expanded, spans[0].start, spans[0].end)
-    return Value(expanded, word.start, word.end)
+        return Value(expanded, spans[0].start, spans[0].end, anchored)
+    return Value(expanded, word.start, word.end, anchored)
 
 
 def template(word: Word, variables: Variables) -> str | None:

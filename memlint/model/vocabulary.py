@@ -6,6 +6,8 @@ LLaMA-Factory, launchers), so ``optim="adamw_torch_fused"`` means the same every
 
 from __future__ import annotations
 
+import re
+
 # transformers.training_args.OptimizerNames (and Axolotl/TRL spellings) -> memlint optimizer
 HF_OPTIMIZERS: dict[str, str] = {
     "adamw_torch": "adamw",
@@ -145,3 +147,14 @@ def optimizer_from_hf(name: str) -> str | None:
 
 def dtype_name(text: str) -> str | None:
     return DTYPES.get(str(text).strip().lower())
+
+
+# A key or option that names the run's DeepSpeed or Accelerate config (``deepspeed:``,
+# ``--deepspeed``, ``ds_config``, LMFlow's ``accelerate_config_file:``, ``accelerate launch
+# --config_file``): the file it names is the run's parallelism config.
+_PARALLELISM_KEY = re.compile(r"deepspeed|ds_?config|accelerate.*config|fsdp.*config", re.I)
+
+
+def names_parallelism_config(key: str) -> bool:
+    """Does a key (or a reference's note) name a DeepSpeed/Accelerate/FSDP config?"""
+    return _PARALLELISM_KEY.search(key) is not None

@@ -15,6 +15,7 @@ from memlint.documents import reads
 from memlint.documents.kinds import ENTRY_KINDS, STANDALONE_KINDS, DocumentKind
 from memlint.project.config_launchers import ConfigLaunchers
 from memlint.model.provenance import Location, Sourced
+from memlint.model.vocabulary import names_parallelism_config
 from memlint.project.documents import DocumentStore
 from memlint.project.links import LinkIndex
 
@@ -59,6 +60,12 @@ class RunFinder:
         for reference in facts.references:
             target = self.documents.resolve_reference(str(reference.value), facts.path)
             if target is None:
+                if names_parallelism_config(reference.note or ""):
+                    from memlint.facts.plan import RunFacts
+
+                    # ``--deepspeed configs/ds_config_zero2.json``, a file moved away: a DeepSpeed
+                    # run all the same, of a stage no file memlint can read states
+                    out.append(RunFacts(facts.path, "missing", unread_parallelism=reference))
                 continue
             key = self.documents.key(target)
             if key in seen:
@@ -144,6 +151,8 @@ class RunFinder:
                 options = options_as_config(facts)
                 if options is not None:
                     linked.append(options)
+                    if script is not None:
+                        linked.extend(self._project_argument_defaults(script, facts, options))
         elif facts.kind == "python":
             # a script run as it is, reading its arguments file from the option's default
             arguments = self.arguments_file(facts, None)
@@ -287,6 +296,53 @@ class RunFinder:
             setattr(holder, name, Sourced(fact.value, fact.origin, notes.get(fact.origin, fact.note)))
         return list(by_module.values())
 
+    def _project_argument_defaults(self, script: Path, launcher: RunFacts, options: RunFacts) -> list[RunFacts]:
+        """A project script whose arguments classes live in the project's modules (LMFlow's
+        ``examples/dpo_train.py`` parses ``lmflow.args`` classes, one chosen from a dict of
+        classes): their defaults are the command line it gets by default, read as a config below
+        the launch's options. A class memlint cannot read leaves the TrainingArguments defaults
+        assumptions (``options.unread_arguments``)."""
+        from memlint.configs.command_line import options_as_config
+        from memlint.facts.hf_args import MODEL_CODE_FIELDS
+        from memlint.facts.imported_arguments import imported_defaults, unread_parser_classes
+        from memlint.facts.plan import RunFacts
+
+        try:
+            text = self.documents.document(script).text
+        except (OSError, ValueError):
+            return []
+
+        def source(module: str) -> tuple[str, str] | None:
+            target = self._module_file(module, script)
+            if target is None:
+                return None
+            try:
+                document = self.documents.document(target)
+            except (OSError, ValueError):
+                return None
+            reads.document(self.documents.key(target), self.documents.digest(target))
+            return str(target), document.text
+
+        unread = unread_parser_classes(text, source)
+        if unread:
+            options.unread_arguments = Sourced(", ".join(unread), launcher.anchor,
+                                               f"the arguments classes of {Path(script).name}")
+        passed = set(launcher.cli_args) | set(launcher.cli_unknown)
+        by_module: dict[str, dict[str, Sourced[str]]] = {}
+        for option, fact in imported_defaults(text, source).items():
+            # what only the project's model code reads (an adapter's rank, a 4-bit switch) is
+            # decided there, not by a default
+            if option not in passed and option not in MODEL_CODE_FIELDS and fact.origin is not None:
+                by_module.setdefault(fact.origin.path, {})[option] = fact
+        out = []
+        for path, defaults in by_module.items():
+            found = options_as_config(RunFacts(path, "shell", anchor=launcher.anchor, cli_args=defaults,
+                                               launches=launcher.launches))
+            if found is not None:
+                found.framework = None  # the launch's options say which framework runs
+                out.append(found)
+        return out
+
     def _delegated_facts(self, script: Path, depth: int = 0) -> list[RunFacts]:
         """The run a script starts by calling an entry point it imports from the project
         (``from fastchat.train.train import train`` then ``train()``; ``from pkg.cli import main``):
@@ -332,16 +388,32 @@ class RunFinder:
 
     def _delegates_to_project_module(self, script: Path) -> bool:
         """Whether ``script`` imports from a package or module of this project (``from pkg.mod
-        import train`` with ``pkg/`` or ``pkg.py`` under the project root)."""
+        import train`` with ``pkg/`` or ``pkg.py`` under the project root, its ``src/``, or a folder
+        between the script and the root: VLM-R1's ``src/open-r1-multimodal/src/open_r1/grpo_jsonl.py``
+        imports ``open_r1.trainer``, its own package in a ``src/`` layout)."""
         try:
             text = self.documents.document(script).text
         except (OSError, ValueError):
             return False
+        folders = [self.documents.root, self.documents.root / "src", *self._folders_between(script)]
         for match in _FROM_IMPORT.finditer(text):
             top = match.group(1).split(".")[0]
-            if top and ((self.documents.root / top).is_dir() or (self.documents.root / f"{top}.py").is_file()):
+            if top and any((folder / top).is_dir() or (folder / f"{top}.py").is_file() for folder in folders):
                 return True
         return False
+
+    def _folders_between(self, script: Path) -> list[Path]:
+        """The script's folder and those above it, up to (not including) the project root."""
+        root = self.documents.root.resolve()
+        try:
+            folder = Path(script).resolve().parent
+        except OSError:
+            return []
+        out = []
+        while folder != root and root in folder.parents:
+            out.append(folder)
+            folder = folder.parent
+        return out
 
     def runs_for(self, path: str | Path, context: RunContext) -> list[ResolvedRun]:
         """Every run ``path`` takes part in: as an entry, or linked from an entry."""

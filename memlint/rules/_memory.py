@@ -74,10 +74,14 @@ def resting_assumptions(ctx: RuleContext, run: ResolvedRun) -> list:
     micro-batch always could be otherwise; an assumed GPU count (of a sharded run) only when a
     full node of 8 would make the run fit; assumed plain data parallelism only when sharding
     across the same GPUs would; a launch inherited from the configs of its folder (which shards)
-    only when the config would fit judged alone, without it."""
+    only when the config would fit judged alone, without it; every batch as long as a truncation
+    limit only when batches of short samples (``SHORT_SAMPLES`` tokens) would fit."""
     from memlint.estimate import Sharding, estimate_training
 
-    truths: dict[str, dict[str, Any]] = {"parallelism": {"sharding": Sharding.ZERO3}, "world_size": {"world_size": FULL_NODE},
+    truths: dict[str, dict[str, Any]] = {"parallelism": {"sharding": Sharding.ZERO3},
+                                         "unread_parallelism": {"sharding": Sharding.ZERO3},
+                                         "seq_len_limit": {"seq_len": SHORT_SAMPLES},
+                                         "world_size": {"world_size": FULL_NODE},
                                          "launch": {"sharding": Sharding.NONE},
                                          "images": {"image_tokens": 0}}
     out = []
@@ -92,6 +96,17 @@ def resting_assumptions(ctx: RuleContext, run: ResolvedRun) -> list:
         out.append(assumed)
     return out
 
+
+def rests_on_unread_config(assumed: list) -> bool:
+    """Does the verdict hold only if a DeepSpeed config the run names, which memlint cannot
+    find, does not shard? Then there is no verdict: the file's stage decides, and CFG015 names
+    the missing file."""
+    return any(a.fact == "unread_parallelism" for a in assumed)
+
+
+#: the length of a batch of short samples (an instruction pair, an image caption): a run padded
+#: dynamically that would not fit even so does not fit whatever its data
+SHORT_SAMPLES = 512
 
 #: the GPU count an unknown sharded run is tried at: one full node
 FULL_NODE = 8

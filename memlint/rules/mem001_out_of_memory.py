@@ -13,6 +13,7 @@ from memlint.rules._memory import (
     gib,
     memory_finding,
     resting_assumptions,
+    rests_on_unread_config,
 )
 from memlint.rules.base import Example, Finding, Rule
 
@@ -63,7 +64,13 @@ class OutOfMemory(Rule):
     A verdict that rests on a fact no file states — plain data parallelism where nothing names
     a ZeRO or FSDP config (and sharding would make the run fit), a sequence length, micro-batch
     or GPU count memlint had to assume — is a warning, not an error, and its message names the
-    assumption and where to state the truth.
+    assumption and where to state the truth. A length that is only a truncation limit above
+    2048 tokens (``model_max_length``, ``max_length`` without packing or
+    ``padding="max_length"``: each batch is padded to its longest sample) is such an
+    assumption when batches of short samples (512 tokens) would fit: the verdict then holds
+    only if the data has samples that long. A run that names a DeepSpeed or Accelerate config
+    memlint cannot find shards at a stage no readable file states: it gets no verdict that
+    would change under ZeRO-3 (CFG015 names the missing file).
 
     ## Settings
     The target GPU comes from ``gpu`` in ``[tool.memlint]`` or ``--gpu``; when neither names one,
@@ -121,6 +128,8 @@ class OutOfMemory(Rule):
             if cap is None or budget is None or budget.fits is not False:
                 continue
             assumed = resting_assumptions(ctx, run)
+            if rests_on_unread_config(assumed):
+                continue
             message = (
                 f"estimated peak {gib(budget.peak_bytes)} per GPU exceeds the {gib(cap.usable_bytes)} "
                 f"usable on {cap.gpu_name}{ctx.gpu_origin(run)} (largest part: {describe_dominant(budget)})"

@@ -13,6 +13,7 @@ from memlint.rules._memory import (
     gib,
     memory_finding,
     resting_assumptions,
+    rests_on_unread_config,
 )
 from memlint.rules.base import Example, Finding, Rule
 
@@ -75,4 +76,6 @@ class LittleHeadroom(Rule):
                 f"(largest part: {describe_dominant(budget)}){fix_hint(ctx, run, 'frees')}"
             )
             assumed = resting_assumptions(ctx, run)
+            if rests_on_unread_config(assumed):
+                continue
             yield memory_finding(ctx, run, budget, message + assumption_clause(assumed), assumed)

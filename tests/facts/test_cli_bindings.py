@@ -86,6 +86,7 @@ def test_hf_fields_and_switches_from_the_launcher():
         "optimizer": "adamw-8bit",
         "fsdp": "full",
         "seq_len": 4096,
+        "seq_len_limit": "model_max_length",  # a truncation limit, not every batch's length
     }
     assert "quantization" not in _apply(script, "python train.py --q_lora False\n")
 

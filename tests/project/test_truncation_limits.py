@@ -1,0 +1,136 @@
+"""A length that is a truncation limit (LLaVA-NeXT's ``--model_max_length 32768``, TRL's
+``max_length``) is what every batch holds only when the run packs or pads to it; LLaVA's
+``DataCollatorForSupervisedDataset`` pads each batch with ``pad_sequence`` to its longest
+sample. The estimate at the limit then assumes a sample that long in every batch, and an
+out-of-memory verdict that rests on it is a warning that says so."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memlint.lint.engine import Linter, run_context
+from memlint.project.project import Project
+from memlint.project.settings import Settings
+
+from tests.facts.facts_testing import dedent, write
+
+TRAIN_PY = dedent('''
+    from dataclasses import dataclass, field
+    from typing import Dict, Optional, Sequence
+
+    import torch
+    import transformers
+
+
+    @dataclass
+    class ModelArguments:
+        model_name_or_path: Optional[str] = field(default="Qwen/Qwen2-7B-Instruct")
+
+
+    @dataclass
+    class TrainingArguments(transformers.TrainingArguments):
+        model_max_length: int = field(default=4096, metadata={"help": "Maximum sequence length."})
+
+
+    def preprocess(sources, tokenizer):
+        return tokenizer(sources, truncation=True, max_length=tokenizer.model_max_length{padding})
+
+
+    @dataclass
+    class DataCollatorForSupervisedDataset(object):
+        tokenizer: transformers.PreTrainedTokenizer
+
+        def __call__(self, instances: Sequence[Dict]) -> Dict[str, torch.Tensor]:
+            input_ids = [instance["input_ids"] for instance in instances]
+            input_ids = torch.nn.utils.rnn.pad_sequence(input_ids, batch_first=True,
+                                                        padding_value=self.tokenizer.pad_token_id)
+            return dict(input_ids=input_ids, attention_mask=input_ids.ne(self.tokenizer.pad_token_id))
+
+
+    def train():
+        parser = transformers.HfArgumentParser((ModelArguments, TrainingArguments))
+        model_args, training_args = parser.parse_args_into_dataclasses()
+        model = transformers.AutoModelForCausalLM.from_pretrained(model_args.model_name_or_path,
+                                                                  torch_dtype=torch.bfloat16)
+        tokenizer = transformers.AutoTokenizer.from_pretrained(model_args.model_name_or_path,
+                                                               model_max_length=training_args.model_max_length)
+        trainer = transformers.Trainer(model=model, args=training_args,
+                                       data_collator=DataCollatorForSupervisedDataset(tokenizer=tokenizer))
+        trainer.train()
+
+
+    if __name__ == "__main__":
+        train()
+''')
+
+LAUNCH = dedent('''
+    #!/bin/bash
+    ACCELERATE_CPU_AFFINITY=1 torchrun --nproc_per_node=8 \\
+        train.py \\
+        --deepspeed zero3.json \\
+        --model_name_or_path Qwen/Qwen2-7B-Instruct \\
+        --bf16 True \\
+        --per_device_train_batch_size 16 \\
+        --model_max_length 8192 \\
+        --gradient_checkpointing True
+''')
+
+ZERO3 = '{"zero_optimization": {"stage": 3}, "bf16": {"enabled": "auto"}, "train_micro_batch_size_per_gpu": "auto"}\n'
+
+
+def _settings(root: Path, padding: str = "") -> Settings:
+    write(root, {"train.py": TRAIN_PY.replace("{padding}", padding), "run.sh": LAUNCH, "zero3.json": ZERO3})
+    (root / ".git").mkdir(exist_ok=True)
+    return Settings(root=root).with_overrides(gpu="h100", gpus=8, cache=False)
+
+
+def _memory(settings: Settings) -> list:
+    linter = Linter(settings)
+    return [d for name in ("run.sh", "train.py", "zero3.json") for d in linter.lint_path(settings.root / name)
+            if d.code in ("MEM001", "MEM002")]
+
+
+def test_a_truncation_limit_with_dynamic_padding_is_an_assumption(tmp_path: Path):
+    settings = _settings(tmp_path)
+    [run] = Project(settings).runs_for(tmp_path / "run.sh", run_context(settings))
+    assert run.setup.seq_len == 8192
+    [assumed] = [a for a in run.assumed if a.fact == "seq_len_limit"]
+    assert "8192" in assumed.value and "model_max_length" in assumed.value
+    [finding] = _memory(settings)
+    assert finding.code == "MEM001" and finding.severity.name == "WARNING"
+    assert "every batch padded to 8192 tokens" in finding.message
+
+
+def test_padding_to_max_length_makes_every_batch_full(tmp_path: Path):
+    settings = _settings(tmp_path, padding=', padding="max_length"')
+    [run] = Project(settings).runs_for(tmp_path / "run.sh", run_context(settings))
+    assert not [a for a in run.assumed if a.fact == "seq_len_limit"]
+    [finding] = _memory(settings)
+    assert finding.code == "MEM001" and finding.severity.name == "ERROR"
+
+
+def test_packing_makes_every_batch_full(tmp_path: Path):
+    write(tmp_path, {"sft.yaml": dedent('''
+        model_name_or_path: Qwen/Qwen2.5-7B
+        per_device_train_batch_size: 8
+        max_length: 8192
+        packing: true
+        gradient_checkpointing: true
+        bf16: true
+        output_dir: out
+    ''')})
+    (tmp_path / ".git").mkdir()
+    settings = Settings(root=tmp_path).with_overrides(gpu="h100", gpus=8, cache=False)
+    [run] = Project(settings).runs_for(tmp_path / "sft.yaml", run_context(settings))
+    assert run.plan.get("full_length").value == "packing"
+    assert not [a for a in run.assumed if a.fact == "seq_len_limit"]
+
+
+def test_a_block_size_is_no_truncation_limit(tmp_path: Path):
+    write(tmp_path, {"clm.yaml": "model_name_or_path: Qwen/Qwen2.5-7B\nper_device_train_batch_size: 8\n"
+                                 "block_size: 4096\nbf16: true\noutput_dir: out\n"})
+    (tmp_path / ".git").mkdir()
+    settings = Settings(root=tmp_path).with_overrides(gpu="h100", gpus=8, cache=False)
+    [run] = Project(settings).runs_for(tmp_path / "clm.yaml", run_context(settings))
+    assert run.setup.seq_len == 4096
+    assert not [a for a in run.assumed if a.fact == "seq_len_limit"]
