@@ -332,10 +332,15 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
         run.assumptions.append(arch.generic_note)
     on_host = plan.get("experts_on_host")
     if on_host is not None and on_host.value and not routed_expert_params(arch):
-        run.problem = (f"the run keeps routed experts in host memory with KTransformers, but memlint has no layer "
-                       f"recipe for `{arch.model_type}` (its parameters are counted whole), so it cannot tell which "
-                       "weights stay on the GPU: measure the first steps with `torch.cuda.max_memory_allocated()` and "
-                       "silence this note with `# memlint: ignore[MEM003]`")
+        if arch.generic_note:
+            why = (f"memlint has no layer recipe for `{arch.model_type}` and its meta-device count found no fused "
+                   "expert weights, so it cannot tell which weights stay on the GPU")
+        else:
+            why = (f"`{model_name}` ({arch.model_type}) has no routed experts, so all of it would stay on the GPU: "
+                   "KTransformers trains mixture-of-experts models; check `model_name_or_path`")
+        run.problem = (f"the run keeps routed experts in host memory with KTransformers, but {why}: measure the "
+                       "first steps with `torch.cuda.max_memory_allocated()` and silence this note with "
+                       "`# memlint: ignore[MEM003]`")
         run.problem_fact = on_host
         return run
     expanded = plan.get("expanded_blocks")
