@@ -20,6 +20,7 @@ from memlint.estimate import (
     Architecture,
     Attention,
     Lora,
+    ModelParallel,
     Optimizer,
     Precision,
     Projection,
@@ -276,6 +277,16 @@ def _trained_blocks(plan: TrainingPlan, arch: Any) -> dict[str, Any]:
             "frozen_weight_bytes": {"bf16": 2.0, "fp16": 2.0}.get(str(half)) if half else None}
 
 
+def _model_parallel(plan: TrainingPlan) -> ModelParallel | None:
+    """The split a Megatron config (or FSDP's expert parallelism) writes: (TP, PP, EP, sequence
+    parallel, distributed optimizer, Megatron's state layout)."""
+    fact = plan.get("model_parallel")
+    if fact is None:
+        return None
+    tensor, pipeline, expert, sequence, distributed, megatron = fact.value
+    return ModelParallel(int(tensor), int(pipeline), int(expert), bool(sequence), bool(distributed), bool(megatron))
+
+
 def _no_model(plan: TrainingPlan) -> str:
     """Why no model was found, and what to do about it."""
     if plan.model_options:
@@ -367,6 +378,12 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
     if note:
         notes.append(note)
     sharding, prov["sharding"] = _sharding(plan)
+    split = _model_parallel(plan)
+    if split is not None and split.megatron and precision != Precision.FP32:
+        precision = Precision.MIXED_FP16 if precision in (Precision.FP16, Precision.AMP_FP16,
+                                                          Precision.MIXED_FP16) else Precision.MIXED_BF16
+        notes.append(f"Megatron trains {precision.value.split('-')[1]} weights with fp32 master weights and an fp32 "
+                     "main_grad buffer (mcore_adapter's Float16Module and DistributedDataParallel)")
 
     def number(name: str, default: int, why: str) -> int:
         fact = plan.get(name)
@@ -404,7 +421,18 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
     world_size = int(world.value) if world is not None else (context.world_size or 1)
     if world_size not in SANE_INTEGERS:
         world_size = context.world_size or 1
-    if world is None and context.world_size is None and sharding != Sharding.NONE:
+    if split is not None:
+        written = plan.get("model_parallel").note  # type: ignore[union-attr]
+        fewest = split.model_split
+        if world_size < fewest:
+            notes.append(f"GPU count {'not found' if world is None and context.world_size is None else world_size}: "
+                         f"{fewest}, the fewest this layout runs on ({written}; "
+                         "set `gpus` in [tool.memlint] or pass --gpus)")
+            world_size = fewest
+        run.assumed.append(Assumed("model_parallel", f"that the published memory accounting holds for {written}",
+                               "memlint's oracle has no measured peak of this form: measure the first steps with "
+                               "`torch.cuda.max_memory_allocated()`"))
+    elif world is None and context.world_size is None and sharding != Sharding.NONE:
         notes.append("GPU count not found: 1 (set `gpus` in [tool.memlint] or pass --gpus)")
         run.assumed.append(Assumed("world_size", "1 GPU", "`gpus` in [tool.memlint] or --gpus"))
     spread = plan.get("device_map")
@@ -416,7 +444,7 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
                        "does not model that split: set `gpus = 1` in [tool.memlint] to check the model on one GPU")
         run.problem_fact = spread
         return run
-    if prov.get("sharding") is None and world_size > 1:
+    if prov.get("sharding") is None and world_size > 1 and (split is None or not split.megatron):
         notes.append("parallelism not found: plain data parallelism (every GPU holds the whole model and its "
                      "optimizer states)")
         run.assumed.append(Assumed("parallelism", "plain data parallelism (DDP)", _STATE_PARALLELISM))
@@ -452,6 +480,8 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
                                           targets=tuple(projected))
     if plan.value("experts_on_host"):
         frozen["experts_on_host"] = True
+    if split is not None:
+        frozen["model_parallel"] = split
     try:
         run.setup = TrainingSetup(
             **frozen,
