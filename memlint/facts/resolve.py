@@ -345,11 +345,11 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
     if on_host is not None and on_host.value and not routed_expert_params(arch):
         if arch.generic_note:
             why = (f"memlint has no layer recipe for `{arch.model_type}` and its meta-device count found no fused "
-                   "expert weights, so it cannot tell which weights stay on the GPU")
+                   "expert weights, so it cannot tell which weights stay on the GPU:")
         else:
-            why = (f"`{model_name}` ({arch.model_type}) has no routed experts, so all of it would stay on the GPU: "
-                   "KTransformers trains mixture-of-experts models; check `model_name_or_path`")
-        run.problem = (f"the run keeps routed experts in host memory with KTransformers, but {why}: measure the "
+            why = (f"`{model_name}` ({arch.model_type}) has no routed experts to keep there (KTransformers trains "
+                   "mixture-of-experts models): check `model_name_or_path`, or")
+        run.problem = (f"the run keeps routed experts in host memory with KTransformers, but {why} measure the "
                        "first steps with `torch.cuda.max_memory_allocated()` and silence this note with "
                        "`# memlint: ignore[MEM003]`")
         run.problem_fact = on_host
