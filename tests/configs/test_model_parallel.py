@@ -130,6 +130,7 @@ def test_megatron_advice_names_megatron_settings(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     main(["estimate", "run.yaml", "--gpu", "h100", "--gpus", "8"])
     out = capsys.readouterr().out
+    assert "8 GPUs · Megatron PP 4 × EP 2 ·" in out
     assert "use_distributed_optimizer: true" in out
     assert "zero_optimization" not in out and "LoraConfig" not in out
 
