@@ -6,7 +6,8 @@ of Megatron's ``megatron/training/theoretical_memory_usage.py`` and of Korthikan
 ("Reducing Activation Recomputation in Large Transformer Models"), both summarised in the
 project's ``reference/estimators.md``:
 
-* parameters on the most loaded GPU: ``(block parameters / PP + embedding) / TP``, the routed
+* parameters on the most loaded GPU: ``(block parameters / PP + embedding) / TP`` (a vision tower
+  counted with the embedding, on the first stage), the routed
   experts further divided by EP (Megatron's expert tensor parallel size defaults to TP);
 * bytes per parameter: bf16 weight (2) + fp32 ``main_grad`` (4) + fp32 master weight and Adam's two
   states (12), the last 12 divided by the data-parallel size under the distributed optimizer
@@ -50,10 +51,12 @@ def parameter_shares(arch: Architecture, setup: TrainingSetup, split: ModelParal
     covers (the most loaded GPU: the first pipeline stage, with the embedding)."""
     total = max(arch.n_params, 1)
     experts = routed_expert_params(arch)
-    ends = arch.embedding_params + (arch.lm_head.params if arch.lm_head is not None else 0)
-    if split.pipeline > 1:
-        ends = max(arch.embedding_params, arch.lm_head.params if arch.lm_head is not None else 0)
-    blocks = total - experts - (arch.embedding_params + (arch.lm_head.params if arch.lm_head is not None else 0))
+    # the first stage holds the embedding (and a vision-language model's tower, which runs before the
+    # first block); the last, the final norm and the output head
+    first = arch.embedding_params + arch.extra_params
+    last = arch.final_params + (arch.lm_head.params if arch.lm_head is not None else 0)
+    ends = first + last if split.pipeline == 1 else max(first, last)
+    blocks = total - experts - first - last
     dense = (blocks / split.pipeline + ends) / split.tensor
     routed = experts / (split.pipeline * split.tensor * split.expert)
     held = dense + routed

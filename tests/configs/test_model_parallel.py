@@ -101,7 +101,8 @@ def test_the_shares_follow_megatrons_theoretical_memory_usage():
     setup = TrainingSetup(seq_len=4096, precision=Precision.MIXED_BF16, grad_ckpt_every=1, world_size=8,
                           model_parallel=split)
     held, partition = parameter_shares(arch, setup, split)
-    dense = (total - experts - arch.embedding_params - head) / 4 + max(arch.embedding_params, head)
+    first, last = arch.embedding_params + arch.extra_params, arch.final_params + head
+    dense = (total - experts - first - last) / 4 + max(first, last)
     assert held * total == pytest.approx(dense + experts / 8)
     assert partition * total == pytest.approx(dense / 2 + experts / 8)  # DP 2, expert DP 1
     budget = estimate_training(arch, setup)
@@ -147,3 +148,12 @@ def test_fsdp_expert_parallelism_gathers_only_its_share_of_the_experts():
     assert whole.phases[0].component("gathered_params").bytes - split.phases[0].component(
         "gathered_params").bytes == pytest.approx(spared, rel=1e-6)
     assert split.phases[0].component("optimizer_states") == whole.phases[0].component("optimizer_states")
+
+
+@pytest.mark.parametrize("written", ['"4"', "true", "-2", "0", "4.0", "[4]"])
+def test_a_parallel_size_that_is_not_a_whole_number_above_one_splits_nothing(lint, written):
+    text = MEGATRON_TP.replace("tensor_model_parallel_size: 4", f"tensor_model_parallel_size: {written}").replace(
+        "pipeline_model_parallel_size: 2", "pipeline_model_parallel_size: 1")
+    found = lint({PATH: text}, PATH, select=("MEM",), gpu="h100", gpus=16)
+    assert [d.code for d in found] == ["MEM001"]  # judged as the data-parallel run it then is
+    assert "published memory accounting" not in found[0].message
