@@ -358,3 +358,47 @@ def test_ktransformers_on_a_dense_model_is_a_note_that_names_the_model(tmp_path,
     # what to do: which setting to check, how to measure it, and how to silence the note once measured
     assert "model_name_or_path" in note["message"] and "torch.cuda.max_memory_allocated()" in note["message"]
     assert "ignore[MEM003]" in note["message"]
+
+
+# Axolotl's examples/qwen3.5/35b-a3b-moe-qlora.yaml (trimmed): ``quantize_moe_experts`` quantizes the fused experts
+AXOLOTL_MOE_QLORA = """\
+base_model: Qwen/Qwen3.5-35B-A3B
+plugins:
+  - axolotl.integrations.cut_cross_entropy.CutCrossEntropyPlugin
+use_scattermoe: true
+chat_template: qwen3_5
+datasets:
+  - path: mlabonne/FineTome-100k
+    type: chat_template
+output_dir: ./outputs/out
+sequence_len: 2048
+sample_packing: true
+load_in_4bit: true
+quantize_moe_experts: true
+adapter: qlora
+lora_r: 16
+lora_alpha: 32
+lora_target_modules:
+  - q_proj
+  - k_proj
+  - v_proj
+  - o_proj
+gradient_accumulation_steps: 2
+micro_batch_size: 4
+optimizer: adamw_torch_8bit
+bf16: auto
+gradient_checkpointing: true
+attn_implementation: flash_attention_2
+"""
+
+
+def test_qlora_of_a_meta_counted_moe_quantizes_its_fused_experts(tmp_path, monkeypatch, capsys):
+    """The meta-device count names Qwen3.5-MoE's fused experts, so QLoRA quantizes them as it does a recipe's
+    experts: about 35B parameters in 4 bits, not 35B upcast to fp32 (129 GiB and a false MEM001 before)."""
+    sheet, _ = _sheet(tmp_path, monkeypatch, capsys, AXOLOTL_MOE_QLORA, name="35b-a3b-moe-qlora.yaml")
+    arch = resolve("Qwen/Qwen3.5-35B-A3B").arch
+    held = _components(sheet)["weights"]
+    assert held < arch.n_params * 0.7  # 4-bit experts; the attention, embeddings and norms stay wider
+    assert held > arch.n_params * 0.5
+    assert sheet["peak_bytes"] < 40 * 2**30  # fits one 80 GB H100; not a 24 GB L4 (weights alone ~21 GiB)
+    assert sheet["peak_bytes"] > 22 * 2**30
