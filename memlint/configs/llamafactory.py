@@ -27,7 +27,7 @@ from memlint.configs.deepspeed import positive_int, read_deepspeed
 from memlint.configs.reading import ConfigReader, loaded_mapping, new_facts
 from memlint.facts.extract import extractor
 from memlint.facts.hf_args import _bool, _fsdp, _targets
-from memlint.facts.plan import MODEL_PARALLEL_ADVICE, RunFacts
+from memlint.facts.plan import RunFacts
 from memlint.model.provenance import Sourced
 from memlint.model.vocabulary import optimizer_from_hf
 
@@ -56,6 +56,7 @@ def extract_llamafactory(parsed: ParsedDocument) -> list[RunFacts]:
     _finetuning(reader)
     _other_models(reader)
     _precision(reader)
+    _megatron(reader)
     _checkpointing(reader)
     attention = reader.value("flash_attn")
     if isinstance(attention, str) and attention in FLASH_ATTN:  # a mapping there is no name
@@ -233,16 +234,32 @@ _MODEL_PARALLEL_KEYS = ("tensor_model_parallel_size", "pipeline_model_parallel_s
 _PROJECTIONS = {"galore": "GaLore", "apollo": "APOLLO"}
 
 
-def _unmodelled(reader: ConfigReader) -> None:
-    """What the run does that memlint's estimate does not model: no verdict is better than one
-    that counts data parallelism for a pipeline-parallel run. GaLore, APOLLO and KTransformers
-    are modelled (``_projection``, ``_ktransformers``)."""
+def _megatron(reader: ConfigReader) -> None:
+    """LLaMA-Factory's Megatron backend (``examples/megatron``, mcore_adapter's
+    ``TrainingArguments``): the parallel sizes split the model (``estimate/model_parallel.py``);
+    ``use_distributed_optimizer`` shards the fp32 states over data parallelism; Megatron recomputes
+    only with ``recompute_granularity: full`` (``selective`` recomputes the attention core, which
+    flash attention does not keep)."""
     split = [k for k in _MODEL_PARALLEL_KEYS if isinstance(reader.value(k), int) and not isinstance(
         reader.value(k), bool) and reader.value(k) > 1]
-    if split:
-        written = " x ".join(f"`{k}: {reader.value(k)}`" for k in split)
-        reader.set("unmodelled", (f"Megatron's model parallelism ({written})", MODEL_PARALLEL_ADVICE),
-                   reader.location(split[0]), split[0])
+    if not split:
+        return
+    sizes = tuple(reader.value(k) if k in split else 1 for k in _MODEL_PARALLEL_KEYS)
+    # (tensor, pipeline, expert, sequence parallel, distributed optimizer, Megatron's state layout)
+    layout = sizes + (bool(_bool(reader.value("sequence_parallel"))),
+                      bool(_bool(reader.value("use_distributed_optimizer"))), True)
+    written = " x ".join(f"{k}: {reader.value(k)}" for k in split)
+    reader.set("model_parallel", layout, reader.location(split[0]), f"Megatron {written}")
+    full = reader.value("recompute_granularity") == "full"
+    where = reader.location("recompute_granularity" if reader.has("recompute_granularity") else split[0])
+    reader.set("grad_ckpt", 1 if full else 0, where,
+               "recompute_granularity: full" if full else "Megatron recomputes nothing unless recompute_granularity: full")
+
+
+def _unmodelled(reader: ConfigReader) -> None:
+    """What the run does that memlint's estimate models apart (Megatron's parallel sizes:
+    ``_megatron``; GaLore, APOLLO: ``_projection``; KTransformers: routed experts on the host)."""
+    if reader.facts.model_parallel is not None:
         return
     for prefix, name in _PROJECTIONS.items():
         if _bool(reader.value(f"use_{prefix}")):

@@ -35,11 +35,6 @@ V1_DEFAULTS = {"bf16": True, "enable_activation_checkpointing": True}
 DIST_SHARDING = {"fsdp2": "full", "fsdp": "full", "fsdpturbo": "full"}
 
 
-_EXPERT_ADVICE = ("memlint sizes data parallelism, ZeRO and FSDP only, not experts split over GPUs; measure the "
-                  "first steps with `torch.cuda.max_memory_allocated()` and silence this note with "
-                  "`# memlint: ignore[MEM003]`")
-
-
 def is_llamafactory_v1(value: Any) -> bool:
     """``model: <a checkpoint>`` with at least two of v1's own keys."""
     if not isinstance(value, dict) or not isinstance(value.get("model"), str):
@@ -103,7 +98,7 @@ def _distribution(reader: ConfigReader) -> None:
         reader.set("fsdp", DIST_SHARDING[name], reader.location("dist_config", "name"), f"dist_config.name: {name}")
         experts = positive_int(reader.value("dist_config", "ep_size"))
         if experts is not None and experts > 1:  # fsdpturbo's expert parallelism splits the MoE experts
-            reader.set("unmodelled", (f"expert parallelism (`dist_config.ep_size: {experts}`)", _EXPERT_ADVICE),
-                       reader.location("dist_config", "ep_size"), "dist_config.ep_size")
+            reader.set("model_parallel", (1, 1, experts, False, False, False), reader.location("dist_config", "ep_size"),
+                       f"dist_config.ep_size: {experts}")
     elif name == "deepspeed":
         reader.inside("dist_config").reference(("config_file",), "deepspeed")

@@ -10,7 +10,7 @@ from memlint.estimate.capacity import DEFAULT_HEADROOM, DEFAULT_RESERVED_BYTES, 
 from memlint.estimate.config_json import SUPPORTED_MODEL_TYPES, as_sequence_classifier, from_config
 from memlint.estimate.policy import Optimizer, Precision
 from memlint.estimate.serving import ServingSetup, ServingSheet, estimate_serving, kv_bytes_per_sequence
-from memlint.estimate.setup import Attention, Lora, Projection, Sharding, TrainingSetup
+from memlint.estimate.setup import Attention, Lora, ModelParallel, Projection, Sharding, TrainingSetup
 from memlint.estimate.states import routed_expert_params
 from memlint.estimate.training import estimate_training
 
@@ -25,6 +25,7 @@ __all__ = [
     "Lora",
     "Optimizer",
     "Phase",
+    "ModelParallel",
     "Projection",
     "Precision",
     "SUPPORTED_MODEL_TYPES",

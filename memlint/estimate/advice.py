@@ -8,7 +8,7 @@ itself (8-bit optimizer states, bf16 weights, LoRA, QLoRA).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from memlint.estimate.architecture import Architecture
@@ -49,6 +49,8 @@ def _candidates(arch: Architecture, setup: TrainingSetup) -> list[Candidate]:
     def add(key, change, how, make):
         out.append((key, change, how, make))
 
+    if s.model_parallel is not None and s.model_parallel.megatron:
+        return _megatron_candidates(s)
     if s.optimizer in (Optimizer.ADAMW, Optimizer.ADAM):
         add("fused_adamw", "use the fused AdamW kernel",
             'optim="adamw_torch_fused" or torch.optim.AdamW(..., fused=True)',
@@ -112,6 +114,34 @@ def _candidates(arch: Architecture, setup: TrainingSetup) -> list[Candidate]:
             'BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4")',
             lambda t: t.but(lora=Lora(r=base.r, targets=base.targets, quantization="nf4"),
                             precision=Precision.BF16, grad_ckpt_every=max(t.grad_ckpt_every, 1)))
+    return out
+
+
+def _megatron_candidates(s: TrainingSetup) -> list[Candidate]:
+    """What a Megatron config changes to lower its peak: its own settings, not ZeRO's or PEFT's."""
+    split = s.model_parallel
+    assert split is not None
+    out: list[Candidate] = []
+    if not split.distributed_optimizer:
+        out.append(("distributed_optimizer", "shard the fp32 states over data parallelism",
+                    "use_distributed_optimizer: true",
+                    lambda t: t.but(model_parallel=replace(split, distributed_optimizer=True))))
+    if not s.grad_ckpt:
+        out.append(("grad_ckpt", "recompute every layer in backward", "recompute_granularity: full",
+                    lambda t: t.but(grad_ckpt_every=1)))
+    if split.tensor > 1 and not split.sequence_parallel:
+        out.append(("sequence_parallel", "split the layer norms' and dropouts' activations too",
+                    "sequence_parallel: true",
+                    lambda t: t.but(model_parallel=replace(split, sequence_parallel=True))))
+    factor = 2
+    while s.micro_batch % factor == 0:
+        micro, accum = s.micro_batch // factor, s.grad_accum * factor
+        def smaller(t: TrainingSetup, f: int = factor) -> TrainingSetup:
+            return t.but(micro_batch=t.micro_batch // f, grad_accum=t.grad_accum * f)
+
+        out.append(("micro_batch", f"micro-batch {micro} with {accum}x gradient accumulation",
+                    f"per_device_train_batch_size: {micro}, gradient_accumulation_steps: {accum}", smaller))
+        factor *= 2
     return out
 
 

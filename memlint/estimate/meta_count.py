@@ -105,6 +105,30 @@ def _layer_stack(model):
     return best
 
 
+def _fused_experts(stack, hidden: int) -> tuple[Linear, ...]:
+    """The routed experts of a mixture-of-experts layer, which transformers 5 stores as fused 3-D
+    parameters of an ``experts`` module (``gate_up_proj``: experts x out x in; Llama 4 stores
+    experts x in x out, told by its first weight reading the hidden size), named as memlint's
+    recipes name them (``experts.gate_up_proj``, one copy per expert) so that the estimate can tell
+    them from the rest: KTransformers keeps them in host memory, PEFT's targets never reach them.
+    Only when every layer of the stack holds the same experts; otherwise they stay in the layer's
+    other parameters, as before."""
+    found: list[tuple[tuple[str, int, int, int], ...]] = []
+    for layer in stack:
+        fused: list[tuple[str, int, int, int]] = []
+        for sub, module in layer.named_modules():
+            if sub.rsplit(".", 1)[-1] != "experts":
+                continue
+            weights = [(name, p.shape) for name, p in module.named_parameters(recurse=False) if p.dim() == 3]
+            flipped = bool(weights) and weights[0][1][1] == hidden != weights[0][1][2]
+            fused += [(f"experts.{name}", int(shape[1 if flipped else 2]), int(shape[2 if flipped else 1]),
+                       int(shape[0])) for name, shape in weights]
+        found.append(tuple(fused))
+    if not found[0] or any(f != found[0] for f in found):
+        return ()
+    return tuple(Linear(name, inp, out, copies=copies) for name, inp, out, copies in found[0])
+
+
 def _field(text: Any, raw: Mapping[str, Any], key: str, default: Any) -> Any:
     """One setting of the built text config, else of the config.json it came from.
 
@@ -149,9 +173,10 @@ def from_meta(config: Mapping[str, Any], name: str) -> Architecture:
         for sub, m in first.named_modules()
         if isinstance(m, torch.nn.Linear)
     )
+    embed = model.get_input_embeddings()
+    linears += _fused_experts(stack, int(embed.weight.shape[1]) if embed is not None else 0)
     per_block = sum(p.numel() for p in stack.parameters()) // len(stack)
     block_linear = sum(lin.params for lin in linears)
-    embed = model.get_input_embeddings()
     embedding = embed.weight.numel() if embed is not None else 0
     out = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
     tied = out is None or embed is None or out.weight is embed.weight

@@ -159,6 +159,28 @@ class Companion:
 
 
 @dataclass(frozen=True)
+class ModelParallel:
+    """Parallelism that splits the model itself over GPUs (``estimate/model_parallel.py`` prices it).
+
+    ``megatron``: Megatron-Core's tensor (TP), pipeline (PP) and expert (EP) parallel sizes, with its
+    own state layout (fp32 ``main_grad`` buffer, fused Adam, optional distributed optimizer).
+    Otherwise expert parallelism under FSDP (LLaMA-Factory v1's ``fsdpturbo`` ``ep_size``): each
+    GPU holds 1/EP of the routed experts, the rest is sharded as FSDP shards it."""
+
+    tensor: int = 1
+    pipeline: int = 1
+    expert: int = 1
+    sequence_parallel: bool = False
+    distributed_optimizer: bool = False
+    megatron: bool = True
+
+    @property
+    def model_split(self) -> int:
+        """The fewest GPUs the layout runs on (experts split within data parallelism)."""
+        return self.tensor * self.pipeline * self.expert
+
+
+@dataclass(frozen=True)
 class TrainingSetup:
     micro_batch: int = 1
     seq_len: int = 2048
@@ -183,6 +205,8 @@ class TrainingSetup:
     # KTransformers: the routed experts' weights live in CPU memory and run on the CPU (LLaMA-Factory
     # ``use_kt``); the GPU holds attention, shared experts, embeddings and the head
     experts_on_host: bool = False
+    # Megatron's tensor / pipeline / expert parallelism, or FSDP's expert parallelism (None: neither)
+    model_parallel: ModelParallel | None = None
     sharding: Sharding = Sharding.NONE
     world_size: int = 1
     gpus_per_node: int = 8  # for hybrid sharding / ZeRO++ style partitioning

@@ -15,6 +15,7 @@ Validated against measured peaks of real Hugging Face models (docs/accuracy.md).
 
 from __future__ import annotations
 
+from memlint.estimate import model_parallel
 from memlint.estimate.activations import INPUT_BYTES_PER_TOKEN, has_vocab_logits, profile
 from memlint.estimate.architecture import Architecture
 from memlint.estimate.budget import Budget, Capacity, Component, Phase
@@ -335,7 +336,7 @@ def estimate_training(
     assumptions.extend(_state_notes(arch, setup, counts))
     if setup.offload_optimizer:
         assumptions.append("optimizer states, master weights and fp32 gradients offloaded to CPU")
-    return Budget(
+    return model_parallel.per_gpu(arch, setup, Budget(
         model=arch.name,
         parameters=counts.total + counts.lora,
         trainable_parameters=counts.optimized,
@@ -344,7 +345,7 @@ def estimate_training(
         host_bytes=int(states.host) + others.host_bytes,
         setup=describe(setup),
         capacity=capacity,
-    )
+    ))
 
 
 def _state_notes(arch: Architecture, setup: TrainingSetup, counts) -> list[str]:

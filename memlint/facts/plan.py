@@ -87,6 +87,8 @@ class RunFacts:
     projection: Sourced[tuple[str, int, bool, tuple[str, ...]]] | None = None
     # KTransformers keeps the routed experts in host memory and runs them on the CPU
     experts_on_host: Sourced[bool] | None = None
+    # Megatron's tensor / pipeline / expert parallelism, or FSDP's expert parallelism (estimate.ModelParallel)
+    model_parallel: Sourced[Any] | None = None
 
     # ---- vision-language models: the pixel budget an image is resized into (LLaMA-Factory's
     # ``image_max_pixels``) and whether the vision tower trains

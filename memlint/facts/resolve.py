@@ -20,6 +20,7 @@ from memlint.estimate import (
     Architecture,
     Attention,
     Lora,
+    ModelParallel,
     Optimizer,
     Precision,
     Projection,
@@ -276,6 +277,16 @@ def _trained_blocks(plan: TrainingPlan, arch: Any) -> dict[str, Any]:
             "frozen_weight_bytes": {"bf16": 2.0, "fp16": 2.0}.get(str(half)) if half else None}
 
 
+def _model_parallel(plan: TrainingPlan) -> ModelParallel | None:
+    """The split a Megatron config (or FSDP's expert parallelism) writes: (TP, PP, EP, sequence
+    parallel, distributed optimizer, Megatron's state layout)."""
+    fact = plan.get("model_parallel")
+    if fact is None:
+        return None
+    tensor, pipeline, expert, sequence, distributed, megatron = fact.value
+    return ModelParallel(int(tensor), int(pipeline), int(expert), bool(sequence), bool(distributed), bool(megatron))
+
+
 def _no_model(plan: TrainingPlan) -> str:
     """Why no model was found, and what to do about it."""
     if plan.model_options:
@@ -348,10 +359,15 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
         run.assumptions.append(arch.generic_note)
     on_host = plan.get("experts_on_host")
     if on_host is not None and on_host.value and not routed_expert_params(arch):
-        run.problem = (f"the run keeps routed experts in host memory with KTransformers, but memlint has no layer "
-                       f"recipe for `{arch.model_type}` (its parameters are counted whole), so it cannot tell which "
-                       "weights stay on the GPU: measure the first steps with `torch.cuda.max_memory_allocated()` and "
-                       "silence this note with `# memlint: ignore[MEM003]`")
+        if arch.generic_note:
+            why = (f"memlint has no layer recipe for `{arch.model_type}` and its meta-device count found no fused "
+                   "expert weights, so it cannot tell which weights stay on the GPU:")
+        else:
+            why = (f"`{model_name}` ({arch.model_type}) has no routed experts to keep there (KTransformers trains "
+                   "mixture-of-experts models): check `model_name_or_path`, or")
+        run.problem = (f"the run keeps routed experts in host memory with KTransformers, but {why} measure the "
+                       "first steps with `torch.cuda.max_memory_allocated()` and silence this note with "
+                       "`# memlint: ignore[MEM003]`")
         run.problem_fact = on_host
         return run
     expanded = plan.get("expanded_blocks")
@@ -378,6 +394,12 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
     if note:
         notes.append(note)
     sharding, prov["sharding"] = _sharding(plan)
+    split = _model_parallel(plan)
+    if split is not None and split.megatron and precision != Precision.FP32:
+        precision = Precision.MIXED_FP16 if precision in (Precision.FP16, Precision.AMP_FP16,
+                                                          Precision.MIXED_FP16) else Precision.MIXED_BF16
+        notes.append(f"Megatron trains {precision.value.split('-')[1]} weights with fp32 master weights and an fp32 "
+                     "main_grad buffer (mcore_adapter's Float16Module and DistributedDataParallel)")
 
     def number(name: str, default: int, why: str) -> int:
         fact = plan.get(name)
@@ -425,7 +447,18 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
     world_size = int(world.value) if world is not None else (context.world_size or 1)
     if world_size not in SANE_INTEGERS:
         world_size = context.world_size or 1
-    if world is None and context.world_size is None and sharding != Sharding.NONE:
+    if split is not None:
+        written = plan.get("model_parallel").note  # type: ignore[union-attr]
+        fewest = split.model_split
+        if world_size < fewest:
+            notes.append(f"GPU count {'not found' if world is None and context.world_size is None else world_size}: "
+                         f"{fewest}, the fewest this layout runs on ({written}; "
+                         "set `gpus` in [tool.memlint] or pass --gpus)")
+            world_size = fewest
+        run.assumed.append(Assumed("model_parallel", f"that the published memory accounting holds for {written}",
+                               "memlint's oracle has no measured peak of this form: measure the first steps with "
+                               "`torch.cuda.max_memory_allocated()`"))
+    elif world is None and context.world_size is None and sharding != Sharding.NONE:
         notes.append("GPU count not found: 1 (set `gpus` in [tool.memlint] or pass --gpus)")
         run.assumed.append(Assumed("world_size", "1 GPU", "`gpus` in [tool.memlint] or --gpus"))
     spread = plan.get("device_map")
@@ -438,12 +471,12 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
         run.problem_fact = spread
         return run
     unread = plan.get("unread_parallelism")
-    if prov.get("sharding") is None and world_size > 1 and unread is not None:
+    if prov.get("sharding") is None and world_size > 1 and unread is not None and (split is None or not split.megatron):
         notes.append(f"parallelism not read: the run names `{unread.value}`, which cannot be found; its ZeRO "
                      "stage is unknown, estimated as plain data parallelism")
         run.assumed.append(Assumed("unread_parallelism", f"plain data parallelism (DDP) in place of the ZeRO stage "
                                    f"of `{unread.value}`", f"`{unread.value}` does not exist: correct the path"))
-    elif prov.get("sharding") is None and world_size > 1:
+    elif prov.get("sharding") is None and world_size > 1 and (split is None or not split.megatron):
         notes.append("parallelism not found: plain data parallelism (every GPU holds the whole model and its "
                      "optimizer states)")
         run.assumed.append(Assumed("parallelism", "plain data parallelism (DDP)", _STATE_PARALLELISM))
@@ -479,6 +512,8 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
                                           targets=tuple(projected))
     if plan.value("experts_on_host"):
         frozen["experts_on_host"] = True
+    if split is not None:
+        frozen["model_parallel"] = split
     try:
         run.setup = TrainingSetup(
             **frozen,

@@ -53,6 +53,13 @@ def describe_setup(budget: Budget) -> str:
     world = s.get("world_size", 1)
     sharding = s.get("sharding", "none")
     parts.append(f"{world} GPU{'s' if world != 1 else ''}" + (f", {sharding}" if sharding != "none" else ""))
+    split = s.get("model_parallel")
+    if split:
+        sizes = " × ".join(f"{name} {split[key]}" for name, key in (("TP", "tensor"), ("PP", "pipeline"),
+                                                                  ("EP", "expert")) if split[key] > 1)
+        parts.append(("Megatron " if split["megatron"] else "") + sizes
+                     + (", sequence parallel" if split["sequence_parallel"] else "")
+                     + (", distributed optimizer" if split["distributed_optimizer"] else ""))
     if s.get("offload_optimizer"):
         parts.append("optimizer offloaded")
     if s.get("grad_accum", 1) > 1:

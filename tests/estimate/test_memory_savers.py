@@ -325,19 +325,80 @@ def test_an_expand_script_writing_another_folder_is_not_this_model(tmp_path):
     assert note.code == "MEM003" and "unknown model 'models/llama3-8b-pro'" in note.message
 
 
-def test_ktransformers_on_a_model_counted_whole_is_a_note_not_a_verdict(tmp_path, monkeypatch, capsys):
-    """LLaMA-Factory's examples/ktransformers/train_lora/qwen3_5moe_lora_sft_kt.yaml: Qwen3.5-397B-A17B has no
-    layer recipe (transformers counts it on the meta device), so the routed experts KTransformers keeps in host
-    memory cannot be told apart: a 739 GiB "weights on the GPU" verdict would be wrong."""
-    (tmp_path / ".git").mkdir()
-    (tmp_path / "qwen3_5moe_lora_sft_kt.yaml").write_text(
-        KT.replace("deepseek-ai/DeepSeek-V2-Lite", "Qwen/Qwen3.5-397B-A17B").replace("template: deepseek", "template: qwen3_5"))
+def _kt_check(tmp_path, monkeypatch, capsys, model: str, template: str, gpu: str) -> list:
+    (tmp_path / ".git").mkdir(exist_ok=True)
+    (tmp_path / "kt_lora_sft.yaml").write_text(
+        KT.replace("deepseek-ai/DeepSeek-V2-Lite", model).replace("template: deepseek", f"template: {template}"))
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    assert main(["check", ".", "--gpu", "h100", "--output-format", "json", "--no-cache", "--exit-zero"]) == EXIT_OK
-    found = json.loads(capsys.readouterr().out)
-    assert not [d for d in found if d["code"] in ("MEM001", "MEM002")], found
-    [note] = [d for d in found if d["code"] == "MEM003"]
-    assert "KTransformers" in note["message"] and "qwen3_5_moe" in note["message"]
-    # what to do: how to measure it, and how to silence the note once measured
-    assert "torch.cuda.max_memory_allocated()" in note["message"] and "ignore[MEM003]" in note["message"]
+    assert main(["check", ".", "--gpu", gpu, "--output-format", "json", "--no-cache", "--exit-zero"]) == EXIT_OK
+    return [d for d in json.loads(capsys.readouterr().out) if d["code"].startswith("MEM")]
+
+
+def test_ktransformers_on_a_model_counted_on_the_meta_device_keeps_its_fused_experts_on_the_host(
+        tmp_path, monkeypatch, capsys):
+    """LLaMA-Factory's examples/ktransformers/train_lora/qwen3_5moe_lora_sft_kt.yaml: Qwen3.5-397B-A17B has no
+    layer recipe; transformers' meta-device build stores its 512 routed experts as fused 3-D parameters
+    (``mlp.experts.gate_up_proj``), which the count names, so the 387B expert weights stay off the GPU."""
+    arch = resolve("Qwen/Qwen3.5-397B-A17B").arch
+    experts = sum(g.count * lin.copies * lin.in_features * lin.out_features
+                  for g in arch.blocks for lin in g.linears if lin.name.startswith("experts."))
+    assert experts > arch.n_params * 0.9
+    assert _kt_check(tmp_path, monkeypatch, capsys, "Qwen/Qwen3.5-397B-A17B", "qwen3_5", "h100") == []
+    # the ~10B parameters left on the GPU in bf16 (about 19 GiB) do not fit a 24 GB L4
+    [too_big] = _kt_check(tmp_path, monkeypatch, capsys, "Qwen/Qwen3.5-397B-A17B", "qwen3_5", "l4")
+    assert too_big["code"] == "MEM001"
+    sheet, _ = _sheet(tmp_path, monkeypatch, capsys, KT.replace("deepseek-ai/DeepSeek-V2-Lite", "Qwen/Qwen3.5-397B-A17B"))
+    assert sheet["host_bytes"] == experts * 2
+
+
+def test_ktransformers_on_a_dense_model_is_a_note_that_names_the_model(tmp_path, monkeypatch, capsys):
+    [note] = _kt_check(tmp_path, monkeypatch, capsys, "Qwen/Qwen3-8B", "qwen3", "h100")
+    assert note["code"] == "MEM003" and "`Qwen/Qwen3-8B` (qwen3) has no routed experts" in note["message"]
+    # what to do: which setting to check, how to measure it, and how to silence the note once measured
+    assert "model_name_or_path" in note["message"] and "torch.cuda.max_memory_allocated()" in note["message"]
+    assert "ignore[MEM003]" in note["message"]
+
+
+# Axolotl's examples/qwen3.5/35b-a3b-moe-qlora.yaml (trimmed): ``quantize_moe_experts`` quantizes the fused experts
+AXOLOTL_MOE_QLORA = """\
+base_model: Qwen/Qwen3.5-35B-A3B
+plugins:
+  - axolotl.integrations.cut_cross_entropy.CutCrossEntropyPlugin
+use_scattermoe: true
+chat_template: qwen3_5
+datasets:
+  - path: mlabonne/FineTome-100k
+    type: chat_template
+output_dir: ./outputs/out
+sequence_len: 2048
+sample_packing: true
+load_in_4bit: true
+quantize_moe_experts: true
+adapter: qlora
+lora_r: 16
+lora_alpha: 32
+lora_target_modules:
+  - q_proj
+  - k_proj
+  - v_proj
+  - o_proj
+gradient_accumulation_steps: 2
+micro_batch_size: 4
+optimizer: adamw_torch_8bit
+bf16: auto
+gradient_checkpointing: true
+attn_implementation: flash_attention_2
+"""
+
+
+def test_qlora_of_a_meta_counted_moe_quantizes_its_fused_experts(tmp_path, monkeypatch, capsys):
+    """The meta-device count names Qwen3.5-MoE's fused experts, so QLoRA quantizes them as it does a recipe's
+    experts: about 35B parameters in 4 bits, not 35B upcast to fp32 (129 GiB and a false MEM001 before)."""
+    sheet, _ = _sheet(tmp_path, monkeypatch, capsys, AXOLOTL_MOE_QLORA, name="35b-a3b-moe-qlora.yaml")
+    arch = resolve("Qwen/Qwen3.5-35B-A3B").arch
+    held = _components(sheet)["weights"]
+    assert held < arch.n_params * 0.7  # 4-bit experts; the attention, embeddings and norms stay wider
+    assert held > arch.n_params * 0.5
+    assert sheet["peak_bytes"] < 40 * 2**30  # fits one 80 GB H100; not a 24 GB L4 (weights alone ~21 GiB)
+    assert sheet["peak_bytes"] > 22 * 2**30
