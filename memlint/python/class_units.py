@@ -220,7 +220,8 @@ def _rebuilt(old: Unit, text: str, members: list[cst.BaseStatement], a: int, b: 
     member_parses = {m: found for m, found in (old.member_parses or {}).items() if m in every_set}
     parents, sizes = _spliced_parents(old, members, a, b, new_members, new_class, new_block, shape)
     unit = Unit(text, new_module, positions, shape, parents, old.has_block,
-                origin=Origin(weakref.ref(old), tuple(members[a:b]), tuple(new_members), block, kept_part(old)),
+                origin=Origin(weakref.ref(old), tuple(members[a:b]), tuple(new_members), block, kept_part(old),
+                              old.member_typed),
                 bounds=new_bounds, sizes=sizes, member_parses=member_parses)
     # the nodes it shares with the old unit are registered with the parses they come from
     kept = [*every, block.header, statement.name, *statement.decorators, *block.footer, *old.module.footer]

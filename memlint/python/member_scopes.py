@@ -28,6 +28,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 import libcst as cst
+from libcst.helpers import get_full_name_for_node
 from libcst.metadata import ExpressionContextProvider, ScopeProvider
 from libcst.metadata.scope_provider import (
     Access,
@@ -221,7 +222,10 @@ def _taken_over(before: UnitScopes, old: Unit, unit: Unit, scope: ClassScope, go
         renumbered = len(uses)
         uses.append(use)
         if use.node.value in heads and (use.scope is scope or (
-                type(use.scope) is AnnotationScope and use.scope.parent is scope)):
+                type(use.scope) is AnnotationScope and use.scope.parent is scope) or (
+                outside and access is not None and use.scope.parent is scope)):
+            # the last: a use in a kept method that precedes an assignment of its name there,
+            # which libcst also hands to the class scope's assignments of the name (``_early``)
             if access is not None:
                 (unlink_outside if outside else unlink_local).append((number, access))
             again.append(renumbered)
@@ -229,6 +233,7 @@ def _taken_over(before: UnitScopes, old: Unit, unit: Unit, scope: ClassScope, go
             (relinked if outside else local)[renumbered] = access
     _unlink_accesses(before, unlink_local, gone_scope_set)
     if unlink_outside:
+        _unlink_early(table, before, unlink_outside)
         # reaching the module or the builtins: out of their records too (``_Patch.unlink``)
         patch.unlink(before, unlink_outside, scopes={a.scope for _, a in unlink_outside} - gone_scope_set)
     first_new = len(uses)
@@ -321,6 +326,20 @@ def _calls_argparse(nodes) -> bool:
     """Does any of ``nodes`` call ``.add_argument`` or ``.set_defaults`` (what
     ``Options.argparse_options`` reads)?"""
     return any(type(node) is cst.Attribute and node.attr.value in _ARGPARSE_CALLS for node in nodes)
+
+
+def _unlink_early(table: Any, visit: UnitScopes, uses: list[tuple[int, Access]]) -> None:
+    """Take accesses linked outside the class out of the class scope's assignments of their
+    name: libcst's ``Assignment.record_accesses`` hands a use that precedes an assignment in a
+    method (``if steps is None: steps = 1``) to the scope above's assignments of the name, the
+    class scope's included, which the use does not list among its referents."""
+    for number, access in uses:
+        names: list[str | None] = [visit.uses[number].node.value]
+        if type(access.node) is cst.Attribute:  # linked by a dotted name
+            names.append(get_full_name_for_node(access.node))
+        for name in names:
+            for assignment in table.get(name, ()):
+                assignment._BaseAssignment__accesses.discard(access)
 
 
 def _unlink_accesses(visit: UnitScopes, uses: list[tuple[int, Access]], gone: set[Scope]) -> None:

@@ -63,6 +63,12 @@ SLOTS: list[list[str]] = [
         '        super().__init__(model=model, args=args)\n        self.num_generations = num_generations\n',
         '    def __init__(self, model: "Optional[PreTrainedModel]", args=None, beta=epsilon):\n'
         '        super().__init__(model=model, args=args)\n        self.beta = beta\n',
+        # a parameter named as a property, read before it is rebound (Accelerate's
+        # ``gradient_accumulation_steps``): libcst hands those reads to the class scope's ``beta``
+        '    def __init__(self, model, args=None, beta=None, epsilon=0.1):\n'
+        '        if beta is None:\n            beta = 0.04\n'
+        '        epsilon = max(epsilon, 0.0)\n        super().__init__(model=model, args=args)\n'
+        '        self.beta = beta\n',
     ],
     [
         "    @property\n    def beta(self) -> float:\n        return self._beta\n",
@@ -100,6 +106,10 @@ SLOTS: list[list[str]] = [
         "    def compute_loss(self, model, inputs, return_outputs: bool = False, num_items_in_batch=None):\n"
         "        total = 0\n        def add(x):\n            nonlocal total\n            total += x\n"
         "            return total\n        return add(1)\n",
+        "    def compute_loss(self, model, inputs, return_outputs: bool = False, epsilon=None):\n"
+        "        if epsilon is None:\n            epsilon = self.epsilon\n"
+        "        loss = -(self._get_per_token_logps(model, inputs['input_ids'])).mean() * epsilon\n"
+        "        return (loss, None) if return_outputs else loss\n",
     ],
     [
         "    @staticmethod\n    def _selective_log_softmax(logits, index):\n"
@@ -142,16 +152,20 @@ def _counting(monkeypatch) -> list[bool]:
     return taken
 
 
-EDITS = st.lists(st.tuples(st.integers(0, len(SLOTS) - 1), st.integers(0, 2), st.integers(0, 2)),
-                 min_size=1, max_size=6)
+FIRST = st.tuples(*(st.integers(0, len(variants) - 1) for variants in SLOTS)).map(list)
+EDITS = st.lists(st.integers(0, len(SLOTS) - 1).flatmap(
+    lambda slot: st.tuples(st.just(slot), st.integers(0, len(SLOTS[slot]) - 1), st.integers(0, 2))),
+    min_size=1, max_size=6)
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(EDITS)
-def test_edits_of_methods_give_what_a_fresh_parse_gives(edits: list[tuple[int, int, int]]) -> None:
+@given(FIRST, EDITS)
+def test_edits_of_methods_give_what_a_fresh_parse_gives(first: list[int], edits: list[tuple[int, int, int]]) -> None:
     """Each version analysed from the one before (its scopes and the rules' index asked, as a
-    lint asks them) and compared with libcst's analysis of its text and a fresh walk of it."""
-    choice, blank = [0] * len(SLOTS), [0] * len(SLOTS)
+    lint asks them) and compared with libcst's analysis of its text and a fresh walk of it. The
+    first version is drawn too: an edit that replaces a member's variant by another is then
+    met in most examples, not only after two edits of the same slot."""
+    choice, blank = list(first), [0] * len(SLOTS)
     source = source_of(_text(choice, blank))
     source.scopes  # noqa: B018
     kinds = [(cst.Call,), (cst.For, cst.While), (cst.Assign, cst.AugAssign, cst.AnnAssign), (cst.FunctionDef,)]
@@ -199,6 +213,29 @@ def test_an_edit_inside_a_method_visits_that_method_alone(monkeypatch) -> None:
         assert_same_names(after)
         text, source = edited, after
     assert taken == [True] * len(edits)
+
+
+def test_a_parameter_read_before_it_is_rebound_is_linked_to_the_class_names_as_libcst_links_it(monkeypatch) -> None:
+    """libcst hands a use that precedes an assignment of its name in a method (``if beta is
+    None: beta = ...``) to the class scope's assignments of that name too (Accelerate's
+    ``__init__`` and its ``gradient_accumulation_steps`` property). An edit of the method must
+    take its old uses out of those assignments, and an edit of the property must give the new
+    property the kept method's uses (the comparison with libcst checks every assignment's uses)."""
+    taken = _counting(monkeypatch)
+    text = _text([3, 0, 0, 0, 3, 0, 0], [0] * len(SLOTS))
+    source = source_of(text)
+    source.scopes  # noqa: B018
+    for old, new in (("beta = 0.04", "beta = 0.05"),  # the method
+                     ("        return self._beta\n", "        return self._beta * 2\n"),  # the property
+                     ("epsilon = self.epsilon", "epsilon = self.epsilon * 2"),  # another method
+                     ("-> float:\n        return", "-> float:\n        # the KL coefficient\n        return")):
+        edited = text.replace(old, new)
+        assert edited != text
+        after = python_source.parse(edited, source)
+        after.scopes  # noqa: B018
+        assert_same_names(after)
+        text, source = edited, after
+    assert all(taken)
 
 
 def test_a_method_renamed_relinks_the_class_level_uses_of_both_names(monkeypatch) -> None:
