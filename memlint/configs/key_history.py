@@ -47,6 +47,9 @@ HISTORY_OF = {
     "trl-sft-config": (("trl", "trl-sft-config"), ("transformers", "hf-training-arguments")),
     "trl-dpo-config": (("trl", "trl-dpo-config"), ("transformers", "hf-training-arguments")),
     "axolotl": (("axolotl", "axolotl"),),
+    # LLaMA-Factory's configs hold TrainingArguments' keys, read by the Transformers the project
+    # runs (the schema was generated with a newer one than most projects pin)
+    "llamafactory": (("transformers", "hf-training-arguments"),),
 }
 NAMES = {"transformers": "Transformers", "axolotl": "Axolotl", "trl": "TRL"}
 
@@ -93,7 +96,7 @@ def _versioned_issues(ctx: RuleContext) -> list[Issue]:
         return found
     root = ctx.settings.root
     histories = HISTORY_OF.get(name, ())
-    pinned = pins(root) if histories else {}
+    pinned = pins(root, ctx.path) if histories else {}
     # a field of the project's own argument classes is the project's, not the tool's
     own = project_fields(ctx) if ctx.kind == "hf-args" else frozenset()
     judges: dict[str, tuple[_Judge | None, dict]] = {}  # key -> the judge of the history it belongs to
@@ -112,8 +115,8 @@ def _versioned_issues(ctx: RuleContext) -> list[Issue]:
         if tool == "axolotl" and release not in (None, "unreached"):
             axolotl_release = release
         # at the schema's own release the schema has the last word on the keys it knows (TRL's
-        # configs override some TrainingArguments fields)
-        newest = release in (None, releases[-1])
+        # configs override some TrainingArguments fields); a commit's release is not known
+        newest = release in (None, releases[-1]) and not (pin is not None and pin.url)
         for key in data.value:
             if key in keys:
                 skip = release == "unreached" or key in own or (newest and key in schema.top_level_keys(name))
@@ -126,7 +129,9 @@ def _versioned_issues(ctx: RuleContext) -> list[Issue]:
         if key in judged:
             key_judge, entry = judges[key]
             assert key_judge is not None  # judged keys have one
-            out.extend(key_judge.key(key, entry, value, [i for i in found if i.path == (key,)]))
+            judged_issues = key_judge.key(key, entry, value, [i for i in found if i.path == (key,)])
+            out.extend(key_judge.undated(judged_issues) if key_judge.source is not None and key_judge.source.url
+                       else judged_issues)
     if name == "axolotl":
         out = axolotl_fsdp1.judged(out, axolotl_release)
     return sorted(out, key=lambda issue: (issue.range.start, issue.range.end))
@@ -164,10 +169,28 @@ class _Judge:
         self.name, self.tool, self.releases, self.pin, self.data, self.keys = name, tool, releases, pin, data, keys
         self.release = release or releases[-1]  # no pin: the newest release (the schema's)
         self.label = NAMES.get(tool, tool)
+        self.source = pin  # the pin as written (a commit's is kept here only)
+        if pin is not None and pin.url:  # judged as the newest release, each verdict an info (undated)
+            pin = self.pin = None
         # "the Transformers 4.34 you pin (`transformers==4.34.0`, requirements.txt:2)"
         self.the_release = (f"the {self.label} {_short(self.release)} you pin (`{tool}{pin.specifier}`, {pin.where})"
                             if pin is not None else f"{self.label} {_short(self.release)}")
         self.pinned = f"; you pin `{tool}{pin.specifier}` ({pin.where})" if pin is not None else ""
+
+    def undated(self, found: list[Issue]) -> list[Issue]:
+        """The verdicts for a tool installed from a commit (``transformers @ git+...@336dc69``):
+        memlint cannot tell which release the commit is, so what the newest release says about
+        the key is an info that says so, never an error (a commit of early 2025 reads keys the
+        newest release removed)."""
+        out: list[Issue] = []
+        where = self.source.where if self.source is not None else "?"
+        for issue in found:
+            message = (f"{issue.message} (judged against {self.label} {_short(self.releases[-1])}, the newest memlint "
+                       f"knows; you install {self.tool} from a commit, {where}, whose release memlint "
+                       "cannot tell)")
+            out.append(VersionedIssue(issue.category, issue.path, message, issue.range, issue.fix,
+                                      severity=Severity.INFO))
+        return out
 
     def _after(self, release: str) -> str:
         """The release after ``release`` in the history (the one that no longer has it)."""

@@ -403,3 +403,166 @@ def test_a_new_pin_relints_the_config_the_cache_kept(tmp_path: Path):
     (tmp_path / "requirements.txt").write_text(REQUIREMENTS_434.replace("4.34.0", "5.2.0"), encoding="utf-8")
     os.utime(tmp_path / "requirements.txt", (old + 5, old + 5))
     assert ("CFG004", "error") in codes()
+
+
+# R1-V's src/r1-v/setup.py, Hugging Face style: the sub-package's own dependency list
+SUBPACKAGE_SETUP = '''\
+import re
+from setuptools import find_packages, setup
+
+_deps = [
+    "accelerate>=1.2.1",
+    "deepspeed==0.15.4",
+    "transformers @ git+https://github.com/huggingface/transformers.git@336dc69d63d56f232a183a3e7f52790429b871ef",
+    "trl==0.14.0",
+]
+deps = {b: a for a, b in (re.findall(r"^(([^!=<>~ \\[\\]]+)(?:\\[[^\\]]+\\])?(?:[!=<>~ ].*)?$)", x)[0] for x in _deps)}
+
+setup(name="r1-v", version="0.1.0.dev0", packages=find_packages("src"),
+      install_requires=[deps["accelerate"], deps["transformers"], deps["trl"]])
+'''
+
+# src/r1-v/configs/qwen2vl_sft_config.yaml, trimmed
+SFT_CONFIG_R1V = """\
+model_name_or_path: Qwen/Qwen2-VL-2B-Instruct
+model_revision: main
+torch_dtype: bfloat16
+dataset_name: MMInstruction/Clevr_CoGenT_TrainA_R1
+bf16: true
+do_eval: true
+eval_strategy: "no"
+gradient_accumulation_steps: 4
+learning_rate: 2.0e-05
+max_seq_length: 4096
+num_train_epochs: 1
+output_dir: data/Qwen2-VL-2B-Instruct-SFT
+overwrite_output_dir: true
+per_device_train_batch_size: 2
+report_to: wandb
+save_strategy: "no"
+seed: 42
+"""
+
+
+def test_a_sub_package_dependency_file_governs_the_configs_beneath_it(lint, tmp_path: Path):
+    diagnostics = lint({"README.md": "# R1-V\n", "requirements.txt": "trl==0.20.0\n",
+                        "src/r1-v/setup.py": SUBPACKAGE_SETUP,
+                        "src/r1-v/configs/qwen2vl_sft_config.yaml": SFT_CONFIG_R1V},
+                       "src/r1-v/configs/qwen2vl_sft_config.yaml")
+    # max_seq_length is TRL 0.14's key (the sub-package's pin wins over the root's trl==0.20)
+    by_key = {d.range.start.line: d for d in diagnostics}
+    assert by_key[10].code == "CFG004" and by_key[10].severity.name == "INFO"
+    assert "the TRL 0.14 you pin (`trl==0.14.0`, src/r1-v/setup.py:8)" in by_key[10].message
+    # transformers from a commit: no release to judge against, so every verdict is an info saying so
+    overwrite = by_key[13]
+    assert (overwrite.code, overwrite.severity.name) == ("CFG004", "INFO")
+    assert "you install transformers from a commit, src/r1-v/setup.py:7, whose release memlint cannot tell" \
+        in overwrite.message
+    assert not [d for d in diagnostics if d.severity.name in ("ERROR", "WARNING")]
+    # a file outside the sub-package keeps the root's pin
+    assert pins(tmp_path, tmp_path / "train.py")["trl"].where == "requirements.txt:1"
+    assert pins(tmp_path, tmp_path / "src/r1-v/configs/x.yaml")["trl"].where == "src/r1-v/setup.py:8"
+
+
+def test_near_miss_a_sibling_folder_pins_nothing_for_its_neighbour(lint):
+    diagnostics = lint({"src/r1-v/setup.py": SUBPACKAGE_SETUP, "configs/sft.yaml": SFT_CONFIG_R1V},
+                       "configs/sft.yaml")
+    # configs/ is not beneath src/r1-v: no pin, the newest releases judge (errors, as before)
+    removed = {d.range.start.line: d for d in diagnostics if d.code == "CFG004"}
+    assert removed[13].severity.name == "ERROR" and "from a commit" not in removed[13].message
+
+
+def test_a_git_pin_of_a_commit_names_no_release(tmp_path: Path):
+    write_files(tmp_path, {"requirements.txt": "transformers @ git+https://github.com/huggingface/transformers.git@92c5ca9\n"
+                                               "clip @ git+https://github.com/openai/CLIP.git@dcba3cb\n"})
+    pin = pins(tmp_path)["transformers"]
+    assert (pin.url, str(pin.specifier), pin.exact, pin.where) == (True, "", None, "requirements.txt:1")
+
+
+# LIMO's train/setup.py: the project contains LLaMA-Factory's own source (a vendored copy)
+VENDORED_SETUP = '''\
+import os
+import re
+
+from setuptools import find_packages, setup
+
+
+def get_version() -> str:
+    with open(os.path.join("src", "llamafactory", "extras", "env.py"), encoding="utf-8") as f:
+        file_content = f.read()
+        pattern = r"{}\\W*=\\W*\\"([^\\"]+)\\"".format("VERSION")
+        (version,) = re.findall(pattern, file_content)
+        return version
+
+
+def main():
+    setup(
+        name="llamafactory",
+        version=get_version(),
+        package_dir={"": "src"},
+        packages=find_packages("src"),
+    )
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def test_a_project_that_contains_the_tool_runs_that_copy(tmp_path: Path):
+    write_files(tmp_path, {
+        "train/setup.py": VENDORED_SETUP,
+        "train/requirements.txt": "transformers>=4.41.2,<=4.48.2,!=4.46.*,!=4.47.*,!=4.48.0\n",
+        "train/src/llamafactory/extras/env.py": 'import platform\n\nVERSION = "0.9.2.dev0"\n',
+        "train/src/llamafactory/__init__.py": '"""LLaMA-Factory."""\n',
+    })
+    near = tmp_path / "train/examples/train_full/qwen2_full_sft.yaml"
+    pin = pins(tmp_path, near)["llamafactory"]
+    assert (pin.exact, pin.where) == ("0.9.2.dev0", "train/setup.py:16")
+    assert "llamafactory" not in pins(tmp_path)  # the root is not the tool's package
+
+
+# LLaMA-Factory 0.9.2's examples/train_full/qwen2_full_sft.yaml, as LIMO ships it
+LLAMAFACTORY_FULL = """\
+### model
+model_name_or_path: Qwen/Qwen2.5-32B-Instruct
+
+### method
+stage: sft
+do_train: true
+finetuning_type: full
+deepspeed: examples/deepspeed/ds_z3_config.json
+
+### dataset
+dataset: limo
+template: qwen
+cutoff_len: 16384
+overwrite_cache: true
+
+### output
+output_dir: saves/qwen2.5-32b/full/sft
+logging_steps: 10
+save_steps: 500
+overwrite_output_dir: true
+
+### train
+per_device_train_batch_size: 1
+gradient_accumulation_steps: 2
+learning_rate: 5.0e-6
+num_train_epochs: 15
+bf16: true
+"""
+
+
+def test_trainingarguments_keys_of_a_llamafactory_config_follow_the_pinned_transformers(lint):
+    diagnostics = lint({"requirements.txt": "transformers>=4.41.2,<=4.48.2\n",
+                        "examples/train_full/sft.yaml": LLAMAFACTORY_FULL}, "examples/train_full/sft.yaml")
+    overwrite = [d for d in diagnostics if d.range.start.line == 20]
+    # Transformers 4.48 reads overwrite_output_dir without a deprecation: an info that 5.0 removed it
+    assert [(d.code, d.severity.name) for d in overwrite] == [("CFG004", "INFO")]
+    assert "Transformers 5.0 removed it" in overwrite[0].message
+
+
+def test_near_miss_without_a_transformers_pin_the_llamafactory_schema_decides(lint):
+    diagnostics = lint({"examples/train_full/sft.yaml": LLAMAFACTORY_FULL}, "examples/train_full/sft.yaml")
+    assert [(d.code, d.range.start.line) for d in diagnostics if d.range.start.line == 20] == [("CFG003", 20)]
