@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.version import InvalidVersion, Version
 
-from memlint.configs import axolotl_fsdp1, schema
+from memlint.configs import axolotl_fsdp1, deepspeed_releases, schema
 from memlint.configs.validation import ON_UNKNOWN, Issue, issues
 from memlint.facts.pinned_versions import Pin, pins
 from memlint.facts.project_arguments import project_argument_fields
@@ -134,6 +134,8 @@ def _versioned_issues(ctx: RuleContext) -> list[Issue]:
                        else judged_issues)
     if name == "axolotl":
         out = axolotl_fsdp1.judged(out, axolotl_release)
+    if name == "deepspeed":
+        out = deepspeed_releases.judged(out, pins(root, ctx.path).get("deepspeed"))
     return sorted(out, key=lambda issue: (issue.range.start, issue.range.end))
 
 

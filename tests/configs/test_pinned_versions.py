@@ -566,3 +566,42 @@ def test_trainingarguments_keys_of_a_llamafactory_config_follow_the_pinned_trans
 def test_near_miss_without_a_transformers_pin_the_llamafactory_schema_decides(lint):
     diagnostics = lint({"examples/train_full/sft.yaml": LLAMAFACTORY_FULL}, "examples/train_full/sft.yaml")
     assert [(d.code, d.range.start.line) for d in diagnostics if d.range.start.line == 20] == [("CFG003", 20)]
+
+
+# trlx's examples/summarize_rlhf/configs/ds_config_trlx_gptj_summarize.json (Apex-era fp16 keys)
+DS_TRLX = """\
+{
+  "train_micro_batch_size_per_gpu": 2,
+  "gradient_accumulation_steps": 4,
+  "fp16": {
+    "enabled": true,
+    "min_loss_scale": 0.5,
+    "fp16_scale_tolerance": 0.25,
+    "opt_level": "O2"
+  },
+  "zero_optimization": {
+    "stage": 2,
+    "contiguous_gradients": true
+  }
+}
+"""
+
+
+def test_deepspeed_before_0_17_1_reads_the_fp16_section_unchecked(lint):
+    diagnostics = lint({"requirements.txt": "accelerate==0.21.0\ndeepspeed==0.10.1\ntorch\n",
+                        "configs/ds_config.json": DS_TRLX}, "configs/ds_config.json")
+    assert [(d.code, d.range.start.line, d.severity.name) for d in diagnostics] == [
+        ("CFG002", 6, "INFO"), ("CFG001", 7, "WARNING"), ("CFG001", 8, "WARNING")]
+    assert "the DeepSpeed you pin (`deepspeed==0.10.1`, requirements.txt:2) reads `fp16` without checking it " \
+           "(ignores the key); DeepSpeed 0.17.1 and later refuse the config" in diagnostics[1].message
+
+
+def test_near_miss_a_deepspeed_pin_that_admits_a_validating_release(lint):
+    for requirement in ("deepspeed>=0.10.1\n", "deepspeed==0.17.1\n", ""):
+        diagnostics = lint({"requirements.txt": requirement, "configs/ds_config.json": DS_TRLX},
+                           "configs/ds_config.json")
+        assert [(d.code, d.severity.name) for d in diagnostics] == [
+            ("CFG002", "ERROR"), ("CFG001", "ERROR"), ("CFG001", "ERROR")], requirement
+    diagnostics = lint({"requirements.txt": "deepspeed>=0.9,<0.15\n", "configs/ds_config.json": DS_TRLX},
+                       "configs/ds_config.json")
+    assert [d.severity.name for d in diagnostics] == ["INFO", "WARNING", "WARNING"]
