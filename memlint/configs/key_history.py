@@ -12,7 +12,9 @@ document's top-level keys become what is true for the release the project runs:
   and one added after it is unknown to the pinned release ("added in 4.41; you pin 4.34");
 - without a pin, a key the newest release no longer reads is a removed key with the release
   that removed it, not an unknown key;
-- a value of an enum-typed key (``optim: adamw_hf``) is judged the same way.
+- a value of an enum-typed key (``optim: adamw_hf``) is judged the same way;
+- a key the project's own argument class declares is the project's: not unknown, and its value
+  not held to the upstream enum (LMFlow's ``loss_type: sigmoid``).
 
 Keys the history does not know, and nested keys, keep the schema's verdict.
 """
@@ -52,6 +54,8 @@ HISTORY_OF = {
     "llamafactory": (("transformers", "hf-training-arguments"),),
 }
 NAMES = {"transformers": "Transformers", "axolotl": "Axolotl", "trl": "TRL"}
+# schema name -> the distribution whose own source a project may contain
+_VENDORED = {"llamafactory": "llamafactory", "axolotl": "axolotl"}
 
 
 @dataclass(frozen=True)
@@ -97,8 +101,11 @@ def _versioned_issues(ctx: RuleContext) -> list[Issue]:
     root = ctx.settings.root
     histories = HISTORY_OF.get(name, ())
     pinned = pins(root, ctx.path) if histories else {}
-    # a field of the project's own argument classes is the project's, not the tool's
-    own = project_fields(ctx) if ctx.kind == "hf-args" else frozenset()
+    # a field of the project's own argument classes is the project's, not the tool's; a project
+    # that contains the tool's source (LIMO vendors LLaMA-Factory 0.9.2) runs that copy's classes
+    vendored = _VENDORED.get(name)
+    own = project_fields(ctx) if ctx.kind == "hf-args" or (
+        vendored is not None and _contains_tool(root, ctx.path, vendored)) else frozenset()
     judges: dict[str, tuple[_Judge | None, dict]] = {}  # key -> the judge of the history it belongs to
     axolotl_release: str | None = None  # the Axolotl release the project runs (None: the newest)
     for tool, keyed in histories:
@@ -124,7 +131,8 @@ def _versioned_issues(ctx: RuleContext) -> list[Issue]:
     judged = {key for key, (judge, _) in judges.items() if judge is not None}
     out = [issue for issue in found if not (len(issue.path) == 1 and (
         (issue.path[0] in judged and issue.category in ("unknown", "removed", "deprecated", "invalid"))
-        or (issue.path[0] in own and issue.category in ("unknown", "removed", "deprecated"))))]
+        or (issue.path[0] in own and issue.category in ("unknown", "removed", "deprecated"))
+        or (issue.path[0] in own and issue.category == "invalid" and _enumerated(name, issue.path[0]))))]
     for key, value in data.value.items():
         if key in judged:
             key_judge, entry = judges[key]
@@ -137,6 +145,20 @@ def _versioned_issues(ctx: RuleContext) -> list[Issue]:
     if name == "deepspeed":
         out = deepspeed_releases.judged(out, pins(root, ctx.path).get("deepspeed"))
     return sorted(out, key=lambda issue: (issue.range.start, issue.range.end))
+
+
+def _contains_tool(root, path, distribution: str) -> bool:
+    pin = pins(root, path).get(distribution)
+    return pin is not None and pin.source_tree
+
+
+def _enumerated(name: str, key: str) -> bool:
+    """Does the schema take ``key``'s value from a closed set? A project class that declares the
+    field itself (LMFlow's ``DPOv2AlignerArguments.loss_type: Optional[str] = "sigmoid"``) decides
+    which values it takes, not the upstream class's enum; a wrong type is still wrong."""
+    node = schema.schema_at(name, (key,)) or {}
+    return "enum" in node or any("enum" in branch or "const" in branch
+                                 for branch in node.get("anyOf", []) + node.get("oneOf", []) if isinstance(branch, dict))
 
 
 def _version(text: str) -> Version | None:

@@ -69,6 +69,7 @@ class Pin:
     path: str  # the file, relative to the project root
     line: int  # 1-based line of the requirement (0 when the file gives none)
     url: bool = False  # a direct reference (``name @ git+...``): no release can be read
+    source_tree: bool = False  # the project contains the package's own source (its setup.py)
 
     @property
     def where(self) -> str:
@@ -321,7 +322,8 @@ def _own_release(path: Path, text: str, relative: str) -> list[Pin]:
         else:
             release, line = _source_version(path.parent, name.value), node.lineno
         try:
-            return [Pin(canonicalize_name(name.value), SpecifierSet(f"=={release}"), relative, line)] if release else []
+            return [Pin(canonicalize_name(name.value), SpecifierSet(f"=={release}"), relative, line,
+                        source_tree=True)] if release else []
         except InvalidSpecifier:
             return []
     return []

@@ -605,3 +605,85 @@ def test_near_miss_a_deepspeed_pin_that_admits_a_validating_release(lint):
     diagnostics = lint({"requirements.txt": "deepspeed>=0.9,<0.15\n", "configs/ds_config.json": DS_TRLX},
                        "configs/ds_config.json")
     assert [d.severity.name for d in diagnostics] == ["INFO", "WARNING", "WARNING"]
+
+
+# LMFlow's src/lmflow/args.py, trimmed: the project's own DPO arguments declare `loss_type`
+LMFLOW_ARGS = '''\
+from dataclasses import dataclass, field
+from typing import Optional
+
+from transformers import HfArgumentParser, TrainingArguments
+
+
+@dataclass
+class FinetunerArguments(TrainingArguments):
+    use_lisa: bool = field(default=False, metadata={"help": "whether to use LISA training strategy."})
+
+
+@dataclass
+class DPOv2AlignerArguments(FinetunerArguments):
+    beta: float = field(default=0.1, metadata={"help": "the beta parameter for DPO loss"})
+    loss_type: Optional[str] = field(default="sigmoid", metadata={"help": "the loss type"})
+    margin_scale: Optional[float] = field(default=1.0, metadata={"help": "the margin scale"})
+
+
+@dataclass
+class IterativeDPOAlignerArguments(DPOv2AlignerArguments):
+    reward_model_inference_batch_size: int = field(default=1)
+
+
+def parse():
+    return HfArgumentParser((IterativeDPOAlignerArguments,)).parse_yaml_file("configs/iterative_dpo.yaml")
+'''
+
+# configs/iterative_dpo.yaml, trimmed
+ITERATIVE_DPO = """\
+output_dir: output_models/iterative_dpo
+run_name: iterative_dpo
+num_train_epochs: 2
+learning_rate: 5.0e-7
+per_device_train_batch_size: 1
+gradient_accumulation_steps: 16
+gradient_checkpointing: True
+loss_type: sigmoid
+lr_scheduler_type: cosine
+max_seq_length: 2048
+margin_scale: 1.0
+"""
+
+
+def test_a_field_the_project_declares_takes_the_values_its_class_takes(lint):
+    files = {"src/lmflow/args.py": LMFLOW_ARGS, "configs/iterative_dpo.yaml": ITERATIVE_DPO}
+    diagnostics = lint(files, "configs/iterative_dpo.yaml")
+    # `loss_type: sigmoid` is DPOv2AlignerArguments' value, not TRL's SFT loss enum
+    assert [d for d in diagnostics if d.range.start.line == 8] == []
+
+
+def test_near_miss_a_wrong_type_of_a_project_field_and_an_upstream_enum_are_still_judged(lint):
+    text = ITERATIVE_DPO.replace("lr_scheduler_type: cosine", "lr_scheduler_type: cosin")
+    files = {"src/lmflow/args.py": LMFLOW_ARGS, "configs/iterative_dpo.yaml": text}
+    assert [(d.code, d.range.start.line) for d in lint(files, "configs/iterative_dpo.yaml")
+            if d.code == "CFG002"] == [("CFG002", 9)]  # an enum TrainingArguments owns
+    files = {"src/lmflow/args.py": LMFLOW_ARGS.replace("DPOv2AlignerArguments(FinetunerArguments)", "Unused"),
+             "configs/iterative_dpo.yaml": ITERATIVE_DPO}
+    # without the project's declaration the upstream enum judges it
+    assert [d.code for d in lint(files, "configs/iterative_dpo.yaml") if d.range.start.line == 8] == ["CFG002"]
+
+
+def test_a_project_that_contains_llamafactory_judges_values_by_its_copy(lint):
+    model_args = ('from dataclasses import dataclass, field\nfrom typing import Literal, Optional\n\n\n@dataclass\n'
+                  'class ModelArguments:\n    model_name_or_path: Optional[str] = field(default=None)\n'
+                  '    quantization_method: Literal["bitsandbytes", "hqq", "eetq"] = field(default="bitsandbytes")\n')
+    parser = ('from transformers import HfArgumentParser, Seq2SeqTrainingArguments\n\n'
+              'from .model_args import ModelArguments\n\n_TRAIN_ARGS = [ModelArguments, Seq2SeqTrainingArguments]\n\n\n'
+              'def get_train_args():\n    return HfArgumentParser((ModelArguments, Seq2SeqTrainingArguments))\n')
+    config = LLAMAFACTORY_FULL.replace("finetuning_type: full", "finetuning_type: lora\nquantization_bit: 4\n"
+                                       "quantization_method: bitsandbytes")
+    files = {"train/setup.py": VENDORED_SETUP, "train/src/llamafactory/extras/env.py": 'VERSION = "0.9.2.dev0"\n',
+             "train/src/llamafactory/hparams/model_args.py": model_args,
+             "train/src/llamafactory/hparams/parser.py": parser,
+             "train/examples/train_qlora/sft.yaml": config}
+    assert [d for d in lint(files, "train/examples/train_qlora/sft.yaml") if d.code == "CFG002"] == []
+    # near miss: the same config in a project that only uses LLaMA-Factory (no copy of its source)
+    files["train/setup.py"] = VENDORED_SETUP.replace('name="llamafactory"', 'name="limo"')
+    assert [d.code for d in lint(files, "train/examples/train_qlora/sft.yaml") if d.code == "CFG002"] == ["CFG002"]
