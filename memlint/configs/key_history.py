@@ -49,11 +49,16 @@ HISTORY_OF = {
     "trl-sft-config": (("trl", "trl-sft-config"), ("transformers", "hf-training-arguments")),
     "trl-dpo-config": (("trl", "trl-dpo-config"), ("transformers", "hf-training-arguments")),
     "axolotl": (("axolotl", "axolotl"),),
+    "accelerate": (("accelerate", "accelerate"),),
     # LLaMA-Factory's configs hold TrainingArguments' keys, read by the Transformers the project
     # runs (the schema was generated with a newer one than most projects pin)
     "llamafactory": (("transformers", "hf-training-arguments"),),
 }
-NAMES = {"transformers": "Transformers", "axolotl": "Axolotl", "trl": "TRL"}
+NAMES = {"transformers": "Transformers", "axolotl": "Axolotl", "trl": "TRL", "accelerate": "Accelerate"}
+# schema name -> {section: (tool, history)}: a section's keys judged against the pinned release too
+# (``accelerate launch`` copies ``fsdp_config``'s keys onto its ``--fsdp_*`` options and ignores
+# the ones it has no option for)
+SECTIONS = {"accelerate": {"fsdp_config": ("accelerate", "accelerate-fsdp", "`accelerate launch` ignores it silently")}}
 # schema name -> the distribution whose own source a project may contain
 _VENDORED = {"llamafactory": "llamafactory", "axolotl": "axolotl"}
 
@@ -140,11 +145,38 @@ def _versioned_issues(ctx: RuleContext) -> list[Issue]:
             judged_issues = key_judge.key(key, entry, value, [i for i in found if i.path == (key,)])
             out.extend(key_judge.undated(judged_issues) if key_judge.source is not None and key_judge.source.url
                        else judged_issues)
+    for section, (tool, keyed, consequence) in SECTIONS.get(name, {}).items():
+        out = _section(ctx, name, section, tool, keyed, consequence, pinned.get(tool), out)
     if name == "axolotl":
         out = axolotl_fsdp1.judged(out, axolotl_release)
     if name == "deepspeed":
         out = deepspeed_releases.judged(out, pins(root, ctx.path).get("deepspeed"))
     return sorted(out, key=lambda issue: (issue.range.start, issue.range.end))
+
+
+def _section(ctx: RuleContext, name: str, section: str, tool: str, keyed: str, consequence: str,
+             pin: Pin | None, found: list[Issue]) -> list[Issue]:
+    """The issues of one section's keys (Accelerate's ``fsdp_config``) judged against the pinned
+    release: only with a pin the history reaches; otherwise the schema's verdict stands."""
+    data = ctx.structured
+    assert data is not None
+    value = data.value.get(section)
+    kept = history(tool)
+    if pin is None or pin.url or not isinstance(value, dict) or kept is None:
+        return found
+    keys = kept["schemas"].get(keyed, {}).get("keys", {})
+    releases = [r["version"] for r in kept["x-memlint-generated-from"]["releases"]]
+    release = _pinned_release(pin, releases)
+    if release is None or release == releases[-1]:
+        return found
+    judge = _Judge(name, tool, releases, release, pin, data, keys, prefix=(section,), consequence=consequence)
+    judged = {key for key in value if key in keys}
+    out = [issue for issue in found if not (len(issue.path) == 2 and issue.path[0] == section
+                                            and issue.path[1] in judged
+                                            and issue.category in ("unknown", "removed", "deprecated", "invalid"))]
+    for key in judged:
+        out.extend(judge.key(key, keys[key], value[key], [i for i in found if i.path == (section, key)]))
+    return out
 
 
 def _contains_tool(root, path, distribution: str) -> bool:
@@ -189,8 +221,10 @@ def _in(spans: list[list[str]], release: str, releases: list[str]) -> bool:
 
 class _Judge:
     def __init__(self, name: str, tool: str, releases: list[str], release: str | None, pin: Pin | None, data,
-                 keys: dict) -> None:
+                 keys: dict, prefix: tuple[str, ...] = (), consequence: str | None = None) -> None:
         self.name, self.tool, self.releases, self.pin, self.data, self.keys = name, tool, releases, pin, data, keys
+        self.prefix = prefix  # the section the keys are in (``("fsdp_config",)``), top level when empty
+        self.consequence = ON_UNKNOWN.get(name, "") if consequence is None else consequence
         self.release = release or releases[-1]  # no pin: the newest release (the schema's)
         self.label = NAMES.get(tool, tool)
         self.source = pin  # the pin as written (a commit's is kept here only)
@@ -223,7 +257,7 @@ class _Judge:
 
     def key(self, key: str, entry: dict, value: Any, schema_issues: list[Issue]) -> list[Issue]:
         read = entry.get("read", [])
-        where = self.data.range_of((key,), key=True)
+        where = self.data.range_of(self.prefix + (key,), key=True)
         newest = self.releases[-1]
         out: list[Issue] = []
         if _in(read, self.release, self.releases):
@@ -234,14 +268,14 @@ class _Judge:
                 message = f"`{key}` is deprecated in {self.the_release}"
                 if gone:
                     message += f"; {self.label} {_short(self._after(read[-1][1]))} removed it"
-                out += kept or [VersionedIssue("deprecated", (key,), message, where)]
+                out += kept or [VersionedIssue("deprecated", self.prefix + (key,), message, where)]
             elif deprecated is None and self._replacement_read(key):
                 # the history cannot see this deprecation (a validator's warning): the schema's
                 # stands where the pinned release reads the key that replaces it
                 out += [i for i in schema_issues if i.category == "deprecated"]
             if gone and not (deprecated is not None and _in(deprecated, self.release, self.releases)):
                 out.append(VersionedIssue(
-                    "removed", (key,),
+                    "removed", self.prefix + (key,),
                     f"`{key}` is read by {self.the_release}; {self.label} "
                     f"{_short(self._after(read[-1][1]))} removed it, so an upgrade drops it",
                     where, severity=Severity.INFO))
@@ -249,7 +283,7 @@ class _Judge:
             return out
         fix = next((i.fix for i in schema_issues if i.category == "unknown" and i.fix is not None), None)
         earlier = [span for span in read if self.releases.index(span[1]) < self.releases.index(self.release)]
-        consequence = ON_UNKNOWN.get(self.name, "")
+        consequence = self.consequence
         if earlier:
             last = earlier[-1][1]
             reading = self._admitted_reading(read)
@@ -261,15 +295,15 @@ class _Judge:
                            f"{self.label} {_short(reading)}, which reads it, but a fresh install gets "
                            f"{_short(self.release)}" + (f" ({consequence})" if consequence else "")
                            + f": pin `{self.tool}<{_short(self._after(last))}` to keep it read")
-                out.append(VersionedIssue("removed", (key,), message, where, fix, severity=Severity.WARNING))
+                out.append(VersionedIssue("removed", self.prefix + (key,), message, where, fix, severity=Severity.WARNING))
                 return out
             message = (f"`{key}` was removed in {self.label} {_short(self._after(last))} (last read by "
                        f"{_short(last)}){self.pinned}" + (f" ({consequence})" if consequence else ""))
-            out.append(VersionedIssue("removed", (key,), message, where, fix))
+            out.append(VersionedIssue("removed", self.prefix + (key,), message, where, fix))
         else:
             message = (f"`{key}` is unknown to {self.the_release}: {self.label} {_short(read[0][0])} added it"
                        + (f" ({consequence})" if consequence else ""))
-            out.append(VersionedIssue("unknown", (key,), message, where))
+            out.append(VersionedIssue("unknown", self.prefix + (key,), message, where))
         return out
 
     def _admitted_reading(self, read: list[list[str]]) -> str | None:
@@ -289,7 +323,7 @@ class _Judge:
     def _replacement_read(self, key: str) -> bool:
         if self.release == self.releases[-1]:
             return True
-        node = schema.schema_at(self.name, (key,)) or {}
+        node = schema.schema_at(self.name, self.prefix + (key,)) or {}
         replacement = node.get("x-memlint-replaced-by")
         entry = self.keys.get(replacement) if isinstance(replacement, str) else None
         return entry is not None and _in(entry.get("read", []), self.release, self.releases)
@@ -302,7 +336,7 @@ class _Judge:
         spans = values[value]
         if _in(spans, self.release, self.releases):
             return []  # the release the project runs accepts it
-        where = self.data.range_of((key,))
+        where = self.data.range_of(self.prefix + (key,))
         earlier = [span for span in spans if self.releases.index(span[1]) < self.releases.index(self.release)]
         if earlier:
             last = earlier[-1][1]
@@ -310,7 +344,7 @@ class _Judge:
                     f"(last accepted by {_short(last)}){self.pinned}")
         else:
             text = f"`{key}: {value}` is not accepted by {self.the_release}: {self.label} {_short(spans[0][0])} added it"
-        return [VersionedIssue("invalid", (key,), text, where)]
+        return [VersionedIssue("invalid", self.prefix + (key,), text, where)]
 
 
 def _short(release: str) -> str:

@@ -317,6 +317,7 @@ def _own_release(path: Path, text: str, relative: str) -> list[Pin]:
         if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
             return []
         version = given.get("version")
+        release: str | None
         if isinstance(version, ast.Constant) and isinstance(version.value, str):
             release, line = version.value, version.lineno
         else:

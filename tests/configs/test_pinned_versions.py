@@ -687,3 +687,49 @@ def test_a_project_that_contains_llamafactory_judges_values_by_its_copy(lint):
     # near miss: the same config in a project that only uses LLaMA-Factory (no copy of its source)
     files["train/setup.py"] = VENDORED_SETUP.replace('name="llamafactory"', 'name="limo"')
     assert [d.code for d in lint(files, "train/examples/train_qlora/sft.yaml") if d.code == "CFG002"] == ["CFG002"]
+
+
+# alpaca_farm's examples/accelerate_configs/rlhf_ppo_fsdp_llama_8gpu.yaml (accelerate 0.18-0.20 era)
+ALPACA_FARM_FSDP = """\
+compute_environment: LOCAL_MACHINE
+deepspeed_config: { }
+distributed_type: FSDP
+downcast_bf16: 'yes'
+dynamo_backend: 'NO'
+fsdp_config:
+  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP
+  fsdp_backward_prefetch_policy: BACKWARD_PRE
+  fsdp_offload_params: false
+  fsdp_sharding_strategy: 1
+  fsdp_state_dict_type: FULL_STATE_DICT
+  fsdp_transformer_layer_cls_to_wrap: LlamaDecoderLayer
+gpu_ids: null
+machine_rank: 0
+main_training_function: main
+mixed_precision: 'bf16'
+num_machines: 1
+num_processes: 8
+rdzv_backend: static
+same_network: true
+use_cpu: false
+"""
+
+
+def test_accelerate_keys_of_the_pinned_release(lint):
+    files = {"requirements.txt": "accelerate>=0.18.0,<=0.20.0\ntransformers<=4.29.2\n",
+             "examples/accelerate_configs/fsdp_8gpu.yaml": ALPACA_FARM_FSDP}
+    diagnostics = lint(files, "examples/accelerate_configs/fsdp_8gpu.yaml")
+    # fsdp_backward_prefetch_policy is 0.20's --fsdp_backward_prefetch_policy: read, an info that a later
+    # release dropped it; no error on the file
+    assert not [d for d in diagnostics if d.severity.name == "ERROR"], diagnostics
+    [prefetch] = [d for d in diagnostics if d.range.start.line == 8]
+    assert (prefetch.code, prefetch.severity.name) == ("CFG004", "INFO")
+    assert "is read by the Accelerate 0.20 you pin (`accelerate<=0.20.0,>=0.18.0`, requirements.txt:1)" \
+        in prefetch.message
+
+
+def test_near_miss_without_an_accelerate_pin_the_old_fsdp_key_is_reported(lint):
+    diagnostics = lint({"examples/accelerate_configs/fsdp_8gpu.yaml": ALPACA_FARM_FSDP},
+                       "examples/accelerate_configs/fsdp_8gpu.yaml")
+    [prefetch] = [d for d in diagnostics if d.range.start.line == 8]
+    assert prefetch.code == "CFG001" and "did you mean `fsdp_backward_prefetch`?" in prefetch.message
