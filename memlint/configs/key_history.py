@@ -268,6 +268,11 @@ class _Judge:
                 message = f"`{key}` is deprecated in {self.the_release}"
                 if gone:
                     message += f"; {self.label} {_short(self._after(read[-1][1]))} removed it"
+                if kept and self.pin is not None and self.release != newest:
+                    # the schema's words name its own release: say the pinned one, keep its advice
+                    advice = re.search(r": (use .*)$", kept[0].message)
+                    message += f": {advice.group(1)}" if advice else ""
+                    kept = [VersionedIssue("deprecated", kept[0].path, message, kept[0].range, kept[0].fix)]
                 out += kept or [VersionedIssue("deprecated", self.prefix + (key,), message, where)]
             elif deprecated is None and self._replacement_read(key):
                 # the history cannot see this deprecation (a validator's warning): the schema's

@@ -18,7 +18,8 @@ their fields.
 * A ``Source`` may also read keys that are not fields: the command-line options a section's keys
   become (``options``: Accelerate copies ``fsdp_config``'s keys onto ``accelerate launch``'s
   ``--fsdp_*`` options), and the old keys a loader converts (``legacy``: Accelerate's
-  ``if "dynamo_backend" in config_dict:`` turns the old key into ``dynamo_config``).
+  ``if "dynamo_backend" in config_dict:`` turns the old key into ``dynamo_config``; such a key
+  is deprecated where it is not also a field).
 """
 
 from __future__ import annotations
@@ -96,6 +97,7 @@ def read_release(files: WheelFiles | GitFiles, source: Source) -> Release:
     """The fields of ``source.cls`` (and its bases found in the parsed files) in one release."""
     classes: dict[str, list[_Class]] = {}
     options: set[str] = set()
+    legacy: set[str] = set()  # old keys the loader converts to the new format
     names = [n for n in files.names() if n.endswith(".py")]
     wanted = [n for n in names if any(re.search(p, n) for p in source.files + source.extra_files)]
     for name in wanted:
@@ -117,7 +119,7 @@ def read_release(files: WheelFiles | GitFiles, source: Source) -> Release:
             elif source.legacy and isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(
                     node.ops[0], ast.In) and _last_name(node.comparators[0]) == source.legacy:
                 if isinstance(_constant(node.left), str):
-                    options.add(_constant(node.left))
+                    legacy.add(_constant(node.left))
     enums = {name: _enum_values(found[0].node) for name, found in classes.items()
              if any(set(c.bases) & _ENUM_BASES for c in found)}
     release = Release(keys=set(options))
@@ -131,6 +133,10 @@ def read_release(files: WheelFiles | GitFiles, source: Source) -> Release:
         for found in classes.get(name, ()):
             _read_fields(found.node, enums, release)
             todo.extend(found.bases)
+    # a converted key is read, in a format the release no longer writes: deprecated (unless it is
+    # still a field of its own)
+    release.deprecated |= legacy - release.keys
+    release.keys |= legacy
     return release
 
 

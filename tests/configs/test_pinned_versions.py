@@ -726,6 +726,11 @@ def test_accelerate_keys_of_the_pinned_release(lint):
     assert (prefetch.code, prefetch.severity.name) == ("CFG004", "INFO")
     assert "is read by the Accelerate 0.20 you pin (`accelerate<=0.20.0,>=0.18.0`, requirements.txt:1)" \
         in prefetch.message
+    # dynamo_backend is the format before 0.17, which 0.20 converts on load (its `accelerate config`
+    # writes dynamo_config): deprecated in the release pinned, and said so in its words
+    [dynamo] = [d for d in diagnostics if d.range.start.line == 5]
+    assert (dynamo.code, dynamo.message) == ("CFG003", "`dynamo_backend` is deprecated in the Accelerate 0.20 you pin "
+                                             "(`accelerate<=0.20.0,>=0.18.0`, requirements.txt:1): use `dynamo_config`")
 
 
 def test_near_miss_without_an_accelerate_pin_the_old_fsdp_key_is_reported(lint):
