@@ -115,26 +115,32 @@ def is_test_file(path: str) -> bool:
 
 def _only_in_unused_classes(values: Values, training_at: list[cst.CSTNode]) -> bool:
     """Is every sign of training inside the methods of classes the module defines and never
-    builds itself (a ``Trainer`` subclass's ``create_optimizer``)? Then the module is a library:
-    another file builds the class and is the run."""
-    classes: set[str] = set()
+    names outside them (a ``Trainer`` subclass's ``create_optimizer``)? Then the module is a
+    library: another file builds the class and is the run."""
+    classes: dict[str, cst.ClassDef] = {}
     parents = values.source.parents
-    for node in training_at:
+
+    def outermost_class(node: cst.CSTNode) -> cst.ClassDef | None:
         current, outer = parents.get(node), None
         while current is not None and type(current) is not cst.Module:
             if type(current) is cst.ClassDef:
                 outer = current
             current = parents.get(current)
+        return outer
+
+    for node in training_at:
+        outer = outermost_class(node)
         if outer is None:
             return False
-        classes.add(outer.name.value)
+        classes[outer.name.value] = outer
     if not classes:
         return False
-    for call in values.source.nodes_of(cst.Call):
-        func = call.func
-        name = func.value if type(func) is cst.Name else None
-        if name in classes:
-            return False  # the module builds its own class: a script that defines its trainer
+    for name in values.source.nodes_of(cst.Name):
+        if name.value in classes and outermost_class(name) is not classes[name.value] and not (
+                type(parents.get(name)) is cst.ClassDef):
+            # the module uses its own class (``LLaVATrainer(...)``, ``ray.remote(PolicyTrainer)``):
+            # a script that defines its trainer
+            return False
     return True
 
 

@@ -148,3 +148,34 @@ def test_near_miss_training_arguments_that_state_training_are_a_run():
     src = VLLM_INFER.replace('Seq2SeqTrainingArguments(output_dir="dummy_dir")',
                              'Seq2SeqTrainingArguments(output_dir="out", per_device_train_batch_size=4, bf16=True)')
     assert len(facts_of(src, "scripts/vllm_infer.py")) == 1
+
+
+def test_near_miss_a_class_handed_to_ray_is_used_by_the_module():
+    """open-instruct's grpo_fast.py: the learner is a Ray actor class whose methods build the
+    optimizer and step it; ``ray.remote(PolicyTrainerRayProcess)`` builds it."""
+    src = dedent('''
+        import ray
+        import torch
+        from transformers import AutoModelForCausalLM
+
+
+        class PolicyTrainerRayProcess:
+            def from_pretrained(self, model_name_or_path: str):
+                self.policy = AutoModelForCausalLM.from_pretrained(model_name_or_path)
+                self.optimizer = torch.optim.AdamW(self.policy.parameters(), lr=1e-6)
+
+            def train(self, batch):
+                loss = self.policy(**batch).loss
+                loss.backward()
+                self.optimizer.step()
+
+
+        def main(model_name_or_path: str = "allenai/Llama-3.1-Tulu-3-8B-DPO"):
+            actor = ray.remote(num_gpus=1)(PolicyTrainerRayProcess).remote()
+            ray.get(actor.from_pretrained.remote(model_name_or_path))
+
+
+        if __name__ == "__main__":
+            main()
+    ''')
+    assert len(facts_of(src, "open_instruct/grpo_fast.py")) == 1
