@@ -13,11 +13,21 @@ of another type an info (used as written), each saying that an upgrade refuses t
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from packaging.version import InvalidVersion, Version
 
 from memlint.configs.validation import Issue
 from memlint.facts.pinned_versions import Pin
 from memlint.model.diagnostics import Severity
+
+
+@dataclass(frozen=True)
+class Rejudged(Issue):
+    """A schema issue re-judged for the pinned DeepSpeed; ``severity`` overrides the rule's."""
+
+    severity: Severity | None = None
+
 
 VALIDATED_SINCE = Version("0.17.1")
 SECTIONS = ("fp16", "bf16")
@@ -45,9 +55,7 @@ def judged(found: list[Issue], pin: Pin | None) -> list[Issue]:
     out: list[Issue] = []
     for issue in found:
         if len(issue.path) >= 2 and issue.path[0] in SECTIONS and issue.category in ("unknown", "invalid"):
-            from memlint.configs.key_history import VersionedIssue
-
-            issue = VersionedIssue(
+            issue = Rejudged(
                 issue.category, issue.path,
                 f"{issue.message.replace(' (DeepSpeed refuses the config)', '')}: the DeepSpeed you pin "
                 f"(`deepspeed{pin.specifier}`, {pin.where}) reads `{issue.path[0]}` without checking it "
