@@ -115,9 +115,8 @@ def _folders(root: Path, near: str | Path | None) -> list[Path]:
 
 def _folder_pins(root: Path, folder: Path) -> dict[str, Pin]:
     files = _files(folder)
-    if folder == root:
-        for name in (*_LOCKS, *_OTHERS, "requirements.txt"):
-            reads.probe(os.path.abspath(root / name), (root / name).is_file())
+    for name in (*_LOCKS, *_OTHERS, "requirements.txt"):  # a new one there changes the answer (the result cache)
+        reads.probe(os.path.abspath(folder / name), (folder / name).is_file())
     stamp = tuple((str(p), *_stat(p)) for p in files)
     kept = _KEPT.get(stamp)
     if kept is None:

@@ -403,6 +403,10 @@ def test_a_new_pin_relints_the_config_the_cache_kept(tmp_path: Path):
     (tmp_path / "requirements.txt").write_text(REQUIREMENTS_434.replace("4.34.0", "5.2.0"), encoding="utf-8")
     os.utime(tmp_path / "requirements.txt", (old + 5, old + 5))
     assert ("CFG004", "error") in codes()
+    # a dependency file that appears in the config's own folder is read too
+    (tmp_path / "configs/requirements.txt").write_text("transformers==4.34.0\n", encoding="utf-8")
+    os.utime(tmp_path / "configs/requirements.txt", (old + 6, old + 6))
+    assert codes() == [("CFG004", "info")] * 3
 
 
 # R1-V's src/r1-v/setup.py, Hugging Face style: the sub-package's own dependency list
