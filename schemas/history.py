@@ -50,6 +50,16 @@ TOOLS: dict[str, tuple[str, tuple[str, ...], tuple[Source, ...]]] = {
         (Source("trl-sft-config", "SFTConfig", (r"^trl/trainer/sft_config\.py$",)),
          Source("trl-dpo-config", "DPOConfig", (r"^trl/trainer/dpo_config\.py$",))),
     ),
+    "accelerate": (
+        "0.12.0",  # projects of 2023 pin 0.18-0.20 (alpaca_farm: accelerate>=0.18.0,<=0.20.0)
+        ("accelerate",),
+        # the top-level keys of `accelerate config`'s file (ClusterConfig and its BaseConfig, and
+        # the old keys its loader converts), and the keys of its fsdp_config section, which
+        # `accelerate launch` copies onto its --fsdp_* options
+        (Source("accelerate", "ClusterConfig", (r"^accelerate/commands/config/config_args\.py$",),
+                legacy="config_dict"),
+         Source("accelerate-fsdp", "", (r"^accelerate/commands/launch\.py$",), options=r"fsdp_\w+")),
+    ),
     "axolotl": (
         "0.5.0",
         ("axolotl",),

@@ -12,7 +12,9 @@ document's top-level keys become what is true for the release the project runs:
   and one added after it is unknown to the pinned release ("added in 4.41; you pin 4.34");
 - without a pin, a key the newest release no longer reads is a removed key with the release
   that removed it, not an unknown key;
-- a value of an enum-typed key (``optim: adamw_hf``) is judged the same way.
+- a value of an enum-typed key (``optim: adamw_hf``) is judged the same way;
+- a key the project's own argument class declares is the project's: not unknown, and its value
+  not held to the upstream enum (LMFlow's ``loss_type: sigmoid``).
 
 Keys the history does not know, and nested keys, keep the schema's verdict.
 """
@@ -27,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.version import InvalidVersion, Version
 
-from memlint.configs import axolotl_fsdp1, schema
+from memlint.configs import axolotl_fsdp1, deepspeed_releases, schema
 from memlint.configs.validation import ON_UNKNOWN, Issue, issues
 from memlint.facts.pinned_versions import Pin, pins
 from memlint.facts.project_arguments import project_argument_fields
@@ -47,8 +49,18 @@ HISTORY_OF = {
     "trl-sft-config": (("trl", "trl-sft-config"), ("transformers", "hf-training-arguments")),
     "trl-dpo-config": (("trl", "trl-dpo-config"), ("transformers", "hf-training-arguments")),
     "axolotl": (("axolotl", "axolotl"),),
+    "accelerate": (("accelerate", "accelerate"),),
+    # LLaMA-Factory's configs hold TrainingArguments' keys, read by the Transformers the project
+    # runs (the schema was generated with a newer one than most projects pin)
+    "llamafactory": (("transformers", "hf-training-arguments"),),
 }
-NAMES = {"transformers": "Transformers", "axolotl": "Axolotl", "trl": "TRL"}
+NAMES = {"transformers": "Transformers", "axolotl": "Axolotl", "trl": "TRL", "accelerate": "Accelerate"}
+# schema name -> {section: (tool, history)}: a section's keys judged against the pinned release too
+# (``accelerate launch`` copies ``fsdp_config``'s keys onto its ``--fsdp_*`` options and ignores
+# the ones it has no option for)
+SECTIONS = {"accelerate": {"fsdp_config": ("accelerate", "accelerate-fsdp", "`accelerate launch` ignores it silently")}}
+# schema name -> the distribution whose own source a project may contain
+_VENDORED = {"llamafactory": "llamafactory", "axolotl": "axolotl"}
 
 
 @dataclass(frozen=True)
@@ -93,9 +105,12 @@ def _versioned_issues(ctx: RuleContext) -> list[Issue]:
         return found
     root = ctx.settings.root
     histories = HISTORY_OF.get(name, ())
-    pinned = pins(root) if histories else {}
-    # a field of the project's own argument classes is the project's, not the tool's
-    own = project_fields(ctx) if ctx.kind == "hf-args" else frozenset()
+    pinned = pins(root, ctx.path) if histories else {}
+    # a field of the project's own argument classes is the project's, not the tool's; a project
+    # that contains the tool's source (LIMO vendors LLaMA-Factory 0.9.2) runs that copy's classes
+    vendored = _VENDORED.get(name)
+    own = project_fields(ctx) if ctx.kind == "hf-args" or (
+        vendored is not None and _contains_tool(root, ctx.path, vendored)) else frozenset()
     judges: dict[str, tuple[_Judge | None, dict]] = {}  # key -> the judge of the history it belongs to
     axolotl_release: str | None = None  # the Axolotl release the project runs (None: the newest)
     for tool, keyed in histories:
@@ -112,8 +127,8 @@ def _versioned_issues(ctx: RuleContext) -> list[Issue]:
         if tool == "axolotl" and release not in (None, "unreached"):
             axolotl_release = release
         # at the schema's own release the schema has the last word on the keys it knows (TRL's
-        # configs override some TrainingArguments fields)
-        newest = release in (None, releases[-1])
+        # configs override some TrainingArguments fields); a commit's release is not known
+        newest = release in (None, releases[-1]) and not (pin is not None and pin.url)
         for key in data.value:
             if key in keys:
                 skip = release == "unreached" or key in own or (newest and key in schema.top_level_keys(name))
@@ -121,15 +136,61 @@ def _versioned_issues(ctx: RuleContext) -> list[Issue]:
     judged = {key for key, (judge, _) in judges.items() if judge is not None}
     out = [issue for issue in found if not (len(issue.path) == 1 and (
         (issue.path[0] in judged and issue.category in ("unknown", "removed", "deprecated", "invalid"))
-        or (issue.path[0] in own and issue.category in ("unknown", "removed", "deprecated"))))]
+        or (issue.path[0] in own and issue.category in ("unknown", "removed", "deprecated"))
+        or (issue.path[0] in own and issue.category == "invalid" and _enumerated(name, issue.path[0]))))]
     for key, value in data.value.items():
         if key in judged:
             key_judge, entry = judges[key]
             assert key_judge is not None  # judged keys have one
-            out.extend(key_judge.key(key, entry, value, [i for i in found if i.path == (key,)]))
+            judged_issues = key_judge.key(key, entry, value, [i for i in found if i.path == (key,)])
+            out.extend(key_judge.undated(judged_issues) if key_judge.source is not None and key_judge.source.url
+                       else judged_issues)
+    for section, (tool, keyed, consequence) in SECTIONS.get(name, {}).items():
+        out = _section(ctx, name, section, tool, keyed, consequence, pinned.get(tool), out)
     if name == "axolotl":
         out = axolotl_fsdp1.judged(out, axolotl_release)
+    if name == "deepspeed":
+        out = deepspeed_releases.judged(out, pins(root, ctx.path).get("deepspeed"))
     return sorted(out, key=lambda issue: (issue.range.start, issue.range.end))
+
+
+def _section(ctx: RuleContext, name: str, section: str, tool: str, keyed: str, consequence: str,
+             pin: Pin | None, found: list[Issue]) -> list[Issue]:
+    """The issues of one section's keys (Accelerate's ``fsdp_config``) judged against the pinned
+    release: only with a pin the history reaches; otherwise the schema's verdict stands."""
+    data = ctx.structured
+    assert data is not None
+    value = data.value.get(section)
+    kept = history(tool)
+    if pin is None or pin.url or not isinstance(value, dict) or kept is None:
+        return found
+    keys = kept["schemas"].get(keyed, {}).get("keys", {})
+    releases = [r["version"] for r in kept["x-memlint-generated-from"]["releases"]]
+    release = _pinned_release(pin, releases)
+    if release is None or release == releases[-1]:
+        return found
+    judge = _Judge(name, tool, releases, release, pin, data, keys, prefix=(section,), consequence=consequence)
+    judged = {key for key in value if key in keys}
+    out = [issue for issue in found if not (len(issue.path) == 2 and issue.path[0] == section
+                                            and issue.path[1] in judged
+                                            and issue.category in ("unknown", "removed", "deprecated", "invalid"))]
+    for key in judged:
+        out.extend(judge.key(key, keys[key], value[key], [i for i in found if i.path == (section, key)]))
+    return out
+
+
+def _contains_tool(root, path, distribution: str) -> bool:
+    pin = pins(root, path).get(distribution)
+    return pin is not None and pin.source_tree
+
+
+def _enumerated(name: str, key: str) -> bool:
+    """Does the schema take ``key``'s value from a closed set? A project class that declares the
+    field itself (LMFlow's ``DPOv2AlignerArguments.loss_type: Optional[str] = "sigmoid"``) decides
+    which values it takes, not the upstream class's enum; a wrong type is still wrong."""
+    node = schema.schema_at(name, (key,)) or {}
+    return "enum" in node or any("enum" in branch or "const" in branch
+                                 for branch in node.get("anyOf", []) + node.get("oneOf", []) if isinstance(branch, dict))
 
 
 def _version(text: str) -> Version | None:
@@ -160,14 +221,34 @@ def _in(spans: list[list[str]], release: str, releases: list[str]) -> bool:
 
 class _Judge:
     def __init__(self, name: str, tool: str, releases: list[str], release: str | None, pin: Pin | None, data,
-                 keys: dict) -> None:
+                 keys: dict, prefix: tuple[str, ...] = (), consequence: str | None = None) -> None:
         self.name, self.tool, self.releases, self.pin, self.data, self.keys = name, tool, releases, pin, data, keys
+        self.prefix = prefix  # the section the keys are in (``("fsdp_config",)``), top level when empty
+        self.consequence = ON_UNKNOWN.get(name, "") if consequence is None else consequence
         self.release = release or releases[-1]  # no pin: the newest release (the schema's)
         self.label = NAMES.get(tool, tool)
+        self.source = pin  # the pin as written (a commit's is kept here only)
+        if pin is not None and pin.url:  # judged as the newest release, each verdict an info (undated)
+            pin = self.pin = None
         # "the Transformers 4.34 you pin (`transformers==4.34.0`, requirements.txt:2)"
         self.the_release = (f"the {self.label} {_short(self.release)} you pin (`{tool}{pin.specifier}`, {pin.where})"
                             if pin is not None else f"{self.label} {_short(self.release)}")
         self.pinned = f"; you pin `{tool}{pin.specifier}` ({pin.where})" if pin is not None else ""
+
+    def undated(self, found: list[Issue]) -> list[Issue]:
+        """The verdicts for a tool installed from a commit (``transformers @ git+...@336dc69``):
+        memlint cannot tell which release the commit is, so what the newest release says about
+        the key is an info that says so, never an error (a commit of early 2025 reads keys the
+        newest release removed)."""
+        out: list[Issue] = []
+        where = self.source.where if self.source is not None else "?"
+        for issue in found:
+            message = (f"{issue.message} (judged against {self.label} {_short(self.releases[-1])}, the newest memlint "
+                       f"knows; you install {self.tool} from a commit, {where}, whose release memlint "
+                       "cannot tell)")
+            out.append(VersionedIssue(issue.category, issue.path, message, issue.range, issue.fix,
+                                      severity=Severity.INFO))
+        return out
 
     def _after(self, release: str) -> str:
         """The release after ``release`` in the history (the one that no longer has it)."""
@@ -176,7 +257,7 @@ class _Judge:
 
     def key(self, key: str, entry: dict, value: Any, schema_issues: list[Issue]) -> list[Issue]:
         read = entry.get("read", [])
-        where = self.data.range_of((key,), key=True)
+        where = self.data.range_of(self.prefix + (key,), key=True)
         newest = self.releases[-1]
         out: list[Issue] = []
         if _in(read, self.release, self.releases):
@@ -187,14 +268,19 @@ class _Judge:
                 message = f"`{key}` is deprecated in {self.the_release}"
                 if gone:
                     message += f"; {self.label} {_short(self._after(read[-1][1]))} removed it"
-                out += kept or [VersionedIssue("deprecated", (key,), message, where)]
+                if kept and self.pin is not None and self.release != newest:
+                    # the schema's words name its own release: say the pinned one, keep its advice
+                    advice = re.search(r": (use .*)$", kept[0].message)
+                    message += f": {advice.group(1)}" if advice else ""
+                    kept = [VersionedIssue("deprecated", kept[0].path, message, kept[0].range, kept[0].fix)]
+                out += kept or [VersionedIssue("deprecated", self.prefix + (key,), message, where)]
             elif deprecated is None and self._replacement_read(key):
                 # the history cannot see this deprecation (a validator's warning): the schema's
                 # stands where the pinned release reads the key that replaces it
                 out += [i for i in schema_issues if i.category == "deprecated"]
             if gone and not (deprecated is not None and _in(deprecated, self.release, self.releases)):
                 out.append(VersionedIssue(
-                    "removed", (key,),
+                    "removed", self.prefix + (key,),
                     f"`{key}` is read by {self.the_release}; {self.label} "
                     f"{_short(self._after(read[-1][1]))} removed it, so an upgrade drops it",
                     where, severity=Severity.INFO))
@@ -202,7 +288,7 @@ class _Judge:
             return out
         fix = next((i.fix for i in schema_issues if i.category == "unknown" and i.fix is not None), None)
         earlier = [span for span in read if self.releases.index(span[1]) < self.releases.index(self.release)]
-        consequence = ON_UNKNOWN.get(self.name, "")
+        consequence = self.consequence
         if earlier:
             last = earlier[-1][1]
             reading = self._admitted_reading(read)
@@ -214,15 +300,15 @@ class _Judge:
                            f"{self.label} {_short(reading)}, which reads it, but a fresh install gets "
                            f"{_short(self.release)}" + (f" ({consequence})" if consequence else "")
                            + f": pin `{self.tool}<{_short(self._after(last))}` to keep it read")
-                out.append(VersionedIssue("removed", (key,), message, where, fix, severity=Severity.WARNING))
+                out.append(VersionedIssue("removed", self.prefix + (key,), message, where, fix, severity=Severity.WARNING))
                 return out
             message = (f"`{key}` was removed in {self.label} {_short(self._after(last))} (last read by "
                        f"{_short(last)}){self.pinned}" + (f" ({consequence})" if consequence else ""))
-            out.append(VersionedIssue("removed", (key,), message, where, fix))
+            out.append(VersionedIssue("removed", self.prefix + (key,), message, where, fix))
         else:
             message = (f"`{key}` is unknown to {self.the_release}: {self.label} {_short(read[0][0])} added it"
                        + (f" ({consequence})" if consequence else ""))
-            out.append(VersionedIssue("unknown", (key,), message, where))
+            out.append(VersionedIssue("unknown", self.prefix + (key,), message, where))
         return out
 
     def _admitted_reading(self, read: list[list[str]]) -> str | None:
@@ -242,7 +328,7 @@ class _Judge:
     def _replacement_read(self, key: str) -> bool:
         if self.release == self.releases[-1]:
             return True
-        node = schema.schema_at(self.name, (key,)) or {}
+        node = schema.schema_at(self.name, self.prefix + (key,)) or {}
         replacement = node.get("x-memlint-replaced-by")
         entry = self.keys.get(replacement) if isinstance(replacement, str) else None
         return entry is not None and _in(entry.get("read", []), self.release, self.releases)
@@ -255,7 +341,7 @@ class _Judge:
         spans = values[value]
         if _in(spans, self.release, self.releases):
             return []  # the release the project runs accepts it
-        where = self.data.range_of((key,))
+        where = self.data.range_of(self.prefix + (key,))
         earlier = [span for span in spans if self.releases.index(span[1]) < self.releases.index(self.release)]
         if earlier:
             last = earlier[-1][1]
@@ -263,7 +349,7 @@ class _Judge:
                     f"(last accepted by {_short(last)}){self.pinned}")
         else:
             text = f"`{key}: {value}` is not accepted by {self.the_release}: {self.label} {_short(spans[0][0])} added it"
-        return [VersionedIssue("invalid", (key,), text, where)]
+        return [VersionedIssue("invalid", self.prefix + (key,), text, where)]
 
 
 def _short(release: str) -> str:

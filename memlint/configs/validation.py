@@ -174,6 +174,9 @@ class _Validation:
         validator_name = error.validator
         if self.tuning and isinstance(error.instance, list) and path and path[0] != "autotuning":
             return  # an autotuning space: the tuner tries each value
+        if error.instance is None and validator_name == "type" and isinstance(error.schema, dict) and (
+                "default" in error.schema and error.schema["default"] is None):
+            return  # the tool's own default is None (Accelerate writes `commands: null` itself)
         if validator_name in ("anyOf", "oneOf") and error.context:
             yield from self._from_alternatives(error)
         elif validator_name in ("additionalProperties", "unevaluatedProperties"):

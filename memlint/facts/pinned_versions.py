@@ -2,7 +2,10 @@
 
 A config key is right or wrong for the release the project runs, not for the release memlint's
 schemas describe: ``evaluation_strategy`` is the spelling in ``transformers==4.34``. The files
-that say which release a project runs, at its root (and under ``requirements/``):
+that say which release a project runs, at its root (and under ``requirements/``), and in the
+folders of its sub-packages: a dependency file in a folder governs the files beneath it (R1-V's
+``src/r1-v/setup.py`` pins ``trl==0.14.0`` for ``src/r1-v/configs/``), the nearest folder above
+a config first, then the folders above it up to the root:
 
 - lock files: ``uv.lock``, ``poetry.lock``, ``pdm.lock`` (``[[package]]`` name and version),
   ``Pipfile.lock``; they name the exact release and win over everything else;
@@ -15,7 +18,15 @@ that say which release a project runs, at its root (and under ``requirements/``)
 - ``environment.yml`` (conda's ``name=1.2`` and the ``pip:`` list).
 
 A requirement is kept as its specifier: which release it selects is the key history's question
-(the newest release it admits, as pip would install).
+(the newest release it admits, as pip would install). A direct reference to a commit
+(``transformers @ git+https://...@336dc69``) names no release: it is kept as a pin with no
+specifier and ``url`` set, and the key history says it cannot date it rather than judging the
+key against the newest release.
+
+A project that contains a tool's own source (LIMO vendors LLaMA-Factory: ``train/setup.py``
+says ``name="llamafactory"``) runs that copy's release: its ``setup.py``/``pyproject.toml``
+name and version (or the ``VERSION``/``__version__`` string of the package's source, where
+``setup.py`` computes it) pin the tool for the files beneath that folder.
 """
 
 from __future__ import annotations
@@ -57,6 +68,8 @@ class Pin:
     specifier: SpecifierSet
     path: str  # the file, relative to the project root
     line: int  # 1-based line of the requirement (0 when the file gives none)
+    url: bool = False  # a direct reference (``name @ git+...``): no release can be read
+    source_tree: bool = False  # the project contains the package's own source (its setup.py)
 
     @property
     def where(self) -> str:
@@ -74,13 +87,36 @@ class Pin:
 _KEPT: dict[tuple, tuple[dict[str, Pin], dict[str, str]]] = {}  # stamp -> (pins, path -> content digest)
 
 
-def pins(root: Path) -> dict[str, Pin]:
-    """Canonical package name -> the pin that decides its release (lock files first, then
-    requirements files, then the packaging metadata, then conda environments)."""
+def pins(root: Path, near: str | Path | None = None) -> dict[str, Pin]:
+    """Canonical package name -> the pin that decides its release for a file at ``near`` (or
+    for the project as a whole): the nearest folder from ``near`` up to ``root`` that pins a
+    package decides it; within a folder lock files first, then requirements files, then the
+    packaging metadata, then conda environments."""
     root = Path(root)
-    files = _files(root)
-    for name in (*_LOCKS, *_OTHERS, "requirements.txt"):
-        reads.probe(os.path.abspath(root / name), (root / name).is_file())
+    found: dict[str, Pin] = {}
+    for folder in _folders(root, near):
+        for package, pin in _folder_pins(root, folder).items():
+            found.setdefault(package, pin)
+    return found
+
+
+def _folders(root: Path, near: str | Path | None) -> list[Path]:
+    """The folders from ``near``'s own up to ``root`` (``root`` alone without ``near`` or when
+    ``near`` lies outside it)."""
+    if near is None:
+        return [root]
+    try:
+        relative = Path(os.path.abspath(near)).relative_to(os.path.abspath(root))
+    except ValueError:
+        return [root]
+    parts = relative.parts[:-1] if not Path(os.path.abspath(near)).is_dir() else relative.parts
+    return [root.joinpath(*parts[:depth]) for depth in range(len(parts), -1, -1)]
+
+
+def _folder_pins(root: Path, folder: Path) -> dict[str, Pin]:
+    files = _files(folder)
+    for name in (*_LOCKS, *_OTHERS, "requirements.txt"):  # a new one there changes the answer (the result cache)
+        reads.probe(os.path.abspath(folder / name), (folder / name).is_file())
     stamp = tuple((str(p), *_stat(p)) for p in files)
     kept = _KEPT.get(stamp)
     if kept is None:
@@ -90,8 +126,12 @@ def pins(root: Path) -> dict[str, Pin]:
             document = read_document(path, MAX_BYTES)  # read as memlint reads every file (no FIFOs, bounded)
             digests[os.path.abspath(path)] = reads.digest(document.text, document.problem)
             if document.problem is None:
-                for pin in _read(path.name, document.text, path.relative_to(root).as_posix()):
+                relative = path.relative_to(root).as_posix()
+                for pin in _read(path.name, document.text, relative):
                     found.setdefault(pin.package, pin)
+                if path.name == "setup.py":
+                    for pin in _own_release(path, document.text, relative):
+                        found[pin.package] = pin  # the tool's own source: the copy it contains
         kept = _KEPT[stamp] = (found, digests)
     for read_path, digest in kept[1].items():  # the lint result depends on them (the result cache)
         reads.document(read_path, digest)
@@ -149,7 +189,7 @@ def _pin(text: str, relative: str, line: int) -> Pin | None:
         requirement = Requirement(text)
     except InvalidRequirement:
         return None
-    return Pin(canonicalize_name(requirement.name), requirement.specifier, relative, line)
+    return Pin(canonicalize_name(requirement.name), requirement.specifier, relative, line, url=bool(requirement.url))
 
 
 def _line_of(text: str, name: str) -> int:
@@ -246,11 +286,63 @@ def _setup_py(text: str, relative: str) -> list[Pin]:
     out = []
     for node in ast.walk(module):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and re.match(
-                r"^\s*[A-Za-z0-9][\w.\-]*\s*(\[[^\]]*\])?\s*(==|>=|<=|~=|<|>|!=)", node.value):
+                r"^\s*[A-Za-z0-9][\w.\-]*\s*(\[[^\]]*\])?\s*(==|>=|<=|~=|<|>|!=|@\s*(git\+|https?://))",
+                node.value):
             pin = _pin(node.value, relative, node.lineno)
             if pin is not None:
                 out.append(pin)
     return out
+
+
+_VERSION = re.compile(r"^(?:__version__|VERSION)\s*(?::\s*str\s*)?=\s*[\"']([0-9][^\"']*)[\"']", re.M)
+_VERSION_FILES = ("__init__.py", "version.py", "_version.py", "__version__.py", "env.py")
+
+
+def _own_release(path: Path, text: str, relative: str) -> list[Pin]:
+    """A ``setup.py`` of the tool itself (``setup(name="llamafactory", version=get_version())``):
+    the release of the copy the project contains, from a literal ``version=`` or, when
+    ``setup.py`` computes it, from the package source's ``VERSION``/``__version__`` string."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            module = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []  # a broken setup.py names no release
+    for node in ast.walk(module):
+        if not (isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "setup"):
+            continue
+        given = {k.arg: k.value for k in node.keywords if k.arg}
+        name = given.get("name")
+        if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
+            return []
+        version = given.get("version")
+        release: str | None
+        if isinstance(version, ast.Constant) and isinstance(version.value, str):
+            release, line = version.value, version.lineno
+        else:
+            release, line = _source_version(path.parent, name.value), node.lineno
+        try:
+            return [Pin(canonicalize_name(name.value), SpecifierSet(f"=={release}"), relative, line,
+                        source_tree=True)] if release else []
+        except InvalidSpecifier:
+            return []
+    return []
+
+
+def _source_version(folder: Path, name: str) -> str | None:
+    """The ``VERSION``/``__version__`` string in the package's own source (``src/<name>`` or
+    ``<name>`` beside ``setup.py``), looked for in the files that usually hold it, two levels deep."""
+    package = name.replace("-", "_").lower()
+    for base in (folder / "src" / package, folder / package):
+        candidates = [base / f for f in _VERSION_FILES] + [
+            sub / f for sub in sorted(base.glob("*")) if sub.is_dir() for f in _VERSION_FILES]
+        for candidate in candidates:
+            if candidate.is_file():
+                document = read_document(candidate, MAX_BYTES)
+                match = _VERSION.search(document.text) if document.problem is None else None
+                if match:
+                    return match.group(1)
+    return None
 
 
 def _setup_cfg(text: str, relative: str) -> list[Pin]:

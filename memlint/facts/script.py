@@ -6,7 +6,11 @@ by qualified name against the recognisers (model loading, trainers and their arg
 hand-written loops, distributed engines), which report what each call states; values are read
 statically through ``python_values`` (constants, argparse defaults, dataclass fields, helper
 parameters). A file yields a run only when something in it trains (a trainer, an optimizer, a
-``backward()``): an inference script that loads a model is not a training run.
+``backward()``): an inference script that loads a model is not a training run. Nor is a test
+(``tests/test_peft.py`` trains nothing anyone runs for real), nor a library module whose training
+lies only in the methods of classes it defines and never uses (LLaVA's ``llava_trainer.py``, a
+``Trainer`` subclass whose ``create_optimizer`` builds an optimizer): the script that builds the
+class is the run.
 """
 
 from __future__ import annotations
@@ -61,7 +65,7 @@ def imports_training_library(text: str) -> bool:
 @extractor("python", needs=NEEDS)
 def extract_script(parsed: ParsedDocument) -> list[RunFacts]:
     source = parsed.python
-    if source is None or not imports_training_library(parsed.text):
+    if source is None or not imports_training_library(parsed.text) or is_test_file(parsed.path):
         return []
     values = Values(source)
     calls: list[cst.Call] = source.nodes_in_order(cst.Call)
@@ -87,7 +91,7 @@ def extract_script(parsed: ParsedDocument) -> list[RunFacts]:
             if not excluded or owner(assignment) not in excluded:
                 _attribute_assignment(ctx, assignment)
         script_loops.finish(ctx)
-        if ctx.training:
+        if ctx.training and not _only_in_unused_classes(values, ctx.training_at):
             ctx.facts.option_constants = {option: source for option, source in values.options.imported.items()
                                           if option in ctx.facts.cli_bindings}
             runs.append(ctx.facts)
@@ -96,6 +100,48 @@ def extract_script(parsed: ParsedDocument) -> list[RunFacts]:
 
         runs.extend(documented_launches(parsed))
     return runs
+
+
+_TEST_NAME = re.compile(r"(^test_.*|.*_test|^conftest)\.py$")
+
+
+def is_test_file(path: str) -> bool:
+    """A pytest/unittest module (``test_*.py``, ``*_test.py``, ``conftest.py``) or a file in a
+    ``tests`` folder (or one level below it): what it trains is checked by an assertion, not run
+    for real. Only the nearest folders count: the path may run through folders above the project."""
+    parts = path.replace("\\", "/").split("/")
+    return bool(_TEST_NAME.match(parts[-1])) or "tests" in parts[-3:-1]
+
+
+def _only_in_unused_classes(values: Values, training_at: list[cst.CSTNode]) -> bool:
+    """Is every sign of training inside the methods of classes the module defines and never
+    names outside them (a ``Trainer`` subclass's ``create_optimizer``)? Then the module is a
+    library: another file builds the class and is the run."""
+    classes: dict[str, cst.ClassDef] = {}
+    parents = values.source.parents
+
+    def outermost_class(node: cst.CSTNode) -> cst.ClassDef | None:
+        current, outer = parents.get(node), None
+        while current is not None and type(current) is not cst.Module:
+            if type(current) is cst.ClassDef:
+                outer = current
+            current = parents.get(current)
+        return outer
+
+    for node in training_at:
+        outer = outermost_class(node)
+        if outer is None:
+            return False
+        classes[outer.name.value] = outer
+    if not classes:
+        return False
+    for name in values.source.nodes_of(cst.Name):
+        if name.value in classes and outermost_class(name) is not classes[name.value] and not (
+                type(parents.get(name)) is cst.ClassDef):
+            # the module uses its own class (``LLaVATrainer(...)``, ``ray.remote(PolicyTrainer)``):
+            # a script that defines its trainer
+            return False
+    return True
 
 
 def _owner(values: Values, node: cst.CSTNode) -> cst.CSTNode | None:

@@ -65,6 +65,7 @@ class ScriptFacts:
         self._ranks: dict[str, int] = {}
         self._anchor_rank = 0
         self.training = False  # saw something that trains (a trainer, an optimizer, backward())
+        self.training_at: list[cst.CSTNode] = []  # where (what ``memlint.facts.script`` asks of a library module)
         self.model_loaders = 0  # from_pretrained calls of the trained model seen so far
         self.finalizers: list[Callable[[], None]] = []
         self.pending: dict[str, Any] = {}  # what recognisers collect until the whole file is read
@@ -93,6 +94,7 @@ class ScriptFacts:
             self.facts.framework = Sourced(name, self.location(node), note)
         if trains:
             self.training = True
+            self.training_at.append(node)
 
     def reference(self, path: str, node: cst.CSTNode, note: str) -> None:
         if path and not any(r.value == path for r in self.facts.references):

@@ -128,6 +128,7 @@ def recognise(ctx: ScriptFacts, call: cst.Call, names: set[str], method: str | N
 def optimizer(ctx: ScriptFacts, call: cst.Call, kind: str) -> None:
     """``torch.optim.AdamW(params, lr, fused=True)`` -> adamw-fused; ``foreach=False`` -> for-loop."""
     ctx.training = True
+    ctx.training_at.append(call)
     arguments = ctx.values.arguments(call)
     node: cst.CSTNode = call.func
     note = "optimizer class"
@@ -481,6 +482,7 @@ def finish_training(ctx: ScriptFacts) -> None:
     ``memlint.python.loops.updating_backwards`` for the rules' side)."""
     if ctx.pending.get("backward") and (ctx.pending.get("steps") or ctx.pending.get("accelerator")):
         ctx.training = True
+        ctx.training_at.extend(ctx.pending["backward"])
 
 
 def finish(ctx: ScriptFacts) -> None:

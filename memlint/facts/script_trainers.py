@@ -64,10 +64,13 @@ def config(ctx: ScriptFacts, call: cst.Call, framework: str, names: set[str]) ->
     """``TrainingArguments(...)``, ``SFTConfig(...)``, a user subclass called directly."""
     values = ctx.values
     owner = _short(names)
-    ctx.framework(framework, call.func, f"{owner}(...)")
+    arguments = values.arguments(call, ("output_dir",))
+    # ``Seq2SeqTrainingArguments(output_dir="dummy_dir")``, which a library's data loader asks
+    # for in an inference script, states nothing about training: alone it trains nothing
+    placeholder = set(arguments.named) <= {"output_dir"} and arguments.complete
+    ctx.framework(framework, call.func, f"{owner}(...)", trains=not placeholder)
     ctx.anchor(call.func, ANCHOR_CONFIG)
     trainer_kind(ctx, call, names)
-    arguments = values.arguments(call, ("output_dir",))
     every_n = None
     for key, expression in arguments.items():
         found = values.evaluate(expression)

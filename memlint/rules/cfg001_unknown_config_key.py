@@ -111,4 +111,4 @@ class UnknownConfigKey(SchemaRule):
             if ctx.kind in _PARSED_BY_THE_PROJECT and len(issue.path) == 1:
                 if issue.path[0] in project_fields(ctx):
                     continue  # a field of the project's own argument class
-            yield Finding(issue.range, issue.message, fix=issue.fix)
+            yield Finding(issue.range, issue.message, fix=issue.fix, severity=getattr(issue, "severity", None))

@@ -248,7 +248,7 @@ def _pins_transformers_5(ctx) -> Pin | None:
     """The project's transformers pin when it allows no 4.x release (``transformers>=5.6.0``):
     transformers 5 checkpoints non-reentrantly by default and makes the embedding output require
     grad itself, so a late enable loses no gradient there."""
-    pin = pins(ctx.settings.root).get("transformers")
+    pin = pins(ctx.settings.root, ctx.path).get("transformers")
     if pin is None or pin.specifier.contains(_LAST_4X, prereleases=True):
         return None
     floors = [Version(spec.version) for spec in pin.specifier

@@ -23,7 +23,8 @@ class CannotEstimate(Rule):
     neither in memlint's catalogue, nor a local ``config.json``, nor in the local Hugging Face
     cache, or its architecture has no memory recipe yet. memlint never downloads anything, so
     it says so instead of guessing. A document that launches or defines no training (a script
-    that uploads a package, serves or samples from a model, prepares data; a run with
+    that uploads a package, serves or samples from a model, prepares data; a test; a module
+    that only defines a ``Trainer`` subclass, which another script builds; a run with
     ``do_train: false``) gets no note: there is nothing to check.
 
     ## Why it matters

@@ -15,6 +15,11 @@ their fields.
   ``deprecated=`` / ``json_schema_extra={"deprecated": True}``.
 * A field annotated with an enum defined in the same files (``optim: OptimizerNames | str``)
   takes the enum's string values.
+* A ``Source`` may also read keys that are not fields: the command-line options a section's keys
+  become (``options``: Accelerate copies ``fsdp_config``'s keys onto ``accelerate launch``'s
+  ``--fsdp_*`` options), and the old keys a loader converts (``legacy``: Accelerate's
+  ``if "dynamo_backend" in config_dict:`` turns the old key into ``dynamo_config``; such a key
+  is deprecated where it is not also a field).
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ class Source:
     files: tuple[str, ...]  # regexes of wheel paths to parse (bases are looked up among them)
     extra_classes: tuple[str, ...] = ()  # regexes of class names merged in (Axolotl's plugin args)
     extra_files: tuple[str, ...] = ()  # where those live
+    options: str | None = None  # regex of ``add_argument("--name")`` names read as keys
+    legacy: str | None = None  # name of the dict a loader tests for old keys (``"k" in config_dict``)
 
 
 @dataclass
@@ -89,6 +96,8 @@ class GitFiles:
 def read_release(files: WheelFiles | GitFiles, source: Source) -> Release:
     """The fields of ``source.cls`` (and its bases found in the parsed files) in one release."""
     classes: dict[str, list[_Class]] = {}
+    options: set[str] = set()
+    legacy: set[str] = set()  # old keys the loader converts to the new format
     names = [n for n in files.names() if n.endswith(".py")]
     wanted = [n for n in names if any(re.search(p, n) for p in source.files + source.extra_files)]
     for name in wanted:
@@ -102,9 +111,18 @@ def read_release(files: WheelFiles | GitFiles, source: Source) -> Release:
             if isinstance(node, ast.ClassDef):
                 bases = tuple(_last_name(b) for b in node.bases if _last_name(b))
                 classes.setdefault(node.name, []).append(_Class(bases, node))
+            elif source.options and isinstance(node, ast.Call) and _last_name(node.func) == "add_argument":
+                named = [_constant(a) for a in node.args]
+                for option in named:
+                    if isinstance(option, str) and re.fullmatch(rf"--({source.options})", option):
+                        options.add(option[2:])
+            elif source.legacy and isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(
+                    node.ops[0], ast.In) and _last_name(node.comparators[0]) == source.legacy:
+                if isinstance(_constant(node.left), str):
+                    legacy.add(_constant(node.left))
     enums = {name: _enum_values(found[0].node) for name, found in classes.items()
              if any(set(c.bases) & _ENUM_BASES for c in found)}
-    release = Release()
+    release = Release(keys=set(options))
     roots = [source.cls] + sorted(n for n in classes if any(re.fullmatch(p, n) for p in source.extra_classes))
     todo, seen = list(roots), set()
     while todo:
@@ -115,6 +133,10 @@ def read_release(files: WheelFiles | GitFiles, source: Source) -> Release:
         for found in classes.get(name, ()):
             _read_fields(found.node, enums, release)
             todo.extend(found.bases)
+    # a converted key is read, in a format the release no longer writes: deprecated (unless it is
+    # still a field of its own)
+    release.deprecated |= legacy - release.keys
+    release.keys |= legacy
     return release
 
 

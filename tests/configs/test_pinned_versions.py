@@ -403,3 +403,342 @@ def test_a_new_pin_relints_the_config_the_cache_kept(tmp_path: Path):
     (tmp_path / "requirements.txt").write_text(REQUIREMENTS_434.replace("4.34.0", "5.2.0"), encoding="utf-8")
     os.utime(tmp_path / "requirements.txt", (old + 5, old + 5))
     assert ("CFG004", "error") in codes()
+    # a dependency file that appears in the config's own folder is read too
+    (tmp_path / "configs/requirements.txt").write_text("transformers==4.34.0\n", encoding="utf-8")
+    os.utime(tmp_path / "configs/requirements.txt", (old + 6, old + 6))
+    assert codes() == [("CFG004", "info")] * 3
+
+
+# R1-V's src/r1-v/setup.py, Hugging Face style: the sub-package's own dependency list
+SUBPACKAGE_SETUP = '''\
+import re
+from setuptools import find_packages, setup
+
+_deps = [
+    "accelerate>=1.2.1",
+    "deepspeed==0.15.4",
+    "transformers @ git+https://github.com/huggingface/transformers.git@336dc69d63d56f232a183a3e7f52790429b871ef",
+    "trl==0.14.0",
+]
+deps = {b: a for a, b in (re.findall(r"^(([^!=<>~ \\[\\]]+)(?:\\[[^\\]]+\\])?(?:[!=<>~ ].*)?$)", x)[0] for x in _deps)}
+
+setup(name="r1-v", version="0.1.0.dev0", packages=find_packages("src"),
+      install_requires=[deps["accelerate"], deps["transformers"], deps["trl"]])
+'''
+
+# src/r1-v/configs/qwen2vl_sft_config.yaml, trimmed
+SFT_CONFIG_R1V = """\
+model_name_or_path: Qwen/Qwen2-VL-2B-Instruct
+model_revision: main
+torch_dtype: bfloat16
+dataset_name: MMInstruction/Clevr_CoGenT_TrainA_R1
+bf16: true
+do_eval: true
+eval_strategy: "no"
+gradient_accumulation_steps: 4
+learning_rate: 2.0e-05
+max_seq_length: 4096
+num_train_epochs: 1
+output_dir: data/Qwen2-VL-2B-Instruct-SFT
+overwrite_output_dir: true
+per_device_train_batch_size: 2
+report_to: wandb
+save_strategy: "no"
+seed: 42
+"""
+
+
+def test_a_sub_package_dependency_file_governs_the_configs_beneath_it(lint, tmp_path: Path):
+    diagnostics = lint({"README.md": "# R1-V\n", "requirements.txt": "trl==0.20.0\n",
+                        "src/r1-v/setup.py": SUBPACKAGE_SETUP,
+                        "src/r1-v/configs/qwen2vl_sft_config.yaml": SFT_CONFIG_R1V},
+                       "src/r1-v/configs/qwen2vl_sft_config.yaml")
+    # max_seq_length is TRL 0.14's key (the sub-package's pin wins over the root's trl==0.20)
+    by_key = {d.range.start.line: d for d in diagnostics}
+    assert by_key[10].code == "CFG004" and by_key[10].severity.name == "INFO"
+    assert "the TRL 0.14 you pin (`trl==0.14.0`, src/r1-v/setup.py:8)" in by_key[10].message
+    # transformers from a commit: no release to judge against, so every verdict is an info saying so
+    overwrite = by_key[13]
+    assert (overwrite.code, overwrite.severity.name) == ("CFG004", "INFO")
+    assert "you install transformers from a commit, src/r1-v/setup.py:7, whose release memlint cannot tell" \
+        in overwrite.message
+    assert not [d for d in diagnostics if d.severity.name in ("ERROR", "WARNING")]
+    # a file outside the sub-package keeps the root's pin
+    assert pins(tmp_path, tmp_path / "train.py")["trl"].where == "requirements.txt:1"
+    assert pins(tmp_path, tmp_path / "src/r1-v/configs/x.yaml")["trl"].where == "src/r1-v/setup.py:8"
+
+
+def test_near_miss_a_sibling_folder_pins_nothing_for_its_neighbour(lint):
+    diagnostics = lint({"src/r1-v/setup.py": SUBPACKAGE_SETUP, "configs/sft.yaml": SFT_CONFIG_R1V},
+                       "configs/sft.yaml")
+    # configs/ is not beneath src/r1-v: no pin, the newest releases judge (errors, as before)
+    removed = {d.range.start.line: d for d in diagnostics if d.code == "CFG004"}
+    assert removed[13].severity.name == "ERROR" and "from a commit" not in removed[13].message
+
+
+def test_a_git_pin_of_a_commit_names_no_release(tmp_path: Path):
+    write_files(tmp_path, {"requirements.txt": "transformers @ git+https://github.com/huggingface/transformers.git@92c5ca9\n"
+                                               "clip @ git+https://github.com/openai/CLIP.git@dcba3cb\n"})
+    pin = pins(tmp_path)["transformers"]
+    assert (pin.url, str(pin.specifier), pin.exact, pin.where) == (True, "", None, "requirements.txt:1")
+
+
+# LIMO's train/setup.py: the project contains LLaMA-Factory's own source (a vendored copy)
+VENDORED_SETUP = '''\
+import os
+import re
+
+from setuptools import find_packages, setup
+
+
+def get_version() -> str:
+    with open(os.path.join("src", "llamafactory", "extras", "env.py"), encoding="utf-8") as f:
+        file_content = f.read()
+        pattern = r"{}\\W*=\\W*\\"([^\\"]+)\\"".format("VERSION")
+        (version,) = re.findall(pattern, file_content)
+        return version
+
+
+def main():
+    setup(
+        name="llamafactory",
+        version=get_version(),
+        package_dir={"": "src"},
+        packages=find_packages("src"),
+    )
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def test_a_project_that_contains_the_tool_runs_that_copy(tmp_path: Path):
+    write_files(tmp_path, {
+        "train/setup.py": VENDORED_SETUP,
+        "train/requirements.txt": "transformers>=4.41.2,<=4.48.2,!=4.46.*,!=4.47.*,!=4.48.0\n",
+        "train/src/llamafactory/extras/env.py": 'import platform\n\nVERSION = "0.9.2.dev0"\n',
+        "train/src/llamafactory/__init__.py": '"""LLaMA-Factory."""\n',
+    })
+    near = tmp_path / "train/examples/train_full/qwen2_full_sft.yaml"
+    pin = pins(tmp_path, near)["llamafactory"]
+    assert (pin.exact, pin.where) == ("0.9.2.dev0", "train/setup.py:16")
+    assert "llamafactory" not in pins(tmp_path)  # the root is not the tool's package
+
+
+# LLaMA-Factory 0.9.2's examples/train_full/qwen2_full_sft.yaml, as LIMO ships it
+LLAMAFACTORY_FULL = """\
+### model
+model_name_or_path: Qwen/Qwen2.5-32B-Instruct
+
+### method
+stage: sft
+do_train: true
+finetuning_type: full
+deepspeed: examples/deepspeed/ds_z3_config.json
+
+### dataset
+dataset: limo
+template: qwen
+cutoff_len: 16384
+overwrite_cache: true
+
+### output
+output_dir: saves/qwen2.5-32b/full/sft
+logging_steps: 10
+save_steps: 500
+overwrite_output_dir: true
+
+### train
+per_device_train_batch_size: 1
+gradient_accumulation_steps: 2
+learning_rate: 5.0e-6
+num_train_epochs: 15
+bf16: true
+"""
+
+
+def test_trainingarguments_keys_of_a_llamafactory_config_follow_the_pinned_transformers(lint):
+    diagnostics = lint({"requirements.txt": "transformers>=4.41.2,<=4.48.2\n",
+                        "examples/train_full/sft.yaml": LLAMAFACTORY_FULL}, "examples/train_full/sft.yaml")
+    overwrite = [d for d in diagnostics if d.range.start.line == 20]
+    # Transformers 4.48 reads overwrite_output_dir without a deprecation: an info that 5.0 removed it
+    assert [(d.code, d.severity.name) for d in overwrite] == [("CFG004", "INFO")]
+    assert "Transformers 5.0 removed it" in overwrite[0].message
+
+
+def test_near_miss_without_a_transformers_pin_the_llamafactory_schema_decides(lint):
+    diagnostics = lint({"examples/train_full/sft.yaml": LLAMAFACTORY_FULL}, "examples/train_full/sft.yaml")
+    assert [(d.code, d.range.start.line) for d in diagnostics if d.range.start.line == 20] == [("CFG003", 20)]
+
+
+# trlx's examples/summarize_rlhf/configs/ds_config_trlx_gptj_summarize.json (Apex-era fp16 keys)
+DS_TRLX = """\
+{
+  "train_micro_batch_size_per_gpu": 2,
+  "gradient_accumulation_steps": 4,
+  "fp16": {
+    "enabled": true,
+    "min_loss_scale": 0.5,
+    "fp16_scale_tolerance": 0.25,
+    "opt_level": "O2"
+  },
+  "zero_optimization": {
+    "stage": 2,
+    "contiguous_gradients": true
+  }
+}
+"""
+
+
+def test_deepspeed_before_0_17_1_reads_the_fp16_section_unchecked(lint):
+    diagnostics = lint({"requirements.txt": "accelerate==0.21.0\ndeepspeed==0.10.1\ntorch\n",
+                        "configs/ds_config.json": DS_TRLX}, "configs/ds_config.json")
+    assert [(d.code, d.range.start.line, d.severity.name) for d in diagnostics] == [
+        ("CFG002", 6, "INFO"), ("CFG001", 7, "WARNING"), ("CFG001", 8, "WARNING")]
+    assert "the DeepSpeed you pin (`deepspeed==0.10.1`, requirements.txt:2) reads `fp16` without checking it " \
+           "(ignores the key); DeepSpeed 0.17.1 and later refuse the config" in diagnostics[1].message
+
+
+def test_near_miss_a_deepspeed_pin_that_admits_a_validating_release(lint):
+    for requirement in ("deepspeed>=0.10.1\n", "deepspeed==0.17.1\n", ""):
+        diagnostics = lint({"requirements.txt": requirement, "configs/ds_config.json": DS_TRLX},
+                           "configs/ds_config.json")
+        assert [(d.code, d.severity.name) for d in diagnostics] == [
+            ("CFG002", "ERROR"), ("CFG001", "ERROR"), ("CFG001", "ERROR")], requirement
+    diagnostics = lint({"requirements.txt": "deepspeed>=0.9,<0.15\n", "configs/ds_config.json": DS_TRLX},
+                       "configs/ds_config.json")
+    assert [d.severity.name for d in diagnostics] == ["INFO", "WARNING", "WARNING"]
+
+
+# LMFlow's src/lmflow/args.py, trimmed: the project's own DPO arguments declare `loss_type`
+LMFLOW_ARGS = '''\
+from dataclasses import dataclass, field
+from typing import Optional
+
+from transformers import HfArgumentParser, TrainingArguments
+
+
+@dataclass
+class FinetunerArguments(TrainingArguments):
+    use_lisa: bool = field(default=False, metadata={"help": "whether to use LISA training strategy."})
+
+
+@dataclass
+class DPOv2AlignerArguments(FinetunerArguments):
+    beta: float = field(default=0.1, metadata={"help": "the beta parameter for DPO loss"})
+    loss_type: Optional[str] = field(default="sigmoid", metadata={"help": "the loss type"})
+    margin_scale: Optional[float] = field(default=1.0, metadata={"help": "the margin scale"})
+
+
+@dataclass
+class IterativeDPOAlignerArguments(DPOv2AlignerArguments):
+    reward_model_inference_batch_size: int = field(default=1)
+
+
+def parse():
+    return HfArgumentParser((IterativeDPOAlignerArguments,)).parse_yaml_file("configs/iterative_dpo.yaml")
+'''
+
+# configs/iterative_dpo.yaml, trimmed
+ITERATIVE_DPO = """\
+output_dir: output_models/iterative_dpo
+run_name: iterative_dpo
+num_train_epochs: 2
+learning_rate: 5.0e-7
+per_device_train_batch_size: 1
+gradient_accumulation_steps: 16
+gradient_checkpointing: True
+loss_type: sigmoid
+lr_scheduler_type: cosine
+max_seq_length: 2048
+margin_scale: 1.0
+"""
+
+
+def test_a_field_the_project_declares_takes_the_values_its_class_takes(lint):
+    files = {"src/lmflow/args.py": LMFLOW_ARGS, "configs/iterative_dpo.yaml": ITERATIVE_DPO}
+    diagnostics = lint(files, "configs/iterative_dpo.yaml")
+    # `loss_type: sigmoid` is DPOv2AlignerArguments' value, not TRL's SFT loss enum
+    assert [d for d in diagnostics if d.range.start.line == 8] == []
+
+
+def test_near_miss_a_wrong_type_of_a_project_field_and_an_upstream_enum_are_still_judged(lint):
+    text = ITERATIVE_DPO.replace("lr_scheduler_type: cosine", "lr_scheduler_type: cosin")
+    files = {"src/lmflow/args.py": LMFLOW_ARGS, "configs/iterative_dpo.yaml": text}
+    assert [(d.code, d.range.start.line) for d in lint(files, "configs/iterative_dpo.yaml")
+            if d.code == "CFG002"] == [("CFG002", 9)]  # an enum TrainingArguments owns
+    files = {"src/lmflow/args.py": LMFLOW_ARGS.replace("DPOv2AlignerArguments(FinetunerArguments)", "Unused"),
+             "configs/iterative_dpo.yaml": ITERATIVE_DPO}
+    # without the project's declaration the upstream enum judges it
+    assert [d.code for d in lint(files, "configs/iterative_dpo.yaml") if d.range.start.line == 8] == ["CFG002"]
+
+
+def test_a_project_that_contains_llamafactory_judges_values_by_its_copy(lint):
+    model_args = ('from dataclasses import dataclass, field\nfrom typing import Literal, Optional\n\n\n@dataclass\n'
+                  'class ModelArguments:\n    model_name_or_path: Optional[str] = field(default=None)\n'
+                  '    quantization_method: Literal["bitsandbytes", "hqq", "eetq"] = field(default="bitsandbytes")\n')
+    parser = ('from transformers import HfArgumentParser, Seq2SeqTrainingArguments\n\n'
+              'from .model_args import ModelArguments\n\n_TRAIN_ARGS = [ModelArguments, Seq2SeqTrainingArguments]\n\n\n'
+              'def get_train_args():\n    return HfArgumentParser((ModelArguments, Seq2SeqTrainingArguments))\n')
+    config = LLAMAFACTORY_FULL.replace("finetuning_type: full", "finetuning_type: lora\nquantization_bit: 4\n"
+                                       "quantization_method: bitsandbytes")
+    files = {"train/setup.py": VENDORED_SETUP, "train/src/llamafactory/extras/env.py": 'VERSION = "0.9.2.dev0"\n',
+             "train/src/llamafactory/hparams/model_args.py": model_args,
+             "train/src/llamafactory/hparams/parser.py": parser,
+             "train/examples/train_qlora/sft.yaml": config}
+    assert [d for d in lint(files, "train/examples/train_qlora/sft.yaml") if d.code == "CFG002"] == []
+    # near miss: the same config in a project that only uses LLaMA-Factory (no copy of its source)
+    files["train/setup.py"] = VENDORED_SETUP.replace('name="llamafactory"', 'name="limo"')
+    assert [d.code for d in lint(files, "train/examples/train_qlora/sft.yaml") if d.code == "CFG002"] == ["CFG002"]
+
+
+# alpaca_farm's examples/accelerate_configs/rlhf_ppo_fsdp_llama_8gpu.yaml (accelerate 0.18-0.20 era)
+ALPACA_FARM_FSDP = """\
+compute_environment: LOCAL_MACHINE
+deepspeed_config: { }
+distributed_type: FSDP
+downcast_bf16: 'yes'
+dynamo_backend: 'NO'
+fsdp_config:
+  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP
+  fsdp_backward_prefetch_policy: BACKWARD_PRE
+  fsdp_offload_params: false
+  fsdp_sharding_strategy: 1
+  fsdp_state_dict_type: FULL_STATE_DICT
+  fsdp_transformer_layer_cls_to_wrap: LlamaDecoderLayer
+gpu_ids: null
+machine_rank: 0
+main_training_function: main
+mixed_precision: 'bf16'
+num_machines: 1
+num_processes: 8
+rdzv_backend: static
+same_network: true
+use_cpu: false
+"""
+
+
+def test_accelerate_keys_of_the_pinned_release(lint):
+    files = {"requirements.txt": "accelerate>=0.18.0,<=0.20.0\ntransformers<=4.29.2\n",
+             "examples/accelerate_configs/fsdp_8gpu.yaml": ALPACA_FARM_FSDP}
+    diagnostics = lint(files, "examples/accelerate_configs/fsdp_8gpu.yaml")
+    # fsdp_backward_prefetch_policy is 0.20's --fsdp_backward_prefetch_policy: read, an info that a later
+    # release dropped it; no error on the file
+    assert not [d for d in diagnostics if d.severity.name == "ERROR"], diagnostics
+    [prefetch] = [d for d in diagnostics if d.range.start.line == 8]
+    assert (prefetch.code, prefetch.severity.name) == ("CFG004", "INFO")
+    assert "is read by the Accelerate 0.20 you pin (`accelerate<=0.20.0,>=0.18.0`, requirements.txt:1)" \
+        in prefetch.message
+    # dynamo_backend is the format before 0.17, which 0.20 converts on load (its `accelerate config`
+    # writes dynamo_config): deprecated in the release pinned, and said so in its words
+    [dynamo] = [d for d in diagnostics if d.range.start.line == 5]
+    assert (dynamo.code, dynamo.message) == ("CFG003", "`dynamo_backend` is deprecated in the Accelerate 0.20 you pin "
+                                             "(`accelerate<=0.20.0,>=0.18.0`, requirements.txt:1): use `dynamo_config`")
+
+
+def test_near_miss_without_an_accelerate_pin_the_old_fsdp_key_is_reported(lint):
+    diagnostics = lint({"examples/accelerate_configs/fsdp_8gpu.yaml": ALPACA_FARM_FSDP},
+                       "examples/accelerate_configs/fsdp_8gpu.yaml")
+    [prefetch] = [d for d in diagnostics if d.range.start.line == 8]
+    assert prefetch.code == "CFG001" and "did you mean `fsdp_backward_prefetch`?" in prefetch.message

@@ -510,3 +510,22 @@ def test_accelerate_fp8_values_as_accelerate_config_writes_them(lint):
     assert "`fp8_config.backend` must be one of" in messages[0] and "TransformerEngine" in messages[0]
     assert messages[1] == '`fp8_config.override_linear_precision[1]` must be true or false (got "off")'
     assert messages[2] == "`fp8_config.override_linear_precision[2]` must be true or false (got 0.5)"
+
+
+def test_a_null_where_the_tools_default_is_none_is_valid(lint):
+    """trlx's examples/summarize_rlhf/configs/default_accelerate_config.yaml: `accelerate config`
+    writes `commands: null` (ClusterConfig's default is None); a null elsewhere is still wrong."""
+    text = ("command_file: null\ncommands: null\ncompute_environment: LOCAL_MACHINE\ndeepspeed_config:\n"
+            "  deepspeed_config_file: configs/ds_config.json\n  zero3_init_flag: false\ndistributed_type: DEEPSPEED\n"
+            "downcast_bf16: 'no'\ndynamo_config: {}\nfsdp_config: {}\ngpu_ids: null\nmachine_rank: 0\n"
+            "main_process_ip: null\nmain_process_port: null\nmain_training_function: main\nmegatron_lm_config: {}\n"
+            "num_machines: 1\nnum_processes: 1\nrdzv_backend: static\nsame_network: true\ntpu_name: null\n"
+            "tpu_zone: null\nuse_cpu: false\n")
+    assert [d.code for d in lint({"configs/default_accelerate_config.yaml": text, "configs/ds_config.json": "{}"},
+                                 "configs/default_accelerate_config.yaml")] == []
+    [wrong] = lint({"configs/default_accelerate_config.yaml": text.replace("commands: null", "commands: ls")},
+                   "configs/default_accelerate_config.yaml")
+    assert (wrong.code, wrong.range.start.line) == ("CFG002", 2)
+    [null] = lint({"configs/default_accelerate_config.yaml": text.replace("use_cpu: false", "use_cpu: null")},
+                  "configs/default_accelerate_config.yaml")  # use_cpu defaults to False
+    assert null.code == "CFG002"
