@@ -176,6 +176,12 @@ NESTED = dedent('''
                     model(**batch).loss.backward()
                     optimizer.step()
                     optimizer.zero_grad()
+
+
+    if __name__ == "__main__":
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--output_dir", default="out")
+        Runner(parser.parse_args()).fit()
 ''')
 
 
