@@ -89,7 +89,34 @@ class RunFinder:
             ]
             if launchers:
                 return launchers
+        if own and all(f.launches is None for f in own) and self.documents.kind(referrer) in _CONFIG_KINDS:
+            handed = self._handed_to_project_trainer(referrer)
+            if handed:
+                return handed
         return own
+
+    def _handed_to_project_trainer(self, config: Path) -> list[RunFacts]:
+        """The launches that pass ``config`` to a script whose engine a class of its own project
+        builds (LOMO's ``deepspeed src/train_lomo.py config/args_lomo.yaml``, ``LOMOTrainer``
+        calling ``deepspeed.initialize``): the config's options are that engine's, so the configs
+        it names run there, not under the Trainer its TrainingArguments-style fields suggest."""
+        from memlint.facts.plan import RunFacts
+
+        key = self.documents.key(config)
+        out: list[RunFacts] = []
+        for launcher in self.links.referrers(config):
+            for facts in self.documents.facts(launcher):
+                named = ([facts.bound_config] if facts.bound_config is not None else []) + list(facts.references)
+                if facts.launches is None or not any(
+                        self._same(self.documents.resolve_reference(str(n.value), launcher), key) for n in named):
+                    continue
+                script = self.documents.resolve_reference(str(facts.launches.value), launcher)
+                if script is None:
+                    continue
+                _, overrides = self._imported_facts(RunFacts(str(script), "python"), facts, {})
+                if "framework" in overrides:
+                    out.append(facts)
+        return out
 
     def _launches_training(self, facts: RunFacts) -> bool:
         """Does a launch start a script that trains (not a job submitter or a data step)?"""
