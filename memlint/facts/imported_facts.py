@@ -33,6 +33,7 @@ imported or run; the caller's document store parses each once.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -100,7 +101,8 @@ def imported_facts(caller: ParsedDocument, module_parser: ModuleParser) -> list[
 
 def _used(text: str, alias: str) -> bool:
     """Is the imported name called or subclassed (a cheap text check before any parsing)?"""
-    return f"{alias}(" in text or f"{alias} (" in text
+    return f"{alias}(" in text or f"{alias} (" in text or re.search(
+        rf"^[ \t]*class[ \t]+\w+[ \t]*\([^)]*\b{re.escape(alias)}\b", text, re.MULTILINE) is not None
 
 
 def _function_facts(caller: ParsedDocument, values: Values, parsed: ParsedDocument, function: cst.FunctionDef,

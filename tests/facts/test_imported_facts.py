@@ -431,3 +431,49 @@ def test_a_trainer_subclass_config_is_still_checked_against_its_trainer(tmp_path
     settings, _ = _project(tmp_path, files)
     found = [d.code for d in Linter(settings).lint_path(tmp_path / "config/ds_config.json")]
     assert "CFG014" in found
+
+
+def test_a_script_subclassing_an_imported_paired_trainer_trains_on_pairs(tmp_path: Path):
+    run_script = SIMPO_RUN.replace("from simpo_trainer import SimPOTrainer\n", dedent('''
+        from simpo_trainer import SimPOTrainer as BaseSimPOTrainer
+
+
+        class LoggingSimPOTrainer(BaseSimPOTrainer):
+            def log(self, logs, start_time=None):
+                print(logs)
+    ''')).replace("trainer = SimPOTrainer(", "trainer = LoggingSimPOTrainer(")
+    files = {"scripts/run_simpo.py": run_script, "scripts/simpo_trainer.py": SIMPO_TRAINER, "run.sh": SIMPO_LAUNCH}
+    settings, project = _project(tmp_path, files)
+    [run] = project.runs_for(tmp_path / "run.sh", run_context(settings))
+    assert run.plan.value("trainer_kind") == "paired"
+
+
+WEIGHTED_TRAIN = dedent('''
+    from transformers import AutoModelForCausalLM, TrainingArguments
+
+    from weighted_trainer import WeightedLossTrainer
+
+    model = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-1.5B")
+    args = TrainingArguments(output_dir="out", per_device_train_batch_size=64, bf16=True)
+    trainer = WeightedLossTrainer(model=model, args=args, train_dataset=None)
+    trainer.train()
+''')
+WEIGHTED_TRAINER = dedent('''
+    from transformers import Trainer
+
+
+    class WeightedLossTrainer(Trainer):
+        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+            weights = inputs.pop("weights")
+            outputs = model(**inputs)
+            loss = (outputs.loss * weights).mean()
+            return (loss, outputs) if return_outputs else loss
+''')
+
+
+def test_exceeds_holds_on_a_lower_bound_but_the_fix_is_no_verdict(tmp_path: Path):
+    settings, _ = _project(tmp_path, {"train.py": WEIGHTED_TRAIN, "weighted_trainer.py": WEIGHTED_TRAINER})
+    [finding] = [d for d in Linter(settings).lint_path(tmp_path / "train.py") if d.code == "MEM001"]
+    assert "exceeds" in finding.message
+    assert "lower bound" in finding.message and "WeightedLossTrainer.compute_loss" in finding.message
+    assert "makes it fit" not in finding.message
