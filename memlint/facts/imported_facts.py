@@ -124,11 +124,12 @@ def _function_facts(caller: ParsedDocument, values: Values, parsed: ParsedDocume
         if argument is NOT_PASSED or argument is None or isinstance(argument, Unpacked):
             continue
         found = values.evaluate(argument)
-        if found is None or not found.known:
+        if (found is None or not found.known) and not (found is not None and found.options):
             if _parsed_options(values, argument):
                 passed[(name, param.name.value)] = Found(CallerOptions(), None)
                 objects.extend(_parser_objects(values))
             continue
+        assert found is not None
         if isinstance(found.value, (Namespace, CallerOptions)) or (
                 isinstance(found.value, Instance) and found.value.cli):
             passed[(name, param.name.value)] = Found(CallerOptions(), None)
@@ -140,6 +141,7 @@ def _function_facts(caller: ParsedDocument, values: Values, parsed: ParsedDocume
                                                      found.note or f"--{found.options[0]}")
             for option in found.options:
                 direct.setdefault(option, found)
+
     def caller_option(option: str) -> Found | None:
         found = _object_default(values, objects, option)
         if found is not None and found.known and found.note:
