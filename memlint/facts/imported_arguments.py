@@ -31,14 +31,29 @@ _SCALARS = (bool, int, float, str)
 ModuleSource = Callable[[str], "tuple[str, str] | None"]
 
 
+def imported_names(text: str) -> list[tuple[str, str, str]]:
+    """Every ``from module import name as alias`` of a module's text: (module, name, alias)."""
+    out: list[tuple[str, str, str]] = []
+    for module, names in _IMPORT.findall(text):
+        for written in names.strip().strip("()").split(","):
+            words = written.split("#")[0].split()
+            if words and words[0].isidentifier():
+                alias = words[2] if len(words) == 3 and words[1] == "as" and words[2].isidentifier() else words[0]
+                out.append((module, words[0], alias))
+    return out
+
+
 def imported_defaults(text: str, module_source: ModuleSource) -> dict[str, Sourced[str]]:
     """Option name -> the default an imported project dataclass gives it, as command-line text
     (a class chosen by a literal key from a dict of classes of the project counts too:
     ``chosen_classes``)."""
     out: dict[str, Sourced[str]] = {}
     chosen = chosen_classes(text, module_source)
-    for module, names in _IMPORT.findall(text):
-        classes = [n for n in _imported_names(names) if n[:1].isupper()]
+    by_module: dict[str, list[str]] = {}
+    for module, name, _ in imported_names(text):
+        by_module.setdefault(module, []).append(name)
+    for module, imported in by_module.items():
+        classes = [n for n in imported if n[:1].isupper()]
         if not classes:
             continue
         found = module_source(module)

@@ -119,6 +119,9 @@ class RunFacts:
     # what the run does that the estimate does not model (Megatron's model parallelism, GaLore's
     # projected optimizer states, ...), as the config writes it, or (that, what the user can do)
     unmodelled: Sourced[str | tuple[str, str]] | None = None
+    # what the trainer computes that memlint cannot read (a project Trainer overriding
+    # ``compute_loss``): the estimate is then a lower bound -- "exceeds" holds, "fits" does not
+    lower_bound: Sourced[str] | None = None
     # ``from_pretrained(device_map="auto")`` in the trained script: one process spreads the layers
     # over every GPU it sees (naive model parallelism), which DDP cannot be combined with
     device_map: Sourced[str] | None = None

@@ -27,7 +27,7 @@ from memlint.facts.plan import RunFacts
 from memlint.facts.script_facts import RANK_CONFIG, ScriptFacts
 from memlint.model.vocabulary import OPTIMIZER_CLASSES
 from memlint.python.library import DEEPSPEED_INITIALIZE, trainer_framework
-from memlint.python.values import Mapping, Values
+from memlint.python.values import Found, Mapping, Values
 
 TRAINING_PACKAGES = (
     "torch", "transformers", "deepspeed", "accelerate", "peft", "trl", "bitsandbytes", "lightning",
@@ -142,6 +142,42 @@ def _only_in_unused_classes(values: Values, training_at: list[cst.CSTNode]) -> b
             # a script that defines its trainer
             return False
     return True
+
+
+def definition_facts(parsed: ParsedDocument, name: str, passed: dict[tuple[str, str], Found],
+                     caller_option: Callable[[str], Found | None] | None = None) -> RunFacts | None:
+    """The facts the top-level function ``name`` of a helper module states when another module
+    calls it (``memlint.facts.imported_facts``): the recognisers run over its body and over the
+    bodies of the module's top-level functions it calls (one level), with its parameters bound
+    to what that caller passes (``passed``; ``caller_option``: the caller's value of an option
+    its options objects carry). None when it states and binds nothing."""
+    source = parsed.python
+    if source is None:
+        return None
+    values = Values(source)
+    values.bind_callers(passed, caller_option)
+    functions = {d.name.value: d for d in source.module.body if isinstance(d, cst.FunctionDef)}
+    helper = functions.get(name)
+    if helper is None:
+        return None
+    called = {helper}
+    for call in source.nodes_in_order(cst.Call):
+        if _owner(values, call) is helper and isinstance(call.func, cst.Name) and call.func.value in functions:
+            called.add(functions[call.func.value])
+    ctx = ScriptFacts(parsed, values)
+    for call in source.nodes_in_order(cst.Call):
+        if _owner(values, call) not in called:
+            continue
+        names = values.callee_names(call)
+        method = call.func.attr.value if type(call.func) is cst.Attribute else None
+        for recogniser in RECOGNISERS:
+            recogniser.recognise(ctx, call, names, method)
+    for assignment in source.nodes_of(cst.Assign):
+        if _owner(values, assignment) in called:
+            _attribute_assignment(ctx, assignment)
+    script_loops.finish(ctx)
+    facts = ctx.facts
+    return facts if facts.stated() or facts.cli_bindings else None
 
 
 def _owner(values: Values, node: cst.CSTNode) -> cst.CSTNode | None:

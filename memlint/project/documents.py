@@ -109,6 +109,8 @@ class DocumentStore:
         # a snapshot's files do not change while it lives (one `memlint check`): each is read once
         self.snapshot = snapshot
         self._cache: dict[str, _Cached] = {}
+        # a key -> (digest, the module parsed whole): helpers another module imports (``module``)
+        self._modules: dict[str, tuple[str, ParsedDocument]] = {}
         self.overlays: dict[str, str] = {}  # unsaved editor buffers, by absolute path
         self._keys: dict[str, str] = {}
         self.records: dict[str, DocumentRecord] = {}  # seeded: known without parsing
@@ -218,6 +220,21 @@ class DocumentStore:
 
     def parsed(self, path: str | Path) -> ParsedDocument:
         return self._entry(path).parsed
+
+    def module(self, path: str | Path) -> ParsedDocument:
+        """A Python module another one imports, parsed with libcst even where the prefilter set
+        it aside: a helper that loads the model trains nothing itself (parsed once per version)."""
+        from memlint.documents.parsed import parse_document
+
+        parsed = self.parsed(path)
+        if not parsed.set_aside:
+            return parsed
+        key, digest = self.key(path), self.digest(path)
+        kept = self._modules.get(key)
+        if kept is None or kept[0] != digest:
+            kept = (digest, parse_document(self.document(self._names.get(key, path)), whole=True))
+            self._modules[key] = kept
+        return kept[1]
 
     def digest(self, path: str | Path) -> str:
         record = self._seeded(path)

@@ -46,10 +46,14 @@ class RunFinder:
         self._infrastructure: list | None = None  # the GPUs the project's infrastructure files request
         self.config_launchers = ConfigLaunchers(documents, links)
         self._unused: list[Path] | None = None  # DeepSpeed/Accelerate configs no document uses
+        # a script's key -> what the project functions and classes it calls establish (and the
+        # modules read for them), worked out once per run
+        self._imported: dict[str, tuple[list, list[Path]]] = {}
 
     def invalidate(self) -> None:
         self._infrastructure = None
         self._unused = None
+        self._imported.clear()
         self.config_launchers.invalidate()
 
     def linked(self, facts: RunFacts, seen: set[str], depth: int = 0) -> list[RunFacts]:
@@ -92,7 +96,34 @@ class RunFinder:
             ]
             if launchers:
                 return launchers
+        if own and all(f.launches is None for f in own) and self.documents.kind(referrer) in _CONFIG_KINDS:
+            handed = self._handed_to_project_trainer(referrer)
+            if handed:
+                return handed
         return own
+
+    def _handed_to_project_trainer(self, config: Path) -> list[RunFacts]:
+        """The launches that pass ``config`` to a script whose engine a class of its own project
+        builds (LOMO's ``deepspeed src/train_lomo.py config/args_lomo.yaml``, ``LOMOTrainer``
+        calling ``deepspeed.initialize``): the config's options are that engine's, so the configs
+        it names run there, not under the Trainer its TrainingArguments-style fields suggest."""
+        from memlint.facts.plan import RunFacts
+
+        key = self.documents.key(config)
+        out: list[RunFacts] = []
+        for launcher in self.links.referrers(config):
+            for facts in self.documents.facts(launcher):
+                named = ([facts.bound_config] if facts.bound_config is not None else []) + list(facts.references)
+                if facts.launches is None or not any(
+                        self._same(self.documents.resolve_reference(str(n.value), launcher), key) for n in named):
+                    continue
+                script = self.documents.resolve_reference(str(facts.launches.value), launcher)
+                if script is None:
+                    continue
+                _, overrides = self._imported_facts(RunFacts(str(script), "python"), facts, {})
+                if "framework" in overrides:
+                    out.append(facts)
+        return out
 
     def _launches_training(self, facts: RunFacts) -> bool:
         """Does a launch start a script that trains (not a job submitter or a data step)?"""
@@ -139,6 +170,13 @@ class RunFinder:
                     seen.add(self.documents.key(module_facts.path))
                     overrides, hidden = self._join_launched(module_facts, facts, seen, linked)
                     script_facts_found = [module_facts]
+            if not script_facts_found and script is not None:
+                # LOMO's train_lomo.py: the script only parses its options and hands them to a
+                # trainer class of its own project (``LOMOTrainer``), which builds the engine
+                from memlint.facts.plan import RunFacts
+
+                helpers, overrides = self._imported_facts(RunFacts(str(script), "python"), facts, overrides)
+                linked.extend(helpers)
             if not script_facts_found and (script is None or self._delegates_to_project_module(script)):
                 # a framework's entry point outside the project (installed with the framework, run
                 # as a module), or a script in the project that trains through an import of the
@@ -166,6 +204,8 @@ class RunFinder:
                 linked.extend(self.linked(linked[-1], seen))
                 passed = frozenset(file_args)
             linked.extend(self._imported_defaults(facts, passed))
+            helpers, overrides = self._imported_facts(facts, None, overrides)
+            linked.extend(helpers)
         linked.extend(self.linked(facts, seen))
         return merge(entry, linked, overrides, hidden - set(overrides))
 
@@ -187,6 +227,10 @@ class RunFinder:
         linked.append(script)
         # the options the launch passes (or its arguments file sets) replace the dataclasses' defaults
         linked.extend(self._imported_defaults(script, frozenset(launcher.cli_args) | frozenset(launcher.cli_unknown)))
+        helpers, overrides = self._imported_facts(script, launcher, overrides)
+        linked.extend(helpers)
+        for helper in helpers:
+            hidden |= hidden_cli(helper, launcher)
         linked.extend(self.linked(script, seen))
         return overrides, hidden
 
@@ -342,6 +386,55 @@ class RunFinder:
                 found.framework = None  # the launch's options say which framework runs
                 out.append(found)
         return out
+
+    def _imported_facts(self, script: RunFacts, launcher: RunFacts | None,
+                        overrides: dict) -> tuple[list[RunFacts], dict]:
+        """What the project functions and classes a script imports and calls establish
+        (``memlint.facts.imported_facts``): their facts, below the script's own; the script's
+        defaults for the options they read, and the launcher's options, applied to them."""
+        from memlint.facts.imported_facts import imported_facts
+        from memlint.facts.launch_options import facts_from_cli
+        from memlint.facts.plan import RunFacts
+
+        key = self.documents.key(script.path)
+        if key not in self._imported:
+            read: list[Path] = []
+
+            def parse(module: str):
+                target = self._module_file(module, Path(script.path))
+                if target is None or self.documents.key(target) == key:
+                    return None
+                read.append(target)
+                try:
+                    return self.documents.module(target)
+                except (OSError, ValueError):
+                    return None
+
+            try:
+                found = imported_facts(self.documents.module(script.path), parse)
+            except (OSError, ValueError):
+                found = []
+            self._imported[key] = (found, read)
+        found, read = self._imported[key]
+        for target in read:
+            reads.document(self.documents.key(target), self.documents.digest(target))
+        passed = frozenset(launcher.cli_args) | frozenset(launcher.cli_unknown) if launcher is not None else frozenset()
+        linked: list[RunFacts] = []
+        combined = dict(overrides)
+        for imported in found:
+            defaults = {option: fact for option, fact in imported.defaults.items() if option not in passed}
+            if defaults:  # what the script's defaults make the helper do, located in the script
+                holder = RunFacts(script.path, "python")
+                for name, fact in facts_from_cli(imported.facts, RunFacts(script.path, "shell",
+                                                                          cli_args=defaults)).items():
+                    setattr(holder, name, Sourced(fact.value, fact.origin, f"{fact.note} (read in "
+                                                  f"{Path(imported.facts.path).name})"))
+                linked.append(holder)
+            linked.append(imported.facts)
+            if launcher is not None:
+                combined = {**apply_cli(imported.facts, launcher), **combined}
+            combined = {**imported.overrides, **combined}
+        return linked, combined
 
     def _delegated_facts(self, script: Path, depth: int = 0) -> list[RunFacts]:
         """The run a script starts by calling an entry point it imports from the project

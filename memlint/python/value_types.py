@@ -33,6 +33,11 @@ class Namespace:
     """What ``ArgumentParser.parse_args()`` returns: attributes are argparse options."""
 
 
+class CallerOptions:
+    """A parameter bound to the options object a caller in another module passes it
+    (``create_and_prepare_model(model_args, ...)``): each attribute is that caller's option."""
+
+
 @dataclass(frozen=True)
 class Instance:
     """A dataclass instance: a user ``@dataclass`` (``cls``) or a library one (``library``).

@@ -24,6 +24,7 @@ from memlint.python.references import NOT_PASSED, Assigned, Names, Parameter, Un
 from memlint.python.unit_scopes import ANYTHING, uses_of
 from memlint.python.value_types import (
     MISSING,
+    CallerOptions,
     CallValue,
     ClassValue,
     Found,
@@ -109,6 +110,20 @@ class Values(Names):
         self._in_progress: set[int] = set()
         self._options: "Options | None" = None
         self._subscript_sets: dict[str, list[tuple[cst.BaseExpression, cst.BaseExpression, cst.CSTNode]]] | None = None
+        # (function, parameter) -> what a caller in another module passes it (``bind_callers``)
+        self._passed: dict[tuple[str, str], Found] = {}
+        self._caller_option: Callable[[str], Found | None] | None = None
+
+    def bind_callers(self, passed: dict[tuple[str, str], Found],
+                     caller_option: Callable[[str], Found | None] | None = None) -> None:
+        """Read this module as a helper another module calls: each (function, parameter) named
+        is what that caller passes, and ``caller_option`` the caller's value of an option read
+        from an options object it passed (``CallerOptions``). Answers are then about that call,
+        so none is kept across versions of the module (its own reading must not see them)."""
+        self._passed = dict(passed)
+        self._caller_option = caller_option
+        self._kept = lambda node: None
+        self._cache.clear()
 
     # ------------------------------------------------------------- plumbing
 
@@ -403,6 +418,10 @@ class Values(Names):
     def _parameter(self, definition: Parameter, depth: int) -> Found | None:
         """A parameter: the argument every call site in the module passes, else its default."""
         param, function = definition.param, definition.function
+        if self._passed and type(function) is cst.FunctionDef:
+            bound = self._passed.get((function.name.value, param.name.value))
+            if bound is not None:
+                return bound
         if type(function) is cst.FunctionDef:
             exposed = self.options.function_option(function, param)
             if exposed is not None:
@@ -476,6 +495,12 @@ class Values(Names):
             value = base.value
             if isinstance(value, Namespace):
                 return self.options.argparse_value(attr)
+            if isinstance(value, CallerOptions):
+                given = self._caller_option(attr) if self._caller_option is not None else None
+                if given is not None and given.known and given.value is not None and isinstance(given.value, _SCALAR):
+                    # located where this module reads it; the note says whose default it is
+                    return Found(given.value, expr, (attr,), given.note or f"--{attr}")
+                return Found(MISSING, None, (attr,), f"--{attr}")
             if isinstance(value, Instance):
                 return self.options.field_value(value, attr, depth + 1)
             if isinstance(value, ClassValue):

@@ -156,4 +156,8 @@ def fix_hint(ctx: RuleContext, run: ResolvedRun, verb: str = "makes it fit") -> 
     best = fitting[0]
     if verb == "frees":
         return f"; {best.change} frees {gib(best.saves_bytes)}"
+    lower = run.plan.get("lower_bound")
+    if lower is not None:  # the estimate is a lower bound: "fits" is no verdict
+        return (f"; {best.change} (−{gib(best.saves_bytes)}) would make it fit by the estimate, a lower bound "
+                f"here ({lower.value} is not modelled)")
     return f"; {best.change} (−{gib(best.saves_bytes)}) makes it fit"

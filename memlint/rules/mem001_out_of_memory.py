@@ -53,7 +53,9 @@ class OutOfMemory(Rule):
 
     The finding sits on the line that sets the largest part of the peak (the micro-batch when
     activations dominate, the optimizer when its states do) and lists the cheapest changes
-    that make the run fit, each with the GiB it saves.
+    that make the run fit, each with the GiB it saves. When the run's trainer is a project class
+    whose ``compute_loss`` or ``training_step`` memlint does not model, the estimate is a lower
+    bound: "exceeds" still holds, but a change is said to fit only "by the estimate".
 
     ## Why it matters
     "CUDA out of memory" is the most common failure in deep learning, and it is found late:

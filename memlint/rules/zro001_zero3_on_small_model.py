@@ -105,6 +105,30 @@ _SHARED_FSDP = {
         model="Qwen/Qwen3-30B-A3B-Instruct-2507", quantization="", method="full"),
 }
 
+_OWN_TRAINER_SCRIPT = """\
+from transformers import AutoModelForCausalLM, TrainingArguments
+from weighted_trainer import WeightedLossTrainer
+
+model = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-1.5B")
+args = TrainingArguments(output_dir="out", per_device_train_batch_size=4, bf16=True,
+                         gradient_checkpointing=True, deepspeed="ds_zero3.json")
+trainer = WeightedLossTrainer(model=model, args=args, train_dataset=dataset)
+trainer.train()
+"""
+
+_OWN_TRAINER = """\
+import torch
+from transformers import Trainer
+
+
+class WeightedLossTrainer(Trainer):
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        outputs = model(**inputs)
+        weights = inputs.pop("weights")
+        loss = (outputs.loss * weights).mean()
+        return (loss, outputs) if return_outputs else loss
+"""
+
 # With no target GPU set, the run is judged against the smallest of the usual data-centre
 # training cards: a lighter stage that fits an A100 40GB fits every A100, H100, H200 and B200.
 FLOOR_GPU = "a100-40gb"
@@ -129,6 +153,9 @@ class ZeroThreeOnSmallModel(Rule):
     examples launch ``z0`` ... ``z3`` from one script), stage 3 is one of the settings compared:
     the finding is an info that says so. A run of the project's tests (its script or its config
     under a ``tests/`` folder) is not reported: it uses stage 3 to check that stage 3 works.
+    When the run's trainer is a project class that overrides ``compute_loss`` or
+    ``training_step`` in a way memlint does not model, the estimate is only a lower bound, so
+    "the lighter stage fits" is no verdict: the finding is an info that names the method.
 
     ## Why it matters
     Stage 3 shards the parameters themselves, so every forward and every backward all-gathers
@@ -174,6 +201,11 @@ class ZeroThreeOnSmallModel(Rule):
                 files={"train_args.yaml": _ARGS.format(model="Qwen/Qwen2.5-0.5B")},
                 settings={"gpus": 8}, lines=(6,), message="judged against NVIDIA A100",
                 title="No target GPU: a 0.5B model fits even an A100 40GB without stage 3"),
+        Example(_DS, path="ds_zero3.json",
+                files={"train.py": _OWN_TRAINER_SCRIPT, "weighted_trainer.py": _OWN_TRAINER},
+                settings={"gpu": "h100", "gpus": 8}, lines=(6,), message="lower bound",
+                title="A project Trainer overriding compute_loss: the lighter stage fits only by a lower bound, "
+                      "an info"),
     )
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
@@ -216,6 +248,22 @@ class ZeroThreeOnSmallModel(Rule):
                 current = estimate_training(arch, setup, cap)
                 now = f" ({gib(current.peak_bytes)} now)"
                 swept = _swept_stages(ctx, run, fact.origin.path)
+                lower = run.plan.get("lower_bound")
+                if lower is not None:
+                    # what the trainer computes is not read: "fits" would be a claim on a lower bound
+                    yield Finding(
+                        range=fact.origin.range,
+                        path=fact.origin.path,
+                        message=(
+                            f"{setup.sharding.value} on a {arch.n_params / 1e9:.1f}B model: by the estimate "
+                            f"{_NAMES[lighter]} would fit each {cap.gpu_name} (~{gib(candidate.peak_bytes)} per "
+                            f"GPU{now}), but {lower.value} is not modelled, so the estimate is a lower bound: "
+                            f"measure a step before lowering the stage{floor}"
+                        ),
+                        data={"lighter": lighter.value, "peak_bytes": candidate.peak_bytes, "lower_bound": True},
+                        severity=Severity.INFO,
+                    )
+                    break
                 sweep = ""
                 if swept:
                     entry = Path(run.plan.entry).name
