@@ -55,11 +55,23 @@ class CannotEstimate(Rule):
     )
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        # one note per file and reason: a launcher that starts the same script once per rank
+        # (``python train.py --rank 0 & python train.py --rank 1 & ...``) is one unchecked run to
+        # its reader, not eight; the note names the other lines
+        notes: dict[tuple[str, str], list] = {}
         for run in ctx.runs:
             if ctx.capacity_for(run) is None:
                 continue
             if run.problem is None or not run.trains:
                 continue  # estimated, or nothing to estimate: the run trains nothing
             where = run.problem_fact.origin if run.problem_fact and run.problem_fact.origin else run.plan.anchor
-            yield Finding(range=where.range, path=where.path,
-                          message=f"memory not checked: {run.problem}")
+            lines = notes.setdefault((where.path, run.problem), [])
+            if all(w.range != where.range for w in lines):
+                lines.append(where)
+        for (_, problem), places in notes.items():
+            first, others = places[0], sorted({w.range.start.line for w in places[1:]})
+            also = ""
+            if others:
+                shown = ", ".join(str(line) for line in others[:5]) + (", ..." if len(others) > 5 else "")
+                also = f" (the same for the launch{'es' if len(others) > 1 else ''} on line{'s' if len(others) > 1 else ''} {shown})"
+            yield Finding(range=first.range, path=first.path, message=f"memory not checked: {problem}{also}")

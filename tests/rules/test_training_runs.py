@@ -103,3 +103,45 @@ def test_a_backward_with_an_optimizer_step_is_a_run(lint):
 def test_the_same_backward_without_a_step_is_no_run(lint):
     source = TRAIN_STEP.replace("    optimizer.step()\n", "")
     assert lint("MEM003", source, path="train_step.py", settings=SETTINGS) == []
+
+
+PIPELINE_TRAIN = """\
+import argparse
+
+import torch
+from transformers import AutoModelForCausalLM
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--model-name", dest="model_name", required=True)
+parser.add_argument("--rank", type=int, default=0)
+parser.add_argument("--cuda-id", dest="cuda_id", type=int, default=0)
+args = parser.parse_args()
+
+model = AutoModelForCausalLM.from_pretrained(args.model_name).to(f"cuda:{args.cuda_id}")
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)
+for batch in loader:
+    model(**batch).loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+"""
+
+PER_RANK = """\
+ARGS="--model-name acme-labs/secret-model-13b"
+(trap 'kill 0' SIGINT; \\
+python dist_train.py $(echo ${ARGS}) --cuda-id 0 --rank 0 \\
+    & \\
+python dist_train.py $(echo ${ARGS}) --cuda-id 1 --rank 1 \\
+    & \\
+python dist_train.py $(echo ${ARGS}) --cuda-id 2 --rank 2 \\
+    & \\
+wait)
+"""
+
+
+def test_one_note_for_a_script_started_once_per_rank(lint):
+    # OpenChatKit's pipeline launchers start the same script once per GPU: one unchecked run to
+    # the reader, one note that names the other launches
+    diagnostics = lint("MEM003", PER_RANK, path="training/finetune.sh", files={"training/dist_train.py": PIPELINE_TRAIN},
+                       settings=SETTINGS)
+    assert len(diagnostics) == 1, [d.message for d in diagnostics]
+    assert "(the same for the launches on lines" in diagnostics[0].message
