@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Iterator
 
@@ -10,7 +11,7 @@ from memlint.documents.kinds import DocumentKind
 from memlint.estimate import Sharding, capacity_for, estimate_training
 from memlint.facts.resolve import ResolvedRun
 from memlint.lint.context import RuleContext
-from memlint.model.diagnostics import Severity
+from memlint.model.diagnostics import Range, Severity
 from memlint.model.units import GiB
 from memlint.rules._memory import gib
 from memlint.rules.base import Example, Finding, Rule
@@ -220,9 +221,18 @@ class ZeroThreeOnSmallModel(Rule):
         if findings:
             needed |= {path for run in ctx.commented_runs() if run.trains and not any(self._per_run(ctx, run))
                        for path in run.plan.documents}
+        # one finding per config line: several runs that use one shared config are one choice to
+        # undo; the run with the largest peak under the lighter stage speaks for them all
+        by_place: dict[tuple[str | None, Range], list[Finding]] = {}
         for _, finding in findings:
             if finding.path not in needed:
-                yield finding
+                by_place.setdefault((finding.path, finding.range), []).append(finding)
+        for same in by_place.values():
+            worst = max(same, key=lambda f: (f.data or {}).get("peak_bytes", 0))
+            if len(same) > 1:
+                worst = replace(worst, message=f"{worst.message} (the largest of the {len(same)} runs that use "
+                                               "this config; each fits a lighter stage)")
+            yield worst
 
     def _per_run(self, ctx: RuleContext, run: ResolvedRun) -> Iterator[Finding]:
         cap = ctx.capacity_for(run)

@@ -82,3 +82,16 @@ def test_a_launcher_that_runs_only_stage_3_keeps_the_warning(tmp_path):
     [finding] = _zro001(tmp_path, ONLY_STAGE3)
     assert finding.severity == Severity.WARNING
     assert "sweep" not in finding.message
+
+
+TWO_MODELS = ('TASK_NAME=mnli\nPER_DEVICE_TRAIN_BATCH_SIZE=64\nOUTPUT_DIR=./${TASK_NAME}/output\n\n'
+              + _launch("z3").replace("$MODEL_NAME", "bert-base-cased") + "\n"
+              + _launch("z3").replace("$MODEL_NAME", "FacebookAI/roberta-base").replace("_z3\n", "_z3_large\n"))
+
+
+def test_one_finding_for_a_shared_config_that_every_run_could_lighten(tmp_path):
+    # two launches use one ZeRO-3 config and each run fits a lighter stage: one finding on the
+    # config's line, spoken for by the run with the larger peak, not one per run
+    [finding] = _zro001(tmp_path, TWO_MODELS)
+    assert "the largest of the 2 runs that use this config" in finding.message
+    assert finding.severity == Severity.WARNING
