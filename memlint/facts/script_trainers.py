@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import libcst as cst
@@ -94,13 +95,30 @@ def config(ctx: ScriptFacts, call: cst.Call, framework: str, names: set[str]) ->
                   at=call, rank=RANK_CONFIG + 1)
 
 
+# the switch that makes an adapter's rank and targets parameters (``hf_args.ADAPTER_PARAMETERS``):
+# a boolean field named for the adapter (``lora_enable``, ``use_lora``, ``use_peft``). A class
+# without one (artidoro/qlora's ``lora_r: int = 64`` beside ``full_finetune: bool = False``:
+# adapters unless asked otherwise) chooses the adapter by its rank.
+_ADAPTER_SWITCH = re.compile(r"(^|_)(lora|peft|adapters?)(_|$)", re.I)
+
+
+def _adapter_skipped(fields: dict[str, Any]) -> frozenset[str]:
+    """The adapter parameters whose defaults are not the choice of an adapter in this class."""
+    switched = any(
+        _ADAPTER_SWITCH.search(key) and isinstance(default, cst.Name) and default.value in ("True", "False")
+        for key, default in fields.items() if key not in hf_args.ADAPTER_PARAMETERS)
+    return hf_args.ADAPTER_PARAMETERS if switched else frozenset()
+
+
 def _own_defaults(ctx: ScriptFacts, call: cst.Call, names: set[str], given: dict, owner: str) -> None:
     """A user subclass of TrainingArguments: its own field defaults are TrainingArguments values."""
     found = ctx.values.evaluate(call.func)
     if found is None or not isinstance(found.value, ClassValue):
         return
-    for key, default in _all_fields(ctx, found.value.node).items():
-        if key in given or default is None or key in hf_args.ADAPTER_PARAMETERS:
+    fields = _all_fields(ctx, found.value.node)
+    skipped = _adapter_skipped(fields)
+    for key, default in fields.items():
+        if key in given or default is None or key in skipped:
             continue
         hf_field(ctx, key, ctx.values.evaluate(default), owner, call)
 
@@ -233,8 +251,9 @@ def _user_class(ctx: ScriptFacts, call: cst.Call, cls: cst.ClassDef) -> None:
         return
     _library_class(ctx, call, library)
     owner = cls.name.value
+    skipped = _adapter_skipped(fields)
     for key, default in fields.items():
-        if default is not None and key not in hf_args.ADAPTER_PARAMETERS:
+        if default is not None and key not in skipped:
             hf_field(ctx, key, ctx.values.evaluate(default), owner, call)
 
 

@@ -87,3 +87,60 @@ def test_the_launch_that_turns_the_switch_on_trains_the_adapter_of_the_default_r
 def test_a_rank_the_launch_passes_is_the_rank(tmp_path: Path):
     lora = _setup(tmp_path, " \\\n    --lora_enable True --lora_r 16").lora
     assert lora is not None and lora.r == 16
+
+
+# artidoro/qlora's qlora.py: no adapter switch, adapters unless `full_finetune`; the model is
+# built by a helper that gets `argparse.Namespace(**vars(model_args), **vars(training_args))`,
+# and the class's default rank is the adapter's
+NO_SWITCH = dedent('''
+    from dataclasses import dataclass, field
+    from typing import Optional
+    import argparse
+
+    import torch
+    import transformers
+    from peft import LoraConfig, get_peft_model
+
+
+    @dataclass
+    class ModelArguments:
+        model_name_or_path: Optional[str] = field(default="Qwen/Qwen2-7B-Instruct")
+
+
+    @dataclass
+    class TrainingArguments(transformers.Seq2SeqTrainingArguments):
+        model_max_length: int = field(default=4096, metadata={"help": "Maximum sequence length."})
+        full_finetune: bool = field(default=False, metadata={"help": "Finetune the entire model without adapters."})
+        lora_r: int = field(default=64, metadata={"help": "Lora R dimension."})
+        lora_alpha: float = field(default=16, metadata={"help": "Lora alpha."})
+
+
+    def get_accelerate_model(args):
+        model = transformers.AutoModelForCausalLM.from_pretrained(args.model_name_or_path, torch_dtype=torch.bfloat16)
+        if not args.full_finetune:
+            config = LoraConfig(r=args.lora_r, lora_alpha=args.lora_alpha, target_modules=["q_proj", "v_proj"],
+                                task_type="CAUSAL_LM")
+            model = get_peft_model(model, config)
+        return model
+
+
+    def train():
+        parser = transformers.HfArgumentParser((ModelArguments, TrainingArguments))
+        model_args, training_args = parser.parse_args_into_dataclasses()
+        args = argparse.Namespace(**vars(model_args), **vars(training_args))
+        model = get_accelerate_model(args)
+        trainer = transformers.Seq2SeqTrainer(model=model, args=training_args)
+        trainer.train()
+
+
+    if __name__ == "__main__":
+        train()
+''')
+
+
+def test_a_class_without_an_adapter_switch_chooses_the_adapter_by_its_rank(tmp_path: Path):
+    write(tmp_path, {"train.py": NO_SWITCH, "run.sh": LAUNCH.format(extra="")})
+    (tmp_path / ".git").mkdir()
+    settings = Settings(root=tmp_path).with_overrides(gpu="h100", gpus=8, cache=False)
+    [run] = Project(settings).runs_for(tmp_path / "run.sh", run_context(settings))
+    assert run.setup is not None and run.setup.lora is not None and run.setup.lora.r == 64
