@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from memlint.documents import reads
 from memlint.documents.kinds import ENTRY_KINDS, STANDALONE_KINDS, DocumentKind
@@ -311,17 +311,7 @@ class RunFinder:
         except (OSError, ValueError):
             return []
 
-        def source(module: str) -> tuple[str, str] | None:
-            target = self._module_file(module, Path(script.path))
-            if target is None:
-                return None
-            try:
-                document = self.documents.document(target)
-            except (OSError, ValueError):
-                return None
-            reads.document(self.documents.key(target), self.documents.digest(target))
-            return str(target), document.text
-
+        source = self._module_source(Path(script.path))
         defaults = imported_defaults(text, source)
         for option, fact in imported_constants(script.option_constants, source).items():
             defaults.setdefault(option, fact)
@@ -340,6 +330,23 @@ class RunFinder:
             setattr(holder, name, Sourced(fact.value, fact.origin, notes.get(fact.origin, fact.note)))
         return list(by_module.values())
 
+    def _module_source(self, script: Path) -> Callable[[str], tuple[str, str] | None]:
+        """A module name as ``script`` imports it -> (its path, its text), or None when it is not a
+        file of the project; each module read is recorded for the cache."""
+
+        def source(module: str) -> tuple[str, str] | None:
+            target = self._module_file(module, script)
+            if target is None:
+                return None
+            try:
+                document = self.documents.document(target)
+            except (OSError, ValueError):
+                return None
+            reads.document(self.documents.key(target), self.documents.digest(target))
+            return str(target), document.text
+
+        return source
+
     def _project_argument_defaults(self, script: Path, launcher: RunFacts, options: RunFacts) -> list[RunFacts]:
         """A project script whose arguments classes live in the project's modules (LMFlow's
         ``examples/dpo_train.py`` parses ``lmflow.args`` classes, one chosen from a dict of
@@ -356,17 +363,7 @@ class RunFinder:
         except (OSError, ValueError):
             return []
 
-        def source(module: str) -> tuple[str, str] | None:
-            target = self._module_file(module, script)
-            if target is None:
-                return None
-            try:
-                document = self.documents.document(target)
-            except (OSError, ValueError):
-                return None
-            reads.document(self.documents.key(target), self.documents.digest(target))
-            return str(target), document.text
-
+        source = self._module_source(script)
         unread = unread_parser_classes(text, source)
         if unread:
             options.unread_arguments = Sourced(", ".join(unread), launcher.anchor,

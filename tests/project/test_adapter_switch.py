@@ -65,8 +65,8 @@ LAUNCH = dedent('''
 ''')
 
 
-def _setup(tmp_path: Path, extra: str = ""):
-    write(tmp_path, {"train.py": TRAIN_PY, "run.sh": LAUNCH.format(extra=extra)})
+def _setup(tmp_path: Path, extra: str = "", train: str = TRAIN_PY):
+    write(tmp_path, {"train.py": train, "run.sh": LAUNCH.format(extra=extra)})
     (tmp_path / ".git").mkdir()
     settings = Settings(root=tmp_path).with_overrides(gpu="h100", gpus=8, cache=False)
     [run] = Project(settings).runs_for(tmp_path / "run.sh", run_context(settings))
@@ -139,8 +139,5 @@ NO_SWITCH = dedent('''
 
 
 def test_a_class_without_an_adapter_switch_chooses_the_adapter_by_its_rank(tmp_path: Path):
-    write(tmp_path, {"train.py": NO_SWITCH, "run.sh": LAUNCH.format(extra="")})
-    (tmp_path / ".git").mkdir()
-    settings = Settings(root=tmp_path).with_overrides(gpu="h100", gpus=8, cache=False)
-    [run] = Project(settings).runs_for(tmp_path / "run.sh", run_context(settings))
-    assert run.setup is not None and run.setup.lora is not None and run.setup.lora.r == 64
+    lora = _setup(tmp_path, train=NO_SWITCH).lora
+    assert lora is not None and lora.r == 64
