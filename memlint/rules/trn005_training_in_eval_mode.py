@@ -221,18 +221,10 @@ def _runs_abstract_method(index: ModuleIndex, event: Event) -> bool:
         return False
     if any((dotted(d.decorator) or "").split(".")[-1] == "abstractmethod" for d in helper.decorators):
         return True
-    body = helper.body.body if isinstance(helper.body, cst.IndentedBlock) else ()
-    statements = [s for s in body if not _is_docstring(s)]
+    statements = list(helper.body.body) if isinstance(helper.body, cst.IndentedBlock) else []
+    if helper.get_docstring() is not None:
+        statements = statements[1:]
     return len(statements) == 1 and _raises_not_implemented(statements[0])
-
-
-def _is_docstring(statement: cst.CSTNode) -> bool:
-    return (
-        isinstance(statement, cst.SimpleStatementLine)
-        and len(statement.body) == 1
-        and isinstance(statement.body[0], cst.Expr)
-        and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
-    )
 
 
 def _raises_not_implemented(statement: cst.CSTNode) -> bool:

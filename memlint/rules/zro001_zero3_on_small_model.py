@@ -257,7 +257,6 @@ class ZeroThreeOnSmallModel(Rule):
             if candidate.comfortable:
                 current = estimate_training(arch, setup, cap)
                 now = f" ({gib(current.peak_bytes)} now)"
-                swept = _swept_stages(ctx, run, fact.origin.path)
                 lower = run.plan.get("lower_bound")
                 if lower is not None:
                     # what the trainer computes is not read: "fits" would be a claim on a lower bound
@@ -274,6 +273,7 @@ class ZeroThreeOnSmallModel(Rule):
                         severity=Severity.INFO,
                     )
                     break
+                swept = _swept_stages(ctx, run, fact.origin.path)
                 sweep = ""
                 if swept:
                     entry = Path(run.plan.entry).name
