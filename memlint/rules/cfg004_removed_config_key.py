@@ -11,7 +11,8 @@ class RemovedConfigKey(SchemaRule):
     """## What it does
     Reports config keys the tool has removed: DeepSpeed sections (``amp``,
     ``compression_training``, ``curriculum_learning`` at the top level, ``elasticity``, ...)
-    with DeepSpeed's own message about what replaced each, and TrainingArguments, TRL and
+    with DeepSpeed's own message about what replaced each and the release that removed it
+    (0.19.7 or 0.19.8, read from each release's source), and TrainingArguments, TRL and
     Axolotl keys, judged against the release the project pins (``requirements*.txt``,
     ``pyproject.toml``, ``setup.py``/``setup.cfg`` read without running them, lock files,
     ``environment.yml``). The history of each key (the releases that read it) comes from the
@@ -64,7 +65,7 @@ class RemovedConfigKey(SchemaRule):
             '  "zero_optimization": {"stage": 1}\n}\n',
             path="ds_config.json",
             lines=(3,),
-            message="was removed from DeepSpeed",
+            message="was removed in DeepSpeed 0.19.8",
             title="The Apex AMP integration is gone",
         ),
         Example(

@@ -742,3 +742,52 @@ def test_near_miss_without_an_accelerate_pin_the_old_fsdp_key_is_reported(lint):
                        "examples/accelerate_configs/fsdp_8gpu.yaml")
     [prefetch] = [d for d in diagnostics if d.range.start.line == 8]
     assert prefetch.code == "CFG001" and "did you mean `fsdp_backward_prefetch`?" in prefetch.message
+
+
+# VILA's scripts/zero3_mics_mini_fixed.json, trimmed, and its pyproject.toml, whose `train` extra
+# pins the DeepSpeed that training installs: 0.9.5 reads MiCS sharding, 0.19.7 removed it
+VILA_PYPROJECT = """\
+[project]
+name = "vila"
+version = "2.0.0"
+dependencies = ["torch==2.3.0", "transformers==4.46.0", "accelerate==0.27.2", "peft>=0.9.0"]
+
+[project.optional-dependencies]
+train = ["deepspeed==0.9.5", "ninja", "wandb"]
+eval = ["word2number", "Levenshtein", "nltk"]
+"""
+
+MICS_CONFIG = """\
+{
+  "bf16": {"enabled": "auto"},
+  "train_micro_batch_size_per_gpu": "auto",
+  "zero_optimization": {
+    "stage": 3,
+    "overlap_comm": true,
+    "mics_shard_size": 8,
+    "mics_hierarchical_params_gather": false
+  }
+}
+"""
+
+
+def test_a_removed_deepspeed_key_read_by_the_pinned_release_is_an_info(lint):
+    diagnostics = lint({"pyproject.toml": VILA_PYPROJECT, "scripts/zero3_mics.json": MICS_CONFIG},
+                       "scripts/zero3_mics.json")
+    assert [(d.code, d.range.start.line, d.severity.name) for d in diagnostics] == [
+        ("CFG004", 7, "INFO"), ("CFG004", 8, "INFO")]
+    assert diagnostics[0].message.startswith(
+        "`zero_optimization.mics_shard_size` is read by the DeepSpeed you pin (`deepspeed==0.9.5`, pyproject.toml:")
+    assert "DeepSpeed 0.19.7 removed it and refuses a config that sets it" in diagnostics[0].message
+
+
+def test_near_miss_removed_deepspeed_keys_under_pins_that_reach_the_removal(lint):
+    cases = {"deepspeed>=0.14\n": "WARNING", "deepspeed==0.19.8\n": "ERROR", "deepspeed\n": "ERROR", "": "ERROR"}
+    for requirement, severity in cases.items():
+        diagnostics = lint({"requirements.txt": requirement, "scripts/zero3_mics.json": MICS_CONFIG},
+                           "scripts/zero3_mics.json")
+        assert [(d.code, d.severity.name) for d in diagnostics] == [("CFG004", severity)] * 2, requirement
+        assert "DeepSpeed 0.19.7" in diagnostics[0].message
+    [warning, _] = lint({"requirements.txt": "deepspeed>=0.14\n", "scripts/zero3_mics.json": MICS_CONFIG},
+                        "scripts/zero3_mics.json")
+    assert "a fresh install (the newest release the pin admits) refuses the config" in warning.message

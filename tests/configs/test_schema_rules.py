@@ -303,7 +303,8 @@ def test_removed_deepspeed_section(lint):
     text = '{\n  "train_batch_size": 32,\n  "elasticity": {"enabled": true, "max_train_batch_size": 2000}\n}\n'
     [diagnostic] = lint({"ds_config.json": text}, "ds_config.json")
     assert spans([diagnostic]) == [("CFG004", 3, 2, 3, 14)]
-    assert diagnostic.message.startswith("`elasticity` was removed from DeepSpeed: Elastic training has been removed")
+    assert diagnostic.message.startswith(
+        "`elasticity` was removed in DeepSpeed 0.19.8: Elastic training has been removed")
 
 
 # smollm's vision/smolvlm2/scripts/zero3_mics_mini_fixed.json, trimmed: MiCS sharding, which
@@ -328,7 +329,7 @@ def test_removed_zero_keys_say_why(lint):
     diagnostics = lint({"zero3_mics.json": MICS_ZERO3}, "zero3_mics.json")
     assert [(d.code, d.range.start.line) for d in diagnostics] == [("CFG004", 9), ("CFG004", 10)]
     assert diagnostics[0].message.startswith(
-        "`zero_optimization.mics_shard_size` was removed from DeepSpeed: MiCS ZeRO-3 sharding has been removed")
+        "`zero_optimization.mics_shard_size` was removed in DeepSpeed 0.19.7: MiCS ZeRO-3 sharding has been removed")
     kept = MICS_ZERO3.replace(',\n        "mics_shard_size": 64,\n        "mics_hierarchical_params_gather": false', "")
     assert lint({"zero3.json": kept}, "zero3.json") == []
 
