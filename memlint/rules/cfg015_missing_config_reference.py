@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Iterator
 
 from memlint.documents.kinds import DocumentKind
+from memlint.facts.shell_writes import writes
 from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Severity
 from memlint.project.walk import ignored_by_git
@@ -68,6 +69,15 @@ class MissingConfigReference(Rule):
             files={".gitignore": "__pycache__\n*.pth\nwandb\ntmp\n"},
             title="A file under a folder the project's .gitignore ignores is made by an earlier step, not committed",
         ),
+        Example(
+            "#!/bin/bash\nMODEL=meta-llama/Meta-Llama-3-8B-Instruct\n\ncat <<EOT > dpo_config.yaml\n"
+            "model_name_or_path: $MODEL\nper_device_train_batch_size: 1\ngradient_accumulation_steps: 16\n"
+            "bf16: true\nEOT\n\naccelerate launch --config_file configs/zero2.yaml run_dpo.py dpo_config.yaml\n",
+            path="run_loop.sh",
+            files={"configs/zero2.yaml": "distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 2\n",
+                   "run_dpo.py": "from trl import DPOConfig, DPOTrainer\n"},
+            title="The launcher writes the config itself (a here-document) before it launches the run",
+        ),
     )
     INVALID = (
         Example(
@@ -97,6 +107,9 @@ class MissingConfigReference(Rule):
                 if target is None:
                     if _generated(ctx, written):
                         continue  # under a folder git ignores: the run that makes it comes first
+                    if ctx.kind is DocumentKind.SHELL and writes(ctx.parsed.text, reference.origin.range.start.line,
+                                                                 written):
+                        continue  # the launcher writes it itself before the launch (a here-document)
                     yield Finding(reference.origin.range,
                                   f"`{written}` does not exist (looked next to {Path(ctx.path).name}, in the folders "
                                   "above it and in "

@@ -1,0 +1,60 @@
+"""The files a shell script writes itself, before a given place in it.
+
+Launchers often write the config they launch a moment before (Online-RLHF's ``run_loop.sh``:
+``cat <<EOT > dpo_config.yaml`` with the iteration's settings, then ``accelerate launch ...
+run_dpo.py dpo_config.yaml``). Such a file is not committed, and it is not missing: the run makes
+it. What counts as a write: an output redirection (``>``, ``>>``, ``>|``, ``&>``, also in front of
+a here-document), ``tee``, and the destination of ``cp``/``mv``/``ln``. Only paths written as
+plain words are matched; a path built from a variable the script sets is matched as the script
+spells it (``$OUT/ds.json`` against ``$OUT/ds.json``).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import shlex
+
+_REDIRECT = re.compile(r"(?:^|[^<>&0-9])(?:[12]?>>?|>\||&>>?)\s*(?P<target>\"[^\"\n]+\"|'[^'\n]+'|[^\s;|&<>()]+)")
+_COPY = frozenset({"cp", "mv", "ln", "install"})
+
+
+def _normal(path: str) -> str:
+    path = path.strip("\"'")
+    return posixpath.normpath(path[2:] if path.startswith("./") else path)
+
+
+def _command_targets(line: str) -> list[str]:
+    """``tee`` and ``cp``/``mv``/``ln`` destinations of the commands on one line."""
+    out: list[str] = []
+    for part in re.split(r"\s*(?:\|\|?|&&|;)\s*", line):
+        try:
+            words = shlex.split(part, comments=True)
+        except ValueError:
+            continue
+        if not words:
+            continue
+        operands = [w for w in words[1:] if not w.startswith("-")]
+        if words[0] == "tee":
+            out += operands
+        elif words[0] in _COPY and len(operands) >= 2:
+            out.append(operands[-1])
+    return out
+
+
+def written_before(text: str, line: int) -> set[str]:
+    """The normalised paths the script writes in the lines before ``line`` (1-based)."""
+    out: set[str] = set()
+    for written in text.splitlines()[:max(line - 1, 0)]:
+        stripped = written.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        out |= {_normal(m.group("target")) for m in _REDIRECT.finditer(stripped)}
+        out |= {_normal(target) for target in _command_targets(stripped)}
+    out.discard("/dev/null")
+    return out
+
+
+def writes(text: str, line: int, path: str) -> bool:
+    """Does the script write ``path``, as it spells it, in the lines before ``line``?"""
+    return _normal(path) in written_before(text, line)

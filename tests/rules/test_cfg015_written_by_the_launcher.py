@@ -1,0 +1,62 @@
+"""CFG015 and the files a launcher writes itself before it launches the run."""
+
+from __future__ import annotations
+
+# Online-RLHF's run_loop.sh, trimmed: each iteration writes its DPO config with a here-document
+RUN_LOOP = """\
+#!/bin/bash
+source ~/.bashrc
+conda activate rlhflow
+
+initial_model="RLHFlow/LLaMA3-SFT"
+base_path="./iter_dpo"
+mkdir -p $base_path
+
+run_iteration() {
+    local iteration=$1
+    local model_path=$2
+    cat <<EOT > dpo_config.yaml
+run_name: $iteration
+output_dir: $base_path/$iteration
+model_name_or_path: $model_path
+ref_model: $model_path
+learning_rate: 5.0e-7
+max_length: 2048
+max_prompt_length: 1000
+bf16: true
+per_device_train_batch_size: 1
+gradient_accumulation_steps: 16
+EOT
+
+    accelerate launch --config_file ./configs/zero2.yaml dpo_iteration/run_dpo.py dpo_config.yaml
+}
+
+run_iteration "LLaMA3_iter1" $initial_model
+"""
+
+FILES = {"configs/zero2.yaml": "compute_environment: LOCAL_MACHINE\ndistributed_type: DEEPSPEED\n"
+                               "deepspeed_config:\n  zero_stage: 2\nnum_processes: 8\n",
+         "dpo_iteration/run_dpo.py": "from trl import DPOConfig, DPOTrainer\n"}
+
+
+def test_a_config_the_launcher_writes_with_a_here_document_is_not_missing(lint):
+    assert lint("CFG015", RUN_LOOP, path="run_loop.sh", files=FILES) == []
+
+
+def test_other_writes_before_the_launch(lint):
+    for write in ("python make_config.py --lr 5e-7 | tee dpo_config.yaml",
+                  "cp configs/templates/dpo.yaml ./dpo_config.yaml",
+                  "echo 'bf16: true' >> dpo_config.yaml"):
+        script = RUN_LOOP.replace("    cat <<EOT > dpo_config.yaml", f"    {write}\n    cat <<EOT > /dev/null")
+        assert lint("CFG015", script, path="run_loop.sh", files=FILES) == [], write
+
+
+def test_near_miss_a_write_of_another_file_or_after_the_launch(lint):
+    other = RUN_LOOP.replace("cat <<EOT > dpo_config.yaml", "cat <<EOT > dpo_config_iter.yaml")
+    [finding] = lint("CFG015", other, path="run_loop.sh", files=FILES)
+    assert finding.message.startswith("`dpo_config.yaml` does not exist")
+    launch = "    accelerate launch --config_file ./configs/zero2.yaml dpo_iteration/run_dpo.py dpo_config.yaml\n"
+    after = RUN_LOOP.replace(launch, "").replace("    cat <<EOT > dpo_config.yaml", launch + "    cat <<EOT > dpo_config.yaml")
+    assert [d.range.start.line for d in lint("CFG015", after, path="run_loop.sh", files=FILES)] == [12]
+    commented = RUN_LOOP.replace("    cat <<EOT > dpo_config.yaml", "    # cat <<EOT > dpo_config.yaml\n    cat <<EOT")
+    assert len(lint("CFG015", commented, path="run_loop.sh", files=FILES)) == 1
