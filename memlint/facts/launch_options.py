@@ -134,7 +134,8 @@ def facts_from_cli(script: RunFacts, launcher: RunFacts) -> dict[str, Sourced[An
     """The facts the launcher's options set in ``script`` (located in the launcher)."""
     out: dict[str, Sourced[Any]] = {}
     for option, raw in launcher.cli_args.items():
-        note = f"--{option} on the command line"
+        note = f"--{option} on the command line" if not option.startswith("#") else \
+            f"argument {option[1:]} on the command line"
         for binding in script.cli_bindings.get(option, ()):
             for name, value in _apply(binding, str(raw.value)).items():
                 out[name] = Sourced(value, raw.origin, note)

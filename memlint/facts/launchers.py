@@ -420,6 +420,7 @@ class _Shell:
     def _script_arguments(self, launch: _Launch, facts: RunFacts) -> None:
         words = launch.arguments
         i = 0
+        leading = True  # the words before the first option are read by position (``#1``, ``#2``)
         while i < len(words):
             word = words[i]
             if not _is_option(word.text):
@@ -427,7 +428,14 @@ class _Shell:
                 if override is not None:  # `config=examples/config.yaml`: the path is the value
                     raw_start = word.raw.find("=") + 1
                     word = Word(word.text[override.end():], word.raw[raw_start:], word.start + raw_start, word.end)
+                    leading = False
                 value = expand(word, self.variables)
+                if leading:
+                    key = f"#{i + 1}"  # typer's arguments, fire's parameters: the script binds them by place
+                    if value is None:
+                        facts.cli_unknown[key] = Sourced(word.text, self.location(word.start, word.end), key)
+                    else:
+                        facts.cli_args[key] = self.sourced(value, f"argument {i + 1}")
                 positional = _POSITIONAL.fullmatch(word.text)
                 if value is None and positional is not None and facts.positional_config is None:
                     facts.positional_config = Sourced(int(positional.group(1)), self.location(word.start, word.end),
@@ -438,6 +446,7 @@ class _Shell:
                     self._script_config(word, "config file passed to the script", facts)
                 i += 1
                 continue
+            leading = False
             name, eq, inline = word.text.partition("=")
             key = option_key(name)
             if eq:

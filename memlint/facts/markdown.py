@@ -6,8 +6,10 @@ recipes/smollm2/sft/config.yaml``). Without it a recipe is judged alone, on one 
 and a run that fits on the eight GPUs the README starts is reported out of memory.
 
 A command is read only inside a fenced code block (```` ``` ```` or ``~~~``) whose info string is
-empty or names a shell (``bash``, ``sh``, ``shell``, ``console``, ``zsh``): prose and Python
-blocks are left alone. Each command is a launch as a shell script's would be (the same parser,
+empty, names a shell (``bash``, ``sh``, ``shell``, ``console``, ``zsh``), or names no language
+whose text is something else: prose and Python, YAML or JSON blocks are left alone, while a block
+labelled by an editor's accident (ChatGLM3's ```` ```angular2html ```` around ``python
+finetune_hf.py ...``) is read, since only lines that start a launcher become launches. Each command is a launch as a shell script's would be (the same parser,
 ``$ `` prompts and ``VAR=value`` prefixes allowed); which of them start a script of the project is
 for the project to decide (:meth:`memlint.project.Project.runs_for`).
 """
@@ -24,6 +26,15 @@ from memlint.model.provenance import Sourced
 
 SHELL_INFO = frozenset({"", "sh", "bash", "shell", "console", "zsh", "shell-session", "bash-session",
                         "sh-session", "terminal"})
+# info strings of code blocks whose lines are not shell commands (a ``python train.py`` line in
+# one is code or output, not a launch)
+NOT_SHELL = frozenset({"python", "py", "python3", "pycon", "ipython", "json", "jsonc", "json5", "yaml", "yml",
+                       "toml", "ini", "cfg", "xml", "html", "css", "js", "javascript", "ts", "typescript",
+                       "c", "cpp", "c++", "cuda", "java", "go", "rust", "r", "sql", "latex", "tex", "bibtex",
+                       "markdown", "md", "diff", "patch", "mermaid", "text", "txt", "plaintext", "log",
+                       "output", "csv", "tsv", "dockerfile", "docker", "makefile", "make", "jinja", "jinja2",
+                       "powershell", "ps1", "bat", "cmd", "batch", "matlab", "julia", "lua", "ruby", "php",
+                       "scala", "kotlin", "swift", "protobuf", "proto", "graphql", "svg", "dot"})
 _FENCE = re.compile(r"^[ \t]*(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^\n]*)$", re.M)
 
 
@@ -46,7 +57,7 @@ def shell_blocks(text: str) -> list[tuple[int, int]]:
         closing = re.compile(rf"^[ \t]*{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$", re.M).search(text, body)
         end = closing.start() if closing is not None else len(text)
         language = info.split()[0].lower().lstrip("{.").rstrip("}") if info else ""
-        if language in SHELL_INFO and body <= end:
+        if (language in SHELL_INFO or language not in NOT_SHELL) and body <= end:
             blocks.append((body, end))
         if closing is None:
             return blocks

@@ -290,7 +290,9 @@ def _model_parallel(plan: TrainingPlan) -> ModelParallel | None:
 def _no_model(plan: TrainingPlan) -> str:
     """Why no model was found, and what to do about it."""
     if plan.model_options:
-        written = " / ".join(f"`--{o}`" for o in plan.model_options)
+        named = [f"`--{o}`" for o in plan.model_options if not o.startswith("#")]
+        placed = [f"argument {o[1:]}" for o in plan.model_options if o.startswith("#")]
+        written = " / ".join(named + placed)
         return (f"no model found: the script takes it from {written}, which has no default here and no "
                 "launcher, README command or docstring of the project passes (set `model` in [tool.memlint] "
                 "or pass --model)")

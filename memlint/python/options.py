@@ -179,14 +179,19 @@ class Options:
     def function_option(self, function: cst.FunctionDef, param: cst.Param) -> Found | None:
         """A parameter of a function that a function-based CLI exposes (``fire.Fire(train)``,
         ``typer.run(main)``, click's ``@click.option``): its default, replaced by ``--<name>``
-        on the command line. None for a function no such CLI exposes."""
+        on the command line, or by a positional word where the CLI takes one: typer's arguments
+        (a parameter without a default, or one marked ``typer.Argument``, also inside
+        ``Annotated[...]``) in their order, and any of fire's parameters in theirs (key ``#k``
+        for the k-th word after the script). None for a function no such CLI exposes."""
         name = param.name.value
         clicked = self.click_option(function, name)
         if clicked is not None:
             return clicked
-        if not self._exposed(function):
+        cli = self._exposed(function)
+        if cli is None:
             return None
-        keys = (name,)
+        position = self._position(function, param, cli)
+        keys = (name,) if position is None else (name, f"#{position}")
         default = param.default
         if isinstance(default, cst.Call) and {"typer.Option", "typer.Argument"} & self.values.qualified(default.func):
             first = next((a.value for a in default.args if a.keyword is None or a.keyword.value == "default"), None)
@@ -199,29 +204,53 @@ class Options:
             return Found(MISSING, None, keys, f"--{name}")
         return Found(found.value, found.node, keys, f"default of {function.name.value}({name}=...), a command-line option")
 
+    def _position(self, function: cst.FunctionDef, param: cst.Param, cli: str) -> int | None:
+        """The 1-based place of ``param`` among the words the CLI reads by position, if any."""
+        params = [p for p in function.params.params if p.name.value not in ("self", "cls")]
+        if cli == "typer":
+            params = [p for p in params if self._typer_argument(p)]
+        return next((i + 1 for i, p in enumerate(params) if p is param), None)
+
+    def _typer_argument(self, param: cst.Param) -> bool:
+        """A typer parameter read by position: no default, or ``typer.Argument`` as its default or
+        in its ``Annotated[...]`` annotation."""
+        markers: list[cst.BaseExpression] = [param.default] if param.default is not None else []
+        annotation = param.annotation.annotation if param.annotation is not None else None
+        if type(annotation) is cst.Subscript:
+            markers += [e.slice.value for e in annotation.slice[1:] if type(e.slice) is cst.Index]
+        for marker in markers:
+            if type(marker) is cst.Call:
+                names = self.values.qualified(marker.func)
+                if "typer.Argument" in names:
+                    return True
+                if "typer.Option" in names:
+                    return False
+        return param.default is None
+
     def _note_import(self, key: str, default: cst.BaseExpression | None) -> None:
         if type(default) is cst.Name:
             source = self.values.import_source(default)
             if source is not None:
                 self.imported.setdefault(key, source)
 
-    def _exposed(self, function: cst.FunctionDef) -> bool:
-        """Is ``function`` handed to a function-based CLI (``fire.Fire(train)``, ``typer.run(main)``,
-        ``@app.command()`` of a ``typer.Typer()``)?"""
+    def _exposed(self, function: cst.FunctionDef) -> str | None:
+        """The function-based CLI ``function`` is handed to, if any: "fire" (``fire.Fire(train)``)
+        or "typer" (``typer.run(main)``, ``@app.command()`` of a ``typer.Typer()``)."""
         for use in self.values.references(function):
             argument = self.values.parent(use)
             call = self.values.parent(argument) if type(argument) is cst.Arg else None
-            if type(call) is cst.Call and call.args and call.args[0] is argument and \
-                    _FUNCTION_CLIS & self.values.callee_names(call):
-                return True
+            if type(call) is cst.Call and call.args and call.args[0] is argument:
+                clis = _FUNCTION_CLIS & self.values.callee_names(call)
+                if clis:
+                    return "fire" if "fire.Fire" in clis else "typer"
         for decorator in function.decorators:
             target = decorator.decorator
             if type(target) is cst.Call and type(target.func) is cst.Attribute and target.func.attr.value == "command":
                 owner = self.values.evaluate(target.func.value)
                 if owner is not None and isinstance(owner.value, CallValue) and \
                         "typer.Typer" in self.values.callee_names(owner.value.call):
-                    return True
-        return False
+                    return "typer"
+        return None
 
     def click_option(self, function: cst.FunctionDef, name: str) -> Found | None:
         """``@click.option("--micro-batch-size", default=4)`` over ``def main(micro_batch_size)``."""

@@ -227,3 +227,92 @@ def test_the_readme_command_of_a_fire_script_is_judged(tmp_path: Path):
     [finding] = found
     assert finding.code == "MEM001"
     assert (finding.range.start.line, finding.range.start.column) == span(readme, "--micro_batch_size «16»")[:2]
+
+
+# ChatGLM3's finetune_demo/finetune_hf.py, trimmed: typer arguments read by position
+TYPER_ARGUMENTS = dedent('''
+    from typing import Annotated
+
+    import typer
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM, Seq2SeqTrainer, Seq2SeqTrainingArguments
+
+    app = typer.Typer(pretty_exceptions_show_locals=False)
+
+
+    def load_tokenizer_and_model(model_dir: str, peft_config=None):
+        model = AutoModelForCausalLM.from_pretrained(model_dir, trust_remote_code=True)
+        if peft_config is not None:
+            model = get_peft_model(model, peft_config)
+        return model
+
+
+    @app.command()
+    def main(
+            data_dir: Annotated[str, typer.Argument(help='')],
+            model_dir: Annotated[str, typer.Argument(help='a Hub id or a local folder')],
+            config_file: Annotated[str, typer.Argument(help='')],
+            auto_resume_from_checkpoint: str = typer.Argument(default=''),
+            per_device_batch: int = typer.Option(4),
+    ):
+        model = load_tokenizer_and_model(model_dir, peft_config=LoraConfig(r=8))
+        trainer = Seq2SeqTrainer(model=model, args=Seq2SeqTrainingArguments(
+            output_dir="out", per_device_train_batch_size=per_device_batch))
+        trainer.train()
+
+
+    if __name__ == '__main__':
+        app()
+''')
+
+
+def test_typer_arguments_are_bound_by_their_place_on_the_command_line():
+    script = one(TYPER_ARGUMENTS, "finetune_hf.py")
+    assert "#2" in script.cli_bindings and script.cli_bindings["#2"] == script.cli_bindings["model_dir"]
+    assert "#5" not in script.cli_bindings  # a typer.Option is read by name only
+    command = "python finetune_hf.py data/AdvertiseGen/ THUDM/chatglm3-6b configs/lora.yaml yes --per-device-batch 2\n"
+    assert _applied(TYPER_ARGUMENTS, command, "finetune_hf.py") == {"model": "THUDM/chatglm3-6b", "micro_batch": 2}
+
+
+def test_near_miss_words_after_an_option_and_fire_parameters_by_place():
+    # after the first option the words are that option's values, not positional arguments
+    command = "python finetune_hf.py --per-device-batch 2 data/AdvertiseGen/ THUDM/chatglm3-6b configs/lora.yaml\n"
+    assert "model" not in _applied(TYPER_ARGUMENTS, command, "finetune_hf.py")
+    # fire reads every parameter by place too: alpaca-lora's train(base_model, data_path, ...)
+    assert _applied(FINETUNE, "python finetune.py huggyllama/llama-7b yahma/alpaca-cleaned\n") == \
+        {"model": "huggyllama/llama-7b"}
+
+
+def test_a_readme_block_labelled_with_another_language_still_launches(tmp_path: Path):
+    readme = dedent('''
+        ## 多卡微调
+
+        ```angular2html
+        OMP_NUM_THREADS=1 torchrun --standalone --nnodes=1 --nproc_per_node=8  finetune_hf.py  data/AdvertiseGen/  THUDM/chatglm3-6b  configs/lora.yaml
+        ```
+
+        ```python
+        python finetune_hf.py data/AdvertiseGen/ gpt2 configs/lora.yaml
+        ```
+    ''')
+    lora_yaml = dedent('''
+        data_config:
+          train_file: train.json
+          num_proc: 16
+        max_input_length: 256
+        max_output_length: 512
+        training_args:
+          output_dir: ./output
+          max_steps: 3000
+          learning_rate: 5e-5
+          per_device_train_batch_size: 4
+        peft_config:
+          peft_type: LORA
+          task_type: CAUSAL_LM
+          r: 8
+    ''')
+    write(tmp_path, {"finetune_hf.py": TYPER_ARGUMENTS, "README.md": readme, "configs/lora.yaml": lora_yaml})
+    (tmp_path / ".git").mkdir()
+    settings = Settings(root=tmp_path).with_overrides(gpu="h100", cache=False, offline=True)
+    [note] = [d for d in Linter(settings).lint_path(tmp_path / "finetune_hf.py") if d.code == "MEM003"]
+    assert "unknown model 'THUDM/chatglm3-6b'" in note.message and "README.md:4" in note.message
