@@ -224,3 +224,43 @@ def test_the_names_walk_measures_the_depth_too(extra):
         parsed = python_source.parse(text, whole=True, wanted=wanted)
         too_deep = isinstance(parsed, python_source.PythonSyntaxError) and parsed.kind == "too-complex"
         assert too_deep == (depth > limit)
+
+
+def _reference_survey(tree: ast.AST) -> tuple[int, set[str]]:
+    """Every node walked, contexts included: the depth (levels of nodes) and the names."""
+    from memlint.python.prefilter import _name_of
+
+    found: set[str] = set()
+    depth, level = 0, [tree]
+    while level:
+        depth += 1
+        for node in level:
+            _name_of(node, found, found.add)
+        level = [child for node in level for child in ast.iter_child_nodes(node)]
+    return depth, found
+
+
+_DEEP_NAMES = "x = y + [z.attr for z in w]\n"  # the deepest level: names' contexts alone
+
+
+@pytest.mark.parametrize("path", [None, *sorted(Path(__file__).resolve().parents[1].glob("memlint/python/*.py")),
+                                  *sorted(Path(__file__).resolve().parents[1].glob("examples/*/*.py"))],
+                         ids=lambda p: "deepest-name" if p is None else p.name)
+def test_the_survey_skips_contexts_and_keeps_depth_and_names(path):
+    """``survey`` leaves the load/store contexts of names out of its walk and counts their level:
+    the depth, the names and the stop past ``deepest`` are those of a walk of every node."""
+    from memlint.python.prefilter import survey
+
+    try:
+        tree = ast.parse(_DEEP_NAMES if path is None else path.read_text(encoding="utf-8"))
+    except SyntaxError:
+        pytest.skip("an example of a syntax error")
+    depth, names = _reference_survey(tree)
+    found, listed = survey(tree)
+    assert found == depth and set(filter(None, listed.split("\n"))) == names
+    for deepest in (depth - 1, depth, depth + 1):
+        found, listed = survey(tree, deepest)
+        if depth > deepest:
+            assert (found, listed) == (deepest + 1, None)
+        else:
+            assert found == depth and set(filter(None, listed.split("\n"))) == names

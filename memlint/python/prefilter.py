@@ -40,6 +40,7 @@ def survey(tree: ast.AST, deepest: int | None = None, names: bool = True) -> tup
     carries its depth; stops as soon as the depth passes ``deepest`` (names None then)."""
     found: set[str] = set()
     add = found.add
+    naming, contexts = _NAMING, _CONTEXTS
     depth = 0
     level: list[ast.AST] = [tree]
     while level:
@@ -48,15 +49,25 @@ def survey(tree: ast.AST, deepest: int | None = None, names: bool = True) -> tup
             return depth, None
         below: list[ast.AST] = []
         push = below.append
+        # a name's, attribute's... load/store context is a node without fields or names (a
+        # third of the nodes): not walked, only counted as the level below it
+        context_below = False
         for node in level:
-            if names:
+            if names and type(node) in naming:
                 _name_of(node, found, add)
             for field in node._fields:
                 value = getattr(node, field, None)
                 if isinstance(value, ast.AST):
-                    push(value)
+                    if type(value) in contexts:
+                        context_below = True
+                    else:
+                        push(value)
                 elif type(value) is list:
                     below += [item for item in value if isinstance(item, ast.AST)]
+        if not below and context_below:  # the deepest level holds contexts alone
+            depth += 1
+            if deepest is not None and depth > deepest:
+                return depth, None
         level = below
     return depth, "\n".join(found) if names else None
 
@@ -90,6 +101,10 @@ def _name_of(node: ast.AST, found: set[str], add) -> None:
 
 
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+# the node classes ``_name_of`` reads a name from (the others name nothing: no call for them)
+_NAMING = frozenset({ast.Name, ast.Attribute, ast.Constant, ast.keyword, ast.alias, ast.ImportFrom, ast.arg,
+                     *_DEFINITIONS})
+_CONTEXTS = frozenset({ast.Load, ast.Store, ast.Del})  # ``expr_context``: no fields
 
 
 class Needs:

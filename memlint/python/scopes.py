@@ -46,8 +46,20 @@ class _WalksRecordedChildren:
     node type instead of by name on every node, and libcst's empty stubs not called at all.
     """
 
+    _visits: dict[type, Callable | None]  # node type -> ``_hook(cls, "visit_", type)``, per class
+    _leaves: dict[type, Callable | None]
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._visits, cls._leaves = {}, {}
+
     def on_visit(self, node: cst.CSTNode) -> bool:
-        visit = _hook(type(self), "visit_", type(node))
+        kind = type(node)
+        visits = self._visits
+        if kind in visits:  # met on every node: one look-up, no call, once the type is known
+            visit = visits[kind]
+        else:
+            visit = visits[kind] = _hook(type(self), "visit_", kind)
         if visit is None or visit(self, node) is not False:
             for child in children(node):
                 # what ``child.visit(self)`` does for a visitor that changes nothing
@@ -56,7 +68,12 @@ class _WalksRecordedChildren:
         return False
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
-        leave = _hook(type(self), "leave_", type(original_node))
+        kind = type(original_node)
+        leaves = self._leaves
+        if kind in leaves:
+            leave = leaves[kind]
+        else:
+            leave = leaves[kind] = _hook(type(self), "leave_", kind)
         if leave is not None:
             leave(self, original_node)
 

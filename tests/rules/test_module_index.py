@@ -183,3 +183,52 @@ def test_an_attribute_can_only_be_named_for_its_last_part(path: Path) -> None:
                 assert could_be_named(target, (name,)), (source.code_of(node), name)
                 checked += 1
     assert checked or "import" not in source.text
+
+
+TIES = '''\
+import torch
+
+def train(model, loader, optimizer, accum):
+    step = 0
+    for step, batch in enumerate(loader):
+        foo(total := step % accum)
+        print(total)
+        loss = model(batch).loss
+        loss.div_(accum); get_loss(batch).div_(accum)
+        if (step + 1) % accum == 0 and [s for s in range(step) if s % 2]:
+            optimizer.step()
+        with open(batch) as handle, ctx(handle) as other:
+            other.read(handle)
+    step += 1
+    return step
+'''
+
+
+def _whole(text: str) -> python_source.PythonSource:
+    source = python_source.parse(text, whole=True)  # as ``memlint check`` parses
+    assert isinstance(source, python_source.PythonSource) and source.by_statement, source
+    return source
+
+
+@pytest.mark.parametrize("path", [None, *_scripts()], ids=lambda p: "ties" if p is None else str(p.relative_to(ROOT)))
+def test_a_definition_is_written_before_a_node_as_the_positions_say(path: Path | None) -> None:
+    """``reaching`` compares a definition's statement with a node by source order where the
+    module was parsed whole (no positions regenerated): the same answers as the positions, for
+    every definition and every node of its flow, ties (a node that starts where the statement
+    around it starts: ``foo(x := ...)``, ``get_loss(b).div_(n)``, ``with open(f) as h``) included."""
+    text = TIES if path is None else path.read_text(encoding="utf-8")
+    source = _whole(text)  # the index holds its source weakly
+    index = index_for(source)
+    compared = 0
+    for flow in index.flows:
+        nodes = list(iter_nodes(flow))
+        for definitions in index.definitions.get(id(flow), {}).values():
+            for definition in definitions:
+                statement = definition.statement
+                for at in nodes:
+                    if at is flow:
+                        continue
+                    assert index._starts_before(statement, at) == (index.start(statement) < index.start(at)), (
+                        index.py.code_of(statement), index.py.code_of(at))
+                    compared += 1
+    assert compared or not any(index.definitions.values())
