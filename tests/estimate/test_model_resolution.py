@@ -67,6 +67,11 @@ def test_hand_entries_win_over_generated_ones():
     ("Llama-3.1-8B-Instruct", "meta-llama/Llama-3.1-8B", False),  # no org
     # a mirror org that is also a catalogued org (pixtral-12b) still answers for its conversions
     ("mistral-community/Mixtral-8x22B-v0.1", "mistralai/Mixtral-8x22B-v0.1", False),
+    # Falcon-H1's -Base files differ from the -Instruct ones by one vocabulary row; "Deep" is a size
+    # of its own (66 layers of 1280), not the 1.5B's (24 of 2048), though both count about 1.55B
+    ("tiiuae/Falcon-H1-3B-Base", "tiiuae/Falcon-H1-3B-Instruct", False),
+    ("tiiuae/Falcon-H1-1.5B-Deep-Base", "tiiuae/Falcon-H1-1.5B-Deep-Instruct", False),
+    ("tiiuae/Falcon-H1-1.5B-Instruct", "tiiuae/Falcon-H1-1.5B-Base", False),
 ])
 def test_variant_rules(name, entry_id, four_bit):
     entry, asked = find_variant(name)
@@ -179,3 +184,61 @@ def test_memory_findings_say_how_the_model_was_found(tmp_path):
     found = [d for d in _check(tmp_path) if d["code"].startswith("MEM") and d["code"] != "MEM003"]
     assert found and all("assumed the architecture of meta-llama/Meta-Llama-3-8B from the folder name"
                          in d["message"] for d in found)
+
+
+# Axolotl's archived Qwen v1 example (examples/archived/qwen/lora.yml), as users write these files
+QWEN_V1_LORA = """\
+base_model: Qwen/Qwen-7B
+model_type: AutoModelForCausalLM
+tokenizer_type: AutoTokenizer
+
+trust_remote_code: true
+
+load_in_8bit: true
+load_in_4bit: false
+
+datasets:
+  - path: mhenrichsen/alpaca_2k_test
+    type: alpaca
+output_dir: ./outputs/lora-out
+
+sequence_len: 2048
+sample_packing: false
+
+adapter: lora
+lora_r: 8
+lora_alpha: 16
+lora_dropout: 0.05
+lora_target_linear: true
+
+gradient_accumulation_steps: 4
+micro_batch_size: 2
+num_epochs: 4
+optimizer: adamw_bnb_8bit
+learning_rate: 0.0002
+
+bf16: auto
+gradient_checkpointing: false
+"""
+
+
+@pytest.mark.parametrize(("name", "entry_id"), [
+    # llmfit's record of the Hub gives each the entry's safetensors total to the parameter and the same
+    # sizes (Qwen v1 states its MLP width doubled); the entry's config_note has the evidence
+    ("Qwen/Qwen-7B", "Qwen/Qwen1.5-7B"),
+    ("katanemo/Plano-Orchestrator-4B", "Qwen/Qwen3-4B"),
+])
+def test_a_checkpoint_with_a_catalogued_architecture_answers_as_an_alias(name, entry_id):
+    entry = find_entry(name)
+    assert entry is not None and entry.id == entry_id
+
+
+def test_a_remote_code_model_type_with_a_catalogued_shape_is_estimated(tmp_path):
+    """Qwen v1's model_type `qwen` is defined only by the checkpoint's own code, which memlint never
+    runs; its sizes are Qwen1.5-7B's, so the Axolotl example is estimated instead of 'unknown model'."""
+    (tmp_path / "lora.yml").write_text(QWEN_V1_LORA)
+    found = _check(tmp_path)
+    assert not [d for d in found if d["code"] == "MEM003"], found
+    unknown = QWEN_V1_LORA.replace("Qwen/Qwen-7B", "Qwen/Qwen-14B")  # a size no entry has: still a note
+    (tmp_path / "lora.yml").write_text(unknown)
+    assert [d for d in _check(tmp_path) if d["code"] == "MEM003"]
