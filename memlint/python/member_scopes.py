@@ -288,6 +288,7 @@ def _taken_over(before: UnitScopes, old: Unit, unit: Unit, scope: ClassScope, go
         base=before.base,
         kept=_kept_answers(before.kept, gone, rebound, argparse),
         changed=frozenset(changed),
+        dotted=before.dotted,  # of the kept uses in ``local``; the new ones are linked at the join
     )
     for assignment, b in zip(visit.module_assignments, visit.bound):
         if b.node is new_statement:

@@ -318,3 +318,35 @@ def test_diagnostics_after_edits_of_a_method_are_those_of_a_fresh_lint(tmp_path)
         fresh_path.parent.mkdir(exist_ok=True)
         fresh_path.write_text(text, encoding="utf-8")
         assert edited == found(Linter(discover(fresh_path.parent)).lint_path(fresh_path))
+
+
+DOTTED = '''import torch
+{imports}
+
+
+class Trainer:
+    def step(self, nn, batch):
+        return nn.functional.relu(batch).sum() * {scale}
+
+    def clip(self, nn):
+        return nn.utils.clip_grad_norm_
+'''
+
+
+def test_dotted_imports_that_come_and_go_around_method_edits_give_libcsts_scopes() -> None:
+    """A use under an attribute whose dotted name the module binds (``import nn.functional``,
+    a local ``nn`` used as ``nn.functional.relu``) is linked by libcst to that name; a visit
+    checked against the module's dotted names is not checked again while they stay or shrink,
+    and a method's edit keeps the check of the class's kept uses."""
+    source = source_of(DOTTED.format(imports="", scale=1))
+    source.scopes  # noqa: B018
+    for imports, scale in [("import nn.functional", 1), ("import nn.functional", 2),
+                           ("import nn.functional\nimport nn.utils", 2), ("import nn.functional\nimport nn.utils", 3),
+                           ("import nn.utils", 3), ("import nn.utils", 4), ("", 4), ("import nn.functional", 5)]:
+        text = DOTTED.format(imports=imports, scale=scale)
+        after = python_source.parse(text, source)
+        assert isinstance(after, python_source.PythonSource)
+        after.scopes  # noqa: B018
+        assert_same_module(after, text)
+        assert_same_names(after)
+        source = after
