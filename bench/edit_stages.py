@@ -7,9 +7,12 @@ like ``bench/lsp_latency.py``'s (``--project``) or the file alone with ``gpu = "
 changed members, their record and the class's new version), the facts (of which the scopes),
 the runs, each rule and the rules' index. A stage's figure counts what it calls. ``--profile N``
 also prints cProfile's N functions of most own time over the counted edits (``--profile-out``:
-the profile, for ``pstats``).
+the profile, for ``pstats``); ``--time module:function`` (repeatable) also times that function
+where its module holds it (a caller that imported it by name calls it untimed), without
+cProfile's cost per call.
 
     python bench/edit_stages.py path/to/grpo_trainer.py [--edits 10] [--project] [--profile 40]
+    python bench/edit_stages.py path/to/accelerator.py --project --time memlint.python.member_scopes:_taken_over
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import argparse
 import collections
 import cProfile
 import functools
+import importlib
 import pstats
 import shutil
 import sys
@@ -79,7 +83,12 @@ def main() -> None:
     parser.add_argument("--profile", type=int, default=0, metavar="N",
                         help="also print cProfile's N functions of most own time over the counted edits")
     parser.add_argument("--profile-out", type=Path, help="with --profile: where to write the profile (pstats)")
+    parser.add_argument("--time", action="append", default=[], metavar="MODULE:FUNCTION",
+                        help="also time this function (repeatable)")
     args = parser.parse_args()
+    for spec in args.time:
+        module_name, _, name = spec.partition(":")
+        _timed(importlib.import_module(module_name), name, f"also: {spec}")
     for owner, name, label in (
         (parsed_module, "parse_document", "parse"), (class_units.cst, "parse_module", "parse: libcst"),
         (class_units, "record", "parse: record"), (method_units, "record", "parse: record"),
@@ -126,6 +135,8 @@ def main() -> None:
     print(f"  {'rules':24s} {rules:7.1f}")
     for label in sorted((k for k in per_edit if k.startswith("rules: ")), key=lambda k: -per_edit[k])[:6]:
         print(f"    {label[7:]:22s} {per_edit[label]:7.1f}")
+    for label in sorted((k for k in per_edit if k.startswith("also: ")), key=lambda k: -per_edit[k]):
+        print(f"  {label[6:]:50s} {per_edit[label]:7.1f}")
     if profiler is not None:  # timers included: the stage figures above are without the profiler
         stats = pstats.Stats(profiler)
         if args.profile_out:

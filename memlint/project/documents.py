@@ -29,9 +29,12 @@ if TYPE_CHECKING:
 MAX_SCAN_BYTES = 4 * 1024 * 1024
 # file names a document can link: ds_config.json, configs/zero3.yaml, train.py, launch.sh
 _FILE_NAME = re.compile(r"[\w.\-/]+\.(?:json|ya?ml|py|sh)\b")
-# ``python -m pkg.mod`` / ``deepspeed --module pkg.mod`` / ``accelerate launch -m pkg.mod``
 _EXTENSION = re.compile(r"\.(?:json|ya?ml|py|sh)\b")
-_MODULE_FLAG = re.compile(r"(?<![\w-])(?:-m|--module)(?![\w-])")
+# ``python -m pkg.mod`` / ``deepspeed --module pkg.mod`` / ``accelerate launch -m pkg.mod``
+# (not after a word character or a dash, checked by hand: a pattern that starts with a look-behind
+# is tried at every character of the text, 5 ms of each edit of a 4,000-line module)
+_MODULE_FLAG = re.compile(r"-(?:-module|m)(?![\w-])")
+_WORD_OR_DASH = re.compile(r"[\w-]")
 _MODULE_WORD = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 _WORDS_AFTER_MODULE_FLAG = 6  # launcher options may come between the flag and the module
 
@@ -69,6 +72,8 @@ def mentioned_names(path: str, text: str) -> tuple[str, ...]:
             return ()
     names = {name.rsplit("/", 1)[-1] for line in _lines_naming_files(text) for name in _FILE_NAME.findall(line)}
     for match in _MODULE_FLAG.finditer(text):
+        if match.start() and _WORD_OR_DASH.match(text, match.start() - 1):
+            continue
         line = text[match.end():match.end() + 400].replace("\\\n", " ").split("\n", 1)[0]
         for word in line.split()[:_WORDS_AFTER_MODULE_FLAG]:
             if _MODULE_WORD.fullmatch(word):

@@ -210,12 +210,15 @@ def _taken_over(before: UnitScopes, old: Unit, unit: Unit, scope: ClassScope, go
     unlink_local: list[tuple[int, Access]] = []
     unlink_outside: list[tuple[int, Access]] = []
     again: list[int] = []
+    gone_names: set[str] = set()  # of the replaced members' uses
     for number, use in enumerate(before.uses):
         access = before.local.get(number)
         outside = access is None
         if outside:
             access = before.relinked.get(number)
         if use.node in gone or use.enclosing_string_annotation in gone:
+            if use.node in gone:
+                gone_names.add(use.node.value)
             if access is not None:
                 (unlink_outside if outside else unlink_local).append((number, access))
             continue
@@ -247,7 +250,7 @@ def _taken_over(before: UnitScopes, old: Unit, unit: Unit, scope: ClassScope, go
     # command-line options when either holds an ``add_argument``/``set_defaults`` call
     added_tree = subtree(origin.added, unit.shape)
     changed: set[str] = {b.name for b in before.bound}
-    changed.update(uses_of(use.node.value) for use in before.uses if use.node in gone)
+    changed.update(map(uses_of, gone_names))
     changed.update(uses_of(use.node.value) for use in uses[first_new:])
     argparse = _calls_argparse(gone) or _calls_argparse(added_tree)
     if argparse:
@@ -288,6 +291,7 @@ def _taken_over(before: UnitScopes, old: Unit, unit: Unit, scope: ClassScope, go
         base=before.base,
         kept=_kept_answers(before.kept, gone, rebound, argparse),
         changed=frozenset(changed),
+        dotted=before.dotted,  # of the kept uses in ``local``; the new ones are linked at the join
     )
     for assignment, b in zip(visit.module_assignments, visit.bound):
         if b.node is new_statement:

@@ -110,13 +110,18 @@ def _spliced_kinds(part: StatementPart, dropped: set[cst.CSTNode], added: list[c
     """The earlier part's nodes of each asked-for kinds with the replaced members' swapped for
     the new ones' (a filter of the spliced nodes would walk the whole class again: trainer.py's
     ~100,000 nodes per kinds asked). The replaced ones are a run of each list (they are a run of
-    the nodes); a list with none of them, or with the replaced block, is left to be filtered."""
+    the nodes); a list with none of them is the same when the new ones have none either (TRL's
+    imports inside one method: an edit of another). A list with the replaced block, or with none
+    of the replaced nodes but some new ones (where they go is not known here), is left to be
+    filtered."""
     out: dict[tuple[type, ...], list[cst.CSTNode]] = {}
     for kinds, found in part.of_kinds.items():
         if type(old_block) in kinds:
             continue
         first = next((number for number, node in enumerate(found) if node in dropped), None)
         if first is None:
+            if not any(type(node) in kinds for node in added):
+                out[kinds] = list(found)
             continue
         last = first
         while last < len(found) and found[last] in dropped:

@@ -3,13 +3,14 @@ around file extensions, are those a scan of the whole text finds."""
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memlint.project.documents import _FILE_NAME, mentioned_names
+from memlint.project.documents import _FILE_NAME, _MODULE_WORD, mentioned_names
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
@@ -47,3 +48,21 @@ PIECES = st.sampled_from(["cfg/ds_config.json", "a.py.json", "run.sh", " ", "\n"
 def test_any_text_mentions_what_a_whole_scan_finds(pieces: list[str]) -> None:
     text = "import torch\ntrainer.train()\n" + "".join(pieces)
     assert _whole_text_names(text) <= set(mentioned_names("launch.sh", text))
+
+
+# the module flag as first written: a look-behind, tried at every character of the text
+_FLAG_LOOKING_BEHIND = re.compile(r"(?<![\w-])(?:-m|--module)(?![\w-])")
+FLAG_PIECES = st.sampled_from(["-m", "--module", "-", "--", "m", "x", " ", "\n", "-mo", "a.b", "é", "_", "=",
+                               "deepspeed ", "python ", "train_sft"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(FLAG_PIECES | st.text(max_size=4), max_size=30))
+def test_the_module_flag_scan_finds_what_a_look_behind_finds(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    expected = {f"{word.rsplit('.', 1)[-1]}.py" for match in _FLAG_LOOKING_BEHIND.finditer(text)
+                for word in text[match.end():match.end() + 400].replace("\\\n", " ").split("\n", 1)[0].split()[:6]
+                if _MODULE_WORD.fullmatch(word)}
+    found = {name for name in mentioned_names("launch.sh", text) if name.endswith(".py")}
+    assert expected <= found
+    assert found - expected <= _whole_text_names(text)

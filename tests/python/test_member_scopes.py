@@ -128,6 +128,10 @@ SLOTS: list[list[str]] = [
         "    def log(self, logs: \"dict[str, Any]\", start_time=None) -> None:\n"
         "        metrics = {key: sum(val) / len(val) for key, val in self._metrics.items()}\n"
         "        super().log({**logs, **metrics}, start_time)\n",
+        # an import and a lambda inside a method (TRL's ``import deepspeed`` in one method)
+        "    def log(self, logs: dict[str, float], start_time: Optional[float] = None) -> None:\n"
+        "        import math\n        rounded = {key: math.floor(value) for key, value in logs.items()}\n"
+        "        super().log(dict(sorted(rounded.items(), key=lambda item: item[0])), start_time)\n",
     ],
 ]
 
@@ -168,7 +172,9 @@ def test_edits_of_methods_give_what_a_fresh_parse_gives(first: list[int], edits:
     choice, blank = list(first), [0] * len(SLOTS)
     source = source_of(_text(choice, blank))
     source.scopes  # noqa: B018
-    kinds = [(cst.Call,), (cst.For, cst.While), (cst.Assign, cst.AugAssign, cst.AnnAssign), (cst.FunctionDef,)]
+    # the last two: kinds most members have none of, so an edit's list is kept or filtered again
+    kinds = [(cst.Call,), (cst.For, cst.While), (cst.Assign, cst.AugAssign, cst.AnnAssign), (cst.FunctionDef,),
+             (cst.Import, cst.ImportFrom), (cst.Lambda,)]
     for asked in kinds:  # as the rules ask them: each version's lists are spliced from the last's
         index_for(source).nodes_of(*asked)
     for slot, variant, blanks in edits:
@@ -312,3 +318,35 @@ def test_diagnostics_after_edits_of_a_method_are_those_of_a_fresh_lint(tmp_path)
         fresh_path.parent.mkdir(exist_ok=True)
         fresh_path.write_text(text, encoding="utf-8")
         assert edited == found(Linter(discover(fresh_path.parent)).lint_path(fresh_path))
+
+
+DOTTED = '''import torch
+{imports}
+
+
+class Trainer:
+    def step(self, nn, batch):
+        return nn.functional.relu(batch).sum() * {scale}
+
+    def clip(self, nn):
+        return nn.utils.clip_grad_norm_
+'''
+
+
+def test_dotted_imports_that_come_and_go_around_method_edits_give_libcsts_scopes() -> None:
+    """A use under an attribute whose dotted name the module binds (``import nn.functional``,
+    a local ``nn`` used as ``nn.functional.relu``) is linked by libcst to that name; a visit
+    checked against the module's dotted names is not checked again while they stay or shrink,
+    and a method's edit keeps the check of the class's kept uses."""
+    source = source_of(DOTTED.format(imports="", scale=1))
+    source.scopes  # noqa: B018
+    for imports, scale in [("import nn.functional", 1), ("import nn.functional", 2),
+                           ("import nn.functional\nimport nn.utils", 2), ("import nn.functional\nimport nn.utils", 3),
+                           ("import nn.utils", 3), ("import nn.utils", 4), ("", 4), ("import nn.functional", 5)]:
+        text = DOTTED.format(imports=imports, scale=scale)
+        after = python_source.parse(text, source)
+        assert isinstance(after, python_source.PythonSource)
+        after.scopes  # noqa: B018
+        assert_same_module(after, text)
+        assert_same_names(after)
+        source = after

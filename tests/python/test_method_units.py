@@ -64,12 +64,17 @@ def _indented(piece: str, depth: int) -> str:
                    for line in piece.splitlines(keepends=True))
 
 
-def _text(statements: list[str], depth: int = 0, bare: bool = False) -> str:
-    """``bare``: the statements first in their block (no statement above them)."""
+def _text(statements: list[str], depth: int = 0, bare: bool = False, last: bool = False) -> str:
+    """``bare``: the statements first in their block (no statement above them); ``last``: the
+    last in it (the block's trailing lines follow them, then the ``if``'s ``else:`` or the next
+    statement of the block around)."""
     opening = [above for above, _ in BLOCKS[:depth]]
     if bare and opening:
         opening[-1] = opening[-1].split("\n")[0] + "\n"
-    closing = "".join(below for _, below in reversed(BLOCKS[:depth]))
+    belows = [below for _, below in BLOCKS[:depth]]
+    if last and belows:
+        belows[-1] = belows[-1].split("\n", 1)[1]
+    closing = "".join(reversed(belows))
     body = "".join(_indented(piece, depth) for piece in statements)
     return HEADER + ("" if bare and not depth else FIRST) + "".join(opening) + body + closing + CLOSING + FOOTER
 
@@ -98,29 +103,32 @@ def _check(after: python_source.PythonSource, text: str) -> None:
 @given(st.lists(st.sampled_from(STATEMENTS), min_size=2, max_size=8), st.integers(min_value=0, max_value=len(BLOCKS)),
        st.booleans(),
        st.lists(st.tuples(st.lists(PIECES, max_size=2), st.integers(min_value=0, max_value=8),
-                          st.integers(min_value=0, max_value=2)), min_size=1, max_size=4))
+                          st.integers(min_value=0, max_value=2)), min_size=1, max_size=4), st.booleans())
 @example(statements=["        x = inputs['input_ids']\n", "        if self.batch_size > 4:\n            loss = loss * 2\n",
                      "        ids = [t for t in x if t]\n"], depth=0, bare=False,
-         edits=[(["            # a deeper comment\n"], 2, 0)])
+         edits=[(["            # a deeper comment\n"], 2, 0)], last=False)
 @example(statements=["        x = inputs['input_ids']\n", "        f = lambda q: q + self.batch_size\n",
                      "        ids = [t for t in x if t]\n"], depth=3, bare=True,
          edits=[(["        def scale(v):\n            nonlocal steps\n            return v / steps\n"], 1, 1),
-                (["            # a deeper comment\n"], 3, 0), ([], 1, 1)])
+                (["            # a deeper comment\n"], 3, 0), ([], 1, 1)], last=False)
+@example(statements=["        x = inputs['input_ids']\n", "        with torch.no_grad():\n            y = model(x)\n"],
+         depth=3, bare=False, edits=[(["            # a deeper comment\n", "                # deeper still\n"], 2, 0),
+                                     (["        loss.backward(); opt.step()\n"], 1, 1)], last=True)
 def test_edits_inside_a_method_give_what_a_fresh_parse_gives(statements: list[str], depth: int, bare: bool,
-                                                             edits: list[tuple[list[str], int, int]]) -> None:
+                                                             edits: list[tuple[list[str], int, int]], last: bool) -> None:
     """What the language server does: each version parsed from the last valid one (scopes, the
     index and the answers asked, as a lint asks them), compared with a fresh parse each time;
     the statements edited in the method's body or in blocks nested ``depth`` deep in it, first
-    in their block or not."""
-    if not parses(_text(statements, depth, bare)):
+    in their block or not, last in it or not."""
+    if not parses(_text(statements, depth, bare, last)):
         return
-    source = source_of(_text(statements, depth, bare))
+    source = source_of(_text(statements, depth, bare, last))
     source.scopes  # noqa: B018
     index_for(source)
     _answers(source)
     for inserted, at, removed in edits:
         statements = statements[:at] + inserted + statements[at + removed:]
-        text = _text(statements, depth, bare)
+        text = _text(statements, depth, bare, last)
         after = python_source.parse(text, source)
         if isinstance(python_source.parse(text), python_source.PythonSyntaxError):
             assert after == python_source.parse(text)
@@ -185,3 +193,44 @@ def test_an_edit_in_a_long_method_reparses_the_statements_it_touched(monkeypatch
     inner = lambda s: step(s).body.body[2].body.body[1].body.body[1].body.body  # noqa: E731  (for, with, if)
     assert [n for n, (old, new) in enumerate(zip(inner(source), inner(after))) if old is not new] == [3]
     _check(after, edited)
+
+
+def test_an_edit_of_a_blocks_last_statement_reparses_that_statement(monkeypatch) -> None:
+    """TRL's ``_move_model_to_vllm``: an ``if`` whose body is one ``with``, then ``else:``; the
+    comment above the ``with`` edited. The ``with`` and the block's trailing lines are parsed
+    again, not the ``if``; the ``else:`` and the statements around are the same nodes. The same
+    for the last statement of a ``for`` followed by the method's next statement."""
+    texts: list[str] = []
+    parse_module = class_units.cst.parse_module
+
+    def recorded(text, *args, **kwargs):
+        texts.append(text)
+        return parse_module(text, *args, **kwargs)
+
+    monkeypatch.setattr(class_units.cst, "parse_module", recorded)
+    step = ("        if model is not None:\n"
+            "            # With PEFT and ZeRO stage 3, gather first\n"
+            "            with torch.no_grad():\n                loss = model(inputs).loss\n"
+            "                    # after the with's body, deeper\n"
+            "                # at the with's body\n"
+            "            # at the if's body\n"
+            "        # at the else\n"
+            "        else:\n            loss = 0\n")
+    looped = "        for micro in range(steps):\n            x = micro\n            y = x * 2\n\n"
+    text = _text([STATEMENTS[0], step, looped, STATEMENTS[1]])
+    source = source_of(text)
+    source.scopes  # noqa: B018
+    index_for(source)
+    for old, new in (("stage 3", "stage 2"), ("                # at the with's body\n", ""),
+                     ("loss = model(inputs).loss\n", "loss = model(inputs).loss\n                loss = loss / 2\n"),
+                     ("            # at the if's body\n", "            # at the if's body\n            # and more\n"),
+                     ("y = x * 2", "y = x * 4")):
+        texts.clear()
+        edited = text.replace(old, new)
+        after = python_source.parse(edited, source)
+        assert isinstance(after, python_source.PythonSource)
+        assert len(texts) == 1 and "if model" not in texts[0] and "for micro" not in texts[0], texts
+        if_node = lambda s: s.module.body[-2].body.body[2].body.body[3]  # noqa: E731
+        assert if_node(after).orelse is if_node(source).orelse
+        _check(after, edited)
+        source, text = after, edited
