@@ -60,7 +60,9 @@ class Assumed:
     """A deciding fact no document states, the value memlint took for it, and where the user
     can state the truth. A verdict that rests on one says so (and is less certain)."""
 
-    fact: str  # "parallelism", "unread_parallelism", "world_size", "seq_len", "seq_len_limit", "micro_batch"
+    # "parallelism", "unread_parallelism", "world_size", "seq_len", "seq_len_limit", "micro_batch",
+    # "default_micro_batch" (a library's default nobody in the project set)
+    fact: str
     value: str  # what was assumed, in words
     where: str  # where to state the truth
 
@@ -427,6 +429,12 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
         # known: one memlint cannot read may set its own (LMFlow's DPOAlignerArguments: 4)
         said = f" (the TrainingArguments default; `{unread.value}` not read)" if hf_like and unread else ""
         run.assumed.append(Assumed("micro_batch", f"micro-batch {micro_batch}{said}", "`micro-batch` in [tool.memlint]"))
+    elif prov.get("micro_batch") is None and not context.micro_batch:
+        # the library's default is what runs, but no one in the project chose it: a verdict that
+        # rests on it says so (the rules ask whether micro-batch 1 would fit)
+        run.assumed.append(Assumed("default_micro_batch", f"micro-batch {micro_batch} (the TrainingArguments "
+                                   "default: nothing in the project sets `per_device_train_batch_size`)",
+                                   "`per_device_train_batch_size` on the launch or in the config"))
     if hf_like and unread is not None and plan.get("grad_ckpt") is None:
         run.assumed.append(Assumed("grad_ckpt", f"gradient checkpointing off (the TrainingArguments default; "
                                    f"`{unread.value}` not read)", "`--gradient_checkpointing` on the launch"))

@@ -75,7 +75,8 @@ def resting_assumptions(ctx: RuleContext, run: ResolvedRun) -> list:
     full node of 8 would make the run fit; assumed plain data parallelism only when sharding
     across the same GPUs would; a launch inherited from the configs of its folder (which shards)
     only when the config would fit judged alone, without it; every batch as long as a truncation
-    limit only when batches of short samples (``SHORT_SAMPLES`` tokens) would fit."""
+    limit only when batches of short samples (``SHORT_SAMPLES`` tokens) would fit; a library's default
+    micro-batch that nothing in the project sets only when micro-batch 1 would fit."""
     from memlint.estimate import Sharding, estimate_training
 
     truths: dict[str, dict[str, Any]] = {"parallelism": {"sharding": Sharding.ZERO3},
@@ -83,7 +84,8 @@ def resting_assumptions(ctx: RuleContext, run: ResolvedRun) -> list:
                                          "seq_len_limit": {"seq_len": SHORT_SAMPLES},
                                          "world_size": {"world_size": FULL_NODE},
                                          "launch": {"sharding": Sharding.NONE},
-                                         "images": {"image_tokens": 0}}
+                                         "images": {"image_tokens": 0},
+                                         "default_micro_batch": {"micro_batch": 1}}
     out = []
     for assumed in run.assumed:
         truth = truths.get(assumed.fact)
