@@ -541,7 +541,13 @@ class RunFinder:
             kept = [r for r in runs if r.problem is None or self.documents.kind(r.plan.entry) != DocumentKind.MARKDOWN]
             if not kept and own and entries is launchers:
                 kept = self._runs(own, key, context)
-                if runs and runs[0].plan.get("model") is not None and all(r.plan.get("model") is None for r in kept):
+                passed = next((r for r in runs if self._passes_model(r)), None)
+                if passed is not None:
+                    # the documented command passes a model memlint cannot estimate (a placeholder,
+                    # LongLoRA's `--model_name_or_path path_to_Llama2_chat_models`): that command is
+                    # the run, and the script's own defaults are not what it runs
+                    kept = [self._documented_problem(passed, path, script=True)]
+                elif runs and runs[0].plan.get("model") is not None and all(r.plan.get("model") is None for r in kept):
                     # the script alone names no model, its documented command does (through the
                     # config it passes): say what that command runs, not "no model found"
                     kept = [self._documented_problem(runs[0], path, script=True)]
@@ -588,6 +594,12 @@ class RunFinder:
                 # the verdict stays in the config (the model fact now points into the launcher)
                 return replace(plan, facts=facts, documents=plan.documents + (str(launcher),), home=plan.home or plan.entry)
         return plan
+
+    def _passes_model(self, run: ResolvedRun) -> bool:
+        """Is the run's problem the model its README command passes on the command line?"""
+        model = run.plan.get("model")
+        return (run.problem is not None and model is not None and run.problem_fact is model
+                and model.origin is not None and self.documents.kind(model.origin.path) == DocumentKind.MARKDOWN)
 
     def _documented_problem(self, run: ResolvedRun, path: str | Path, script: bool = False) -> ResolvedRun:
         """A config only a README command uses has no other run to carry the note: it says once,
