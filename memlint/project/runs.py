@@ -138,9 +138,14 @@ class RunFinder:
         other repositories' commands. Every config it names must exist too: a README's
         ``config_{grok,anthropic}.yaml`` or ``<your_config>.yaml`` is a pattern, not a run."""
         script = self.documents.resolve_reference(str(facts.launches.value), facts.path) if facts.launches else None
+        named = [self.documents.resolve_reference(str(r.value), facts.path) for r in facts.references]
+        if script is None and facts.launches is not None and " -m " in (facts.launches.note or "") and named:
+            # a framework's module run on a config of the project (Online-RLHF's README: `torchrun
+            # --nproc_per_node 8 -m axolotl.cli.train llama3-8b-it.yaml`): the config is the run
+            return all(n is not None for n in named) and any(self.documents.kind(n) in _CONFIG_KINDS for n in named)
         if script is None or not (self.documents.facts(script) or self._delegates_to_project_module(script)):
             return False
-        return all(self.documents.resolve_reference(str(r.value), facts.path) is not None for r in facts.references)
+        return all(n is not None for n in named)
 
     def _same(self, path: Path | None, key: str) -> bool:
         return path is not None and self.documents.key(path) == key

@@ -163,3 +163,46 @@ def fix_hint(ctx: RuleContext, run: ResolvedRun, verb: str = "makes it fit") -> 
         return (f"; {best.change} (−{gib(best.saves_bytes)}) would make it fit by the estimate, a lower bound "
                 f"here ({lower.value} is not modelled)")
     return f"; {best.change} (−{gib(best.saves_bytes)}) makes it fit"
+
+
+_FORMS = {"none": "plain data parallelism", "zero1": "ZeRO-1", "zero2": "ZeRO-2", "zero3": "ZeRO-3",
+          "fsdp-full": "FSDP full shard", "fsdp-grad-op": "FSDP SHARD_GRAD_OP", "fsdp-hybrid": "FSDP hybrid shard"}
+
+
+def fitting_alternative(ctx: RuleContext, run: ResolvedRun) -> ResolvedRun | None:
+    """Another documented launch of the same document's run in another parallelism form, which
+    fits (Online-RLHF's README launches ``sft/llama3-8b-it.yaml`` with torchrun alone, then with
+    ``--deepspeed ../configs/deepspeed_stage3.json``): the launches disagree on the form, so
+    neither is an assumption; the verdict is the form's, and names the one that fits."""
+    if run.setup is None:
+        return None
+    for other in ctx.runs:
+        if other is run or other.setup is None or other.setup.sharding == run.setup.sharding:
+            continue
+        same = (other.arch is not None and run.arch is not None and other.arch.name == run.arch.name
+                and (other.setup.micro_batch, other.setup.seq_len) == (run.setup.micro_batch, run.setup.seq_len))
+        if not same or other.plan.anchor is None or run.plan.anchor is None:
+            continue  # another model or batch: another run, not another form of this one
+        budget = ctx.budget(other)
+        if budget is not None and budget.fits is True:
+            return other
+    return None
+
+
+def alternative_clause(ctx: RuleContext, run: ResolvedRun, other: ResolvedRun) -> str:
+    """``; the launch at README.md:145 (ZeRO-3) fits (23.0 GiB)``."""
+    assert run.setup is not None and other.setup is not None
+    budget = ctx.budget(other)
+    peak = f" ({gib(budget.peak_bytes)})" if budget is not None else ""
+    return (f" under {_FORMS.get(run.setup.sharding.value, run.setup.sharding.value)}, as the launch at "
+            f"{_shown(ctx, run.plan.anchor)} runs it; the launch at {_shown(ctx, other.plan.anchor)} "
+            f"({_FORMS.get(other.setup.sharding.value, other.setup.sharding.value)}) fits{peak}")
+
+
+def _shown(ctx: RuleContext, where: Location) -> str:
+    shown = Path(where.path)
+    root = ctx.settings.root.resolve()
+    if shown.is_absolute() and root in shown.resolve().parents:
+        shown = shown.resolve().relative_to(root)
+    return f"{shown.as_posix()}:{where.range.start.line}"
+
