@@ -472,7 +472,9 @@ class _Shell:
                 i = j
                 value = self._values(following) if following else Value("true", word.start, word.end)
             if value is None:  # a value the script cannot know ($1, $(date), an unset variable)
-                facts.cli_unknown[key] = Sourced(word.text, self.location(word.start, word.end), f"--{key}")
+                written = inline if eq else " ".join(w.raw for w in following)
+                facts.cli_unknown[key] = Sourced(word.text, self.location(word.start, word.end),
+                                                 f"--{key} {written}" if written else f"--{key}")
                 if not eq and following and ("config" in key or "deepspeed" in key or key == "cfg"):
                     self._script_config(following[0], f"--{key}", facts, own=key in _CONFIG_OPTIONS)
                 continue

@@ -93,6 +93,9 @@ class ResolvedRun:
     # the GPU an infrastructure file of the project requests (memlint.facts.infrastructure), when
     # the settings name none: the run is judged against it and its findings name the file
     gpu: Any = None
+    # why the estimate is only a lower bound when a deciding value is unknown (a micro-batch passed
+    # as a value memlint cannot evaluate, estimated at 1): a verdict of "exceeds" holds, "fits" is none
+    lower_bound: str | None = None
 
 
 def _precision(plan: TrainingPlan, arch: Architecture) -> tuple[Precision, Sourced | None, str | None]:
@@ -419,12 +422,27 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
     framework = plan.value("framework", "plain")
     hf_like = framework in ("hf-trainer", "trl")
     batch_default = context.micro_batch or (HF_DEFAULT_MICRO_BATCH if hf_like else 1)
-    micro_batch = number(
-        "micro_batch", batch_default,
-        f"micro-batch not found: {batch_default}" + (" (TrainingArguments default)" if hf_like else ""),
-    )
+    passed = plan.get("micro_batch_unknown")
+    unknown_batch = passed is not None and plan.get("micro_batch") is None and not context.micro_batch
+    if unknown_batch:
+        assert passed is not None
+        # the launch passes a value memlint cannot evaluate: the smallest, 1, makes the estimate a
+        # lower bound (the rules say so), never the default the option replaces
+        prov["micro_batch"] = None
+        micro_batch = 1
+        notes.append(f"micro-batch unknown: `{passed.note}` is a value memlint cannot evaluate; estimated at 1, "
+                     "a lower bound (set `micro-batch` in [tool.memlint] to judge the real one)")
+        where = f", {Path(passed.origin.path).name}:{passed.origin.range.start.line}" if passed.origin else ""
+        run.lower_bound = f"the micro-batch is unknown (`{passed.note}`{where}), estimated at 1"
+    else:
+        micro_batch = number(
+            "micro_batch", batch_default,
+            f"micro-batch not found: {batch_default}" + (" (TrainingArguments default)" if hf_like else ""),
+        )
     unread = plan.get("unread_arguments")
-    if prov.get("micro_batch") is None and not context.micro_batch and (not hf_like or unread is not None):
+    if unknown_batch:
+        pass  # unknown, not assumed: the memory verdicts are lower bounds, and say so
+    elif prov.get("micro_batch") is None and not context.micro_batch and (not hf_like or unread is not None):
         # a TrainingArguments default is what runs only when the script's arguments classes are
         # known: one memlint cannot read may set its own (LMFlow's DPOAlignerArguments: 4)
         said = f" (the TrainingArguments default; `{unread.value}` not read)" if hf_like and unread else ""

@@ -212,7 +212,14 @@ class RunFinder:
             helpers, overrides = self._imported_facts(facts, None, overrides)
             linked.extend(helpers)
         linked.extend(self.linked(facts, seen))
-        return merge(entry, linked, overrides, hidden - set(overrides))
+        plan = merge(entry, linked, overrides, hidden - set(overrides))
+        if facts.launches is not None and plan.get("micro_batch") is None:
+            from memlint.facts.launch_options import unknown_micro_batch
+
+            unknown = unknown_micro_batch(facts, hidden)
+            if unknown is not None:  # passed, but not known: no default stands in for it
+                plan.facts["micro_batch_unknown"] = unknown
+        return plan
 
     def _join_launched(self, script: RunFacts, launcher: RunFacts, seen: set[str],
                        linked: list[RunFacts]) -> tuple[dict, frozenset[str]]:

@@ -158,11 +158,21 @@ def fix_hint(ctx: RuleContext, run: ResolvedRun, verb: str = "makes it fit") -> 
     best = fitting[0]
     if verb == "frees":
         return f"; {best.change} frees {gib(best.saves_bytes)}"
-    lower = run.plan.get("lower_bound")
-    if lower is not None:  # the estimate is a lower bound: "fits" is no verdict
+    reason = lower_bound_reason(run)
+    if reason is not None:  # the estimate is a lower bound: "fits" is no verdict
+        said = "" if run.lower_bound is not None else f" ({reason})"  # the message said why already
         return (f"; {best.change} (−{gib(best.saves_bytes)}) would make it fit by the estimate, a lower bound "
-                f"here ({lower.value} is not modelled)")
+                f"here{said}")
     return f"; {best.change} (−{gib(best.saves_bytes)}) makes it fit"
+
+
+def lower_bound_reason(run: ResolvedRun) -> str | None:
+    """Why the run's estimate is only a lower bound (a trainer's loss memlint does not model, a
+    micro-batch it cannot evaluate), or None."""
+    if run.lower_bound is not None:
+        return run.lower_bound
+    lower = run.plan.get("lower_bound")
+    return f"{lower.value} is not modelled" if lower is not None else None
 
 
 _FORMS = {"none": "plain data parallelism", "zero1": "ZeRO-1", "zero2": "ZeRO-2", "zero3": "ZeRO-3",
