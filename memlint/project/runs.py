@@ -142,7 +142,8 @@ class RunFinder:
         if script is None and facts.launches is not None and " -m " in (facts.launches.note or "") and named:
             # a framework's module run on a config of the project (Online-RLHF's README: `torchrun
             # --nproc_per_node 8 -m axolotl.cli.train llama3-8b-it.yaml`): the config is the run
-            return all(n is not None for n in named) and any(self.documents.kind(n) in _CONFIG_KINDS for n in named)
+            return all(n is not None for n in named) and any(
+                n is not None and DocumentKind(self.documents.kind(n)) in _CONFIG_KINDS for n in named)
         if script is None or not (self.documents.facts(script) or self._delegates_to_project_module(script)):
             return False
         return all(n is not None for n in named)

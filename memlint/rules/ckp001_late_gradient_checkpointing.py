@@ -384,7 +384,7 @@ def _engine_optimizer(index: ModuleIndex, call: cst.Call) -> bool:
     statement = index.parent(call)
     if type(statement) is cst.Assign and statement.value is call and len(statement.targets) == 1:
         target = statement.targets[0].target
-        if type(target) in (cst.Tuple, cst.List) and len(target.elements) > 1:
+        if isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) > 1:
             second = target.elements[1].value
             return not (type(second) is cst.Name and second.value.startswith("_"))
     return False
