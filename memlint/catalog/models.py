@@ -175,13 +175,14 @@ def cached_config(model_id: str) -> Path | None:
     return None
 
 
-_PLACEHOLDER_WORDS = re.compile(r"path/to|<|>|\{|\}|\$|\byour[-_ ]|^(model|models|checkpoint|ckpt|"
+_PLACEHOLDER_WORDS = re.compile(r"path/to|^path[-_]to[-_]|<|>|\{|\}|\$|\byour[-_ ]|^(model|models|checkpoint|ckpt|"
                                r"model[-_]name(_or_path)?|model[-_]path|base[-_]model|pretrained[-_]model)$",
                                re.IGNORECASE)
 
 
 # a placeholder whatever its shape: ``<your_model>``, ``{model}``, ``$MODEL`` (documentation's fill-ins)
-_FILL_IN = re.compile(r"^<.*>$|^\{.*\}$|^\$")
+# (and ``path_to_llama2_chat_models``, one word naming a path to fill in)
+_FILL_IN = re.compile(r"^<.*>$|^\{.*\}$|^\$|^path[-_]to[-_][^/]*$")
 
 
 def looks_like_placeholder(name: str) -> bool:

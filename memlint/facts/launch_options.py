@@ -161,6 +161,24 @@ def hidden_by_cli(script: RunFacts, launcher: RunFacts) -> frozenset[str]:
     return frozenset(out)
 
 
+def unknown_micro_batch(launcher: RunFacts, hidden: frozenset[str]) -> Sourced[str] | None:
+    """The option that passes the micro-batch with a value memlint cannot evaluate (VILA's
+    ``--per_device_train_batch_size $PER_DEVICE_TRAIN_BATCH_SIZE``, computed by a sourced
+    ``scripts/setups/train.sh`` as ``$((GLOBAL_TRAIN_BATCH_SIZE / NNODES / GPUS_PER_NODE /
+    GRADIENT_ACCUMULATION_STEPS))`` with ``NNODES=${SLURM_JOB_NUM_NODES:-1}``): the run's
+    micro-batch is unknown, neither the script's nor the library's default.
+
+    Shell arithmetic over variables the environment fills (``${SLURM_JOB_NUM_NODES:-1}``) is
+    not evaluated: its fallbacks are a developer's one node (2048 / 1 / 8 / 1 = 256 sequences a
+    GPU), not what the cluster job that runs it computes."""
+    for option, written in launcher.cli_unknown.items():
+        field = hf_args.FIELDS.get(option)
+        if (field is not None and field[0] == "micro_batch") or ("micro_batch" in hidden and "batch" in option
+                                                                  and "eval" not in option):
+            return Sourced(str(written.value), written.origin, written.note or f"--{option}")
+    return None
+
+
 def _apply(binding: str, raw: str) -> dict[str, Any]:
     if binding.startswith("not:"):
         on = _switched_on(raw)

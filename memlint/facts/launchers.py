@@ -159,6 +159,11 @@ class _Shell:
         # where a ``cd`` before the launch left the script: a path relative paths are read from
         # (anchored, or relative to where the caller stands), None where the caller stands
         self.cwd: Value | None = None
+        self.blocks: list[int] = []  # where each code block of a README starts: a ``cd`` ends there
+        # the folder each command of the last block and of this one ran in, by what it runs: a
+        # block that repeats the command before it with more options runs where that one did
+        self.ran_in: dict[tuple[str, ...], Value | None] = {}
+        self.ran_before: dict[tuple[str, ...], Value | None] = {}
 
     def location(self, start: int, end: int) -> Location:
         return Location(self.parsed.path, Range(self._position(start), self._position(end)))
@@ -177,7 +182,12 @@ class _Shell:
 
     def run(self) -> list[RunFacts]:
         out: list[RunFacts] = []
+        block = 0
         for command in commands(self.text):
+            if command.words and bisect.bisect_right(self.blocks, command.words[0].start) != block:
+                block = bisect.bisect_right(self.blocks, command.words[0].start)
+                self.cwd = None  # a new code block: where its commands run is not the last block's
+                self.ran_before, self.ran_in = self.ran_in, {}
             facts = self._command(command)
             if facts is not None:
                 out.append(facts)
@@ -214,6 +224,13 @@ class _Shell:
         launch = _find_launch(self._launcher_arguments(self._spliced(words[prefix:])))
         if launch is None or launch.script is None:
             return None
+        if self.blocks:
+            # Online-RLHF's README: ```cd sft\ntorchrun ... -m axolotl.cli.train llama3-8b-it.yaml```, then
+            # a block with the same command and `--deepspeed ../configs/deepspeed_stage3.json`
+            runs = (launch.script.text, *[w.text for w in launch.arguments if not _is_option(w.text)][:1])
+            if self.cwd is None and self.ran_before.get(runs) is not None:
+                self.cwd = self.ran_before[runs]
+            self.ran_in[runs] = self.cwd
         return self._facts(launch)
 
     def _anchored_assignment(self, words: list[Word], depth: int) -> bool:
@@ -464,7 +481,9 @@ class _Shell:
                 i = j
                 value = self._values(following) if following else Value("true", word.start, word.end)
             if value is None:  # a value the script cannot know ($1, $(date), an unset variable)
-                facts.cli_unknown[key] = Sourced(word.text, self.location(word.start, word.end), f"--{key}")
+                written = inline if eq else " ".join(w.raw for w in following)
+                facts.cli_unknown[key] = Sourced(word.text, self.location(word.start, word.end),
+                                                 f"--{key} {written}" if written else f"--{key}")
                 if not eq and following and ("config" in key or "deepspeed" in key or key == "cfg"):
                     self._script_config(following[0], f"--{key}", facts, own=key in _CONFIG_OPTIONS)
                 continue
@@ -647,7 +666,7 @@ def _included_devices(text: str) -> int | None:
 
 # a line of prose that starts a launch command (after an optional `$ ` prompt)
 _COMMAND_START = re.compile(
-    r"^[ \t]*(?:\$[ \t]+)?(?:[A-Z_][A-Z0-9_]*=\S*[ \t]+)*(?:srun[ \t]+|nohup[ \t]+)?"
+    r"^[ \t]*(?:\$[ \t]+)?(?:cd[ \t]+[^\s;&|]+[ \t]*&&[ \t]*)?(?:[A-Z_][A-Z0-9_]*=\S*[ \t]+)*(?:srun[ \t]+|nohup[ \t]+)?"
     r"(?:python3?(?:\.\d+)?|torchrun|deepspeed|accelerate[ \t]+launch)(?=[ \t])", re.M)
 _DOCSTRING = re.compile(r'\A(?:[ \t]*(?:#[^\n]*)?\n)*[ \t]*[rRuU]?("""|\'\'\')(?P<body>.*?)\1', re.S)
 
@@ -674,6 +693,8 @@ def command_lines(text: str, start: int = 0, end: int | None = None, assignments
     if assignments:
         for match in _ASSIGNMENT_LINE.finditer(text, start, end):
             kept[match.start():match.end()] = text[match.start():match.end()]
+        for match in _CD_LINE.finditer(text, start, end):
+            kept[match.start():match.end()] = text[match.start():match.end()]
     for match in _COMMAND_START.finditer(text, start, end):
         position = match.start()
         while position < end:
@@ -689,6 +710,8 @@ def command_lines(text: str, start: int = 0, end: int | None = None, assignments
 # a shell variable set on a line of its own, with no command after it
 _ASSIGNMENT_LINE = re.compile(r"^[ \t]*(?:export[ \t]+)?[A-Za-z_][A-Za-z0-9_]*=(?:\"[^\"\n]*\"|'[^'\n]*'|[^\s;&|]*)[ \t]*$",
                               re.M)
+# ``cd sft`` on a line of its own: the commands after it in its block read relative paths from there
+_CD_LINE = re.compile(r"^[ \t]*(?:\$[ \t]+)?(?:cd|pushd)[ \t]+[^\s;&|#]+[ \t]*$", re.M)
 _STRING = re.compile(r'[rRuU]?("""|\'\'\')(?P<body>.*?)\1', re.S)
 
 
@@ -736,11 +759,15 @@ def documented_launches(parsed: ParsedDocument) -> list[RunFacts]:
     return out
 
 
-def launches_in(parsed: ParsedDocument, text: str, variables: dict[str, Value | None] | None = None) -> list[RunFacts]:
+def launches_in(parsed: ParsedDocument, text: str, variables: dict[str, Value | None] | None = None,
+                blocks: list[int] | None = None) -> list[RunFacts]:
     """The launch commands of ``text``: ``parsed``'s text with all but its commands blanked;
-    ``variables`` are set before the first command (a Makefile's ``MODEL ?= ...``)."""
+    ``variables`` are set before the first command (a Makefile's ``MODEL ?= ...``). ``blocks``:
+    the offsets where a README's code blocks start; a ``cd`` holds until the end of its block
+    (the next block may be read from anywhere: LongLoRA's ``cd path_to_saving_checkpoints``)."""
     shell = _Shell(parsed, text)
     shell.variables.known.update(variables or {})
+    shell.blocks = sorted(blocks or [])
     return shell.run()
 
 

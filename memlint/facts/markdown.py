@@ -70,10 +70,11 @@ def extract_markdown(parsed: ParsedDocument) -> list[RunFacts]:
     if parsed.document.problem is not None or not text or ("```" not in text and "~~~" not in text):
         return []
     kept = ["\n" if c == "\n" else " " for c in text]
-    for start, end in shell_blocks(text):
+    blocks = shell_blocks(text)
+    for start, end in blocks:
         kept[start:end] = command_lines(text, start, end, assignments=True)[start:end]
     out = []
-    for facts in launches_in(parsed, "".join(kept)):
+    for facts in launches_in(parsed, "".join(kept), blocks=[start for start, _ in blocks]):
         launched = facts.launches
         if launched is None:
             continue

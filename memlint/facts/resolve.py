@@ -60,7 +60,9 @@ class Assumed:
     """A deciding fact no document states, the value memlint took for it, and where the user
     can state the truth. A verdict that rests on one says so (and is less certain)."""
 
-    fact: str  # "parallelism", "unread_parallelism", "world_size", "seq_len", "seq_len_limit", "micro_batch"
+    # "parallelism", "unread_parallelism", "world_size", "seq_len", "seq_len_limit", "micro_batch",
+    # "default_micro_batch" (a library's default nobody in the project set)
+    fact: str
     value: str  # what was assumed, in words
     where: str  # where to state the truth
 
@@ -91,6 +93,9 @@ class ResolvedRun:
     # the GPU an infrastructure file of the project requests (memlint.facts.infrastructure), when
     # the settings name none: the run is judged against it and its findings name the file
     gpu: Any = None
+    # why the estimate is only a lower bound when a deciding value is unknown (a micro-batch passed
+    # as a value memlint cannot evaluate, estimated at 1): a verdict of "exceeds" holds, "fits" is none
+    lower_bound: str | None = None
 
 
 def _precision(plan: TrainingPlan, arch: Architecture) -> tuple[Precision, Sourced | None, str | None]:
@@ -419,16 +424,37 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
     framework = plan.value("framework", "plain")
     hf_like = framework in ("hf-trainer", "trl")
     batch_default = context.micro_batch or (HF_DEFAULT_MICRO_BATCH if hf_like else 1)
-    micro_batch = number(
-        "micro_batch", batch_default,
-        f"micro-batch not found: {batch_default}" + (" (TrainingArguments default)" if hf_like else ""),
-    )
+    passed = plan.get("micro_batch_unknown")
+    unknown_batch = passed is not None and plan.get("micro_batch") is None and not context.micro_batch
+    if unknown_batch:
+        assert passed is not None
+        # the launch passes a value memlint cannot evaluate: the smallest, 1, makes the estimate a
+        # lower bound (the rules say so), never the default the option replaces
+        prov["micro_batch"] = None
+        micro_batch = 1
+        notes.append(f"micro-batch unknown: `{passed.note}` is a value memlint cannot evaluate; estimated at 1, "
+                     "a lower bound (set `micro-batch` in [tool.memlint] to judge the real one)")
+        where = f", {Path(passed.origin.path).name}:{passed.origin.range.start.line}" if passed.origin else ""
+        run.lower_bound = f"the micro-batch is unknown (`{passed.note}`{where}), estimated at 1"
+    else:
+        micro_batch = number(
+            "micro_batch", batch_default,
+            f"micro-batch not found: {batch_default}" + (" (TrainingArguments default)" if hf_like else ""),
+        )
     unread = plan.get("unread_arguments")
-    if prov.get("micro_batch") is None and not context.micro_batch and (not hf_like or unread is not None):
+    if unknown_batch:
+        pass  # unknown, not assumed: the memory verdicts are lower bounds, and say so
+    elif prov.get("micro_batch") is None and not context.micro_batch and (not hf_like or unread is not None):
         # a TrainingArguments default is what runs only when the script's arguments classes are
         # known: one memlint cannot read may set its own (LMFlow's DPOAlignerArguments: 4)
         said = f" (the TrainingArguments default; `{unread.value}` not read)" if hf_like and unread else ""
         run.assumed.append(Assumed("micro_batch", f"micro-batch {micro_batch}{said}", "`micro-batch` in [tool.memlint]"))
+    elif prov.get("micro_batch") is None and not context.micro_batch:
+        # the library's default is what runs, but no one in the project chose it: a verdict that
+        # rests on it says so (the rules ask whether micro-batch 1 would fit)
+        run.assumed.append(Assumed("default_micro_batch", f"micro-batch {micro_batch} (the TrainingArguments "
+                                   "default: nothing in the project sets `per_device_train_batch_size`)",
+                                   "`per_device_train_batch_size` on the launch or in the config"))
     if hf_like and unread is not None and plan.get("grad_ckpt") is None:
         run.assumed.append(Assumed("grad_ckpt", f"gradient checkpointing off (the TrainingArguments default; "
                                    f"`{unread.value}` not read)", "`--gradient_checkpointing` on the launch"))

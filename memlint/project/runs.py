@@ -138,9 +138,15 @@ class RunFinder:
         other repositories' commands. Every config it names must exist too: a README's
         ``config_{grok,anthropic}.yaml`` or ``<your_config>.yaml`` is a pattern, not a run."""
         script = self.documents.resolve_reference(str(facts.launches.value), facts.path) if facts.launches else None
+        named = [self.documents.resolve_reference(str(r.value), facts.path) for r in facts.references]
+        if script is None and facts.launches is not None and " -m " in (facts.launches.note or "") and named:
+            # a framework's module run on a config of the project (Online-RLHF's README: `torchrun
+            # --nproc_per_node 8 -m axolotl.cli.train llama3-8b-it.yaml`): the config is the run
+            return all(n is not None for n in named) and any(
+                n is not None and DocumentKind(self.documents.kind(n)) in _CONFIG_KINDS for n in named)
         if script is None or not (self.documents.facts(script) or self._delegates_to_project_module(script)):
             return False
-        return all(self.documents.resolve_reference(str(r.value), facts.path) is not None for r in facts.references)
+        return all(n is not None for n in named)
 
     def _same(self, path: Path | None, key: str) -> bool:
         return path is not None and self.documents.key(path) == key
@@ -207,7 +213,14 @@ class RunFinder:
             helpers, overrides = self._imported_facts(facts, None, overrides)
             linked.extend(helpers)
         linked.extend(self.linked(facts, seen))
-        return merge(entry, linked, overrides, hidden - set(overrides))
+        plan = merge(entry, linked, overrides, hidden - set(overrides))
+        if facts.launches is not None and plan.get("micro_batch") is None:
+            from memlint.facts.launch_options import unknown_micro_batch
+
+            unknown = unknown_micro_batch(facts, hidden)
+            if unknown is not None:  # passed, but not known: no default stands in for it
+                plan.facts["micro_batch_unknown"] = unknown
+        return plan
 
     def _join_launched(self, script: RunFacts, launcher: RunFacts, seen: set[str],
                        linked: list[RunFacts]) -> tuple[dict, frozenset[str]]:
@@ -541,7 +554,13 @@ class RunFinder:
             kept = [r for r in runs if r.problem is None or self.documents.kind(r.plan.entry) != DocumentKind.MARKDOWN]
             if not kept and own and entries is launchers:
                 kept = self._runs(own, key, context)
-                if runs and runs[0].plan.get("model") is not None and all(r.plan.get("model") is None for r in kept):
+                passed = next((r for r in runs if self._passes_model(r)), None)
+                if passed is not None:
+                    # the documented command passes a model memlint cannot estimate (a placeholder,
+                    # LongLoRA's `--model_name_or_path path_to_Llama2_chat_models`): that command is
+                    # the run, and the script's own defaults are not what it runs
+                    kept = [self._documented_problem(passed, path, script=True)]
+                elif runs and runs[0].plan.get("model") is not None and all(r.plan.get("model") is None for r in kept):
                     # the script alone names no model, its documented command does (through the
                     # config it passes): say what that command runs, not "no model found"
                     kept = [self._documented_problem(runs[0], path, script=True)]
@@ -588,6 +607,12 @@ class RunFinder:
                 # the verdict stays in the config (the model fact now points into the launcher)
                 return replace(plan, facts=facts, documents=plan.documents + (str(launcher),), home=plan.home or plan.entry)
         return plan
+
+    def _passes_model(self, run: ResolvedRun) -> bool:
+        """Is the run's problem the model its README command passes on the command line?"""
+        model = run.plan.get("model")
+        return (run.problem is not None and model is not None and run.problem_fact is model
+                and model.origin is not None and self.documents.kind(model.origin.path) == DocumentKind.MARKDOWN)
 
     def _documented_problem(self, run: ResolvedRun, path: str | Path, script: bool = False) -> ResolvedRun:
         """A config only a README command uses has no other run to carry the note: it says once,

@@ -75,7 +75,8 @@ def resting_assumptions(ctx: RuleContext, run: ResolvedRun) -> list:
     full node of 8 would make the run fit; assumed plain data parallelism only when sharding
     across the same GPUs would; a launch inherited from the configs of its folder (which shards)
     only when the config would fit judged alone, without it; every batch as long as a truncation
-    limit only when batches of short samples (``SHORT_SAMPLES`` tokens) would fit."""
+    limit only when batches of short samples (``SHORT_SAMPLES`` tokens) would fit; a library's default
+    micro-batch that nothing in the project sets only when micro-batch 1 would fit."""
     from memlint.estimate import Sharding, estimate_training
 
     truths: dict[str, dict[str, Any]] = {"parallelism": {"sharding": Sharding.ZERO3},
@@ -83,7 +84,8 @@ def resting_assumptions(ctx: RuleContext, run: ResolvedRun) -> list:
                                          "seq_len_limit": {"seq_len": SHORT_SAMPLES},
                                          "world_size": {"world_size": FULL_NODE},
                                          "launch": {"sharding": Sharding.NONE},
-                                         "images": {"image_tokens": 0}}
+                                         "images": {"image_tokens": 0},
+                                         "default_micro_batch": {"micro_batch": 1}}
     out = []
     for assumed in run.assumed:
         truth = truths.get(assumed.fact)
@@ -156,8 +158,61 @@ def fix_hint(ctx: RuleContext, run: ResolvedRun, verb: str = "makes it fit") -> 
     best = fitting[0]
     if verb == "frees":
         return f"; {best.change} frees {gib(best.saves_bytes)}"
-    lower = run.plan.get("lower_bound")
-    if lower is not None:  # the estimate is a lower bound: "fits" is no verdict
+    reason = lower_bound_reason(run)
+    if reason is not None:  # the estimate is a lower bound: "fits" is no verdict
+        said = "" if run.lower_bound is not None else f" ({reason})"  # the message said why already
         return (f"; {best.change} (−{gib(best.saves_bytes)}) would make it fit by the estimate, a lower bound "
-                f"here ({lower.value} is not modelled)")
+                f"here{said}")
     return f"; {best.change} (−{gib(best.saves_bytes)}) makes it fit"
+
+
+def lower_bound_reason(run: ResolvedRun) -> str | None:
+    """Why the run's estimate is only a lower bound (a trainer's loss memlint does not model, a
+    micro-batch it cannot evaluate), or None."""
+    if run.lower_bound is not None:
+        return run.lower_bound
+    lower = run.plan.get("lower_bound")
+    return f"{lower.value} is not modelled" if lower is not None else None
+
+
+_FORMS = {"none": "plain data parallelism", "zero1": "ZeRO-1", "zero2": "ZeRO-2", "zero3": "ZeRO-3",
+          "fsdp-full": "FSDP full shard", "fsdp-grad-op": "FSDP SHARD_GRAD_OP", "fsdp-hybrid": "FSDP hybrid shard"}
+
+
+def fitting_alternative(ctx: RuleContext, run: ResolvedRun) -> ResolvedRun | None:
+    """Another documented launch of the same document's run in another parallelism form, which
+    fits (Online-RLHF's README launches ``sft/llama3-8b-it.yaml`` with torchrun alone, then with
+    ``--deepspeed ../configs/deepspeed_stage3.json``): the launches disagree on the form, so
+    neither is an assumption; the verdict is the form's, and names the one that fits."""
+    if run.setup is None:
+        return None
+    for other in ctx.runs:
+        if other is run or other.setup is None or other.setup.sharding == run.setup.sharding:
+            continue
+        same = (other.arch is not None and run.arch is not None and other.arch.name == run.arch.name
+                and (other.setup.micro_batch, other.setup.seq_len) == (run.setup.micro_batch, run.setup.seq_len))
+        if not same or other.plan.anchor is None or run.plan.anchor is None:
+            continue  # another model or batch: another run, not another form of this one
+        budget = ctx.budget(other)
+        if budget is not None and budget.fits is True:
+            return other
+    return None
+
+
+def alternative_clause(ctx: RuleContext, run: ResolvedRun, other: ResolvedRun) -> str:
+    """``; the launch at README.md:145 (ZeRO-3) fits (23.0 GiB)``."""
+    assert run.setup is not None and other.setup is not None
+    budget = ctx.budget(other)
+    peak = f" ({gib(budget.peak_bytes)})" if budget is not None else ""
+    return (f" under {_FORMS.get(run.setup.sharding.value, run.setup.sharding.value)}, as the launch at "
+            f"{_shown(ctx, run.plan.anchor)} runs it; the launch at {_shown(ctx, other.plan.anchor)} "
+            f"({_FORMS.get(other.setup.sharding.value, other.setup.sharding.value)}) fits{peak}")
+
+
+def _shown(ctx: RuleContext, where: Location) -> str:
+    shown = Path(where.path)
+    root = ctx.settings.root.resolve()
+    if shown.is_absolute() and root in shown.resolve().parents:
+        shown = shown.resolve().relative_to(root)
+    return f"{shown.as_posix()}:{where.range.start.line}"
+

@@ -13,7 +13,8 @@ class DeprecatedConfigKey(SchemaRule):
     ``bfloat16`` block and ``cpu_offload``, Accelerate's ``fp16``, Axolotl's
     ``flash_attention``, the ``fsdp_`` prefix inside Axolotl's ``fsdp_config``, Transformers'
     ``gradient_checkpointing`` — and names the key to use. The schemas record each
-    replacement from the tool's own source.
+    replacement from the tool's own source. An Axolotl key written with no value
+    (``xformers_attention:``) sets nothing and is not reported.
 
     ## Why it matters
     Deprecated keys are removed in a later release, and then they are ignored or refused; a

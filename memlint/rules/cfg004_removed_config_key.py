@@ -24,7 +24,10 @@ class RemovedConfigKey(SchemaRule):
     upgrade does not drop it silently. A range pin that admits both (``trl>=0.19.1`` for a key
     TRL 0.20 removed) gives a warning that says both: the pin's older releases read the key, a
     fresh install (the newest release the pin admits) does not. Without a pin, the newest
-    release decides.
+    release decides. An Axolotl key written with no value (``fsdp:``, as Axolotl's example
+    configs leave the keys they do not use) is not reported: Axolotl reads its config through a
+    ``DictDefault``, where such a key reads as one never written. A TrainingArguments or TRL
+    file's is: ``HfArgumentParser`` refuses a key its dataclasses lack whatever its value.
 
     ## Why it matters
     DeepSpeed refuses some removed sections at start-up and silently ignores others: a leftover

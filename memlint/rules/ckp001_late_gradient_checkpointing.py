@@ -23,7 +23,8 @@ from memlint.python.syntax import (
     receiver,
     string_value,
 )
-from memlint.python.training import is_peft_wrap, optimizer_creations
+from memlint.python.loops import training_loops
+from memlint.python.training import is_optimizer_object, is_peft_wrap, optimizer_creations, step_of
 from memlint.rules.base import Example, Finding, Rule
 
 _ENABLE = ("gradient_checkpointing_enable", "activation_checkpointing_enable")
@@ -83,7 +84,10 @@ class LateGradientCheckpointing(Rule):
       to its module).
 
     A ``Trainer`` is never reported: it builds its optimizer lazily in ``train()``, after
-    enabling checkpointing itself.
+    enabling checkpointing itself. Nor is a model prepared for evaluation: ``deepspeed.initialize``
+    or ``accelerator.prepare`` counts only when it is handed an optimizer (or, for DeepSpeed, the
+    parameters to build one, or its returned optimizer is kept) or the module goes on to train
+    (an optimizer or engine step, a loop that runs ``backward()``).
 
     ## Why it matters
     With LoRA the embeddings are frozen, so the hidden states entering the first checkpointed
@@ -360,14 +364,38 @@ def _ordering_only(index: ModuleIndex) -> Iterator[tuple[cst.Call, cst.Call, str
             if not index.before(call, node) or index.exclusive(call, node):
                 continue
             if index.calls_named(call, "deepspeed.initialize") and _names(argument(call, None, "model"), model):
-                earlier.append((call, "`deepspeed.initialize`"))
+                if _engine_optimizer(index, call) or _steps(index):
+                    earlier.append((call, "`deepspeed.initialize`"))
             elif method_name(call) == "prepare" and "accelerator" in (dotted(receiver(call)) or "").lower() and any(
                 _names(arg.value, model) for arg in call.args
             ):
-                earlier.append((call, "`accelerator.prepare`"))
+                if any(is_optimizer_object(index, arg.value) for arg in call.args) or _steps(index):
+                    earlier.append((call, "`accelerator.prepare`"))
         if earlier:
             call, what = min(earlier, key=lambda e: index.start(e[0]))
             yield node, call, what
+
+
+def _engine_optimizer(index: ModuleIndex, call: cst.Call) -> bool:
+    """Does this ``deepspeed.initialize`` build training: an optimizer handed to it, the
+    parameters it builds one for, or the optimizer it returns kept under a name?"""
+    if argument(call, None, "optimizer") is not None or argument(call, None, "model_parameters") is not None:
+        return True
+    statement = index.parent(call)
+    if type(statement) is cst.Assign and statement.value is call and len(statement.targets) == 1:
+        target = statement.targets[0].target
+        if isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) > 1:
+            second = target.elements[1].value
+            return not (type(second) is cst.Name and second.value.startswith("_"))
+    return False
+
+
+def _steps(index: ModuleIndex) -> bool:
+    """Does the module go on to train: an optimizer or engine step, or a loop that runs
+    ``backward()``? A model prepared for evaluation (VILA's ``eval_vision_niah.py``:
+    ``accelerator.prepare(model)``, then generation) builds no training to be late for."""
+    return index.once("ckp001_steps", lambda: bool(training_loops(index)) or any(
+        step_of(index, call) is not None for call in index.calls))
 
 
 def _names(expr: cst.BaseExpression | None, model: str) -> bool:

@@ -7,8 +7,10 @@ from typing import Iterator
 from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Severity
 from memlint.rules._memory import (
+    alternative_clause,
     assumption_clause,
     describe_dominant,
+    fitting_alternative,
     fix_hint,
     gib,
     memory_finding,
@@ -70,9 +72,17 @@ class OutOfMemory(Rule):
     2048 tokens (``model_max_length``, ``max_length`` without packing or
     ``padding="max_length"``: each batch is padded to its longest sample) is such an
     assumption when batches of short samples (512 tokens) would fit: the verdict then holds
-    only if the data has samples that long. A run that names a DeepSpeed or Accelerate config
+    only if the data has samples that long. A micro-batch the launch passes as a value memlint
+    cannot evaluate (``--per_device_train_batch_size $PER_DEVICE_TRAIN_BATCH_SIZE``, computed in a
+    sourced script) is unknown, never the default it replaces: the run is estimated at
+    micro-batch 1, a lower bound, and reported only when that overflows, said as "at least". Shell
+    arithmetic over variables the environment fills (``NNODES=${SLURM_JOB_NUM_NODES:-1}``) is not
+    evaluated: its fallbacks describe one developer's node, not the job that runs. A run that names a DeepSpeed or Accelerate config
     memlint cannot find shards at a stage no readable file states: it gets no verdict that
-    would change under ZeRO-3 (CFG015 names the missing file).
+    would change under ZeRO-3 (CFG015 names the missing file). A config the project documents
+    with several launches that differ only in their parallelism (a README's ``torchrun ... -m
+    axolotl.cli.train x.yaml``, then the same with ``--deepspeed zero3.json``) is judged per
+    launch: one that overflows while another fits is a warning that names both.
 
     ## Settings
     The target GPU comes from ``gpu`` in ``[tool.memlint]`` or ``--gpu``; when neither names one,
@@ -132,9 +142,17 @@ class OutOfMemory(Rule):
             assumed = resting_assumptions(ctx, run)
             if rests_on_unread_config(assumed):
                 continue
+            alternative = fitting_alternative(ctx, run)
+            also = ""
+            if alternative is not None:  # the documented launches disagree on the form: no assumption
+                assumed = [a for a in assumed if a.fact != "parallelism"]
+                also = alternative_clause(ctx, run, alternative)
+            at_least = f"at least {gib(budget.peak_bytes)} per GPU (a lower bound: {run.lower_bound})" \
+                if run.lower_bound is not None else f"{gib(budget.peak_bytes)} per GPU"
             message = (
-                f"estimated peak {gib(budget.peak_bytes)} per GPU exceeds the {gib(cap.usable_bytes)} "
-                f"usable on {cap.gpu_name}{ctx.gpu_origin(run)} (largest part: {describe_dominant(budget)})"
+                f"estimated peak {at_least} exceeds the {gib(cap.usable_bytes)} "
+                f"usable on {cap.gpu_name}{ctx.gpu_origin(run)}{also} (largest part: {describe_dominant(budget)})"
                 f"{fix_hint(ctx, run)}{assumption_clause(assumed)}"
             )
-            yield memory_finding(ctx, run, budget, message, assumed, Severity.WARNING if assumed else None)
+            severity = Severity.WARNING if assumed or alternative is not None else None
+            yield memory_finding(ctx, run, budget, message, assumed, severity)

@@ -70,8 +70,10 @@ class LittleHeadroom(Rule):
             if cap is None or budget is None or budget.fits is not True or budget.comfortable:
                 continue
             share = budget.peak_bytes / cap.usable_bytes * 100
+            at_least = f"at least {gib(budget.peak_bytes)} per GPU (a lower bound: {run.lower_bound})" \
+                if run.lower_bound is not None else f"{gib(budget.peak_bytes)} per GPU"
             message = (
-                f"estimated peak {gib(budget.peak_bytes)} per GPU is {share:.0f}% of the {gib(cap.usable_bytes)} "
+                f"estimated peak {at_least} is {share:.0f}% of the {gib(cap.usable_bytes)} "
                 f"usable on {cap.gpu_name}{ctx.gpu_origin(run)}, inside the last {cap.headroom_fraction:.0%} "
                 f"(largest part: {describe_dominant(budget)}){fix_hint(ctx, run, 'frees')}"
             )

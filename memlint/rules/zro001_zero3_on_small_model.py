@@ -13,7 +13,7 @@ from memlint.facts.resolve import ResolvedRun
 from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Range, Severity
 from memlint.model.units import GiB
-from memlint.rules._memory import gib
+from memlint.rules._memory import gib, lower_bound_reason
 from memlint.rules.base import Example, Finding, Rule
 
 _DS = """\
@@ -257,7 +257,7 @@ class ZeroThreeOnSmallModel(Rule):
             if candidate.comfortable:
                 current = estimate_training(arch, setup, cap)
                 now = f" ({gib(current.peak_bytes)} now)"
-                lower = run.plan.get("lower_bound")
+                lower = lower_bound_reason(run)
                 if lower is not None:
                     # what the trainer computes is not read: "fits" would be a claim on a lower bound
                     yield Finding(
@@ -266,7 +266,7 @@ class ZeroThreeOnSmallModel(Rule):
                         message=(
                             f"{setup.sharding.value} on a {arch.n_params / 1e9:.1f}B model: by the estimate "
                             f"{_NAMES[lighter]} would fit each {cap.gpu_name} (~{gib(candidate.peak_bytes)} per "
-                            f"GPU{now}), but {lower.value} is not modelled, so the estimate is a lower bound: "
+                            f"GPU{now}), but {lower}, so the estimate is a lower bound: "
                             f"measure a step before lowering the stage{floor}"
                         ),
                         data={"lighter": lighter.value, "peak_bytes": candidate.peak_bytes, "lower_bound": True},

@@ -791,3 +791,42 @@ def test_near_miss_removed_deepspeed_keys_under_pins_that_reach_the_removal(lint
     [warning, _] = lint({"requirements.txt": "deepspeed>=0.14\n", "scripts/zero3_mics.json": MICS_CONFIG},
                         "scripts/zero3_mics.json")
     assert "a fresh install (the newest release the pin admits) refuses the config" in warning.message
+
+
+# Online-RLHF sft/llama3-8b-it.yaml (abridged): Axolotl's example layout, the keys it does not use
+# left with no value
+AXOLOTL_EMPTY_KEYS = """\
+base_model: meta-llama/Meta-Llama-3-8B
+sequence_len: 8192
+micro_batch_size: 1
+gradient_accumulation_steps: 16
+datasets:
+  - path: RLHFlow/RLHFlow-SFT-Dataset-ver2
+    type: sharegpt
+xformers_attention:
+flash_attention: true
+deepspeed: #deepspeed/zero1.json # multi-gpu only
+fsdp:
+fsdp_config:
+unsloth_lora_mlp:
+"""
+
+
+def test_an_axolotl_key_written_with_no_value_sets_nothing_to_remove(lint):
+    diagnostics = lint({"requirements.txt": "axolotl==0.19.0\n", "sft.yaml": AXOLOTL_EMPTY_KEYS}, "sft.yaml")
+    assert not [d for d in diagnostics if d.code in ("CFG003", "CFG004") and d.range.start.line in (8, 11, 13)]
+    newest = lint({"sft.yaml": AXOLOTL_EMPTY_KEYS}, "sft.yaml")
+    assert not [d for d in newest if d.code in ("CFG003", "CFG004") and d.range.start.line in (8, 11, 13)]
+    # with a value, each is reported as before
+    valued = AXOLOTL_EMPTY_KEYS.replace("fsdp:\n", "fsdp:\n  - full_shard\n").replace(
+        "unsloth_lora_mlp:\n", "unsloth_lora_mlp: true\n")
+    codes = {(d.code, d.range.start.line) for d in lint({"sft.yaml": valued}, "sft.yaml")}
+    assert {("CFG003", 11), ("CFG004", 14)} <= codes
+
+
+def test_a_trainer_arguments_key_written_with_no_value_is_still_refused(lint):
+    # HfArgumentParser refuses a key its dataclasses lack whatever the value
+    text = "output_dir: out\nper_device_train_batch_size: 2\nevaluation_strategy:\n"
+    [removed] = [d for d in lint({"requirements.txt": "transformers==4.52.4\n", "args.yaml": text}, "args.yaml")
+                 if d.code == "CFG004"]
+    assert removed.range.start.line == 3

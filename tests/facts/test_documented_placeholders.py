@@ -101,3 +101,47 @@ def test_a_real_redirection_in_a_launcher_script_is_still_one():
                         "run.sh")
     assert launch.cli_args["model_name_or_path"].value == "gpt2"
     assert not any("log.txt" in v.value for v in launch.cli_args.values())
+
+
+# LongLoRA README.md, "Supervised Fine-tuning" (abridged): the model is a word to fill in
+LONG_README = dedent('''
+    ### Supervised Fine-tuning
+    ```
+    torchrun --nproc_per_node=8 supervised-fine-tune.py  \\
+            --model_name_or_path path_to_Llama2_chat_models \\
+            --bf16 True \\
+            --output_dir path_to_saving_checkpoints       \\
+            --model_max_length 16384 \\
+            --per_device_train_batch_size 1     \\
+            --gradient_accumulation_steps 8     \\
+            --deepspeed "ds_configs/stage2.json" \\
+            --tf32 True
+    ```
+''')
+
+STAGE2 = '{"zero_optimization": {"stage": 2}, "bf16": {"enabled": "auto"}, ' \
+         '"train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto"}\n'
+
+
+def _script_memory(tmp_path: Path, readme: str) -> list:
+    write(tmp_path, {"README.md": readme, "supervised-fine-tune.py": TRAIN.replace(
+        "default=512", "default=8192 * 4").replace("facebook/opt-125m", "EleutherAI/pythia-1.4b-deduped"),
+        "ds_configs/stage2.json": STAGE2})
+    (tmp_path / ".git").mkdir()
+    settings = Settings(root=tmp_path).with_overrides(gpu="h100", gpus=8, cache=False)
+    return [d for d in Linter(settings).lint_path(tmp_path / "supervised-fine-tune.py") if d.code.startswith("MEM")]
+
+
+def test_a_script_whose_documented_model_is_a_placeholder_is_not_judged_on_its_defaults(tmp_path: Path):
+    [note] = _script_memory(tmp_path, LONG_README)
+    assert note.code == "MEM003"
+    assert "'path_to_Llama2_chat_models' looks like a placeholder" in note.message
+    assert "README.md:4" in note.message
+
+
+def test_a_documented_model_id_is_the_scripts_run(tmp_path: Path):
+    readme = LONG_README.replace("path_to_Llama2_chat_models", "meta-llama/Llama-2-7b-chat-hf")
+    findings = _script_memory(tmp_path, readme)
+    assert [d.code for d in findings if d.code == "MEM003"] == []
+    # micro-batch 1 under ZeRO-2 of the README's command, not the defaults' 8 x 32768 tokens
+    assert not any("pythia" in d.message or "micro-batch 8" in d.message for d in findings)

@@ -247,3 +247,64 @@ def test_peft_prepare_model_for_gradient_checkpointing_prepares_the_inputs(lint)
     assert lint("CKP001", PREPARED) == []
     unprepared = PREPARED.replace("    lora_model.prepare_model_for_gradient_checkpointing(lora_model)\n", "")
     assert [d.severity for d in lint("CKP001", unprepared)] == [Severity.WARNING]
+
+
+# VILA llava/eval/vision_niah_vila/eval_vision_niah.py (abridged): the model is prepared for an
+# evaluation, no optimizer is built and nothing steps
+NIAH_EVAL = """\
+import argparse
+
+import torch
+from accelerate import Accelerator
+from transformers import AutoModelForCausalLM
+
+
+def inference(args):
+    accelerator = Accelerator(mixed_precision="bf16")
+    model = AutoModelForCausalLM.from_pretrained(args.model, torch_dtype=torch.bfloat16)
+    accelerator.print("Starting Evaluation...")
+    model = accelerator.prepare(model)
+    model.gradient_checkpointing_enable()
+    for num_frames in range(args.min_frame_num, args.max_frame_num + 1, args.frame_interval):
+        with torch.inference_mode():
+            logits = model(inputs_embeds=embeddings).logits
+        accuracies.append(compute_accuracy(logits, answer_ids))
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", default="lmms-lab/LongVA-7B")
+    inference(parser.parse_args())
+"""
+
+
+def test_a_model_prepared_for_evaluation_is_not_late(lint):
+    assert lint("CKP001", NIAH_EVAL) == []
+
+
+def test_a_model_prepared_alone_in_a_file_that_trains_is_late(lint):
+    from memlint.model.diagnostics import Severity
+
+    source = NIAH_EVAL.replace(
+        "        with torch.inference_mode():\n            logits = model(inputs_embeds=embeddings).logits\n"
+        "        accuracies.append(compute_accuracy(logits, answer_ids))\n",
+        "        loss = model(inputs_embeds=embeddings, labels=answer_ids).loss\n"
+        "        accelerator.backward(loss)\n        optimizer.step()\n        optimizer.zero_grad()\n")
+    [diagnostic] = lint("CKP001", source)
+    assert diagnostic.severity == Severity.INFO and "`accelerator.prepare` (line 12)" in diagnostic.message
+
+
+def test_a_deepspeed_engine_for_inference_is_not_late(lint):
+    source = """\
+    import deepspeed
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(args.model_name_or_path)
+    engine, *_ = deepspeed.initialize(model=model, config=ds_config)
+    model.gradient_checkpointing_enable()
+    with torch.no_grad():
+        outputs = engine(**batch)
+    """
+    assert lint("CKP001", source) == []
+    with_optimizer = source.replace("config=ds_config)", "optimizer=optimizer, config=ds_config)")
+    assert len(lint("CKP001", with_optimizer)) == 1

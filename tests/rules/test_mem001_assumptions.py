@@ -68,3 +68,62 @@ def test_an_assumed_sequence_length_is_named(lint):
     [diagnostic] = lint("MEM001", source, path="recipes/sft/config_full.yaml", settings={"gpu": "h100"})
     assert diagnostic.severity == Severity.WARNING
     assert "sequence length" in diagnostic.message and "`seq-len` in [tool.memlint]" in diagnostic.message
+
+
+# LongLoRA supervised-fine-tune-qlora.py (abridged): its own TrainingArguments subclass sets the
+# length; nothing in the project sets the micro-batch, so TrainingArguments' 8 runs.
+LONG_SFT = '''\
+from dataclasses import dataclass, field
+from typing import Optional
+
+import transformers
+from transformers import AutoModelForCausalLM, Trainer
+
+
+@dataclass
+class ModelArguments:
+    model_name_or_path: Optional[str] = field(default="meta-llama/Llama-3.2-1B")
+
+
+@dataclass
+class TrainingArguments(transformers.TrainingArguments):
+    cache_dir: Optional[str] = field(default=None)
+    model_max_length: int = field(
+        default=8192,
+        metadata={"help": "Maximum sequence length. Sequences will be right padded (and possibly truncated)."},
+    )
+    gradient_checkpointing: bool = field(default=True)
+
+
+def train():
+    parser = transformers.HfArgumentParser((ModelArguments, TrainingArguments))
+    model_args, training_args = parser.parse_args_into_dataclasses()
+    model = AutoModelForCausalLM.from_pretrained(model_args.model_name_or_path, torch_dtype="bfloat16")
+    trainer = Trainer(model=model, args=training_args)
+    trainer.train()
+
+
+if __name__ == "__main__":
+    train()
+'''
+
+
+def test_a_library_default_micro_batch_is_named(lint):
+    [diagnostic] = lint("MEM001", LONG_SFT, path="sft.py", settings={"gpu": "l4", "gpus": 1})
+    assert diagnostic.severity == Severity.WARNING
+    assert "micro-batch 8 (the TrainingArguments default: nothing in the project sets" in diagnostic.message
+    assert "default_micro_batch" in [a["fact"] for a in diagnostic.data["assumed"]]
+
+
+def test_a_micro_batch_the_project_sets_is_no_assumption(lint):
+    source = LONG_SFT.replace("    gradient_checkpointing: bool = field(default=True)\n",
+                              "    gradient_checkpointing: bool = field(default=True)\n"
+                              "    per_device_train_batch_size: int = field(default=8)\n")
+    [diagnostic] = lint("MEM001", source, path="sft.py", settings={"gpu": "l4", "gpus": 1})
+    assert "TrainingArguments default" not in diagnostic.message
+
+
+def test_a_default_micro_batch_is_not_named_when_one_sequence_overflows_too(lint):
+    source = LONG_SFT.replace("default=8192,", "default=8192 * 16,")
+    [diagnostic] = lint("MEM001", source, path="sft.py", settings={"gpu": "l4", "gpus": 1})
+    assert "TrainingArguments default" not in diagnostic.message
