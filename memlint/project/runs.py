@@ -30,7 +30,6 @@ _CONFIG_KINDS = frozenset({DocumentKind.HF_ARGS, DocumentKind.AXOLOTL, DocumentK
                            DocumentKind.LIGHTNING_CLI})
 # the keys that sign a DeepSpeed or Accelerate config (a text prefilter before parsing)
 _STANDALONE_SIGNS = ("zero_optimization", "train_micro_batch_size_per_gpu", "train_batch_size", "distributed_type")
-_FROM_IMPORT = re.compile(r"^\s*from\s+([A-Za-z_][\w.]*)\s+import\b", re.MULTILINE)
 # ``from pkg.mod import train`` / ``from pkg.mod import (train, main as run)``: the module and the names
 _IMPORTED = re.compile(r"^[ \t]*from[ \t]+([A-Za-z_][\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)", re.MULTILINE)
 _ENTRY_NAMES = re.compile(r"^(?:train\w*|main|run\w*|finetune\w*|fine_tune\w*|\w*_main|\w*Arguments|\w*Config)$")
@@ -480,16 +479,21 @@ class RunFinder:
         """Whether ``script`` imports from a package or module of this project (``from pkg.mod
         import train`` with ``pkg/`` or ``pkg.py`` under the project root, its ``src/``, or a folder
         between the script and the root: VLM-R1's ``src/open-r1-multimodal/src/open_r1/grpo_jsonl.py``
-        imports ``open_r1.trainer``, its own package in a ``src/`` layout)."""
+        imports ``open_r1.trainer``, its own package in a ``src/`` layout) and uses what it imports.
+        An import the script never uses hands nothing on: DeepSpeedExamples' ``analyze_data.py``
+        imports ``AnnealingLR`` from the project's ``learning_rates.py``, never calls it, and only
+        runs DeepSpeed's data analyzer, whatever its ``--per_device_train_batch_size`` is named."""
         try:
             text = self.documents.document(script).text
         except (OSError, ValueError):
             return False
         folders = [self.documents.root, self.documents.root / "src", *self._folders_between(script)]
-        for match in _FROM_IMPORT.finditer(text):
+        body = _IMPORTED.sub("", text)
+        for match in _IMPORTED.finditer(text):
             top = match.group(1).split(".")[0]
             if top and any((folder / top).is_dir() or (folder / f"{top}.py").is_file() for folder in folders):
-                return True
+                if any(_uses(body, local) for _, local in _imported_names(match.group(2))):
+                    return True
         return False
 
     def _folders_between(self, script: Path) -> list[Path]:
@@ -761,6 +765,11 @@ def _calls(text: str, name: str) -> bool:
     """Does the script call ``name`` (``train()``), or hand it to a function CLI (``fire.Fire(main)``)?"""
     escaped = re.escape(name)
     return re.search(rf"(?<![\w.])(?<!def ){escaped}\s*\(|\b(?:Fire|run)\(\s*{escaped}\s*[,)]", text) is not None
+
+
+def _uses(text: str, name: str) -> bool:
+    """Does ``text`` (a module without its ``from ... import`` statements) name ``name``?"""
+    return name == "*" or re.search(rf"(?<![\w.]){re.escape(name)}\b", text) is not None
 
 
 def _imported_names(written: str) -> list[tuple[str, str]]:

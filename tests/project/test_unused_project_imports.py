@@ -1,0 +1,149 @@
+"""A launched script with no training of its own states a run through its options only when it
+hands on to the project's own code (LLaMA-Factory's ``src/train.py`` calls ``run_exp()`` from its
+package). An import it never uses hands nothing on: DeepSpeedExamples' ``analyze_data.py``
+imports ``AnnealingLR`` from the project's ``learning_rates.py``, never calls it, and runs
+DeepSpeed's data analyzer over batches of 1,000 samples -- its ``--per_device_train_batch_size``
+names a data-analysis batch, not a training one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memlint.lint.engine import Linter
+from memlint.project.settings import Settings
+
+from tests.facts.facts_testing import dedent, write
+
+LEARNING_RATES = dedent('''
+    import math
+
+
+    class AnnealingLR(object):
+        """Anneals the learning rate from start to zero along a cosine curve."""
+
+        def __init__(self, optimizer, start_lr, warmup_iter, total_iters):
+            self.optimizer = optimizer
+            self.start_lr = start_lr
+            self.warmup_iter = warmup_iter
+            self.end_iter = total_iters
+
+        def get_lr(self, step):
+            if step <= self.warmup_iter:
+                return self.start_lr * step / self.warmup_iter
+            return self.start_lr / 2.0 * (math.cos(math.pi * (step - self.warmup_iter) / self.end_iter) + 1)
+''')
+
+ANALYZE = dedent('''
+    import argparse
+
+    import torch
+    from datasets import load_dataset
+    from transformers import AutoConfig, AutoTokenizer, default_data_collator
+    from deepspeed.runtime.data_pipeline.data_sampling.data_analyzer \\
+        import DataAnalyzer
+    from learning_rates import AnnealingLR
+
+
+    def parse_args():
+        parser = argparse.ArgumentParser(description="Analyze a dataset for curriculum learning")
+        parser.add_argument("--dataset_name", type=str, default=None)
+        parser.add_argument("--model_name_or_path", type=str, required=True)
+        parser.add_argument("--per_device_train_batch_size", type=int, default=8)
+        parser.add_argument("--output_dir", type=str, default=None)
+        parser.add_argument("--analyzing_task", type=str, required=True, choices=["map", "reduce"])
+        parser.add_argument("--analyzing_metric", type=str, nargs="+", default=[])
+        return parser.parse_args()
+
+
+    def main():
+        args = parse_args()
+        config = AutoConfig.from_pretrained(args.model_name_or_path)
+        tokenizer = AutoTokenizer.from_pretrained(args.model_name_or_path)
+        train_ds = load_dataset(args.dataset_name)["train"]
+
+        def metric_total_vocab_freq(data):
+            return torch.bincount(data["input_ids"].view(-1), minlength=len(tokenizer) + 1)
+
+        analyzer = DataAnalyzer(train_ds, collate_fn=default_data_collator,
+                                batch_size=args.per_device_train_batch_size,
+                                metric_names=args.analyzing_metric,
+                                metric_functions=[metric_total_vocab_freq],
+                                metric_types=["accumulate_value_over_samples"],
+                                save_path=args.output_dir)
+        if args.analyzing_task == "map":
+            analyzer.run_map()
+        else:
+            analyzer.run_reduce()
+
+
+    if __name__ == "__main__":
+        main()
+''')
+
+# the launch of the script (ds_analyze_gpt_data_map.sh, shortened)
+LAUNCH = dedent('''
+    #!/bin/bash
+    batch_size=1000
+    options=" \\
+        --analyzing_task map \\
+        --analyzing_metric total_vocab_freq \\
+        --dataset_name ptb_text_only \\
+        --model_name_or_path gpt2-medium \\
+        --per_device_train_batch_size ${batch_size} \\
+        --output_dir /data/analysis_ptb_gpt/"
+
+    python {script} ${options} &> analyze.log
+''')
+
+# LLaMA-Factory's layout: the entry script only calls into its package, which dispatches the run
+TUNER = dedent('''
+    from typing import Any, Optional
+
+
+    def run_exp(args: Optional[dict[str, Any]] = None) -> None:
+        from .sft import run_sft
+
+        run_sft(args)
+''')
+
+TRAIN = dedent('''
+    from {package}.tuner import run_exp
+
+
+    def main():
+        run_exp()
+
+
+    if __name__ == "__main__":
+        main()
+''')
+
+
+def _memory(root: Path, files: dict[str, str]) -> list:
+    write(root, files)
+    (root / ".git").mkdir(exist_ok=True)
+    settings = Settings(root=root).with_overrides(gpu="h100", gpus=8, cache=False)
+    return [d for d in Linter(settings).lint_path(root / "run.sh") if d.code in ("MEM001", "MEM002", "MEM003")]
+
+
+def test_a_script_that_only_imports_an_unused_project_helper_states_no_run(tmp_path: Path):
+    found = _memory(tmp_path, {"learning_rates.py": LEARNING_RATES, "analyze_data.py": ANALYZE,
+                               "run.sh": LAUNCH.replace("{script}", "analyze_data.py")})
+    assert found == []
+
+
+def test_a_script_that_calls_into_its_package_states_the_run_its_options_describe(tmp_path: Path):
+    found = _memory(tmp_path, {"llamafactory/__init__.py": "", "llamafactory/tuner.py": TUNER,
+                               "llamafactory/sft.py": "def run_sft(args):\n    return args\n",
+                               "train.py": TRAIN.replace("{package}", "llamafactory"),
+                               "run.sh": LAUNCH.replace("{script}", "train.py")})
+    [verdict] = [d for d in found if d.code == "MEM001"]
+    assert "exceeds" in verdict.message
+
+
+def test_an_aliased_import_that_is_used_counts(tmp_path: Path):
+    train = "from llamafactory.tuner import run_exp as launch\n\nlaunch()\n"
+    found = _memory(tmp_path, {"llamafactory/__init__.py": "", "llamafactory/tuner.py": TUNER,
+                               "llamafactory/sft.py": "def run_sft(args):\n    return args\n",
+                               "train.py": train, "run.sh": LAUNCH.replace("{script}", "train.py")})
+    assert [d for d in found if d.code == "MEM001"]
