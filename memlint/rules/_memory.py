@@ -104,6 +104,36 @@ def rests_on_unread_config(assumed: list) -> bool:
     return any(a.fact == "unread_parallelism" for a in assumed)
 
 
+def rests_on_data(assumed: list) -> bool:
+    """Does the verdict hold only if a batch holds a sample as long as a truncation limit? Then
+    the data decides, which memlint cannot read: a caption (LLaVA's BLIP-558k pretraining, ~600
+    tokens with the image) never reaches ``model_max_length 8192``, a long-context set may."""
+    return any(a.fact == "seq_len_limit" for a in assumed)
+
+
+def longest_fitting(ctx: RuleContext, run: ResolvedRun) -> int | None:
+    """The longest sample (a multiple of 64 tokens, ``SHORT_SAMPLES`` or more) a dynamically
+    padded batch of the run may hold and still fit by the estimate; None when even short ones
+    do not (or the run cannot be estimated)."""
+    from memlint.estimate import estimate_training
+
+    capacity = ctx.capacity_for(run)
+    if run.arch is None or run.setup is None or capacity is None:
+        return None
+    arch, setup = run.arch, run.setup
+
+    def fits(length: int) -> bool:
+        return estimate_training(arch, setup.but(seq_len=length), capacity).fits is not False
+
+    low, high = SHORT_SAMPLES // 64, setup.seq_len // 64  # in steps of 64 tokens
+    if not fits(low * 64):
+        return None
+    while high - low > 1:  # fits(low * 64), not fits(high * 64)
+        middle = (low + high) // 2
+        low, high = (middle, high) if fits(middle * 64) else (low, middle)
+    return low * 64
+
+
 #: the length of a batch of short samples (an instruction pair, an image caption): a run padded
 #: dynamically that would not fit even so does not fit whatever its data
 SHORT_SAMPLES = 512

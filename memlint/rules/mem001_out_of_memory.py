@@ -11,8 +11,10 @@ from memlint.rules._memory import (
     describe_dominant,
     fix_hint,
     gib,
+    longest_fitting,
     memory_finding,
     resting_assumptions,
+    rests_on_data,
     rests_on_unread_config,
 )
 from memlint.rules.base import Example, Finding, Rule
@@ -70,7 +72,11 @@ class OutOfMemory(Rule):
     2048 tokens (``model_max_length``, ``max_length`` without packing or
     ``padding="max_length"``: each batch is padded to its longest sample) is such an
     assumption when batches of short samples (512 tokens) would fit: the verdict then holds
-    only if the data has samples that long. A run that names a DeepSpeed or Accelerate config
+    only if the data has samples that long, which memlint cannot read (LLaVA's caption
+    pretraining at ``model_max_length 8192`` sees ~600-token batches; a long-context set may
+    fill the limit). Such a verdict is an info, not a warning: it says the length at which a
+    batch stops fitting ("a batch whose longest sample is at most ~N tokens fits"), to compare
+    with the data. A run that names a DeepSpeed or Accelerate config
     memlint cannot find shards at a stage no readable file states: it gets no verdict that
     would change under ZeRO-3 (CFG015 names the missing file).
 
@@ -132,9 +138,16 @@ class OutOfMemory(Rule):
             assumed = resting_assumptions(ctx, run)
             if rests_on_unread_config(assumed):
                 continue
+            severity = Severity.WARNING if assumed else None
+            condition = shorter = ""
+            if rests_on_data(assumed) and run.setup is not None:  # the data decides: an info
+                severity = Severity.INFO
+                condition = f" if a batch holds a sample of {run.setup.seq_len} tokens"
+                longest = longest_fitting(ctx, run)
+                shorter = f"; a batch whose longest sample is at most ~{longest} tokens fits" if longest else ""
             message = (
                 f"estimated peak {gib(budget.peak_bytes)} per GPU exceeds the {gib(cap.usable_bytes)} "
-                f"usable on {cap.gpu_name}{ctx.gpu_origin(run)} (largest part: {describe_dominant(budget)})"
-                f"{fix_hint(ctx, run)}{assumption_clause(assumed)}"
+                f"usable on {cap.gpu_name}{ctx.gpu_origin(run)}{condition} (largest part: {describe_dominant(budget)})"
+                f"{shorter}{fix_hint(ctx, run)}{assumption_clause(assumed)}"
             )
-            yield memory_finding(ctx, run, budget, message, assumed, Severity.WARNING if assumed else None)
+            yield memory_finding(ctx, run, budget, message, assumed, severity)
