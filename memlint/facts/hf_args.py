@@ -4,6 +4,8 @@ for memory, shared by every place they appear: a Python call, a JSON/YAML file, 
 
 from __future__ import annotations
 
+import re
+
 from typing import Any, Callable
 
 from memlint.model.vocabulary import ATTENTION, FSDP_STRATEGIES, dtype_name, optimizer_from_hf
@@ -133,6 +135,20 @@ TRUNCATION_LIMITS = frozenset({"max_seq_length", "max_seq_len", "max_length", "m
 # states the rank (under its condition); a launch that passes ``--lora_r`` states it too.
 ADAPTER_PARAMETERS = frozenset(field for field, (fact, _) in FIELDS.items()
                                if fact in ("lora_r", "lora_targets", "lora_dropout"))
+
+
+# the switch that makes an adapter's rank and targets parameters (``ADAPTER_PARAMETERS``): a
+# boolean field named for the adapter (``lora_enable``, ``use_lora``, ``use_peft``). A class
+# without one (artidoro/qlora's ``lora_r: int = 64`` beside ``full_finetune: bool = False``:
+# adapters unless asked otherwise) chooses the adapter by its rank.
+ADAPTER_SWITCH = re.compile(r"(^|_)(lora|peft|adapters?)(_|$)", re.I)
+
+
+def has_adapter_switch(defaults: dict[str, str]) -> bool:
+    """Do these field defaults (field -> its default as written: ``False``, ``True``) hold a
+    boolean adapter switch?"""
+    return any(ADAPTER_SWITCH.search(key) and str(default).strip().lower() in ("true", "false")
+               for key, default in defaults.items() if key not in ADAPTER_PARAMETERS)
 
 
 # Fields only the project's own model code reads (the Trainer never does): an adapter's parameters

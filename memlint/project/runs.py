@@ -32,6 +32,11 @@ _CONFIG_KINDS = frozenset({DocumentKind.HF_ARGS, DocumentKind.AXOLOTL, DocumentK
 _STANDALONE_SIGNS = ("zero_optimization", "train_micro_batch_size_per_gpu", "train_batch_size", "distributed_type")
 # ``from pkg.mod import train`` / ``from pkg.mod import (train, main as run)``: the module and the names
 _IMPORTED = re.compile(r"^[ \t]*from[ \t]+([A-Za-z_][\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)", re.MULTILINE)
+# ``from pkg.mod import x`` / ``from .mod import x``: the module, relative ones included
+_ANY_FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+(\.*[A-Za-z_][\w.]*)[ \t]+import\b", re.MULTILINE)
+# how far the modules that may test a quantization switch are followed from the script
+MAX_SWITCH_HOPS = 4
+MAX_SWITCH_MODULES = 200
 _ENTRY_NAMES = re.compile(r"^(?:train\w*|main|run\w*|finetune\w*|fine_tune\w*|\w*_main|\w*Arguments|\w*Config)$")
 
 
@@ -48,11 +53,14 @@ class RunFinder:
         # a script's key -> what the project functions and classes it calls establish (and the
         # modules read for them), worked out once per run
         self._imported: dict[str, tuple[list, list[Path]]] = {}
+        # a script's key -> the quantization switches of the project modules it reaches (and those modules)
+        self._switches: dict[str, tuple[list, list[Path]]] = {}
 
     def invalidate(self) -> None:
         self._infrastructure = None
         self._unused = None
         self._imported.clear()
+        self._switches.clear()
         self.config_launchers.invalidate()
 
     def linked(self, facts: RunFacts, seen: set[str], depth: int = 0) -> list[RunFacts]:
@@ -206,7 +214,80 @@ class RunFinder:
             helpers, overrides = self._imported_facts(facts, None, overrides)
             linked.extend(helpers)
         linked.extend(self.linked(facts, seen))
-        return merge(entry, linked, overrides, hidden - set(overrides))
+        plan = merge(entry, linked, overrides, hidden - set(overrides))
+        if plan.get("quantization") is None:
+            switched = self._switched_quantization(facts)
+            if switched is not None:
+                plan = merge(entry, linked, {**overrides, "quantization": switched}, hidden - set(overrides))
+        return plan
+
+    def _switched_quantization(self, facts: RunFacts) -> Sourced[str] | None:
+        """The quantization a switch of the project's arguments classes turns on in its model code
+        (LMFlow's ``--use_qlora 1``, tested in ``hf_model_mixin.py``; ``memlint.facts.model_switches``),
+        for the option values of this run: the launch's, else the classes' defaults."""
+        from memlint.facts.imported_arguments import imported_defaults
+        from memlint.facts.model_switches import quantization
+
+        script: Path | None = Path(facts.path) if facts.kind == "python" else None
+        if facts.launches is not None:
+            script = self.documents.resolve_reference(str(facts.launches.value), facts.path)
+        if script is None or self.documents.kind(script) != "python":
+            return None
+        found, _ = self._model_switches(script)
+        if not found:
+            return None
+        try:
+            text = self.documents.document(script).text
+        except (OSError, ValueError):
+            return None
+        values: dict[str, Sourced[str]] = dict(imported_defaults(text, self._module_source(script)))
+        if facts.launches is not None:
+            values.update(facts.cli_args)
+        chosen = quantization(found, {option: str(value.value) for option, value in values.items()})
+        if chosen is None:
+            return None
+        switch, loaded = chosen
+        said = values[switch.option]
+        where = f"{Path(switch.where.path).name}:{switch.where.range.start.line}"
+        return Sourced(loaded, said.origin, f"--{switch.option} {said.value}: {where} loads the model "
+                                            f"with BitsAndBytesConfig ({loaded}) when it is set")
+
+    def _model_switches(self, script: Path) -> tuple[list, list[Path]]:
+        """The quantization switches of the project modules ``script`` imports, and of those they
+        import (up to ``MAX_SWITCH_HOPS`` hops: LMFlow's ``examples/finetune.py`` reaches
+        ``hf_model_mixin.py`` through ``auto_model.py`` and ``hf_decoder_model.py``)."""
+        from memlint.facts.model_switches import switches
+
+        key = self.documents.key(script)
+        if key not in self._switches:
+            modules: list[tuple[str, str]] = []
+            read: list[Path] = []
+            seen = {key}
+            frontier = [script]
+            for _ in range(MAX_SWITCH_HOPS):
+                following: list[Path] = []
+                for path in frontier:
+                    try:
+                        text = self.documents.document(path).text
+                    except (OSError, ValueError):
+                        continue
+                    for module in _ANY_FROM_IMPORT.findall(text):
+                        target = self._module_file(module, path)
+                        if target is None or self.documents.key(target) in seen or len(seen) > MAX_SWITCH_MODULES:
+                            continue
+                        seen.add(self.documents.key(target))
+                        try:
+                            modules.append((str(target), self.documents.document(target).text))
+                        except (OSError, ValueError):
+                            continue
+                        read.append(target)
+                        following.append(target)
+                frontier = following
+            self._switches[key] = (switches(modules), read)
+        found, read = self._switches[key]
+        for target in read:
+            reads.document(self.documents.key(target), self.documents.digest(target))
+        return found, read
 
     def _join_launched(self, script: RunFacts, launcher: RunFacts, seen: set[str],
                        linked: list[RunFacts]) -> tuple[dict, frozenset[str]]:
@@ -299,6 +380,7 @@ class RunFinder:
         default (``from myproj.arguments import DataArguments`` with ``max_seq_length: int = 4096``),
         read through the script's bindings as facts of the module that writes them; below
         anything the script, a launcher or a config states."""
+        from memlint.facts.hf_args import ADAPTER_PARAMETERS, has_adapter_switch
         from memlint.facts.imported_arguments import imported_constants, imported_defaults
         from memlint.facts.launch_options import facts_from_cli
         from memlint.facts.plan import RunFacts
@@ -314,7 +396,10 @@ class RunFinder:
         defaults = imported_defaults(text, source)
         for option, fact in imported_constants(script.option_constants, source).items():
             defaults.setdefault(option, fact)
-        defaults = {option: fact for option, fact in defaults.items() if option not in passed}
+        # beside a boolean adapter switch (``use_lora: bool = False``), a default rank is a parameter
+        # of an adapter the project's code may build, not the choice of one
+        skipped = ADAPTER_PARAMETERS if has_adapter_switch({o: str(f.value) for o, f in defaults.items()}) else ()
+        defaults = {option: fact for option, fact in defaults.items() if option not in passed and option not in skipped}
         if not defaults:
             return []
         command = RunFacts(script.path, "shell")
