@@ -545,15 +545,18 @@ class RunFinder:
 
     def _module_file(self, module: str, script: Path) -> Path | None:
         """``pkg.mod`` -> ``pkg/mod.py`` (or ``pkg/mod/__init__.py``) under the project root, a
-        ``src/`` folder, or the script's own folder (``from train import main`` beside it)."""
+        ``src/`` folder, the script's own folder (``from train import main`` beside it), or a
+        folder between it and the root."""
         if module.startswith("."):  # ``from .consts import X``: beside the script, ``..`` one up
             dots = len(module) - len(module.lstrip("."))
             relative = Path(script).parents[dots - 1] if dots <= len(Path(script).parents) else None
             parts = [p for p in module.lstrip(".").split(".") if p]
             bases: tuple[Path, ...] = (relative,) if relative is not None and parts else ()
-        else:
+        else:  # a folder between the script and the root may be a ``src/`` layout's (VLM-R1's
+            # ``src/open-r1-multimodal/src/open_r1/grpo_jsonl.py`` imports ``open_r1.trainer``)
             parts = module.split(".")
-            bases = (self.documents.root, self.documents.root / "src", Path(script).parent)
+            bases = (self.documents.root, self.documents.root / "src", Path(script).parent,
+                     *self._folders_between(script)[1:])
         for base in bases:
             for candidate in (base.joinpath(*parts).with_suffix(".py"), base.joinpath(*parts, "__init__.py")):
                 if self.documents.is_file(candidate):

@@ -155,8 +155,12 @@ class ZeroThreeOnSmallModel(Rule):
     the finding is an info that says so. A run of the project's tests (its script or its config
     under a ``tests/`` folder) is not reported: it uses stage 3 to check that stage 3 works.
     When the run's trainer is a project class that overrides ``compute_loss`` or
-    ``training_step`` in a way memlint does not model, the estimate is only a lower bound, so
-    "the lighter stage fits" is no verdict: the finding is an info that names the method.
+    ``training_step`` in a way memlint does not model, or a trainer that generates completions
+    between steps (TRL's GRPO, RLOO, online DPO, PPO, GKD; OpenRLHF's hybrid engine: the KV
+    cache of the rollouts, or a vLLM engine on the same GPUs, is not in the estimate), the
+    estimate is only a lower bound, so "the lighter stage fits" is no verdict: the finding is an
+    info that names what is not modelled. A config shared by several runs is judged so when any
+    of them is such a run.
 
     ## Why it matters
     Stage 3 shards the parameters themselves, so every forward and every backward all-gathers
@@ -228,10 +232,14 @@ class ZeroThreeOnSmallModel(Rule):
             if finding.path not in needed:
                 by_place.setdefault((finding.path, finding.range), []).append(finding)
         for same in by_place.values():
-            worst = max(same, key=lambda f: (f.data or {}).get("peak_bytes", 0))
+            # a run whose estimate is a lower bound (a project's compute_loss, GRPO's generation)
+            # speaks for a shared config: "each fits a lighter stage" holds only by the estimate
+            bounded = [f for f in same if (f.data or {}).get("lower_bound")]
+            worst = max(bounded or same, key=lambda f: (f.data or {}).get("peak_bytes", 0))
             if len(same) > 1:
+                each = "; each fits a lighter stage" if not bounded else ", by the estimate"
                 worst = replace(worst, message=f"{worst.message} (the largest of the {len(same)} runs that use "
-                                               "this config; each fits a lighter stage)")
+                                               f"this config{each})")
             yield worst
 
     def _per_run(self, ctx: RuleContext, run: ResolvedRun) -> Iterator[Finding]:
