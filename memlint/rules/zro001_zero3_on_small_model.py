@@ -160,7 +160,11 @@ class ZeroThreeOnSmallModel(Rule):
     cache of the rollouts, or a vLLM engine on the same GPUs, is not in the estimate), the
     estimate is only a lower bound, so "the lighter stage fits" is no verdict: the finding is an
     info that names what is not modelled. A config shared by several runs is judged so when any
-    of them is such a run.
+    of them is such a run. A QLoRA run is judged like any other: ZeRO-3 with ``zero3_init_flag``
+    and ``bnb_4bit_quant_storage`` shards the 4-bit weights so that a 70B model fits 40 GB cards
+    (PEFT's ``deepspeed_config_z3_qlora.yaml``, written for 2 x 40 GB); on a card that holds the
+    whole 4-bit model and its activations (the QLoRA paper trains a 65B model on one 48 GB GPU),
+    the lighter stage fits too, and without a target GPU the 40 GB floor keeps it silent.
 
     ## Why it matters
     Stage 3 shards the parameters themselves, so every forward and every backward all-gathers
