@@ -348,7 +348,8 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
     run = ResolvedRun(plan=plan, arch=None, setup=None, trains=plan.trains)
     if not plan.trains:
         off = plan.get("trains")
-        run.problem = ("the run does not train (`do_train` is false)" if off is not None and off.value is False
+        run.problem = (f"the run does not train ({off.note or '`do_train` is false'})"
+                       if off is not None and off.value is False
                        else "nothing here trains: the launcher runs no training script memlint can see")
         return run
     run.assumptions.extend(default_notes)

@@ -147,3 +147,80 @@ def test_an_aliased_import_that_is_used_counts(tmp_path: Path):
                                "llamafactory/sft.py": "def run_sft(args):\n    return args\n",
                                "train.py": train, "run.sh": LAUNCH.replace("{script}", "train.py")})
     assert [d for d in found if d.code == "MEM001"]
+
+
+# A script whose training sits under a mode the command line chooses (DeepSpeedExamples'
+# ``--analyzing_task map|reduce`` pattern, where one of the modes trains)
+MODES = dedent('''
+    import argparse
+
+    import torch
+    from torch.utils.data import DataLoader
+    from transformers import AutoModelForCausalLM, default_data_collator
+
+
+    def parse_args():
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--model_name_or_path", type=str, default="gpt2-medium")
+        parser.add_argument("--per_device_train_batch_size", type=int, default=8)
+        parser.add_argument("--task", type=str, default="train", choices=["train", "analyze"])
+        return parser.parse_args()
+
+
+    def train(args, dataset):
+        model = AutoModelForCausalLM.from_pretrained(args.model_name_or_path).cuda()
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        loader = DataLoader(dataset, batch_size=args.per_device_train_batch_size, collate_fn=default_data_collator)
+        for batch in loader:
+            loss = model(**batch).loss
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+
+
+    def analyze(args, dataset):
+        lengths = [len(sample["input_ids"]) for sample in dataset]
+        print(max(lengths))
+
+
+    def main():
+        args = parse_args()
+        dataset = torch.load("data/train.pt")
+        if args.task == "train":
+            train(args, dataset)
+        else:
+            analyze(args, dataset)
+
+
+    if __name__ == "__main__":
+        main()
+''')
+
+MODE_LAUNCH = dedent('''
+    #!/bin/bash
+    python run.py --task {task} --model_name_or_path gpt2-medium --per_device_train_batch_size 1000
+''')
+
+
+def _mode_runs(root: Path, task: str) -> list:
+    write(root, {"run.py": MODES, "run.sh": MODE_LAUNCH.replace("{task}", task)})
+    (root / ".git").mkdir(exist_ok=True)
+    settings = Settings(root=root).with_overrides(gpu="h100", gpus=8, cache=False)
+    from memlint.lint.engine import run_context
+    from memlint.project.project import Project
+
+    return Project(settings).runs_for(root / "run.sh", run_context(settings))
+
+
+def test_a_launch_that_chooses_a_mode_without_training_is_no_run(tmp_path: Path):
+    [run] = _mode_runs(tmp_path, "analyze")
+    assert not run.trains
+    assert "--task" in (run.problem or "")
+    found = _memory(tmp_path, {})
+    assert found == []
+
+
+def test_a_launch_that_chooses_the_training_mode_trains(tmp_path: Path):
+    [run] = _mode_runs(tmp_path, "train")
+    assert run.trains and run.setup is not None and run.setup.micro_batch == 1000
+    assert [d for d in _memory(tmp_path, {}) if d.code == "MEM001"]
