@@ -64,6 +64,15 @@ def _targets(value: Any) -> tuple[str, ...] | None:
     return tuple(names) or None
 
 
+def _projector_parts(value: Any) -> bool | None:
+    """LLaVA-NeXT's ``mm_tunable_parts`` (``"mm_mlp_adapter"``, ``"mm_vision_tower,mm_mlp_adapter,
+    mm_language_model"``): True when the language model is not among the trained parts."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    parts = {p.strip() for p in value.split(",") if p.strip()}
+    return "mm_language_model" not in parts
+
+
 def _flag(value: Any, on: Any) -> Any:
     """``on`` when the value is true, else None (nothing to say)."""
     return on if _bool(value) else None
@@ -98,6 +107,10 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "attn_implementation": ("attention", lambda v: ATTENTION.get(str(v))),
     "fsdp": ("fsdp", _fsdp),
     "use_liger_kernel": ("fused_loss", _bool),
+    # LLaVA-family arguments classes: the alignment stage trains the projector alone
+    "tune_mm_mlp_adapter": ("projector_only", _bool),
+    "freeze_backbone": ("projector_only", _bool),
+    "mm_tunable_parts": ("projector_only", lambda v: _projector_parts(v)),
     "use_liger": ("fused_loss", _bool),
     "lora_r": ("lora_r", _int),
     "lora_rank": ("lora_r", _int),

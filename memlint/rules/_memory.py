@@ -106,9 +106,17 @@ def rests_on_unread_config(assumed: list) -> bool:
 
 def rests_on_data(assumed: list) -> bool:
     """Does the verdict hold only if a batch holds a sample as long as a truncation limit? Then
-    the data decides, which memlint cannot read: a caption (LLaVA's BLIP-558k pretraining, ~600
-    tokens with the image) never reaches ``model_max_length 8192``, a long-context set may."""
+    the data decides, which memlint cannot read."""
     return any(a.fact == "seq_len_limit" for a in assumed)
+
+
+def short_data(run: ResolvedRun) -> Sourced | None:
+    """The fact that says the run's samples are short, when one does: a vision-language model's
+    alignment stage trains its projector alone on image-caption pairs (LLaVA's BLIP-558k: ~600
+    tokens with the image), which never reach a truncation limit of thousands of tokens; an
+    instruction or chat set over an epoch of batches usually does."""
+    fact = run.plan.get("projector_only")
+    return fact if fact is not None and fact.value is True else None
 
 
 def longest_fitting(ctx: RuleContext, run: ResolvedRun) -> int | None:

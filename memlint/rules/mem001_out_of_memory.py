@@ -16,6 +16,7 @@ from memlint.rules._memory import (
     resting_assumptions,
     rests_on_data,
     rests_on_unread_config,
+    short_data,
 )
 from memlint.rules.base import Example, Finding, Rule
 
@@ -72,11 +73,14 @@ class OutOfMemory(Rule):
     2048 tokens (``model_max_length``, ``max_length`` without packing or
     ``padding="max_length"``: each batch is padded to its longest sample) is such an
     assumption when batches of short samples (512 tokens) would fit: the verdict then holds
-    only if the data has samples that long, which memlint cannot read (LLaVA's caption
-    pretraining at ``model_max_length 8192`` sees ~600-token batches; a long-context set may
-    fill the limit). Such a verdict is an info, not a warning: it says the length at which a
-    batch stops fitting ("a batch whose longest sample is at most ~N tokens fits"), to compare
-    with the data. A run that names a DeepSpeed or Accelerate config
+    only if the data has samples that long, which memlint cannot read: the message says the
+    length at which a batch stops fitting ("a batch whose longest sample is at most ~N tokens
+    fits"), to compare with the data. Over an epoch the longest batch is about the longest
+    sample, and instruction and chat sets usually reach a limit of a few thousand tokens, so the
+    verdict stays a warning; when only a projector trains on top of a frozen language model (a
+    vision-language model's alignment stage: ``--tune_mm_mlp_adapter True``,
+    ``--mm_tunable_parts mm_mlp_adapter``, ``--freeze_backbone True``), the data are image
+    captions (LLaVA's BLIP-558k: ~600 tokens with the image) and the verdict is an info. A run that names a DeepSpeed or Accelerate config
     memlint cannot find shards at a stage no readable file states: it gets no verdict that
     would change under ZeRO-3 (CFG015 names the missing file).
 
@@ -140,11 +144,14 @@ class OutOfMemory(Rule):
                 continue
             severity = Severity.WARNING if assumed else None
             condition = shorter = ""
-            if rests_on_data(assumed) and run.setup is not None:  # the data decides: an info
-                severity = Severity.INFO
+            if rests_on_data(assumed) and run.setup is not None:  # the data decides
                 condition = f" if a batch holds a sample of {run.setup.seq_len} tokens"
                 longest = longest_fitting(ctx, run)
                 shorter = f"; a batch whose longest sample is at most ~{longest} tokens fits" if longest else ""
+                short = short_data(run)
+                if short is not None:  # data known to be short: the condition is unlikely to be met
+                    severity = Severity.INFO
+                    shorter += f" ({short.note}: only the projector trains, on image-caption pairs)"
             message = (
                 f"estimated peak {gib(budget.peak_bytes)} per GPU exceeds the {gib(cap.usable_bytes)} "
                 f"usable on {cap.gpu_name}{ctx.gpu_origin(run)}{condition} (largest part: {describe_dominant(budget)})"
