@@ -182,8 +182,12 @@ class RunFinder:
                 # trainer class of its own project (``LOMOTrainer``), which builds the engine
                 from memlint.facts.plan import RunFacts
 
-                helpers, overrides = self._imported_facts(RunFacts(str(script), "python"), facts, overrides)
-                linked.extend(helpers)
+                helpers, found = self._imported_facts(RunFacts(str(script), "python"), facts, overrides)
+                # a helper that only loads a model (DeepSpeed-Chat's ``create_hf_model`` in
+                # ``prompt_eval.py``) trains nothing: the script is no run of its own
+                if "framework" in found or any(h.framework is not None for h in helpers):
+                    linked.extend(helpers)
+                    overrides = found
             if not script_facts_found and (script is None or self._delegates_to_project_module(script)):
                 # a framework's entry point outside the project (installed with the framework, run
                 # as a module), or a script in the project that trains through an import of the

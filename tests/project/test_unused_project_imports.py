@@ -224,3 +224,65 @@ def test_a_launch_that_chooses_the_training_mode_trains(tmp_path: Path):
     [run] = _mode_runs(tmp_path, "train")
     assert run.trains and run.setup is not None and run.setup.micro_batch == 1000
     assert [d for d in _memory(tmp_path, {}) if d.code == "MEM001"]
+
+
+# DeepSpeed-Chat's prompt_eval.py: loads two models through the project's helper and generates
+MODEL_UTILS = dedent('''
+    from transformers import AutoConfig
+
+
+    def create_hf_model(model_class, model_name_or_path, tokenizer, ds_config=None, dropout=None):
+        model_config = AutoConfig.from_pretrained(model_name_or_path)
+        model = model_class.from_pretrained(model_name_or_path, config=model_config)
+        model.config.end_token_id = tokenizer.eos_token_id
+        return model
+''')
+
+PROMPT_EVAL = dedent('''
+    import argparse
+
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from dschat.utils.model.model_utils import create_hf_model
+
+
+    def parse_args():
+        parser = argparse.ArgumentParser(description="Eval the finetued SFT model")
+        parser.add_argument("--model_name_or_path_baseline", type=str, required=True)
+        parser.add_argument("--model_name_or_path_finetune", type=str, required=True)
+        parser.add_argument("--max_new_tokens", type=int, default=100)
+        return parser.parse_args()
+
+
+    def main():
+        args = parse_args()
+        tokenizer = AutoTokenizer.from_pretrained(args.model_name_or_path_baseline)
+        model_baseline = create_hf_model(AutoModelForCausalLM, args.model_name_or_path_baseline, tokenizer, None)
+        model_fintuned = create_hf_model(AutoModelForCausalLM, args.model_name_or_path_finetune, tokenizer, None)
+        device = torch.device("cuda:0")
+        for model in (model_baseline, model_fintuned):
+            model.to(device)
+            inputs = tokenizer("Human: Please tell me about Microsoft. Assistant:", return_tensors="pt").to(device)
+            print(tokenizer.decode(model.generate(**inputs, max_new_tokens=args.max_new_tokens)[0]))
+
+
+    if __name__ == "__main__":
+        main()
+''')
+
+
+def test_an_evaluation_script_that_loads_models_through_a_project_helper_is_no_run(tmp_path: Path):
+    launch = ("#!/bin/bash\nexport CUDA_VISIBLE_DEVICES=0\npython prompt_eval.py \\\n"
+              "    --model_name_or_path_baseline facebook/opt-1.3b \\\n"
+              "    --model_name_or_path_finetune facebook/opt-1.3b\n")
+    found = _memory(tmp_path, {"dschat/__init__.py": "", "dschat/utils/__init__.py": "",
+                               "dschat/utils/model/__init__.py": "", "dschat/utils/model/model_utils.py": MODEL_UTILS,
+                               "training/step1_supervised_finetuning/prompt_eval.py": PROMPT_EVAL,
+                               "run.sh": launch.replace("prompt_eval.py", "training/step1_supervised_finetuning/prompt_eval.py")})
+    assert found == []
+    from memlint.lint.engine import run_context
+    from memlint.project.project import Project
+
+    settings = Settings(root=tmp_path).with_overrides(gpu="h100", gpus=8, cache=False)
+    assert not [run for run in Project(settings).runs_for(tmp_path / "run.sh", run_context(settings)) if run.trains]
