@@ -4,6 +4,8 @@ for memory, shared by every place they appear: a Python call, a JSON/YAML file, 
 
 from __future__ import annotations
 
+import re
+
 from typing import Any, Callable
 
 from memlint.model.vocabulary import ATTENTION, FSDP_STRATEGIES, dtype_name, optimizer_from_hf
@@ -62,6 +64,15 @@ def _targets(value: Any) -> tuple[str, ...] | None:
     return tuple(names) or None
 
 
+def _projector_parts(value: Any) -> bool | None:
+    """LLaVA-NeXT's ``mm_tunable_parts`` (``"mm_mlp_adapter"``, ``"mm_vision_tower,mm_mlp_adapter,
+    mm_language_model"``): True when the language model is not among the trained parts."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    parts = {p.strip() for p in value.split(",") if p.strip()}
+    return "mm_language_model" not in parts
+
+
 def _flag(value: Any, on: Any) -> Any:
     """``on`` when the value is true, else None (nothing to say)."""
     return on if _bool(value) else None
@@ -96,6 +107,10 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "attn_implementation": ("attention", lambda v: ATTENTION.get(str(v))),
     "fsdp": ("fsdp", _fsdp),
     "use_liger_kernel": ("fused_loss", _bool),
+    # LLaVA-family arguments classes: the alignment stage trains the projector alone
+    "tune_mm_mlp_adapter": ("projector_only", _bool),
+    "freeze_backbone": ("projector_only", _bool),
+    "mm_tunable_parts": ("projector_only", lambda v: _projector_parts(v)),
     "use_liger": ("fused_loss", _bool),
     "lora_r": ("lora_r", _int),
     "lora_rank": ("lora_r", _int),
@@ -133,6 +148,20 @@ TRUNCATION_LIMITS = frozenset({"max_seq_length", "max_seq_len", "max_length", "m
 # states the rank (under its condition); a launch that passes ``--lora_r`` states it too.
 ADAPTER_PARAMETERS = frozenset(field for field, (fact, _) in FIELDS.items()
                                if fact in ("lora_r", "lora_targets", "lora_dropout"))
+
+
+# the switch that makes an adapter's rank and targets parameters (``ADAPTER_PARAMETERS``): a
+# boolean field named for the adapter (``lora_enable``, ``use_lora``, ``use_peft``). A class
+# without one (artidoro/qlora's ``lora_r: int = 64`` beside ``full_finetune: bool = False``:
+# adapters unless asked otherwise) chooses the adapter by its rank.
+ADAPTER_SWITCH = re.compile(r"(^|_)(lora|peft|adapters?)(_|$)", re.I)
+
+
+def has_adapter_switch(defaults: dict[str, str]) -> bool:
+    """Do these field defaults (field -> its default as written: ``False``, ``True``) hold a
+    boolean adapter switch?"""
+    return any(ADAPTER_SWITCH.search(key) and str(default).strip().lower() in ("true", "false")
+               for key, default in defaults.items() if key not in ADAPTER_PARAMETERS)
 
 
 # Fields only the project's own model code reads (the Trainer never does): an adapter's parameters

@@ -53,6 +53,8 @@ from memlint.python.values import Values
 # a module name as the script writes it -> that module parsed, or None when it is not the project's
 ModuleParser = Callable[[str], "ParsedDocument | None"]
 
+# ``from .grpo_trainer import VLMGRPOTrainer`` (or ``(A, B)``): the submodule and the names
+_RELATIVE_IMPORT = re.compile(r"^[ \t]*from[ \t]+\.([A-Za-z_][\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)", re.MULTILINE)
 # TRL's preference trainers (a project class extending one trains on pairs, as TRL's does)
 _PAIRED_BASES = ("DPOTrainer", "CPOTrainer", "ORPOTrainer", "KTOTrainer")
 # the methods a Trainer subclass overrides to change what a step computes
@@ -81,12 +83,15 @@ def imported_facts(caller: ParsedDocument, module_parser: ModuleParser) -> list[
     out: list[Imported] = []
     for module, name, alias in wanted:
         parsed = module_parser(module)
-        helper = parsed.python if parsed is not None else None
-        if parsed is None or helper is None:
+        if parsed is None:
             continue
-        definition = next((d for d in helper.module.body if isinstance(d, (cst.FunctionDef, cst.ClassDef))
-                           and d.name.value == name), None)
-        if definition is None:
+        helper = parsed.python
+        definition = _defined(helper.module, name) if helper is not None else None
+        if definition is None:  # a package's ``__init__`` re-exports it (``from .grpo_trainer import T``)
+            parsed = _reexported(parsed, module, name, module_parser)
+            helper = parsed.python if parsed is not None else None
+            definition = _defined(helper.module, name) if helper is not None else None
+        if parsed is None or definition is None:
             continue
         if values is None:
             values = Values(source)
@@ -99,10 +104,33 @@ def imported_facts(caller: ParsedDocument, module_parser: ModuleParser) -> list[
     return out
 
 
+def _defined(module: cst.Module, name: str) -> cst.FunctionDef | cst.ClassDef | None:
+    return next((d for d in module.body if isinstance(d, (cst.FunctionDef, cst.ClassDef)) and d.name.value == name),
+                None)
+
+
+def _reexported(parsed: ParsedDocument, module: str, name: str, module_parser: ModuleParser) -> ParsedDocument | None:
+    """The module a package re-exports ``name`` from: VLM-R1's ``open_r1/trainer/__init__.py``
+    has ``from .grpo_trainer import VLMGRPOTrainer``, which its scripts import from
+    ``open_r1.trainer``. One level, relative imports of the package only (read from the text:
+    an ``__init__`` that only re-exports is not parsed for the rules)."""
+    package = module if Path(parsed.path).name == "__init__.py" else module.rpartition(".")[0]
+    for match in _RELATIVE_IMPORT.finditer(parsed.text):
+        if any(words.split() == [name] for words in match.group(2).strip().strip("()").replace("\n", " ").split(",")):
+            return module_parser(f"{package}.{match.group(1)}" if package else match.group(1))
+    return None
+
+
 def _used(text: str, alias: str) -> bool:
-    """Is the imported name called or subclassed (a cheap text check before any parsing)?"""
-    return f"{alias}(" in text or f"{alias} (" in text or re.search(
-        rf"^[ \t]*class[ \t]+\w+[ \t]*\([^)]*\b{re.escape(alias)}\b", text, re.MULTILINE) is not None
+    """Is the imported name called, subclassed, or assigned to a name the script calls
+    (``trainer_cls = VLMGRPOTrainer`` then ``trainer_cls(...)``, as open-r1's descendants choose
+    their trainer class): a cheap text check before any parsing."""
+    escaped = re.escape(alias)
+    if f"{alias}(" in text or f"{alias} (" in text or re.search(
+            rf"^[ \t]*class[ \t]+\w+[ \t]*\([^)]*\b{escaped}\b", text, re.MULTILINE) is not None:
+        return True
+    return any(f"{match.group(1)}(" in text for match in
+               re.finditer(rf"^[ \t]*(\w+)[ \t]*=[^=\n]*(?<![\w.]){escaped}\b", text, re.MULTILINE))
 
 
 def _function_facts(caller: ParsedDocument, values: Values, parsed: ParsedDocument, function: cst.FunctionDef,

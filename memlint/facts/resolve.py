@@ -208,6 +208,32 @@ def _with_framework_defaults(plan: TrainingPlan) -> tuple[TrainingPlan, list[str
     return replace(plan, facts=facts), [note for _, note in added.values()]
 
 
+# the trainers that generate completions on the training GPUs between optimizer steps (TRL's
+# online trainers: ``model.generate`` or a colocated vLLM engine; OpenRLHF's hybrid engine, whose
+# vLLM shares the actor's GPUs): the KV cache of ``num_generations`` completions per prompt and
+# the engine's reserved share are not in the estimate
+_GENERATING = {"grpo": "GRPO", "rloo": "RLOO", "online_dpo": "online DPO", "ppo": "PPO", "gkd": "GKD"}
+
+
+def _generating(plan: TrainingPlan) -> TrainingPlan:
+    """A run whose trainer generates between steps: its estimate is a lower bound (``lower_bound``),
+    so "exceeds" holds and "a lighter setting fits" does not."""
+    kind = plan.get("trainer_kind")
+    if kind is None or plan.get("lower_bound") is not None:
+        return plan
+    name = _GENERATING.get(str(kind.value))
+    if name is None and kind.value == "openrlhf-ppo" and plan.value("colocated") == "all":
+        name = "OpenRLHF's hybrid engine"
+    if name is None:
+        return plan
+    from dataclasses import replace
+
+    facts = dict(plan.facts)
+    facts["lower_bound"] = Sourced(f"{name}'s generation of completions (its KV cache, or a vLLM engine on the "
+                                   "same GPUs)", kind.origin, kind.note)
+    return replace(plan, facts=facts)
+
+
 def _prequantized(plan: TrainingPlan, model: Sourced[Any] | None, quantization: str) -> TrainingPlan:
     """A pre-quantized upload (``*-bnb-4bit``, ``*-GPTQ``, ``*-NVFP4``) loads its quantized weights
     whatever the script says: adapters train over them, QLoRA-style."""
@@ -325,10 +351,12 @@ def _padded_to_limit(plan: TrainingPlan, length: Sourced[Any], seq_len: int, usu
 def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = None) -> ResolvedRun:
     """The architecture and setup of a plan, or the reason there is none."""
     plan, default_notes = _with_framework_defaults(plan)
+    plan = _generating(plan)
     run = ResolvedRun(plan=plan, arch=None, setup=None, trains=plan.trains)
     if not plan.trains:
         off = plan.get("trains")
-        run.problem = ("the run does not train (`do_train` is false)" if off is not None and off.value is False
+        run.problem = (f"the run does not train ({off.note or '`do_train` is false'})"
+                       if off is not None and off.value is False
                        else "nothing here trains: the launcher runs no training script memlint can see")
         return run
     run.assumptions.extend(default_notes)

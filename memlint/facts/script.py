@@ -26,6 +26,7 @@ from memlint.facts.extract import extractor
 from memlint.facts.plan import RunFacts
 from memlint.facts.script_facts import RANK_CONFIG, ScriptFacts
 from memlint.model.vocabulary import OPTIMIZER_CLASSES
+from memlint.python.conditions import Guard, guards
 from memlint.python.library import DEEPSPEED_INITIALIZE, trainer_framework
 from memlint.python.values import Found, Mapping, Values
 
@@ -92,6 +93,7 @@ def extract_script(parsed: ParsedDocument) -> list[RunFacts]:
                 _attribute_assignment(ctx, assignment)
         script_loops.finish(ctx)
         if ctx.training and not _only_in_unused_classes(values, ctx.training_at):
+            _training_mode(ctx, values)
             ctx.facts.option_constants = {option: source for option, source in values.options.imported.items()
                                           if option in ctx.facts.cli_bindings}
             runs.append(ctx.facts)
@@ -100,6 +102,25 @@ def extract_script(parsed: ParsedDocument) -> list[RunFacts]:
 
         runs.extend(documented_launches(parsed))
     return runs
+
+
+def _training_mode(ctx: ScriptFacts, values: Values) -> None:
+    """A script whose training sits under one option's test (``if args.mode == "train":``,
+    ``if not args.eval_only:``) trains only when the command line keeps that test true: the
+    option is bound so that a launch choosing another mode (``--mode eval``) states that the
+    run does not train. Every place that trains must be under the same test."""
+    common: dict[tuple, Guard] | None = None
+    for node in ctx.training_at:
+        found = {(g.options, g.equals, g.negated): g for g in guards(values, node)
+                 if len(g.options) == 1 and g.active is not False}
+        common = found if common is None else {k: g for k, g in common.items() if k in found}
+        if not common:
+            return
+    for (options, equals, negated), _ in (common or {}).items():
+        if equals is not None:  # trains when the option is (or is not) ``equals``
+            ctx.bind(options, f"{'is' if negated else 'isnot'}={equals}:trains=false")
+        else:  # trains when the option is on (or off)
+            ctx.bind(options, f"{'if' if negated else 'ifnot'}:trains=false")
 
 
 _TEST_NAME = re.compile(r"(^test_.*|.*_test|^conftest)\.py$")

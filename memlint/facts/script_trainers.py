@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import libcst as cst
@@ -95,19 +94,10 @@ def config(ctx: ScriptFacts, call: cst.Call, framework: str, names: set[str]) ->
                   at=call, rank=RANK_CONFIG + 1)
 
 
-# the switch that makes an adapter's rank and targets parameters (``hf_args.ADAPTER_PARAMETERS``):
-# a boolean field named for the adapter (``lora_enable``, ``use_lora``, ``use_peft``). A class
-# without one (artidoro/qlora's ``lora_r: int = 64`` beside ``full_finetune: bool = False``:
-# adapters unless asked otherwise) chooses the adapter by its rank.
-_ADAPTER_SWITCH = re.compile(r"(^|_)(lora|peft|adapters?)(_|$)", re.I)
-
-
 def _adapter_skipped(fields: dict[str, Any]) -> frozenset[str]:
     """The adapter parameters whose defaults are not the choice of an adapter in this class."""
-    switched = any(
-        _ADAPTER_SWITCH.search(key) and isinstance(default, cst.Name) and default.value in ("True", "False")
-        for key, default in fields.items() if key not in hf_args.ADAPTER_PARAMETERS)
-    return hf_args.ADAPTER_PARAMETERS if switched else frozenset()
+    written = {key: default.value for key, default in fields.items() if isinstance(default, cst.Name)}
+    return hf_args.ADAPTER_PARAMETERS if hf_args.has_adapter_switch(written) else frozenset()
 
 
 def _own_defaults(ctx: ScriptFacts, call: cst.Call, names: set[str], given: dict, owner: str) -> None:

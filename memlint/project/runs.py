@@ -30,9 +30,13 @@ _CONFIG_KINDS = frozenset({DocumentKind.HF_ARGS, DocumentKind.AXOLOTL, DocumentK
                            DocumentKind.LIGHTNING_CLI})
 # the keys that sign a DeepSpeed or Accelerate config (a text prefilter before parsing)
 _STANDALONE_SIGNS = ("zero_optimization", "train_micro_batch_size_per_gpu", "train_batch_size", "distributed_type")
-_FROM_IMPORT = re.compile(r"^\s*from\s+([A-Za-z_][\w.]*)\s+import\b", re.MULTILINE)
 # ``from pkg.mod import train`` / ``from pkg.mod import (train, main as run)``: the module and the names
 _IMPORTED = re.compile(r"^[ \t]*from[ \t]+([A-Za-z_][\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)", re.MULTILINE)
+# ``from pkg.mod import x`` / ``from .mod import x``: the module, relative ones included
+_ANY_FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+(\.*[A-Za-z_][\w.]*)[ \t]+import\b", re.MULTILINE)
+# how far the modules that may test a quantization switch are followed from the script
+MAX_SWITCH_HOPS = 4
+MAX_SWITCH_MODULES = 200
 _ENTRY_NAMES = re.compile(r"^(?:train\w*|main|run\w*|finetune\w*|fine_tune\w*|\w*_main|\w*Arguments|\w*Config)$")
 
 
@@ -49,11 +53,14 @@ class RunFinder:
         # a script's key -> what the project functions and classes it calls establish (and the
         # modules read for them), worked out once per run
         self._imported: dict[str, tuple[list, list[Path]]] = {}
+        # a script's key -> the quantization switches of the project modules it reaches (and those modules)
+        self._switches: dict[str, tuple[list, list[Path]]] = {}
 
     def invalidate(self) -> None:
         self._infrastructure = None
         self._unused = None
         self._imported.clear()
+        self._switches.clear()
         self.config_launchers.invalidate()
 
     def linked(self, facts: RunFacts, seen: set[str], depth: int = 0) -> list[RunFacts]:
@@ -181,8 +188,12 @@ class RunFinder:
                 # trainer class of its own project (``LOMOTrainer``), which builds the engine
                 from memlint.facts.plan import RunFacts
 
-                helpers, overrides = self._imported_facts(RunFacts(str(script), "python"), facts, overrides)
-                linked.extend(helpers)
+                helpers, found = self._imported_facts(RunFacts(str(script), "python"), facts, overrides)
+                # a helper that only loads a model (DeepSpeed-Chat's ``create_hf_model`` in
+                # ``prompt_eval.py``) trains nothing: the script is no run of its own
+                if "framework" in found or any(h.framework is not None for h in helpers):
+                    linked.extend(helpers)
+                    overrides = found
             if not script_facts_found and (script is None or self._delegates_to_project_module(script)):
                 # a framework's entry point outside the project (installed with the framework, run
                 # as a module), or a script in the project that trains through an import of the
@@ -214,6 +225,10 @@ class RunFinder:
             linked.extend(helpers)
         linked.extend(self.linked(facts, seen))
         plan = merge(entry, linked, overrides, hidden - set(overrides))
+        if plan.get("quantization") is None:
+            switched = self._switched_quantization(facts)
+            if switched is not None:
+                plan = merge(entry, linked, {**overrides, "quantization": switched}, hidden - set(overrides))
         if facts.launches is not None and plan.get("micro_batch") is None:
             from memlint.facts.launch_options import unknown_micro_batch
 
@@ -221,6 +236,74 @@ class RunFinder:
             if unknown is not None:  # passed, but not known: no default stands in for it
                 plan.facts["micro_batch_unknown"] = unknown
         return plan
+
+    def _switched_quantization(self, facts: RunFacts) -> Sourced[str] | None:
+        """The quantization a switch of the project's arguments classes turns on in its model code
+        (LMFlow's ``--use_qlora 1``, tested in ``hf_model_mixin.py``; ``memlint.facts.model_switches``),
+        for the option values of this run: the launch's, else the classes' defaults."""
+        from memlint.facts.imported_arguments import imported_defaults
+        from memlint.facts.model_switches import quantization
+
+        script: Path | None = Path(facts.path) if facts.kind == "python" else None
+        if facts.launches is not None:
+            script = self.documents.resolve_reference(str(facts.launches.value), facts.path)
+        if script is None or self.documents.kind(script) != "python":
+            return None
+        found, _ = self._model_switches(script)
+        if not found:
+            return None
+        try:
+            text = self.documents.document(script).text
+        except (OSError, ValueError):
+            return None
+        values: dict[str, Sourced[str]] = dict(imported_defaults(text, self._module_source(script)))
+        if facts.launches is not None:
+            values.update(facts.cli_args)
+        chosen = quantization(found, {option: str(value.value) for option, value in values.items()})
+        if chosen is None:
+            return None
+        switch, loaded = chosen
+        said = values[switch.option]
+        where = f"{Path(switch.where.path).name}:{switch.where.range.start.line}"
+        return Sourced(loaded, said.origin, f"--{switch.option} {said.value}: {where} loads the model "
+                                            f"with BitsAndBytesConfig ({loaded}) when it is set")
+
+    def _model_switches(self, script: Path) -> tuple[list, list[Path]]:
+        """The quantization switches of the project modules ``script`` imports, and of those they
+        import (up to ``MAX_SWITCH_HOPS`` hops: LMFlow's ``examples/finetune.py`` reaches
+        ``hf_model_mixin.py`` through ``auto_model.py`` and ``hf_decoder_model.py``)."""
+        from memlint.facts.model_switches import switches
+
+        key = self.documents.key(script)
+        if key not in self._switches:
+            modules: list[tuple[str, str]] = []
+            read: list[Path] = []
+            seen = {key}
+            frontier = [script]
+            for _ in range(MAX_SWITCH_HOPS):
+                following: list[Path] = []
+                for path in frontier:
+                    try:
+                        text = self.documents.document(path).text
+                    except (OSError, ValueError):
+                        continue
+                    for module in _ANY_FROM_IMPORT.findall(text):
+                        target = self._module_file(module, path)
+                        if target is None or self.documents.key(target) in seen or len(seen) > MAX_SWITCH_MODULES:
+                            continue
+                        seen.add(self.documents.key(target))
+                        try:
+                            modules.append((str(target), self.documents.document(target).text))
+                        except (OSError, ValueError):
+                            continue
+                        read.append(target)
+                        following.append(target)
+                frontier = following
+            self._switches[key] = (switches(modules), read)
+        found, read = self._switches[key]
+        for target in read:
+            reads.document(self.documents.key(target), self.documents.digest(target))
+        return found, read
 
     def _join_launched(self, script: RunFacts, launcher: RunFacts, seen: set[str],
                        linked: list[RunFacts]) -> tuple[dict, frozenset[str]]:
@@ -313,6 +396,7 @@ class RunFinder:
         default (``from myproj.arguments import DataArguments`` with ``max_seq_length: int = 4096``),
         read through the script's bindings as facts of the module that writes them; below
         anything the script, a launcher or a config states."""
+        from memlint.facts.hf_args import ADAPTER_PARAMETERS, has_adapter_switch
         from memlint.facts.imported_arguments import imported_constants, imported_defaults
         from memlint.facts.launch_options import facts_from_cli
         from memlint.facts.plan import RunFacts
@@ -328,7 +412,10 @@ class RunFinder:
         defaults = imported_defaults(text, source)
         for option, fact in imported_constants(script.option_constants, source).items():
             defaults.setdefault(option, fact)
-        defaults = {option: fact for option, fact in defaults.items() if option not in passed}
+        # beside a boolean adapter switch (``use_lora: bool = False``), a default rank is a parameter
+        # of an adapter the project's code may build, not the choice of one
+        skipped = ADAPTER_PARAMETERS if has_adapter_switch({o: str(f.value) for o, f in defaults.items()}) else ()
+        defaults = {option: fact for option, fact in defaults.items() if option not in passed and option not in skipped}
         if not defaults:
             return []
         command = RunFacts(script.path, "shell")
@@ -474,15 +561,18 @@ class RunFinder:
 
     def _module_file(self, module: str, script: Path) -> Path | None:
         """``pkg.mod`` -> ``pkg/mod.py`` (or ``pkg/mod/__init__.py``) under the project root, a
-        ``src/`` folder, or the script's own folder (``from train import main`` beside it)."""
+        ``src/`` folder, the script's own folder (``from train import main`` beside it), or a
+        folder between it and the root."""
         if module.startswith("."):  # ``from .consts import X``: beside the script, ``..`` one up
             dots = len(module) - len(module.lstrip("."))
             relative = Path(script).parents[dots - 1] if dots <= len(Path(script).parents) else None
             parts = [p for p in module.lstrip(".").split(".") if p]
             bases: tuple[Path, ...] = (relative,) if relative is not None and parts else ()
-        else:
+        else:  # a folder between the script and the root may be a ``src/`` layout's (VLM-R1's
+            # ``src/open-r1-multimodal/src/open_r1/grpo_jsonl.py`` imports ``open_r1.trainer``)
             parts = module.split(".")
-            bases = (self.documents.root, self.documents.root / "src", Path(script).parent)
+            bases = (self.documents.root, self.documents.root / "src", Path(script).parent,
+                     *self._folders_between(script)[1:])
         for base in bases:
             for candidate in (base.joinpath(*parts).with_suffix(".py"), base.joinpath(*parts, "__init__.py")):
                 if self.documents.is_file(candidate):
@@ -493,16 +583,21 @@ class RunFinder:
         """Whether ``script`` imports from a package or module of this project (``from pkg.mod
         import train`` with ``pkg/`` or ``pkg.py`` under the project root, its ``src/``, or a folder
         between the script and the root: VLM-R1's ``src/open-r1-multimodal/src/open_r1/grpo_jsonl.py``
-        imports ``open_r1.trainer``, its own package in a ``src/`` layout)."""
+        imports ``open_r1.trainer``, its own package in a ``src/`` layout) and uses what it imports.
+        An import the script never uses hands nothing on: DeepSpeedExamples' ``analyze_data.py``
+        imports ``AnnealingLR`` from the project's ``learning_rates.py``, never calls it, and only
+        runs DeepSpeed's data analyzer, whatever its ``--per_device_train_batch_size`` is named."""
         try:
             text = self.documents.document(script).text
         except (OSError, ValueError):
             return False
         folders = [self.documents.root, self.documents.root / "src", *self._folders_between(script)]
-        for match in _FROM_IMPORT.finditer(text):
+        body = _IMPORTED.sub("", text)
+        for match in _IMPORTED.finditer(text):
             top = match.group(1).split(".")[0]
             if top and any((folder / top).is_dir() or (folder / f"{top}.py").is_file() for folder in folders):
-                return True
+                if any(_uses(body, local) for _, local in _imported_names(match.group(2))):
+                    return True
         return False
 
     def _folders_between(self, script: Path) -> list[Path]:
@@ -786,6 +881,11 @@ def _calls(text: str, name: str) -> bool:
     """Does the script call ``name`` (``train()``), or hand it to a function CLI (``fire.Fire(main)``)?"""
     escaped = re.escape(name)
     return re.search(rf"(?<![\w.])(?<!def ){escaped}\s*\(|\b(?:Fire|run)\(\s*{escaped}\s*[,)]", text) is not None
+
+
+def _uses(text: str, name: str) -> bool:
+    """Does ``text`` (a module without its ``from ... import`` statements) name ``name``?"""
+    return name == "*" or re.search(rf"(?<![\w.]){re.escape(name)}\b", text) is not None
 
 
 def _imported_names(written: str) -> list[tuple[str, str]]:

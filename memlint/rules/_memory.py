@@ -106,6 +106,44 @@ def rests_on_unread_config(assumed: list) -> bool:
     return any(a.fact == "unread_parallelism" for a in assumed)
 
 
+def rests_on_data(assumed: list) -> bool:
+    """Does the verdict hold only if a batch holds a sample as long as a truncation limit? Then
+    the data decides, which memlint cannot read."""
+    return any(a.fact == "seq_len_limit" for a in assumed)
+
+
+def short_data(run: ResolvedRun) -> Sourced | None:
+    """The fact that says the run's samples are short, when one does: a vision-language model's
+    alignment stage trains its projector alone on image-caption pairs (LLaVA's BLIP-558k: ~600
+    tokens with the image), which never reach a truncation limit of thousands of tokens; an
+    instruction or chat set over an epoch of batches usually does."""
+    fact = run.plan.get("projector_only")
+    return fact if fact is not None and fact.value is True else None
+
+
+def longest_fitting(ctx: RuleContext, run: ResolvedRun) -> int | None:
+    """The longest sample (a multiple of 64 tokens, ``SHORT_SAMPLES`` or more) a dynamically
+    padded batch of the run may hold and still fit by the estimate; None when even short ones
+    do not (or the run cannot be estimated)."""
+    from memlint.estimate import estimate_training
+
+    capacity = ctx.capacity_for(run)
+    if run.arch is None or run.setup is None or capacity is None:
+        return None
+    arch, setup = run.arch, run.setup
+
+    def fits(length: int) -> bool:
+        return estimate_training(arch, setup.but(seq_len=length), capacity).fits is not False
+
+    low, high = SHORT_SAMPLES // 64, setup.seq_len // 64  # in steps of 64 tokens
+    if not fits(low * 64):
+        return None
+    while high - low > 1:  # fits(low * 64), not fits(high * 64)
+        middle = (low + high) // 2
+        low, high = (middle, high) if fits(middle * 64) else (low, middle)
+    return low * 64
+
+
 #: the length of a batch of short samples (an instruction pair, an image caption): a run padded
 #: dynamically that would not fit even so does not fit whatever its data
 SHORT_SAMPLES = 512

@@ -13,9 +13,12 @@ from memlint.rules._memory import (
     fitting_alternative,
     fix_hint,
     gib,
+    longest_fitting,
     memory_finding,
     resting_assumptions,
+    rests_on_data,
     rests_on_unread_config,
+    short_data,
 )
 from memlint.rules.base import Example, Finding, Rule
 
@@ -72,7 +75,15 @@ class OutOfMemory(Rule):
     2048 tokens (``model_max_length``, ``max_length`` without packing or
     ``padding="max_length"``: each batch is padded to its longest sample) is such an
     assumption when batches of short samples (512 tokens) would fit: the verdict then holds
-    only if the data has samples that long. A micro-batch the launch passes as a value memlint
+    only if the data has samples that long, which memlint cannot read: the message says the
+    length at which a batch stops fitting ("a batch whose longest sample is at most ~N tokens
+    fits"), to compare with the data. Over an epoch the longest batch is about the longest
+    sample, and instruction and chat sets usually reach a limit of a few thousand tokens, so the
+    verdict stays a warning; when only a projector trains on top of a frozen language model (a
+    vision-language model's alignment stage: ``--tune_mm_mlp_adapter True``,
+    ``--mm_tunable_parts mm_mlp_adapter``, ``--freeze_backbone True``), the data are image
+    captions (LLaVA's BLIP-558k: ~600 tokens with the image) and the verdict is an info. A
+    micro-batch the launch passes as a value memlint
     cannot evaluate (``--per_device_train_batch_size $PER_DEVICE_TRAIN_BATCH_SIZE``, computed in a
     sourced script) is unknown, never the default it replaces: the run is estimated at
     micro-batch 1, a lower bound, and reported only when that overflows, said as "at least". Shell
@@ -147,12 +158,21 @@ class OutOfMemory(Rule):
             if alternative is not None:  # the documented launches disagree on the form: no assumption
                 assumed = [a for a in assumed if a.fact != "parallelism"]
                 also = alternative_clause(ctx, run, alternative)
+            severity = Severity.WARNING if assumed or alternative is not None else None
+            condition = shorter = ""
+            if rests_on_data(assumed) and run.setup is not None:  # the data decides
+                condition = f" if a batch holds a sample of {run.setup.seq_len} tokens"
+                longest = longest_fitting(ctx, run)
+                shorter = f"; a batch whose longest sample is at most ~{longest} tokens fits" if longest else ""
+                short = short_data(run)
+                if short is not None:  # data known to be short: the condition is unlikely to be met
+                    severity = Severity.INFO
+                    shorter += f" ({short.note}: only the projector trains, on image-caption pairs)"
             at_least = f"at least {gib(budget.peak_bytes)} per GPU (a lower bound: {run.lower_bound})" \
                 if run.lower_bound is not None else f"{gib(budget.peak_bytes)} per GPU"
             message = (
                 f"estimated peak {at_least} exceeds the {gib(cap.usable_bytes)} "
-                f"usable on {cap.gpu_name}{ctx.gpu_origin(run)}{also} (largest part: {describe_dominant(budget)})"
-                f"{fix_hint(ctx, run)}{assumption_clause(assumed)}"
+                f"usable on {cap.gpu_name}{ctx.gpu_origin(run)}{condition}{also} (largest part: {describe_dominant(budget)})"
+                f"{shorter}{fix_hint(ctx, run)}{assumption_clause(assumed)}"
             )
-            severity = Severity.WARNING if assumed or alternative is not None else None
             yield memory_finding(ctx, run, budget, message, assumed, severity)

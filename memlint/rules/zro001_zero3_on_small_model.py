@@ -155,8 +155,16 @@ class ZeroThreeOnSmallModel(Rule):
     the finding is an info that says so. A run of the project's tests (its script or its config
     under a ``tests/`` folder) is not reported: it uses stage 3 to check that stage 3 works.
     When the run's trainer is a project class that overrides ``compute_loss`` or
-    ``training_step`` in a way memlint does not model, the estimate is only a lower bound, so
-    "the lighter stage fits" is no verdict: the finding is an info that names the method.
+    ``training_step`` in a way memlint does not model, or a trainer that generates completions
+    between steps (TRL's GRPO, RLOO, online DPO, PPO, GKD; OpenRLHF's hybrid engine: the KV
+    cache of the rollouts, or a vLLM engine on the same GPUs, is not in the estimate), the
+    estimate is only a lower bound, so "the lighter stage fits" is no verdict: the finding is an
+    info that names what is not modelled. A config shared by several runs is judged so when any
+    of them is such a run. A QLoRA run is judged like any other: ZeRO-3 with ``zero3_init_flag``
+    and ``bnb_4bit_quant_storage`` shards the 4-bit weights so that a 70B model fits 40 GB cards
+    (PEFT's ``deepspeed_config_z3_qlora.yaml``, written for 2 x 40 GB); on a card that holds the
+    whole 4-bit model and its activations (the QLoRA paper trains a 65B model on one 48 GB GPU),
+    the lighter stage fits too, and without a target GPU the 40 GB floor keeps it silent.
 
     ## Why it matters
     Stage 3 shards the parameters themselves, so every forward and every backward all-gathers
@@ -228,10 +236,14 @@ class ZeroThreeOnSmallModel(Rule):
             if finding.path not in needed:
                 by_place.setdefault((finding.path, finding.range), []).append(finding)
         for same in by_place.values():
-            worst = max(same, key=lambda f: (f.data or {}).get("peak_bytes", 0))
+            # a run whose estimate is a lower bound (a project's compute_loss, GRPO's generation)
+            # speaks for a shared config: "each fits a lighter stage" holds only by the estimate
+            bounded = [f for f in same if (f.data or {}).get("lower_bound")]
+            worst = max(bounded or same, key=lambda f: (f.data or {}).get("peak_bytes", 0))
             if len(same) > 1:
+                each = "; each fits a lighter stage" if not bounded else ", by the estimate"
                 worst = replace(worst, message=f"{worst.message} (the largest of the {len(same)} runs that use "
-                                               "this config; each fits a lighter stage)")
+                                               f"this config{each})")
             yield worst
 
     def _per_run(self, ctx: RuleContext, run: ResolvedRun) -> Iterator[Finding]:

@@ -6,9 +6,11 @@ out-of-memory verdict that rests on it is a warning that says so."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
-from memlint.lint.engine import Linter, run_context
+from memlint.estimate import estimate_training
+from memlint.lint.engine import Linter, capacity_of, run_context
 from memlint.project.project import Project
 from memlint.project.settings import Settings
 
@@ -25,6 +27,7 @@ TRAIN_PY = dedent('''
     @dataclass
     class ModelArguments:
         model_name_or_path: Optional[str] = field(default="Qwen/Qwen2-7B-Instruct")
+        mm_tunable_parts: Optional[str] = field(default=None, metadata={"help": "mm_vision_tower,mm_mlp_adapter,mm_language_model"})
 
 
     @dataclass
@@ -97,8 +100,49 @@ def test_a_truncation_limit_with_dynamic_padding_is_an_assumption(tmp_path: Path
     [assumed] = [a for a in run.assumed if a.fact == "seq_len_limit"]
     assert "8192" in assumed.value and "model_max_length" in assumed.value
     [finding] = _memory(settings)
+    # the data decides; over an epoch an instruction set's longest samples reach the limit, so a
+    # warning that says up to which sample length a batch fits
     assert finding.code == "MEM001" and finding.severity.name == "WARNING"
     assert "every batch padded to 8192 tokens" in finding.message
+    assert "if a batch holds a sample of 8192 tokens" in finding.message
+    [longest] = re.findall(r"at most ~(\d+) tokens fits", finding.message)
+    assert 512 <= int(longest) < 8192 and int(longest) % 64 == 0
+    capacity = capacity_of(settings)
+    assert estimate_training(run.arch, run.setup.but(seq_len=int(longest)), capacity).fits
+    assert not estimate_training(run.arch, run.setup.but(seq_len=int(longest) + 64), capacity).fits
+
+
+def test_a_projector_alone_on_captions_is_an_info(tmp_path: Path):
+    # LLaVA-NeXT's pretrain_clip.sh: the alignment stage trains the projector on BLIP-558k captions
+    # (~600 tokens with the image), which never reach model_max_length 8192
+    settings = _settings(tmp_path)
+    launch = LAUNCH.replace("--gradient_checkpointing True", '--mm_tunable_parts="mm_mlp_adapter" \\\n'
+                                                             "    --gradient_checkpointing True")
+    (tmp_path / "run.sh").write_text(launch)
+    [run] = Project(settings).runs_for(tmp_path / "run.sh", run_context(settings))
+    assert run.plan.get("projector_only").value is True
+    [finding] = _memory(settings)
+    assert finding.code == "MEM001" and finding.severity.name == "INFO"
+    assert "only the projector trains, on image-caption pairs" in finding.message
+
+
+def test_tuning_the_language_model_too_stays_a_warning(tmp_path: Path):
+    settings = _settings(tmp_path)
+    parts = '--mm_tunable_parts="mm_vision_tower,mm_mlp_adapter,mm_language_model" \\\n'
+    (tmp_path / "run.sh").write_text(LAUNCH.replace("--gradient_checkpointing True",
+                                                    parts + "    --gradient_checkpointing True"))
+    [finding] = _memory(settings)
+    assert finding.code == "MEM001" and finding.severity.name == "WARNING"
+
+
+def test_a_run_that_short_batches_would_not_save_stays_an_error(tmp_path: Path):
+    # Qwen2.5-32B fully fine-tuned under ZeRO-3 on 8 GPUs: its optimizer states alone are ~61 GiB a
+    # GPU, so no data makes it fit and the truncation limit is no assumption the verdict rests on
+    settings = _settings(tmp_path)
+    (tmp_path / "run.sh").write_text(LAUNCH.replace("Qwen/Qwen2-7B-Instruct", "Qwen/Qwen2.5-32B"))
+    [finding] = _memory(settings)
+    assert finding.code == "MEM001" and finding.severity.name == "ERROR"
+    assert "every batch padded" not in finding.message and "if a batch holds" not in finding.message
 
 
 def test_padding_to_max_length_makes_every_batch_full(tmp_path: Path):
