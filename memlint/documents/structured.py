@@ -590,12 +590,31 @@ def _depth_refusal(text: str, error: yaml.YAMLError, key_text) -> Problem:
 
 # refused by YAML's reader, or line breaks to YAML (NEL, LS, PS) but not to JSON
 _YAML_REFUSES = [*range(0x7F, 0xA0), 0x2028, 0x2029, 0xFFFE, 0xFFFF]
-_TO_YAML = {c: 0xF0000 + c for c in _YAML_REFUSES}
-_FROM_YAML = {0xF0000 + c: c for c in _YAML_REFUSES}
+# where each refused character stands while YAML reads the text: a private-use character, one the
+# text itself does not hold (a key "\U000f007f" must not come back as DEL)
+_STAND_IN_BASE = 0xF0000
+_STAND_IN_STEP = 0x100
 
 
-def _json_key(key: str) -> str:
-    key = key.translate(_FROM_YAML)
+def _swaps(text: str) -> tuple[dict[int, int], dict[int, int]]:
+    """The one-for-one swap of the characters YAML refuses, and its inverse, for ``text``."""
+    if not text or max(text) < chr(_STAND_IN_BASE):  # the usual text: no private-use character at all
+        return _DEFAULT_SWAPS
+    held = {ord(c) for c in text if ord(c) >= _STAND_IN_BASE}
+    to_yaml: dict[int, int] = {}
+    for c in _YAML_REFUSES:
+        stand_in = _STAND_IN_BASE + c
+        while stand_in in held or stand_in in to_yaml.values():
+            stand_in += _STAND_IN_STEP  # private use up to U+10FFFD: far more room than any text takes
+        to_yaml[c] = stand_in
+    return to_yaml, {v: k for k, v in to_yaml.items()}
+
+
+_DEFAULT_SWAPS = ({c: _STAND_IN_BASE + c for c in _YAML_REFUSES}, {_STAND_IN_BASE + c: c for c in _YAML_REFUSES})
+
+
+def _json_key(key: str, back: dict[int, int]) -> str:
+    key = key.translate(back)
     try:
         return key.encode("utf-16", "surrogatepass").decode("utf-16")
     except UnicodeError:
@@ -650,7 +669,9 @@ def _load_json(text: str) -> Structured:
     # characters JSON allows raw in strings but YAML refuses or breaks lines at are swapped one for one (columns
     # stay), and keys are mapped back, with YAML's \u-escaped surrogate pairs joined as json does.
     ranges = Structured(syntax="json")
-    composer = _compose(text.replace("\t", " ").translate(_TO_YAML), ranges, keep_values=False, key_text=_json_key)
+    to_yaml, from_yaml = _swaps(text)
+    composer = _compose(text.replace("\t", " ").translate(to_yaml), ranges, keep_values=False,
+                        key_text=lambda key: _json_key(key, from_yaml))
     result.value_ranges, result.key_ranges = ranges.value_ranges, ranges.key_ranges
     result.partial_keys = composer.top_level_keys()
     too_large = [p for p in ranges.problems if p.kind == "too-large"]

@@ -447,3 +447,14 @@ def test_any_text_loads_without_raising(text, syntax):
                                for p in data.problems))
     for problem in data.problems:
         assert problem.range.start.line >= 1 and problem.range.start.column >= 0
+
+
+def test_a_key_holding_a_stand_in_character_keeps_its_range():
+    """YAML reads the JSON text with the characters it refuses swapped for private-use stand-ins;
+    a key that already holds one (U+F007F stands in for DEL) must come back as written."""
+    for value in ({"\U000f007f": None}, {"\U000f007f\x7f": 1, "\x7f": [2]}, {"\U0010007f": {"\U000f0085": 0}}):
+        for indent in (None, 2):
+            text = json.dumps(value, indent=indent, ensure_ascii=False)
+            data = load(text, "json")
+            assert data.ok and data.value == value
+            assert [path for path, _ in data.items() if path not in data.value_ranges] == [], text
