@@ -209,8 +209,10 @@ def _parsed_options(values: Values, expr: cst.BaseExpression, depth: int = 0) ->
                 return False
             continue
         written = definition.expr if isinstance(definition, (Assigned, Unpacked)) else None
+        # ``parse_args_into_dataclasses()``, ``parse_yaml_file(...)``, and alignment-handbook's
+        # ``H4ArgumentParser.parse()`` (SimPO: ``model_args, data_args, training_args = parser.parse()``)
         if not (isinstance(written, cst.Call) and type(written.func) is cst.Attribute
-                and written.func.attr.value.startswith("parse_")):
+                and (written.func.attr.value.startswith("parse_") or written.func.attr.value == "parse")):
             return False
     return True
 

@@ -477,3 +477,89 @@ def test_exceeds_holds_on_a_lower_bound_but_the_fix_is_no_verdict(tmp_path: Path
     assert "exceeds" in finding.message
     assert "lower bound" in finding.message and "WeightedLossTrainer.compute_loss" in finding.message
     assert "makes it fit" not in finding.message
+
+
+# SimPO's layout, trimmed: alignment-handbook's package vendored at the root, its parser's
+# ``parse()`` returning the dataclasses, and a helper whose branches quantize only when asked
+ALIGNMENT_INIT = "from .configs import DataArguments, H4ArgumentParser, ModelArguments\n" \
+                 "from .model_utils import get_quantization_config\n"
+ALIGNMENT_CONFIGS = dedent('''
+    from dataclasses import dataclass, field
+    from typing import Optional
+
+    import transformers
+
+
+    class H4ArgumentParser(transformers.HfArgumentParser):
+        def parse(self):
+            return self.parse_yaml_file(self.args[0])
+
+
+    @dataclass
+    class ModelArguments:
+        model_name_or_path: Optional[str] = field(default=None)
+        torch_dtype: Optional[str] = field(default=None)
+        load_in_8bit: bool = field(default=False, metadata={"help": "use 8 bit precision"})
+        load_in_4bit: bool = field(default=False, metadata={"help": "use 4 bit precision"})
+        bnb_4bit_quant_type: Optional[str] = field(default="nf4")
+
+
+    @dataclass
+    class DataArguments:
+        dataset_mixer: Optional[dict] = field(default=None)
+''')
+ALIGNMENT_MODEL_UTILS = dedent('''
+    import torch
+    from transformers import BitsAndBytesConfig
+
+    from .configs import ModelArguments
+
+
+    def get_quantization_config(model_args: ModelArguments):
+        if model_args.load_in_4bit:
+            quantization_config = BitsAndBytesConfig(
+                load_in_4bit=True,
+                bnb_4bit_compute_dtype=torch.bfloat16,
+                bnb_4bit_quant_type=model_args.bnb_4bit_quant_type,
+            )
+        elif model_args.load_in_8bit:
+            quantization_config = BitsAndBytesConfig(load_in_8bit=True)
+        else:
+            quantization_config = None
+        return quantization_config
+''')
+RUN_SIMPO = dedent('''
+    import torch
+    import transformers
+    from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+    from alignment import DataArguments, H4ArgumentParser, ModelArguments, get_quantization_config
+
+
+    def main():
+        parser = H4ArgumentParser((ModelArguments, DataArguments, TrainingArguments))
+        model_args, data_args, training_args = parser.parse()
+        quantization_config = get_quantization_config(model_args)
+        model = AutoModelForCausalLM.from_pretrained(
+            model_args.model_name_or_path, torch_dtype=torch.bfloat16, quantization_config=quantization_config)
+        trainer = Trainer(model=model, args=training_args)
+        trainer.train()
+
+
+    if __name__ == "__main__":
+        main()
+''')
+SIMPO_CONFIG = "model_name_or_path: meta-llama/Meta-Llama-3-8B-Instruct\ntorch_dtype: null\nbf16: true\n" \
+               "per_device_train_batch_size: 2\ngradient_accumulation_steps: 16\ngradient_checkpointing: true\n" \
+               "max_length: 2048\noutput_dir: outputs/llama-3-8b-instruct-simpo\n"
+
+
+def test_a_helpers_branches_on_an_unset_option_of_a_parse_result_load_nothing(tmp_path: Path):
+    files = {"alignment/__init__.py": ALIGNMENT_INIT, "alignment/configs.py": ALIGNMENT_CONFIGS,
+             "alignment/model_utils.py": ALIGNMENT_MODEL_UTILS, "scripts/run_simpo.py": RUN_SIMPO,
+             "training_configs/llama-3-8b-instruct-simpo.yaml": SIMPO_CONFIG,
+             "README.md": "```shell\naccelerate launch scripts/run_simpo.py "
+                          "training_configs/llama-3-8b-instruct-simpo.yaml\n```\n"}
+    settings, project = _project(tmp_path, files)
+    [run] = project.runs_for(tmp_path / "training_configs/llama-3-8b-instruct-simpo.yaml", run_context(settings))
+    assert run.plan.get("quantization") is None  # neither load_in_4bit nor load_in_8bit is set
