@@ -153,22 +153,10 @@ def _versioned_issues(ctx: RuleContext) -> list[Issue]:
         # (`fsdp:`) reads as one never written: it sets nothing for a release to refuse or drop.
         # (HfArgumentParser is different: it refuses a removed key whatever its value.)
         out = [issue for issue in out if not (issue.category in ("removed", "deprecated")
-                                              and _written_empty(data.value, issue.path))]
+                                              and data.has(issue.path) and data.get(*issue.path) is None)]
     if name == "deepspeed":
         out = deepspeed_releases.judged(out, pins(root, ctx.path).get("deepspeed"))
     return sorted(out, key=lambda issue: (issue.range.start, issue.range.end))
-
-
-def _written_empty(value: Any, path: tuple) -> bool:
-    """Is the key at ``path`` written with no value (YAML's ``key:``, null)?"""
-    for part in path:
-        if isinstance(value, dict) and part in value:
-            value = value[part]
-        elif isinstance(value, list) and isinstance(part, int) and 0 <= part < len(value):
-            value = value[part]
-        else:
-            return False
-    return value is None
 
 
 def _section(ctx: RuleContext, name: str, section: str, tool: str, keyed: str, consequence: str,
