@@ -397,15 +397,19 @@ def test_an_imported_class_that_builds_a_deepspeed_engine_is_the_runs_framework(
     assert framework.origin.path.endswith("lomo_trainer.py")
 
 
+# LOMO's launch, arguments file and DeepSpeed config (micro-batch and fp16 differ from the arguments')
+LOMO_LAUNCH = {
+    "run.sh": "deepspeed --include localhost:0 src/train_lomo.py config/args.yaml\n",
+    "config/args.yaml": "model_name_or_path: Qwen/Qwen2.5-0.5B\nper_device_train_batch_size: 16\n"
+                        "deepspeed: config/ds_config.json\noutput_dir: out\n",
+    "config/ds_config.json": '{\n  "fp16": {"enabled": true},\n  "train_micro_batch_size_per_gpu": 2,\n'
+                             '  "zero_optimization": {"stage": 3}\n}\n'}
+
+
 def test_the_deepspeed_config_of_a_project_engine_is_not_checked_against_a_trainer(tmp_path: Path):
     # LOMO's config/ds_config.json: its micro-batch and fp16 differ from the arguments file's, which
     # only an HF Trainer would refuse; LOMOTrainer hands the file to deepspeed.initialize itself
-    files = {"src/train_lomo.py": LOMO_TRAIN, "src/lomo_trainer.py": LOMO_TRAINER,
-             "run.sh": "deepspeed --include localhost:0 src/train_lomo.py config/args.yaml\n",
-             "config/args.yaml": "model_name_or_path: Qwen/Qwen2.5-0.5B\nper_device_train_batch_size: 16\n"
-                                 "deepspeed: config/ds_config.json\noutput_dir: out\n",
-             "config/ds_config.json": '{\n  "fp16": {"enabled": true},\n  "train_micro_batch_size_per_gpu": 2,\n'
-                                      '  "zero_optimization": {"stage": 3}\n}\n'}
+    files = {"src/train_lomo.py": LOMO_TRAIN, "src/lomo_trainer.py": LOMO_TRAINER, **LOMO_LAUNCH}
     settings, _ = _project(tmp_path, files)
     found = [d.code for d in Linter(settings).lint_path(tmp_path / "config/ds_config.json")]
     assert "CFG014" not in found
@@ -422,12 +426,7 @@ def test_a_trainer_subclass_config_is_still_checked_against_its_trainer(tmp_path
     ''')
     train = LOMO_TRAIN.replace("LOMOTrainer(model=model, training_args=training_args)",
                                "LOMOTrainer(model=model, args=training_args)")
-    files = {"src/train_lomo.py": train, "src/lomo_trainer.py": trainer,
-             "run.sh": "deepspeed --include localhost:0 src/train_lomo.py config/args.yaml\n",
-             "config/args.yaml": "model_name_or_path: Qwen/Qwen2.5-0.5B\nper_device_train_batch_size: 16\n"
-                                 "deepspeed: config/ds_config.json\noutput_dir: out\n",
-             "config/ds_config.json": '{\n  "fp16": {"enabled": true},\n  "train_micro_batch_size_per_gpu": 2,\n'
-                                      '  "zero_optimization": {"stage": 3}\n}\n'}
+    files = {"src/train_lomo.py": train, "src/lomo_trainer.py": trainer, **LOMO_LAUNCH}
     settings, _ = _project(tmp_path, files)
     found = [d.code for d in Linter(settings).lint_path(tmp_path / "config/ds_config.json")]
     assert "CFG014" in found
