@@ -104,14 +104,11 @@ def materialize(git_dir: Path, dest: Path, commit: str) -> str:
     return f"{full} ({skipped} absent blobs skipped)"
 
 
-def _picked(checkouts: list[Checkout], only: list[str] | None) -> list[Checkout]:
-    if not only:
-        return checkouts
-    names = {name for item in only for name in item.split(",") if name}
-    unknown = names - {c.name for c in checkouts}
-    if unknown:
-        sys.exit(f"not in the manifest: {', '.join(sorted(unknown))}")
-    return [c for c in checkouts if c.name in names]
+def _picked(path: Path, args: argparse.Namespace) -> list[Checkout]:
+    try:
+        return precision_manifest.select(precision_manifest.read(path), args.only, args.round)
+    except precision_manifest.ManifestError as error:
+        sys.exit(str(error))
 
 
 def restore(checkouts: list[Checkout], mirrors: Path, into: Path) -> list[tuple[Checkout, str]]:
@@ -181,7 +178,7 @@ def _checkouts_to_run(args: argparse.Namespace) -> list[tuple[str, Path]]:
         return named
     if args.root is None:
         sys.exit("--manifest needs --root, the folder `restore --into` filled")
-    listed = _picked(precision_manifest.read(args.manifest), args.only)
+    listed = _picked(args.manifest, args)
     absent = [c.name for c in listed if not (args.root / c.name).is_dir()]
     if absent:
         print(f"not restored under {args.root}, not run: {', '.join(absent)}\n")
@@ -213,6 +210,11 @@ def run_checks(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _selection(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--only", action="append", help="manifest names (comma-separated, or repeated)")
+    parser.add_argument("--round", help="the checkouts these measurements' tables list: 11, 2-8, 1,9")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -228,7 +230,7 @@ def main() -> None:
     back.add_argument("--manifest", type=Path, default=precision_manifest.MANIFEST)
     back.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"))
     back.add_argument("--into", type=Path, required=True)
-    back.add_argument("--only", action="append", help="names (comma-separated, or repeated)")
+    _selection(back)
     run = sub.add_parser("check", help="memlint's findings on checkouts")
     run.add_argument("checkouts", nargs="*", help="NAME=PATH")
     run.add_argument(
@@ -236,7 +238,7 @@ def main() -> None:
         help=f"run every restored checkout of this manifest (default {precision_manifest.MANIFEST.name})",
     )
     run.add_argument("--root", type=Path, help="the folder `restore --into` filled")
-    run.add_argument("--only", action="append", help="with --manifest: names (comma-separated, or repeated)")
+    _selection(run)
     run.add_argument("--memlint", default=str(Path(sys.executable).with_name("memlint")))
     run.add_argument("--online", action="store_true", help="let memlint ask the Hugging Face Hub")
     run.add_argument("--sample", type=int, default=3, help="findings shown per other code and repository")
@@ -254,7 +256,7 @@ def main() -> None:
             sys.exit(0 if current == text else f"{args.out} is out of date: run `python bench/precision.py manifest`")
         args.out.write_text(text)
     elif args.command == "restore":
-        checkouts = _picked(precision_manifest.read(args.manifest), args.only)
+        checkouts = _picked(args.manifest, args)
         sys.exit(1 if restore(checkouts, args.mirrors, args.into) else 0)
     elif args.command == "compare":
         before, after = precision_compare.load(args.before), precision_compare.load(args.after)

@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "precision.md"
 MANIFEST = ROOT / "bench" / "precision_repos.tsv"
-COLUMNS = ("name", "repository", "commit", "round")
+COLUMNS = ("name", "repository", "commit", "rounds")
 
 _ORDINALS = {
     word: number
@@ -45,7 +45,7 @@ class Checkout:
     name: str  # the folder it is restored into and the ``repository`` of its findings
     repository: str  # owner/name on GitHub
     commit: str  # as the document writes it: abbreviated or full
-    round: int  # the measurement that first ran it
+    rounds: tuple[int, ...]  # the measurements whose tables list it, the one that added it first
 
     @property
     def snapshot(self) -> str:
@@ -104,10 +104,13 @@ def checkouts_in_doc(text: str) -> list[Checkout]:
     their commits. Folder names are the repositories' names, prefixed by the owner where two
     repositories share a name.
     """
-    runs: list[tuple[str, str, int]] = []
+    runs: list[tuple[str, str, list[int]]] = []
     for repository, commit, measurement in sorted(named_in_doc(text), key=lambda row: row[2]):
-        if not any(seen == repository and _same_commit(commit, kept) for seen, kept, _ in runs):
-            runs.append((repository, commit, measurement))
+        same = [rounds for seen, kept, rounds in runs if seen == repository and _same_commit(commit, kept)]
+        if not same:
+            runs.append((repository, commit, [measurement]))
+        elif measurement not in same[0]:
+            same[0].append(measurement)
     owners_of: dict[str, set[str]] = {}
     commits_of: dict[str, int] = {}
     for repository, _, _ in runs:
@@ -115,12 +118,12 @@ def checkouts_in_doc(text: str) -> list[Checkout]:
         owners_of.setdefault(name.lower(), set()).add(owner)
         commits_of[repository] = commits_of.get(repository, 0) + 1
     checkouts = []
-    for repository, commit, measurement in runs:
+    for repository, commit, rounds in runs:
         owner, name = repository.split("/")
         folder = name if len(owners_of[name.lower()]) == 1 else f"{owner}-{name}"
         if commits_of[repository] > 1:
             folder += f"@{commit[:7]}"
-        checkouts.append(Checkout(folder, repository, commit, measurement))
+        checkouts.append(Checkout(folder, repository, commit, tuple(rounds)))
     return checkouts
 
 
@@ -128,11 +131,13 @@ def render(text: str) -> str:
     """The manifest file for the document ``text``."""
     lines = [
         "# The checkouts docs/precision.md measures, one a line; generated from its `| repository | commit |`",
-        "# tables by `python bench/precision.py manifest` (do not edit by hand). round: the measurement that",
-        "# first ran the checkout. Restore with `python bench/precision.py restore --into DIR`.",
+        "# tables by `python bench/precision.py manifest` (do not edit by hand). rounds: the measurements whose",
+        "# tables list the checkout, the one that added it first. Restore: `python bench/precision.py restore --into DIR`.",
         "\t".join(COLUMNS),
     ]
-    lines += [f"{c.name}\t{c.repository}\t{c.commit}\t{c.round}" for c in checkouts_in_doc(text)]
+    lines += [
+        f"{c.name}\t{c.repository}\t{c.commit}\t{','.join(map(str, c.rounds))}" for c in checkouts_in_doc(text)
+    ]
     lines += [f"# not had (the document says no snapshot could be had): {repo}" for repo in unavailable_in_doc(text)]
     return "\n".join(lines) + "\n"
 
@@ -144,10 +149,37 @@ def read(path: Path) -> list[Checkout]:
         raise ManifestError(f"{path}: the header must be {' '.join(COLUMNS)} (tab-separated)")
     checkouts = []
     for number, row in enumerate(rows[1:], start=2):
-        if len(row) != len(COLUMNS) or not _COMMIT.match(row[2]) or not row[3].isdigit():
-            raise ManifestError(f"{path}: row {number} is not name, owner/name, commit, round: {row}")
-        checkouts.append(Checkout(row[0], row[1], row[2], int(row[3])))
+        rounds = row[3].split(",") if len(row) == len(COLUMNS) else []
+        if not rounds or not _COMMIT.match(row[2]) or not all(r.isdigit() for r in rounds):
+            raise ManifestError(f"{path}: row {number} is not name, owner/name, commit, rounds: {row}")
+        checkouts.append(Checkout(row[0], row[1], row[2], tuple(map(int, rounds))))
     names = [c.name for c in checkouts]
     if len(set(names)) != len(names):
         raise ManifestError(f"{path}: a name is used twice")
     return checkouts
+
+
+def rounds_named(spec: str) -> set[int]:
+    """The measurements ``spec`` names: ``11``, ``2-8``, ``1,9`` or a mix."""
+    picked: set[int] = set()
+    for part in filter(None, spec.split(",")):
+        first, _, last = part.partition("-")
+        if not first.strip().isdigit() or (last and not last.strip().isdigit()):
+            raise ManifestError(f"not a measurement or a range of them: {part!r}")
+        picked.update(range(int(first), int(last or first) + 1))
+    return picked
+
+
+def select(checkouts: list[Checkout], names: list[str] | None, rounds: str | None) -> list[Checkout]:
+    """The checkouts named (comma-separated names, repeatable) and listed by the measurements ``rounds``."""
+    chosen = checkouts
+    if names:
+        wanted = {name for item in names for name in item.split(",") if name}
+        unknown = wanted - {c.name for c in checkouts}
+        if unknown:
+            raise ManifestError(f"not in the manifest: {', '.join(sorted(unknown))}")
+        chosen = [c for c in chosen if c.name in wanted]
+    if rounds:
+        measured = rounds_named(rounds)
+        chosen = [c for c in chosen if measured & set(c.rounds)]
+    return chosen

@@ -74,19 +74,19 @@ DOC = textwrap.dedent("""\
 
 def test_manifest_reads_every_commit_table_in_the_order_measurements_ran():
     checkouts = manifest.checkouts_in_doc(DOC)
-    assert [(c.name, c.repository, c.commit, c.round) for c in checkouts] == [
+    assert [(c.name, c.repository, c.commit, c.rounds) for c in checkouts] == [
         # the first measurement's table sits under "Repositories and commits", still round 1
-        ("minGPT@37baab7", "karpathy/minGPT", "37baab71b9abea1b76ab957409a1cc2fbfba8a26", 1),
-        ("openai-examples", "openai/examples", "1111111aaaaaaa", 1),
+        ("minGPT@37baab7", "karpathy/minGPT", "37baab71b9abea1b76ab957409a1cc2fbfba8a26", (1,)),
+        ("openai-examples", "openai/examples", "1111111aaaaaaa", (1,)),
         # the full commit of round 2 and the abbreviated one of round 3 are one checkout
-        ("nanoGPT", "karpathy/nanoGPT", "3adf61e154c3fe3fca428ad6bc3818b27a3b8291", 2),
-        ("open-instruct", "allenai/open-instruct", "e6c3044aa6201c8bfa4573c1b03142af599e730d", 2),
-        ("llama-recipes", "meta-llama/llama-recipes", "faae2fd87799", 3),
+        ("nanoGPT", "karpathy/nanoGPT", "3adf61e154c3fe3fca428ad6bc3818b27a3b8291", (2, 3)),
+        ("open-instruct", "allenai/open-instruct", "e6c3044aa6201c8bfa4573c1b03142af599e730d", (2,)),
+        ("llama-recipes", "meta-llama/llama-recipes", "faae2fd87799", (3,)),
         # a cell of several repositories pairs them with its commits in order; two owners
         # with one name are told apart by the owner, one repository at two commits by the commit
-        ("nanochat", "karpathy/nanochat", "92d63d4e8bb4", 7),
-        ("pytorch-examples", "pytorch/examples", "77f55b912142", 7),
-        ("minGPT@0123456", "karpathy/minGPT", "0123456789ab", 7),
+        ("nanochat", "karpathy/nanochat", "92d63d4e8bb4", (7,)),
+        ("pytorch-examples", "pytorch/examples", "77f55b912142", (7,)),
+        ("minGPT@0123456", "karpathy/minGPT", "0123456789ab", (7,)),
     ]
     assert manifest.unavailable_in_doc(DOC) == ["PKU-Alignment/safe-rlhf"]
 
@@ -95,6 +95,17 @@ def test_a_cell_whose_repositories_and_commits_do_not_pair_is_refused():
     broken = DOC.replace("92d63d4e8bb4, 77f55b912142, 0123456789ab", "92d63d4e8bb4, 77f55b912142")
     with pytest.raises(manifest.ManifestError, match="cannot pair"):
         manifest.checkouts_in_doc(broken)
+
+
+def test_selection_by_name_and_by_measurement():
+    checkouts = manifest.checkouts_in_doc(DOC)
+    assert [c.name for c in manifest.select(checkouts, None, "3")] == ["nanoGPT", "llama-recipes"]
+    assert [c.name for c in manifest.select(checkouts, ["nanochat,nanoGPT"], "2-3")] == ["nanoGPT"]
+    assert len(manifest.select(checkouts, None, "1,7")) == 5
+    with pytest.raises(manifest.ManifestError, match="not in the manifest: nanogpt"):
+        manifest.select(checkouts, ["nanogpt"], None)
+    with pytest.raises(manifest.ManifestError, match="range"):
+        manifest.rounds_named("ninth")
 
 
 def test_rendered_manifest_reads_back_and_a_wrong_header_is_refused(tmp_path):
@@ -112,7 +123,9 @@ def test_committed_manifest_is_the_one_docs_precision_md_gives():
     assert manifest.MANIFEST.read_text() == manifest.render(manifest.DOC.read_text())
     checkouts = manifest.read(manifest.MANIFEST)
     assert len({c.name for c in checkouts}) == len(checkouts)
-    assert {c.round for c in checkouts} >= set(range(1, 12)) - {6}  # the sixth re-ran the fifth's
+    assert {c.rounds[0] for c in checkouts} >= set(range(1, 12)) - {6}  # the sixth re-ran the fifth's
+    # the 88 checkouts the second to eleventh measurements ran (the first's twelve came before)
+    assert len(manifest.select(checkouts, None, "2-11")) == 88
 
 
 def _git(*args: str, cwd: Path | None = None) -> str:
@@ -141,9 +154,9 @@ def test_restore_writes_each_checkout_at_its_commit_and_lists_what_it_cannot(tmp
     mirrors = tmp_path / "mirror"
     first, _ = _snapshot(mirrors, "karpathy/nanoGPT")
     checkouts = [
-        manifest.Checkout("nanoGPT", "karpathy/nanoGPT", first[:12], 2),
-        manifest.Checkout("minGPT", "karpathy/minGPT", "37baab71b9ab", 1),
-        manifest.Checkout("nanoGPT@deadbee", "karpathy/nanoGPT", "deadbeefdead", 7),
+        manifest.Checkout("nanoGPT", "karpathy/nanoGPT", first[:12], (2,)),
+        manifest.Checkout("minGPT", "karpathy/minGPT", "37baab71b9ab", (1,)),
+        manifest.Checkout("nanoGPT@deadbee", "karpathy/nanoGPT", "deadbeefdead", (7,)),
     ]
     into = tmp_path / "co"
     missing = precision.restore(checkouts, mirrors, into)
@@ -168,7 +181,7 @@ def test_check_runs_the_restored_checkouts_of_the_manifest(tmp_path, capsys):
     root = tmp_path / "co"
     (root / "nanoGPT").mkdir(parents=True)
     listed = tmp_path / "repos.tsv"
-    listed.write_text("name\trepository\tcommit\tround\nnanoGPT\tkarpathy/nanoGPT\t3adf61e154c3\t2\n"
+    listed.write_text("name\trepository\tcommit\trounds\nnanoGPT\tkarpathy/nanoGPT\t3adf61e154c3\t2,3\n"
                       "minGPT\tkarpathy/minGPT\t37baab71b9ab\t1\n")
     fake = tmp_path / "memlint"  # stands for memlint: prints one finding with an absolute file name
     fake.write_text("#!/bin/sh\nprintf '[{\"code\": \"AMP001\", \"filename\": \"%s/train.py\", \"severity\": "
@@ -176,8 +189,8 @@ def test_check_runs_the_restored_checkouts_of_the_manifest(tmp_path, capsys):
                     "\"column\": 5}}]' \"$PWD\"\nexit 1\n")
     fake.chmod(0o755)
     out = tmp_path / "run.json"
-    args = precision.argparse.Namespace(checkouts=[], manifest=listed, root=root, only=None, memlint=str(fake),
-                                        online=False, sample=3, json=out)
+    args = precision.argparse.Namespace(checkouts=[], manifest=listed, root=root, only=None, round=None,
+                                        memlint=str(fake), online=False, sample=3, json=out)
     assert precision.run_checks(args) == 0
     printed = capsys.readouterr().out
     assert "not restored under" in printed and "minGPT" in printed
