@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -202,7 +203,9 @@ def run_checks(args: argparse.Namespace) -> int:
     total = Counter(f["code"] for f in everything)
     print("## all: " + ", ".join(f"{c} {n}" for c, n in sorted(total.items())))
     print("mission-code findings:", sum(total[c] for c in MISSION))
-    print(f"{len(everything)} findings in {time.monotonic() - started:.0f} s")
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)  # CPU time: the machine is shared
+    cpu = children.ru_utime + children.ru_stime
+    print(f"{len(everything)} findings in {time.monotonic() - started:.0f} s ({cpu:.0f} s of memlint's CPU)")
     if failed:
         print(f"memlint failed on: {', '.join(failed)}")
     if args.json:

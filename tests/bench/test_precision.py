@@ -200,17 +200,17 @@ def test_check_runs_the_restored_checkouts_of_the_manifest(tmp_path, capsys):
 
 
 def test_compare_pairs_findings_by_place_and_lists_the_mission_codes_that_moved():
-    before = [
+    unchanged = [
         _finding("nanoGPT", "AMP001", "train.py", 300, "warning", "float16 autocast without a GradScaler"),
-        _finding("open-instruct", "MEM001", "configs/sft/tulu2_70b.yaml", 3, "error", "peak 178.2 GiB"),
         _finding("open-instruct", "MEM001", "configs/sft/tulu2_70b.yaml", 3, "error", "peak 295.0 GiB"),
+    ]
+    before = unchanged + [
+        _finding("open-instruct", "MEM001", "configs/sft/tulu2_70b.yaml", 3, "error", "peak 178.2 GiB"),
         _finding("SimPO", "ZRO001", "accelerate_configs/deepspeed_zero3.yaml", 9, "warning", "fits with ZeRO-1"),
         _finding("peft", "MEM001", "examples/sft/run.sh", 3, "error", "peak 76.7 GiB"),
         _finding("peft", "MEM003", "examples/boft/train.py", 12, "info", "unknown model"),
     ]
-    after = [
-        _finding("nanoGPT", "AMP001", "train.py", 300, "warning", "float16 autocast without a GradScaler"),
-        _finding("open-instruct", "MEM001", "configs/sft/tulu2_70b.yaml", 3, "error", "peak 295.0 GiB"),
+    after = list(reversed(unchanged)) + [  # the order of a run does not matter
         _finding("open-instruct", "MEM001", "configs/sft/tulu2_70b.yaml", 3, "warning", "peak 178.2 GiB, assumed"),
         _finding("SimPO", "ZRO001", "accelerate_configs/deepspeed_zero3.yaml", 9, "warning", "fits with ZeRO-1 at 66.3"),
         _finding("LongLoRA", "MEM001", "supervised-fine-tune.py", 95, "warning", "peak 175.0 GiB"),
