@@ -175,7 +175,10 @@ def estimate_training(
     weights = Component("weights", f"Weights ({states.weights_note})", int(states.weights))
     master = Component("master_weights", "Master weights (fp32)", int(states.master))
     fp32_grads = Component("fp32_gradients", "fp32 gradient partition", int(states.fp32_grads))
-    opt = Component("optimizer_states", f"Optimizer states: {spec.label}", int(states.optimizer))
+    opt = Component("optimizer_states", f"Optimizer states: {spec.label}", int(states.optimizer - states.paged))
+    paged_opt = Component("paged_optimizer_states", f"Paged optimizer states: {spec.label}", int(states.paged),
+                          "in CUDA managed memory: the driver evicts them to host memory when the GPU runs out "
+                          "and the step pages them back (a slowdown, not an out-of-memory error)")
     grad_label = f"Gradients ({_dtype_name(policy.grad_bytes, half)})"
     grads = Component("gradients", grad_label, int(states.gradients))
     ddp = Component("ddp_buckets", "DDP all-reduce buckets", int(states.ddp_buckets),
@@ -237,7 +240,7 @@ def estimate_training(
                          int(arch.lm_head.params * policy.grad_bytes))
 
     zero12_step = _zero12_master_step(setup)
-    persistent = [weights, master, opt] if zero12_step else [weights, master, fp32_grads, opt]
+    persistent = [weights, master, opt, paged_opt] if zero12_step else [weights, master, fp32_grads, opt, paged_opt]
     forward = persistent + [accumulated, activations, casts, logits_fwd, inputs] + fwd_buffers
     backward_start = persistent + [accumulated, activations, logits_bwd, inputs] + head_buffers
     if not ckpt:

@@ -95,6 +95,13 @@ class OutOfMemory(Rule):
     axolotl.cli.train x.yaml``, then the same with ``--deepspeed zero3.json``) is judged per
     launch: one that overflows while another fits is a warning that names both.
 
+    bitsandbytes' paged optimizers (``optim: paged_adamw_32bit``, ``paged_adamw_8bit``,
+    ``paged_lion_32bit``, ``bnb.optim.PagedAdamW``) keep the states of every tensor of at least
+    100,000 values in CUDA managed memory, which the driver evicts to host memory when the GPU runs
+    out and the step pages back: a run that overflows by no more than those states does not fail,
+    it pages. That is an info saying how many GiB are paged each step (their 32-bit kernels keep
+    fp32 states, also for bf16 weights: 8 bytes a parameter for AdamW).
+
     ## Settings
     The target GPU comes from ``gpu`` in ``[tool.memlint]`` or ``--gpu``; when neither names one,
     from the infrastructure file the project commits to ask for it — a slurm script's
@@ -142,6 +149,15 @@ class OutOfMemory(Rule):
             message="A10G",
             title="Full fine-tuning of an 8B model on a 24 GB A10G: activations of micro-batch 4 dominate",
         ),
+        Example(
+            "model_name_or_path: meta-llama/Llama-3.1-8B\nper_device_train_batch_size: 1\nmax_length: 2048\n"
+            "bf16: true\ngradient_checkpointing: true\noptim: paged_adamw_32bit\noutput_dir: out\n",
+            path="args.yaml",
+            settings={"gpu": "h100"},
+            lines=(6,),
+            message="fits only by paging",
+            title="An 8B model on one H100 with bitsandbytes' paged AdamW: an info, the fp32 states page to host",
+        ),
     )
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
@@ -158,6 +174,10 @@ class OutOfMemory(Rule):
             if alternative is not None:  # the documented launches disagree on the form: no assumption
                 assumed = [a for a in assumed if a.fact != "parallelism"]
                 also = alternative_clause(ctx, run, alternative)
+            if budget.fits_by_paging and run.lower_bound is None:
+                yield memory_finding(ctx, run, budget, _paging_message(ctx, run, budget, also, assumed),
+                                     assumed, Severity.INFO)
+                continue
             severity = Severity.WARNING if assumed or alternative is not None else None
             condition = shorter = ""
             if rests_on_data(assumed) and run.setup is not None:  # the data decides
@@ -176,3 +196,20 @@ class OutOfMemory(Rule):
                 f"{shorter}{fix_hint(ctx, run)}{assumption_clause(assumed)}"
             )
             yield memory_finding(ctx, run, budget, message, assumed, severity)
+
+
+def _paging_message(ctx: RuleContext, run, budget, also: str, assumed: list) -> str:
+    """A run that overflows only into its paged optimizer states: bitsandbytes keeps them in CUDA
+    managed memory, which the driver evicts to host memory instead of failing an allocation."""
+    cap = budget.capacity
+    assert cap is not None and budget.margin_bytes is not None
+    paged = budget.peak_phase.component("paged_optimizer_states")
+    assert paged is not None
+    optimizer = paged.label.split(": ", 1)[-1]
+    return (
+        f"estimated peak {gib(budget.peak_bytes)} per GPU exceeds the {gib(cap.usable_bytes)} usable on "
+        f"{cap.gpu_name}{ctx.gpu_origin(run)}{also}, but {gib(paged.bytes)} of it are the states {optimizer} "
+        f"keeps in CUDA managed memory: the run fits only by paging ~{gib(-budget.margin_bytes)} of optimizer "
+        "state to host memory, moved back over PCIe at every optimizer step (a slowdown, not an out-of-memory "
+        f"error){fix_hint(ctx, run, 'avoids the paging')}{assumption_clause(assumed)}"
+    )
