@@ -137,6 +137,15 @@ def routed_expert_params(arch: Architecture) -> int:
                for count, lin in _block_linears(arch) if lin.name.startswith("experts."))
 
 
+def device_block_params(arch: Architecture, setup: TrainingSetup) -> int:
+    """The largest block's parameters on the GPU, which sharding gathers whole: without its routed
+    experts when KTransformers keeps them in host memory."""
+    if not setup.experts_on_host:
+        return arch.largest_block_params
+    return max(group.params_per_block - sum(lin.params for lin in group.linears if lin.name.startswith("experts."))
+               for group in arch.blocks)
+
+
 def _host_params(arch: Architecture, setup: TrainingSetup) -> int:
     """The routed experts' weights KTransformers keeps in host memory."""
     return routed_expert_params(arch) if setup.experts_on_host else 0

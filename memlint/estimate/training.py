@@ -22,7 +22,7 @@ from memlint.estimate.budget import Budget, Capacity, Component, Phase
 from memlint.estimate.companions import companion_parts
 from memlint.estimate.policy import OPTIMIZERS, POLICIES, Precision
 from memlint.estimate.setup import Attention, Sharding, TrainingSetup
-from memlint.estimate.states import count_parameters, shard_factor, stage, state_bytes
+from memlint.estimate.states import count_parameters, device_block_params, shard_factor, stage, state_bytes
 
 # DeepSpeed ZeRO defaults (deepspeed/runtime/zero/config.py): bucket sizes in elements.
 DS_REDUCE_BUCKET = 5e8
@@ -68,7 +68,7 @@ def _sharding_buffers(
     policy = POLICIES[setup.precision]
     zero = stage(setup)
     w = _communication_bytes(setup)
-    block = arch.largest_block_params
+    block = device_block_params(arch, setup)
     fwd: list[Component] = []
     head: list[Component] = []
     bwd: list[Component] = []
