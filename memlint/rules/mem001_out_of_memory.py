@@ -47,6 +47,12 @@ trainer.train()
 """
 
 
+def _llama_args(body: str, gpu: str, line: int, message: str, title: str) -> Example:
+    """A TrainingArguments YAML fully fine-tuning Llama-3.1-8B, reported on ``line``."""
+    return Example(f"model_name_or_path: meta-llama/Llama-3.1-8B\n{body}output_dir: out\n", path="args.yaml",
+                   settings={"gpu": gpu}, lines=(line,), message=message, title=title)
+
+
 class OutOfMemory(Rule):
     """## What it does
     Estimates the peak GPU memory of each training run defined by a script or config —
@@ -140,23 +146,16 @@ class OutOfMemory(Rule):
             message="exceeds",
             title="Micro-batch 8 of 4096 tokens without checkpointing: activations alone exceed 80 GB",
         ),
-        Example(
-            "model_name_or_path: meta-llama/Llama-3.1-8B\nper_device_train_batch_size: 4\n"
-            "max_length: 2048\nbf16: true\ngradient_checkpointing: false\noutput_dir: out\n",
-            path="args.yaml",
-            settings={"gpu": "a10g"},
-            lines=(2,),
-            message="A10G",
-            title="Full fine-tuning of an 8B model on a 24 GB A10G: activations of micro-batch 4 dominate",
+        _llama_args(
+            "per_device_train_batch_size: 4\nmax_length: 2048\nbf16: true\ngradient_checkpointing: false\n",
+            "a10g", 2, "A10G",
+            "Full fine-tuning of an 8B model on a 24 GB A10G: activations of micro-batch 4 dominate",
         ),
-        Example(
-            "model_name_or_path: meta-llama/Llama-3.1-8B\nper_device_train_batch_size: 1\nmax_length: 2048\n"
-            "bf16: true\ngradient_checkpointing: true\noptim: paged_adamw_32bit\noutput_dir: out\n",
-            path="args.yaml",
-            settings={"gpu": "h100"},
-            lines=(6,),
-            message="fits only by paging",
-            title="An 8B model on one H100 with bitsandbytes' paged AdamW: an info, the fp32 states page to host",
+        _llama_args(
+            "per_device_train_batch_size: 1\nmax_length: 2048\nbf16: true\ngradient_checkpointing: true\n"
+            "optim: paged_adamw_32bit\n",
+            "h100", 6, "fits only by paging",
+            "An 8B model on one H100 with bitsandbytes' paged AdamW: an info, the fp32 states page to host",
         ),
     )
 
