@@ -108,6 +108,9 @@ _STAND_IN = (
 
 def _stand_ins(text: str, blocks: list[tuple[int, int]]) -> list[tuple[str, str, int]]:
     """(documented script, its stand-in, 1-based line) for each such sentence outside the code blocks."""
+    lowered = text.lower()
+    if "replac" not in lowered and "instead of" not in lowered:
+        return []
     prose = list(text)
     for start, end in blocks:
         prose[start:end] = ["\n" if c == "\n" else " " for c in text[start:end]]
