@@ -116,6 +116,20 @@ class Budget:
         return self.peak_bytes <= self.capacity.usable_bytes
 
     @property
+    def paged_bytes(self) -> int:
+        """Bytes at the peak that a paged optimizer keeps in CUDA managed memory (bitsandbytes'
+        ``Paged*`` optimizers): the driver evicts them to host memory rather than fail."""
+        paged = self.peak_phase.component("paged_optimizer_states")
+        return paged.bytes if paged is not None else 0
+
+    @property
+    def fits_by_paging(self) -> bool:
+        """The peak overflows, but by no more than the paged optimizer states: the run pages
+        them to host memory each step instead of running out of memory."""
+        margin = self.margin_bytes
+        return margin is not None and margin < 0 and -margin <= self.paged_bytes
+
+    @property
     def comfortable(self) -> bool | None:
         if self.capacity is None:
             return None

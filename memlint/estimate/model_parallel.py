@@ -35,7 +35,7 @@ from memlint.estimate.states import routed_expert_params
 # components that scale with the parameters a GPU holds / with the optimizer's partition
 _HELD = ("weights", "fp32_gradients", "head_gradient", "tied_head_gradient", "tied_embedding_gradients",
          "gradients", "ddp_buckets", "reduce_copy", "flat_gradients")
-_PARTITIONED = ("master_weights", "optimizer_states", "optimizer_step_temp")
+_PARTITIONED = ("master_weights", "optimizer_states", "paged_optimizer_states", "optimizer_step_temp")
 # components of the activations (one micro-batch of every layer, on the first pipeline stage)
 _ACTIVATIONS = ("activations", "recompute", "block_backward", "autocast_weight_copies")
 # Korthikanti et al. 2022, eq. 2: 34 s·b·h bytes per layer of which 24 are split by tensor parallelism

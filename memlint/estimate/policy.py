@@ -37,6 +37,8 @@ class Optimizer(str, enum.Enum):
     ADAFACTOR = "adafactor"
     ADAMW_8BIT = "adamw-8bit"  # bitsandbytes AdamW8bit
     PAGED_ADAMW_8BIT = "paged-adamw-8bit"  # bitsandbytes PagedAdamW8bit
+    PAGED_ADAMW = "paged-adamw"  # bitsandbytes PagedAdamW / PagedAdamW32bit (32-bit states)
+    PAGED_LION = "paged-lion"  # bitsandbytes PagedLion / PagedLion32bit (32-bit states)
     LION = "lion"
 
     @classmethod
@@ -95,6 +97,13 @@ class OptimizerSpec:
     step_temp: str = "none"
     step_temp_count: float = 1.0
     factored: bool = False  # Adafactor: row + column second moments for matrices
+    # bitsandbytes' 32-bit kernels keep fp32 states whatever the parameters' dtype
+    # (``Optimizer2State.init_state``: ``get_state_buffer(p, dtype=torch.float32)``)
+    fp32_states: bool = False
+    # bitsandbytes' paged optimizers put each state of a tensor of at least ``BNB_PAGED_MIN_SIZE``
+    # values in CUDA managed memory (``get_state_buffer`` -> ``F.get_paged``, cudaMallocManaged),
+    # which the driver evicts to host memory when the GPU runs out instead of failing
+    paged: bool = False
 
 
 OPTIMIZERS: dict[Optimizer, OptimizerSpec] = {
@@ -116,8 +125,13 @@ OPTIMIZERS: dict[Optimizer, OptimizerSpec] = {
     # bitsandbytes blockwise 8-bit states: 1 byte each for m and v, plus an fp32 absmax per
     # 256-value block per state (2 * 4/256 bytes); tensors under 4096 values stay 32-bit.
     Optimizer.ADAMW_8BIT: OptimizerSpec("AdamW 8-bit (bitsandbytes)", 0, 2 + 8 / 256),
-    Optimizer.PAGED_ADAMW_8BIT: OptimizerSpec("Paged AdamW 8-bit (bitsandbytes)", 0, 2 + 8 / 256),
+    Optimizer.PAGED_ADAMW_8BIT: OptimizerSpec("Paged AdamW 8-bit (bitsandbytes)", 0, 2 + 8 / 256, paged=True),
+    Optimizer.PAGED_ADAMW: OptimizerSpec("Paged AdamW 32-bit (bitsandbytes)", 2, fp32_states=True, paged=True),
+    Optimizer.PAGED_LION: OptimizerSpec("Paged Lion 32-bit (bitsandbytes)", 1, fp32_states=True, paged=True),
 }
 
 # bitsandbytes keeps 32-bit states for tensors smaller than this (``min_8bit_size``).
 BNB_MIN_8BIT_SIZE = 4096
+# bitsandbytes pages the states of tensors of at least this many values (``get_state_buffer``:
+# ``p.numel() < 1e5`` stays in ordinary device memory).
+BNB_PAGED_MIN_SIZE = 100_000

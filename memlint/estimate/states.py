@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 
 from memlint.estimate import vision
 from memlint.estimate.architecture import Architecture, Linear
-from memlint.estimate.policy import OPTIMIZERS, POLICIES
+from memlint.estimate.policy import BNB_PAGED_MIN_SIZE, OPTIMIZERS, POLICIES
 from memlint.estimate.setup import Sharding, TrainingSetup
 
 # bitsandbytes NF4/FP4: 4 bits per weight plus one absmax per 64-weight block, stored as fp32,
@@ -137,6 +137,15 @@ def routed_expert_params(arch: Architecture) -> int:
                for count, lin in _block_linears(arch) if lin.name.startswith("experts."))
 
 
+def device_block_params(arch: Architecture, setup: TrainingSetup) -> int:
+    """The largest block's parameters on the GPU, which sharding gathers whole: without its routed
+    experts when KTransformers keeps them in host memory."""
+    if not setup.experts_on_host:
+        return arch.largest_block_params
+    return max(group.params_per_block - sum(lin.params for lin in group.linears if lin.name.startswith("experts."))
+               for group in arch.blocks)
+
+
 def _host_params(arch: Architecture, setup: TrainingSetup) -> int:
     """The routed experts' weights KTransformers keeps in host memory."""
     return routed_expert_params(arch) if setup.experts_on_host else 0
@@ -179,6 +188,7 @@ class StateBytes:
     step_temp: float
     host: float  # bytes on the host (per node) for offloaded states
     ddp_buckets: float  # DDP's flat all-reduce buckets (a second copy of the gradients)
+    paged: float = 0.0  # of ``optimizer``, the bytes a paged optimizer keeps in CUDA managed memory
 
 
 def _dtype(nbytes: int) -> str:
@@ -262,8 +272,8 @@ def state_bytes(arch: Architecture, setup: TrainingSetup, counts: ParameterCount
     if setup.sharding == Sharding.ZERO3 and setup.offload_optimizer:
         grads = counts.lora * 4 / n
 
-    # ---- optimizer states: fp32 for adapters and for master-weight policies
-    state_elem = policy.state_bytes
+    # ---- optimizer states: fp32 for adapters, for master-weight policies and for bitsandbytes' 32-bit kernels
+    state_elem = 4 if spec.fp32_states else policy.state_bytes
     full_state = base_trainable - counts.projected
     states = spec.states_per_param * ((full_state + counts.projected_state) * state_elem + counts.lora * 4)
     states += counts.projector * state_elem
@@ -310,4 +320,26 @@ def state_bytes(arch: Architecture, setup: TrainingSetup, counts: ParameterCount
     if setup.world_size > 1 and setup.sharding == Sharding.NONE:
         ddp = grads  # gradient_as_bucket_view=False (the default): buckets copy the grads
 
-    return StateBytes(weights, note, grads, master, fp32_grads, states, temp, host, ddp)
+    paged = states * _paged_share(arch, setup, counts) if spec.paged else 0.0
+    return StateBytes(weights, note, grads, master, fp32_grads, states, temp, host, ddp, paged)
+
+
+def _paged_share(arch: Architecture, setup: TrainingSetup, counts: ParameterCounts) -> float:
+    """The share of the optimized values whose states a bitsandbytes paged optimizer puts in managed
+    memory: those of tensors of at least ``BNB_PAGED_MIN_SIZE`` values. LoRA's factors are
+    ``r x in`` and ``out x r``: at rank 16 on a 4096-wide layer (65,536 values) nothing is paged;
+    OFT keeps one generator tensor per layer. In a full fine-tune only norms and biases are smaller
+    (a few MiB): they count as paged."""
+    if not counts.optimized:
+        return 0.0
+    lora = setup.lora
+    if lora is None:
+        return 1.0
+    paged = 0
+    for count, linear in _block_linears(arch):
+        if not lora.applies_to(linear.name):
+            continue
+        tensors = ((lora.adapter_params(linear.in_features, linear.out_features),) if lora.method == "oft"
+                   else (lora.r * linear.in_features, lora.r * linear.out_features))
+        paged += count * sum(values for values in tensors if values >= BNB_PAGED_MIN_SIZE)
+    return min(paged / counts.optimized, 1.0)

@@ -22,7 +22,7 @@ from memlint.estimate.budget import Budget, Capacity, Component, Phase
 from memlint.estimate.companions import companion_parts
 from memlint.estimate.policy import OPTIMIZERS, POLICIES, Precision
 from memlint.estimate.setup import Attention, Sharding, TrainingSetup
-from memlint.estimate.states import count_parameters, shard_factor, stage, state_bytes
+from memlint.estimate.states import count_parameters, device_block_params, shard_factor, stage, state_bytes
 
 # DeepSpeed ZeRO defaults (deepspeed/runtime/zero/config.py): bucket sizes in elements.
 DS_REDUCE_BUCKET = 5e8
@@ -68,7 +68,7 @@ def _sharding_buffers(
     policy = POLICIES[setup.precision]
     zero = stage(setup)
     w = _communication_bytes(setup)
-    block = arch.largest_block_params
+    block = device_block_params(arch, setup)
     fwd: list[Component] = []
     head: list[Component] = []
     bwd: list[Component] = []
@@ -175,7 +175,10 @@ def estimate_training(
     weights = Component("weights", f"Weights ({states.weights_note})", int(states.weights))
     master = Component("master_weights", "Master weights (fp32)", int(states.master))
     fp32_grads = Component("fp32_gradients", "fp32 gradient partition", int(states.fp32_grads))
-    opt = Component("optimizer_states", f"Optimizer states: {spec.label}", int(states.optimizer))
+    opt = Component("optimizer_states", f"Optimizer states: {spec.label}", int(states.optimizer - states.paged))
+    paged_opt = Component("paged_optimizer_states", f"Paged optimizer states: {spec.label}", int(states.paged),
+                          "in CUDA managed memory: the driver evicts them to host memory when the GPU runs out "
+                          "and the step pages them back (a slowdown, not an out-of-memory error)")
     grad_label = f"Gradients ({_dtype_name(policy.grad_bytes, half)})"
     grads = Component("gradients", grad_label, int(states.gradients))
     ddp = Component("ddp_buckets", "DDP all-reduce buckets", int(states.ddp_buckets),
@@ -237,7 +240,7 @@ def estimate_training(
                          int(arch.lm_head.params * policy.grad_bytes))
 
     zero12_step = _zero12_master_step(setup)
-    persistent = [weights, master, opt] if zero12_step else [weights, master, fp32_grads, opt]
+    persistent = [weights, master, opt, paged_opt] if zero12_step else [weights, master, fp32_grads, opt, paged_opt]
     forward = persistent + [accumulated, activations, casts, logits_fwd, inputs] + fwd_buffers
     backward_start = persistent + [accumulated, activations, logits_bwd, inputs] + head_buffers
     if not ckpt:

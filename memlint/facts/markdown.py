@@ -16,6 +16,8 @@ for the project to decide (:meth:`memlint.project.Project.runs_for`).
 
 from __future__ import annotations
 
+import copy
+import posixpath
 import re
 
 from memlint.documents.parsed import ParsedDocument
@@ -74,13 +76,50 @@ def extract_markdown(parsed: ParsedDocument) -> list[RunFacts]:
     for start, end in blocks:
         kept[start:end] = command_lines(text, start, end, assignments=True)[start:end]
     out = []
+    stand_ins = _stand_ins(text, blocks)
     for facts in launches_in(parsed, "".join(kept), blocks=[start for start, _ in blocks]):
         launched = facts.launches
         if launched is None:
             continue
         facts.launches = Sourced(launched.value, launched.origin, f"{launched.note} (a command in a code block)")
         out.append(facts)
+        script = str(launched.value)
+        for documented, stand_in, line in stand_ins:
+            if posixpath.basename(script) == posixpath.basename(documented):
+                other = copy.copy(facts)
+                swapped = posixpath.join(posixpath.dirname(script), stand_in) if "/" not in stand_in else stand_in
+                other.launches = Sourced(swapped, launched.origin, f"{launched.note} (a command in a code block, "
+                                         f"with {stand_in} in place of {documented}, as line {line} says)")
+                out.append(other)
     return out
+
+
+# Prose that names a script as a stand-in for another in its documented commands ("supervised-fine-tune.py
+# can be replaced by supervised-fine-tune-qlora.py if you want 4-bit fine-tuning", "replace `train.py` with
+# `train_lora.py`", "use `train_lora.py` instead of `train.py`").
+_SCRIPT = r"`?(?P<{}>[\w./-]+\.(?:py|sh))`?"
+_STAND_IN = (
+    re.compile(rf"{_SCRIPT.format('a')}\s+(?:can|could|may)\s+(?:also\s+)?be\s+replaced\s+(?:by|with)\s+"
+               rf"{_SCRIPT.format('b')}", re.I),
+    re.compile(rf"\breplac(?:e|ing)\s+{_SCRIPT.format('a')}\s+(?:by|with)\s+{_SCRIPT.format('b')}", re.I),
+    re.compile(rf"\b(?:use|run)\s+{_SCRIPT.format('b')}\s+instead\s+of\s+{_SCRIPT.format('a')}", re.I),
+)
+
+
+def _stand_ins(text: str, blocks: list[tuple[int, int]]) -> list[tuple[str, str, int]]:
+    """(documented script, its stand-in, 1-based line) for each such sentence outside the code blocks."""
+    lowered = text.lower()
+    if "replac" not in lowered and "instead of" not in lowered:
+        return []
+    prose = list(text)
+    for start, end in blocks:
+        prose[start:end] = ["\n" if c == "\n" else " " for c in text[start:end]]
+    found = []
+    for pattern in _STAND_IN:
+        for match in pattern.finditer("".join(prose)):
+            if posixpath.basename(match["a"]) != posixpath.basename(match["b"]):
+                found.append((match["a"], match["b"], text.count("\n", 0, match.start()) + 1))
+    return found
 
 
 def shell_invocations(parsed: ParsedDocument) -> list[Invocation]:

@@ -202,6 +202,8 @@ OPTIMIZER_CLASS_NAMES = {
     "PagedAdamW8bit",
     "PagedAdamW32bit",
     "PagedLion8bit",
+    "PagedLion",
+    "PagedLion32bit",
     "Lion8bit",
     "FusedAdam",
     "FusedLAMB",

@@ -19,6 +19,7 @@ CONTROLS: dict[str, tuple[str, ...]] = {
     "recompute": ("micro_batch", "seq_len"),
     "autocast_weight_copies": ("mixed", "autocast", "grad_ckpt"),
     "optimizer_states": ("optimizer", "zero_stage", "fsdp", "model"),
+    "paged_optimizer_states": ("optimizer", "zero_stage", "fsdp", "model"),
     "optimizer_step_temp": ("optimizer",),
     "weights": ("model", "load_dtype", "half_model", "quantization", "zero_stage", "fsdp"),
     "master_weights": ("ds_bf16", "ds_fp16", "zero_stage"),
@@ -201,7 +202,7 @@ def fix_hint(ctx: RuleContext, run: ResolvedRun, verb: str = "makes it fit") -> 
         said = "" if run.lower_bound is not None else f" ({reason})"  # the message said why already
         return (f"; {best.change} (−{gib(best.saves_bytes)}) would make it fit by the estimate, a lower bound "
                 f"here{said}")
-    return f"; {best.change} (−{gib(best.saves_bytes)}) makes it fit"
+    return f"; {best.change} (−{gib(best.saves_bytes)}) {verb}"
 
 
 def lower_bound_reason(run: ResolvedRun) -> str | None:

@@ -47,6 +47,12 @@ trainer.train()
 """
 
 
+def _llama_args(body: str, gpu: str, line: int, message: str, title: str) -> Example:
+    """A TrainingArguments YAML fully fine-tuning Llama-3.1-8B, reported on ``line``."""
+    return Example(f"model_name_or_path: meta-llama/Llama-3.1-8B\n{body}output_dir: out\n", path="args.yaml",
+                   settings={"gpu": gpu}, lines=(line,), message=message, title=title)
+
+
 class OutOfMemory(Rule):
     """## What it does
     Estimates the peak GPU memory of each training run defined by a script or config —
@@ -95,6 +101,13 @@ class OutOfMemory(Rule):
     axolotl.cli.train x.yaml``, then the same with ``--deepspeed zero3.json``) is judged per
     launch: one that overflows while another fits is a warning that names both.
 
+    bitsandbytes' paged optimizers (``optim: paged_adamw_32bit``, ``paged_adamw_8bit``,
+    ``paged_lion_32bit``, ``bnb.optim.PagedAdamW``) keep the states of every tensor of at least
+    100,000 values in CUDA managed memory, which the driver evicts to host memory when the GPU runs
+    out and the step pages back: a run that overflows by no more than those states does not fail,
+    it pages. That is an info saying how many GiB are paged each step (their 32-bit kernels keep
+    fp32 states, also for bf16 weights: 8 bytes a parameter for AdamW).
+
     ## Settings
     The target GPU comes from ``gpu`` in ``[tool.memlint]`` or ``--gpu``; when neither names one,
     from the infrastructure file the project commits to ask for it — a slurm script's
@@ -133,14 +146,16 @@ class OutOfMemory(Rule):
             message="exceeds",
             title="Micro-batch 8 of 4096 tokens without checkpointing: activations alone exceed 80 GB",
         ),
-        Example(
-            "model_name_or_path: meta-llama/Llama-3.1-8B\nper_device_train_batch_size: 4\n"
-            "max_length: 2048\nbf16: true\ngradient_checkpointing: false\noutput_dir: out\n",
-            path="args.yaml",
-            settings={"gpu": "a10g"},
-            lines=(2,),
-            message="A10G",
-            title="Full fine-tuning of an 8B model on a 24 GB A10G: activations of micro-batch 4 dominate",
+        _llama_args(
+            "per_device_train_batch_size: 4\nmax_length: 2048\nbf16: true\ngradient_checkpointing: false\n",
+            "a10g", 2, "A10G",
+            "Full fine-tuning of an 8B model on a 24 GB A10G: activations of micro-batch 4 dominate",
+        ),
+        _llama_args(
+            "per_device_train_batch_size: 1\nmax_length: 2048\nbf16: true\ngradient_checkpointing: true\n"
+            "optim: paged_adamw_32bit\n",
+            "h100", 6, "fits only by paging",
+            "An 8B model on one H100 with bitsandbytes' paged AdamW: an info, the fp32 states page to host",
         ),
     )
 
@@ -158,6 +173,10 @@ class OutOfMemory(Rule):
             if alternative is not None:  # the documented launches disagree on the form: no assumption
                 assumed = [a for a in assumed if a.fact != "parallelism"]
                 also = alternative_clause(ctx, run, alternative)
+            if budget.fits_by_paging and run.lower_bound is None:
+                yield memory_finding(ctx, run, budget, _paging_message(ctx, run, budget, also, assumed),
+                                     assumed, Severity.INFO)
+                continue
             severity = Severity.WARNING if assumed or alternative is not None else None
             condition = shorter = ""
             if rests_on_data(assumed) and run.setup is not None:  # the data decides
@@ -176,3 +195,20 @@ class OutOfMemory(Rule):
                 f"{shorter}{fix_hint(ctx, run)}{assumption_clause(assumed)}"
             )
             yield memory_finding(ctx, run, budget, message, assumed, severity)
+
+
+def _paging_message(ctx: RuleContext, run, budget, also: str, assumed: list) -> str:
+    """A run that overflows only into its paged optimizer states: bitsandbytes keeps them in CUDA
+    managed memory, which the driver evicts to host memory instead of failing an allocation."""
+    cap = budget.capacity
+    assert cap is not None and budget.margin_bytes is not None
+    paged = budget.peak_phase.component("paged_optimizer_states")
+    assert paged is not None
+    optimizer = paged.label.split(": ", 1)[-1]
+    return (
+        f"estimated peak {gib(budget.peak_bytes)} per GPU exceeds the {gib(cap.usable_bytes)} usable on "
+        f"{cap.gpu_name}{ctx.gpu_origin(run)}{also}, but {gib(paged.bytes)} of it are the states {optimizer} "
+        f"keeps in CUDA managed memory: the run fits only by paging ~{gib(-budget.margin_bytes)} of optimizer "
+        "state to host memory, moved back over PCIe at every optimizer step (a slowdown, not an out-of-memory "
+        f"error){fix_hint(ctx, run, 'avoids the paging')}{assumption_clause(assumed)}"
+    )

@@ -402,3 +402,17 @@ def test_qlora_of_a_meta_counted_moe_quantizes_its_fused_experts(tmp_path, monke
     assert held > arch.n_params * 0.5
     assert sheet["peak_bytes"] < 40 * 2**30  # fits one 80 GB H100; not a 24 GB L4 (weights alone ~21 GiB)
     assert sheet["peak_bytes"] > 22 * 2**30
+
+
+def test_fsdp_gathers_no_routed_experts_that_ktransformers_keeps_in_host_memory():
+    # FSDP2 all-gathers a block's GPU parameters; KTransformers' routed experts never reach the GPU
+    from memlint.estimate import Lora, Sharding, TrainingSetup, estimate_training
+
+    arch = resolve("deepseek-ai/DeepSeek-V2-Lite").arch
+    setup = TrainingSetup(micro_batch=1, seq_len=2048, lora=Lora(r=8, targets=("q_proj", "v_proj")),
+                          sharding=Sharding.FSDP_FULL, world_size=4, grad_ckpt_every=1, experts_on_host=True)
+    gathered = estimate_training(arch, setup).phases[0].component("all_gather")
+    on_gpu = max(g.params_per_block - sum(lin.params for lin in g.linears if lin.name.startswith("experts."))
+                 for g in arch.blocks)
+    assert gathered is not None and on_gpu < arch.largest_block_params / 5
+    assert gathered.bytes == on_gpu * 2  # bf16 all-gather of the largest block without its routed experts
