@@ -7,12 +7,14 @@ like ``bench/lsp_latency.py``'s (``--project``) or the file alone with ``gpu = "
 changed members, their record and the class's new version), the facts (of which the scopes),
 the runs, each rule and the rules' index. A stage's figure counts what it calls. ``--profile N``
 also prints cProfile's N functions of most own time over the counted edits (``--profile-out``:
-the profile, for ``pstats``); ``--time module:function`` (repeatable) also times that function
-where its module holds it (a caller that imported it by name calls it untimed), without
-cProfile's cost per call.
+the profile, for ``pstats``); ``--time module:function`` (or ``module:Class.method``; repeatable)
+also times that function where its module holds it (a caller that imported it by name calls it
+untimed), without cProfile's cost per call. ``--freeze`` handles the collector as the language
+server does (each lint's objects frozen at its end), so that no young collection, which the
+server never makes between an edit and its diagnostics, is counted in a stage.
 
     python bench/edit_stages.py path/to/grpo_trainer.py [--edits 10] [--project] [--profile 40]
-    python bench/edit_stages.py path/to/accelerator.py --project --time memlint.python.member_scopes:_taken_over
+    python bench/edit_stages.py path/to/accelerator.py --project --freeze --time memlint.python.member_scopes:_taken_over
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ import memlint.python.method_units as method_units  # noqa: E402
 import memlint.python.source as source_module  # noqa: E402
 from lint_latency import edited  # noqa: E402
 from lsp_latency import write_project  # noqa: E402
+from memlint.lint.collector import IdleCollection, collector_paused, freeze_long_lived  # noqa: E402
 from memlint.lint.engine import Linter  # noqa: E402
 from memlint.project.runs import RunFinder  # noqa: E402
 from memlint.project.settings import discover  # noqa: E402
@@ -83,12 +86,19 @@ def main() -> None:
     parser.add_argument("--profile", type=int, default=0, metavar="N",
                         help="also print cProfile's N functions of most own time over the counted edits")
     parser.add_argument("--profile-out", type=Path, help="with --profile: where to write the profile (pstats)")
+    parser.add_argument("--freeze", action="store_true",
+                        help="freeze what each lint made, as the language server does (``IdleCollection``): "
+                             "no young collection lands in the figures")
     parser.add_argument("--time", action="append", default=[], metavar="MODULE:FUNCTION",
-                        help="also time this function (repeatable)")
+                        help="also time this function or MODULE:CLASS.METHOD (repeatable)")
     args = parser.parse_args()
     for spec in args.time:
         module_name, _, name = spec.partition(":")
-        _timed(importlib.import_module(module_name), name, f"also: {spec}")
+        owner: object = importlib.import_module(module_name)
+        *path, name = name.split(".")  # ``module:Class.method`` times a method
+        for part in path:
+            owner = getattr(owner, part)
+        _timed(owner, name, f"also: {spec}")
     for owner, name, label in (
         (parsed_module, "parse_document", "parse"), (class_units.cst, "parse_module", "parse: libcst"),
         (class_units, "record", "parse: record"), (method_units, "record", "parse: record"),
@@ -111,6 +121,9 @@ def main() -> None:
             _timed_rule(rule)
         text = path.read_text(encoding="utf-8")
         linter.lint_path(path)
+        collection = IdleCollection()
+        if args.freeze:
+            freeze_long_lived()
         for n in range(3):  # warm-up edits, not counted
             linter.project.set_overlay(path, edited(text, n))
             linter.lint_path(path)
@@ -121,7 +134,12 @@ def main() -> None:
             profiler.enable()
         for n in range(args.edits):
             linter.project.set_overlay(path, edited(text, n + 3))
-            linter.lint_path(path)
+            if args.freeze:
+                with collector_paused():
+                    linter.lint_path(path)
+                    collection.linted()
+            else:
+                linter.lint_path(path)
         if profiler is not None:
             profiler.disable()
         total = (time.process_time() - start) * 1000 / args.edits

@@ -217,7 +217,7 @@ def _owner(values: Values, node: cst.CSTNode) -> cst.CSTNode | None:
 _DEFINITIONS = (cst.FunctionDef, cst.ClassDef)
 
 
-def _run_scopes(named: list[tuple[cst.Call, set[str]]],
+def _run_scopes(named: list[tuple[cst.Call, frozenset[str]]],
                 owner_of: Callable[[cst.CSTNode], cst.CSTNode | None]) -> list[set]:
     """One run per top-level function that builds its own trainer (``def sft(): SFTTrainer(...)``,
     ``def dpo(): DPOTrainer(...)``): for each, the other such functions to leave out. A file

@@ -14,7 +14,7 @@ from memlint.model.provenance import Sourced
 _PARSE_FILE = {"parse_json_file": "json_file", "parse_yaml_file": "yaml_file", "parse_yaml_and_args": "yaml_arg"}
 
 
-def recognise(ctx: ScriptFacts, call: cst.Call, names: set[str], method: str | None) -> None:
+def recognise(ctx: ScriptFacts, call: cst.Call, names: frozenset[str], method: str | None) -> None:
     if method not in _PARSE_FILE or ctx.facts.arguments_file is not None:
         return
     # the methods of HfArgumentParser (and TrlParser, a project's subclass): argparse has none of

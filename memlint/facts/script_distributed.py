@@ -3,6 +3,7 @@ inline dict), ``Accelerator`` and its DeepSpeed/FSDP plugins, Lightning strategi
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import libcst as cst
@@ -30,7 +31,16 @@ _DEEPSPEED_INITIALIZE_ARGS = (
 )
 
 
-def recognise(ctx: ScriptFacts, call: cst.Call, names: set[str], method: str | None) -> None:
+@functools.lru_cache(maxsize=1024)
+def _mentions_an_engine(names: frozenset[str]) -> bool:
+    """Could a call of these qualified names build a distributing engine? Asked of every call of
+    the module after each edit, for a few dozen distinct sets of names (most calls have none)."""
+    return bool(names & _ENGINE_NAMES) or any(lightning_strategy(n) is not None for n in names)
+
+
+def recognise(ctx: ScriptFacts, call: cst.Call, names: frozenset[str], method: str | None) -> None:
+    if not _mentions_an_engine(names):
+        return
     if names & DEEPSPEED_INITIALIZE:
         deepspeed_initialize(ctx, call)
     if names & ACCELERATORS:
@@ -53,6 +63,10 @@ def recognise(ctx: ScriptFacts, call: cst.Call, names: set[str], method: str | N
         torch_fsdp_precision(ctx, call)
     if names & TORCH_FSDP_CPU_OFFLOAD:
         torch_fsdp_offload(ctx, call, policy=any(n.endswith("Policy") for n in names))
+
+
+_ENGINE_NAMES = frozenset(DEEPSPEED_INITIALIZE | ACCELERATORS | DEEPSPEED_PLUGINS | FSDP_PLUGINS | TORCH_FSDP_WRAPPERS
+                 | TORCH_FULLY_SHARD | TORCH_FSDP_PRECISION | TORCH_FSDP_CPU_OFFLOAD)
 
 
 def torch_fsdp(ctx: ScriptFacts, call: cst.Call) -> None:

@@ -4,6 +4,7 @@ the ``outputs = model(**batch); outputs.loss.backward()`` pattern that keeps the
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 
@@ -74,18 +75,28 @@ def _could_be_model(values: Values, name: cst.Name, depth: int) -> bool:
     return values.could_be(name, lambda e: isinstance(e, cst.Call) and loads_model(values, e, depth + 1))
 
 
-def recognise(ctx: ScriptFacts, call: cst.Call, names: set[str], method: str | None) -> None:
-    _pads_to_max_length(ctx, call)
+@functools.lru_cache(maxsize=1024)
+def _roles(names: frozenset[str]) -> tuple[str | None, bool, bool, bool, bool]:
+    """What a call's qualified names make it here: the optimizer it builds, a data loader, an
+    autocast, an activation checkpoint, a tokenizer loader. Asked of every call of the module
+    after each edit, for a few dozen distinct sets of names (most calls have none)."""
     kinds = {k for n in names if (k := optimizer_class(n)) is not None}
-    if kinds:
-        optimizer(ctx, call, kinds.pop())
-    if names & DATALOADERS:
+    return (kinds.pop() if kinds else None, bool(names & DATALOADERS), bool(names & AUTOCASTS),
+            bool(names & CHECKPOINT_FUNCTIONS), any(is_tokenizer_loader(n) for n in names))
+
+
+def recognise(ctx: ScriptFacts, call: cst.Call, names: frozenset[str], method: str | None) -> None:
+    _pads_to_max_length(ctx, call)
+    kind, loader, autocasts, checkpoint, tokenizer_loader = _roles(names)
+    if kind is not None:
+        optimizer(ctx, call, kind)
+    if loader:
         dataloader(ctx, call)
-    if names & AUTOCASTS:
+    if autocasts:
         autocast(ctx, call, names)
-    if names & CHECKPOINT_FUNCTIONS and ctx.values.enclosing_function(call) is not None:
+    if checkpoint and ctx.values.enclosing_function(call) is not None:
         ctx.state("grad_ckpt", 1, call.func, "torch.utils.checkpoint in a custom forward", at=call)
-    if any(is_tokenizer_loader(n) for n in names):
+    if tokenizer_loader:
         arguments = ctx.values.arguments(call)
         if "model_max_length" in arguments:
             _length_candidate(ctx, ctx.values.evaluate(arguments.get("model_max_length")), call,
@@ -353,7 +364,7 @@ def finish_length_option(ctx: ScriptFacts) -> None:
 # ----------------------------------------------------------------- precision
 
 
-def autocast(ctx: ScriptFacts, call: cst.Call, names: set[str]) -> None:
+def autocast(ctx: ScriptFacts, call: cst.Call, names: frozenset[str]) -> None:
     """``torch.autocast("cuda", dtype=torch.bfloat16)``; ``torch.cuda.amp.autocast()`` is fp16."""
     values = ctx.values
     legacy = any(n.startswith("torch.cuda.amp") for n in names)

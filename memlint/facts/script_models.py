@@ -3,6 +3,7 @@ quantization), ``BitsAndBytesConfig``, ``LoraConfig``, PEFT's k-bit preparation,
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import libcst as cst
@@ -60,30 +61,41 @@ IMAGE_MODEL_ADVICE = ("memlint sizes Transformers language and vision-language m
                       "with `torch.cuda.max_memory_allocated()` and silence this note with `# memlint: ignore[MEM003]`")
 
 
-def recognise(ctx: ScriptFacts, call: cst.Call, names: set[str], method: str | None) -> None:
-    if any(is_model_loader(n) for n in names):
+@functools.lru_cache(maxsize=1024)
+def _roles(names: frozenset[str]) -> tuple[bool, str | None, bool, bool, str | None, bool, bool]:
+    """What a call's qualified names make it here: a model loader, an image model's library, a
+    quantization config, a LoRA config, another PEFT method's config, a k-bit preparation, a
+    Liger patch. Asked of every call of the module after each edit, for a few dozen distinct
+    sets of names (most calls have none)."""
+    return (any(is_model_loader(n) for n in names), next((lib for n in names if (lib := image_model_library(n))), None),
+            bool(names & QUANTIZATION_CONFIGS), bool(names & LORA_CONFIGS),
+            next((n for n in names if _other_peft_config(n)), None), bool(names & KBIT_PREPARATION),
+            any(liger(n) == "patch" for n in names))
+
+
+def recognise(ctx: ScriptFacts, call: cst.Call, names: frozenset[str], method: str | None) -> None:
+    loader, library, quantization, lora_config, other_peft, kbit, liger_patch = _roles(names)
+    if loader:
         model_loader(ctx, call, names)
-    library = next((lib for n in names if (lib := image_model_library(n))), None)
     if library is not None:
         code = " ".join(ctx.python.code_of(call).split())  # one line, as a message shows it
         code = code.replace("( ", "(").replace(" )", ")")
         shown = code if len(code) <= 60 else code[:57] + "..."
         ctx.state("unmodelled", (f"a {library} image model (`{shown}`)", IMAGE_MODEL_ADVICE), call,
                   f"{library} model", at=call)
-    if names & QUANTIZATION_CONFIGS:
+    if quantization:
         bits_and_bytes(ctx, call)
-    if names & LORA_CONFIGS:
+    if lora_config:
         lora(ctx, call)
-    elif any(_other_peft_config(n) for n in names) and _wrap_config(ctx, call):
-        method = next(n for n in names if _other_peft_config(n)).rsplit(".", 1)[-1]
+    elif other_peft is not None and _wrap_config(ctx, call):
+        method = other_peft.rsplit(".", 1)[-1]
         ctx.state("unmodelled", (f"the PEFT method `{method}`", PEFT_METHOD_ADVICE), call.func,
                   f"{method}(...) given to get_peft_model", at=call, extra_guards=ctx.value_guards(call))
-    if names & KBIT_PREPARATION:
+    if kbit:
         arguments = ctx.values.arguments(call, ("model", "use_gradient_checkpointing"))
         ctx.switch("grad_ckpt", 1, arguments.get("use_gradient_checkpointing"), True, call.func,
                    "prepare_model_for_kbit_training enables gradient checkpointing", at=call)
-    kinds = {liger(n) for n in names} - {None}
-    if "patch" in kinds:
+    if liger_patch:
         arguments = ctx.values.arguments(call)
         ctx.switch("fused_loss", True, arguments.get("fused_linear_cross_entropy"), True, call.func,
                    "Liger fused linear cross-entropy", at=call)
@@ -154,7 +166,7 @@ def _frozen_model(values, call: cst.Call) -> bool:
     return False
 
 
-def model_loader(ctx: ScriptFacts, call: cst.Call, names: set[str]) -> None:
+def model_loader(ctx: ScriptFacts, call: cst.Call, names: frozenset[str]) -> None:
     values = ctx.values
     if _frozen_model(values, call):
         return  # not the model being trained

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import libcst as cst
@@ -25,20 +26,28 @@ from memlint.python.values import ClassValue, Found, Mapping
 HF_OPTIONS = tuple(hf_args.FIELDS) + ("bf16", "fp16")
 
 
-def recognise(ctx: ScriptFacts, call: cst.Call, names: set[str], method: str | None) -> None:
-    frameworks = {trainer_framework(n) for n in names} - {None}
+@functools.lru_cache(maxsize=1024)
+def _roles(names: frozenset[str]) -> tuple[frozenset[str | None], frozenset[str | None], bool]:
+    """What a call's qualified names make it here: the trainers' and the configs' frameworks it
+    builds, an argument parser of dataclasses. Asked of every call of the module after each
+    edit, for a few dozen distinct sets of names (most calls have none)."""
+    return (frozenset(trainer_framework(n) for n in names) - {None},
+            frozenset(config_framework(n) for n in names) - {None}, any(is_argument_parser(n) for n in names))
+
+
+def recognise(ctx: ScriptFacts, call: cst.Call, names: frozenset[str], method: str | None) -> None:
+    frameworks, configs, argument_parser = _roles(names)
     if "lightning" in frameworks:
         lightning(ctx, call, names)
     elif frameworks:
         trainer(ctx, call, "trl" if "trl" in frameworks else "hf-trainer", names)
-    configs = {config_framework(n) for n in names} - {None}
     if configs:
         config(ctx, call, "trl" if "trl" in configs else "hf-trainer", names)
-    if any(is_argument_parser(n) for n in names) or ctx.values.options.is_dataclass_parser(call):
+    if argument_parser or ctx.values.options.is_dataclass_parser(call, names):
         parser(ctx, call)
 
 
-def _short(names: set[str]) -> str:
+def _short(names: frozenset[str]) -> str:
     dotted = sorted(n for n in names if "." in n)
     return (dotted[0] if dotted else sorted(names)[0]).rsplit(".", 1)[-1]
 
@@ -60,7 +69,7 @@ def hf_field(ctx: ScriptFacts, key: str, found: Found | None, owner: str, at: cs
         ctx.state(name, value, found.node, note, at=at, rank=RANK_CONFIG)
 
 
-def config(ctx: ScriptFacts, call: cst.Call, framework: str, names: set[str]) -> None:
+def config(ctx: ScriptFacts, call: cst.Call, framework: str, names: frozenset[str]) -> None:
     """``TrainingArguments(...)``, ``SFTConfig(...)``, a user subclass called directly."""
     values = ctx.values
     owner = _short(names)
@@ -100,7 +109,7 @@ def _adapter_skipped(fields: dict[str, Any]) -> frozenset[str]:
     return hf_args.ADAPTER_PARAMETERS if hf_args.has_adapter_switch(written) else frozenset()
 
 
-def _own_defaults(ctx: ScriptFacts, call: cst.Call, names: set[str], given: dict, owner: str) -> None:
+def _own_defaults(ctx: ScriptFacts, call: cst.Call, names: frozenset[str], given: dict, owner: str) -> None:
     """A user subclass of TrainingArguments: its own field defaults are TrainingArguments values."""
     found = ctx.values.evaluate(call.func)
     if found is None or not isinstance(found.value, ClassValue):
@@ -136,7 +145,7 @@ OTHER_MODELS = {"ref_model": "reference_model", "reward_model": "reward_model", 
                 "teacher_model": "teacher_model", "reward_funcs": "reward_model"}
 
 
-def trainer_kind(ctx: ScriptFacts, call: cst.Call, names: set[str]) -> None:
+def trainer_kind(ctx: ScriptFacts, call: cst.Call, names: frozenset[str]) -> None:
     """``DPOTrainer`` / ``DPOConfig`` -> "dpo" (a user subclass names its TRL base)."""
     for name in sorted(names):
         short = name.rsplit(".", 1)[-1]
@@ -184,7 +193,7 @@ def other_models(ctx: ScriptFacts, call: cst.Call, arguments: Any, owner: str) -
                             f"{owner}({key}=...) from_pretrained(...)", at=call, binding=fact)
 
 
-def trainer(ctx: ScriptFacts, call: cst.Call, framework: str, names: set[str]) -> None:
+def trainer(ctx: ScriptFacts, call: cst.Call, framework: str, names: frozenset[str]) -> None:
     values = ctx.values
     owner = _short(names)
     ctx.framework(framework, call.func, f"{owner}(...)")
@@ -224,7 +233,7 @@ def _library_class(ctx: ScriptFacts, call: cst.Call, qualname: str) -> None:
     if framework is not None:
         ctx.framework(framework, call.func, f"{qualname.rsplit('.', 1)[-1]} parsed from the command line")
         ctx.anchor(call.func, ANCHOR_CONFIG)
-        trainer_kind(ctx, call, {qualname})
+        trainer_kind(ctx, call, frozenset({qualname}))
     if is_library_dataclass(qualname):
         for key in HF_OPTIONS:
             ctx.bind((key,), f"hf:{key}")
@@ -287,7 +296,7 @@ def _precision(value: Any) -> str | None:
     return None
 
 
-def lightning(ctx: ScriptFacts, call: cst.Call, names: set[str]) -> None:
+def lightning(ctx: ScriptFacts, call: cst.Call, names: frozenset[str]) -> None:
     """Lightning ``Trainer(precision=, accumulate_grad_batches=, devices=, num_nodes=, strategy=)``
     and ``Fabric(...)``."""
     values = ctx.values

@@ -38,7 +38,7 @@ from memlint.python.block_runs import leading as _leading
 from memlint.python.block_runs import moved as _moved
 from memlint.python.block_runs import Piece
 from memlint.python.tree import Record, parents_of, record, register, subtree
-from memlint.python.units import Origin, Parse, Unit, parse_of
+from memlint.python.units import Origin, Parse, Unit, parses_of
 
 STAND_IN = "class _:\n"  # one line above the changed members
 
@@ -225,7 +225,7 @@ def _rebuilt(old: Unit, text: str, members: list[cst.BaseStatement], a: int, b: 
                 bounds=new_bounds, sizes=sizes, member_parses=member_parses)
     # the nodes it shares with the old unit are registered with the parses they come from
     kept = [*every, block.header, statement.name, *statement.decorators, *block.footer, *old.module.footer]
-    shared = {id(p): p for p in map(parse_of, kept) if p is not None}
+    shared = {id(p): p for p in parses_of(kept)}
     shared.update((id(p), p) for found in member_parses.values() for p in found)
     shared.update((id(p), p) for p in piece.parses)
     if new_members:

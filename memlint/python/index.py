@@ -291,12 +291,21 @@ class ModuleIndex:
             return candidates[0] if candidates else None
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
             owner = self.class_of(call)
-            name = func.attr.value
             if owner is not None:
-                for statement in owner.body.body:
-                    if isinstance(statement, cst.FunctionDef) and statement.name.value == name:
-                        return statement
+                return self._methods_of(owner).get(func.attr.value)
         return None
+
+    def _methods_of(self, owner: cst.ClassDef) -> dict[str, cst.FunctionDef]:
+        """A class's methods by name (the first of a name), once per class: asked of every
+        ``self.x()`` call, of which a trainer class makes hundreds among a hundred methods."""
+        def table() -> dict[str, cst.FunctionDef]:
+            methods: dict[str, cst.FunctionDef] = {}
+            for statement in owner.body.body:
+                if isinstance(statement, cst.FunctionDef):
+                    methods.setdefault(statement.name.value, statement)
+            return methods
+
+        return self.once(("methods", id(owner)), table)
 
     def _is_method(self, function: cst.FunctionDef) -> bool:
         parent = self.parent(function)
@@ -308,13 +317,21 @@ class ModuleIndex:
         return self.once(f"callees:{id(flow)}:{depth}", lambda: self._reach(flow, depth))
 
     def _reach(self, flow: Flow, depth: int) -> set[int]:
-        direct = self.once("callees", self._direct_callees)
-        reached: set[int] = set()
-        frontier = {id(flow)}
-        for _ in range(depth):
-            frontier = {c for f in frontier for c in direct.get(f, ())} - reached
-            reached |= frontier
-        return reached
+        return _reached(self.once("callees", self._direct_callees), {id(flow)}, depth)
+
+    def runners_of(self, functions: set[int], depth: int = 2) -> set[int]:
+        """ids of the flows that run one of ``functions`` (ids), directly or through ``depth``
+        levels: the flows whose ``callees(flow, depth)`` meet them, found by one walk of the calls
+        backwards rather than one walk forwards per flow of the module."""
+        callers = self.once("callers", self._direct_callers)
+        return _reached(callers, functions, depth)
+
+    def _direct_callers(self) -> dict[int, set[int]]:
+        out: dict[int, set[int]] = {}
+        for caller, called in self.once("callees", self._direct_callees).items():
+            for function in called:
+                out.setdefault(function, set()).add(caller)
+        return out
 
     def _direct_callees(self) -> dict[int, set[int]]:
         out: dict[int, set[int]] = {}
@@ -442,6 +459,17 @@ class ModuleIndex:
             if p.name.value == name:
                 return p.default
         return None
+
+
+def _reached(edges: dict[int, set[int]], start: set[int], depth: int) -> set[int]:
+    """What ``start`` reaches along ``edges`` in 1 to ``depth`` steps (a start node only through
+    a cycle), by levels: each node at its shortest distance."""
+    reached: set[int] = set()
+    frontier = start
+    for _ in range(depth):
+        frontier = {c for f in frontier for c in edges.get(f, ())} - reached
+        reached |= frontier
+    return reached
 
 
 def could_be_named(node: cst.CSTNode, names: tuple[str, ...] | frozenset[str]) -> bool:

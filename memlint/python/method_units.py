@@ -27,6 +27,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass
 from itertools import islice
+from operator import itemgetter
 from typing import Any, cast
 
 import libcst as cst
@@ -34,7 +35,7 @@ from libcst.metadata import CodePosition, CodeRange
 
 from memlint.python.block_runs import Piece, bounds, deeper_comment, first_line, leading, moved
 from memlint.python.tree import record, subtree
-from memlint.python.units import Unit, parse_of
+from memlint.python.units import Unit, parses_of
 
 # the stand-in: a class, then a ``def`` for each block the changed statements are in
 CLASS_HEADER = "class _:\n"
@@ -185,9 +186,8 @@ def derive_method(old: Unit, a: int, member_bounds: list[int], old_lines: list[s
     gone = [*replaced, *subtree(statements[c:d], shape)]  # (a block's trailing lines are no syntax nodes)
     owned = [*(node for node, _ in new_run), *new_footer, *replaced.values()]
     # the earlier parses the method's other nodes come from (a node is its parse's while alive)
-    parses = {id(p): p for p in map(parse_of, (node for node, _ in spliced)) if p is not None}
-    return Piece([new_func], spliced, [0], registered, registered, wrapper, owned, gone=gone,
-                 parses=tuple(parses.values()))
+    parses = parses_of(map(itemgetter(0), spliced))
+    return Piece([new_func], spliced, [0], registered, registered, wrapper, owned, gone=gone, parses=tuple(parses))
 
 
 def _levels(func: cst.BaseStatement, positions: dict[cst.CSTNode, CodeRange], old_lines: list[str], lo: int,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, AbstractSet, Any
 
 import libcst as cst
 
@@ -298,11 +298,14 @@ class Options:
                 for call in source.nodes_of(cst.Call))
         return self._parses_dataclasses
 
-    def is_dataclass_parser(self, call: cst.Call) -> bool:
+    def is_dataclass_parser(self, call: cst.Call, names: AbstractSet[str] | None = None) -> bool:
         """``HfArgumentParser``/``TrlParser``, or a project's own subclass of one imported from
         another module (open-instruct's ``ArgumentParserPlus((FlatArguments, TokenizerConfig))``):
-        a ``*Parser*`` class called with the script's dataclasses, which ``argparse`` never is."""
-        names = self.values.callee_names(call)
+        a ``*Parser*`` class called with the script's dataclasses, which ``argparse`` never is.
+        ``names``: the call's ``callee_names`` where the caller has them (the extractor asks of
+        every call)."""
+        if names is None:
+            names = self.values.callee_names(call)
         if any(is_argument_parser(n) for n in names):
             return True
         if not call.args or call.args[0].keyword is not None or not any("Parser" in n.rsplit(".", 1)[-1] for n in names):

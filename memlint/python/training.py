@@ -172,6 +172,15 @@ def backward_of(index: ModuleIndex, call: cst.Call) -> Backward | None:
     return Backward(call, "tensor", target)
 
 
+def backwards(index: ModuleIndex) -> list[Backward]:
+    """Every ``backward()`` of the module (``backward_of`` of each call), in source order; computed
+    once per version for the rules that ask (AMP001, AMP003)."""
+    def compute() -> list[Backward]:
+        return [b for b in (backward_of(index, c) for c in index.calls) if b is not None]
+
+    return index.once("backwards", compute)
+
+
 @dataclass(frozen=True)
 class Step:
     call: cst.Call

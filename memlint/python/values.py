@@ -137,12 +137,13 @@ class Values(Names):
 
     # ------------------------------------------------------------- calls
 
-    def callee_names(self, call: cst.Call, depth: int = 0) -> set[str]:
+    def callee_names(self, call: cst.Call, depth: int = 0) -> frozenset[str]:
         """Qualified names of what a call calls: through aliases, variables holding a class,
-        and user classes (a ``class MyTrainer(Trainer)`` call also names ``transformers.Trainer``)."""
+        and user classes (a ``class MyTrainer(Trainer)`` call also names ``transformers.Trainer``).
+        The kept answer itself, not a copy: asked of every call of the module after each edit."""
         if depth:
-            return self._callee_names(call, depth)
-        return set(self.kept_answer(call, "callee", lambda: frozenset(self._callee_names(call, 0))))
+            return frozenset(self._callee_names(call, depth))
+        return self.kept_answer(call, "callee", lambda: frozenset(self._callee_names(call, 0)))
 
     def kept_answer(self, node: cst.CSTNode, question: str, work_out: Callable[[], Any]) -> Any:
         """The answer to ``question`` about ``node``: the one kept from an earlier version when

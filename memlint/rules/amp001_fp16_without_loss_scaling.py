@@ -16,7 +16,7 @@ from memlint.python.loops import TrainingLoop, step_loops, training_loops, updat
 from memlint.python.training import (
     Backward,
     autocast_regions,
-    backward_of,
+    backwards,
     bf16_support_choice,
     dtype_choices,
     is_scaler_constructor,
@@ -329,13 +329,13 @@ for batch in loader:
         if index is None:
             return
         training = updating_backwards(index)
-        backwards = [b for b in _backwards(index) if b.kind != "framework" and id(b.call) in training]
-        if not backwards:
+        trained = [b for b in backwards(index) if b.kind != "framework" and id(b.call) in training]
+        if not trained:
             return
         constructed = [c for c in index.calls if is_scaler_constructor(index, c)]
         scalers = [c for c in constructed if not scaler_disabled(c)]
         loops = training_loops(index)
-        for backward in backwards:
+        for backward in trained:
             if backward.kind != "tensor" or _scaled_elsewhere(index, backward, loops):
                 continue
             sources = _fp16_sources(index, backward, loops)
@@ -409,14 +409,6 @@ def _target_has_bf16(ctx: RuleContext) -> bool:
         return False
 
 
-def _backwards(index: ModuleIndex) -> list[Backward]:
-    def compute() -> list[Backward]:
-        calls = iter(index.calls)
-        return [b for b in (backward_of(index, c) for c in calls) if b is not None]
-
-    return index.once("backwards", compute)
-
-
 def _loops_running(loops: list[TrainingLoop], node: cst.CSTNode) -> list[TrainingLoop]:
     return [loop for loop in loops if any(e.node is node for e in loop.events)]
 
@@ -434,7 +426,7 @@ def _scaled_elsewhere(index: ModuleIndex, backward: Backward, loops) -> bool:
     """A scaled backward on another branch of the same function or loop: this one is the
     fallback when the scaler is off (``if scaler is not None: ... else: loss.backward()``)."""
     flow = index.flow_of(backward.call)
-    for other in _backwards(index):
+    for other in backwards(index):
         if other.kind == "scaled" and index.flow_of(other.call) is flow:
             return True
     for loop in _loops_running(loops, backward.call):

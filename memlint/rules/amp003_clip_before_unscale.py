@@ -12,7 +12,7 @@ from memlint.model.diagnostics import Applicability, Edit, Fix, Position, Range,
 from memlint.python.index import ModuleIndex, index_for
 from memlint.python.loops import Event, flow_events
 from memlint.python.syntax import method_name, receiver
-from memlint.python.training import backward_of, is_clip_grad, step_of
+from memlint.python.training import backward_of, backwards, is_clip_grad, step_of
 from memlint.rules.base import Example, Finding, Rule
 
 _LOOP = """\
@@ -135,9 +135,12 @@ def train(args, model, optimizer, scheduler, train_dataloader):
         if index is None:
             return
         reported: set[int] = set()
-        scaled_in = {id(index.flow_of(c)) for c in index.calls if (b := backward_of(index, c)) and b.kind == "scaled"}
+        scaled_in = {id(index.flow_of(b.call)) for b in backwards(index) if b.kind == "scaled"}
+        if not scaled_in:
+            return
+        running = scaled_in | index.runners_of(scaled_in, 3)
         for flow in index.flows:
-            if id(flow) not in scaled_in and not (index.callees(flow, 3) & scaled_in):
+            if id(flow) not in running:
                 continue  # no scaled backward runs here
             events = flow_events(index, flow)
             for clip, scaled, step in _clips_of_scaled_gradients(index, events):

@@ -194,3 +194,43 @@ def test_config_items_set_under_an_option_that_is_off_are_left_out():
     assert facts.ds_bf16 is None
     assert facts.ds_fp16.value is True
     assert facts.zero_stage.value == 2
+
+
+def test_the_same_names_called_with_other_arguments_in_another_script():
+    """What a call's qualified names make it (an engine, a plugin, an optimizer) is kept per set
+    of names across calls and documents; what the call says comes from the call: two scripts
+    that build the same aliased plugin and optimizer with other arguments get their own facts."""
+    def script(stage: int, offload: str, fused: str) -> str:
+        return dedent(f'''
+            import argparse
+
+            from accelerate import Accelerator as Acc
+            from accelerate.utils import DeepSpeedPlugin as Plugin
+            from torch.optim import AdamW as Opt
+            from transformers import AutoModelForCausalLM
+
+
+            def build(args):
+                plugin = Plugin(zero_stage={stage}, offload_optimizer_device="{offload}")
+                return Acc(mixed_precision="bf16", deepspeed_plugin=plugin)
+
+
+            def main():
+                parser = argparse.ArgumentParser()
+                parser.add_argument("--lr", type=float, default=2e-5)
+                args = parser.parse_args()
+                accelerator = build(args)
+                model = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B")
+                optimizer = Opt(model.parameters(), lr=args.lr, fused={fused})
+                model, optimizer = accelerator.prepare(model, optimizer)
+                for batch in []:
+                    accelerator.backward(model(**batch).loss)
+                    optimizer.step()
+        ''')
+
+    first = one(script(2, "cpu", "True"))
+    second = one(script(3, "none", "False"))
+    assert (first.zero_stage.value, first.offload_optimizer.value) == (2, True)
+    assert (second.zero_stage.value, second.offload_optimizer.value) == (3, False)
+    assert first.framework.value == second.framework.value == "accelerate"
+    assert (first.optimizer.value, second.optimizer.value) == ("adamw-fused", "adamw")

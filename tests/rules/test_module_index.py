@@ -232,3 +232,88 @@ def test_a_definition_is_written_before_a_node_as_the_positions_say(path: Path |
                         index.py.code_of(statement), index.py.code_of(at))
                     compared += 1
     assert compared or not any(index.definitions.values())
+
+
+_HELPERS = '''\
+import torch
+from torch.cuda.amp import GradScaler
+
+
+def scaled_backward(scaler, loss):
+    scaler.scale(loss).backward()
+
+
+def micro_step(model, batch, scaler):
+    loss = model(**batch).loss
+    scaled_backward(scaler, loss)
+    return loss
+
+
+def evaluate(model, loader):
+    with torch.no_grad():
+        return [model(**batch).loss for batch in loader]
+
+
+class Trainer:
+    def __init__(self, model, optimizer):
+        self.model, self.optimizer = model, optimizer
+        self.scaler = GradScaler()
+
+    def step(self, batch):
+        loss = micro_step(self.model, batch, self.scaler)
+        self.clip()
+        return loss
+
+    def clip(self):
+        self.scaler.unscale_(self.optimizer)
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+
+    def epoch(self, loader):
+        for batch in loader:
+            self.step(batch)
+        self.log(evaluate(self.model, loader))
+
+    def log(self, losses):
+        print(sum(losses))
+
+    def log(self, losses):  # a second definition: ``self.log`` runs the first, as the index reads it
+        self.epoch([])
+
+    def fit(self, loaders):
+        for loader in loaders:
+            self.epoch(loader)
+
+
+def retry(model, batch, scaler, times):
+    if times:
+        retry(model, batch, scaler, times - 1)
+    return micro_step(model, batch, scaler)
+
+
+def main():
+    trainer = Trainer(torch.nn.Linear(2, 2), None)
+    trainer.fit([[]])
+'''
+
+
+def test_the_flows_that_run_a_function_are_those_whose_callees_reach_it() -> None:
+    """``runners_of`` (one walk of the call graph backwards, AMP003's question) gives the flows
+    whose ``callees`` meet the functions, at every depth: through helpers, ``self.`` methods (the
+    first of two of one name), a recursive helper, the module; and ``helper_for`` finds the
+    first method of a name."""
+    source = _parse(_HELPERS)  # held: the index reaches its source weakly
+    index = index_for(source)
+    assert index is not None
+    functions = {name: found[0] for name, found in index.functions.items()}
+    every = list(index.flows)
+    for targets in ({id(functions["scaled_backward"])}, {id(functions["retry"])},
+                    {id(index.functions["log"][0]), id(functions["evaluate"])}, set()):
+        for depth in (1, 2, 3, 5):
+            expected = {id(flow) for flow in every if index.callees(flow, depth) & targets}
+            assert index.runners_of(targets, depth) == expected, (targets, depth)
+    step_calls = [call for call in index.calls if isinstance(call.func, cst.Attribute)
+                  and call.func.attr.value == "log"]
+    assert [index.helper_for(call) for call in step_calls] == [index.functions["log"][0]]
+    # three levels up from the scaled backward: micro_step, then Trainer.step and retry, then epoch
+    runners = index.runners_of({id(functions["scaled_backward"])}, 3)
+    assert {flow.name.value for flow in every if id(flow) in runners} == {"micro_step", "step", "retry", "epoch"}
