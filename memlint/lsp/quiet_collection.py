@@ -8,7 +8,8 @@ and the pass, queued on the lint thread behind that lint, ran before the event l
 publish the result (``bench/lsp_latency.py --pace-ms 2040``). Quiet now means no edit received
 and no lint running or waiting for its debounce: an edit starts the quiet spell again and takes
 a pass that has not started yet off the lint thread's queue; a pass that comes due while a lint
-is on its way waits for the next spell. A pass made due by too many lints
+is on its way waits for the next spell. A quiet spell runs a pass only once enough lints were
+made since the last one (``IdleCollection.least_lints``); a pass made due by too many lints
 (``IdleCollection.most_lints``) runs after the next lint whatever comes.
 """
 
@@ -52,6 +53,8 @@ class QuietCollection:
 
     def _arm(self, delay: float, forced: bool) -> None:
         self.cancel()
+        if not forced and not self.collection.worth_a_pass():
+            return  # too few lints since the last pass for its cost (IdleCollection.least_lints)
         self._timer = asyncio.get_running_loop().call_later(delay, self._due, forced)
 
     def _due(self, forced: bool) -> None:

@@ -6,13 +6,25 @@ The server's lint thread is a one-worker executor, as here; the passes are the r
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
 from concurrent.futures import ThreadPoolExecutor
+
+import pytest
 
 from memlint.lint.collector import IdleCollection
 from memlint.lsp.quiet_collection import QuietCollection
 
 IDLE = 0.6  # seconds without an edit or a lint before a pass
+
+
+@pytest.fixture(autouse=True)
+def _heap_unfrozen_after():
+    """The passes freeze what is alive (the server's policy): not this test process's heap."""
+    was_enabled = gc.isenabled()
+    yield
+    gc.unfreeze()
+    (gc.enable if was_enabled else gc.disable)()
 
 
 class RecordedCollection(IdleCollection):
@@ -35,10 +47,10 @@ async def _until(condition, seconds: float = 10.0) -> None:
         await asyncio.sleep(0.02)
 
 
-def _scheduler(busy: list[bool]) -> tuple[QuietCollection, RecordedCollection, ThreadPoolExecutor]:
+def _scheduler(busy: list[bool], least_lints: int = 0) -> tuple[QuietCollection, RecordedCollection, ThreadPoolExecutor]:
     loop = asyncio.get_running_loop()
     lint_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memlint-lint")
-    collection = RecordedCollection(loop, idle_seconds=IDLE, most_lints=500)
+    collection = RecordedCollection(loop, idle_seconds=IDLE, most_lints=500, least_lints=least_lints)
     return QuietCollection(collection, lint_thread, lambda: busy[0]), collection, lint_thread
 
 
@@ -105,3 +117,25 @@ def test_an_edit_takes_a_queued_pass_off_the_lint_thread_and_a_forced_one_runs_w
     after_the_lint, edited_at, passes = asyncio.run(scenario())
     assert after_the_lint == [], "a pass queued behind the lint ran after the user typed"
     assert len(passes) == 1, "a pass made due by too many lints waited for a quiet spell"
+
+
+def test_a_quiet_spell_after_too_few_lints_for_a_pass_runs_none():
+    """A pass walks the whole heap whatever it frees: after two lints a quiet spell is no reason
+    for one, after the third it is."""
+    async def scenario() -> tuple[list[float], list[float]]:
+        quiet, collection, lint_thread = _scheduler([False], least_lints=3)
+        for _ in range(2):
+            collection.linted()  # as the server's lint job ends
+            quiet.linted()
+        await asyncio.sleep(IDLE * 2)
+        after_two = list(collection.passes)
+        collection.linted()
+        quiet.linted()
+        await _until(lambda: collection.passes)
+        quiet.cancel()
+        lint_thread.shutdown()
+        return after_two, collection.passes
+
+    after_two, passes = asyncio.run(scenario())
+    assert after_two == [], "a quiet spell after two lints ran a pass"
+    assert len(passes) == 1
