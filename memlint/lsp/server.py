@@ -50,6 +50,7 @@ from memlint.lsp.last_good import is_broken
 from memlint.lsp.per_file_ignores import ignore_in_settings
 from memlint.lsp.quiet_collection import QuietCollection
 from memlint.lsp.session import Session, is_settings_file
+from memlint.lsp.text_sync import EditorWorkspace
 from memlint.lsp.settings import RUN_ON_SAVE, EditorSettings, parse_editor_settings
 
 logger = logging.getLogger("memlint.lsp")
@@ -430,6 +431,8 @@ def create_server(debounce: float = DEFAULT_DEBOUNCE_SECONDS) -> MemlintServer:
 
     @server.feature(types.INITIALIZE)
     def initialize(ls: MemlintServer, params: types.InitializeParams) -> None:
+        # buffers kept with the LSP's line breaks (memlint.lsp.text_sync); no document is open yet
+        ls.protocol._workspace = EditorWorkspace.like(ls.workspace, types.TextDocumentSyncKind.Incremental)
         caps = params.capabilities
         ls.pull = _supports(caps, "text_document", "diagnostic") is not None
         ls.refresh_diagnostics = bool(_supports(caps, "workspace", "diagnostics", "refresh_support"))

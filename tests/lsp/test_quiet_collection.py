@@ -40,11 +40,16 @@ class RecordedCollection(IdleCollection):
         super().collect()
 
 
-async def _until(condition, seconds: float = 10.0) -> None:
+async def _passes_run(quiet: QuietCollection, collection: RecordedCollection, lint_thread: ThreadPoolExecutor,
+                     seconds: float = 10.0) -> list[float]:
+    """The passes, once one has run (or ``seconds`` went by); the scheduler and thread stopped."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + seconds
-    while not condition() and loop.time() < deadline:
+    while not collection.passes and loop.time() < deadline:
         await asyncio.sleep(0.02)
+    quiet.cancel()
+    lint_thread.shutdown()
+    return collection.passes
 
 
 def _scheduler(busy: list[bool], least_lints: int = 0) -> tuple[QuietCollection, RecordedCollection, ThreadPoolExecutor]:
@@ -63,10 +68,7 @@ def test_an_edit_starts_the_quiet_spell_again():
         await asyncio.sleep(IDLE / 2)
         quiet.edited()  # typing again before the pass came due
         edited_at = loop.time()
-        await _until(lambda: collection.passes)
-        quiet.cancel()
-        lint_thread.shutdown()
-        return linted_at, edited_at, collection.passes
+        return linted_at, edited_at, await _passes_run(quiet, collection, lint_thread)
 
     linted_at, edited_at, passes = asyncio.run(scenario())
     assert edited_at - linted_at < IDLE, "the edit came after the pass was due: the scenario did not happen"
@@ -84,10 +86,7 @@ def test_a_pass_due_while_a_lint_is_on_its_way_waits_for_the_next_quiet_spell():
         while_busy = list(collection.passes)
         busy[0] = False
         freed_at = loop.time()
-        await _until(lambda: collection.passes)
-        quiet.cancel()
-        lint_thread.shutdown()
-        return while_busy, freed_at, collection.passes
+        return while_busy, freed_at, await _passes_run(quiet, collection, lint_thread)
 
     while_busy, freed_at, passes = asyncio.run(scenario())
     assert while_busy == [], "the pass ran while a lint was on its way"
@@ -109,10 +108,7 @@ def test_an_edit_takes_a_queued_pass_off_the_lint_thread_and_a_forced_one_runs_w
         await asyncio.sleep(0.2)
         after_the_lint = list(collection.passes)
         quiet.linted(due=True)
-        await _until(lambda: collection.passes)
-        quiet.cancel()
-        lint_thread.shutdown()
-        return after_the_lint, edited_at, collection.passes
+        return after_the_lint, edited_at, await _passes_run(quiet, collection, lint_thread)
 
     after_the_lint, edited_at, passes = asyncio.run(scenario())
     assert after_the_lint == [], "a pass queued behind the lint ran after the user typed"
@@ -131,10 +127,7 @@ def test_a_quiet_spell_after_too_few_lints_for_a_pass_runs_none():
         after_two = list(collection.passes)
         collection.linted()
         quiet.linted()
-        await _until(lambda: collection.passes)
-        quiet.cancel()
-        lint_thread.shutdown()
-        return after_two, collection.passes
+        return after_two, await _passes_run(quiet, collection, lint_thread)
 
     after_two, passes = asyncio.run(scenario())
     assert after_two == [], "a quiet spell after two lints ran a pass"
