@@ -25,6 +25,8 @@ of whose lines are one class: TRL's ``grpo_trainer.py`` (1,843 lines), transform
 ``trainer.py`` (5,723) and Accelerate's ``accelerator.py`` (4,233, the ``Accelerator`` class) from
 pinned releases' wheels, downloaded once into ``--cache`` with pip (as ``bench/real_speed.py``
 does); each edit changes the integer nearest the middle of the file (inside the class).
+``--stages`` runs the server through ``bench/lsp_server_stages.py`` and also prints where its CPU
+and wall time per edit go: the engine's ``lint_path``, the rest of the lint job, the event loop.
 """
 
 from __future__ import annotations
