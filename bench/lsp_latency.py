@@ -25,12 +25,15 @@ of whose lines are one class: TRL's ``grpo_trainer.py`` (1,843 lines), transform
 ``trainer.py`` (5,723) and Accelerate's ``accelerator.py`` (4,233, the ``Accelerator`` class) from
 pinned releases' wheels, downloaded once into ``--cache`` with pip (as ``bench/real_speed.py``
 does); each edit changes the integer nearest the middle of the file (inside the class).
+``--stages`` runs the server through ``bench/lsp_server_stages.py`` and also prints where its CPU
+and wall time per edit go: the engine's ``lint_path``, the rest of the lint job, the event loop.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import math
 import os
 import re
@@ -303,7 +306,8 @@ def cpu_seconds(pid: int) -> float | None:
 
 
 async def measure(edits: int, debounce_ms: int | None, lines: int, target: str,
-                  pace_ms: float = 120, cache: Path | None = None) -> tuple[list[float], float | None]:
+                  pace_ms: float = 120, cache: Path | None = None,
+                  stages: Path | None = None) -> tuple[list[float], float | None]:
     with tempfile.TemporaryDirectory(prefix="memlint-bench-") as tmp:
         root = Path(tmp)
         script = write_project(root, lines)
@@ -335,6 +339,8 @@ async def measure(edits: int, debounce_ms: int | None, lines: int, target: str,
             return [None for _ in params.items]
 
         command = [sys.executable, "-m", "memlint", "lsp"]
+        if stages is not None:  # the same server, its stages timed (bench/lsp_server_stages.py)
+            command = [sys.executable, str(ROOT / "bench" / "lsp_server_stages.py"), str(stages)]
         if debounce_ms is not None:
             command += ["--debounce-ms", str(debounce_ms)]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
@@ -391,6 +397,24 @@ async def measure(edits: int, debounce_ms: int | None, lines: int, target: str,
         return latencies, cpu_per_edit
 
 
+def print_stages(accounts: str, first_counted: int) -> None:
+    """The server's own account of the counted edits (``--stages``), mean ms per edit."""
+    rows = [json.loads(line) for line in accounts.splitlines()]
+    rows = [row for row in rows if row["version"] >= first_counted]
+    if not rows:
+        return
+
+    def mean(key: str) -> float:
+        return statistics.fmean(row[key] for row in rows if row[key] is not None)
+
+    process, loop, job, engine = mean("process_cpu"), mean("loop_cpu"), mean("job_cpu"), mean("engine_cpu")
+    print(f"server CPU per edit {process:.1f} ms: lint job {job:.1f} (engine's lint_path {engine:.1f}, "
+          f"the job's rest {job - engine:.1f}), event loop {loop:.1f} (JSON-RPC, text sync, publish), "
+          f"other threads {process - job - loop:.1f}")
+    print(f"wall per edit: didChange read -> lint job {mean('read_to_job'):.1f} ms (debounce, hand-over), "
+          f"lint job {mean('job_wall'):.1f} ms, job -> published {mean('job_to_published'):.1f} ms")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--edits", type=int, default=50)
@@ -401,9 +425,14 @@ def main() -> None:
     parser.add_argument("--target", choices=("script", "config", *REAL), default="script",
                         help="edit the training script (default), the TrainingArguments YAML or a real trainer module")
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="where the real modules' wheels are kept")
+    parser.add_argument("--stages", action="store_true",
+                        help="also print where the server's CPU and wall time per edit go (bench/lsp_server_stages.py)")
     args = parser.parse_args()
-    latencies, cpu_per_edit = asyncio.run(measure(args.edits, args.debounce_ms, args.lines, args.target,
-                                                  args.pace_ms, args.cache))
+    with tempfile.TemporaryDirectory(prefix="memlint-stages-") as tmp:
+        stages = Path(tmp) / "stages.jsonl" if args.stages else None
+        latencies, cpu_per_edit = asyncio.run(measure(args.edits, args.debounce_ms, args.lines, args.target,
+                                                      args.pace_ms, args.cache, stages))
+        accounts = stages.read_text() if stages is not None and stages.exists() else None
     ordered = sorted(latencies)
     p95 = ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)]
     debounce = "server default" if args.debounce_ms is None else f"{args.debounce_ms} ms"
@@ -414,6 +443,8 @@ def main() -> None:
           f"({pace}; debounce: {debounce}): median {statistics.median(latencies):.1f} ms, p95 {p95:.1f} ms, "
           f"min {ordered[0]:.1f} ms, max {ordered[-1]:.1f} ms"
           + (f"; server CPU {cpu_per_edit:.1f} ms per edit" if cpu_per_edit is not None else ""))
+    if accounts is not None:
+        print_stages(accounts, first_counted=5)  # version 1 is the open, 2-4 the uncounted edits
 
 
 if __name__ == "__main__":

@@ -59,6 +59,10 @@ class Debouncer:
         self.cancel(key)
         self._last_scheduled.pop(key, None)
 
+    def busy(self) -> bool:
+        """Is any key's job pending (waiting out its delay, or linting)?"""
+        return any(not task.done() for task in self._pending.values())
+
     def pending(self, key: Hashable) -> bool:
         task = self._pending.get(key)
         return task is not None and not task.done()

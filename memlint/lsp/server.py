@@ -48,7 +48,9 @@ from memlint.lsp.convert import (
 from memlint.lsp.debounce import Debouncer
 from memlint.lsp.last_good import is_broken
 from memlint.lsp.per_file_ignores import ignore_in_settings
+from memlint.lsp.quiet_collection import QuietCollection
 from memlint.lsp.session import Session, is_settings_file
+from memlint.lsp.text_sync import EditorWorkspace
 from memlint.lsp.settings import RUN_ON_SAVE, EditorSettings, parse_editor_settings
 
 logger = logging.getLogger("memlint.lsp")
@@ -141,12 +143,26 @@ class MemlintServer(LanguageServer):
         self._large_logged: set[str] = set()
         # the cycle collector runs when the editor is quiet, never between an edit and its result
         self.collection = IdleCollection()
-        self._collect_later: asyncio.TimerHandle | None = None
+        self._lints_in_flight = 0
+        self.quiet_collection = QuietCollection(self.collection, self.lint_thread, self.linting)
 
     # ----------------------------------------------------------------- plumbing
 
     async def on_lint_thread(self, function: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self.lint_thread, partial(function, *args))
+
+    def linting(self) -> bool:
+        """Is a lint running, or waiting for its debounce?"""
+        return self._lints_in_flight > 0 or self.debouncer.busy()
+
+    async def lint_on_thread(self, texts: dict[str, str], path: str, text: str | None):
+        self._lints_in_flight += 1
+        try:
+            outcome, converted, due = await self.on_lint_thread(self._lint_job, texts, path, text)
+        finally:
+            self._lints_in_flight -= 1
+        self.quiet_collection.linted(due)
+        return outcome, converted
 
     def snapshot(self) -> dict[str, str]:
         return {doc.path: doc.text for doc in self.documents.values()}
@@ -281,9 +297,7 @@ class MemlintServer(LanguageServer):
         await self.until_configured()
         version = doc.version
         try:
-            outcome, diagnostics, collection_due = await self.on_lint_thread(
-                self._lint_job, self.snapshot(), doc.path, doc.text)
-            self.collect_when_idle(now=collection_due)
+            outcome, diagnostics = await self.lint_on_thread(self.snapshot(), doc.path, doc.text)
         except asyncio.CancelledError:
             raise
         except Exception as error:  # an engine bug: keep the previous diagnostics, say so, stay up
@@ -304,19 +318,6 @@ class MemlintServer(LanguageServer):
         self.results[uri] = result
         self.dependents_changed(outcome.dependents)
         return result
-
-    def collect_when_idle(self, now: bool = False) -> None:
-        """(Re)arm the cycle collector's pass for when no lint has come for a while (on the
-        lint thread, so never during a lint); ``now``: too many lints went without one."""
-        if self._collect_later is not None:
-            self._collect_later.cancel()
-        loop = asyncio.get_running_loop()
-
-        def collect() -> None:
-            self._collect_later = None
-            asyncio.ensure_future(self.on_lint_thread(self.collection.collect))
-
-        self._collect_later = loop.call_later(0 if now else self.collection.idle_seconds, collect)
 
     async def lint_and_publish(self, uri: str) -> None:
         result = await self.lint_document(uri)
@@ -430,6 +431,8 @@ def create_server(debounce: float = DEFAULT_DEBOUNCE_SECONDS) -> MemlintServer:
 
     @server.feature(types.INITIALIZE)
     def initialize(ls: MemlintServer, params: types.InitializeParams) -> None:
+        # buffers kept with the LSP's line breaks (memlint.lsp.text_sync); no document is open yet
+        ls.protocol._workspace = EditorWorkspace.like(ls.workspace, types.TextDocumentSyncKind.Incremental)
         caps = params.capabilities
         ls.pull = _supports(caps, "text_document", "diagnostic") is not None
         ls.refresh_diagnostics = bool(_supports(caps, "workspace", "diagnostics", "refresh_support"))
@@ -481,6 +484,7 @@ def create_server(debounce: float = DEFAULT_DEBOUNCE_SECONDS) -> MemlintServer:
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: MemlintServer, params: None) -> None:
         ls.debouncer.cancel_all()
+        ls.quiet_collection.cancel()
         ls.lint_thread.shutdown(wait=False, cancel_futures=True)
 
     # ---------------------------------------------------------------- document sync
@@ -518,6 +522,7 @@ def create_server(debounce: float = DEFAULT_DEBOUNCE_SECONDS) -> MemlintServer:
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: MemlintServer, params: types.DidChangeTextDocumentParams) -> None:
+        ls.quiet_collection.edited()  # the user is typing: no collector pass before this edit's result
         doc = remember(ls, params.text_document.uri)
         if doc is None or is_settings_file(doc.path):
             return
@@ -592,9 +597,7 @@ def create_server(debounce: float = DEFAULT_DEBOUNCE_SECONDS) -> MemlintServer:
         items: list[types.Diagnostic] = []
         if path is not None and is_linted(path) and Path(path).is_file():
             try:
-                _, items, collection_due = await ls.on_lint_thread(
-                    ls._lint_job, ls.snapshot(), str(Path(path).resolve()), None)
-                ls.collect_when_idle(now=collection_due)
+                _, items = await ls.lint_on_thread(ls.snapshot(), str(Path(path).resolve()), None)
             except Exception as error:
                 ls.log(f"memlint: linting {path} failed: {type(error).__name__}: {error}", types.MessageType.Error)
         return types.RelatedFullDocumentDiagnosticReport(items=items, result_id=ls._result_id(None, items))

@@ -117,6 +117,9 @@ class DocumentStore:
         # a key -> (digest, the module parsed whole): helpers another module imports (``module``)
         self._modules: dict[str, tuple[str, ParsedDocument]] = {}
         self.overlays: dict[str, str] = {}  # unsaved editor buffers, by absolute path
+        # key -> (a buffer, its digest): a buffer is hashed once, not each time a lint asks for
+        # its document (ten times an edit in the language server, 0.1-0.2 ms each on a 4,000-line module)
+        self._overlay_digests: dict[str, tuple[str, str]] = {}
         self._keys: dict[str, str] = {}
         self.records: dict[str, DocumentRecord] = {}  # seeded: known without parsing
         self._files: frozenset[str] | None = None  # absolute paths known to be regular files
@@ -159,6 +162,7 @@ class DocumentStore:
         key = self.key(path)
         if text is None:
             self.overlays.pop(key, None)
+            self._overlay_digests.pop(key, None)
         else:
             self.overlays[key] = text
 
@@ -192,8 +196,16 @@ class DocumentStore:
         if cached is not None and self.snapshot:
             reads.document(key, cached.digest)
             return cached
+        overlay = self.overlays.get(key)
+        hashed = self._overlay_digests.get(key)
+        if cached is not None and overlay is not None and hashed is not None and hashed[0] is overlay \
+                and hashed[1] == cached.digest:
+            reads.document(key, cached.digest)  # the same buffer as when it was parsed
+            return cached
         document = self.document(self._names.get(key, path))
         digest = reads.digest(document.text, document.problem)
+        if overlay is not None:
+            self._overlay_digests[key] = (overlay, digest)
         if cached is None or cached.digest != digest:
             # whatever the document makes memlint raise stays with it (memlint.documents.failures): it is
             # reported on the document when it is linted, and every other one goes on

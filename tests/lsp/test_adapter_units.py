@@ -4,10 +4,13 @@ edit behind "Ignore in this file", suppression-comment actions, debouncing."""
 from __future__ import annotations
 
 import asyncio
+import re
 import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec
 
@@ -47,6 +50,13 @@ def test_lines_split_where_lsp_splits_them():
     assert position_at_offset(UTF16, text, text.index("c")) == types.Position(2, 0)
     # a finding past the last line lands at the end of the document, not on a missing line
     assert to_lsp_range(UTF16, ["x = 1"], Range.of(7, 0, 7, 3)).start == types.Position(0, 5)
+
+
+@given(st.lists(st.sampled_from(["x = 1", "", "    y", "\n", "\r", "\r\n", "\x0c", "\u2028", "é 🦙"]), max_size=12))
+def test_lines_of_a_buffer_with_or_without_carriage_returns_split_as_lsp_counts_them(parts):
+    """A buffer without ``\r`` is split the fast way: the same lines as LSP's line breaks."""
+    text = "".join(parts)
+    assert split_lines(text) == re.split(r"\r\n|\r|\n", text)
 
 
 def test_a_diagnostic_carries_its_fix_in_client_units():

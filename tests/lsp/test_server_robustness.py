@@ -1,6 +1,6 @@
 """Bad input never takes the server down: documents that do not parse, a 50,000-line file, a
-burst of 500 edits, requests for documents never opened, malformed messages. The server
-answers or ignores, logs, and goes on serving."""
+burst of 500 edits, form feeds among the lines, requests for documents never opened, malformed
+messages. The server answers or ignores, logs, and goes on serving."""
 
 from __future__ import annotations
 
@@ -134,6 +134,54 @@ async def test_a_50000_line_file_and_a_burst_of_500_edits(client: LanguageClient
     assert burst[-1].version == version, "the last result published is the last version's"
     assert [p.version for p in burst] == sorted(p.version for p in burst), "a stale result was published"
     assert len(burst) < 100, f"{len(burst)} lints for 501 edits: the debounce does not coalesce"
+
+
+GNU_STYLE_SCRIPT = '''\
+"""Full fine-tune, GNU style: sections apart by form feeds."""
+
+import torch
+from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+\x0c
+# ---- model
+
+MODEL_NAME = "meta-llama/Llama-3.1-8B"
+
+\x0c
+# ---- training
+
+
+def main() -> None:
+    model = AutoModelForCausalLM.from_pretrained(MODEL_NAME, torch_dtype=torch.bfloat16)
+    args = TrainingArguments(output_dir="out", per_device_train_batch_size=4, bf16=True)
+    Trainer(model=model, args=args).train()
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+@pytest.mark.asyncio
+async def test_an_edit_below_a_form_feed_lands_where_the_user_typed_it(client: LanguageClient):
+    """pygls' own buffers split lines at form feeds too (str.splitlines): the edit landed a line
+    too high and the server linted a text the user did not have (memlint.lsp.text_sync)."""
+    path = client.project / "train_gnu.py"
+    path.write_text(GNU_STYLE_SCRIPT)
+    document_uri = open_document(client, path)
+    await diagnostics(client, document_uri, lambda d: "MEM001" in codes(d))  # an 8B full fine-tune on an A10G
+
+    # the user picks a small model: one incremental edit of the name, as the editor counts lines
+    line = GNU_STYLE_SCRIPT.split("\n").index('MODEL_NAME = "meta-llama/Llama-3.1-8B"')
+    start = len('MODEL_NAME = "')
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=document_uri, version=2),
+        content_changes=[types.TextDocumentContentChangePartial(
+            range=types.Range(types.Position(line, start), types.Position(line, start + len("meta-llama/Llama-3.1-8B"))),
+            text="HuggingFaceTB/SmolLM2-135M-Instruct")],
+    ))
+    found = await diagnostics(client, document_uri, lambda d: "MEM001" not in codes(d) or "SYN001" in codes(d))
+    assert codes(found) == [], "the edit was applied to another line than the one the user edited"
 
 
 @pytest.mark.asyncio
