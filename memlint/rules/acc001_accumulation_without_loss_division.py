@@ -11,7 +11,7 @@ from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Applicability, Edit, Fix, Related, Severity
 from memlint.python.dataflow import loss_is_divided, normalised_over_group
 from memlint.python.index import index_for
-from memlint.python.loops import Accumulation, accumulation_of, step_loops
+from memlint.python.loops import Accumulation, accumulation_of, step_loops, zeroed_every_micro_step
 from memlint.python.syntax import argument, as_operand, dotted, iter_nodes, method_name, receiver
 from memlint.python.training import Backward
 from memlint.rules.base import Example, Finding, Rule
@@ -167,6 +167,9 @@ class AccumulationWithoutLossDivision(Rule):
     The loss may also be handed to an object that runs its backward (ColossalAI's
     ``booster.backward(loss=loss / k, optimizer=optimizer)``): the argument named ``loss``, or
     the first one when an optimizer comes with it, is the loss judged.
+
+    A loop that zeroes the gradients on every pass accumulates nothing (TRN002 reports it), so
+    no division is asked of it.
 
     ## Why it matters
     ``backward()`` adds to ``.grad``. Over *k* micro-batches the gradient that reaches
@@ -396,8 +399,8 @@ def train_one_epoch(model, data, loss, optimizer, scaler, args):
             accumulation = accumulation_of(index, loop)
             if accumulation is None or _framework_accumulates(loop) or _gradients_rescaled(index, loop):
                 continue
-            if _loss_of_the_whole_group(index, accumulation):
-                continue
+            if _loss_of_the_whole_group(index, accumulation) or zeroed_every_micro_step(index, accumulation):
+                continue  # (gradients zeroed on every pass sum nothing: TRN002 says so)
             for event, backward in loop.backwards:
                 if not accumulation.outside_step_guard(event):
                     continue

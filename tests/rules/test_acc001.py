@@ -515,3 +515,37 @@ def test_a_booster_handed_the_loss_and_the_optimizer_is_judged_on_that_loss(lint
     divided = COLOSSAL_VAE.replace("booster.backward(vae_loss, opt)",
                                    "booster.backward(loss=vae_loss / cfg.grad_accum, optimizer=opt)")
     assert lint("ACC001", divided) == []
+
+
+ZEROED_EVERY_PASS = """\
+import argparse
+
+import torch
+import torch.nn.functional as F
+
+from classifier.data import make_loader
+from classifier.model import MLP
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--accumulation_steps", type=int, default=4)
+args = parser.parse_args()
+
+model = MLP(784, 10).cuda()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for batch_idx, (images, labels) in enumerate(make_loader()):
+    optimizer.zero_grad()
+    loss = F.cross_entropy(model(images.cuda()), labels.cuda())
+    loss.backward()
+    if (batch_idx + 1) % args.accumulation_steps == 0:
+        optimizer.step()
+"""
+
+
+def test_gradients_zeroed_on_every_pass_accumulate_nothing_to_divide(lint, where):
+    """Each pass erases the gradients of the one before (TRN002's finding): the step sees one
+    micro-batch's gradient, not a sum, so asking for the loss to be divided would be wrong."""
+    assert lint("ACC001", ZEROED_EVERY_PASS) == []
+    assert where(lint("TRN002", ZEROED_EVERY_PASS)) == [(16, 4, 16, 25)]
+    zeroed_after_the_step = ZEROED_EVERY_PASS.replace("    optimizer.zero_grad()\n", "").replace(
+        "        optimizer.step()\n", "        optimizer.step()\n        optimizer.zero_grad()\n")
+    assert len(lint("ACC001", zeroed_after_the_step)) == 1
