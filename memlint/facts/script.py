@@ -21,7 +21,14 @@ from typing import Callable
 import libcst as cst
 
 from memlint.documents.parsed import ParsedDocument
-from memlint.facts import script_argument_files, script_distributed, script_loops, script_models, script_trainers
+from memlint.facts import (
+    script_argument_files,
+    script_distributed,
+    script_freezing,
+    script_loops,
+    script_models,
+    script_trainers,
+)
 from memlint.facts.extract import extractor
 from memlint.facts.plan import RunFacts
 from memlint.facts.script_facts import RANK_CONFIG, ScriptFacts
@@ -92,6 +99,9 @@ def extract_script(parsed: ParsedDocument) -> list[RunFacts]:
             if not excluded or owner(assignment) not in excluded:
                 _attribute_assignment(ctx, assignment)
         script_loops.finish(ctx)
+        script_freezing.recognise(ctx, [loop for loop in source.nodes_of(cst.For)
+                                        if not excluded or owner(loop) not in excluded],
+                                  [call for call, _ in named if not excluded or owner(call) not in excluded])
         if ctx.training and not _only_in_unused_classes(values, ctx.training_at):
             _training_mode(ctx, values)
             ctx.facts.option_constants = {option: source for option, source in values.options.imported.items()
