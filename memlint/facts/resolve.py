@@ -386,12 +386,12 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
         run.problem = f"the run uses {what}, which memlint's estimate does not model" + (f": {advice}" if advice else "")
         run.problem_fact = unmodelled
         return run
-    frozen = _frozen_model(plan)
-    if frozen is not None:
-        run.problem = (f"the run freezes the model it loads (`{frozen.value}`, its gradients turned off) and trains "
+    freeze = _frozen_model(plan)
+    if freeze is not None:
+        run.problem = (f"the run freezes the model it loads (`{freeze.value}`, its gradients turned off) and trains "
                        "modules the script adds to it, which memlint's estimate (of the loaded model trained) does "
                        f"not model: {FROZEN_MODEL_ADVICE}")
-        run.problem_fact = frozen
+        run.problem_fact = freeze
         return run
     model = plan.get("model")
     model_name = model.value if model is not None else context.model

@@ -54,7 +54,7 @@ def _frozen_by_loop(loop: cst.For) -> cst.BaseExpression | None:
     if not (isinstance(source, cst.Call) and isinstance(source.func, cst.Attribute)
             and source.func.attr.value in ("parameters", "named_parameters")):
         return None
-    target = loop.target
+    target: cst.BaseExpression = loop.target
     if isinstance(target, cst.Tuple) and len(target.elements) == 2:
         target = target.elements[1].value
     if not isinstance(target, cst.Name) or not isinstance(loop.body, cst.IndentedBlock):
