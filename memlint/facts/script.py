@@ -176,12 +176,14 @@ def _only_in_unused_classes(values: Values, training_at: list[cst.CSTNode]) -> b
 
 
 def definition_facts(parsed: ParsedDocument, name: str, passed: dict[tuple[str, str], Found],
-                     caller_option: Callable[[str], Found | None] | None = None) -> RunFacts | None:
+                     caller_option: Callable[[str], Found | None] | None = None,
+                     project_bases: Callable[[set[str]], set[str]] | None = None) -> RunFacts | None:
     """The facts the top-level function ``name`` of a helper module states when another module
     calls it (``memlint.facts.imported_facts``): the recognisers run over its body and over the
     bodies of the module's top-level functions it calls (one level), with its parameters bound
     to what that caller passes (``passed``; ``caller_option``: the caller's value of an option
-    its options objects carry). None when it states and binds nothing."""
+    its options objects carry; ``project_bases``: the library names a call of a class defined in
+    another project module also makes, through its bases). None when it states and binds nothing."""
     source = parsed.python
     if source is None:
         return None
@@ -200,6 +202,8 @@ def definition_facts(parsed: ParsedDocument, name: str, passed: dict[tuple[str, 
         if _owner(values, call) not in called:
             continue
         names = values.callee_names(call)
+        if project_bases is not None:
+            names = names | project_bases(names)
         method = call.func.attr.value if type(call.func) is cst.Attribute else None
         for recogniser in RECOGNISERS:
             recogniser.recognise(ctx, call, names, method)
