@@ -98,7 +98,7 @@ def imported_facts(caller: ParsedDocument, module_parser: ModuleParser) -> list[
         if isinstance(definition, cst.ClassDef):
             found = _class_facts(parsed, definition)
         else:
-            found = _function_facts(caller, values, parsed, definition, alias)
+            found = _function_facts(caller, values, parsed, definition, alias, _project_bases(module_parser))
         if found is not None:
             out.append(found)
     return out
@@ -133,8 +133,32 @@ def _used(text: str, alias: str) -> bool:
                re.finditer(rf"^[ \t]*(\w+)[ \t]*=[^=\n]*(?<![\w.]){escaped}\b", text, re.MULTILINE))
 
 
+# the class methods whose call builds a model (a project subclass of a transformers model class)
+_BUILDERS = ("from_pretrained", "from_config")
+
+
+def _project_bases(module_parser: ModuleParser) -> Callable[[set[str]], set[str]]:
+    """For a helper module's calls: ``PreLlamaModel.from_pretrained(...)`` where the helper imports
+    ``PreLlamaModel`` from another module of the project (FlagEmbedding's LLARA: ``class
+    PreLlamaModel(LlamaForCausalLM)`` in ``modeling.py``) also calls its library bases'
+    ``from_pretrained``: the model loader the recognisers know. One more module, read, not run."""
+    def bases(names: set[str]) -> set[str]:
+        out: set[str] = set()
+        for name in names:
+            owner, _, method = name.rpartition(".")
+            module, _, cls = owner.rpartition(".")
+            if method not in _BUILDERS or not module or not cls:
+                continue
+            parsed = module_parser(module)
+            definition = _defined(parsed.python.module, cls) if parsed is not None and parsed.python else None
+            if isinstance(definition, cst.ClassDef) and parsed is not None and parsed.python is not None:
+                out |= {f"{base}.{method}" for base in Values(parsed.python).class_names(definition) if "." in base}
+        return out
+    return bases
+
+
 def _function_facts(caller: ParsedDocument, values: Values, parsed: ParsedDocument, function: cst.FunctionDef,
-                    alias: str) -> Imported | None:
+                    alias: str, project_bases: Callable[[set[str]], set[str]] | None = None) -> Imported | None:
     """The facts ``function`` states when the caller's first call of ``alias`` runs it."""
     source = caller.python
     assert source is not None
@@ -176,7 +200,7 @@ def _function_facts(caller: ParsedDocument, values: Values, parsed: ParsedDocume
             return Found(found.value, found.node, found.options, f"{found.note} in {Path(caller.path).name}")
         return found
 
-    facts = definition_facts(parsed, name, passed, caller_option)
+    facts = definition_facts(parsed, name, passed, caller_option, project_bases)
     if facts is None:
         return None
     defaults: dict[str, Sourced[str]] = {}

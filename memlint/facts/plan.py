@@ -69,6 +69,10 @@ class RunFacts:
     score_head: Sourced[int] | None = None
     keep_logits: Sourced[bool] | None = None
 
+    # the loaded model's weights are all frozen and the script trains modules of its own on top
+    # (Medusa's heads, a probe): the code that freezes it (memlint.facts.script_freezing)
+    frozen_model: Sourced[str] | None = None
+
     # ---- freeze tuning: only the last N transformer blocks train; embeddings, head and the other
     # blocks are frozen and stay in ``frozen_dtype`` while the trained ones are upcast
     trained_layers: Sourced[int] | None = None

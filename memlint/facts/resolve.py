@@ -348,6 +348,25 @@ def _padded_to_limit(plan: TrainingPlan, length: Sourced[Any], seq_len: int, usu
         "the length of your data's longest samples; if every batch is full, pad to `max_length` or pack"))
 
 
+FROZEN_MODEL_ADVICE = ("the frozen model keeps its weights but no gradients, optimizer states or activations of its "
+                       "own; measure one step with `torch.cuda.max_memory_allocated()` and silence this note with "
+                       "`# memlint: ignore[MEM003]`")
+
+
+def _frozen_model(plan: TrainingPlan) -> Sourced | None:
+    """The freeze of the loaded model, when nothing else says which part of it trains (an
+    adapter, a projector, the last blocks: those the estimate models)."""
+    frozen = plan.get("frozen_model")
+    if frozen is None:
+        return None
+    projector = plan.get("projector_only")
+    if plan.get("lora_r") is not None or plan.get("adapter_method") is not None or \
+            plan.get("trained_layers") is not None or plan.get("trained_blocks") is not None or \
+            (projector is not None and projector.value):
+        return None
+    return frozen
+
+
 def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = None) -> ResolvedRun:
     """The architecture and setup of a plan, or the reason there is none."""
     plan, default_notes = _with_framework_defaults(plan)
@@ -366,6 +385,13 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
         what, advice = unmodelled.value if isinstance(unmodelled.value, tuple) else (unmodelled.value, "")
         run.problem = f"the run uses {what}, which memlint's estimate does not model" + (f": {advice}" if advice else "")
         run.problem_fact = unmodelled
+        return run
+    freeze = _frozen_model(plan)
+    if freeze is not None:
+        run.problem = (f"the run freezes the model it loads (`{freeze.value}`, its gradients turned off) and trains "
+                       "modules the script adds to it, which memlint's estimate (of the loaded model trained) does "
+                       f"not model: {FROZEN_MODEL_ADVICE}")
+        run.problem_fact = freeze
         return run
     model = plan.get("model")
     model_name = model.value if model is not None else context.model

@@ -21,7 +21,14 @@ from typing import Callable
 import libcst as cst
 
 from memlint.documents.parsed import ParsedDocument
-from memlint.facts import script_argument_files, script_distributed, script_loops, script_models, script_trainers
+from memlint.facts import (
+    script_argument_files,
+    script_distributed,
+    script_freezing,
+    script_loops,
+    script_models,
+    script_trainers,
+)
 from memlint.facts.extract import extractor
 from memlint.facts.plan import RunFacts
 from memlint.facts.script_facts import RANK_CONFIG, ScriptFacts
@@ -92,6 +99,9 @@ def extract_script(parsed: ParsedDocument) -> list[RunFacts]:
             if not excluded or owner(assignment) not in excluded:
                 _attribute_assignment(ctx, assignment)
         script_loops.finish(ctx)
+        script_freezing.recognise(ctx, [loop for loop in source.nodes_of(cst.For)
+                                        if not excluded or owner(loop) not in excluded],
+                                  [call for call, _ in named if not excluded or owner(call) not in excluded])
         if ctx.training and not _only_in_unused_classes(values, ctx.training_at):
             _training_mode(ctx, values)
             ctx.facts.option_constants = {option: source for option, source in values.options.imported.items()
@@ -166,12 +176,14 @@ def _only_in_unused_classes(values: Values, training_at: list[cst.CSTNode]) -> b
 
 
 def definition_facts(parsed: ParsedDocument, name: str, passed: dict[tuple[str, str], Found],
-                     caller_option: Callable[[str], Found | None] | None = None) -> RunFacts | None:
+                     caller_option: Callable[[str], Found | None] | None = None,
+                     project_bases: Callable[[set[str]], set[str]] | None = None) -> RunFacts | None:
     """The facts the top-level function ``name`` of a helper module states when another module
     calls it (``memlint.facts.imported_facts``): the recognisers run over its body and over the
     bodies of the module's top-level functions it calls (one level), with its parameters bound
     to what that caller passes (``passed``; ``caller_option``: the caller's value of an option
-    its options objects carry). None when it states and binds nothing."""
+    its options objects carry; ``project_bases``: the library names a call of a class defined in
+    another project module also makes, through its bases). None when it states and binds nothing."""
     source = parsed.python
     if source is None:
         return None
@@ -190,6 +202,8 @@ def definition_facts(parsed: ParsedDocument, name: str, passed: dict[tuple[str, 
         if _owner(values, call) not in called:
             continue
         names = values.callee_names(call)
+        if project_bases is not None:
+            names = names | project_bases(names)
         method = call.func.attr.value if type(call.func) is cst.Attribute else None
         for recogniser in RECOGNISERS:
             recogniser.recognise(ctx, call, names, method)

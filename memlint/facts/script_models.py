@@ -141,7 +141,7 @@ _FROZEN_NAMES = ("teacher", "ref_model", "ref_policy", "reference", "reward_mode
                  "value_model", "critic")
 
 
-def _frozen_model(values, call: cst.Call) -> bool:
+def is_frozen_companion(values, call: cst.Call) -> bool:
     """A model loaded beside the one being trained: a distillation teacher, a DPO reference, a
     reward model or a PPO value model (the trainer's keywords say which: script_trainers.py)
     -- ``from_pretrained(...).eval()`` / ``.requires_grad_(False)`` in the same
@@ -168,7 +168,7 @@ def _frozen_model(values, call: cst.Call) -> bool:
 
 def model_loader(ctx: ScriptFacts, call: cst.Call, names: frozenset[str]) -> None:
     values = ctx.values
-    if _frozen_model(values, call):
+    if is_frozen_companion(values, call):
         return  # not the model being trained
     ctx.model_loaders += 1
     ctx.anchor(call.func, ANCHOR_MODEL)

@@ -659,7 +659,8 @@ class RunFinder:
                     # the script alone names no model, its documented command does (through the
                     # config it passes): say what that command runs, not "no model found"
                     kept = [self._documented_problem(runs[0], path, script=True)]
-            if not kept and runs and self.documents.kind(path) in _CONFIG_KINDS | STANDALONE_KINDS:
+            if not kept and runs and self.documents.kind(path) in _CONFIG_KINDS | STANDALONE_KINDS \
+                    and not self._scripts_own_problem(runs[0]):
                 kept = [self._documented_problem(runs[0], path)]
             runs = kept
         if not runs and not launched_by and self.documents.kind(path) in STANDALONE_KINDS:
@@ -708,6 +709,13 @@ class RunFinder:
         model = run.plan.get("model")
         return (run.problem is not None and model is not None and run.problem_fact is model
                 and model.origin is not None and self.documents.kind(model.origin.path) == DocumentKind.MARKDOWN)
+
+    def _scripts_own_problem(self, run: ResolvedRun) -> bool:
+        """Is the run's problem a fact of the script it runs (it freezes its model, ...)? The
+        script's own run reports it there, whatever command runs it."""
+        fact = run.problem_fact
+        return fact is not None and fact.origin is not None and \
+            self.documents.kind(fact.origin.path) == DocumentKind.PYTHON
 
     def _documented_problem(self, run: ResolvedRun, path: str | Path, script: bool = False) -> ResolvedRun:
         """A config only a README command uses has no other run to carry the note: it says once,

@@ -27,7 +27,7 @@ from memlint.python.syntax import (
     modulo_divisors,
     positional,
 )
-from memlint.python.training import Backward, Step, backward_of, step_of, zero_grad_target
+from memlint.python.training import Backward, Step, backward_of, is_optimizer_object, step_of, zero_grad_target
 
 Loop = cst.For | cst.While
 
@@ -378,6 +378,27 @@ class Accumulation:
             return any(loop is self.inner for loop in event.loops)
         step_guards = {g.key for g in self.step.modulo_guards}
         return not (step_guards & event.guard_keys())
+
+
+def clears_step_gradients(index: ModuleIndex, zero: Event, step: Step) -> bool:
+    """Does this zero_grad clear the gradients this step uses?"""
+    target = zero_grad_target(index, zero.node)
+    if target in ("<grads>", "", step.optimizer):
+        return True
+    call = zero.call  # a zero_grad() with a receiver: ``optimizer.zero_grad()``, ``model.zero_grad()``
+    expr = call.func.value if call is not None and isinstance(call.func, cst.Attribute) else None
+    return expr is not None and not is_optimizer_object(index, expr)  # model.zero_grad() clears every optimizer's
+
+
+def zeroed_every_micro_step(index: ModuleIndex, accumulation: Accumulation) -> list[Event]:
+    """The zero_grads that run on every pass of an accumulating loop and clear the gradients its
+    step uses: nothing accumulates there, each micro-batch erases the ones before it."""
+    step = step_of(index, accumulation.step.node) if isinstance(accumulation.step.node, cst.Call) else None
+    if step is None:
+        return []
+    return [event for event in accumulation.loop.events
+            if zero_grad_target(index, event.node) is not None and accumulation.accumulates(event)
+            and clears_step_gradients(index, event, step)]
 
 
 _ACCUMULATION_WORDS = ("accum", "micro", "grad_acc", "update_freq", "accumulat", "gas")

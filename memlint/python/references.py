@@ -200,6 +200,9 @@ class Names:
             node = assignment.node
             kind = type(node)  # libcst's node classes are final; ``isinstance`` on them is slow
             if kind is cst.Name:
+                parent = self.parent(node)
+                if type(parent) is cst.AnnAssign and parent.value is None:
+                    continue  # ``model_args: ModelArguments`` after the unpacking: binds nothing
                 out.append(self._assigned(node))
             elif kind in _DEFINED:
                 out.append(node)

@@ -149,7 +149,11 @@ def is_scaler_object(index: ModuleIndex, expr: cst.BaseExpression | None) -> boo
 @dataclass(frozen=True)
 class Backward:
     call: cst.Call
-    kind: str  # "tensor": loss.backward(); "scaled": scaler.scale(loss).backward(); "framework"
+    # "tensor": loss.backward(); "scaled": scaler.scale(loss).backward(); "framework": an engine
+    # that scales and divides itself; "delegated": an object handed the loss and the optimizer
+    # (ColossalAI's ``booster.backward(loss=loss, optimizer=optimizer)``), which runs the
+    # optimizer's backward on the loss as given
+    kind: str
     loss: cst.BaseExpression | None  # the tensor whose gradient is computed (before scaling)
     scale_call: cst.Call | None = None  # scaler.scale(loss) / amp.scale_loss(loss, opt)
 
@@ -164,6 +168,8 @@ def backward_of(index: ModuleIndex, call: cst.Call) -> Backward | None:
         return Backward(call, "scaled", target.args[0].value, target)
     if positional(call) and is_framework_object(index, target):
         return Backward(call, "framework", argument(call, 0, "loss"))
+    if _hands_over_the_loss(index, call):
+        return Backward(call, "delegated", argument(call, 0, "loss"))
     if isinstance(target, cst.Name):
         for definition in index.reaching(target.value, call):
             item = definition.whole_value
@@ -179,6 +185,16 @@ def backwards(index: ModuleIndex) -> list[Backward]:
         return [b for b in (backward_of(index, c) for c in index.calls) if b is not None]
 
     return index.once("backwards", compute)
+
+
+def _hands_over_the_loss(index: ModuleIndex, call: cst.Call) -> bool:
+    """``x.backward(loss=...)`` or ``x.backward(loss, optimizer)``: the receiver is not the loss
+    (a tensor's ``backward`` takes a gradient, never a ``loss`` or an optimizer) but an object
+    that runs the backward of the loss it is given."""
+    if argument(call, None, "loss") is not None or argument(call, None, "optimizer") is not None:
+        return True
+    args = positional(call)
+    return len(args) >= 2 and is_optimizer_object(index, args[1].value)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Applicability, Edit, Fix, Related, Severity
 from memlint.python.dataflow import loss_is_divided, normalised_over_group
 from memlint.python.index import index_for
-from memlint.python.loops import Accumulation, accumulation_of, step_loops
+from memlint.python.loops import Accumulation, accumulation_of, step_loops, zeroed_every_micro_step
 from memlint.python.syntax import argument, as_operand, dotted, iter_nodes, method_name, receiver
 from memlint.python.training import Backward
 from memlint.rules.base import Example, Finding, Rule
@@ -99,6 +99,39 @@ def training_function(config, args):
 """
 
 
+_BOOSTER = """\
+import argparse
+
+import torch
+from colossalai.booster import Booster
+from colossalai.booster.plugin import LowLevelZeroPlugin
+
+from mydiffusion.data import build_dataloader
+from mydiffusion.models import build_unet
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--accumulation-steps", type=int, default=4)
+    args = parser.parse_args()
+    accumulation_steps = args.accumulation_steps
+    booster = Booster(plugin=LowLevelZeroPlugin(stage=2, precision="bf16"))
+    model = build_unet()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    model, optimizer, _, dataloader, _ = booster.boost(model, optimizer, dataloader=build_dataloader())
+    for step, batch in enumerate(dataloader):
+        loss = model(batch["latents"], batch["timesteps"]).mean()
+{backward}
+        if (step + 1) % accumulation_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
 class AccumulationWithoutLossDivision(Rule):
     """## What it does
     Finds gradient accumulation — an optimizer step that runs only every *k*-th pass of the
@@ -130,6 +163,13 @@ class AccumulationWithoutLossDivision(Rule):
     only every *k*-th (a step under ``if step % k == 0:`` and another under its ``else:``, as
     in modded-nanogpt's alternating Adam/Muon schedule): dividing the one loss by *k* would
     shrink the gradients of the optimizer that steps every pass.
+
+    The loss may also be handed to an object that runs its backward (ColossalAI's
+    ``booster.backward(loss=loss / k, optimizer=optimizer)``): the argument named ``loss``, or
+    the first one when an optimizer comes with it, is the loss judged.
+
+    A loop that zeroes the gradients on every pass accumulates nothing (TRN002 reports it), so
+    no division is asked of it.
 
     ## Why it matters
     ``backward()`` adds to ``.grad``. Over *k* micro-batches the gradient that reaches
@@ -306,6 +346,11 @@ def train_one_epoch(model, data, loss, optimizer, scaler, args):
             title="open_clip: one contrastive loss over the whole group, recomputed per micro-batch from cached "
             "features (a gradient cache: the backward passes add up to the group's gradient)",
         ),
+        Example(
+            _BOOSTER.format(backward="        booster.backward(loss=loss / accumulation_steps, optimizer=optimizer)"),
+            path="scripts/train_diffusion.py",
+            title="ColossalAI: the divided loss handed to the booster by keyword",
+        ),
     )
     INVALID = (
         Example(
@@ -334,6 +379,16 @@ def train_one_epoch(model, data, loss, optimizer, scaler, args):
             title="Accelerate's fsdp_with_peak_mem_tracking.py: accumulation grows with --batch_size, the Accelerator "
             "never hears of it",
         ),
+        Example(
+            _BOOSTER.format(backward="        booster.backward(loss=loss, optimizer=optimizer)"),
+            path="scripts/train_diffusion.py",
+            lines=(22,),
+            message="undivided loss",
+            fixed=_BOOSTER.format(
+                backward="        booster.backward(loss=loss / accumulation_steps, optimizer=optimizer)"
+            ),
+            title="ColossalAI: the booster is handed the undivided loss",
+        ),
     )
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
@@ -344,8 +399,8 @@ def train_one_epoch(model, data, loss, optimizer, scaler, args):
             accumulation = accumulation_of(index, loop)
             if accumulation is None or _framework_accumulates(loop) or _gradients_rescaled(index, loop):
                 continue
-            if _loss_of_the_whole_group(index, accumulation):
-                continue
+            if _loss_of_the_whole_group(index, accumulation) or zeroed_every_micro_step(index, accumulation):
+                continue  # (gradients zeroed on every pass sum nothing: TRN002 says so)
             for event, backward in loop.backwards:
                 if not accumulation.outside_step_guard(event):
                     continue
@@ -376,7 +431,7 @@ def train_one_epoch(model, data, loss, optimizer, scaler, args):
         if event.depth == 0 and accumulation.step.depth == 0 and backward.loss is not None:
             loss_text = as_operand(py.code_of(backward.loss), backward.loss)
             divided = f"{loss_text} / {as_operand(divisor, accumulation.divisor)}"
-            new_text = divided if backward.kind in ("scaled", "framework") else f"({divided})"
+            new_text = divided if backward.kind in ("scaled", "framework", "delegated") else f"({divided})"
             fix = Fix(
                 f"divide the loss by `{divisor}` before backward()",
                 (Edit(ctx.path, py.range_of(backward.loss), new_text),),

@@ -25,7 +25,10 @@ class CannotEstimate(Rule):
     it says so instead of guessing. A document that launches or defines no training (a script
     that uploads a package, serves or samples from a model, prepares data; a test; a module
     that only defines a ``Trainer`` subclass, which another script builds; a run with
-    ``do_train: false``) gets no note: there is nothing to check.
+    ``do_train: false``) gets no note: there is nothing to check. Nor is a run estimated whose
+    script freezes the model it loads and trains modules of its own on top of it (decoding heads,
+    a probe: ``for p in model.base_model.parameters(): p.requires_grad = False``, no adapter, no
+    gradient turned back on): the note names the freeze, once, in the script.
 
     ## Why it matters
     A silent linter looks like a passing one. Knowing that the out-of-memory check did not

@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Iterator, cast
-
-import libcst as cst
+from typing import Iterator
 
 from memlint.documents.kinds import DocumentKind
 from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Related, Severity
 from memlint.python.index import index_for
-from memlint.python.loops import Event, TrainingLoop, accumulation_of, step_loops
+from memlint.python.loops import (
+    Event,
+    TrainingLoop,
+    accumulation_of,
+    clears_step_gradients,
+    step_loops,
+    zeroed_every_micro_step,
+)
 from memlint.python.training import (
-    Step,
     backward_of,
-    is_optimizer_object,
     step_of,
     zero_grad_target,
 )
@@ -116,16 +119,6 @@ class ZeroGradDiscardsGradients(Rule):
                     yield finding
 
 
-def _same_target(index, zero: Event, step: Step) -> bool:
-    """Does this zero_grad clear the gradients this step uses?"""
-    target = zero_grad_target(index, zero.node)
-    if target in ("<grads>", "", step.optimizer):
-        return True
-    call = zero.call  # a zero_grad() with a receiver: ``optimizer.zero_grad()``, ``model.zero_grad()``
-    expr = call.func.value if call is not None and isinstance(call.func, cst.Attribute) else None
-    return expr is not None and not is_optimizer_object(index, expr)  # model.zero_grad() clears every optimizer's
-
-
 def _between(ctx, index, loop: TrainingLoop) -> list:
     py = index.py
     out = []
@@ -145,7 +138,7 @@ def _between(ctx, index, loop: TrainingLoop) -> list:
             continue
         for zero in zeros:
             runs_with_step = {g.key for g in zero.guards} <= {g.key for g in event.guards}
-            if runs_with_step and _same_target(index, zero, step):
+            if runs_with_step and clears_step_gradients(index, zero, step):
                 message = (
                     f"`{py.code_of(zero.node)}` runs after `{py.code_of(last_backward.node)}` (line "
                     f"{py.range_of(last_backward.node).start.line}) and before `{py.code_of(call)}`: the step sees "
@@ -170,14 +163,9 @@ def _every_micro_step(ctx, index, loop: TrainingLoop) -> list:
     if accumulation is None:
         return []
     py = index.py
-    step = step_of(index, cast(cst.Call, accumulation.step.node))  # an accumulation's step is a call
     divisor = py.code_of(accumulation.divisor)
     out = []
-    for event in loop.events:
-        if zero_grad_target(index, event.node) is None or not accumulation.accumulates(event):
-            continue
-        if step is None or not _same_target(index, event, step):
-            continue
+    for event in zeroed_every_micro_step(index, accumulation):
         message = (
             f"`{py.code_of(event.node)}` runs on every micro-batch but the optimizer steps only every `{divisor}` "
             f"(line {py.range_of(accumulation.step.node).start.line}): each micro-batch erases the gradients of the "

@@ -474,3 +474,78 @@ def test_a_gradient_cache_near_miss_still_divides():
     from tests.rules.conftest import _lint
 
     assert [d.range.start.line for d in _lint("ACC001", plain, path="src/open_clip_train/train.py")] == [25]
+
+
+COLOSSAL_VAE = """\
+from dataclasses import dataclass
+
+import torch
+from colossalai.booster import Booster
+from colossalai.booster.plugin import GeminiPlugin
+
+from vae_lib.losses import reconstruction_loss
+
+
+@dataclass
+class TrainConfig:
+    grad_accum: int = 8
+    lr: float = 1e-5
+
+
+def train(vae, loader, cfg: TrainConfig):
+    booster = Booster(plugin=GeminiPlugin(precision="bf16"))
+    opt = torch.optim.AdamW(vae.parameters(), lr=cfg.lr)
+    vae, opt, *_ = booster.boost(vae, opt)
+    for i, video in enumerate(loader):
+        recon, posterior = vae(video)
+        vae_loss = reconstruction_loss(recon, video) + 1e-6 * posterior.kl().mean()
+        booster.backward(vae_loss, opt)
+        if (i + 1) % cfg.grad_accum == 0:
+            opt.step()
+            opt.zero_grad()
+"""
+
+
+def test_a_booster_handed_the_loss_and_the_optimizer_is_judged_on_that_loss(lint, where, fix):
+    """ColossalAI's ``booster.backward(loss, optimizer)``: the loss is its first argument, not
+    the booster; dividing it there is the fix, and a divided loss given by keyword is clean."""
+    (diagnostic,) = lint("ACC001", COLOSSAL_VAE)
+    assert "`booster.backward(vae_loss, opt)` gets the undivided loss" in diagnostic.message
+    assert "booster.backward(vae_loss / cfg.grad_accum, opt)" in fix("ACC001", COLOSSAL_VAE)
+    divided = COLOSSAL_VAE.replace("booster.backward(vae_loss, opt)",
+                                   "booster.backward(loss=vae_loss / cfg.grad_accum, optimizer=opt)")
+    assert lint("ACC001", divided) == []
+
+
+ZEROED_EVERY_PASS = """\
+import argparse
+
+import torch
+import torch.nn.functional as F
+
+from classifier.data import make_loader
+from classifier.model import MLP
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--accumulation_steps", type=int, default=4)
+args = parser.parse_args()
+
+model = MLP(784, 10).cuda()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for batch_idx, (images, labels) in enumerate(make_loader()):
+    optimizer.zero_grad()
+    loss = F.cross_entropy(model(images.cuda()), labels.cuda())
+    loss.backward()
+    if (batch_idx + 1) % args.accumulation_steps == 0:
+        optimizer.step()
+"""
+
+
+def test_gradients_zeroed_on_every_pass_accumulate_nothing_to_divide(lint, where):
+    """Each pass erases the gradients of the one before (TRN002's finding): the step sees one
+    micro-batch's gradient, not a sum, so asking for the loss to be divided would be wrong."""
+    assert lint("ACC001", ZEROED_EVERY_PASS) == []
+    assert where(lint("TRN002", ZEROED_EVERY_PASS)) == [(16, 4, 16, 25)]
+    zeroed_after_the_step = ZEROED_EVERY_PASS.replace("    optimizer.zero_grad()\n", "").replace(
+        "        optimizer.step()\n", "        optimizer.step()\n        optimizer.zero_grad()\n")
+    assert len(lint("ACC001", zeroed_after_the_step)) == 1
