@@ -12,6 +12,7 @@ from memlint.model.diagnostics import Related, Severity
 from memlint.python.index import index_for
 from memlint.python.loops import Event, TrainingLoop, accumulation_of, step_loops
 from memlint.python.training import (
+    RUNS_BACKWARD,
     Step,
     backward_of,
     is_optimizer_object,
@@ -85,8 +86,7 @@ class ZeroGradDiscardsGradients(Rule):
     name = "zero-grad-discards-gradients"
     severity = Severity.ERROR
     kinds = frozenset({DocumentKind.PYTHON})
-    # its loops run backward(): ``loss.backward()``, ``accelerator.backward(loss)``, ``manual_backward``
-    python_needs = "backward"
+    python_needs = RUNS_BACKWARD  # its loops run backward()
 
     VALID = (Example(_SCRIPT.format(body=_ORDERED), title="zero_grad after the step, under the same condition"),)
     INVALID = (
