@@ -74,7 +74,7 @@ def test_a_model_module_is_set_aside():
     "import bitsandbytes as bnb\nopt = bnb.optim.PagedAdamW8bit(model.parameters(), lr=2e-4)\n",
     # a trainer subclass, a TRL config
     "from trl import SFTConfig\nconfig = SFTConfig(output_dir='out')\n",
-    "import torch\nfrom accelerate import Accelerator as Acc\nacc = Acc()\n",
+    "import torch\nfrom accelerate import Accelerator as Acc\nacc = Acc()\nacc.backward(model(batch).loss)\n",
     "import torch\nfor batch in loader:\n    model(**batch).loss.backward()\n    torch.cuda.empty_cache()\n",
     "import deepspeed\nengine, *_ = deepspeed.initialize(model=model, config='ds.json')\n",
 ])
@@ -141,7 +141,25 @@ class LLaVATrainer(Trainer):
 '''
 
 
-@pytest.mark.parametrize("code", [_TIMERS, _FREE_MEMORY, _LIBRARY_TRAINER])
+# Accelerate's operations: its state classes, no Accelerator, no backward()
+_STATE_HELPERS = '''import torch
+from accelerate.state import AcceleratorState, PartialState
+from transformers import TrainerState
+
+
+def gather_for_metrics(tensor):
+    state = AcceleratorState()
+    if state.num_processes == 1:
+        return tensor
+    return torch.cat([tensor] * state.num_processes)
+
+
+def wait_for_everyone(trainer_state: TrainerState | None = None):
+    PartialState().wait_for_everyone()
+'''
+
+
+@pytest.mark.parametrize("code", [_TIMERS, _FREE_MEMORY, _LIBRARY_TRAINER, _STATE_HELPERS])
 def test_what_names_a_need_only_in_part_or_only_in_an_unused_class_is_set_aside(code):
     """A need is a whole name where the readers match whole names (``backward`` of a call, not
     ``backward_timers``; ``empty_cache`` only with a loop that runs backward; a PEFT wrap by its
