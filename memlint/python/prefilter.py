@@ -231,10 +231,14 @@ class Needs:
             return False
         names = survey(tree)[1] if isinstance(tree, ast.AST) else tree
         text = names.text if isinstance(names, UsedNames) else names or ""
-        if any(all(p.search(text) for p in need) for need in self._compiled):
+        if _meets(self._compiled, text):
             return True
-        if not self._compiled_outside:
-            return False
-        if isinstance(names, UsedNames) and any(all(p.search(text) for p in need) for need in self._compiled_outside):
-            text = names.outside_unused_classes  # only then worth working out
-        return any(all(p.search(text) for p in need) for need in self._compiled_outside)
+        if not _meets(self._compiled_outside, text):
+            return False  # nor then in a part of the module
+        # only then worth working out; a string of names has no parts
+        return not isinstance(names, UsedNames) or _meets(self._compiled_outside, names.outside_unused_classes)
+
+
+def _meets(needs: list[list[re.Pattern[str]]], text: str) -> bool:
+    """Does ``text`` (names, one a line) meet one of the needs (all of its patterns)?"""
+    return any(all(p.search(text) for p in need) for need in needs)
