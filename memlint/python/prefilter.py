@@ -61,10 +61,13 @@ class UsedNames:
         statements use what it binds. A class is unused when no other top-level statement names
         it (a superset of ``_only_in_unused_classes``' test, which counts ``Name`` nodes): the
         code outside it can reach what it holds only through its name."""
+        class_names = set(self.classes.values())
         everywhere: dict[str, int] = {}
         for index, statement in enumerate(self.statements):
-            imported = {n for bound, written in self.imports[index] for n in (bound, *written)}
-            for name in set(self.classes.values()) & (statement | imported):
+            named = class_names & statement  # the smaller set is walked
+            for bound, written in self.imports[index]:
+                named |= class_names & {bound, *written}
+            for name in named:
                 everywhere[name] = everywhere.get(name, 0) + 1
         unused = {index for index, name in self.classes.items() if everywhere.get(name, 0) <= 1}
         kept = [index for index in range(len(self.statements)) if index not in unused]
