@@ -74,12 +74,131 @@ def test_a_model_module_is_set_aside():
     "import bitsandbytes as bnb\nopt = bnb.optim.PagedAdamW8bit(model.parameters(), lr=2e-4)\n",
     # a trainer subclass, a TRL config
     "from trl import SFTConfig\nconfig = SFTConfig(output_dir='out')\n",
-    "import torch\nfrom accelerate import Accelerator as Acc\nacc = Acc()\n",
-    "import torch\ntorch.cuda.empty_cache()\n",
+    "import torch\nfrom accelerate import Accelerator as Acc\nacc = Acc()\nacc.backward(model(batch).loss)\n",
+    "import torch\nfor batch in loader:\n    model(**batch).loss.backward()\n    torch.cuda.empty_cache()\n",
     "import deepspeed\nengine, *_ = deepspeed.initialize(model=model, config='ds.json')\n",
 ])
 def test_what_a_rule_or_extractor_reads_is_kept(code):
     assert _wanted(Settings(root=REPO), code)
+
+
+# DeepSpeed's engine timers: names that hold "backward" but no backward() call
+_TIMERS = '''import torch
+from deepspeed.utils.timer import SynchronizedWallClockTimer
+
+
+class EngineTimers:
+    def __init__(self, enable_micro_timers, enable_global_timers):
+        self.backward_timers = []
+        self.backward_inner_timers = []
+        if enable_micro_timers:
+            self.backward_timers += ["bwd_microstep"]
+            self.backward_inner_timers += ["bwd_inner_microstep"]
+        self.active = enable_micro_timers or enable_global_timers
+'''
+
+# a helper that frees memory between evaluations: no training loop around the emptying
+_FREE_MEMORY = '''import gc
+
+import torch
+
+
+def free_memory(model, optimizer_name="adamw", peft_config=None):
+    model.cpu()
+    gc.collect()
+    torch.cuda.empty_cache()
+'''
+
+# LLaVA's llava_trainer.py: a Trainer subclass the module defines and never uses (another file
+# builds it and is the run), with a helper the module's other code calls
+_LIBRARY_TRAINER = '''import torch
+from torch.utils.data import Sampler
+from transformers import Trainer
+from transformers.trainer import get_parameter_names, has_length
+
+
+def split_to_even_chunks(indices, lengths, num_chunks):
+    return [indices[i::num_chunks] for i in range(num_chunks)]
+
+
+class LengthGroupedSampler(Sampler):
+    def __init__(self, batch_size, world_size, lengths=None):
+        self.chunks = split_to_even_chunks(list(range(len(lengths))), lengths, world_size)
+
+
+class LLaVATrainer(Trainer):
+    def _get_train_sampler(self):
+        if self.train_dataset is None or not has_length(self.train_dataset):
+            return None
+        return LengthGroupedSampler(self.args.train_batch_size, self.args.world_size, lengths=[])
+
+    def create_optimizer(self):
+        decay = get_parameter_names(self.model, [torch.nn.LayerNorm])
+        groups = [{"params": [p for n, p in self.model.named_parameters() if n in decay]}]
+        optimizer_cls, kwargs = Trainer.get_optimizer_cls_and_kwargs(self.args)
+        self.optimizer = optimizer_cls(groups, **kwargs)
+        return self.optimizer
+'''
+
+
+# Accelerate's operations: its state classes, no Accelerator, no backward()
+_STATE_HELPERS = '''import torch
+from accelerate.state import AcceleratorState, PartialState
+from transformers import TrainerState
+
+
+def gather_for_metrics(tensor):
+    state = AcceleratorState()
+    if state.num_processes == 1:
+        return tensor
+    return torch.cat([tensor] * state.num_processes)
+
+
+def wait_for_everyone(trainer_state: TrainerState | None = None):
+    PartialState().wait_for_everyone()
+'''
+
+
+@pytest.mark.parametrize("code", [_TIMERS, _FREE_MEMORY, _LIBRARY_TRAINER, _STATE_HELPERS])
+def test_what_names_a_need_only_in_part_or_only_in_an_unused_class_is_set_aside(code):
+    """A need is a whole name where the readers match whole names (``backward`` of a call, not
+    ``backward_timers``; ``empty_cache`` only with a loop that runs backward; a PEFT wrap by its
+    names, not ``peft_config``), and the extractor asks only the code outside the classes the
+    module never uses: their training is another file's run (``_only_in_unused_classes``)."""
+    assert not _wanted(Settings(root=REPO), code)
+
+
+@pytest.mark.parametrize("addition", [
+    # the module builds its own trainer: a script
+    "\n\nif __name__ == '__main__':\n    LLaVATrainer(model=None).train()\n",
+    # an optimizer class under another name, used outside the class
+    "\n\nfrom torch.optim import AdamW as Optimizer\n\n\ndef build(model):\n    return Optimizer(model.parameters())\n",
+    # another class names it (the extractor's test counts that as a use)
+    "\n\nclass DebugTrainer(LLaVATrainer):\n    pass\n",
+])
+def test_a_library_class_used_or_imports_used_outside_it_keep_the_module(addition):
+    assert _wanted(Settings(root=REPO), _LIBRARY_TRAINER + addition)
+
+
+def test_a_class_that_declares_a_global_is_read_whole():
+    """A method's ``global`` binds a module name the code outside the class can call."""
+    code = _LIBRARY_TRAINER.replace("    def create_optimizer(self):\n",
+                                    "    def create_optimizer(self):\n        global OPTIMIZER\n        OPTIMIZER = torch.optim.AdamW\n")
+    code += "\n\ndef step(params):\n    return OPTIMIZER(params)\n"
+    assert _wanted(Settings(root=REPO), code)
+
+
+def test_the_unused_class_test_is_the_extractors(tmp_path):
+    """What the prefilter sets aside as a library class, the extractor finds no run in either."""
+    from memlint.documents.parsed import parse_document
+    from memlint.documents.reading import document_from_text
+    from memlint.facts.extract import extract
+
+    parsed = parse_document(document_from_text(str(tmp_path / "llava_trainer.py"), _LIBRARY_TRAINER), whole=True)
+    assert parsed.python is not None and extract(parsed) == []
+    used = _LIBRARY_TRAINER + "\n\nif __name__ == '__main__':\n    LLaVATrainer(model=None).train()\n"
+    parsed = parse_document(document_from_text(str(tmp_path / "llava_trainer.py"), used), whole=True)
+    assert extract(parsed) != []
 
 
 def test_bf16_choices_matter_only_on_a_gpu_without_bf16(tmp_path):
@@ -182,8 +301,9 @@ def _lint_module(root: Path, text: str, prefilter: bool) -> None:
 
 
 def test_a_kept_module_is_read_only_by_the_readers_whose_need_it_meets(tmp_path, monkeypatch):
-    """Kept for TRN004 (it empties the cache), a module that builds no optimizer and calls no
-    backward is not read by CKP002 nor by the Python fact extractor; without the prefilter both read it."""
+    """Kept for CKP002 (it checkpoints), a module that builds no optimizer and calls no backward
+    is not read by TRN004 (its cache emptying is in no training loop) nor by the Python fact
+    extractor; without the prefilter both read it."""
     from memlint.facts import extract
 
     extract.load_extractors()
@@ -193,11 +313,13 @@ def test_a_kept_module_is_read_only_by_the_readers_whose_need_it_meets(tmp_path,
         monkeypatch.setattr(rule, "check", lambda self, ctx, code=code: read.append(code) or iter(()))
     extractor = extract.EXTRACTORS["python"]
     monkeypatch.setitem(extract.EXTRACTORS, "python", lambda parsed: read.append("facts") or extractor(parsed))
-    text = "import torch\n\n\ndef free_memory(model):\n    model.cpu()\n    torch.cuda.empty_cache()\n"
+    text = ("import torch\nfrom torch.utils.checkpoint import checkpoint\n\n\ndef forward_blocks(blocks, hidden):\n"
+            "    for block in blocks:\n        hidden = checkpoint(block, hidden)\n    torch.cuda.empty_cache()\n"
+            "    return hidden\n")
     for setting in ("on", "off"):
         (tmp_path / setting).mkdir()
     _lint_module(tmp_path / "on", text, prefilter=True)
-    assert read == ["TRN004"]  # kept, and read by the one rule that needs it
+    assert read == ["CKP002"]  # kept, and read by the one rule that needs it
     read.clear()
     _lint_module(tmp_path / "off", text, prefilter=False)
     assert sorted(set(read)) == ["CKP002", "TRN004", "facts"]
@@ -217,7 +339,7 @@ def test_the_names_walk_measures_the_depth_too(extra):
     depth, names = survey(tree, limit)  # both stop one level past the limit
     assert depth == python_source._depth(tree)
     if depth <= limit:
-        assert names is not None and {"LlamaAttention", "dropout", "x", "F"} <= set(names.split("\n"))
+        assert names is not None and {"LlamaAttention", "dropout", "x", "F"} <= set(names.text.split("\n"))
     else:
         assert names is None
     for wanted in (None, lambda names: True):
@@ -257,10 +379,10 @@ def test_the_survey_skips_contexts_and_keeps_depth_and_names(path):
         pytest.skip("an example of a syntax error")
     depth, names = _reference_survey(tree)
     found, listed = survey(tree)
-    assert found == depth and set(filter(None, listed.split("\n"))) == names
+    assert found == depth and listed is not None and set(filter(None, listed.text.split("\n"))) == names
     for deepest in (depth - 1, depth, depth + 1):
         found, listed = survey(tree, deepest)
         if depth > deepest:
             assert (found, listed) == (deepest + 1, None)
         else:
-            assert found == depth and set(filter(None, listed.split("\n"))) == names
+            assert found == depth and listed is not None and set(filter(None, listed.text.split("\n"))) == names

@@ -16,6 +16,7 @@ from memlint.python.tree import children
 
 if TYPE_CHECKING:
     from memlint.facts.plan import RunFacts
+    from memlint.python.prefilter import UsedNames
 
 
 @dataclass
@@ -85,7 +86,7 @@ def _nonlocal_at_module_level(module: cst.Module) -> cst.Nonlocal | None:
 
 
 def parse_document(document: Document, previous: ParsedDocument | None = None, whole: bool = False,
-                   wanted: "Callable[[str], bool] | None" = None) -> ParsedDocument:
+                   wanted: "Callable[[UsedNames], bool] | None" = None) -> ParsedDocument:
     """``previous``: the same document as parsed before an edit (the language server's case):
     what did not change is not parsed again. ``whole``: the document will not be edited
     (``memlint check``): Python is parsed in one piece (``python_source.parse``), and set aside

@@ -53,7 +53,9 @@ def _needed(parsed: "ParsedDocument") -> bool:
     if parsed.kind not in _GATES:
         from memlint.python.prefilter import Needs
 
-        _GATES[parsed.kind] = Needs.of([NEEDS.get(parsed.kind, "")])
+        # asked of the names outside the classes the module never uses: training in them alone is
+        # no run (``memlint.facts.script._only_in_unused_classes``)
+        _GATES[parsed.kind] = Needs.of([], outside=[NEEDS.get(parsed.kind, "")])
     gate = _GATES[parsed.kind]
     return gate is None or gate.wanted(names)
 

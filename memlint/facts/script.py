@@ -52,13 +52,17 @@ _TRAINS = re.compile(r"Trainer|TrainingArguments|\btrl\b|Fabric|Accelerator|deep
                      r"Adafactor|\bLion")
 
 # What ``memlint check`` asks of the names a module's code uses (memlint.python.prefilter): what
-# can make it train. A trainer, a training config, an Accelerator, a Fabric, TRL (its configs),
-# ``deepspeed.initialize``, ``backward()``, or an optimizer class whose states the estimator
-# models (``optimizer_class``: the last name of an OPTIMIZER_CLASSES key, or transformers'
-# AdamW) -- not a module that only passes an ``optimizer`` around, nor DeepSpeed's own modules,
-# which all import deepspeed.
+# can make it train (``ScriptFacts.training``), each as the recognisers know it: a trainer class
+# (``trainer_framework``: a last name ending in ``Trainer``, Lightning's ``Fabric``), a training
+# config (``config_framework``: ``...TrainingArguments``, TRL's configs), ``deepspeed.initialize``,
+# a ``backward()``/``manual_backward()`` method call (an ``Accelerator`` trains only beside one),
+# or an optimizer class whose states the estimator models (``optimizer_class``: the last name of
+# an OPTIMIZER_CLASSES key, or transformers' AdamW) -- not a module that only passes an
+# ``optimizer`` around, nor ``TrainerState``, ``AcceleratorState`` or DeepSpeed's
+# ``backward_timers``, nor DeepSpeed's own modules, which all import deepspeed. The last name of
+# a qualified name is written whole, in the call or in the import that binds it.
 NEEDS = "|".join([
-    r"Trainer|TrainingArguments|Fabric|Accelerator|^initialize$|backward|^trl$",
+    r"Trainer$|TrainingArguments$|Fabric$|^initialize$|^(?:manual_)?backward$|^trl$",
     *sorted({f"^{re.escape(name.rsplit('.', 1)[-1])}$" for name in [*OPTIMIZER_CLASSES, "transformers.AdamW"]}),
 ])
 

@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # the rules, the estimator and libcst load with the first fil
     # that a run whose results all come from the cache never imports them
     from memlint.estimate import Capacity
     from memlint.facts.resolve import RunContext
-    from memlint.python.prefilter import Needs
+    from memlint.python.prefilter import Needs, UsedNames
     from memlint.rules.base import Finding, Rule
 
 __all__ = ["Linter", "RUN_KINDS", "capacity_of", "run_context"]
@@ -124,7 +124,7 @@ class Linter:
             findings += [(reporter, Finding(Range.file_start(), message)) for message in messages]
         return self._diagnostics(parsed.path, parsed.document.syntax, parsed.text, findings)
 
-    def _needed_by(self, rule: Rule, names: str) -> bool:
+    def _needed_by(self, rule: Rule, names: "UsedNames") -> bool:
         """Does the module name what the rule needs to find anything in it (the prefilter's
         promise, per rule: ``memlint.lint.needs.rule_gates``)?"""
         if self._gates is None:

@@ -12,7 +12,7 @@ import os
 from memlint.documents.kinds import DocumentKind
 from memlint.facts.extract import NEEDS, load_extractors
 from memlint.project.settings import Settings
-from memlint.python.prefilter import Needs
+from memlint.python.prefilter import Needs, UsedNames
 
 
 def prefilter_on() -> bool:
@@ -30,7 +30,8 @@ def python_needs(settings: Settings) -> Needs | None:
     load_extractors()
     readers = [cls.needs(settings) for code, cls in all_rules().items()
                if settings.enabled(code) and cls.applies_to(DocumentKind.PYTHON, True)]
-    return Needs.of([*readers, NEEDS.get(DocumentKind.PYTHON.value, "")])
+    # the extractor drops what lies only in classes the module never uses (``Needs.outside``)
+    return Needs.of(readers, outside=[NEEDS.get(DocumentKind.PYTHON.value, "")])
 
 
 class Prefilter:
@@ -42,7 +43,7 @@ class Prefilter:
         self._needs: Needs | None = None
         self._known = False
 
-    def __call__(self, names: ast.AST | str) -> bool:
+    def __call__(self, names: ast.AST | str | UsedNames) -> bool:
         if not self._known:
             self._needs, self._known = python_needs(self.settings), True
         return self._needs is None or self._needs.wanted(names)

@@ -25,6 +25,7 @@ from memlint.project.settings import Settings
 if TYPE_CHECKING:
     from memlint.documents.parsed import ParsedDocument
     from memlint.facts.plan import RunFacts
+    from memlint.python.prefilter import UsedNames
 
 MAX_SCAN_BYTES = 4 * 1024 * 1024
 # file names a document can link: ds_config.json, configs/zero3.yaml, train.py, launch.sh
@@ -127,7 +128,7 @@ class DocumentStore:
         self.walked: list[Path] | None = None  # the walk of the project root, when seeded
         # a snapshot's prefilter (``memlint check``): does anything need this Python module's
         # tree? (memlint.python.prefilter; None: every module is parsed)
-        self.wanted: Callable[[str], bool] | None = None  # asked of a module's names (python.prefilter)
+        self.wanted: Callable[[UsedNames], bool] | None = None  # asked of a module's names (python.prefilter)
 
     def key(self, path: str | Path) -> str:
         """A canonical name for a file (symlinks resolved); memoised, it is asked often."""

@@ -6,6 +6,7 @@ for the estimator, and judged on the GPU the settings or the project's infrastru
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -55,12 +56,18 @@ class RunFinder:
         self._imported: dict[str, tuple[list, list[Path]]] = {}
         # a script's key -> the quantization switches of the project modules it reaches (and those modules)
         self._switches: dict[str, tuple[list, list[Path]]] = {}
+        # (module as imported, the importing file's folder, the folders above it) -> its file, and the
+        # candidates probed for it: the imports of a package's files repeat, each resolved once per run
+        self._module_files: dict[tuple, tuple[Path | None, list[tuple[str, bool]]]] = {}
+        self._folders: dict[Path, list[Path]] = {}  # a file -> its folder and those above it, below the root
 
     def invalidate(self) -> None:
         self._infrastructure = None
         self._unused = None
         self._imported.clear()
         self._switches.clear()
+        self._module_files.clear()
+        self._folders.clear()
         self.config_launchers.invalidate()
 
     def linked(self, facts: RunFacts, seen: set[str], depth: int = 0) -> list[RunFacts]:
@@ -562,7 +569,19 @@ class RunFinder:
     def _module_file(self, module: str, script: Path) -> Path | None:
         """``pkg.mod`` -> ``pkg/mod.py`` (or ``pkg/mod/__init__.py``) under the project root, a
         ``src/`` folder, the script's own folder (``from train import main`` beside it), or a
-        folder between it and the root."""
+        folder between it and the root. Found once per folder; each later file that asks records
+        the same probes (``reads``: what its cached result depends on)."""
+        key = (module, Path(script).parent, tuple(self._folders_between(script)))
+        known = self._module_files.get(key)
+        if known is None:
+            with reads.paused():
+                probed: list[tuple[str, bool]] = []
+                known = self._module_files[key] = (self._find_module_file(module, script, probed), probed)
+        for path, exists in known[1]:
+            reads.probe(path, exists)
+        return known[0]
+
+    def _find_module_file(self, module: str, script: Path, probed: list[tuple[str, bool]]) -> Path | None:
         if module.startswith("."):  # ``from .consts import X``: beside the script, ``..`` one up
             dots = len(module) - len(module.lstrip("."))
             relative = Path(script).parents[dots - 1] if dots <= len(Path(script).parents) else None
@@ -575,7 +594,9 @@ class RunFinder:
                      *self._folders_between(script)[1:])
         for base in bases:
             for candidate in (base.joinpath(*parts).with_suffix(".py"), base.joinpath(*parts, "__init__.py")):
-                if self.documents.is_file(candidate):
+                exists = self.documents.is_file(candidate)
+                probed.append((os.path.abspath(candidate), exists))
+                if exists:
                     return candidate
         return None
 
@@ -602,6 +623,9 @@ class RunFinder:
 
     def _folders_between(self, script: Path) -> list[Path]:
         """The script's folder and those above it, up to (not including) the project root."""
+        known = self._folders.get(Path(script))
+        if known is not None:
+            return known
         root = self.documents.root.resolve()
         try:
             folder = Path(script).resolve().parent
@@ -611,6 +635,7 @@ class RunFinder:
         while folder != root and root in folder.parents:
             out.append(folder)
             folder = folder.parent
+        self._folders[Path(script)] = out
         return out
 
     def runs_for(self, path: str | Path, context: RunContext) -> list[ResolvedRun]:

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import ast
 import re
+from dataclasses import dataclass
+from functools import cached_property
 from typing import Iterable
 
 # a string constant that can name something: a dtype, a key, a file; prose has spaces
@@ -30,31 +32,108 @@ _WORD_LIKE = re.compile(r"[\w./\-]{1,200}")
 
 def names_used(tree: ast.AST) -> str:
     """The names a module uses, one a line (what the needs' patterns search, ``re.MULTILINE``)."""
-    return survey(tree, names=True)[1] or ""
+    found = survey(tree, names=True)[1]
+    return found.text if found is not None else ""
 
 
-def survey(tree: ast.AST, deepest: int | None = None, names: bool = True) -> tuple[int, str | None]:
+@dataclass
+class UsedNames:
+    """The names a module's code uses (``text``: every reader's prefilter), kept per top-level
+    statement so that the extractor can ask only those of the code outside the classes the module
+    defines and never uses (``outside_unused_classes``): a library module's ``Trainer`` subclass
+    or engine class, whose training another file runs (``facts.script._only_in_unused_classes``)."""
+
+    statements: list[set[str]]  # each top-level statement's names, what its imports bind left out
+    imports: list[list[tuple[str, list[str]]]]  # each statement's imports: (name bound, names written)
+    classes: dict[int, str]  # a top-level class that could be unused: its statement's index -> its name
+
+    @cached_property
+    def text(self) -> str:
+        found = set().union(*self.statements)
+        for imports in self.imports:
+            for _bound, written in imports:
+                found.update(written)
+        return "\n".join(found)
+
+    @cached_property
+    def outside_unused_classes(self) -> str:
+        """The names of the statements that are not unused classes, an import's only where those
+        statements use what it binds. A class is unused when no other top-level statement names
+        it (a superset of ``_only_in_unused_classes``' test, which counts ``Name`` nodes): the
+        code outside it can reach what it holds only through its name."""
+        class_names = set(self.classes.values())
+        everywhere: dict[str, int] = {}
+        for index, statement in enumerate(self.statements):
+            named = class_names & statement  # the smaller set is walked
+            for bound, written in self.imports[index]:
+                named |= class_names & {bound, *written}
+            for name in named:
+                everywhere[name] = everywhere.get(name, 0) + 1
+        unused = {index for index, name in self.classes.items() if everywhere.get(name, 0) <= 1}
+        kept = [index for index in range(len(self.statements)) if index not in unused]
+        found = set().union(*(self.statements[index] for index in kept))
+        for index in kept:
+            for bound, written in self.imports[index]:
+                if bound == "*" or bound in found:
+                    found.update(written)
+        return "\n".join(found)
+
+
+def survey(tree: ast.AST, deepest: int | None = None, names: bool = True) -> tuple[int, UsedNames | None]:
     """The depth of CPython's tree and (with ``names``) the names it uses, in one walk: a cold
     ``check`` needs both of every module (the depth guards libcst's parser), and two walks with
     ``ast.iter_child_nodes``'s generators cost as much as the parse. Level by level, so no node
-    carries its depth; stops as soon as the depth passes ``deepest`` (names None then)."""
-    found: set[str] = set()
-    add = found.add
-    naming, contexts = _NAMING, _CONTEXTS
-    depth = 0
-    level: list[ast.AST] = [tree]
-    while level:
-        depth += 1
+    carries its depth, and a module's top-level statements one by one (``UsedNames``); stops as
+    soon as the depth passes ``deepest`` (names None then)."""
+    statements: list[ast.AST] = list(tree.body) if isinstance(tree, ast.Module) else [tree]
+    extra: list[ast.AST] = list(tree.type_ignores) if isinstance(tree, ast.Module) else []
+    start = 2 if type(tree) is ast.Module else 1
+    depth = 1 if type(tree) is ast.Module else 0
+    found: list[set[str]] = []
+    imports: list[list[tuple[str, list[str]]]] = []
+    classes: dict[int, str] = {}
+    for index, statement in enumerate(statements + extra):
+        names_here: set[str] = set()
+        imports_here: list[tuple[str, list[str]]] = []
+        reached, binds = _walk(statement, start, deepest, names_here if names else None, imports_here)
+        depth = max(depth, reached)
         if deepest is not None and depth > deepest:
             return depth, None
+        if not names or index >= len(statements):
+            continue
+        found.append(names_here)
+        imports.append(imports_here)
+        if type(statement) is ast.ClassDef and not binds and "add_argument" not in names_here:
+            classes[index] = statement.name
+    return depth, UsedNames(found, imports, classes) if names else None
+
+
+def _walk(root: ast.AST, depth: int, deepest: int | None, found: set[str] | None,
+          imports: list[tuple[str, list[str]]]) -> tuple[int, bool]:
+    """One statement's walk (``survey``): the deepest level it reaches (counted from ``depth``)
+    and whether it declares a name ``global``. Its names go to ``found`` (unless None), what its
+    imports bind and write to ``imports``."""
+    add = found.add if found is not None else None
+    naming, contexts = _NAMING, _CONTEXTS
+    level: list[ast.AST] = [root]
+    declares_global = False
+    while True:
+        if deepest is not None and depth > deepest:
+            return depth, declares_global
         below: list[ast.AST] = []
         push = below.append
         # a name's, attribute's... load/store context is a node without fields or names (a
         # third of the nodes): not walked, only counted as the level below it
         context_below = False
         for node in level:
-            if names and type(node) in naming:
-                _name_of(node, found, add)
+            if found is not None and type(node) in naming:
+                kind = type(node)
+                if kind is ast.Import or kind is ast.ImportFrom:
+                    imports.extend(_bindings(node))  # type: ignore[arg-type]
+                elif kind is ast.Global:
+                    declares_global = True
+                else:
+                    _name_of(node, found, add)
             for field in node._fields:
                 value = getattr(node, field, None)
                 if isinstance(value, ast.AST):
@@ -64,12 +143,25 @@ def survey(tree: ast.AST, deepest: int | None = None, names: bool = True) -> tup
                         push(value)
                 elif type(value) is list:
                     below += [item for item in value if isinstance(item, ast.AST)]
-        if not below and context_below:  # the deepest level holds contexts alone
-            depth += 1
-            if deepest is not None and depth > deepest:
-                return depth, None
+        if not below:
+            if context_below:  # the deepest level holds contexts alone
+                depth += 1
+            return depth, declares_global
+        depth += 1
         level = below
-    return depth, "\n".join(found) if names else None
+
+
+def _bindings(node: ast.Import | ast.ImportFrom) -> list[tuple[str, list[str]]]:
+    """Each alias of an import: the name it binds and the names it writes (``_name_of``'s for
+    the alias and, for ``from m import``, the module's)."""
+    module = node.module.split(".") if type(node) is ast.ImportFrom and node.module else []
+    out = []
+    for alias in node.names:
+        written = [*alias.name.split("."), *module]
+        if alias.asname:
+            written.append(alias.asname)
+        out.append((alias.asname or alias.name.split(".")[0], written))
+    return out
 
 
 def _name_of(node: ast.AST, found: set[str], add) -> None:
@@ -101,37 +193,55 @@ def _name_of(node: ast.AST, found: set[str], add) -> None:
 
 
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-# the node classes ``_name_of`` reads a name from (the others name nothing: no call for them)
-_NAMING = frozenset({ast.Name, ast.Attribute, ast.Constant, ast.keyword, ast.alias, ast.ImportFrom, ast.arg,
-                     *_DEFINITIONS})
+# the node classes ``survey`` reads a name from (the others name nothing: no call for them); it
+# reads imports (``_bindings``) and ``global`` itself, ``_name_of`` the others
+_NAMING = frozenset({ast.Name, ast.Attribute, ast.Constant, ast.keyword, ast.Import, ast.ImportFrom, ast.arg,
+                     ast.Global, *_DEFINITIONS})
 _CONTEXTS = frozenset({ast.Load, ast.Store, ast.Del})  # ``expr_context``: no fields
 
 
 class Needs:
     """What any of several readers (rules, extractors) needs a module to name; ``None`` from
-    :meth:`of` when one of them needs every module."""
+    :meth:`of` when one of them needs every module. ``outside``: needs asked only of the names
+    outside the classes the module never uses (``UsedNames.outside_unused_classes``: the Python
+    fact extractor's)."""
 
-    def __init__(self, needs: Iterable[tuple[str, ...]]) -> None:
+    def __init__(self, needs: Iterable[tuple[str, ...]], outside: Iterable[tuple[str, ...]] = ()) -> None:
         self.needs = sorted(set(needs))
+        self.outside = sorted(set(outside))
         self._compiled = [[re.compile(p, re.MULTILINE) for p in need] for need in self.needs]
+        self._compiled_outside = [[re.compile(p, re.MULTILINE) for p in need] for need in self.outside]
 
     @classmethod
-    def of(cls, needs: Iterable[str | tuple[str, ...] | None]) -> "Needs | None":
+    def of(cls, needs: Iterable[str | tuple[str, ...] | None],
+           outside: Iterable[str | tuple[str, ...] | None] = ()) -> "Needs | None":
         """Each reader's need: a pattern ("": every module), several that must all match, or
         None (it reads no module tree)."""
         kept: list[tuple[str, ...]] = []
-        for need in needs:
+        kept_outside: list[tuple[str, ...]] = []
+        for need, into in [*((n, kept) for n in needs), *((n, kept_outside) for n in outside)]:
             if need is None:
                 continue
             patterns = (need,) if isinstance(need, str) else tuple(need)
             if not patterns or "" in patterns:
                 return None
-            kept.append(patterns)
-        return cls(kept)
+            into.append(patterns)
+        return cls(kept, kept_outside)
 
-    def wanted(self, tree: ast.AST | str) -> bool:
-        """Does any reader need this module (its tree, or the names it uses: ``names_used``)?"""
-        if not self._compiled:
+    def wanted(self, tree: ast.AST | str | UsedNames) -> bool:
+        """Does any reader need this module (its tree, or the names it uses: ``survey``)?"""
+        if not self._compiled and not self._compiled_outside:
             return False
-        names = tree if isinstance(tree, str) else names_used(tree)
-        return any(all(p.search(names) for p in need) for need in self._compiled)
+        names = survey(tree)[1] if isinstance(tree, ast.AST) else tree
+        text = names.text if isinstance(names, UsedNames) else names or ""
+        if _meets(self._compiled, text):
+            return True
+        if not _meets(self._compiled_outside, text):
+            return False  # nor then in a part of the module
+        # only then worth working out; a string of names has no parts
+        return not isinstance(names, UsedNames) or _meets(self._compiled_outside, names.outside_unused_classes)
+
+
+def _meets(needs: list[list[re.Pattern[str]]], text: str) -> bool:
+    """Does ``text`` (names, one a line) meet one of the needs (all of its patterns)?"""
+    return any(all(p.search(text) for p in need) for need in needs)

@@ -20,7 +20,7 @@ from memlint.model.diagnostics import Position, Range
 from memlint.python.scopes import scopes_of
 from memlint.python.class_units import derive_unit
 from memlint.python.member_syntax import ClassSyntax, edited_class, summarise, tree_depth
-from memlint.python.prefilter import survey
+from memlint.python.prefilter import UsedNames, survey
 from memlint.python.positions import Lines, first_lines, order_of, tree_by_statement
 from memlint.python.tree import Tree, tree_of
 from memlint.python.unvalidated import parse_module as parse_unvalidated
@@ -41,9 +41,9 @@ class PythonSource:
 
     def __init__(self, module: cst.Module, text: str, tree: Tree | None = None, units: list[Unit] = (),
                  depths: dict[str, int] | None = None, lines: Lines | None = None,
-                 by_statement: bool = False, names: str | None = None) -> None:
+                 by_statement: bool = False, names: UsedNames | None = None) -> None:
         self.module = module
-        # the names the code uses (``prefilter.names_used``), where ``check``'s prefilter read
+        # the names the code uses (``prefilter.survey``), where ``check``'s prefilter read
         # them: which rules and extractors can find anything here (``prefilter.Needs.match``)
         self.names = names
         self.text = text
@@ -319,7 +319,7 @@ def _cut_after_edit(text: str, previous: PythonSource | None,
 
 
 def parse(text: str, previous: PythonSource | None = None, whole: bool = False,
-          wanted: "Callable[[str], bool] | None" = None) -> PythonSource | PythonSyntaxError | None:
+          wanted: "Callable[[UsedNames], bool] | None" = None) -> PythonSource | PythonSyntaxError | None:
     """The module, or why it cannot be analysed. ``previous``: the source of an earlier version
     of the same document, whose unchanged top-level statements need no parsing again.
 

@@ -145,6 +145,14 @@ def is_scaler_object(index: ModuleIndex, expr: cst.BaseExpression | None) -> boo
 
 # ---------------------------------------------------------------------- training calls
 
+# What a module must name for a rule that reads its backward() calls to find anything
+# (``Rule.python_needs``, ``memlint.python.prefilter``): a ``backward`` attribute
+# (``loss.backward()``, ``accelerator.backward(loss)``, ``scaler.scale(loss).backward()``) or
+# ``torch.autograd.backward`` imported by name, which is all ``backward_of`` and the loops'
+# ``_could_be_backward`` recognise. A whole name, not a part: DeepSpeed's ``backward_timers``,
+# transformers' ``_backward_compatibility_gradient_checkpointing`` hold no backward() call.
+RUNS_BACKWARD = r"^backward$"
+
 
 @dataclass(frozen=True)
 class Backward:

@@ -13,7 +13,7 @@ from memlint.python.dataflow import loss_is_divided, normalised_over_group
 from memlint.python.index import index_for
 from memlint.python.loops import Accumulation, accumulation_of, step_loops, zeroed_every_micro_step
 from memlint.python.syntax import argument, as_operand, dotted, iter_nodes, method_name, receiver
-from memlint.python.training import Backward
+from memlint.python.training import RUNS_BACKWARD, Backward
 from memlint.rules.base import Example, Finding, Rule
 
 _LOOP = """\
@@ -191,8 +191,7 @@ class AccumulationWithoutLossDivision(Rule):
     name = "accumulation-without-loss-division"
     severity = Severity.WARNING
     kinds = frozenset({DocumentKind.PYTHON})
-    # its loops run backward(): ``loss.backward()``, ``accelerator.backward(loss)``, ``manual_backward``
-    python_needs = "backward"
+    python_needs = RUNS_BACKWARD  # its loops run backward()
     fix_applicability = Applicability.SAFE
 
     VALID = (

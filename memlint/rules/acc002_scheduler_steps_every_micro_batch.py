@@ -12,7 +12,7 @@ from memlint.model.diagnostics import Related, Severity
 from memlint.python.index import ModuleIndex, index_for
 from memlint.python.loops import accumulation_of, step_loops
 from memlint.python.syntax import dotted, iter_nodes, receiver
-from memlint.python.training import is_scheduler_constructor, is_scheduler_step
+from memlint.python.training import RUNS_BACKWARD, is_scheduler_constructor, is_scheduler_step
 from memlint.rules.base import Example, Finding, Rule
 
 _SCRIPT = """\
@@ -70,8 +70,7 @@ class SchedulerStepsEveryMicroBatch(Rule):
     name = "scheduler-steps-every-micro-batch"
     severity = Severity.WARNING
     kinds = frozenset({DocumentKind.PYTHON})
-    # its loops run backward(): ``loss.backward()``, ``accelerator.backward(loss)``, ``manual_backward``
-    python_needs = "backward"
+    python_needs = RUNS_BACKWARD  # its loops run backward()
 
     VALID = (
         Example(

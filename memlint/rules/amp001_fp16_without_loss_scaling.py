@@ -14,6 +14,7 @@ from memlint.model.diagnostics import Related, Severity
 from memlint.python.index import ModuleIndex, index_for
 from memlint.python.loops import TrainingLoop, step_loops, training_loops, updating_backwards
 from memlint.python.training import (
+    RUNS_BACKWARD,
     Backward,
     autocast_regions,
     backwards,
@@ -178,8 +179,7 @@ class Fp16WithoutLossScaling(Rule):
     name = "fp16-without-loss-scaling"
     severity = Severity.WARNING
     kinds = frozenset({DocumentKind.PYTHON})
-    # its loops run backward(): ``loss.backward()``, ``accelerator.backward(loss)``, ``manual_backward``
-    python_needs = "backward"
+    python_needs = RUNS_BACKWARD  # its loops run backward()
 
     VALID = (
         Example(

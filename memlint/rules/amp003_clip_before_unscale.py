@@ -12,7 +12,7 @@ from memlint.model.diagnostics import Applicability, Edit, Fix, Position, Range,
 from memlint.python.index import ModuleIndex, index_for
 from memlint.python.loops import Event, flow_events
 from memlint.python.syntax import method_name, receiver
-from memlint.python.training import backward_of, backwards, is_clip_grad, step_of
+from memlint.python.training import RUNS_BACKWARD, backward_of, backwards, is_clip_grad, step_of
 from memlint.rules.base import Example, Finding, Rule
 
 _LOOP = """\
@@ -67,8 +67,7 @@ class ClipBeforeUnscale(Rule):
     name = "clip-before-unscale"
     severity = Severity.WARNING
     kinds = frozenset({DocumentKind.PYTHON})
-    # its loops run backward(): ``loss.backward()``, ``accelerator.backward(loss)``, ``manual_backward``
-    python_needs = "backward"
+    python_needs = RUNS_BACKWARD  # its loops run backward()
     fix_applicability = Applicability.UNSAFE
 
     VALID = (

@@ -9,7 +9,7 @@ from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Related, Severity
 from memlint.python.index import index_for
 from memlint.python.loops import flow_events, step_loops
-from memlint.python.training import zero_grad_target
+from memlint.python.training import RUNS_BACKWARD, zero_grad_target
 from memlint.rules.base import Example, Finding, Rule
 
 _SCRIPT = """\
@@ -57,8 +57,7 @@ class MissingZeroGrad(Rule):
     name = "missing-zero-grad"
     severity = Severity.ERROR
     kinds = frozenset({DocumentKind.PYTHON})
-    # its loops run backward(): ``loss.backward()``, ``accelerator.backward(loss)``, ``manual_backward``
-    python_needs = "backward"
+    python_needs = RUNS_BACKWARD  # its loops run backward()
 
     VALID = (
         Example(_SCRIPT.format(zero="        optimizer.zero_grad()\n"), title="Gradients reset on every step"),

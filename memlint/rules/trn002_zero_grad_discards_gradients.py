@@ -17,6 +17,7 @@ from memlint.python.loops import (
     zeroed_every_micro_step,
 )
 from memlint.python.training import (
+    RUNS_BACKWARD,
     backward_of,
     step_of,
     zero_grad_target,
@@ -88,8 +89,7 @@ class ZeroGradDiscardsGradients(Rule):
     name = "zero-grad-discards-gradients"
     severity = Severity.ERROR
     kinds = frozenset({DocumentKind.PYTHON})
-    # its loops run backward(): ``loss.backward()``, ``accelerator.backward(loss)``, ``manual_backward``
-    python_needs = "backward"
+    python_needs = RUNS_BACKWARD  # its loops run backward()
 
     VALID = (Example(_SCRIPT.format(body=_ORDERED), title="zero_grad after the step, under the same condition"),)
     INVALID = (

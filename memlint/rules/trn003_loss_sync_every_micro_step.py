@@ -13,6 +13,7 @@ from memlint.python.dataflow import names_in
 from memlint.python.index import index_for
 from memlint.python.loops import accumulation_of, step_loops
 from memlint.python.syntax import method_name, positional, receiver, root_name
+from memlint.python.training import RUNS_BACKWARD
 from memlint.rules.base import Example, Finding, Rule
 
 _SYNCING_METHODS = ("item", "tolist", "cpu", "numpy")
@@ -62,8 +63,7 @@ class LossSyncEveryMicroStep(Rule):
     name = "loss-sync-every-micro-step"
     severity = Severity.INFO
     kinds = frozenset({DocumentKind.PYTHON})
-    # its loops run backward(): ``loss.backward()``, ``accelerator.backward(loss)``, ``manual_backward``
-    python_needs = "backward"
+    python_needs = RUNS_BACKWARD  # its loops run backward()
 
     VALID = (
         Example(

@@ -12,7 +12,7 @@ from memlint.model.diagnostics import Related, Severity
 from memlint.python.index import ModuleIndex, index_for
 from memlint.python.loops import Event, step_loops, training_loops, updating_backwards
 from memlint.python.syntax import argument, dotted, is_false, method_name, receiver, root_name
-from memlint.python.training import model_holder, trained_models
+from memlint.python.training import RUNS_BACKWARD, model_holder, trained_models
 from memlint.rules.base import Example, Finding, Rule
 
 _SCRIPT = """\
@@ -73,8 +73,7 @@ class TrainingInEvalMode(Rule):
     name = "training-in-eval-mode"
     severity = Severity.WARNING
     kinds = frozenset({DocumentKind.PYTHON})
-    # its loops run backward(): ``loss.backward()``, ``accelerator.backward(loss)``, ``manual_backward``
-    python_needs = "backward"
+    python_needs = RUNS_BACKWARD  # its loops run backward()
 
     VALID = (
         Example(_SCRIPT.format(after="\n            model.train()"), title="Back to train mode right after evaluating"),

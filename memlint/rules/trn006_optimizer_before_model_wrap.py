@@ -80,9 +80,11 @@ class OptimizerBeforeModelWrap(Rule):
     name = "optimizer-before-model-wrap"
     severity = Severity.ERROR
     kinds = frozenset({DocumentKind.PYTHON})
-    # an optimizer is built, and a PEFT or FSDP wrap comes from an import
+    # an optimizer is built, and a PEFT or FSDP wrap comes from an import: ``is_peft_wrap`` and
+    # ``is_fsdp_wrap`` know them by these names, which the call or the import that binds it writes
+    # (``peft.*``, ``get_peft_model``, ``FullyShardedDataParallel``, ``fully_shard``)
     python_needs = (r"optim|Adam|SGD|Adafactor|Lion|LAMB|Lamb|Muon|Shampoo|Sophia|LBFGS|Rprop|RMSprop|Adagrad|Adadelta",
-                    r"peft|fsdp|FullyShardedDataParallel|fully_shard")
+                    r"^(?:peft|get_peft_model|FullyShardedDataParallel|fully_shard)$")
 
     VALID = (
         Example(_PEFT.format(first="", second=_OPTIMIZER), title="The optimizer holds the LoRA weights"),

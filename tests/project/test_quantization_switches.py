@@ -184,3 +184,26 @@ def test_a_module_that_builds_no_bitsandbytes_config_has_no_switch():
             return kwargs
     ''')
     assert switches([("loader.py", text)]) == []
+
+
+def test_a_neighbour_script_finds_the_same_modules_with_the_same_reads(tmp_path: Path):
+    """The project modules a script imports are looked for once per folder
+    (``RunFinder._module_file``): the next script of that folder reaches the same switch and
+    records the same probes (what its cached result depends on) as when it is linted alone."""
+    from memlint.documents import reads
+
+    _run(tmp_path, "--use_qlora 1 \\")
+    launch = LAUNCH.replace("{switch}", "--use_qlora 1 \\").replace("examples/finetune.py", "examples/finetune_qlora.py")
+    write(tmp_path, {"examples/finetune_qlora.py": FINETUNE, "scripts/run_qlora.sh": launch})
+    settings = Settings(root=tmp_path).with_overrides(gpu="h100", gpus=8, cache=False)
+
+    def linted(project: Project, script: str) -> tuple:
+        with reads.recording() as recorded:
+            [run] = project.runs_for(tmp_path / script, run_context(settings))
+        return run.plan.get("quantization").value, recorded.to_json()["probes"]
+
+    alone = linted(Project(settings), "scripts/run_qlora.sh")
+    project = Project(settings)
+    linted(project, "scripts/run_finetune_with_qlora.sh")
+    assert linted(project, "scripts/run_qlora.sh") == alone
+    assert alone[0] == "nf4" and any(path.endswith("hf_model_mixin.py") for path in alone[1])
