@@ -137,12 +137,12 @@ def _used(text: str, alias: str) -> bool:
 _BUILDERS = ("from_pretrained", "from_config")
 
 
-def _project_bases(module_parser: ModuleParser) -> Callable[[set[str]], set[str]]:
+def _project_bases(module_parser: ModuleParser) -> Callable[[frozenset[str]], set[str]]:
     """For a helper module's calls: ``PreLlamaModel.from_pretrained(...)`` where the helper imports
     ``PreLlamaModel`` from another module of the project (FlagEmbedding's LLARA: ``class
     PreLlamaModel(LlamaForCausalLM)`` in ``modeling.py``) also calls its library bases'
     ``from_pretrained``: the model loader the recognisers know. One more module, read, not run."""
-    def bases(names: set[str]) -> set[str]:
+    def bases(names: frozenset[str]) -> set[str]:
         out: set[str] = set()
         for name in names:
             owner, _, method = name.rpartition(".")
@@ -158,7 +158,7 @@ def _project_bases(module_parser: ModuleParser) -> Callable[[set[str]], set[str]
 
 
 def _function_facts(caller: ParsedDocument, values: Values, parsed: ParsedDocument, function: cst.FunctionDef,
-                    alias: str, project_bases: Callable[[set[str]], set[str]] | None = None) -> Imported | None:
+                    alias: str, project_bases: Callable[[frozenset[str]], set[str]] | None = None) -> Imported | None:
     """The facts ``function`` states when the caller's first call of ``alias`` runs it."""
     source = caller.python
     assert source is not None

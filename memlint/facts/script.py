@@ -181,7 +181,7 @@ def _only_in_unused_classes(values: Values, training_at: list[cst.CSTNode]) -> b
 
 def definition_facts(parsed: ParsedDocument, name: str, passed: dict[tuple[str, str], Found],
                      caller_option: Callable[[str], Found | None] | None = None,
-                     project_bases: Callable[[set[str]], set[str]] | None = None) -> RunFacts | None:
+                     project_bases: Callable[[frozenset[str]], set[str]] | None = None) -> RunFacts | None:
     """The facts the top-level function ``name`` of a helper module states when another module
     calls it (``memlint.facts.imported_facts``): the recognisers run over its body and over the
     bodies of the module's top-level functions it calls (one level), with its parameters bound

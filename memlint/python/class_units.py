@@ -24,7 +24,7 @@ from __future__ import annotations
 import weakref
 from bisect import bisect_right
 from itertools import islice
-from typing import Iterable, Iterator, Sequence, cast
+from typing import Iterable, Iterator, cast
 
 import libcst as cst
 from libcst.metadata import CodePosition, CodeRange
