@@ -250,10 +250,34 @@ class ModuleIndex:
 
     def calls_named(self, call: cst.Call, *names: str) -> bool:
         """Does ``call`` call one of these fully qualified names (through imports and aliases)?"""
-        if not could_be_named(call.func, names):
+        if not could_be_named(call.func, names) or not self.could_come_from(call.func, _packages_of(names)):
             return False
         qualified = self.qualified(call)
         return any(q in names for q in qualified)
+
+    def could_come_from(self, node: cst.CSTNode, packages: frozenset[str]) -> bool:
+        """Can ``node``'s qualified names (``qualified``) start with one of these packages
+        (``torch``, ``deepspeed``)? libcst names a dotted name by what binds its first part: an
+        import (any module path), a builtin (``builtins.``), or an assignment or definition,
+        prefixed with the scopes around it (``train.<locals>.x``, a class's name; nothing at
+        module level). So a name bound by no import and not called like the package (``self``,
+        a parameter, ``len``) cannot, unless a class or function of the module is called like
+        it. Spares the scope lookup of most calls in the rules' passes over every call."""
+        root = _first_name(node)
+        if root is None:
+            return False
+        if root in packages or root in self.imported_names:
+            return True
+        return self.once(("defines one of", packages),
+                         lambda: any(p in self.classes or p in self.functions for p in packages))
+
+    @property
+    def imported_names(self) -> frozenset[str]:
+        """The names the module's imports bind, in any scope (a method's lazy ``import
+        deepspeed`` too): an alias, else the first part of the module path."""
+        return self.once("imported names", lambda: frozenset(
+            alias.asname.name.value if alias.asname is not None and type(alias.asname.name) is cst.Name
+            else _first_name(alias.name) or "" for alias in self.nodes_of(cst.ImportAlias)))
 
     def under_no_grad(self, node: cst.CSTNode) -> bool:
         """Inside ``with torch.no_grad()`` / ``inference_mode()`` / ``set_grad_enabled(False)``
@@ -487,6 +511,31 @@ def could_be_named(node: cst.CSTNode, names: tuple[str, ...] | frozenset[str]) -
 
 
 _LAST_PARTS: dict[object, frozenset[str]] = {}
+_PACKAGES: dict[tuple[str, ...], frozenset[str]] = {}
+
+
+def _packages_of(names: tuple[str, ...]) -> frozenset[str]:
+    """The first parts of these dotted names (``torch`` of ``torch.autograd.backward``)."""
+    found = _PACKAGES.get(names)
+    if found is None:
+        found = _PACKAGES[names] = frozenset(n.split(".", 1)[0] for n in names)
+    return found
+
+
+def _first_name(node: cst.CSTNode) -> str | None:
+    """The first part of libcst's dotted name of ``node`` (``get_full_name_for_node``: through
+    attributes, a call's callee, a subscript's value); None when no name is there (``"".join``:
+    libcst names at most a builtin)."""
+    while True:
+        kind = type(node)
+        if kind is cst.Name:
+            return node.value  # type: ignore[attr-defined]
+        if kind is cst.Attribute or kind is cst.Subscript:
+            node = node.value  # type: ignore[attr-defined]
+        elif kind is cst.Call:
+            node = node.func  # type: ignore[attr-defined]
+        else:
+            return None
 
 
 def _targets(target: cst.BaseExpression) -> list[cst.BaseExpression]:
