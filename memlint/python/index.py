@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Iterator, cast
 
 import libcst as cst
+from libcst.helpers import get_full_name_for_node
 
 from memlint.python.source import PythonSource
 from memlint.python.statement_index import (
@@ -250,7 +251,10 @@ class ModuleIndex:
 
     def calls_named(self, call: cst.Call, *names: str) -> bool:
         """Does ``call`` call one of these fully qualified names (through imports and aliases)?"""
-        if not could_be_named(call.func, names) or not self.could_come_from(call.func, _packages_of(names)):
+        func = call.func
+        if not could_be_named(func, names) or not self.could_come_from(func, _packages_of(names)):
+            return False
+        if type(func) is cst.Name and not self._could_end_in(cast(cst.Name, func).value, _last_parts(names)):
             return False
         qualified = self.qualified(call)
         return any(q in names for q in qualified)
@@ -271,13 +275,35 @@ class ModuleIndex:
         return self.once(("defines one of", packages),
                          lambda: any(p in self.classes or p in self.functions for p in packages))
 
+    def _could_end_in(self, name: str, last_parts: frozenset[str]) -> bool:
+        """Can a plain name's qualified names end in one of ``last_parts``? They end in the name
+        itself (an import of it, a builtin, an assignment or definition), or, where an import
+        binds it as an alias (``from torch.autograd import backward as bw``), in what it
+        imports."""
+        return name in last_parts or not last_parts.isdisjoint(self._imports()[1].get(name, ()))
+
     @property
     def imported_names(self) -> frozenset[str]:
         """The names the module's imports bind, in any scope (a method's lazy ``import
         deepspeed`` too): an alias, else the first part of the module path."""
-        return self.once("imported names", lambda: frozenset(
-            alias.asname.name.value if alias.asname is not None and type(alias.asname.name) is cst.Name
-            else _first_name(alias.name) or "" for alias in self.nodes_of(cst.ImportAlias)))
+        return self._imports()[0]
+
+    def _imports(self) -> tuple[frozenset[str], dict[str, set[str]]]:
+        """``imported_names``, and for each alias the last parts of what it imports."""
+        def compute() -> tuple[frozenset[str], dict[str, set[str]]]:
+            bound: set[str] = set()
+            aliased: dict[str, set[str]] = {}
+            for alias in self.nodes_of(cst.ImportAlias):
+                full = get_full_name_for_node(alias.name) or ""
+                if alias.asname is not None and type(alias.asname.name) is cst.Name:
+                    name = cast(cst.Name, alias.asname.name).value
+                    aliased.setdefault(name, set()).add(full.rsplit(".", 1)[-1])
+                else:
+                    name = full.split(".", 1)[0]
+                bound.add(name)
+            return frozenset(bound), aliased
+
+        return self.once("imports", compute)
 
     def under_no_grad(self, node: cst.CSTNode) -> bool:
         """Inside ``with torch.no_grad()`` / ``inference_mode()`` / ``set_grad_enabled(False)``
@@ -504,10 +530,15 @@ def could_be_named(node: cst.CSTNode, names: tuple[str, ...] | frozenset[str]) -
     why ``builtins.`` names are left out.) A plain name can be any import's alias."""
     if type(node) is not cst.Attribute:
         return True
+    return node.attr.value in _last_parts(names)
+
+
+def _last_parts(names: tuple[str, ...] | frozenset[str]) -> frozenset[str]:
+    """The last parts of these dotted names (``backward`` of ``torch.autograd.backward``)."""
     last = _LAST_PARTS.get(names)
     if last is None:
         last = _LAST_PARTS[names] = frozenset(n.rsplit(".", 1)[-1] for n in names)
-    return node.attr.value in last
+    return last
 
 
 _LAST_PARTS: dict[object, frozenset[str]] = {}

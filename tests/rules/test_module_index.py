@@ -200,6 +200,8 @@ def test_a_name_can_only_come_from_a_package_it_is_bound_to(path: Path) -> None:
         for name in source.qualified_names(node):
             if not name.startswith(("builtins.", "<comprehension>")):  # no package is called so
                 assert index.could_come_from(target, frozenset({name.split(".", 1)[0]})), (source.code_of(node), name)
+                if type(node) is cst.Call:  # every filter ``calls_named`` puts before resolving
+                    assert index.calls_named(node, name), (source.code_of(node), name)
                 checked += 1
     assert checked or "import" not in source.text
 
@@ -217,11 +219,14 @@ class deepspeed:  # a class called like a package: its attributes are named ``de
 def build(model, args):
     import bitsandbytes as bnb  # a lazy import, bound in the function only
     from torch.utils.checkpoint import checkpoint as ckpt
+    from torch.autograd import backward as run_backward, grad
 
     optimizer_cls = getattr(torch.optim, args.optimizer)
     ckpt(model.layer, args.x)
     ckpt_module.checkpoint(model.layer, args.x)
     self_made = optimizer_cls(model.parameters())
+    run_backward(model.loss)
+    grad(model.loss, model.inputs)
     return bnb.optim.AdamW8bit(model.parameters()), torch.optim.SGD(model.parameters(), lr=0.1), self_made
 
 
@@ -251,6 +256,10 @@ def test_the_packages_a_call_can_come_from_follow_its_imports_anywhere() -> None
         assert not could(callee, "torch", "bitsandbytes"), callee
         assert not index.qualified(calls[callee]) or not any(
             q.startswith(("torch.", "bitsandbytes.")) for q in index.qualified(calls[callee]))
+    # a plain name ends in its own name or, imported as an alias, in what it imports
+    assert index.calls_named(calls["run_backward"], "torch.autograd.backward")
+    assert not index.calls_named(calls["grad"], "torch.autograd.backward")
+    assert index.calls_named(calls["grad"], "torch.autograd.grad")
     # a module-level class called like a package lets every name through for that package
     assert could("optimizer_cls", "deepspeed") and could("len", "deepspeed")
 
