@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import libcst as cst
+from libcst.helpers import get_full_name_for_node
 
 from memlint.python.index import ModuleIndex
 from memlint.python.limits import LOOP_HELPER_DEPTH
@@ -267,7 +268,14 @@ def _could_be_backward(index: ModuleIndex, call: cst.Call) -> bool:
     if method_name(call) == "backward":
         return True
     # ``backward(loss)``: only an import can make a plain name torch.autograd.backward
-    return type(call.func) is cst.Name and index.calls_named(call, "torch.autograd.backward")
+    return type(call.func) is cst.Name and _imports_a_backward(index) \
+        and index.calls_named(call, "torch.autograd.backward")
+
+
+def _imports_a_backward(index: ModuleIndex) -> bool:
+    return index.once("imports a backward", lambda: any(
+        (get_full_name_for_node(alias.name) or "").rsplit(".", 1)[-1] == "backward"
+        for alias in index.nodes_of(cst.ImportAlias)))
 
 
 def _could_run_one_of(call: cst.Call, functions: set[str]) -> bool:
