@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Iterator, cast
 
 import libcst as cst
+from libcst.helpers import get_full_name_for_node
 
 from memlint.python.source import PythonSource
 from memlint.python.statement_index import (
@@ -250,10 +251,59 @@ class ModuleIndex:
 
     def calls_named(self, call: cst.Call, *names: str) -> bool:
         """Does ``call`` call one of these fully qualified names (through imports and aliases)?"""
-        if not could_be_named(call.func, names):
+        func = call.func
+        if not could_be_named(func, names) or not self.could_come_from(func, _packages_of(names)):
+            return False
+        if type(func) is cst.Name and not self._could_end_in(cast(cst.Name, func).value, _last_parts(names)):
             return False
         qualified = self.qualified(call)
         return any(q in names for q in qualified)
+
+    def could_come_from(self, node: cst.CSTNode, packages: frozenset[str]) -> bool:
+        """Can ``node``'s qualified names (``qualified``) start with one of these packages
+        (``torch``, ``deepspeed``)? libcst names a dotted name by what binds its first part: an
+        import (any module path), a builtin (``builtins.``), or an assignment or definition,
+        prefixed with the scopes around it (``train.<locals>.x``, a class's name; nothing at
+        module level). So a name bound by no import and not called like the package (``self``,
+        a parameter, ``len``) cannot, unless a class or function of the module is called like
+        it. Spares the scope lookup of most calls in the rules' passes over every call."""
+        root = _first_name(node)
+        if root is None:
+            return False
+        if root in packages or root in self.imported_names:
+            return True
+        return self.once(("defines one of", packages),
+                         lambda: any(p in self.classes or p in self.functions for p in packages))
+
+    def _could_end_in(self, name: str, last_parts: frozenset[str]) -> bool:
+        """Can a plain name's qualified names end in one of ``last_parts``? They end in the name
+        itself (an import of it, a builtin, an assignment or definition), or, where an import
+        binds it as an alias (``from torch.autograd import backward as bw``), in what it
+        imports."""
+        return name in last_parts or not last_parts.isdisjoint(self._imports()[1].get(name, ()))
+
+    @property
+    def imported_names(self) -> frozenset[str]:
+        """The names the module's imports bind, in any scope (a method's lazy ``import
+        deepspeed`` too): an alias, else the first part of the module path."""
+        return self._imports()[0]
+
+    def _imports(self) -> tuple[frozenset[str], dict[str, set[str]]]:
+        """``imported_names``, and for each alias the last parts of what it imports."""
+        def compute() -> tuple[frozenset[str], dict[str, set[str]]]:
+            bound: set[str] = set()
+            aliased: dict[str, set[str]] = {}
+            for alias in self.nodes_of(cst.ImportAlias):
+                full = get_full_name_for_node(alias.name) or ""
+                if alias.asname is not None and type(alias.asname.name) is cst.Name:
+                    name = cast(cst.Name, alias.asname.name).value
+                    aliased.setdefault(name, set()).add(full.rsplit(".", 1)[-1])
+                else:
+                    name = full.split(".", 1)[0]
+                bound.add(name)
+            return frozenset(bound), aliased
+
+        return self.once("imports", compute)
 
     def under_no_grad(self, node: cst.CSTNode) -> bool:
         """Inside ``with torch.no_grad()`` / ``inference_mode()`` / ``set_grad_enabled(False)``
@@ -480,13 +530,43 @@ def could_be_named(node: cst.CSTNode, names: tuple[str, ...] | frozenset[str]) -
     why ``builtins.`` names are left out.) A plain name can be any import's alias."""
     if type(node) is not cst.Attribute:
         return True
+    return node.attr.value in _last_parts(names)
+
+
+def _last_parts(names: tuple[str, ...] | frozenset[str]) -> frozenset[str]:
+    """The last parts of these dotted names (``backward`` of ``torch.autograd.backward``)."""
     last = _LAST_PARTS.get(names)
     if last is None:
         last = _LAST_PARTS[names] = frozenset(n.rsplit(".", 1)[-1] for n in names)
-    return node.attr.value in last
+    return last
 
 
 _LAST_PARTS: dict[object, frozenset[str]] = {}
+_PACKAGES: dict[tuple[str, ...], frozenset[str]] = {}
+
+
+def _packages_of(names: tuple[str, ...]) -> frozenset[str]:
+    """The first parts of these dotted names (``torch`` of ``torch.autograd.backward``)."""
+    found = _PACKAGES.get(names)
+    if found is None:
+        found = _PACKAGES[names] = frozenset(n.split(".", 1)[0] for n in names)
+    return found
+
+
+def _first_name(node: cst.CSTNode) -> str | None:
+    """The first part of libcst's dotted name of ``node`` (``get_full_name_for_node``: through
+    attributes, a call's callee, a subscript's value); None when no name is there (``"".join``:
+    libcst names at most a builtin)."""
+    while True:
+        kind = type(node)
+        if kind is cst.Name:
+            return node.value  # type: ignore[attr-defined]
+        if kind is cst.Attribute or kind is cst.Subscript:
+            node = node.value  # type: ignore[attr-defined]
+        elif kind is cst.Call:
+            node = node.func  # type: ignore[attr-defined]
+        else:
+            return None
 
 
 def _targets(target: cst.BaseExpression) -> list[cst.BaseExpression]:

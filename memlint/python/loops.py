@@ -252,14 +252,15 @@ def _loops_that_could_train(index: ModuleIndex) -> set[int]:
     training loops, found from the calls alone: most loops of a large script (data
     preparation, evaluation) are not walked at all."""
     calls = index.calls
-    triggers = [c for c in calls if _could_be_backward(index, c)]
+    backward_like = [c for c in calls if _could_be_backward(index, c)]  # asked once, not per round
+    triggers = backward_like
     reaching: set[str] = set()
     while True:
         names = {a.name.value for t in triggers for a in index.ancestors(t) if type(a) is cst.FunctionDef}
         if names <= reaching:
             break
         reaching |= names
-        triggers = [c for c in calls if _could_be_backward(index, c) or _could_run_one_of(c, reaching)]
+        triggers = [*backward_like, *(c for c in calls if _could_run_one_of(c, reaching))]
     return {id(a) for t in triggers for a in index.ancestors(t) if type(a) in (cst.For, cst.While)}
 
 

@@ -18,6 +18,7 @@ from memlint.python.index import ModuleIndex
 from memlint.python.library import (
     AUTOCAST_DEVICES,
     OPTIMIZER_CLASS_NAMES,
+    OPTIMIZER_MODULES,
     PEFT_WRAPPERS,
     SCALER_CLASSES,
     TORCH_FSDP_WRAPPERS,
@@ -39,10 +40,12 @@ from memlint.python.syntax import (
 
 _OPTIMIZER_BUILDER = re.compile(r"(create|build|get|make|init|setup|configure)_?optimi[sz]ers?(_\w+)?")
 FSDP_WRAPPERS = TORCH_FSDP_WRAPPERS | TORCH_FULLY_SHARD
+_OPTIMIZER_PACKAGES = frozenset(module.split(".", 1)[0] for module in OPTIMIZER_MODULES)  # what they start with
 
 
 def is_optimizer_constructor(index: ModuleIndex, call: cst.Call) -> bool:
-    if any(is_optimizer_class(name) for name in index.qualified(call)):
+    if index.could_come_from(call.func, _OPTIMIZER_PACKAGES) and any(
+            is_optimizer_class(name) for name in index.qualified(call)):
         return True
     name = method_name(call)
     if name is None:

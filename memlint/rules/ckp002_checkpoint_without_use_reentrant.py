@@ -11,10 +11,10 @@ from memlint.python.index import index_for
 from memlint.python.syntax import has_star_kwargs, keyword
 from memlint.rules.base import Example, Finding, Rule
 
-_CHECKPOINT = {
+_CHECKPOINT = (
     "torch.utils.checkpoint.checkpoint",
     "torch.utils.checkpoint.checkpoint_sequential",
-}
+)
 
 _MODEL = """\
 import torch
@@ -96,7 +96,7 @@ class CheckpointWithoutUseReentrant(Rule):
             return
         py = index.py
         for node in index.calls:
-            if not (index.qualified(node) & _CHECKPOINT):
+            if not index.calls_named(node, *_CHECKPOINT):
                 continue
             if keyword(node, "use_reentrant") is not None or has_star_kwargs(node) or not node.args:
                 continue

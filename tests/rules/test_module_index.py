@@ -185,6 +185,85 @@ def test_an_attribute_can_only_be_named_for_its_last_part(path: Path) -> None:
     assert checked or "import" not in source.text
 
 
+@pytest.mark.parametrize("path", _scripts(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_a_name_can_only_come_from_a_package_it_is_bound_to(path: Path) -> None:
+    """``could_come_from`` lets the rules skip resolving calls that no import (or a name at
+    module level called like the package) can make a package's: every qualified name libcst
+    gives a node (builtins and comprehensions' names aside) starts with a package the index
+    lets through."""
+    source = _parse(path.read_text(encoding="utf-8"))
+    index = index_for(source)
+    assert index is not None
+    checked = 0
+    for node in source.nodes_of(cst.Name, cst.Attribute, cst.Call):
+        target = node.func if type(node) is cst.Call else node
+        for name in source.qualified_names(node):
+            if not name.startswith(("builtins.", "<comprehension>")):  # no package is called so
+                assert index.could_come_from(target, frozenset({name.split(".", 1)[0]})), (source.code_of(node), name)
+                if type(node) is cst.Call:  # every filter ``calls_named`` puts before resolving
+                    assert index.calls_named(node, name), (source.code_of(node), name)
+                checked += 1
+    assert checked or "import" not in source.text
+
+
+PACKAGES = '''\
+import argparse
+import torch.optim
+from torch.utils import checkpoint as ckpt_module
+
+
+class deepspeed:  # a class called like a package: its attributes are named ``deepspeed.x``
+    ops = None
+
+
+def build(model, args):
+    import bitsandbytes as bnb  # a lazy import, bound in the function only
+    from torch.utils.checkpoint import checkpoint as ckpt
+    from torch.autograd import backward as run_backward, grad
+
+    optimizer_cls = getattr(torch.optim, args.optimizer)
+    ckpt(model.layer, args.x)
+    ckpt_module.checkpoint(model.layer, args.x)
+    self_made = optimizer_cls(model.parameters())
+    run_backward(model.loss)
+    grad(model.loss, model.inputs)
+    return bnb.optim.AdamW8bit(model.parameters()), torch.optim.SGD(model.parameters(), lr=0.1), self_made
+
+
+class Trainer:
+    def step(self, loss):
+        self.accelerator.backward(loss)
+        len(self.losses)
+        "".join(self.names)
+'''
+
+
+def test_the_packages_a_call_can_come_from_follow_its_imports_anywhere() -> None:
+    source = _parse(PACKAGES)
+    index = index_for(source)
+    assert index is not None
+    calls = {index.py.code_of(call.func): call for call in index.calls}
+
+    def could(callee: str, *packages: str) -> bool:
+        return index.could_come_from(calls[callee].func, frozenset(packages))
+
+    assert index.imported_names >= {"argparse", "torch", "ckpt_module", "bnb", "ckpt"}
+    assert could("ckpt", "torch") and index.calls_named(calls["ckpt"], "torch.utils.checkpoint.checkpoint")
+    assert could("ckpt_module.checkpoint", "torch")
+    assert could("bnb.optim.AdamW8bit", "bitsandbytes") and could("torch.optim.SGD", "torch")
+    # bound by no import: a local, ``self``, a builtin, a string's method
+    for callee in ("optimizer_cls", "self.accelerator.backward", "len", '"".join', "model.parameters"):
+        assert not could(callee, "torch", "bitsandbytes"), callee
+        assert not index.qualified(calls[callee]) or not any(
+            q.startswith(("torch.", "bitsandbytes.")) for q in index.qualified(calls[callee]))
+    # a plain name ends in its own name or, imported as an alias, in what it imports
+    assert index.calls_named(calls["run_backward"], "torch.autograd.backward")
+    assert not index.calls_named(calls["grad"], "torch.autograd.backward")
+    assert index.calls_named(calls["grad"], "torch.autograd.grad")
+    # a module-level class called like a package lets every name through for that package
+    assert could("optimizer_cls", "deepspeed") and could("len", "deepspeed")
+
+
 TIES = '''\
 import torch
 
