@@ -103,9 +103,7 @@ def extract_script(parsed: ParsedDocument) -> list[RunFacts]:
             if not excluded or owner(assignment) not in excluded:
                 _attribute_assignment(ctx, assignment)
         script_loops.finish(ctx)
-        script_freezing.recognise(ctx, [loop for loop in source.nodes_of(cst.For)
-                                        if not excluded or owner(loop) not in excluded],
-                                  [call for call, _ in named if not excluded or owner(call) not in excluded])
+        script_freezing.recognise(ctx, named, lambda node: not excluded or owner(node) not in excluded)
         if ctx.training and not _only_in_unused_classes(values, ctx.training_at):
             _training_mode(ctx, values)
             ctx.facts.option_constants = {option: source for option, source in values.options.imported.items()

@@ -18,6 +18,8 @@ True``, LLaVA's projector) trains a part of the model, which other facts describ
 
 from __future__ import annotations
 
+from typing import Callable
+
 import libcst as cst
 
 from memlint.facts.script_facts import ScriptFacts
@@ -29,9 +31,16 @@ from memlint.python.syntax import dotted, is_false
 _BODY = ("base_model", "model", "transformer", "backbone")
 
 
-def recognise(ctx: ScriptFacts, loops: list[cst.For], calls: list[cst.Call]) -> None:
-    """State ``frozen_model`` where the trained model's weights are all turned off."""
-    if ctx.model_loaders != 1 or _turns_gradients_on(ctx, loops, calls):
+def recognise(ctx: ScriptFacts, named: list[tuple[cst.Call, frozenset[str]]],
+              in_run: Callable[[cst.CSTNode], bool]) -> None:
+    """State ``frozen_model`` where the trained model's weights are all turned off (``named``:
+    the script's calls; ``in_run``: whether a node belongs to this run). The loops and calls are
+    gathered only for a script with one trained-model loader, the only one this reads."""
+    if ctx.model_loaders != 1:
+        return
+    loops = [loop for loop in ctx.python.nodes_of(cst.For) if in_run(loop)]
+    calls = [call for call, _ in named if in_run(call)]
+    if _turns_gradients_on(ctx, loops, calls):
         return
     for loop in loops:
         frozen = _frozen_by_loop(loop)

@@ -533,24 +533,17 @@ def could_be_named(node: cst.CSTNode, names: tuple[str, ...] | frozenset[str]) -
     return node.attr.value in _last_parts(names)
 
 
+@functools.cache
 def _last_parts(names: tuple[str, ...] | frozenset[str]) -> frozenset[str]:
-    """The last parts of these dotted names (``backward`` of ``torch.autograd.backward``)."""
-    last = _LAST_PARTS.get(names)
-    if last is None:
-        last = _LAST_PARTS[names] = frozenset(n.rsplit(".", 1)[-1] for n in names)
-    return last
+    """The last parts of these dotted names (``backward`` of ``torch.autograd.backward``); the
+    rules ask with a few fixed tuples, so each is computed once."""
+    return frozenset(n.rsplit(".", 1)[-1] for n in names)
 
 
-_LAST_PARTS: dict[object, frozenset[str]] = {}
-_PACKAGES: dict[tuple[str, ...], frozenset[str]] = {}
-
-
+@functools.cache
 def _packages_of(names: tuple[str, ...]) -> frozenset[str]:
     """The first parts of these dotted names (``torch`` of ``torch.autograd.backward``)."""
-    found = _PACKAGES.get(names)
-    if found is None:
-        found = _PACKAGES[names] = frozenset(n.split(".", 1)[0] for n in names)
-    return found
+    return frozenset(n.split(".", 1)[0] for n in names)
 
 
 def _first_name(node: cst.CSTNode) -> str | None:
