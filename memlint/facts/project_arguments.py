@@ -8,7 +8,9 @@ JSON config given to such a parser may hold any field of those classes. This mod
 classes passed to an ``HfArgumentParser`` / ``TrlParser`` (or to the project's own subclass of
 one, such as open-instruct's ``ArgumentParserPlus``) anywhere in the project, follows
 their bases defined in the project, and returns their field names (annotated class
-attributes) — the keys the project itself defines, which are not unknown keys.
+attributes) — the keys the project itself defines, which are not unknown keys. A parser built
+in a helper that is handed the class (ms-swift's ``parse_args(class_type, argv)``) takes the
+classes the helper's callers pass (``memlint.facts.parser_helpers``).
 
 Files are parsed (by ``ast``: nothing is compiled or run), never imported; only files that name a parser or a dataclass are parsed,
 and each file's answer is kept while its size and modification time stay the same.
@@ -23,6 +25,7 @@ import warnings
 from pathlib import Path
 
 from memlint.documents import reads
+from memlint.facts.parser_helpers import caller_position, passed_classes
 
 _PARSERS = re.compile(r"\b(?:HfArgumentParser|TrlParser)\b|\b\w*Parser\w*\(")  # or a project's subclass
 _UPSTREAM = ("HfArgumentParser", "TrlParser")
@@ -30,8 +33,9 @@ _DATACLASS = re.compile(r"@(?:dataclasses\.)?dataclass\b")  # HfArgumentParser t
 MAX_BYTES = 2 * 1024 * 1024
 _SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".memlint_cache", "site-packages"}
 
-# a module's parser calls ({(parser name, class names passed)}) and each class's (bases, annotated fields)
-_Scan = tuple[frozenset[tuple[str, frozenset[str]]], dict[str, tuple[tuple[str, ...], tuple[str, ...]]]]
+# a module's parser calls ({(parser name, class names passed)}), each class's (bases, annotated
+# fields), and its helpers (function name -> the position of its parameter handed to a parser)
+_Scan = tuple[frozenset[tuple[str, frozenset[str]]], dict[str, tuple[tuple[str, ...], tuple[str, ...]]], dict[str, int]]
 # path -> ((mtime_ns, size), its scan)
 _FILES: dict[str, tuple[tuple[int, int], _Scan | None]] = {}
 
@@ -63,14 +67,19 @@ def _project_scan(root: Path) -> tuple[set[tuple[str, frozenset[str]]], _Classes
     are parsers (the upstream ones and the project's subclasses of them)."""
     calls: set[tuple[str, frozenset[str]]] = set()
     classes: _Classes = {}
-    for path in _python_files(root):
+    helpers: dict[str, int] = {}
+    files = list(_python_files(root))
+    for path in files:
         found = _read(path)
         if found is None:
             continue
-        names, defined = found
+        names, defined, helping = found
         calls.update(names)
+        helpers.update(helping)
         for name, shape in defined.items():
             classes.setdefault(name, []).append(shape)
+    if helpers:  # ms-swift's parse_args(class_type, argv): the classes its callers pass
+        calls.add((_UPSTREAM[0], frozenset(passed_classes(files, helpers))))
     # a project's own parser (open-instruct's ArgumentParserPlus(HfArgumentParser)) parses too
     parsers = set(_UPSTREAM)
     grown = True
@@ -143,6 +152,7 @@ def _scan(text: str) -> _Scan | None:
         return None
     names: set[tuple[str, frozenset[str]]] = set()
     classes: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+    helpers: dict[str, int] = {}
     # ``_TRAIN_ARGS = [ModelArguments, DataArguments, ...]`` then ``HfArgumentParser(_TRAIN_ARGS)``
     # (LLaMA-Factory's hparams/parser.py): the classes a list of the module holds
     lists: dict[str, set[str]] = {}
@@ -160,12 +170,29 @@ def _scan(text: str) -> _Scan | None:
             bases = tuple(n for n in (_last_name(b) for b in node.bases) if n)
             own = [s.target.id for s in node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
             classes[node.name] = (bases, tuple(own))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            _helper(node, helpers)
         stack.extend(reversed(list(ast.iter_child_nodes(node))))
     if lists:  # a parser given a list of the module: the classes the list holds
         names = {(callee, frozenset(c for name in passed for c in lists.get(name, {name}))) for callee, passed in names}
     if not names and not classes:
         return None
-    return frozenset(names), classes
+    return frozenset(names), classes, helpers
+
+
+def _helper(function: ast.FunctionDef | ast.AsyncFunctionDef, helpers: dict[str, int]) -> None:
+    """A function that hands one of its parameters to a parser as the class (ms-swift's
+    ``parse_args(class_type, argv)``: ``HfArgumentParser([class_type])``) is a helper."""
+    for node in ast.walk(function):
+        if not isinstance(node, ast.Call):
+            continue
+        found: set[tuple[str, frozenset[str]]] = set()
+        _parser_call(node, found)
+        for _, passed in found:
+            for name in passed:
+                position = caller_position(function, name)
+                if position is not None:
+                    helpers[function.name] = position
 
 
 def _parser_call(node: ast.Call, names: set[tuple[str, frozenset[str]]]) -> None:

@@ -155,3 +155,146 @@ def test_classes_handed_to_a_parser_in_a_list_of_the_module_are_the_projects(lin
     # without the project's code, those keys are unknown to LLaMA-Factory's schema
     unknown = lint("CFG001", MEGATRON, path="examples/megatron_bridge/qwen3_moe_full.yaml")
     assert {d.range.start.line for d in unknown} >= {8, 9, 10}
+
+
+# A fine-tuning framework that builds its parser in one helper (ms-swift's shape, abridged):
+# ``parse_args(class_type, argv)`` runs ``HfArgumentParser([class_type])``; each pipeline names
+# its class in ``args_class`` and the base pipeline calls ``parse_args(self.args_class, argv)``;
+# a Ray driver hands its own ``class_type`` on through ``parse_args_from_dict``.
+FRAMEWORK_UTILS = """\
+import sys
+from typing import List, Optional, Type, TypeVar
+
+from transformers import HfArgumentParser
+
+_T = TypeVar("_T")
+
+
+def parse_args(class_type: Type[_T], argv: Optional[List[str]] = None):
+    parser = HfArgumentParser([class_type])
+    if argv is None:
+        argv = sys.argv[1:]
+    args, remaining = parser.parse_args_into_dataclasses(argv, return_remaining_strings=True)
+    return args, remaining
+"""
+
+FRAMEWORK_ARGUMENTS = """\
+from dataclasses import dataclass
+from typing import Literal, Optional
+
+from transformers import Seq2SeqTrainingArguments
+
+
+@dataclass
+class TunerArguments:
+    tuner_type: Literal["lora", "full"] = "lora"
+    lora_rank: int = 8
+    lora_alpha: int = 32
+
+
+@dataclass
+class MegatronMixin:
+    warmup_iters: int = 0
+    gradient_accumulation_fusion: bool = True
+
+
+@dataclass
+class SftArguments(TunerArguments, MegatronMixin, Seq2SeqTrainingArguments):
+    model: Optional[str] = None
+    max_length: Optional[int] = None
+
+
+@dataclass
+class GRPOArguments(SftArguments):
+    num_generations: int = 8
+    max_completion_length: int = 512
+"""
+
+FRAMEWORK_PIPELINE = """\
+from framework.utils import parse_args
+
+
+class Pipeline:
+    args_class = None
+
+    def __init__(self, argv=None):
+        self.args, _ = self._parse_args(argv)
+
+    def _parse_args(self, argv):
+        return parse_args(self.args_class, argv)
+"""
+
+FRAMEWORK_SFT = """\
+from framework.arguments import SftArguments
+from framework.pipeline import Pipeline
+
+
+class SftPipeline(Pipeline):
+    args_class = SftArguments
+
+    def run(self):
+        ...
+"""
+
+FRAMEWORK_DRIVER = """\
+from framework.arguments import GRPOArguments
+from framework.utils import parse_args
+
+
+def parse_args_from_dict(class_type, cfg):
+    argv = [item for key, value in cfg.items() for item in (f"--{key}", str(value))]
+    args, _ = parse_args(class_type, argv)
+    return args
+
+
+def main(cfg):
+    return parse_args_from_dict(GRPOArguments, cfg)
+"""
+
+FRAMEWORK = {
+    "framework/utils.py": FRAMEWORK_UTILS,
+    "framework/arguments.py": FRAMEWORK_ARGUMENTS,
+    "framework/pipeline.py": FRAMEWORK_PIPELINE,
+    "framework/sft.py": FRAMEWORK_SFT,
+    "requirements.txt": "transformers>=4.33,<5.17.0\ntrl>=0.15,<1.0\n",
+}
+
+SFT_YAML = """\
+model: Qwen/Qwen2.5-7B-Instruct
+tuner_type: lora
+lora_rank: 8
+max_length: 2048
+num_train_epochs: 1
+per_device_train_batch_size: 1
+gradient_accumulation_steps: 8
+learning_rate: 1.0e-4
+warmup_iters: 10
+logging_steps: 5
+output_dir: output
+"""
+
+GRPO_YAML = """\
+model: Qwen/Qwen2.5-1.5B-Instruct
+num_generations: 8
+max_completion_length: 1024
+beta: 0.001
+per_device_train_batch_size: 1
+gradient_accumulation_steps: 4
+learning_rate: 1.0e-6
+logging_steps: 1
+output_dir: output
+"""
+
+
+def test_classes_a_parser_helper_is_handed_through_a_pipeline_attribute_are_the_projects(lint):
+    assert lint("CFG001", SFT_YAML, path="examples/sft.yaml", files=FRAMEWORK) == []
+    unknown = lint("CFG001", SFT_YAML, path="examples/sft.yaml", files={"requirements.txt": FRAMEWORK["requirements.txt"]})
+    assert [d.range.start.line for d in unknown] == [9]  # warmup_iters: "did you mean warmup_steps?"
+
+
+def test_classes_a_helper_hands_on_to_the_parser_helper_are_the_projects(lint):
+    files = {**FRAMEWORK, "framework/ray_driver.py": FRAMEWORK_DRIVER}
+    assert lint("CFG004", GRPO_YAML, path="examples/grpo.yaml", files=files) == []
+    # the pipelines alone never parse GRPOArguments: TRL's removed key stays reported
+    removed = lint("CFG004", GRPO_YAML, path="examples/grpo.yaml", files=FRAMEWORK)
+    assert [d.range.start.line for d in removed] == [3]
