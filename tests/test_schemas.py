@@ -748,6 +748,26 @@ def test_accelerate_agrees_with_the_schema(text, accepted, tmp_path):
     assert (not errors("accelerate.schema.json", document)) is accepted
 
 
+# FSDP1 as `accelerate config` writes it: the questionnaire asks for the sharding strategy and
+# stores it under `fsdp_reshard_after_forward` (commands/config/cluster.py), whose launch argument
+# defaults to "true" (the FSDP2 form)
+ACCELERATE_FSDP1 = ACCELERATE_FSDP.replace("fsdp_version: 2", "fsdp_version: 1").replace(
+    "fsdp_reshard_after_forward: true", "fsdp_reshard_after_forward: {strategy}")
+
+
+@pytest.mark.parametrize("strategy", ["FULL_SHARD", "SHARD_GRAD_OP", "HYBRID_SHARD"])
+def test_an_fsdp1_sharding_strategy_under_reshard_after_forward_is_valid(strategy):
+    requires("accelerate", "torch")
+    from accelerate.utils import FullyShardedDataParallelPlugin
+
+    document = yaml.safe_load(ACCELERATE_FSDP1.format(strategy=strategy))
+    # what `accelerate launch` hands the plugin (FSDP_RESHARD_AFTER_FORWARD) is read as a strategy
+    plugin = FullyShardedDataParallelPlugin(fsdp_version=1, reshard_after_forward=strategy)
+    assert plugin.reshard_after_forward.name == strategy
+    assert not errors("accelerate.schema.json", document), describe(errors("accelerate.schema.json", document))
+    assert errors("accelerate.schema.json", mutate(document, "fsdp_config.fsdp_reshard_after_forward", "FULL"))
+
+
 @pytest.mark.parametrize(
     "document,accepted",
     [

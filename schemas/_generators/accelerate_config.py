@@ -7,7 +7,10 @@ Sources of truth, all in Accelerate:
   fields in and converts legacy keys before that check (read with ``ast``);
 * ``commands/launch.py``: ``_validate_launch_command`` copies each nested ``*_config`` dict
   into the ``accelerate launch`` arguments (``fsdp_config.x`` -> ``--fsdp_x``), so the launch
-  parser's arguments are the keys, types, choices and help of those dicts.
+  parser's arguments are the keys, types, choices and help of those dicts;
+* ``commands/config/*.py``: the options the questionnaire writes into a nested dict
+  (``fsdp_config["fsdp_reshard_after_forward"] = _ask_options(query, FSDP_SHARDING_STRATEGY, ...)``
+  for FSDP1) are valid values of that key, whatever the launch argument's default suggests.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import argparse
 import ast
 import copy
+import importlib
 
 import jsonschema
 
@@ -44,6 +48,7 @@ def build() -> dict[str, dict]:
     if SAGEMAKER not in [e.value for e in ComputeEnvironment]:
         raise LookupError(f"ComputeEnvironment has no {SAGEMAKER}: the loader's class choice changed")
     parser = launch_command_parser()
+    asked = _asked_options()
     filled, legacy = _process_config_keys()
     prefixes = _added_prefixes()
     defaulted = _defaulted_when_none()
@@ -58,7 +63,7 @@ def build() -> dict[str, dict]:
                 properties[name] = _accept_written(properties[name], values)
         for name, schema in properties.items():
             if name.endswith("_config") and schema.get("type") in ("object", ["object", "null"]):
-                properties[name] = _nested_dict(name, schema, parser, prefixes)
+                properties[name] = _nested_dict(name, schema, parser, prefixes, asked.get(name, {}))
         for key, replacement in legacy.items():
             properties[key] = {
                 "deprecated": True,
@@ -104,8 +109,10 @@ def _refine_from_parser(properties: dict, parser: argparse.ArgumentParser) -> No
             schema["description"] = " ".join(str(action.help).split())
 
 
-def _nested_dict(name: str, schema: dict, parser: argparse.ArgumentParser, prefixes: dict[str, str]) -> dict:
-    """Keys of a nested ``*_config`` dict = the launch arguments it is copied into."""
+def _nested_dict(name: str, schema: dict, parser: argparse.ArgumentParser, prefixes: dict[str, str],
+                 asked: dict[str, list]) -> dict:
+    """Keys of a nested ``*_config`` dict = the launch arguments it is copied into; a value the
+    questionnaire writes for a key (``asked``) is valid too."""
     group_title = _GROUP_OF.get(name)
     prefix = prefixes.get(name) or name[: -len("config")]
     actions = []
@@ -118,7 +125,7 @@ def _nested_dict(name: str, schema: dict, parser: argparse.ArgumentParser, prefi
             actions.append(action)
     properties = {}
     for action in actions:
-        properties[action.dest] = _argument_schema(action)
+        properties[action.dest] = _accept_asked(_argument_schema(action), asked.get(action.dest, []))
         if name in prefixes:  # the loader adds the prefix when it is missing
             short = action.dest[len(prefix) :]
             properties.setdefault(short, copy.deepcopy(properties[action.dest]))
@@ -241,6 +248,54 @@ def _written_values(class_name: str) -> dict[str, list]:
                         values = found.setdefault(keyword.arg, [])
                         values += [v for v in literals.get(keyword.value.id, []) if v not in values]
     return found
+
+
+def _asked_options() -> dict[str, dict[str, list]]:
+    """The options ``accelerate config`` offers for each key of a nested dict: ``dict -> key ->
+    values`` from ``<dict>["key"] = _ask_options(query, OPTIONS, ...)``, the options being a
+    list literal or a list of the module (``FSDP_SHARDING_STRATEGY``), both branches of a
+    conditional one; the answer written is one of them."""
+    found: dict[str, dict[str, list]] = {}
+    for path in sorted(package_file("accelerate", "commands/config").glob("*.py")):
+        module = importlib.import_module(f"accelerate.commands.config.{path.stem}")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+                    and isinstance(node.value.func, ast.Name) and node.value.func.id == "_ask_options"
+                    and len(node.value.args) >= 2):
+                continue
+            for target in node.targets:
+                if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) \
+                        and isinstance(target.slice, ast.Constant) and isinstance(target.slice.value, str):
+                    values = found.setdefault(target.value.id, {}).setdefault(target.slice.value, [])
+                    values += [v for v in _options(node.value.args[1], module) if v not in values]
+    return found
+
+
+def _options(node: ast.expr, module: object) -> list:
+    if isinstance(node, ast.IfExp):
+        return _options(node.body, module) + _options(node.orelse, module)
+    if isinstance(node, ast.List):
+        return [e.value for e in node.elts if isinstance(e, ast.Constant)]
+    if isinstance(node, ast.Name):
+        value = getattr(module, node.id, None)
+        if isinstance(value, (list, tuple)):
+            return [v for v in value if isinstance(v, (str, int)) and not isinstance(v, bool)]
+    return []
+
+
+def _accept_asked(schema: dict, values: list) -> dict:
+    """``schema``, or it or the offered values it would reject."""
+    rejected = [v for v in values if not jsonschema.Draft202012Validator(schema).is_valid(v)]
+    if not rejected:
+        return schema
+    description = schema.pop("description", None)
+    default = schema.pop("default", None)
+    widened: dict = {"anyOf": [*(schema["anyOf"] if list(schema) == ["anyOf"] else [schema]), {"enum": rejected}]}
+    if default is not None:
+        widened["default"] = default
+    if description is not None:
+        widened["description"] = description
+    return widened
 
 
 def _accept_written(schema: dict, values: list) -> dict:
