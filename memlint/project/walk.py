@@ -45,6 +45,27 @@ def ignored_by_git(path: Path, root: Path) -> bool:
     return False
 
 
+def in_absent_submodule(path: Path, root: Path) -> bool:
+    """Does ``path`` lie in a git submodule of ``root`` (``.gitmodules``) that this checkout has
+    not fetched (its folder missing or empty: a clone without ``--recursive``)? The file comes
+    with the submodule, so its absence here says nothing (verl's ``recipe/`` submodule)."""
+    try:
+        relative = Path(os.path.abspath(path)).relative_to(os.path.abspath(root)).as_posix()
+        text = (root / ".gitmodules").read_text("utf-8", errors="ignore")
+    except (ValueError, OSError):
+        return False
+    for line in text.splitlines():
+        key, _, value = line.partition("=")
+        folder = value.strip().strip("/")
+        if key.strip() != "path" or not folder or not relative.startswith(folder + "/"):
+            continue
+        try:
+            return not any(os.scandir(root / folder))
+        except OSError:  # missing, or not a folder
+            return True
+    return False
+
+
 def iter_files(paths: Iterable[Path], settings: Settings, explicit_too: bool = True) -> Iterator[Path]:
     """Lintable files under ``paths``. Files named explicitly are yielded whatever their suffix
     (and even when excluded, unless ``explicit_too`` is False: pre-commit's force-exclude)."""

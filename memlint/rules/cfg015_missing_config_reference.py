@@ -9,7 +9,7 @@ from memlint.documents.kinds import DocumentKind
 from memlint.facts.shell_writes import writes
 from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Severity
-from memlint.project.walk import ignored_by_git
+from memlint.project.walk import ignored_by_git, in_absent_submodule
 from memlint.rules.base import Example, Finding, Rule
 
 _AXOLOTL = """\
@@ -106,7 +106,7 @@ class MissingConfigReference(Rule):
                 target = ctx.resolve_reference(written)
                 if target is None:
                     if _generated(ctx, written):
-                        continue  # under a folder git ignores: the run that makes it comes first
+                        continue  # git ignores it (a run makes it first) or a submodule brings it
                     if ctx.kind is DocumentKind.SHELL and writes(ctx.parsed.text, reference.origin.range.start.line,
                                                                  written):
                         continue  # the launcher writes it itself before the launch (a here-document)
@@ -134,7 +134,8 @@ class MissingConfigReference(Rule):
 def _generated(ctx: RuleContext, written: str) -> bool:
     """Is the path, from the document's folder or the project root, one the project's .gitignore
     ignores (picotron's ``train.py --config tmp/fast_benchmark/x.json``, written by its
-    ``create_config.py --out_dir tmp``)?"""
+    ``create_config.py --out_dir tmp``), or one in a submodule this checkout has not fetched?"""
     root = ctx.settings.root
     here = Path(ctx.path).parent
-    return any(ignored_by_git(base / written, root) for base in (here, root))
+    return any(ignored_by_git(base / written, root) or in_absent_submodule(base / written, root)
+               for base in (here, root))
