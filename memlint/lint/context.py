@@ -81,6 +81,19 @@ class RuleContext:
         """Another document of the project, parsed (an open editor buffer, not the file, when there is one)."""
         return self._project().parsed(path)
 
+    def project_files(self) -> list[Path]:
+        """The lintable files of the project (listed once per project)."""
+        return self._project().links.candidates()
+
+    def text_of(self, path: str | Path) -> str:
+        """Another document's text, unparsed (its editor buffer when there is one); the result
+        cache learns that the finding depended on it."""
+        from memlint.documents import reads
+
+        text = self._project().documents.text_for_scan(Path(path)) or ""
+        reads.document(str(path), reads.digest(text, None))
+        return text
+
     def _project(self) -> "Project":
         if self.project is None:  # a context built outside a Linter: a project of its own
             from memlint.project.project import Project

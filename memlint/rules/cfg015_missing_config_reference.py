@@ -43,7 +43,10 @@ class MissingConfigReference(Rule):
     ``TrainingArguments(deepspeed=...)``, or by ``deepspeed_config_file`` in an Accelerate
     config. A path is looked up next to the file that names it, then from each folder between
     it and the project root, then from the root: the tools open it from the working directory
-    the run starts in, often a folder above the file.
+    the run starts in, often a folder above the file. A path the project's ``.gitignore``
+    ignores (a run makes it), one inside a git submodule the checkout has not fetched, and a
+    bare name the project's own code maps to a config it ships (ms-swift's ``deepspeed: zero2``)
+    are not missing files.
 
     ## Why it matters
     The run fails when the Trainer opens the file — after the model was downloaded and loaded.
@@ -107,6 +110,8 @@ class MissingConfigReference(Rule):
                 if target is None:
                     if _generated(ctx, written):
                         continue  # git ignores it (a run makes it first) or a submodule brings it
+                    if _preset_name(ctx, written):
+                        continue  # a name the project's code maps to a config it ships
                     if ctx.kind is DocumentKind.SHELL and writes(ctx.parsed.text, reference.origin.range.start.line,
                                                                  written):
                         continue  # the launcher writes it itself before the launch (a here-document)
@@ -139,3 +144,25 @@ def _generated(ctx: RuleContext, written: str) -> bool:
     here = Path(ctx.path).parent
     return any(ignored_by_git(base / written, root) or in_absent_submodule(base / written, root)
                for base in (here, root))
+
+
+_PRESET_SUFFIXES = (".json", ".yaml", ".yml")
+
+
+def _preset_name(ctx: RuleContext, written: str) -> bool:
+    """Is ``written`` a bare name (no folder, no suffix) of a config the project ships and its
+    own code names? ms-swift's ``deepspeed: zero2`` is looked up by ``SftArguments`` in a list
+    of names (``['zero0', 'zero1', 'zero2', ...]``) and mapped to its ``swift/config/zero2.json``;
+    plain TrainingArguments would open a file called ``zero2``, so both must be there."""
+    if not written or "/" in written or "\\" in written or Path(written).suffix:
+        return False
+    files = ctx.project_files()
+    if not any(f.stem == written and f.suffix in _PRESET_SUFFIXES for f in files):
+        return False
+    literals = (f"'{written}'", f'"{written}"')
+    for path in files:
+        if path.suffix == ".py":
+            text = ctx.text_of(path)
+            if any(literal in text for literal in literals):
+                return True
+    return False
