@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import functools
+import re
 from typing import Any
 
 import libcst as cst
@@ -296,12 +297,18 @@ def _precision(value: Any) -> str | None:
     return None
 
 
+_FIT_CALL = re.compile(r"\.fit\s*\(")
+
+
 def lightning(ctx: ScriptFacts, call: cst.Call, names: frozenset[str]) -> None:
     """Lightning ``Trainer(precision=, accumulate_grad_batches=, devices=, num_nodes=, strategy=)``
-    and ``Fabric(...)``."""
+    and ``Fabric(...)``. A ``Trainer`` trains when the script fits something: one built only to
+    serve, test or predict (NeMo's inference servers build one for the model's strategy) or
+    whose ``.fit`` the script never calls runs no training step."""
     values = ctx.values
     owner = _short(names)
-    ctx.framework("lightning", call.func, f"Lightning {owner}(...)")
+    fits = owner != "Trainer" or bool(_FIT_CALL.search(ctx.parsed.text))
+    ctx.framework("lightning", call.func, f"Lightning {owner}(...)", trains=fits)
     ctx.anchor(call.func, ANCHOR_TRAINER)
     arguments = values.arguments(call)
     if "precision" in arguments:
