@@ -18,15 +18,13 @@ time stay the same.
 from __future__ import annotations
 
 import ast
-import os
 import re
-import warnings
 from collections.abc import Iterable
 from pathlib import Path
 
 from memlint.documents import reads
+from memlint.facts.stamped_files import python_module, stamped
 
-MAX_BYTES = 2 * 1024 * 1024
 # what one argument of a call is: ("class", name), ("attribute", name) or ("parameter", function, index)
 _Argument = tuple[str, ...]
 # a file's calls: (callee, position, the argument there), and its class-body assignments: name -> values
@@ -83,26 +81,13 @@ _ASSIGNED = re.compile(r"^[ \t]+(\w+)\s*[:=]", re.M)
 
 def _index(path: str) -> tuple[frozenset[str], frozenset[str], str] | None:
     """The names a file calls and the names it assigns in an indented block (a class body's
-    ``args_class = SftArguments``), kept while its size and modification time stay the same;
-    the file is parsed only when one of them is wanted."""
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    stamp = (info.st_mtime_ns, info.st_size)
-    kept = _FILES.get(path)
-    if kept is not None and kept[0] == stamp:
-        return kept[1]
-    found = None
-    if info.st_size <= MAX_BYTES:
-        try:
-            text = Path(path).read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            text = ""
-        found = (frozenset(_CALLED.findall(text)), frozenset(_ASSIGNED.findall(text)), reads.digest(text, None))
-    _FILES[path] = (stamp, found)
-    _SCANS.pop(path, None)
-    return found
+    ``args_class = SftArguments``), and its digest; the file is parsed only when one of them
+    is wanted (its parse is dropped when the file changes)."""
+    def derive(text: str) -> tuple[frozenset[str], frozenset[str], str]:
+        _SCANS.pop(path, None)
+        return frozenset(_CALLED.findall(text)), frozenset(_ASSIGNED.findall(text)), reads.digest(text, None)
+
+    return stamped(_FILES, path, derive)
 
 
 def _scanned(path: str) -> tuple[_Calls, _Assigned]:
@@ -121,11 +106,8 @@ def _scanned(path: str) -> tuple[_Calls, _Assigned]:
 
 
 def _scan(text: str) -> tuple[_Calls, _Assigned] | None:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            module = ast.parse(text)
-    except Exception:  # a file that does not parse passes nothing we can read
+    module = python_module(text)
+    if module is None:
         return None
     calls: list[tuple[str, int, _Argument]] = []
     assigned: dict[str, set[str]] = {}

@@ -21,16 +21,15 @@ from __future__ import annotations
 import ast
 import os
 import re
-import warnings
 from pathlib import Path
 
 from memlint.documents import reads
 from memlint.facts.parser_helpers import caller_position, passed_classes
+from memlint.facts.stamped_files import python_module, stamped
 
 _PARSERS = re.compile(r"\b(?:HfArgumentParser|TrlParser)\b|\b\w*Parser\w*\(")  # or a project's subclass
 _UPSTREAM = ("HfArgumentParser", "TrlParser")
 _DATACLASS = re.compile(r"@(?:dataclasses\.)?dataclass\b")  # HfArgumentParser takes dataclasses only
-MAX_BYTES = 2 * 1024 * 1024
 _SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".memlint_cache", "site-packages"}
 
 # a module's parser calls ({(parser name, class names passed)}), each class's (bases, annotated
@@ -116,25 +115,14 @@ def _python_files(root: Path):
 
 
 def _read(path: str) -> _Scan | None:
-    try:
-        info = os.stat(path)
-    except OSError:
+    return stamped(_FILES, path, lambda text: _scanned_text(path, text))
+
+
+def _scanned_text(path: str, text: str) -> _Scan | None:
+    if not (_PARSERS.search(text) or _DATACLASS.search(text)):
         return None
-    stamp = (info.st_mtime_ns, info.st_size)
-    kept = _FILES.get(path)
-    if kept is not None and kept[0] == stamp:
-        return kept[1]
-    result = None
-    if info.st_size <= MAX_BYTES:
-        try:
-            text = Path(path).read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            text = ""
-        if _PARSERS.search(text) or _DATACLASS.search(text):
-            result = _scan(text)
-            reads.document(path, reads.digest(text, None))
-    _FILES[path] = (stamp, result)
-    return result
+    reads.document(path, reads.digest(text, None))
+    return _scan(text)
 
 
 def _scan(text: str) -> _Scan | None:
@@ -144,11 +132,8 @@ def _scan(text: str) -> _Scan | None:
     each for what ``ast`` answers in a few milliseconds. The nodes are met in the order a
     libcst visitor meets them (depth first, in source order), so a class defined twice keeps
     its last definition."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            module = ast.parse(text)
-    except Exception:  # a file that does not parse defines nothing we can read
+    module = python_module(text)
+    if module is None:
         return None
     names: set[tuple[str, frozenset[str]]] = set()
     classes: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
