@@ -184,7 +184,9 @@ def model_loader(ctx: ScriptFacts, call: cst.Call, names: frozenset[str]) -> Non
         arguments = values.arguments(call, ("pretrained_model_name_or_path",))
         ctx.state_found("model", values.evaluate(arguments.get("pretrained_model_name_or_path")), model_id,
                         "from_pretrained(...)", at=call, binding="model")
-    loading_arguments(ctx, values.arguments(call).named, call, RANK_MODEL)
+    # a later loader's model is a companion the trainer does not train (TRL's BCO loads an
+    # embedding model with device_map="auto" for its classifier): its spread is not the run's
+    loading_arguments(ctx, values.arguments(call).named, call, RANK_MODEL, spread=ctx.model_loaders == 1)
     if ctx.model_loaders == 1 and any(n.rpartition(".")[0].endswith("ForSequenceClassification") for n in names):
         sequence_classifier(ctx, call)  # (only the loader whose model is the run's: the first)
     if any(liger(n) == "loader" for n in names):
@@ -206,8 +208,10 @@ def sequence_classifier(ctx: ScriptFacts, call: cst.Call) -> None:
                   "default of 2 labels", at=call)
 
 
-def loading_arguments(ctx: ScriptFacts, named: dict[str, cst.BaseExpression], at: cst.CSTNode, rank: int) -> None:
-    """``from_pretrained`` keywords (also ``SFTConfig(model_init_kwargs={...})``)."""
+def loading_arguments(ctx: ScriptFacts, named: dict[str, cst.BaseExpression], at: cst.CSTNode, rank: int,
+                      spread: bool = True) -> None:
+    """``from_pretrained`` keywords (also ``SFTConfig(model_init_kwargs={...})``); ``spread``
+    False: a ``device_map`` there is not the trained model's."""
     values = ctx.values
     for key in ("torch_dtype", "dtype"):
         if key in named:
@@ -220,10 +224,10 @@ def loading_arguments(ctx: ScriptFacts, named: dict[str, cst.BaseExpression], at
     if "use_flash_attention_2" in named:
         ctx.switch("attention", "flash", named["use_flash_attention_2"], False, at,
                    "from_pretrained(use_flash_attention_2=True)", at=at, rank=rank)
-    spread = values.evaluate(named["device_map"]) if "device_map" in named else None
-    if spread is not None and spread.known and isinstance(spread.value, str) and spread.value in SPREAD_DEVICE_MAPS:
+    placed = values.evaluate(named["device_map"]) if spread and "device_map" in named else None
+    if placed is not None and placed.known and isinstance(placed.value, str) and placed.value in SPREAD_DEVICE_MAPS:
         # the keyword as written: a bare "auto" would read as DeepSpeed's "auto" when runs merge
-        ctx.state("device_map", f'device_map="{spread.value}"', spread.node, "from_pretrained(device_map=...)",
+        ctx.state("device_map", f'device_map="{placed.value}"', placed.node, "from_pretrained(device_map=...)",
                   at=at, rank=rank)
     # transformers' legacy shortcuts build BitsAndBytesConfig(load_in_4bit=True): fp4 by default
     if "load_in_4bit" in named:

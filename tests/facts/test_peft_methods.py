@@ -108,3 +108,43 @@ def test_a_model_spread_over_several_gpus_by_device_map_is_not_judged_on_one(tmp
     # a device map that pins the model to one GPU (alpaca-lora's DDP branch) states nothing
     pinned = SPREAD.replace('placement = "auto"', 'placement = {"": 0}')
     assert facts_of(pinned, "baseline.py")[0].device_map is None
+
+
+# TRL's examples/scripts/bco.py, trimmed: the trained model first, then an embedding model for
+# BCO's prompt classifier, spread with device_map="auto" and handed on through a function
+COMPANION_SPREAD = dedent('''
+    from functools import partial
+
+    import torch
+    from accelerate import Accelerator
+    from transformers import AutoModel, AutoModelForCausalLM, AutoTokenizer, HfArgumentParser
+    from trl import BCOConfig, BCOTrainer, ModelConfig, ScriptArguments
+
+    parser = HfArgumentParser((ScriptArguments, BCOConfig, ModelConfig))
+    script_args, training_args, model_args = parser.parse_args_into_dataclasses()
+
+    model = AutoModelForCausalLM.from_pretrained(model_args.model_name_or_path)
+    ref_model = AutoModelForCausalLM.from_pretrained(model_args.model_name_or_path)
+    tokenizer = AutoTokenizer.from_pretrained(model_args.model_name_or_path)
+
+    accelerator = Accelerator()
+    embedding_model = AutoModel.from_pretrained(
+        "nomic-ai/nomic-embed-text-v1.5", dtype=torch.bfloat16, device_map="auto"
+    )
+    embedding_model = accelerator.prepare_model(embedding_model)
+    embedding_func = partial(embed_prompt, model=embedding_model)
+
+    trainer = BCOTrainer(model, ref_model, args=training_args, train_dataset=dataset["train"],
+                         processing_class=tokenizer, embedding_func=embedding_func)
+    trainer.train()
+''')
+
+
+def test_a_companion_models_device_map_is_not_the_trained_models():
+    [script] = facts_of(COMPANION_SPREAD, "bco.py")
+    assert script.device_map is None
+    # the same keyword on the trained model's own loader spreads the run
+    spread = COMPANION_SPREAD.replace(
+        "AutoModelForCausalLM.from_pretrained(model_args.model_name_or_path)\nref_model",
+        "AutoModelForCausalLM.from_pretrained(model_args.model_name_or_path, device_map=\"auto\")\nref_model")
+    assert facts_of(spread, "bco.py")[0].device_map.value == 'device_map="auto"'
