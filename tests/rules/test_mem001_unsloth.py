@@ -6,8 +6,11 @@ from __future__ import annotations
 
 NOTEBOOK = """\
 from datasets import load_dataset
-from trl import SFTConfig, SFTTrainer
-from unsloth import FastLanguageModel
+from transformers import TrainingArguments
+from trl import SFTTrainer
+from unsloth import FastLanguageModel, is_bfloat16_supported
+
+from prompts import formatting_prompts_func
 
 max_seq_length = 2048
 model, tokenizer = FastLanguageModel.from_pretrained(
@@ -24,17 +27,21 @@ model = FastLanguageModel.get_peft_model(
     bias="none",
     use_gradient_checkpointing="unsloth",
 )
-dataset = load_dataset("yahma/alpaca-cleaned", split="train")
 trainer = SFTTrainer(
     model=model,
-    processing_class=tokenizer,
-    train_dataset=dataset,
-    args=SFTConfig(
+    tokenizer=tokenizer,
+    train_dataset=load_dataset("yahma/alpaca-cleaned", split="train").map(formatting_prompts_func, batched=True),
+    dataset_text_field="text",
+    max_seq_length=max_seq_length,
+    args=TrainingArguments(
         per_device_train_batch_size=2,
         gradient_accumulation_steps=4,
-        max_length=max_seq_length,
+        warmup_steps=5,
+        max_steps=60,
+        learning_rate=2e-4,
+        fp16=not is_bfloat16_supported(),
+        bf16=is_bfloat16_supported(),
         optim="adamw_8bit",
-        fp16=True,
         output_dir="outputs",
     ),
 )
