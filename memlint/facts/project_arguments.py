@@ -10,7 +10,9 @@ one, such as open-instruct's ``ArgumentParserPlus``) anywhere in the project, fo
 their bases defined in the project, and returns their field names (annotated class
 attributes) — the keys the project itself defines, which are not unknown keys. A parser built
 in a helper that is handed the class (ms-swift's ``parse_args(class_type, argv)``) takes the
-classes the helper's callers pass (``memlint.facts.parser_helpers``).
+classes the helper's callers pass (``memlint.facts.parser_helpers``). A class the project builds
+from a mapping read from a file (MFTCoder's ``args = MftTrainArgs(**json.load(f))``) parses that
+file as surely, so its fields count too.
 
 Files are parsed (by ``ast``: nothing is compiled or run), never imported; only files that name a parser or a dataclass are parsed,
 and each file's answer is kept while its size and modification time stay the same.
@@ -29,6 +31,10 @@ from memlint.facts.stamped_files import python_module, stamped
 
 _PARSERS = re.compile(r"\b(?:HfArgumentParser|TrlParser)\b|\b\w*Parser\w*\(")  # or a project's subclass
 _UPSTREAM = ("HfArgumentParser", "TrlParser")
+# the "parser" of a class built from a mapping read from a file: MFTCoder's
+# ``train_config = json.load(f)`` then ``args = MftTrainArgs(**train_config)``
+_FROM_A_FILE = "**loaded"
+_LOADERS = frozenset({"load", "loads", "safe_load", "full_load", "unsafe_load"})  # json, yaml, toml, OmegaConf
 _DATACLASS = re.compile(r"@(?:dataclasses\.)?dataclass\b")  # HfArgumentParser takes dataclasses only
 _SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".memlint_cache", "site-packages"}
 
@@ -80,7 +86,7 @@ def _project_scan(root: Path) -> tuple[set[tuple[str, frozenset[str]]], _Classes
     if helpers:  # ms-swift's parse_args(class_type, argv): the classes its callers pass
         calls.add((_UPSTREAM[0], frozenset(passed_classes(files, helpers))))
     # a project's own parser (open-instruct's ArgumentParserPlus(HfArgumentParser)) parses too
-    parsers = set(_UPSTREAM)
+    parsers = {*_UPSTREAM, _FROM_A_FILE}
     grown = True
     while grown:
         grown = False
@@ -119,7 +125,7 @@ def _read(path: str) -> _Scan | None:
 
 
 def _scanned_text(path: str, text: str) -> _Scan | None:
-    if not (_PARSERS.search(text) or _DATACLASS.search(text)):
+    if not (_PARSERS.search(text) or _DATACLASS.search(text) or ("(**" in text and "load" in text)):
         return None
     reads.document(path, reads.digest(text, None))
     return _scan(text)
@@ -141,11 +147,19 @@ def _scan(text: str) -> _Scan | None:
     # ``_TRAIN_ARGS = [ModelArguments, DataArguments, ...]`` then ``HfArgumentParser(_TRAIN_ARGS)``
     # (LLaMA-Factory's hparams/parser.py): the classes a list of the module holds
     lists: dict[str, set[str]] = {}
+    loaded: set[str] = set()  # names assigned a mapping read from a file
+    unpacking: list[tuple[str, ast.AST]] = []  # ``Cls(**mapping)``: (class name, the mapping)
+    renamed: dict[str, str] = {}  # ``from .arguments import FinetuneArgs as TrainArgs``
     stack: list[ast.AST] = [module]
     while stack:
         node = stack.pop()
         if isinstance(node, ast.Call):
             _parser_call(node, names)
+            unpacking.extend(_unpacked_into_a_class(node))
+        elif isinstance(node, ast.Assign) and _is_load(node.value):
+            loaded.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.ImportFrom):
+            renamed.update((a.asname, a.name) for a in node.names if a.asname is not None)
         elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
                 and isinstance(node.value, (ast.List, ast.Tuple)):
             held = {n for n in (_last_name(e) for e in node.value.elts) if n}
@@ -160,6 +174,11 @@ def _scan(text: str) -> _Scan | None:
         stack.extend(reversed(list(ast.iter_child_nodes(node))))
     if lists:  # a parser given a list of the module: the classes the list holds
         names = {(callee, frozenset(c for name in passed for c in lists.get(name, {name}))) for callee, passed in names}
+    for cls, mapping in unpacking:  # a class built from a mapping read from a file
+        if _is_load(mapping) or (isinstance(mapping, ast.Name) and mapping.id in loaded):
+            names.add((_FROM_A_FILE, frozenset({cls})))
+    if renamed:
+        names = {(callee, frozenset(renamed.get(name, name) for name in passed)) for callee, passed in names}
     if not names and not classes:
         return None
     return frozenset(names), classes, helpers
@@ -194,6 +213,21 @@ def _parser_call(node: ast.Call, names: set[tuple[str, frozenset[str]]]) -> None
     passed = frozenset(n for n in (_last_name(i.value if isinstance(i, ast.Starred) else i) for i in items) if n)
     if passed:
         names.add((callee, passed))
+
+
+def _is_load(expr: ast.AST) -> bool:
+    """``json.load(f)``, ``yaml.safe_load(f)``, ``OmegaConf.load(path)``: a mapping read from a file."""
+    return isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in _LOADERS
+
+
+def _unpacked_into_a_class(node: ast.Call) -> list[tuple[str, ast.AST]]:
+    """``MftTrainArgs(**train_config)``: the class takes the mapping's keys as its fields, as a
+    parser would (whether the mapping was read from a file, and whether the class is one of the
+    project's, is known once the module, and every file, is read)."""
+    cls = _last_name(node.func)
+    if cls is None or not cls[:1].isupper():
+        return []
+    return [(cls, k.value) for k in node.keywords if k.arg is None]
 
 
 def _last_name(expr: ast.AST) -> str | None:

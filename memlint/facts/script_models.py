@@ -18,6 +18,7 @@ from memlint.python.library import (
     image_model_library,
     is_config_loader,
     is_model_loader,
+    is_unsloth_model,
     liger,
 )
 from memlint.python.values import Found, Ref
@@ -62,21 +63,23 @@ IMAGE_MODEL_ADVICE = ("memlint sizes Transformers language and vision-language m
 
 
 @functools.lru_cache(maxsize=1024)
-def _roles(names: frozenset[str]) -> tuple[bool, str | None, bool, bool, str | None, bool, bool]:
+def _roles(names: frozenset[str]) -> tuple[bool, str | None, bool, bool, str | None, bool, bool, bool]:
     """What a call's qualified names make it here: a model loader, an image model's library, a
     quantization config, a LoRA config, another PEFT method's config, a k-bit preparation, a
-    Liger patch. Asked of every call of the module after each edit, for a few dozen distinct
-    sets of names (most calls have none)."""
+    Liger patch, Unsloth's LoRA wrap. Asked of every call of the module after each edit, for a
+    few dozen distinct sets of names (most calls have none)."""
     return (any(is_model_loader(n) for n in names), next((lib for n in names if (lib := image_model_library(n))), None),
             bool(names & QUANTIZATION_CONFIGS), bool(names & LORA_CONFIGS),
             next((n for n in names if _other_peft_config(n)), None), bool(names & KBIT_PREPARATION),
-            any(liger(n) == "patch" for n in names))
+            any(liger(n) == "patch" for n in names), any(is_unsloth_model(n, "get_peft_model") for n in names))
 
 
 def recognise(ctx: ScriptFacts, call: cst.Call, names: frozenset[str], method: str | None) -> None:
-    loader, library, quantization, lora_config, other_peft, kbit, liger_patch = _roles(names)
+    loader, library, quantization, lora_config, other_peft, kbit, liger_patch, unsloth_lora = _roles(names)
     if loader:
         model_loader(ctx, call, names)
+    if unsloth_lora:
+        unsloth_peft_model(ctx, call)
     if library is not None:
         code = " ".join(ctx.python.code_of(call).split())  # one line, as a message shows it
         code = code.replace("( ", "(").replace(" )", ")")
@@ -180,6 +183,9 @@ def model_loader(ctx: ScriptFacts, call: cst.Call, names: frozenset[str]) -> Non
             inner = values.arguments(config, ("pretrained_model_name_or_path",))
             ctx.state_found("model", values.evaluate(inner.get("pretrained_model_name_or_path")), model_id,
                             "AutoConfig.from_pretrained(...) then from_config", at=call, binding="model")
+    elif any(is_unsloth_model(n, "from_pretrained") for n in names):
+        unsloth_loader(ctx, call)
+        return
     else:
         arguments = values.arguments(call, ("pretrained_model_name_or_path",))
         ctx.state_found("model", values.evaluate(arguments.get("pretrained_model_name_or_path")), model_id,
@@ -192,6 +198,38 @@ def model_loader(ctx: ScriptFacts, call: cst.Call, names: frozenset[str]) -> Non
     if any(liger(n) == "loader" for n in names):
         ctx.state("fused_loss", True, call.func, "AutoLigerKernelForCausalLM: Liger fused linear cross-entropy",
                   at=call)
+
+
+def unsloth_loader(ctx: ScriptFacts, call: cst.Call) -> None:
+    """``FastLanguageModel.from_pretrained(model_name=..., load_in_4bit=...)``: Unsloth loads in
+    4 bits (NF4, double quantization) unless ``load_in_4bit=False``, ``load_in_8bit`` or
+    ``full_finetuning`` says otherwise, and patches the model's loss into a fused, chunked
+    cross-entropy (Unsloth's ``models/loader.py`` and ``models/llama.py``)."""
+    values = ctx.values
+    named = values.arguments(call, ("model_name", "max_seq_length", "dtype", "load_in_4bit")).named
+    ctx.state_found("model", values.evaluate(named.get("model_name")), model_id,
+                    "FastLanguageModel.from_pretrained(model_name=...)", at=call, binding="model")
+    loading_arguments(ctx, {k: v for k, v in named.items() if k != "load_in_4bit"}, call, RANK_MODEL)
+    if "load_in_8bit" in named or "full_finetuning" in named:
+        if "load_in_4bit" not in named:
+            return  # the other switches decide; Unsloth turns 4 bits off for either
+    ctx.switch("quantization", "nf4", named.get("load_in_4bit"), True, call.func,
+               "Unsloth's from_pretrained loads in 4 bits (NF4) unless load_in_4bit=False", at=call)
+    ctx.switch("double_quant", True, named.get("load_in_4bit"), True, call.func,
+               "Unsloth's 4-bit loading uses double quantization", at=call)
+    ctx.state("fused_loss", True, call.func, "Unsloth's models compute the loss with a fused, chunked "
+              "cross-entropy (unsloth_fused_ce_loss: no full logits)", at=call)
+
+
+def unsloth_peft_model(ctx: ScriptFacts, call: cst.Call) -> None:
+    """``FastLanguageModel.get_peft_model(model, r=16, target_modules=[...],
+    use_gradient_checkpointing="unsloth")``: LoRA (Unsloth's default rank 16), and gradient
+    checkpointing on unless ``use_gradient_checkpointing=False`` ("unsloth" also moves the saved
+    activations to the host: counting them on the GPU overstates, never understates)."""
+    lora(ctx, call, default_r=16, source="FastLanguageModel.get_peft_model", owner="Unsloth")
+    arguments = ctx.values.arguments(call, ("model",))
+    ctx.switch("grad_ckpt", 1, arguments.get("use_gradient_checkpointing"), True, call.func,
+               'Unsloth\'s get_peft_model checkpoints by default (use_gradient_checkpointing="unsloth")', at=call)
 
 
 def sequence_classifier(ctx: ScriptFacts, call: cst.Call) -> None:
@@ -276,19 +314,19 @@ def bits_and_bytes(ctx: ScriptFacts, call: cst.Call) -> None:
                   extra_guards=guards, rank=RANK_CONFIG)
 
 
-def lora(ctx: ScriptFacts, call: cst.Call) -> None:
+def lora(ctx: ScriptFacts, call: cst.Call, default_r: int = 8, source: str = "LoraConfig", owner: str = "PEFT") -> None:
     values = ctx.values
     arguments = values.arguments(call)
     guards = ctx.value_guards(call)
     r = values.evaluate(arguments.get("r")) if "r" in arguments else None
     if r is None and "r" not in arguments:
-        ctx.state("lora_r", 8, call.func, "LoraConfig: PEFT's default r=8", at=call, extra_guards=guards)
+        ctx.state("lora_r", default_r, call.func, f"{source}: {owner}'s default r={default_r}", at=call, extra_guards=guards)
     else:
-        ctx.state_found("lora_r", r, _positive_int, "LoraConfig(r=...)", at=call, binding="lora_r",
+        ctx.state_found("lora_r", r, _positive_int, f"{source}(r=...)", at=call, binding="lora_r",
                         extra_guards=guards)
     if "target_modules" in arguments:
         ctx.state_found("lora_targets", values.evaluate(arguments.get("target_modules")), _targets,
-                        "LoraConfig(target_modules=...)", at=call, binding="lora_targets", extra_guards=guards)
+                        f"{source}(target_modules=...)", at=call, binding="lora_targets", extra_guards=guards)
     if "lora_dropout" in arguments:
         ctx.state_found("lora_dropout", values.evaluate(arguments.get("lora_dropout")), _float,
-                        "LoraConfig(lora_dropout=...)", at=call, binding="lora_dropout", extra_guards=guards)
+                        f"{source}(lora_dropout=...)", at=call, binding="lora_dropout", extra_guards=guards)

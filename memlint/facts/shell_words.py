@@ -280,6 +280,9 @@ def expand(word: Word, variables: Variables) -> Value | None:
             return value.text
         if op is not None and match.group("braced"):
             default = match.group("default")
+            if not default:  # ``${1:-}``: the ``set -u`` idiom for "maybe unset", not a value
+                unknown = True
+                return ""
             position = word.raw.find(match.group(0))
             inner = position + match.start("default") - match.start(0) if position >= 0 and default else -1
             if inner >= 0 and word.raw[inner:inner + len(default)] == default:

@@ -61,11 +61,22 @@ def is_model_loader(qualname: str) -> bool:
     if len(parts) < 3 or parts[-1] not in ("from_pretrained", "from_config"):
         return False
     root, cls = parts[0], parts[-2]
+    if root == "unsloth":
+        return is_unsloth_model(qualname, "from_pretrained")
     if root not in ("transformers", "liger_kernel"):
         return False
     if cls.startswith("Auto") and not cls.startswith(("AutoModel", "AutoLigerKernel")):
         return False
     return not cls.endswith(_NOT_MODELS) and ("Model" in cls or "For" in cls or "LigerKernel" in cls)
+
+
+def is_unsloth_model(qualname: str, method: str) -> bool:
+    """``unsloth.FastLanguageModel.<method>`` (and ``FastModel``, ``FastVisionModel``): Unsloth's
+    loaders, whose ``from_pretrained(model_name=...)`` loads in 4 bits unless told otherwise
+    and whose ``get_peft_model(model, r=...)`` applies LoRA."""
+    parts = qualname.split(".")
+    return (len(parts) >= 3 and parts[0] == "unsloth" and parts[-1] == method
+            and parts[-2].startswith("Fast") and parts[-2].endswith("Model"))
 
 
 def image_model_library(qualname: str) -> str | None:

@@ -181,6 +181,8 @@ def backward_of(index: ModuleIndex, call: cst.Call) -> Backward | None:
         return Backward(call, "framework", argument(call, 0, "loss"))
     if _hands_over_the_loss(index, call):
         return Backward(call, "delegated", argument(call, 0, "loss"))
+    if len(positional(call)) == 1 and is_module_object(index, target):
+        return Backward(call, "framework", argument(call, 0, "loss"))
     if isinstance(target, cst.Name):
         for definition in index.reaching(target.value, call):
             item = definition.whole_value
@@ -196,6 +198,33 @@ def backwards(index: ModuleIndex) -> list[Backward]:
         return [b for b in (backward_of(index, c) for c in index.calls) if b is not None]
 
     return index.once("backwards", compute)
+
+
+# what only a module (or an engine wrapping one) is asked to do; a tensor does none of them
+_MODULE_METHODS = frozenset({"forward", "parameters", "named_parameters", "train", "eval", "state_dict"})
+
+
+def is_module_object(index: ModuleIndex, expr: cst.BaseExpression | None) -> bool:
+    """The model the script runs: called (``model(batch)``), or asked for its ``forward``,
+    ``parameters()``, ``train()``... in the module. No ``torch.nn.Module`` has a ``backward``
+    method, so ``model.backward(loss)`` on such an object is an engine that wraps the model
+    (DeepSpeed's ``deepspeed.initialize`` engine, conventionally kept under the model's own
+    name, built in a helper of another module): the argument is the loss, not a gradient."""
+    text = dotted(expr) if expr is not None else None
+    if not text:
+        return False
+
+    def compute() -> frozenset[str]:
+        used: set[str] = set()
+        for c in index.calls:
+            if isinstance(c.func, cst.Attribute) and c.func.attr.value in _MODULE_METHODS:
+                used.add(dotted(c.func.value) or "")
+            elif isinstance(c.func, (cst.Name, cst.Attribute)):
+                used.add(dotted(c.func) or "")
+        used.discard("")
+        return frozenset(used)
+
+    return text in index.once("objects used as modules", compute)
 
 
 def _hands_over_the_loss(index: ModuleIndex, call: cst.Call) -> bool:

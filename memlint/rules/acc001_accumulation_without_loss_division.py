@@ -146,7 +146,9 @@ class AccumulationWithoutLossDivision(Rule):
     ``scale_grads_(model.parameters(), 1 / num_tokens)`` before ``optimizer.step()``, which
     makes the accumulated gradient a per-token mean (so do ``p.grad.div_(k)`` /
     ``p.grad.mul_(...)`` loops). DeepSpeed's engine, Lightning and the Hugging Face Trainer
-    divide the loss themselves and are not reported; so does ``accelerator.backward`` when the
+    divide the loss themselves and are not reported (an engine kept under the model's own name
+    counts: ``model.backward(loss)`` on the object the loop calls, as no torch module has a
+    ``backward`` method); so does ``accelerator.backward`` when the
     ``Accelerator`` knows the accumulation (``Accelerator(gradient_accumulation_steps=k)`` or
     ``with accelerator.accumulate(model):``). An ``Accelerator`` built without it divides by 1:
     a loop that steps every *k* passes on its own (Accelerate's

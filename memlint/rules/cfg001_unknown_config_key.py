@@ -31,7 +31,9 @@ class UnknownConfigKey(SchemaRule):
     A TrainingArguments / TRL config may hold the fields of the project's own argument classes:
     when the project's code passes a dataclass to ``HfArgumentParser`` or ``TrlParser`` (such
     as alignment-handbook's ``SFTConfig`` subclass with ``chat_template``), that class's fields
-    and those of its bases in the project are known keys.
+    and those of its bases in the project are known keys. So are those of a class the project
+    builds from a mapping it reads from a file (``args = TrainArgs(**json.load(f))``): such a
+    file is the project's config, even when many of its keys look like the Trainer's.
 
     ## Fix
     Rename the key to the one the tool reads. When the names differ only in case or in ``-``

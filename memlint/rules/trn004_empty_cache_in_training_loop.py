@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Iterator
 
+import libcst as cst
+
 from memlint.documents.kinds import DocumentKind
 from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Severity
 from memlint.python.index import index_for
-from memlint.python.loops import step_loops
+from memlint.python.loops import Event, TrainingLoop, step_loops
 from memlint.python.training import RUNS_BACKWARD
 from memlint.rules.base import Example, Finding, Rule
 
@@ -46,7 +48,8 @@ class EmptyCacheInTrainingLoop(Rule):
     """## What it does
     Finds ``torch.cuda.empty_cache()`` (and the ``xpu`` / ``mps`` ones) that runs on every
     pass of a training loop. Calls in an ``except`` handler (recovering from an
-    out-of-memory error) and calls under an interval condition (``if step % 1000 == 0:``)
+    out-of-memory error), calls under an interval condition (``if step % 1000 == 0:``) and
+    calls that run on one pass only (``if step == 1:``, a loop counter compared for equality)
     are not reported.
 
     ## Why it matters
@@ -100,6 +103,8 @@ class EmptyCacheInTrainingLoop(Rule):
                 call = event.call
                 if call is None or id(call) in reported or event.in_except or event.modulo_guards:
                     continue
+                if _runs_on_one_pass(loop, event):
+                    continue
                 if not (index.qualified(call) & _EMPTY_CACHE):
                     continue
                 reported.add(id(call))
@@ -110,3 +115,36 @@ class EmptyCacheInTrainingLoop(Rule):
                         "step must cudaMalloc the released blocks again, synchronising the GPU"
                     ),
                 )
+
+
+def _runs_on_one_pass(loop: TrainingLoop, event: Event) -> bool:
+    """Under ``if batch_idx == 1 and epoch == 0:`` (MOSS's finetune script frees the cache once,
+    after the first batch): a counter of a loop around the call, compared for equality, holds
+    on one pass of that loop, not on every step."""
+    counters = {name for node in (loop.loop, *event.loops) if isinstance(node, cst.For)
+                for name in _target_names(node.target)}
+    for guard in event.guards:
+        if guard.branch != "body":
+            continue
+        for test in _conjuncts(guard.node.test):
+            if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 \
+                    and isinstance(test.comparisons[0].operator, cst.Equal):
+                sides = (test.left, test.comparisons[0].comparator)
+                if any(isinstance(side, cst.Name) and side.value in counters for side in sides):
+                    return True
+    return False
+
+
+def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _conjuncts(test.left) + _conjuncts(test.right)
+    return [test]
+
+
+def _target_names(target: cst.BaseExpression) -> list[str]:
+    """``step`` of ``for step, batch in enumerate(loader)``."""
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [name for element in target.elements for name in _target_names(element.value)]
+    return []

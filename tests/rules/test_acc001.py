@@ -549,3 +549,55 @@ def test_gradients_zeroed_on_every_pass_accumulate_nothing_to_divide(lint, where
     zeroed_after_the_step = ZEROED_EVERY_PASS.replace("    optimizer.zero_grad()\n", "").replace(
         "        optimizer.step()\n", "        optimizer.step()\n        optimizer.zero_grad()\n")
     assert len(lint("ACC001", zeroed_after_the_step)) == 1
+
+
+ENGINE_UNDER_THE_MODELS_NAME = """\
+import argparse
+
+import torch
+from torch.cuda.amp import GradScaler, autocast
+
+from trainer.config import load_config
+from trainer.distributed import wrap_model_distributed
+from trainer.models import build_model
+
+
+def run(cfg):
+    model = build_model(cfg)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr)
+    model, optimizer = wrap_model_distributed(model, optimizer, cfg)  # a DeepSpeed engine when use_deepspeed
+    scaler = GradScaler(enabled=cfg.mixed_precision and not cfg.use_deepspeed)
+    model.train()
+    for itr, batch in enumerate(cfg.train_loader, start=1):
+        with autocast(enabled=cfg.mixed_precision):
+            output = model.forward(batch)
+        loss = output["loss"]
+{divide}
+        if cfg.use_deepspeed:
+            model.backward(loss)
+        else:
+            scaler.scale(loss).backward()
+        if itr % cfg.grad_accumulation == 0:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.gradient_clip)
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("-Y", "--yaml", required=True)
+    run(load_config(parser.parse_args().yaml))
+"""
+
+
+def test_backward_of_the_model_object_is_an_engines_and_takes_the_loss(lint, where):
+    """``model.backward(loss)``: no torch module has a backward method, so the model object the
+    loop calls ``forward`` on is an engine wrapping it (DeepSpeed's, built in a helper of another
+    module). Its argument is the loss, divided here before either backward; the engine divides
+    by its own accumulation too. Only the plain branch's undivided loss is reported."""
+    divided = ENGINE_UNDER_THE_MODELS_NAME.format(
+        divide="        if cfg.grad_accumulation != 1:\n            loss = loss / cfg.grad_accumulation")
+    assert lint("ACC001", divided) == []
+    undivided = ENGINE_UNDER_THE_MODELS_NAME.format(divide="")
+    diagnostics = lint("ACC001", undivided)
+    assert [d.message.split("`")[1] for d in diagnostics] == ["scaler.scale(loss).backward()"]

@@ -298,3 +298,84 @@ def test_classes_a_helper_hands_on_to_the_parser_helper_are_the_projects(lint):
     # the pipelines alone never parse GRPOArguments: TRL's removed key stays reported
     removed = lint("CFG004", GRPO_YAML, path="examples/grpo.yaml", files=FRAMEWORK)
     assert [d.range.start.line for d in removed] == [3]
+
+
+# A project that reads its JSON config itself and builds its own dataclass from it (the shape
+# of MFTCoder's pefts/mft_accelerate.py): many keys look like TrainingArguments', some are
+# the project's alone (``padding_mode``, ``max_train_steps``), some are ones TRL removed.
+TRAIN_ARGS = """\
+from dataclasses import dataclass
+from typing import List, Optional, Union
+
+
+@dataclass
+class FinetuneArgs:
+    data_paths: Union[str, List[str]]
+    output_dir: str
+    pretrained_model_path: str
+    padding_mode: str = "padding"
+    per_device_train_batch_size: int = 8
+    gradient_accumulation_steps: int = 1
+    learning_rate: float = 5e-5
+    num_train_epochs: int = 4
+    max_train_steps: Optional[int] = None
+    max_prompt_length: Optional[int] = 2048
+    lr_scheduler_type: str = "cosine"
+    warmup_ratio: float = 0.03
+"""
+
+TRAIN = """\
+import argparse
+import json
+
+from finetune.arguments import FinetuneArgs as TrainArgs
+from finetune.trainer import run
+
+
+def prepare_args():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--train_config", type=str, required=True)
+    parser.add_argument("--output_dir", type=str, default=None)
+    parsed = parser.parse_args()
+    with open(parsed.train_config, "r") as f:
+        train_config = json.load(f)
+    args = TrainArgs(**train_config)
+    if parsed.output_dir:
+        args.output_dir = parsed.output_dir
+    return args
+
+
+if __name__ == "__main__":
+    run(prepare_args())
+"""
+
+TRAIN_CONFIG = """\
+{
+    "data_paths": "[data/code_exercises]",
+    "output_dir": "runs/lora",
+    "pretrained_model_path": "models/base",
+    "padding_mode": "pack",
+    "per_device_train_batch_size": 2,
+    "gradient_accumulation_steps": 4,
+    "learning_rate": 1e-4,
+    "num_train_epochs": 2,
+    "max_train_steps": null,
+    "max_prompt_length": 1024,
+    "lr_scheduler_type": "cosine",
+    "warmup_ratio": 0.03
+}
+"""
+
+
+def test_a_dataclass_built_from_a_loaded_config_defines_its_keys(lint):
+    files = {"finetune/arguments.py": TRAIN_ARGS, "finetune/train.py": TRAIN}
+    path = "finetune/configs/lora_train_config.json"
+    assert lint("CFG001", TRAIN_CONFIG, path=path, files=files) == []
+    assert lint("CFG004", TRAIN_CONFIG, path=path, files=files) == []
+    # without the code that reads it, the project's keys look unknown to HfArgumentParser
+    alone = lint("CFG001", TRAIN_CONFIG, path=path, files={"finetune/arguments.py": TRAIN_ARGS})
+    assert {d.range.start.line for d in alone} >= {5, 10}
+    # a class built from something else (the command line's namespace) parses no file
+    from_the_command_line = TRAIN.replace("TrainArgs(**train_config)", "TrainArgs(**vars(parsed))")
+    files = {"finetune/arguments.py": TRAIN_ARGS, "finetune/train.py": from_the_command_line}
+    assert {d.range.start.line for d in lint("CFG001", TRAIN_CONFIG, path=path, files=files)} >= {5, 10}

@@ -60,3 +60,35 @@ def test_near_miss_a_write_of_another_file_or_after_the_launch(lint):
     assert [d.range.start.line for d in lint("CFG015", after, path="run_loop.sh", files=FILES)] == [12]
     commented = RUN_LOOP.replace("    cat <<EOT > dpo_config.yaml", "    # cat <<EOT > dpo_config.yaml\n    cat <<EOT")
     assert len(lint("CFG015", commented, path="run_loop.sh", files=FILES)) == 1
+
+
+# An installer's helper functions (the shape of unsloth's studio/setup.sh): the folder is the
+# function's first argument, read with the ``set -u`` idiom ``${1:-}`` (an empty default that
+# only keeps an unset argument from aborting the script), never an empty folder.
+SETUP = """\
+#!/usr/bin/env bash
+set -euo pipefail
+
+LLAMA_DIR="${LLAMA_DIR:-$HOME/.cache/llama.cpp}"
+
+installed_prebuilt_release() {
+    local install_dir=${1:-}
+    local metadata_path="$install_dir/PREBUILT_INFO.json"
+    [ -f "$metadata_path" ] || return 0
+    python - "$metadata_path" <<'PY' 2>/dev/null || true
+import json
+import sys
+print(json.load(open(sys.argv[1])).get("release_tag", ""))
+PY
+}
+
+release=$(installed_prebuilt_release "$LLAMA_DIR")
+python scripts/install_prebuilt.py --config "${CONFIG:-configs/prebuilt.json}"
+"""
+
+
+def test_an_empty_default_is_no_value(lint):
+    """``${1:-}`` leaves the folder unknown: no missing ``/PREBUILT_INFO.json`` at the root. A
+    default that says something (``${CONFIG:-configs/prebuilt.json}``) is still looked up."""
+    diagnostics = lint("CFG015", SETUP, path="studio/setup.sh", files={"scripts/install_prebuilt.py": "import json\n"})
+    assert [d.message.split("`")[1] for d in diagnostics] == ["configs/prebuilt.json"]

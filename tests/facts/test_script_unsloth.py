@@ -1,0 +1,82 @@
+"""Unsloth's loaders (``FastLanguageModel`` / ``FastModel``), written as its starter scripts and
+notebooks write them: the model, 4-bit loading by default, LoRA and checkpointing from
+``get_peft_model``'s own defaults, and the fused cross-entropy Unsloth patches in."""
+
+from __future__ import annotations
+
+from facts_testing import dedent, one, span, where
+
+STARTER = dedent('''
+    """LoRA fine-tuning with Unsloth, from the command line."""
+    import argparse
+
+    from datasets import load_dataset
+    from trl import SFTConfig, SFTTrainer
+
+    DEFAULT_MODEL = "unsloth/llama-3-8b"
+
+
+    def run(args):
+        from unsloth import FastLanguageModel as Fast
+
+        model, tokenizer = Fast.from_pretrained(
+            model_name=args.model_name,
+            max_seq_length=args.max_seq_length,
+            dtype=None,
+        )
+        model = Fast.get_peft_model(
+            model,
+            target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+            lora_alpha=16,
+            lora_dropout=0,
+        )
+        dataset = load_dataset("yahma/alpaca-cleaned", split="train")
+        trainer = SFTTrainer(
+            model=model,
+            processing_class=tokenizer,
+            train_dataset=dataset,
+            args=SFTConfig(
+                per_device_train_batch_size=args.per_device_train_batch_size,
+                gradient_accumulation_steps=4,
+                max_length=args.max_seq_length,
+                optim="adamw_8bit",
+                output_dir="outputs",
+            ),
+        )
+        trainer.train()
+
+
+    if __name__ == "__main__":
+        parser = argparse.ArgumentParser()
+        model_group = parser.add_argument_group("Model Options")
+        model_group.add_argument("--model_name", type=str, default=DEFAULT_MODEL)
+        model_group.add_argument("--max_seq_length", type=int, default=2048)
+        parser.add_argument("--per_device_train_batch_size", type=int, default=2)
+        run(parser.parse_args())
+''')
+
+
+def test_unsloths_defaults_are_read_from_the_loader_and_the_peft_wrap():
+    facts = one(STARTER)
+    assert facts.model.value == "unsloth/llama-3-8b"
+    assert where(facts.model) == span(STARTER, 'DEFAULT_MODEL = «"unsloth/llama-3-8b"»')
+    # load_in_4bit is not written: Unsloth's default (True, NF4 with double quantization)
+    assert (facts.quantization.value, facts.double_quant.value) == ("nf4", True)
+    assert where(facts.quantization) == span(STARTER, "«Fast.from_pretrained»(")
+    assert "unless load_in_4bit=False" in facts.quantization.note
+    assert facts.fused_loss.value is True
+    assert facts.lora_r.value == 16  # get_peft_model's default rank
+    assert len(facts.lora_targets.value) == 7
+    assert facts.grad_ckpt.value == 1  # use_gradient_checkpointing="unsloth" by default
+    assert where(facts.grad_ckpt) == span(STARTER, "«Fast.get_peft_model»(")
+    assert facts.micro_batch.value == 2 and facts.seq_len.value == 2048
+
+
+def test_switches_written_in_the_call_decide():
+    full = STARTER.replace("dtype=None,", "dtype=None,\n        load_in_4bit=False,").replace(
+        "lora_dropout=0,", "lora_dropout=0,\n        use_gradient_checkpointing=False,")
+    facts = one(full)
+    assert facts.quantization is None
+    assert facts.grad_ckpt is None or facts.grad_ckpt.value == 0
+    eight = STARTER.replace("dtype=None,", "dtype=None,\n        load_in_8bit=True,")
+    assert one(eight).quantization.value == "int8"
