@@ -386,3 +386,150 @@ def test_the_survey_skips_contexts_and_keeps_depth_and_names(path):
             assert (found, listed) == (deepest + 1, None)
         else:
             assert found == depth and listed is not None and set(filter(None, listed.text.split("\n"))) == names
+
+
+# A fused kernel's autograd Function: it defines ``backward`` and is handed a ``checkpoint``
+# flag and an optimizer's name, but calls no backward(), no checkpoint and no optimizer
+_AUTOGRAD_FUNCTION = '''import torch
+from torch.utils.checkpoint import checkpoint
+
+
+class FusedLinearCrossEntropy(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, hidden, weight, target):
+        logits = hidden @ weight.t()
+        ctx.save_for_backward(hidden, weight, logits, target)
+        return torch.nn.functional.cross_entropy(logits, target)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        hidden, weight, logits, target = ctx.saved_tensors
+        grad = torch.softmax(logits, dim=-1)
+        grad[torch.arange(len(target)), target] -= 1
+        return grad_output * grad @ weight, grad_output * grad.t() @ hidden, None
+
+
+def fused_loss(hidden, weight, target, checkpoint=False, optimizer_name="adamw"):
+    """The loss of a ``Trainer`` run with ``gradient_checkpointing``: pass ``checkpoint`` through."""
+    return FusedLinearCrossEntropy.apply(hidden, weight, target)
+'''
+
+# a TRL-like trainer: it wraps the model with PEFT and takes ``optimizers`` from its caller, but
+# builds none (its base class does, in another module)
+_PEFT_TRAINER = '''from peft import PeftConfig, get_peft_model
+from transformers import Trainer
+
+
+class RewardTrainer(Trainer):
+    def __init__(self, model, args, peft_config: PeftConfig | None = None, optimizers=(None, None), **kwargs):
+        if peft_config is not None:
+            model = get_peft_model(model, peft_config)
+        super().__init__(model=model, args=args, optimizers=optimizers, **kwargs)
+'''
+
+
+def _gates_met(code: str) -> list[str]:
+    from memlint.lint.needs import rule_gates
+    from memlint.python.prefilter import survey
+
+    names = survey(ast.parse(code))[1]
+    return sorted(rule for rule, gate in rule_gates(Settings(root=REPO)).items() if gate.wanted(names))
+
+
+def test_a_reader_of_calls_is_not_given_a_module_that_only_names_what_it_calls():
+    """The loop rules read backward() calls, CKP002 checkpoint calls, TRN006 an optimizer called
+    and a wrap: a module that defines ``backward``, takes a ``checkpoint`` keyword or an
+    ``optimizers`` argument and calls none of them meets none of their needs."""
+    assert _gates_met(_AUTOGRAD_FUNCTION) == []
+    assert _gates_met(_PEFT_TRAINER) == []
+    # the same modules calling them, under other names too
+    calls = _AUTOGRAD_FUNCTION + "\n\ndef step(model, batch, opt):\n    model(batch).backward()\n    opt.step()\n"
+    assert {"ACC001", "TRN001", "TRN003"} <= set(_gates_met(calls))
+    calls = _AUTOGRAD_FUNCTION.replace("return FusedLinearCrossEntropy.apply(hidden, weight, target)",
+                                       "return checkpoint(FusedLinearCrossEntropy.apply, hidden, weight, target)")
+    assert "CKP002" in _gates_met(calls)
+    calls = "import torch\n" + _PEFT_TRAINER + "\n\ndef build(model, cfg):\n" \
+        "    opt = torch.optim.AdamW(model.parameters())\n    return get_peft_model(model, cfg), opt\n"
+    assert "TRN006" in _gates_met(calls)
+
+
+@pytest.mark.parametrize("code, rule", [
+    ("from torch.autograd import backward as run_backward\n\nfor batch in loader:\n    run_backward(model(batch))\n",
+     "ACC001"),
+    ("import torch\n\nfor batch in loader:\n    scaler.scale(model(batch).loss).backward()\n    torch.cuda.empty_cache()\n",
+     "TRN004"),
+    ("import torch.utils.checkpoint as ckpt_utils\n\ndef f(block, x):\n    return ckpt_utils.checkpoint(block, x)\n",
+     "CKP002"),
+    ("from torch.utils import checkpoint as C\n\ndef f(blocks, x):\n    return C.checkpoint_sequential(blocks, 2, x)\n",
+     "CKP002"),
+    ("from torch.optim import AdamW as Opt\nfrom torch.distributed.fsdp import FullyShardedDataParallel as Wrap\n\n"
+     "opt = Opt(model.parameters())\nmodel = Wrap(model)\n", "TRN006"),
+    ("import peft\nimport bitsandbytes as bnb\n\nopt = bnb.optim.PagedAdamW8bit(model.parameters())\n"
+     "model = peft.PeftModel.from_pretrained(model, 'adapter')\n", "TRN006"),
+    ("from torch.optim import *\nfrom peft import *\n\nopt = AdamW(model.parameters())\nmodel = get_peft_model(model, cfg)\n",
+     "TRN006"),
+    ("def load(model):\n    model.gradient_checkpointing_enable()\n", "CKP001"),
+])
+def test_a_call_under_any_name_meets_its_readers_need(code, rule):
+    assert rule in _gates_met(code)
+
+
+_CALLS = '''import torch
+import torch.utils.checkpoint as cp
+from torch.optim import *
+from . import optim as local_optim
+from .optimizers import AdamW as A
+from accelerate import Accelerator as Acc
+
+
+@torch.no_grad()
+def run(model, blocks, loader, optimizers):
+    acc = Acc()
+    opt = A(model.parameters()) if optimizers[0] is None else optimizers[0]
+    sched = local_optim.build(opt).with_warmup(10)
+    for batch in loader:
+        hidden = cp.checkpoint(blocks[0], batch)
+        loss = torch.nn.functional.mse_loss(hidden, batch)
+        acc.backward(loss)
+        optimizers[1].step()
+        torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, s / 10)).step()
+        print(f"{loss.item():.3f} {torch.cuda.memory_allocated() / 2**30:.1f} GiB")
+        SGD(model.parameters())
+    return sched
+'''
+
+
+@pytest.mark.parametrize("path", [None, *sorted(REPO.glob("examples/*/*.py")), *sorted(REPO.glob("memlint/rules/*.py"))],
+                         ids=lambda p: "calls" if p is None else p.name)
+def test_the_called_names_hold_every_name_a_call_is_known_by(path):
+    """What a :class:`Called` need is asked of (``UsedNames.called``) holds each call's method
+    name and every part of the qualified names libcst gives it through an import: all that
+    ``method_name`` and ``calls_named`` recognise a call by."""
+    import libcst as cst
+    from libcst.metadata import QualifiedNameSource
+
+    from memlint.python import source as python_source
+    from memlint.python.prefilter import survey
+    from memlint.python.syntax import method_name
+
+    text = _CALLS if path is None else path.read_text(encoding="utf-8")
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        pytest.skip("an example of a syntax error")
+    names = survey(tree)[1]
+    assert names is not None
+    called = set(names.called.split("\n"))
+    assert called <= set(names.text.split("\n"))
+    py = python_source.parse(text, whole=True)
+    assert isinstance(py, python_source.PythonSource)
+    calls = py.nodes_of(cst.Call)
+    assert calls
+    for call in calls:
+        known = {method_name(call)} - {None}
+        scope = py.scopes.get(call.func)
+        if scope is not None:
+            for qualified in scope.get_qualified_names_for(call.func):
+                if qualified.source is QualifiedNameSource.IMPORT:
+                    known.update(part for part in qualified.name.split(".") if part)
+        assert known <= called, py.code_of(call)

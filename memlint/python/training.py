@@ -15,6 +15,7 @@ import libcst as cst
 
 from memlint.python.dataflow import dtype_values, string_values
 from memlint.python.index import ModuleIndex
+from memlint.python.prefilter import Called
 from memlint.python.library import (
     AUTOCAST_DEVICES,
     OPTIMIZER_CLASS_NAMES,
@@ -149,12 +150,13 @@ def is_scaler_object(index: ModuleIndex, expr: cst.BaseExpression | None) -> boo
 # ---------------------------------------------------------------------- training calls
 
 # What a module must name for a rule that reads its backward() calls to find anything
-# (``Rule.python_needs``, ``memlint.python.prefilter``): a ``backward`` attribute
+# (``Rule.python_needs``, ``memlint.python.prefilter``): a call through a ``backward`` attribute
 # (``loss.backward()``, ``accelerator.backward(loss)``, ``scaler.scale(loss).backward()``) or
-# ``torch.autograd.backward`` imported by name, which is all ``backward_of`` and the loops'
-# ``_could_be_backward`` recognise. A whole name, not a part: DeepSpeed's ``backward_timers``,
-# transformers' ``_backward_compatibility_gradient_checkpointing`` hold no backward() call.
-RUNS_BACKWARD = r"^backward$"
+# through ``torch.autograd.backward`` imported by name, which is all ``backward_of`` and the
+# loops' ``_could_be_backward`` recognise. A whole name, not a part: DeepSpeed's
+# ``backward_timers``, transformers' ``_backward_compatibility_gradient_checkpointing`` hold no
+# backward() call; and a called one: an autograd Function's ``def backward(ctx, grad)`` is none.
+RUNS_BACKWARD = Called(r"^backward$")
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from memlint.facts.pinned_versions import Pin, pins
 from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Applicability, Edit, Fix, Position, Range, Related, Severity, split_lines
 from memlint.python.index import ModuleIndex, index_for
+from memlint.python.prefilter import Called
 from memlint.python.syntax import (
     argument,
     dotted,
@@ -121,7 +122,7 @@ class LateGradientCheckpointing(Rule):
     name = "late-gradient-checkpointing"
     severity = Severity.WARNING
     kinds = frozenset({DocumentKind.PYTHON})
-    python_needs = "checkpointing_enable"
+    python_needs = Called("checkpointing_enable")  # model.gradient_checkpointing_enable() called
     fix_applicability = Applicability.SAFE
 
     VALID = (
