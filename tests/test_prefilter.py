@@ -468,7 +468,10 @@ def test_a_reader_of_calls_is_not_given_a_module_that_only_names_what_it_calls()
      "model = peft.PeftModel.from_pretrained(model, 'adapter')\n", "TRN006"),
     ("from torch.optim import *\nfrom peft import *\n\nopt = AdamW(model.parameters())\nmodel = get_peft_model(model, cfg)\n",
      "TRN006"),
-    ("def load(model):\n    model.gradient_checkpointing_enable()\n", "CKP001"),
+    ("from peft import get_peft_model as wrap\n\ndef load(model, cfg):\n    model = wrap(model, cfg)\n"
+     "    model.gradient_checkpointing_enable()\n", "CKP001"),
+    ("import deepspeed\n\nengine, *_ = deepspeed.initialize(model=model)\nmodel.gradient_checkpointing_enable()\n",
+     "CKP001"),
 ])
 def test_a_call_under_any_name_meets_its_readers_need(code, rule):
     assert rule in _gates_met(code)
@@ -533,3 +536,56 @@ def test_the_called_names_hold_every_name_a_call_is_known_by(path):
                 if qualified.source is QualifiedNameSource.IMPORT:
                     known.update(part for part in qualified.name.split(".") if part)
         assert known <= called, py.code_of(call)
+
+
+def _optimizer_calls() -> list[str]:
+    """Modules that build an optimizer each way ``is_optimizer_constructor`` knows one."""
+    from memlint.python.library import OPTIMIZER_CLASS_NAMES, OPTIMIZER_MODULES
+
+    codes = [f"from optimizers_pkg import *\n\nopt = {name}(model.parameters(), lr=1e-4)\n"
+             for name in sorted(OPTIMIZER_CLASS_NAMES)]
+    codes += [f"def main(model):\n    return trainer.{name}(model)\n"
+              for name in ("create_optimizer", "build_optimizers", "setupOptimiser", "get_optimizer_grouped")]
+    for module in OPTIMIZER_MODULES:
+        called = module + "Shampoo" if module.endswith(".") else module
+        package, _, rest = called.partition(".")
+        codes.append(f"import {package} as pkg\n\nopt = pkg.{rest}(model.parameters(), lr=1e-4)\n")
+        head, _, last = called.rpartition(".")
+        codes.append(f"from {head} import {last} as Opt\n\nopt = Opt(model.parameters(), lr=1e-4)\n")
+    return codes
+
+
+@pytest.mark.parametrize("code", _optimizer_calls())
+def test_every_optimizer_the_rules_recognise_meets_their_need(code):
+    """TRN006's and CKP001's need (``CALLS_AN_OPTIMIZER``) is built from what
+    ``is_optimizer_constructor`` recognises: whatever it takes for an optimizer meets it."""
+    import libcst as cst
+
+    from memlint.python import source as python_source
+    from memlint.python.index import index_for
+    from memlint.python.prefilter import Needs, survey
+    from memlint.python.training import CALLS_AN_OPTIMIZER, is_optimizer_constructor
+
+    py = python_source.parse(code, whole=True)
+    assert isinstance(py, python_source.PythonSource)
+    index = index_for(py)
+    assert index is not None
+    assert any(is_optimizer_constructor(index, call) for call in py.nodes_of(cst.Call))
+    need = Needs.of([CALLS_AN_OPTIMIZER])
+    assert need is not None and need.wanted(survey(ast.parse(code))[1])
+
+
+def test_checkpointing_enabled_with_nothing_to_be_late_for_is_set_aside():
+    """transformers' ``modeling_utils.py``: ``gradient_checkpointing_enable`` is called (by the
+    model's own methods), but no PEFT wrap, optimizer, ``deepspeed.initialize`` or
+    ``accelerator.prepare`` is: CKP001 has no order to judge there."""
+    code = ('from torch.utils.checkpoint import checkpoint\n\n\nclass PreTrainedModel:\n'
+            '    def gradient_checkpointing_enable(self, gradient_checkpointing_kwargs=None):\n'
+            '        self._gradient_checkpointing_func = checkpoint\n\n'
+            '    def enable_for_training(self, optimum_config=None):\n'
+            '        if is_optimum_available() and optimum_config is not None:\n'
+            '            self.gradient_checkpointing_enable()\n')
+    assert "CKP001" not in _gates_met(code)
+    handed_over = code + "\n\ndef train(model):\n    model = get_peft_model(model, LoraConfig())\n" \
+                         "    model.gradient_checkpointing_enable()\n"
+    assert "CKP001" in _gates_met(handed_over)

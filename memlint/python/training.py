@@ -54,6 +54,23 @@ def is_optimizer_constructor(index: ModuleIndex, call: cst.Call) -> bool:
     return name in OPTIMIZER_CLASS_NAMES or bool(_OPTIMIZER_BUILDER.fullmatch(name.lower()))
 
 
+def _calls_an_optimizer() -> Called:
+    """What a module must call for ``is_optimizer_constructor`` to find an optimizer built: an
+    optimizer class by its own name, a builder (``create_optimizer``), or a name from an optimizer
+    module (``torch.optim.``: a qualified name holds the module's parts whole; a prefix that is
+    a class, ``transformers.Adafactor``, starts a part)."""
+    modules = sorted({rf"^{re.escape(m.rstrip('.').rsplit('.', 1)[-1])}{'$' if m.endswith('.') else ''}"
+                      for m in OPTIMIZER_MODULES})
+    classes = rf"^(?:{'|'.join(map(re.escape, sorted(OPTIMIZER_CLASS_NAMES)))})$"
+    builder = rf"(?i:^{_OPTIMIZER_BUILDER.pattern}$)"
+    return Called("|".join([classes, builder, *modules]))
+
+
+CALLS_AN_OPTIMIZER = _calls_an_optimizer()
+# what ``is_peft_wrap`` knows a wrap by, as the call or the import binding it writes it
+CALLS_A_PEFT_WRAP = r"^(?:peft|get_peft_model)$"
+
+
 def is_scheduler_constructor(index: ModuleIndex, call: cst.Call) -> bool:
     for name in index.qualified(call):
         if name.startswith("torch.optim.lr_scheduler.") or (

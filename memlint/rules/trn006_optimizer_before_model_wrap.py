@@ -13,6 +13,8 @@ from memlint.python.index import ModuleIndex, index_for
 from memlint.python.prefilter import Called
 from memlint.python.syntax import argument, dotted, iter_nodes, root_name
 from memlint.python.training import (
+    CALLS_A_PEFT_WRAP,
+    CALLS_AN_OPTIMIZER,
     OptimizerCreation,
     is_fsdp_wrap,
     is_peft_wrap,
@@ -85,10 +87,7 @@ class OptimizerBeforeModelWrap(Rule):
     # from an import: ``is_peft_wrap`` and ``is_fsdp_wrap`` know them by these names, which the
     # call or the import that binds it writes (``peft.*``, ``get_peft_model``,
     # ``FullyShardedDataParallel``, ``fully_shard``)
-    python_needs = (
-        Called(r"optim|Adam|SGD|Adafactor|Lion|LAMB|Lamb|Muon|Shampoo|Sophia|LBFGS|Rprop|RMSprop|Adagrad|Adadelta"),
-        Called(r"^(?:peft|get_peft_model|FullyShardedDataParallel|fully_shard)$"),
-    )
+    python_needs = (CALLS_AN_OPTIMIZER, Called(rf"{CALLS_A_PEFT_WRAP}|^(?:FullyShardedDataParallel|fully_shard)$"))
 
     VALID = (
         Example(_PEFT.format(first="", second=_OPTIMIZER), title="The optimizer holds the LoRA weights"),
