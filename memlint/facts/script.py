@@ -62,7 +62,8 @@ _TRAINS = re.compile(r"Trainer|TrainingArguments|\btrl\b|Fabric|Accelerator|deep
 # ``backward_timers``, nor DeepSpeed's own modules, which all import deepspeed. The last name of
 # a qualified name is written whole, in the call or in the import that binds it.
 NEEDS = "|".join([
-    r"Trainer$|TrainingArguments$|Fabric$|^initialize$|^(?:manual_)?backward$|^trl$",
+    # a line's start first: a regex that can match anywhere is tried at every position of the names
+    r"^.*(?:Trainer|TrainingArguments|Fabric)$|^initialize$|^(?:manual_)?backward$|^trl$",
     *sorted({f"^{re.escape(name.rsplit('.', 1)[-1])}$" for name in [*OPTIMIZER_CLASSES, "transformers.AdamW"]}),
 ])
 

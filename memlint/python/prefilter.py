@@ -312,7 +312,5 @@ def _compiled(need: tuple[Pattern, ...]) -> _Compiled:
 
 def _meets(needs: list[_Compiled], text: str, called: Callable[[], str]) -> bool:
     """Does ``text`` (names, one a line) meet one of the needs (all of its patterns)? A
-    :class:`Called` pattern must also meet ``called()`` (a subset of the names, worked out
-    only for a need whose patterns all meet ``text``)."""
-    return any(all(p.search(text) for p, _ in need) and all(p.search(called()) for p, only in need if only)
-               for need in needs)
+    :class:`Called` pattern is asked of ``called()`` instead (a subset of the names)."""
+    return any(all(p.search(called() if only else text) for p, only in need) for need in needs)

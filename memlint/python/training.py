@@ -59,11 +59,11 @@ def _calls_an_optimizer() -> Called:
     optimizer class by its own name, a builder (``create_optimizer``), or a name from an optimizer
     module (``torch.optim.``: a qualified name holds the module's parts whole; a prefix that is
     a class, ``transformers.Adafactor``, starts a part)."""
-    modules = sorted({rf"^{re.escape(m.rstrip('.').rsplit('.', 1)[-1])}{'$' if m.endswith('.') else ''}"
+    modules = sorted({rf"{re.escape(m.rstrip('.').rsplit('.', 1)[-1])}{'$' if m.endswith('.') else ''}"
                       for m in OPTIMIZER_MODULES})
-    classes = rf"^(?:{'|'.join(map(re.escape, sorted(OPTIMIZER_CLASS_NAMES)))})$"
-    builder = rf"(?i:^{_OPTIMIZER_BUILDER.pattern}$)"
-    return Called("|".join([classes, builder, *modules]))
+    classes = rf"(?:{'|'.join(map(re.escape, sorted(OPTIMIZER_CLASS_NAMES)))})$"
+    builder = rf"(?i:{_OPTIMIZER_BUILDER.pattern})$"
+    return Called(rf"^(?:{'|'.join([classes, builder, *modules])})")  # anchored first: a line's start or no match
 
 
 CALLS_AN_OPTIMIZER = _calls_an_optimizer()

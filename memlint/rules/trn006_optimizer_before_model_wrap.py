@@ -87,7 +87,7 @@ class OptimizerBeforeModelWrap(Rule):
     # from an import: ``is_peft_wrap`` and ``is_fsdp_wrap`` know them by these names, which the
     # call or the import that binds it writes (``peft.*``, ``get_peft_model``,
     # ``FullyShardedDataParallel``, ``fully_shard``)
-    python_needs = (CALLS_AN_OPTIMIZER, Called(rf"{CALLS_A_PEFT_WRAP}|^(?:FullyShardedDataParallel|fully_shard)$"))
+    python_needs = (Called(rf"{CALLS_A_PEFT_WRAP}|^(?:FullyShardedDataParallel|fully_shard)$"), CALLS_AN_OPTIMIZER)
 
     VALID = (
         Example(_PEFT.format(first="", second=_OPTIMIZER), title="The optimizer holds the LoRA weights"),
