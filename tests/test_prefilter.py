@@ -442,6 +442,8 @@ def test_a_reader_of_calls_is_not_given_a_module_that_only_names_what_it_calls()
     ``optimizers`` argument and calls none of them meets none of their needs."""
     assert _gates_met(_AUTOGRAD_FUNCTION) == []
     assert _gates_met(_PEFT_TRAINER) == []
+    # nor the extractor's: an autograd Function's ``def backward`` runs no training step
+    assert not _wanted(Settings(root=REPO), _AUTOGRAD_FUNCTION)
     # the same modules calling them, under other names too
     calls = _AUTOGRAD_FUNCTION + "\n\ndef step(model, batch, opt):\n    model(batch).backward()\n    opt.step()\n"
     assert {"ACC001", "TRN001", "TRN003"} <= set(_gates_met(calls))
