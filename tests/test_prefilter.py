@@ -591,3 +591,22 @@ def test_checkpointing_enabled_with_nothing_to_be_late_for_is_set_aside():
     handed_over = code + "\n\ndef train(model):\n    model = get_peft_model(model, LoraConfig())\n" \
                          "    model.gradient_checkpointing_enable()\n"
     assert "CKP001" in _gates_met(handed_over)
+
+
+def test_a_backward_called_only_in_an_unused_class_is_not_the_extractors():
+    """The extractor's ``backward()`` need is asked of the code outside the classes the module
+    never uses, as its other names are: a library engine whose backward() runs in its own class
+    (another file builds the engine) is no run here."""
+    from memlint.facts.extract import NEEDS, load_extractors
+    from memlint.python.prefilter import Needs, survey
+
+    load_extractors()
+    extractor = Needs.of([], outside=NEEDS["python"])
+    engine = ('import torch\n\n\nclass Engine:\n    def __init__(self, model, optimizer):\n'
+              '        self.model, self.optimizer = model, optimizer\n\n'
+              '    def train_batch(self, batch):\n        loss = self.model(batch).loss\n'
+              '        loss.backward()\n        self.optimizer.step()\n        return loss\n')
+    assert extractor is not None
+    assert not extractor.wanted(survey(ast.parse(engine))[1])
+    script = engine + "\n\nif __name__ == '__main__':\n    Engine(model, opt).train_batch(batch)\n"
+    assert extractor.wanted(survey(ast.parse(script))[1])

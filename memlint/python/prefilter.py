@@ -312,5 +312,7 @@ def _compiled(need: tuple[Pattern, ...]) -> _Compiled:
 
 def _meets(needs: list[_Compiled], text: str, called: Callable[[], str]) -> bool:
     """Does ``text`` (names, one a line) meet one of the needs (all of its patterns)? A
-    :class:`Called` pattern is asked of ``called()`` instead (a subset of the names)."""
-    return any(all(p.search(called() if only else text) for p, only in need) for need in needs)
+    :class:`Called` pattern must meet ``called()`` too, asked first: the module's called names,
+    fewer than its names, and not all of them in ``text`` where that is a part of the module's
+    (``outside_unused_classes``)."""
+    return any(all((not only or p.search(called())) and p.search(text) for p, only in need) for need in needs)
