@@ -386,3 +386,227 @@ def test_the_survey_skips_contexts_and_keeps_depth_and_names(path):
             assert (found, listed) == (deepest + 1, None)
         else:
             assert found == depth and listed is not None and set(filter(None, listed.text.split("\n"))) == names
+
+
+# A fused kernel's autograd Function: it defines ``backward`` and is handed a ``checkpoint``
+# flag and an optimizer's name, but calls no backward(), no checkpoint and no optimizer
+_AUTOGRAD_FUNCTION = '''import torch
+from torch.utils.checkpoint import checkpoint
+
+
+class FusedLinearCrossEntropy(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, hidden, weight, target):
+        logits = hidden @ weight.t()
+        ctx.save_for_backward(hidden, weight, logits, target)
+        return torch.nn.functional.cross_entropy(logits, target)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        hidden, weight, logits, target = ctx.saved_tensors
+        grad = torch.softmax(logits, dim=-1)
+        grad[torch.arange(len(target)), target] -= 1
+        return grad_output * grad @ weight, grad_output * grad.t() @ hidden, None
+
+
+def fused_loss(hidden, weight, target, checkpoint=False, optimizer_name="adamw"):
+    """The loss of a ``Trainer`` run with ``gradient_checkpointing``: pass ``checkpoint`` through."""
+    return FusedLinearCrossEntropy.apply(hidden, weight, target)
+'''
+
+# a TRL-like trainer: it wraps the model with PEFT and takes ``optimizers`` from its caller, but
+# builds none (its base class does, in another module)
+_PEFT_TRAINER = '''from peft import PeftConfig, get_peft_model
+from transformers import Trainer
+
+
+class RewardTrainer(Trainer):
+    def __init__(self, model, args, peft_config: PeftConfig | None = None, optimizers=(None, None), **kwargs):
+        if peft_config is not None:
+            model = get_peft_model(model, peft_config)
+        super().__init__(model=model, args=args, optimizers=optimizers, **kwargs)
+'''
+
+
+def _gates_met(code: str) -> list[str]:
+    from memlint.lint.needs import rule_gates
+    from memlint.python.prefilter import survey
+
+    names = survey(ast.parse(code))[1]
+    return sorted(rule for rule, gate in rule_gates(Settings(root=REPO)).items() if gate.wanted(names))
+
+
+def test_a_reader_of_calls_is_not_given_a_module_that_only_names_what_it_calls():
+    """The loop rules read backward() calls, CKP002 checkpoint calls, TRN006 an optimizer called
+    and a wrap: a module that defines ``backward``, takes a ``checkpoint`` keyword or an
+    ``optimizers`` argument and calls none of them meets none of their needs."""
+    assert _gates_met(_AUTOGRAD_FUNCTION) == []
+    assert _gates_met(_PEFT_TRAINER) == []
+    # nor the extractor's: an autograd Function's ``def backward`` runs no training step
+    assert not _wanted(Settings(root=REPO), _AUTOGRAD_FUNCTION)
+    # the same modules calling them, under other names too
+    calls = _AUTOGRAD_FUNCTION + "\n\ndef step(model, batch, opt):\n    model(batch).backward()\n    opt.step()\n"
+    assert {"ACC001", "TRN001", "TRN003"} <= set(_gates_met(calls))
+    calls = _AUTOGRAD_FUNCTION.replace("return FusedLinearCrossEntropy.apply(hidden, weight, target)",
+                                       "return checkpoint(FusedLinearCrossEntropy.apply, hidden, weight, target)")
+    assert "CKP002" in _gates_met(calls)
+    calls = "import torch\n" + _PEFT_TRAINER + "\n\ndef build(model, cfg):\n" \
+        "    opt = torch.optim.AdamW(model.parameters())\n    return get_peft_model(model, cfg), opt\n"
+    assert "TRN006" in _gates_met(calls)
+
+
+@pytest.mark.parametrize("code, rule", [
+    ("from torch.autograd import backward as run_backward\n\nfor batch in loader:\n    run_backward(model(batch))\n",
+     "ACC001"),
+    ("import torch\n\nfor batch in loader:\n    scaler.scale(model(batch).loss).backward()\n    torch.cuda.empty_cache()\n",
+     "TRN004"),
+    ("import torch.utils.checkpoint as ckpt_utils\n\ndef f(block, x):\n    return ckpt_utils.checkpoint(block, x)\n",
+     "CKP002"),
+    ("from torch.utils import checkpoint as C\n\ndef f(blocks, x):\n    return C.checkpoint_sequential(blocks, 2, x)\n",
+     "CKP002"),
+    ("from torch.optim import AdamW as Opt\nfrom torch.distributed.fsdp import FullyShardedDataParallel as Wrap\n\n"
+     "opt = Opt(model.parameters())\nmodel = Wrap(model)\n", "TRN006"),
+    ("import peft\nimport bitsandbytes as bnb\n\nopt = bnb.optim.PagedAdamW8bit(model.parameters())\n"
+     "model = peft.PeftModel.from_pretrained(model, 'adapter')\n", "TRN006"),
+    ("from torch.optim import *\nfrom peft import *\n\nopt = AdamW(model.parameters())\nmodel = get_peft_model(model, cfg)\n",
+     "TRN006"),
+    ("from peft import get_peft_model as wrap\n\ndef load(model, cfg):\n    model = wrap(model, cfg)\n"
+     "    model.gradient_checkpointing_enable()\n", "CKP001"),
+    ("import deepspeed\n\nengine, *_ = deepspeed.initialize(model=model)\nmodel.gradient_checkpointing_enable()\n",
+     "CKP001"),
+])
+def test_a_call_under_any_name_meets_its_readers_need(code, rule):
+    assert rule in _gates_met(code)
+
+
+_CALLS = '''import torch
+import torch.utils.checkpoint as cp
+from torch.optim import *
+from . import optim as local_optim
+from .optimizers import AdamW as A
+from accelerate import Accelerator as Acc
+
+
+@torch.no_grad()
+def run(model, blocks, loader, optimizers):
+    acc = Acc()
+    opt = A(model.parameters()) if optimizers[0] is None else optimizers[0]
+    sched = local_optim.build(opt).with_warmup(10)
+    for batch in loader:
+        hidden = cp.checkpoint(blocks[0], batch)
+        loss = torch.nn.functional.mse_loss(hidden, batch)
+        acc.backward(loss)
+        optimizers[1].step()
+        torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, s / 10)).step()
+        print(f"{loss.item():.3f} {torch.cuda.memory_allocated() / 2**30:.1f} GiB")
+        SGD(model.parameters())
+    return sched
+'''
+
+
+@pytest.mark.parametrize("path", [None, *sorted(REPO.glob("examples/*/*.py")), *sorted(REPO.glob("memlint/rules/*.py"))],
+                         ids=lambda p: "calls" if p is None else p.name)
+def test_the_called_names_hold_every_name_a_call_is_known_by(path):
+    """What a :class:`Called` need is asked of (``UsedNames.called``) holds each call's method
+    name and every part of the qualified names libcst gives it through an import: all that
+    ``method_name`` and ``calls_named`` recognise a call by."""
+    import libcst as cst
+    from libcst.metadata import QualifiedNameSource
+
+    from memlint.python import source as python_source
+    from memlint.python.prefilter import survey
+    from memlint.python.syntax import method_name
+
+    text = _CALLS if path is None else path.read_text(encoding="utf-8")
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        pytest.skip("an example of a syntax error")
+    names = survey(tree)[1]
+    assert names is not None
+    called = set(names.called.split("\n"))
+    assert called <= set(names.text.split("\n"))
+    py = python_source.parse(text, whole=True)
+    assert isinstance(py, python_source.PythonSource)
+    calls = py.nodes_of(cst.Call)
+    assert calls
+    for call in calls:
+        known = {method_name(call)} - {None}
+        scope = py.scopes.get(call.func)
+        if scope is not None:
+            for qualified in scope.get_qualified_names_for(call.func):
+                if qualified.source is QualifiedNameSource.IMPORT:
+                    known.update(part for part in qualified.name.split(".") if part)
+        assert known <= called, py.code_of(call)
+
+
+def _optimizer_calls() -> list[str]:
+    """Modules that build an optimizer each way ``is_optimizer_constructor`` knows one."""
+    from memlint.python.library import OPTIMIZER_CLASS_NAMES, OPTIMIZER_MODULES
+
+    codes = [f"from optimizers_pkg import *\n\nopt = {name}(model.parameters(), lr=1e-4)\n"
+             for name in sorted(OPTIMIZER_CLASS_NAMES)]
+    codes += [f"def main(model):\n    return trainer.{name}(model)\n"
+              for name in ("create_optimizer", "build_optimizers", "setupOptimiser", "get_optimizer_grouped")]
+    for module in OPTIMIZER_MODULES:
+        called = module + "Shampoo" if module.endswith(".") else module
+        package, _, rest = called.partition(".")
+        codes.append(f"import {package} as pkg\n\nopt = pkg.{rest}(model.parameters(), lr=1e-4)\n")
+        head, _, last = called.rpartition(".")
+        codes.append(f"from {head} import {last} as Opt\n\nopt = Opt(model.parameters(), lr=1e-4)\n")
+    return codes
+
+
+@pytest.mark.parametrize("code", _optimizer_calls())
+def test_every_optimizer_the_rules_recognise_meets_their_need(code):
+    """TRN006's and CKP001's need (``CALLS_AN_OPTIMIZER``) is built from what
+    ``is_optimizer_constructor`` recognises: whatever it takes for an optimizer meets it."""
+    import libcst as cst
+
+    from memlint.python import source as python_source
+    from memlint.python.index import index_for
+    from memlint.python.prefilter import Needs, survey
+    from memlint.python.training import CALLS_AN_OPTIMIZER, is_optimizer_constructor
+
+    py = python_source.parse(code, whole=True)
+    assert isinstance(py, python_source.PythonSource)
+    index = index_for(py)
+    assert index is not None
+    assert any(is_optimizer_constructor(index, call) for call in py.nodes_of(cst.Call))
+    need = Needs.of([CALLS_AN_OPTIMIZER])
+    assert need is not None and need.wanted(survey(ast.parse(code))[1])
+
+
+def test_checkpointing_enabled_with_nothing_to_be_late_for_is_set_aside():
+    """transformers' ``modeling_utils.py``: ``gradient_checkpointing_enable`` is called (by the
+    model's own methods), but no PEFT wrap, optimizer, ``deepspeed.initialize`` or
+    ``accelerator.prepare`` is: CKP001 has no order to judge there."""
+    code = ('from torch.utils.checkpoint import checkpoint\n\n\nclass PreTrainedModel:\n'
+            '    def gradient_checkpointing_enable(self, gradient_checkpointing_kwargs=None):\n'
+            '        self._gradient_checkpointing_func = checkpoint\n\n'
+            '    def enable_for_training(self, optimum_config=None):\n'
+            '        if is_optimum_available() and optimum_config is not None:\n'
+            '            self.gradient_checkpointing_enable()\n')
+    assert "CKP001" not in _gates_met(code)
+    handed_over = code + "\n\ndef train(model):\n    model = get_peft_model(model, LoraConfig())\n" \
+                         "    model.gradient_checkpointing_enable()\n"
+    assert "CKP001" in _gates_met(handed_over)
+
+
+def test_a_backward_called_only_in_an_unused_class_is_not_the_extractors():
+    """The extractor's ``backward()`` need is asked of the code outside the classes the module
+    never uses, as its other names are: a library engine whose backward() runs in its own class
+    (another file builds the engine) is no run here."""
+    from memlint.facts.extract import NEEDS, load_extractors
+    from memlint.python.prefilter import Needs, survey
+
+    load_extractors()
+    extractor = Needs.of([], outside=NEEDS["python"])
+    engine = ('import torch\n\n\nclass Engine:\n    def __init__(self, model, optimizer):\n'
+              '        self.model, self.optimizer = model, optimizer\n\n'
+              '    def train_batch(self, batch):\n        loss = self.model(batch).loss\n'
+              '        loss.backward()\n        self.optimizer.step()\n        return loss\n')
+    assert extractor is not None
+    assert not extractor.wanted(survey(ast.parse(engine))[1])
+    script = engine + "\n\nif __name__ == '__main__':\n    Engine(model, opt).train_batch(batch)\n"
+    assert extractor.wanted(survey(ast.parse(script))[1])

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable
 
+from memlint.python.prefilter import Pattern
+
 if TYPE_CHECKING:
     from memlint.documents.parsed import ParsedDocument
     from memlint.python.prefilter import Needs
@@ -16,18 +18,19 @@ if TYPE_CHECKING:
 
 Extractor = Callable[["ParsedDocument"], "list[RunFacts]"]
 EXTRACTORS: dict[str, Extractor] = {}
-# what a Python module must name for the extractor of its kind to find anything in it: a regular
-# expression over the names it uses (memlint.python.prefilter); "" (the default): every module
-NEEDS: dict[str, str] = {}
+# what a Python module must name for the extractor of its kind to find anything in it: regular
+# expressions over the names it uses, any one of them (memlint.python.prefilter; a ``Called`` one
+# over the names its calls are made through); "" (the default): every module
+NEEDS: dict[str, list[Pattern]] = {}
 
 
-def extractor(*kinds: str, needs: str = "") -> Callable[[Extractor], Extractor]:
+def extractor(*kinds: str, needs: Pattern | list[Pattern] = "") -> Callable[[Extractor], Extractor]:
     def register(function: Extractor) -> Extractor:
         for kind in kinds:
             if kind in EXTRACTORS:
                 raise ValueError(f"two extractors for document kind {kind!r}")
             EXTRACTORS[kind] = function
-            NEEDS[kind] = needs
+            NEEDS[kind] = list(needs) if isinstance(needs, list) else [needs]
         return function
 
     return register
@@ -55,7 +58,7 @@ def _needed(parsed: "ParsedDocument") -> bool:
 
         # asked of the names outside the classes the module never uses: training in them alone is
         # no run (``memlint.facts.script._only_in_unused_classes``)
-        _GATES[parsed.kind] = Needs.of([], outside=[NEEDS.get(parsed.kind, "")])
+        _GATES[parsed.kind] = Needs.of([], outside=NEEDS.get(parsed.kind, [""]))
     gate = _GATES[parsed.kind]
     return gate is None or gate.wanted(names)
 

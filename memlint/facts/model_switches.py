@@ -20,6 +20,7 @@ gives no fact. Modules are read with ``ast``, never imported.
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -53,26 +54,30 @@ class Switch:
 def switches(modules: Iterable[tuple[str, str]]) -> list[Switch]:
     """Every quantization switch of the modules ``(path, text)`` (only texts that name
     ``BitsAndBytesConfig`` are parsed)."""
+    return [switch for path, text in modules if "BitsAndBytesConfig" in text for switch in _switches_of(path, text)]
+
+
+@functools.lru_cache(maxsize=32)
+def _switches_of(path: str, text: str) -> tuple[Switch, ...]:
+    """One module's switches, parsed once per text: the scripts of a project import the same
+    model code (TRL's eight scripts each reach ``trl/trainer/utils.py``)."""
     out: list[Switch] = []
-    for path, text in modules:
-        if "BitsAndBytesConfig" not in text:
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError):
+        return ()
+    for node in ast.walk(tree):
+        if type(node) is not ast.If:
             continue
-        try:
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError, RecursionError):
+        guard = _guard(node.test)
+        if guard is None or guard.equals is not None:
             continue
-        for node in ast.walk(tree):
-            if type(node) is not ast.If:
-                continue
-            guard = _guard(node.test)
-            if guard is None or guard.equals is not None:
-                continue
-            holder = _holder(node.test)
-            where = Location(path, Range.of(node.lineno, node.col_offset, node.test.end_lineno or node.lineno,
-                                            node.test.end_col_offset or node.col_offset))
-            for quantization, guards in _loads(node.body, holder, ()):
-                out.append(Switch(guard.option, quantization, guards, where))
-    return out
+        holder = _holder(node.test)
+        where = Location(path, Range.of(node.lineno, node.col_offset, node.test.end_lineno or node.lineno,
+                                        node.test.end_col_offset or node.col_offset))
+        for quantization, guards in _loads(node.body, holder, ()):
+            out.append(Switch(guard.option, quantization, guards, where))
+    return tuple(out)
 
 
 def quantization(found: list[Switch], values: dict[str, str]) -> tuple[Switch, str] | None:

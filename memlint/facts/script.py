@@ -35,6 +35,7 @@ from memlint.facts.script_facts import RANK_CONFIG, ScriptFacts
 from memlint.model.vocabulary import OPTIMIZER_CLASSES
 from memlint.python.conditions import Guard, guards
 from memlint.python.library import DEEPSPEED_INITIALIZE, trainer_framework
+from memlint.python.prefilter import Called, Pattern
 from memlint.python.values import Found, Mapping, Values
 
 TRAINING_PACKAGES = (
@@ -61,10 +62,15 @@ _TRAINS = re.compile(r"Trainer|TrainingArguments|\btrl\b|Fabric|Accelerator|deep
 # ``optimizer`` around, nor ``TrainerState``, ``AcceleratorState`` or DeepSpeed's
 # ``backward_timers``, nor DeepSpeed's own modules, which all import deepspeed. The last name of
 # a qualified name is written whole, in the call or in the import that binds it.
-NEEDS = "|".join([
-    r"Trainer$|TrainingArguments$|Fabric$|^initialize$|^(?:manual_)?backward$|^trl$",
-    *sorted({f"^{re.escape(name.rsplit('.', 1)[-1])}$" for name in [*OPTIMIZER_CLASSES, "transformers.AdamW"]}),
-])
+NEEDS: list[Pattern] = [
+    "|".join([
+        # a line's start first: a regex that can match anywhere is tried at every position of the names
+        r"^.*(?:Trainer|TrainingArguments|Fabric)$|^initialize$|^trl$",
+        *sorted({f"^{re.escape(name.rsplit('.', 1)[-1])}$" for name in [*OPTIMIZER_CLASSES, "transformers.AdamW"]}),
+    ]),
+    # called (``script_loops``' ``_BACKWARD_METHODS``): an autograd Function's ``def backward`` is none
+    Called(r"^(?:manual_)?backward$"),
+]
 
 RECOGNISERS = (script_trainers, script_models, script_loops, script_distributed, script_argument_files)
 

@@ -31,7 +31,7 @@ def python_needs(settings: Settings) -> Needs | None:
     readers = [cls.needs(settings) for code, cls in all_rules().items()
                if settings.enabled(code) and cls.applies_to(DocumentKind.PYTHON, True)]
     # the extractor drops what lies only in classes the module never uses (``Needs.outside``)
-    return Needs.of(readers, outside=[NEEDS.get(DocumentKind.PYTHON.value, "")])
+    return Needs.of(readers, outside=NEEDS.get(DocumentKind.PYTHON.value, [""]))
 
 
 class Prefilter:

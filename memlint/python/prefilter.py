@@ -16,6 +16,11 @@ torch.utils.checkpoint import checkpoint as ckpt`` names ``checkpoint``: an alia
 it), keyword argument names (``bf16=True``), the names of functions and classes, and string
 constants that could be a name, a dtype or a path (``"bfloat16"``, ``"ds_config.json"``: no
 space in them; not docstrings or messages).
+
+A reader that recognises calls only by their callee (``loss.backward()``, ``checkpoint(...)``,
+an optimizer class called) declares a :class:`Called` pattern: it is asked only of the names
+calls are made through (``UsedNames.called``), so a module that defines ``def backward(ctx,
+grad)`` or passes ``checkpoint=...`` as a keyword, and calls neither, is set aside for it.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import ast
 import re
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Iterable
+from typing import Callable, Iterable, Union
 
 # a string constant that can name something: a dtype, a key, a file; prose has spaces
 _WORD_LIKE = re.compile(r"[\w./\-]{1,200}")
@@ -34,6 +39,19 @@ def names_used(tree: ast.AST) -> str:
     """The names a module uses, one a line (what the needs' patterns search, ``re.MULTILINE``)."""
     found = survey(tree, names=True)[1]
     return found.text if found is not None else ""
+
+
+@dataclass(frozen=True)
+class Called:
+    """A need's pattern that only a name a call is made through can meet (``UsedNames.called``):
+    for a reader that acts on calls it recognises by their callee alone, by the callee's own
+    names (``method_name``) or by the qualified names libcst gives it (``calls_named``), which
+    are made of the callee's names and what the import binding its first name writes."""
+
+    pattern: str
+
+
+Pattern = Union[str, Called]  # a need's pattern: over every name the code uses, or over called names only
 
 
 @dataclass
@@ -46,6 +64,22 @@ class UsedNames:
     statements: list[set[str]]  # each top-level statement's names, what its imports bind left out
     imports: list[list[tuple[str, list[str]]]]  # each statement's imports: (name bound, names written)
     classes: dict[int, str]  # a top-level class that could be unused: its statement's index -> its name
+    # the names the module's calls are made through: each callee's names as libcst's
+    # ``get_full_name_for_node`` reads them (``a.b(x).c[0].d()``: a, b, c, d)
+    callees: set[str]
+
+    @cached_property
+    def called(self) -> str:
+        """The names a callee's qualified names can be made of, one a line: the callees' names,
+        and what each import writes whose bound name is one of them (``from
+        torch.utils.checkpoint import checkpoint as ckpt`` and ``ckpt(...)``; a star import's
+        always). A subset of ``text``."""
+        found = set(self.callees)
+        for imports in self.imports:
+            for bound, written in imports:
+                if bound == "*" or bound in self.callees:
+                    found.update(written)
+        return "\n".join(found)
 
     @cached_property
     def text(self) -> str:
@@ -92,10 +126,11 @@ def survey(tree: ast.AST, deepest: int | None = None, names: bool = True) -> tup
     found: list[set[str]] = []
     imports: list[list[tuple[str, list[str]]]] = []
     classes: dict[int, str] = {}
+    callees: set[str] = set()
     for index, statement in enumerate(statements + extra):
         names_here: set[str] = set()
         imports_here: list[tuple[str, list[str]]] = []
-        reached, binds = _walk(statement, start, deepest, names_here if names else None, imports_here)
+        reached, binds = _walk(statement, start, deepest, names_here if names else None, imports_here, callees)
         depth = max(depth, reached)
         if deepest is not None and depth > deepest:
             return depth, None
@@ -105,14 +140,14 @@ def survey(tree: ast.AST, deepest: int | None = None, names: bool = True) -> tup
         imports.append(imports_here)
         if type(statement) is ast.ClassDef and not binds and "add_argument" not in names_here:
             classes[index] = statement.name
-    return depth, UsedNames(found, imports, classes) if names else None
+    return depth, UsedNames(found, imports, classes, callees) if names else None
 
 
 def _walk(root: ast.AST, depth: int, deepest: int | None, found: set[str] | None,
-          imports: list[tuple[str, list[str]]]) -> tuple[int, bool]:
+          imports: list[tuple[str, list[str]]], callees: set[str]) -> tuple[int, bool]:
     """One statement's walk (``survey``): the deepest level it reaches (counted from ``depth``)
     and whether it declares a name ``global``. Its names go to ``found`` (unless None), what its
-    imports bind and write to ``imports``."""
+    imports bind and write to ``imports``, its calls' callee names to ``callees``."""
     add = found.add if found is not None else None
     naming, contexts = _NAMING, _CONTEXTS
     level: list[ast.AST] = [root]
@@ -132,6 +167,8 @@ def _walk(root: ast.AST, depth: int, deepest: int | None, found: set[str] | None
                     imports.extend(_bindings(node))  # type: ignore[arg-type]
                 elif kind is ast.Global:
                     declares_global = True
+                elif kind is ast.Call:
+                    _callee_names(node.func, callees)  # type: ignore[attr-defined]
                 else:
                     _name_of(node, found, add)
             for field in node._fields:
@@ -164,6 +201,24 @@ def _bindings(node: ast.Import | ast.ImportFrom) -> list[tuple[str, list[str]]]:
     return out
 
 
+def _callee_names(func: ast.AST, callees: set[str]) -> None:
+    """The names of a callee as libcst's ``get_full_name_for_node`` joins them into the name
+    whose first part its scopes resolve: through attributes, calls and subscripts to a name."""
+    while True:
+        kind = type(func)
+        if kind is ast.Attribute:
+            callees.add(func.attr)  # type: ignore[attr-defined]
+            func = func.value  # type: ignore[attr-defined]
+        elif kind is ast.Call:
+            func = func.func  # type: ignore[attr-defined]
+        elif kind is ast.Subscript:
+            func = func.value  # type: ignore[attr-defined]
+        else:
+            if kind is ast.Name:
+                callees.add(func.id)  # type: ignore[attr-defined]
+            return
+
+
 def _name_of(node: ast.AST, found: set[str], add) -> None:
     """What one node names (``names_used``): identifiers, attributes, name-like strings,
     keywords, imports as written, definitions and parameters."""
@@ -194,9 +249,9 @@ def _name_of(node: ast.AST, found: set[str], add) -> None:
 
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 # the node classes ``survey`` reads a name from (the others name nothing: no call for them); it
-# reads imports (``_bindings``) and ``global`` itself, ``_name_of`` the others
+# reads imports (``_bindings``), ``global`` and calls' callees (``_callee_names``) itself, ``_name_of`` the others
 _NAMING = frozenset({ast.Name, ast.Attribute, ast.Constant, ast.keyword, ast.Import, ast.ImportFrom, ast.arg,
-                     ast.Global, *_DEFINITIONS})
+                     ast.Global, ast.Call, *_DEFINITIONS})
 _CONTEXTS = frozenset({ast.Load, ast.Store, ast.Del})  # ``expr_context``: no fields
 
 
@@ -204,26 +259,26 @@ class Needs:
     """What any of several readers (rules, extractors) needs a module to name; ``None`` from
     :meth:`of` when one of them needs every module. ``outside``: needs asked only of the names
     outside the classes the module never uses (``UsedNames.outside_unused_classes``: the Python
-    fact extractor's)."""
+    fact extractor's). A :class:`Called` pattern is asked of the names calls are made through."""
 
-    def __init__(self, needs: Iterable[tuple[str, ...]], outside: Iterable[tuple[str, ...]] = ()) -> None:
-        self.needs = sorted(set(needs))
-        self.outside = sorted(set(outside))
-        self._compiled = [[re.compile(p, re.MULTILINE) for p in need] for need in self.needs]
-        self._compiled_outside = [[re.compile(p, re.MULTILINE) for p in need] for need in self.outside]
+    def __init__(self, needs: Iterable[tuple[Pattern, ...]], outside: Iterable[tuple[Pattern, ...]] = ()) -> None:
+        self.needs = sorted(set(needs), key=repr)
+        self.outside = sorted(set(outside), key=repr)
+        self._compiled = [_compiled(need) for need in self.needs]
+        self._compiled_outside = [_compiled(need) for need in self.outside]
 
     @classmethod
-    def of(cls, needs: Iterable[str | tuple[str, ...] | None],
-           outside: Iterable[str | tuple[str, ...] | None] = ()) -> "Needs | None":
+    def of(cls, needs: Iterable[Pattern | tuple[Pattern, ...] | None],
+           outside: Iterable[Pattern | tuple[Pattern, ...] | None] = ()) -> "Needs | None":
         """Each reader's need: a pattern ("": every module), several that must all match, or
         None (it reads no module tree)."""
-        kept: list[tuple[str, ...]] = []
-        kept_outside: list[tuple[str, ...]] = []
+        kept: list[tuple[Pattern, ...]] = []
+        kept_outside: list[tuple[Pattern, ...]] = []
         for need, into in [*((n, kept) for n in needs), *((n, kept_outside) for n in outside)]:
             if need is None:
                 continue
-            patterns = (need,) if isinstance(need, str) else tuple(need)
-            if not patterns or "" in patterns:
+            patterns = (need,) if isinstance(need, (str, Called)) else tuple(need)
+            if not patterns or any(_text_of(p) == "" for p in patterns):
                 return None
             into.append(patterns)
         return cls(kept, kept_outside)
@@ -234,14 +289,30 @@ class Needs:
             return False
         names = survey(tree)[1] if isinstance(tree, ast.AST) else tree
         text = names.text if isinstance(names, UsedNames) else names or ""
-        if _meets(self._compiled, text):
+        # a string of names has no called names apart: its names stand for them (a superset)
+        called = (lambda: names.called) if isinstance(names, UsedNames) else (lambda: text)
+        if _meets(self._compiled, text, called):
             return True
-        if not _meets(self._compiled_outside, text):
+        if not _meets(self._compiled_outside, text, called):
             return False  # nor then in a part of the module
         # only then worth working out; a string of names has no parts
-        return not isinstance(names, UsedNames) or _meets(self._compiled_outside, names.outside_unused_classes)
+        return not isinstance(names, UsedNames) or _meets(self._compiled_outside, names.outside_unused_classes, called)
 
 
-def _meets(needs: list[list[re.Pattern[str]]], text: str) -> bool:
-    """Does ``text`` (names, one a line) meet one of the needs (all of its patterns)?"""
-    return any(all(p.search(text) for p in need) for need in needs)
+_Compiled = list[tuple[re.Pattern[str], bool]]  # a need's patterns, each with whether only called names count
+
+
+def _text_of(pattern: Pattern) -> str:
+    return pattern.pattern if isinstance(pattern, Called) else pattern
+
+
+def _compiled(need: tuple[Pattern, ...]) -> _Compiled:
+    return [(re.compile(_text_of(p), re.MULTILINE), isinstance(p, Called)) for p in need]
+
+
+def _meets(needs: list[_Compiled], text: str, called: Callable[[], str]) -> bool:
+    """Does ``text`` (names, one a line) meet one of the needs (all of its patterns)? A
+    :class:`Called` pattern must meet ``called()`` too, asked first: the module's called names,
+    fewer than its names, and not all of them in ``text`` where that is a part of the module's
+    (``outside_unused_classes``)."""
+    return any(all((not only or p.search(called())) and p.search(text) for p, only in need) for need in needs)

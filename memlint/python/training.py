@@ -15,6 +15,7 @@ import libcst as cst
 
 from memlint.python.dataflow import dtype_values, string_values
 from memlint.python.index import ModuleIndex
+from memlint.python.prefilter import Called
 from memlint.python.library import (
     AUTOCAST_DEVICES,
     OPTIMIZER_CLASS_NAMES,
@@ -51,6 +52,23 @@ def is_optimizer_constructor(index: ModuleIndex, call: cst.Call) -> bool:
     if name is None:
         return False
     return name in OPTIMIZER_CLASS_NAMES or bool(_OPTIMIZER_BUILDER.fullmatch(name.lower()))
+
+
+def _calls_an_optimizer() -> Called:
+    """What a module must call for ``is_optimizer_constructor`` to find an optimizer built: an
+    optimizer class by its own name, a builder (``create_optimizer``), or a name from an optimizer
+    module (``torch.optim.``: a qualified name holds the module's parts whole; a prefix that is
+    a class, ``transformers.Adafactor``, starts a part)."""
+    modules = sorted({rf"{re.escape(m.rstrip('.').rsplit('.', 1)[-1])}{'$' if m.endswith('.') else ''}"
+                      for m in OPTIMIZER_MODULES})
+    classes = rf"(?:{'|'.join(map(re.escape, sorted(OPTIMIZER_CLASS_NAMES)))})$"
+    builder = rf"(?i:{_OPTIMIZER_BUILDER.pattern})$"
+    return Called(rf"^(?:{'|'.join([classes, builder, *modules])})")  # anchored first: a line's start or no match
+
+
+CALLS_AN_OPTIMIZER = _calls_an_optimizer()
+# what ``is_peft_wrap`` knows a wrap by, as the call or the import binding it writes it
+CALLS_A_PEFT_WRAP = r"^(?:peft|get_peft_model)$"
 
 
 def is_scheduler_constructor(index: ModuleIndex, call: cst.Call) -> bool:
@@ -149,12 +167,13 @@ def is_scaler_object(index: ModuleIndex, expr: cst.BaseExpression | None) -> boo
 # ---------------------------------------------------------------------- training calls
 
 # What a module must name for a rule that reads its backward() calls to find anything
-# (``Rule.python_needs``, ``memlint.python.prefilter``): a ``backward`` attribute
+# (``Rule.python_needs``, ``memlint.python.prefilter``): a call through a ``backward`` attribute
 # (``loss.backward()``, ``accelerator.backward(loss)``, ``scaler.scale(loss).backward()``) or
-# ``torch.autograd.backward`` imported by name, which is all ``backward_of`` and the loops'
-# ``_could_be_backward`` recognise. A whole name, not a part: DeepSpeed's ``backward_timers``,
-# transformers' ``_backward_compatibility_gradient_checkpointing`` hold no backward() call.
-RUNS_BACKWARD = r"^backward$"
+# through ``torch.autograd.backward`` imported by name, which is all ``backward_of`` and the
+# loops' ``_could_be_backward`` recognise. A whole name, not a part: DeepSpeed's
+# ``backward_timers``, transformers' ``_backward_compatibility_gradient_checkpointing`` hold no
+# backward() call; and a called one: an autograd Function's ``def backward(ctx, grad)`` is none.
+RUNS_BACKWARD = Called(r"^backward$")
 
 
 @dataclass(frozen=True)

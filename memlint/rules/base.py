@@ -19,6 +19,7 @@ from memlint.model.diagnostics import Applicability, Fix, Range, Related, Severi
 if TYPE_CHECKING:
     from memlint.lint.context import RuleContext
     from memlint.project.settings import Settings
+    from memlint.python.prefilter import Pattern
 
 REGISTRY: dict[str, type["Rule"]] = {}
 DOCS_URL = "https://github.com/memlint/memlint/blob/main/rules/{code}.md"
@@ -70,8 +71,9 @@ class Rule:
     # What a Python module must name for ``check`` to find anything in its tree: a regular
     # expression over the names its code uses (memlint.python.prefilter; ``memlint check`` sets
     # aside the modules no rule and no extractor needs). "" (the default): every module; None:
-    # the rule reads no module tree (only facts, runs, the syntax verdict); a tuple: all of them.
-    python_needs: ClassVar[str | tuple[str, ...] | None] = ""
+    # the rule reads no module tree (only facts, runs, the syntax verdict); a tuple: all of them;
+    # a ``Called`` pattern: over the names the module's calls are made through only.
+    python_needs: ClassVar["Pattern | tuple[Pattern, ...] | None"] = ""
     VALID: ClassVar[tuple[Example, ...]] = ()
     INVALID: ClassVar[tuple[Example, ...]] = ()
 
@@ -94,7 +96,7 @@ class Rule:
         return kind in cls.kinds or cls.every_document or (cls.judges_runs and in_a_run)
 
     @classmethod
-    def needs(cls, settings: "Settings") -> str | tuple[str, ...] | None:
+    def needs(cls, settings: "Settings") -> "Pattern | tuple[Pattern, ...] | None":
         """``python_needs`` under these settings (a rule that cannot fire under them needs nothing)."""
         return cls.python_needs
 

@@ -13,6 +13,7 @@ from memlint.facts.pinned_versions import Pin, pins
 from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Applicability, Edit, Fix, Position, Range, Related, Severity, split_lines
 from memlint.python.index import ModuleIndex, index_for
+from memlint.python.prefilter import Called
 from memlint.python.syntax import (
     argument,
     dotted,
@@ -24,7 +25,14 @@ from memlint.python.syntax import (
     string_value,
 )
 from memlint.python.loops import training_loops
-from memlint.python.training import is_optimizer_object, is_peft_wrap, optimizer_creations, step_of
+from memlint.python.training import (
+    CALLS_A_PEFT_WRAP,
+    CALLS_AN_OPTIMIZER,
+    is_optimizer_object,
+    is_peft_wrap,
+    optimizer_creations,
+    step_of,
+)
 from memlint.rules.base import Example, Finding, Rule
 
 _ENABLE = ("gradient_checkpointing_enable", "activation_checkpointing_enable")
@@ -121,7 +129,11 @@ class LateGradientCheckpointing(Rule):
     name = "late-gradient-checkpointing"
     severity = Severity.WARNING
     kinds = frozenset({DocumentKind.PYTHON})
-    python_needs = "checkpointing_enable"
+    # ``model.gradient_checkpointing_enable()`` called after what hands the model over: a PEFT wrap
+    # (``_late_enables``), an optimizer built, ``deepspeed.initialize`` or ``accelerator.prepare``
+    # (``_ordering_only``)
+    python_needs = (Called("checkpointing_enable"),
+                    Called(rf"{CALLS_AN_OPTIMIZER.pattern}|{CALLS_A_PEFT_WRAP}|^(?:initialize|prepare)$"))
     fix_applicability = Applicability.SAFE
 
     VALID = (

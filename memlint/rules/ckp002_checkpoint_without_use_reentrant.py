@@ -8,6 +8,7 @@ from memlint.documents.kinds import DocumentKind
 from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Applicability, Edit, Fix, Range, Severity
 from memlint.python.index import index_for
+from memlint.python.prefilter import Called
 from memlint.python.syntax import has_star_kwargs, keyword
 from memlint.rules.base import Example, Finding, Rule
 
@@ -69,7 +70,8 @@ class CheckpointWithoutUseReentrant(Rule):
     name = "checkpoint-without-use-reentrant"
     severity = Severity.WARNING
     kinds = frozenset({DocumentKind.PYTHON})
-    python_needs = r"^checkpoint(?:_sequential)?$"  # imported under an alias, the import names it
+    # called (``calls_named``); imported under an alias, the import names it
+    python_needs = Called(r"^checkpoint(?:_sequential)?$")
     fix_applicability = Applicability.SAFE
 
     VALID = (

@@ -11,6 +11,7 @@ from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Severity
 from memlint.python.index import index_for
 from memlint.python.loops import Event, TrainingLoop, step_loops
+from memlint.python.prefilter import Called
 from memlint.python.training import RUNS_BACKWARD
 from memlint.rules.base import Example, Finding, Rule
 
@@ -71,7 +72,7 @@ class EmptyCacheInTrainingLoop(Rule):
     name = "empty-cache-in-training-loop"
     severity = Severity.INFO
     kinds = frozenset({DocumentKind.PYTHON})
-    python_needs = ("empty_cache", RUNS_BACKWARD)  # in a loop that runs backward() (``step_loops``)
+    python_needs = (Called("empty_cache"), RUNS_BACKWARD)  # in a loop that runs backward() (``step_loops``)
 
     VALID = (
         Example(

@@ -10,8 +10,11 @@ from memlint.documents.kinds import DocumentKind
 from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Related, Severity
 from memlint.python.index import ModuleIndex, index_for
+from memlint.python.prefilter import Called
 from memlint.python.syntax import argument, dotted, iter_nodes, root_name
 from memlint.python.training import (
+    CALLS_A_PEFT_WRAP,
+    CALLS_AN_OPTIMIZER,
     OptimizerCreation,
     is_fsdp_wrap,
     is_peft_wrap,
@@ -80,11 +83,11 @@ class OptimizerBeforeModelWrap(Rule):
     name = "optimizer-before-model-wrap"
     severity = Severity.ERROR
     kinds = frozenset({DocumentKind.PYTHON})
-    # an optimizer is built, and a PEFT or FSDP wrap comes from an import: ``is_peft_wrap`` and
-    # ``is_fsdp_wrap`` know them by these names, which the call or the import that binds it writes
-    # (``peft.*``, ``get_peft_model``, ``FullyShardedDataParallel``, ``fully_shard``)
-    python_needs = (r"optim|Adam|SGD|Adafactor|Lion|LAMB|Lamb|Muon|Shampoo|Sophia|LBFGS|Rprop|RMSprop|Adagrad|Adadelta",
-                    r"^(?:peft|get_peft_model|FullyShardedDataParallel|fully_shard)$")
+    # an optimizer is called (``is_optimizer_constructor``), and a PEFT or FSDP wrap that comes
+    # from an import: ``is_peft_wrap`` and ``is_fsdp_wrap`` know them by these names, which the
+    # call or the import that binds it writes (``peft.*``, ``get_peft_model``,
+    # ``FullyShardedDataParallel``, ``fully_shard``)
+    python_needs = (Called(rf"{CALLS_A_PEFT_WRAP}|^(?:FullyShardedDataParallel|fully_shard)$"), CALLS_AN_OPTIMIZER)
 
     VALID = (
         Example(_PEFT.format(first="", second=_OPTIMIZER), title="The optimizer holds the LoRA weights"),

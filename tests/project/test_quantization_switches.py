@@ -207,3 +207,22 @@ def test_a_neighbour_script_finds_the_same_modules_with_the_same_reads(tmp_path:
     linted(project, "scripts/run_finetune_with_qlora.sh")
     assert linted(project, "scripts/run_qlora.sh") == alone
     assert alone[0] == "nf4" and any(path.endswith("hf_model_mixin.py") for path in alone[1])
+
+
+def test_model_code_that_several_scripts_import_is_parsed_once(monkeypatch):
+    """Each script's switches are read from the modules it imports; the same module text (the
+    mixin every entry point reaches) is parsed once, an edited one again."""
+    import ast
+
+    from memlint.facts import model_switches
+
+    model_switches._switches_of.cache_clear()
+    parsed: list[int] = []
+    real_parse = ast.parse
+    monkeypatch.setattr(ast, "parse", lambda text, *args, **kwargs: parsed.append(1) or real_parse(text, *args, **kwargs))
+    first = switches([("src/lmflow/args.py", ARGS), ("src/lmflow/models/hf_model_mixin.py", MIXIN)])
+    again = switches([("src/lmflow/models/hf_model_mixin.py", MIXIN)])
+    assert first and first == again and len(parsed) == 1  # args.py names no BitsAndBytesConfig: never parsed
+    edited = MIXIN.replace("if model_args.use_qlora:", "if model_args.use_qlora and do_train:")
+    switches([("src/lmflow/models/hf_model_mixin.py", edited)])
+    assert len(parsed) == 2
