@@ -67,6 +67,9 @@ class _Launch:
     module: bool = False
     script: Word | None = None
     arguments: list[Word] = field(default_factory=list)
+    # nothing but a plain wrapper (nohup, time, env) before the launcher: not srun, mpirun or a
+    # cluster submitter, which start one copy of the command per task
+    alone: bool = False
 
 
 def _is_python(text: str) -> bool:
@@ -104,8 +107,13 @@ def _first_launch(words: list[Word]) -> _Launch | None:
                     return _parse(_Launch("torchrun", word), rest[j + 2:])
                 if not arg.text.startswith("-"):
                     break
-            return _parse(_Launch("python", word), rest)
+            alone = all(w.text in _PLAIN_WRAPPERS or assignment(w) is not None for w in words[:i])
+            return _parse(_Launch("python", word, alone=alone), rest)
     return None
+
+
+# wrappers that run their command once, in this shell's process tree
+_PLAIN_WRAPPERS = frozenset({"nohup", "exec", "time", "env", "command", "nice"})
 
 
 def _parse(launch: _Launch, words: list[Word]) -> _Launch | None:
@@ -352,6 +360,8 @@ class _Shell:
                                                   f"{launch.launcher} runs {built}")
         self._launcher_options(launch, facts)
         self._script_arguments(launch, facts)
+        if launch.launcher == "python" and launch.alone:
+            facts.single_process = Sourced(True, facts.anchor, "a bare `python` command runs one process")
         return facts
 
     def _option(self, launch: _Launch, *keys: str) -> Value | None:
