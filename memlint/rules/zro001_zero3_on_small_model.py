@@ -264,7 +264,7 @@ class ZeroThreeOnSmallModel(Rule):
         fact = run.provenance.get("sharding")
         if fact is None or fact.origin is None:
             return
-        for lighter in _LIGHTER[setup.sharding]:
+        for lighter in _lighter_forms(setup):
             candidate = estimate_training(arch, setup.but(sharding=lighter, offload_optimizer=False), cap)
             if candidate.comfortable:
                 current = estimate_training(arch, setup, cap)
@@ -305,6 +305,17 @@ class ZeroThreeOnSmallModel(Rule):
                     severity=Severity.INFO if swept else None,
                 )
                 break
+
+
+def _lighter_forms(setup) -> tuple[Sharding, ...]:
+    """The lighter forms the run's framework offers. KTransformers (routed experts in host memory)
+    runs as one process or under FSDP2, whose Accelerate file carries its settings (LLaMA-Factory's
+    docs: "Accelerate YAML contains FSDP2 settings only"; ZeRO-3 is refused): not under DDP, so its
+    lighter form is FSDP2 without resharding after forward (``fsdp_reshard_after_forward: false``)."""
+    forms = _LIGHTER[setup.sharding]
+    if setup.experts_on_host:
+        return tuple(form for form in forms if form != Sharding.NONE)
+    return forms
 
 
 _TEST_FOLDERS = frozenset({"tests", "test", "testing"})
