@@ -131,6 +131,9 @@ class RunFacts:
     offload_optimizer: Sourced[bool] | None = None
     offload_params: Sourced[bool] | None = None
     fsdp: Sourced[str] | None = None  # "full", "hybrid", "grad-op"
+    # the library that shards the run when it offers fewer forms than ZeRO/FSDP ("olmo-core": ddp,
+    # fsdp and hsdp, no SHARD_GRAD_OP)
+    parallel_library: Sourced[str] | None = None
     # what the run does that the estimate does not model (Megatron's model parallelism, GaLore's
     # projected optimizer states, ...), as the config writes it, or (that, what the user can do)
     unmodelled: Sourced[str | tuple[str, str]] | None = None

@@ -9,6 +9,7 @@ from typing import Iterator
 from memlint.catalog.gpus import lookup_gpu
 from memlint.documents.kinds import DocumentKind
 from memlint.estimate import Sharding, capacity_for, estimate_training
+from memlint.facts.olmo_core_parallel import LIBRARY as OLMO_CORE
 from memlint.facts.resolve import ResolvedRun
 from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Range, Severity
@@ -264,7 +265,7 @@ class ZeroThreeOnSmallModel(Rule):
         fact = run.provenance.get("sharding")
         if fact is None or fact.origin is None:
             return
-        for lighter in _lighter_forms(setup):
+        for lighter in _lighter_forms(run):
             candidate = estimate_training(arch, setup.but(sharding=lighter, offload_optimizer=False), cap)
             if candidate.comfortable:
                 current = estimate_training(arch, setup, cap)
@@ -307,14 +308,19 @@ class ZeroThreeOnSmallModel(Rule):
                 break
 
 
-def _lighter_forms(setup) -> tuple[Sharding, ...]:
+def _lighter_forms(run: ResolvedRun) -> tuple[Sharding, ...]:
     """The lighter forms the run's framework offers. KTransformers (routed experts in host memory)
     runs as one process or under FSDP2, whose Accelerate file carries its settings (LLaMA-Factory's
     docs: "Accelerate YAML contains FSDP2 settings only"; ZeRO-3 is refused): not under DDP, so its
-    lighter form is FSDP2 without resharding after forward (``fsdp_reshard_after_forward: false``)."""
-    forms = _LIGHTER[setup.sharding]
-    if setup.experts_on_host:
-        return tuple(form for form in forms if form != Sharding.NONE)
+    lighter form is FSDP2 without resharding after forward (``fsdp_reshard_after_forward: false``).
+    OLMo-core offers ddp, fsdp and hsdp, and its FSDP always reshards after forward: no
+    SHARD_GRAD_OP."""
+    assert run.setup is not None
+    forms = _LIGHTER[run.setup.sharding]
+    if run.setup.experts_on_host:
+        forms = tuple(form for form in forms if form != Sharding.NONE)
+    if run.plan.value("parallel_library") == OLMO_CORE:
+        forms = tuple(form for form in forms if form != Sharding.FSDP_GRAD_OP)
     return forms
 
 
