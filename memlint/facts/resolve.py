@@ -543,10 +543,11 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
     world = plan.get("world_size")
     single = plan.get("single_process")
     if world is None and single is not None and hf_like and prov.get("sharding") is None and \
-            plan.get("unread_parallelism") is None and split is None:
+            plan.get("unread_parallelism") is None and split is None and plan.get("device_map") is None:
         # transformers' TrainingArguments sees every GPU as ``n_gpu`` of one process and the Trainer
         # wraps the model in nn.DataParallel: GPU 0 holds the weights, the gradients and the optimizer
-        # states, with no DDP buckets -- what one GPU holds
+        # states, with no DDP buckets -- what one GPU holds (a ``device_map`` spreads the model over
+        # those GPUs instead: said below)
         world = Sourced(1, single.origin, f"{single.note}: the Trainer's nn.DataParallel keeps the gradients "
                         "and optimizer states on GPU 0")
     prov["world_size"] = world

@@ -193,3 +193,13 @@ def test_a_bare_python_launch_of_a_trainer_script_is_one_process(tmp_path, prefi
     [run] = _runs(settings, "run_finetune_with_lisa.sh")
     assert (run.setup.world_size == 1) is one_process
     assert any(a.fact == "parallelism" for a in run.assumed) is not one_process
+
+
+def test_a_python_launch_that_spreads_its_model_with_a_device_map_is_still_said_so(tmp_path):
+    """One process whose model ``device_map="auto"`` spreads over the 8 GPUs it sees is naive model
+    parallelism, which the estimate does not model: the note stays."""
+    spread = FINETUNE.replace('torch_dtype="bfloat16")', 'torch_dtype="bfloat16", device_map="auto")')
+    plain = LAUNCH.replace("    --use_lisa 1 \\\n", "")
+    settings = _project(tmp_path, {"finetune.py": spread, "run_finetune_with_lisa.sh": plain})
+    [run] = _runs(settings, "run_finetune_with_lisa.sh")
+    assert run.problem is not None and "device_map" in run.problem
