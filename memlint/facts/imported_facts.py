@@ -306,7 +306,7 @@ def _class_facts(parsed: ParsedDocument, cls: cst.ClassDef) -> Imported | None:
         # the class builds its own DeepSpeed engine: the run is that engine's, whatever
         # TrainingArguments-style class carries the script's options
         overrides["framework"] = Sourced("deepspeed", at(engine.func), f"{name}: deepspeed.initialize(...)")
-    parallel = olmo_core_parallel.data_parallel_type(helper, values, cls, _inside)
+    parallel = olmo_core_parallel.data_parallel_type(parsed.text, helper, values, cls, _inside)
     if parallel is not None:
         call, kind = parallel
         note = f"{name}: OLMo-core TransformerDataParallelConfig(name=DataParallelType.{kind})"

@@ -26,10 +26,13 @@ FORMS = {"fsdp": "full", "hsdp": "hybrid"}
 LIBRARY = "olmo-core"
 
 
-def data_parallel_type(helper: Any, values: Values, cls: cst.ClassDef, inside: Inside) -> tuple[cst.Call, str] | None:
+def data_parallel_type(text: str, helper: Any, values: Values, cls: cst.ClassDef,
+                       inside: Inside) -> tuple[cst.Call, str] | None:
     """The first OLMo-core data-parallel config built in ``cls`` or in a class of its module that
-    ``cls`` names, with its type ("fsdp", "hsdp", "ddp")."""
-    named = {n.value for n in helper.nodes_in_order(cst.Name) if inside(helper, n, cls)}
+    ``cls`` names, with its type ("fsdp", "hsdp", "ddp"); ``text`` is the module's."""
+    if "DataParallelConfig" not in text:
+        return None  # the usual module: nothing to walk
+    named = _names_in(cls)
     classes = [cls] + [s for s in helper.module.body if isinstance(s, cst.ClassDef) and s is not cls
                        and s.name.value in named]
     for call in helper.nodes_in_order(cst.Call):
@@ -40,8 +43,20 @@ def data_parallel_type(helper: Any, values: Values, cls: cst.ClassDef, inside: I
         kind = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "name"), None)
         if kind is None:
             continue
-        text = helper.module.code_for_node(kind).strip().strip("\"'")
-        leaf = text.rsplit(".", 1)[-1]
+        written = helper.module.code_for_node(kind).strip().strip("\"'")
+        leaf = written.rsplit(".", 1)[-1]
         if leaf in ("fsdp", "hsdp", "ddp"):
             return call, leaf
     return None
+
+
+def _names_in(node: cst.CSTNode) -> set[str]:
+    """The plain names written inside ``node``."""
+    names: set[str] = set()
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Name):
+            names.add(current.value)
+        stack.extend(current.children)
+    return names
