@@ -53,6 +53,7 @@ def extract_axolotl(parsed: ParsedDocument) -> list[RunFacts]:
     reader.read("optimizer", ("optimizer",), lambda v: optimizer_from_hf(str(v)), TOOL)
     reader.read("grad_clip", ("max_grad_norm",), lambda v: float(v) if isinstance(v, (int, float)) else None, TOOL)
     _checkpointing(reader)
+    _layer_sampling(reader)
     _fused_loss(reader)
     deepspeed = reader.value("deepspeed")
     if isinstance(deepspeed, str):
@@ -177,6 +178,17 @@ def _checkpointing(reader: ConfigReader) -> None:
     if flag is not None:
         note = "gradient_checkpointing" if where else "Axolotl default gradient_checkpointing"
         reader.set("grad_ckpt", int(flag), where, note)
+
+
+def _layer_sampling(reader: ConfigReader) -> None:
+    """LISA: Axolotl adds its layer-switching callback only when both ``lisa_n_layers`` and
+    ``lisa_step_interval`` are set (``core/builders/causal.py``)."""
+    count, interval = positive_int(reader.value("lisa_n_layers")), positive_int(reader.value("lisa_step_interval"))
+    if count is None or interval is None:
+        return
+    where = reader.location("lisa_n_layers")
+    reader.set("layer_sampling", True, where, f"lisa_n_layers: {count} with lisa_step_interval: {interval}")
+    reader.set("sampled_blocks", count, where, "lisa_n_layers")
 
 
 def _fused_loss(reader: ConfigReader) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from memlint.configs.batch_comments import BATCH_KEYS, stated_gpus
 from memlint.configs.deepspeed import read_deepspeed
 from memlint.configs.reading import ConfigReader, loaded_mapping, new_facts
 from memlint.configs.schema import schema_name_for
@@ -65,12 +66,25 @@ def trainer_args_facts(parsed: ParsedDocument, data, variant: str | None) -> Run
                 facts.references.append(Sourced(converted, where, "deepspeed"))
             else:
                 reader.set(name, converted, where, key)
+    _commented_gpus(parsed, reader, facts)
     if (trl or "use_peft" in data.value) and not hf_args._bool(data.value.get("use_peft", False)):
         for name in LORA_FACTS:
             setattr(facts, name, None)  # TRL's ModelConfig: lora_* only apply with use_peft
     if trl:
         _trl_defaults(reader)
     return facts
+
+
+def _commented_gpus(parsed: ParsedDocument, reader: ConfigReader, facts: RunFacts) -> None:
+    """The GPU count a global-batch comment on the batch keys implies (``batch_comments``)."""
+    if facts.world_size is not None or parsed.document.syntax != "yaml":
+        return
+    lines = [reader.location(key).range.start.line for key in BATCH_KEYS if key in reader.data.value]
+    micro = facts.micro_batch.value if facts.micro_batch is not None else 1
+    accumulation = facts.grad_accum.value if facts.grad_accum is not None else 1
+    stated = stated_gpus(parsed.document.text, parsed.path, lines, int(micro), int(accumulation)) if lines else None
+    if stated is not None:
+        facts.world_size, facts.gpus_per_node = stated
 
 
 def _names_parallelism_file(key: str, value: Any) -> bool:

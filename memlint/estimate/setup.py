@@ -200,6 +200,10 @@ class TrainingSetup:
     # blocks, BAdam's one active block. ``frozen_layers`` then counts only the frozen blocks before
     # the first trained one (they save no activations for backward); the other frozen blocks do.
     trained_blocks: int | None = None
+    # LISA: this many blocks, sampled anew every few steps, train beside the embeddings and the head.
+    # Only they hold gradients; the optimizer was built over every parameter before the first switch
+    # and keeps each state it creates, so it ends up with the states of every block.
+    sampled_blocks: int | None = None
     # GaLore / APOLLO low-rank optimizer states (None: the optimizer's full states)
     projection: Projection | None = None
     # KTransformers: the routed experts' weights live in CPU memory and run on the CPU (LLaMA-Factory

@@ -130,6 +130,16 @@ def count_parameters(arch: Architecture, setup: TrainingSetup) -> ParameterCount
     return _projected(arch, setup, counts, frozen_blocks)
 
 
+def sampled_gradient_params(arch: Architecture, setup: TrainingSetup, trainable: int) -> int:
+    """The trainable parameters that hold gradients at once: under LISA only the sampled blocks'
+    (with the embeddings, the head and the final norm, which always train), else all of them. The
+    other blocks are frozen for the step and their gradients were freed by ``zero_grad``."""
+    if setup.sampled_blocks is None or setup.lora is not None or arch.num_layers == 0:
+        return trainable
+    idle = arch.num_layers - min(max(setup.sampled_blocks, 1), arch.num_layers)
+    return max(trainable - idle * arch.blocks[0].params_per_block, 0)
+
+
 def routed_expert_params(arch: Architecture) -> int:
     """The routed experts' weights, as the layer recipe names them (0 for a model counted whole on
     the meta device, whose recipe cannot tell them apart)."""
@@ -247,14 +257,15 @@ def state_bytes(arch: Architecture, setup: TrainingSetup, counts: ParameterCount
 
     # ---- gradients, master weights, fp32 gradient buffers
     base_trainable = counts.trainable
-    grads = base_trainable * policy.grad_bytes + counts.lora * 4
+    with_grads = sampled_gradient_params(arch, setup, base_trainable)
+    grads = with_grads * policy.grad_bytes + counts.lora * 4
     projection = setup.projection
     if projection is not None and projection.layerwise:
         # each parameter steps in its gradient hook and drops its gradient: about one block's
         # gradients are alive at a time
         grads = min(base_trainable, arch.largest_block_params) * policy.grad_bytes + counts.lora * 4
     master = base_trainable * policy.master_bytes
-    fp32_grads = base_trainable * policy.fp32_grad_bytes
+    fp32_grads = with_grads * policy.fp32_grad_bytes
     if zero >= 1:
         master /= n
         fp32_grads /= n
@@ -318,7 +329,9 @@ def state_bytes(arch: Architecture, setup: TrainingSetup, counts: ParameterCount
 
     ddp = 0.0
     if setup.world_size > 1 and setup.sharding == Sharding.NONE:
-        ddp = grads  # gradient_as_bucket_view=False (the default): buckets copy the grads
+        # gradient_as_bucket_view=False (the default): buckets copy the grads, of every parameter
+        # that trained when DDP wrapped the model (all of them before LISA's first switch)
+        ddp = grads if with_grads == base_trainable else base_trainable * policy.grad_bytes
 
     paged = states * _paged_share(arch, setup, counts) if spec.paged else 0.0
     return StateBytes(weights, note, grads, master, fp32_grads, states, temp, host, ddp, paged)

@@ -358,6 +358,11 @@ def _state_notes(arch: Architecture, setup: TrainingSetup, counts) -> list[str]:
     if setup.trained_blocks is not None:
         out.append(f"{setup.trained_blocks} of {arch.num_layers} blocks train; the first of them is block "
                    f"{setup.frozen_layers}, so the blocks after it keep activations for backward")
+    if setup.sampled_blocks is not None and setup.lora is None:
+        count = min(setup.sampled_blocks, arch.num_layers)
+        out.append(f"LISA: {count} of {arch.num_layers} blocks, sampled anew every few steps, hold gradients beside "
+                   "the embeddings and the head; the optimizer, built over every parameter before the first "
+                   "switch, keeps the states of each block it has stepped: all of them after enough switches")
     projection = setup.projection
     if projection is not None:
         layerwise = ("; layer-wise: each gradient is freed by its hook, about one block's gradients alive"
@@ -399,6 +404,8 @@ def describe(setup: TrainingSetup) -> dict:
             out["lora"]["block_size"] = setup.lora.block_size
     if setup.trained_blocks is not None:
         out["trained_blocks"] = setup.trained_blocks
+    if setup.sampled_blocks is not None:
+        out["sampled_blocks"] = setup.sampled_blocks
     if setup.projection is not None:
         out["projection"] = {"name": setup.projection.name, "rank": setup.projection.rank,
                              "layerwise": setup.projection.layerwise}

@@ -130,6 +130,9 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "reward_model_path": ("reward_model", lambda v: str(v) if v else None),  # PPOConfig
     "sft_model_path": ("model", lambda v: str(v) if v else None),  # PPOConfig: the policy
     "beta": ("kl_coef", _float),  # GRPOConfig / RLOOConfig: 0.0 loads no reference model
+    # LISA: LMFlow's FinetunerArguments (it activates 2 blocks unless told; the resolver knows)
+    "use_lisa": ("layer_sampling", _bool),
+    "lisa_activated_layers": ("sampled_blocks", _int),
     # what makes every sequence as long as the limit: TRL's packing, run_*.py's pad_to_max_length
     "packing": ("full_length", lambda v: _flag(v, "packing")),
     "pad_to_max_length": ("full_length", lambda v: _flag(v, "pad_to_max_length")),

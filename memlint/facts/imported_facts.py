@@ -41,6 +41,7 @@ from typing import Any, Callable
 import libcst as cst
 
 from memlint.documents.parsed import ParsedDocument
+from memlint.facts import olmo_core_parallel
 from memlint.facts.imported_arguments import imported_names
 from memlint.facts.plan import RunFacts
 from memlint.facts.script import definition_facts
@@ -305,6 +306,13 @@ def _class_facts(parsed: ParsedDocument, cls: cst.ClassDef) -> Imported | None:
         # the class builds its own DeepSpeed engine: the run is that engine's, whatever
         # TrainingArguments-style class carries the script's options
         overrides["framework"] = Sourced("deepspeed", at(engine.func), f"{name}: deepspeed.initialize(...)")
+    parallel = olmo_core_parallel.data_parallel_type(parsed.text, helper, values, cls, _inside)
+    if parallel is not None:
+        call, kind = parallel
+        note = f"{name}: OLMo-core TransformerDataParallelConfig(name=DataParallelType.{kind})"
+        facts.parallel_library = Sourced(olmo_core_parallel.LIBRARY, at(call.func), note)
+        if kind in olmo_core_parallel.FORMS:
+            facts.fsdp = Sourced(olmo_core_parallel.FORMS[kind], at(call.func), note)
     if not (facts.stated() or overrides):
         return None
     return Imported(facts, overrides=overrides)

@@ -67,6 +67,9 @@ class _Launch:
     module: bool = False
     script: Word | None = None
     arguments: list[Word] = field(default_factory=list)
+    # nothing but a plain wrapper (nohup, time, env) before the launcher: not srun, mpirun or a
+    # cluster submitter, which start one copy of the command per task
+    alone: bool = False
 
 
 def _is_python(text: str) -> bool:
@@ -81,11 +84,36 @@ def _find_launch(words: list[Word]) -> _Launch | None:
     if launch is not None and launch.script is not None and launch.launcher == "python":
         for i, word in enumerate(launch.arguments):
             if word.raw == "--":
-                wrapped = _first_launch(launch.arguments[i + 1:])
-                if wrapped is not None and wrapped.script is not None:
-                    return wrapped
+                for command in _wrapped_commands(launch.arguments[i + 1:]):
+                    wrapped = _first_launch(command)
+                    if wrapped is not None and wrapped.script is not None:
+                        wrapped.alone = False  # the submitter decides how many copies run where
+                        return wrapped
                 break
     return launch
+
+
+def _wrapped_commands(words: list[Word]) -> list[list[Word]]:
+    """A submitter's command line, split where its escaped ``\\&\\&`` or ``\\;`` chain the
+    commands it runs (open-instruct's ``mason.py ... -- source setup.sh \\&\\& python grpo.py``)."""
+    commands: list[list[Word]] = [[]]
+    for word in words:
+        text, raw, start = word.text, word.raw, word.start
+        while True:
+            cut = min((text.find(s) for s in ("&&", ";") if s in text), default=-1)
+            if cut < 0:
+                break
+            if text[:cut]:
+                commands[-1].append(Word(text[:cut], text[:cut], start, start + cut))
+            commands.append([])
+            separator = 2 if text.startswith("&&", cut) else 1
+            consumed = raw.find(text[cut + separator:]) if text[cut + separator:] else len(raw)
+            start += max(consumed, 0)
+            raw = raw[max(consumed, 0):]
+            text = text[cut + separator:]
+        if text:
+            commands[-1].append(Word(text, raw, start, word.end))
+    return [c for c in commands if c]
 
 
 def _first_launch(words: list[Word]) -> _Launch | None:
@@ -104,8 +132,13 @@ def _first_launch(words: list[Word]) -> _Launch | None:
                     return _parse(_Launch("torchrun", word), rest[j + 2:])
                 if not arg.text.startswith("-"):
                     break
-            return _parse(_Launch("python", word), rest)
+            alone = all(w.text in _PLAIN_WRAPPERS or assignment(w) is not None for w in words[:i])
+            return _parse(_Launch("python", word, alone=alone), rest)
     return None
+
+
+# wrappers that run their command once, in this shell's process tree
+_PLAIN_WRAPPERS = frozenset({"nohup", "exec", "time", "env", "command", "nice"})
 
 
 def _parse(launch: _Launch, words: list[Word]) -> _Launch | None:
@@ -352,6 +385,8 @@ class _Shell:
                                                   f"{launch.launcher} runs {built}")
         self._launcher_options(launch, facts)
         self._script_arguments(launch, facts)
+        if launch.launcher == "python" and launch.alone:
+            facts.single_process = Sourced(True, facts.anchor, "a bare `python` command runs one process")
         return facts
 
     def _option(self, launch: _Launch, *keys: str) -> Value | None:

@@ -89,6 +89,11 @@ class RunFacts:
     # (``block_layout`` "interleaved"), BAdam's one active block at a time ("each in turn")
     trained_blocks: Sourced[int] | None = None
     block_layout: Sourced[str] | None = None
+    # ---- LISA (layer-wise importance sampling): every few steps N decoder blocks, sampled anew,
+    # train beside the embeddings and the head; the others are frozen (LMFlow's ``--use_lisa`` with
+    # ``--lisa_activated_layers``, Axolotl's ``lisa_n_layers`` with ``lisa_step_interval``)
+    layer_sampling: Sourced[bool] | None = None
+    sampled_blocks: Sourced[int] | None = None
     # blocks LLaMA-Factory's scripts/llama_pro.py added to the base model (its --num_expand)
     expanded_blocks: Sourced[int] | None = None
     # GaLore / APOLLO low-rank optimizer states: (name, rank, layer-wise, target modules)
@@ -119,11 +124,16 @@ class RunFacts:
 
     # ---- distribution
     world_size: Sourced[int] | None = None
+    # a bare ``python script.py`` launch: one process, whatever GPUs it sees (no DDP)
+    single_process: Sourced[bool] | None = None
     gpus_per_node: Sourced[int] | None = None
     zero_stage: Sourced[int] | None = None
     offload_optimizer: Sourced[bool] | None = None
     offload_params: Sourced[bool] | None = None
     fsdp: Sourced[str] | None = None  # "full", "hybrid", "grad-op"
+    # the library that shards the run when it offers fewer forms than ZeRO/FSDP ("olmo-core": ddp,
+    # fsdp and hsdp, no SHARD_GRAD_OP)
+    parallel_library: Sourced[str] | None = None
     # what the run does that the estimate does not model (Megatron's model parallelism, GaLore's
     # projected optimizer states, ...), as the config writes it, or (that, what the user can do)
     unmodelled: Sourced[str | tuple[str, str]] | None = None

@@ -308,6 +308,22 @@ def _trained_blocks(plan: TrainingPlan, arch: Any) -> dict[str, Any]:
             "frozen_weight_bytes": {"bf16": 2.0, "fp16": 2.0}.get(str(half)) if half else None}
 
 
+# LMFlow's ``lisa_activated_layers`` default (FinetunerArguments), the count of LISA's paper
+LISA_DEFAULT_BLOCKS = 2
+
+
+def _sampled_blocks(plan: TrainingPlan, lora: Lora | None, notes: list[str]) -> int | None:
+    """LISA's count of blocks that hold gradients at a time, when the run samples layers (a full
+    fine-tune only: LMFlow and Axolotl switch the blocks' own parameters, not an adapter's)."""
+    if not plan.value("layer_sampling") or lora is not None:
+        return None
+    count = plan.get("sampled_blocks")
+    if count is None:
+        notes.append(f"LISA's block count not found: {LISA_DEFAULT_BLOCKS} (LMFlow's `lisa_activated_layers` default)")
+        return LISA_DEFAULT_BLOCKS
+    return max(int(count.value), 1)
+
+
 def _model_parallel(plan: TrainingPlan) -> ModelParallel | None:
     """The split a Megatron config (or FSDP's expert parallelism) writes: (TP, PP, EP, sequence
     parallel, distributed optimizer, Megatron's state layout)."""
@@ -525,6 +541,15 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
     else:
         _padded_to_limit(plan, length, seq_len, context.seq_len, run)
     world = plan.get("world_size")
+    single = plan.get("single_process")
+    if world is None and single is not None and hf_like and prov.get("sharding") is None and \
+            plan.get("unread_parallelism") is None and split is None and plan.get("device_map") is None:
+        # transformers' TrainingArguments sees every GPU as ``n_gpu`` of one process and the Trainer
+        # wraps the model in nn.DataParallel: GPU 0 holds the weights, the gradients and the optimizer
+        # states, with no DDP buckets -- what one GPU holds (a ``device_map`` spreads the model over
+        # those GPUs instead: said below)
+        world = Sourced(1, single.origin, f"{single.note}: the Trainer's nn.DataParallel keeps the gradients "
+                        "and optimizer states on GPU 0")
     prov["world_size"] = world
     world_size = int(world.value) if world is not None else (context.world_size or 1)
     if world_size not in SANE_INTEGERS:
@@ -594,6 +619,9 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
                                           targets=tuple(projected))
     if plan.value("experts_on_host"):
         frozen["experts_on_host"] = True
+    sampled = _sampled_blocks(plan, lora, notes)
+    if sampled is not None:
+        frozen["sampled_blocks"] = sampled
     if split is not None:
         frozen["model_parallel"] = split
     try:

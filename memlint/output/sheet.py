@@ -35,6 +35,8 @@ def describe_setup(budget: Budget) -> str:
             parts.append(f"{kind} r={lora['r']} ({', '.join(lora['targets'])})")
     elif s.get("trained_blocks") is not None:
         parts.append(f"{s['trained_blocks']} block{'s' if s['trained_blocks'] != 1 else ''} trained")
+    elif s.get("sampled_blocks") is not None:
+        parts.append(f"LISA ({s['sampled_blocks']} sampled block{'s' if s['sampled_blocks'] != 1 else ''} at a time)")
     elif s.get("frozen"):
         parts.append(f"freeze tuning ({s['frozen']['layers']} blocks frozen)")
     else:

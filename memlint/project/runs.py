@@ -201,6 +201,10 @@ class RunFinder:
                 if "framework" in found or any(h.framework is not None for h in helpers):
                     linked.extend(helpers)
                     overrides = found
+                else:
+                    # a class that only shards the run (open-instruct's GRPO learners build OLMo-core's
+                    # data-parallel config): its form is the run's, the options still state the rest
+                    linked.extend(h for h in helpers if h.parallel_library is not None)
             if not script_facts_found and (script is None or self._delegates_to_project_module(script)):
                 # a framework's entry point outside the project (installed with the framework, run
                 # as a module), or a script in the project that trains through an import of the

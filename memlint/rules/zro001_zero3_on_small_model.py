@@ -9,6 +9,7 @@ from typing import Iterator
 from memlint.catalog.gpus import lookup_gpu
 from memlint.documents.kinds import DocumentKind
 from memlint.estimate import Sharding, capacity_for, estimate_training
+from memlint.facts.olmo_core_parallel import LIBRARY as OLMO_CORE
 from memlint.facts.resolve import ResolvedRun
 from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Range, Severity
@@ -130,6 +131,51 @@ class WeightedLossTrainer(Trainer):
         return (loss, outputs) if return_outputs else loss
 """
 
+# A LLaMA-Factory checkout's KTransformers LoRA example (routed experts in host memory), launched
+# through Accelerate with an FSDP2 file, as its docs do
+_KT_FSDP2 = """\
+compute_environment: LOCAL_MACHINE
+distributed_type: FSDP
+fsdp_config:
+  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP
+  fsdp_cpu_ram_efficient_loading: true
+  fsdp_reshard_after_forward: true
+  fsdp_state_dict_type: FULL_STATE_DICT
+  fsdp_version: 2
+mixed_precision: bf16
+num_machines: 1
+num_processes: 4 # Adjust based on your GPU count
+use_cpu: false
+"""
+
+KT_SFT = """\
+model_name_or_path: Qwen/Qwen3-30B-A3B-Instruct-2507
+stage: sft
+do_train: true
+finetuning_type: lora
+lora_rank: 8
+lora_target: all
+dataset: identity, alpaca_en_demo
+template: qwen3_nothink
+cutoff_len: 2048
+output_dir: saves/qwen3moe_kt
+per_device_train_batch_size: 1
+gradient_accumulation_steps: 8
+learning_rate: 1.0e-4
+bf16: true
+use_kt: true
+"""
+
+KT_FILES = {
+    "src/llamafactory/__init__.py": "",
+    "src/train.py": "from llamafactory.train.tuner import run_exp\n\n\ndef main():\n    run_exp()\n\n\n"
+                    "if __name__ == \"__main__\":\n    main()\n",
+    "docs/ktransformers.md": (
+        "# KTransformers LoRA SFT\n\n```bash\nCUDA_VISIBLE_DEVICES=0,1,2,3 accelerate launch \\\n"
+        "  --config_file fsdp2_kt_bf16.yaml \\\n  src/train.py examples/qwen3moe_lora_sft_kt.yaml\n```\n"),
+    "examples/qwen3moe_lora_sft_kt.yaml": KT_SFT,
+}
+
 # With no target GPU set, the run is judged against the smallest of the usual data-centre
 # training cards: a lighter stage that fits an A100 40GB fits every A100, H100, H200 and B200.
 FLOOR_GPU = "a100-40gb"
@@ -165,6 +211,10 @@ class ZeroThreeOnSmallModel(Rule):
     (PEFT's ``deepspeed_config_z3_qlora.yaml``, written for 2 x 40 GB); on a card that holds the
     whole 4-bit model and its activations (the QLoRA paper trains a 65B model on one 48 GB GPU),
     the lighter stage fits too, and without a target GPU the 40 GB floor keeps it silent.
+    Only forms the run's framework offers are proposed: KTransformers (LLaMA-Factory's ``use_kt``)
+    runs as one process or under FSDP2, never under DDP, so its lighter form is FSDP2 without
+    resharding after forward (``fsdp_reshard_after_forward: false``); OLMo-core's FSDP always
+    reshards after forward, so it is offered no SHARD_GRAD_OP.
 
     ## Why it matters
     Stage 3 shards the parameters themselves, so every forward and every backward all-gathers
@@ -215,6 +265,10 @@ class ZeroThreeOnSmallModel(Rule):
                 settings={"gpu": "h100", "gpus": 8}, lines=(6,), message="lower bound",
                 title="A project Trainer overriding compute_loss: the lighter stage fits only by a lower bound, "
                       "an info"),
+        Example(_KT_FSDP2, path="fsdp2_kt_bf16.yaml", files=KT_FILES, settings={"gpu": "h100", "gpus": 8},
+                lines=(6,), message="with FSDP SHARD_GRAD_OP",
+                title="KTransformers runs under FSDP2, not DDP: its lighter form is FSDP2 without resharding "
+                      "after forward"),
     )
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
@@ -264,7 +318,7 @@ class ZeroThreeOnSmallModel(Rule):
         fact = run.provenance.get("sharding")
         if fact is None or fact.origin is None:
             return
-        for lighter in _LIGHTER[setup.sharding]:
+        for lighter in _lighter_forms(run):
             candidate = estimate_training(arch, setup.but(sharding=lighter, offload_optimizer=False), cap)
             if candidate.comfortable:
                 current = estimate_training(arch, setup, cap)
@@ -305,6 +359,22 @@ class ZeroThreeOnSmallModel(Rule):
                     severity=Severity.INFO if swept else None,
                 )
                 break
+
+
+def _lighter_forms(run: ResolvedRun) -> tuple[Sharding, ...]:
+    """The lighter forms the run's framework offers. KTransformers (routed experts in host memory)
+    runs as one process or under FSDP2, whose Accelerate file carries its settings (LLaMA-Factory's
+    docs: "Accelerate YAML contains FSDP2 settings only"; ZeRO-3 is refused): not under DDP, so its
+    lighter form is FSDP2 without resharding after forward (``fsdp_reshard_after_forward: false``).
+    OLMo-core offers ddp, fsdp and hsdp, and its FSDP always reshards after forward: no
+    SHARD_GRAD_OP."""
+    assert run.setup is not None
+    forms = _LIGHTER[run.setup.sharding]
+    if run.setup.experts_on_host:
+        forms = tuple(form for form in forms if form != Sharding.NONE)
+    if run.plan.value("parallel_library") == OLMO_CORE:
+        forms = tuple(form for form in forms if form != Sharding.FSDP_GRAD_OP)
+    return forms
 
 
 _TEST_FOLDERS = frozenset({"tests", "test", "testing"})

@@ -14,6 +14,7 @@ from memlint.cli.main import main
 from memlint.estimate import Lora, Projection, TrainingSetup, estimate_training
 from memlint.estimate.policy import Optimizer, Precision
 from memlint.estimate.states import count_parameters
+from memlint.rules.zro001_zero3_on_small_model import KT_SFT
 
 # examples/extras/oft/llama3_oft_sft.yaml (LLaMA-Factory ff6d4d1)
 OFT = """\
@@ -121,28 +122,9 @@ learning_rate: 1.0e-4
 bf16: true
 """
 
-# examples/ktransformers/train_lora/deepseek_v2_lora_sft_kt.yaml
-KT = """\
-model_name_or_path: deepseek-ai/DeepSeek-V2-Lite
-trust_remote_code: true
-
-stage: sft
-do_train: true
-finetuning_type: lora
-lora_rank: 8
-lora_target: all
-
-dataset: identity, alpaca_en_demo
-template: deepseek
-cutoff_len: 2048
-output_dir: saves/KT_FT_deepseekV2
-
-per_device_train_batch_size: 1
-gradient_accumulation_steps: 8
-learning_rate: 1.0e-4
-bf16: true
-use_kt: true
-"""
+# examples/ktransformers/train_lora/deepseek_v2_lora_sft_kt.yaml: ZRO001's KTransformers example on DeepSeek-V2-Lite
+KT = KT_SFT.replace("Qwen/Qwen3-30B-A3B-Instruct-2507", "deepseek-ai/DeepSeek-V2-Lite").replace(
+    "template: qwen3_nothink", "template: deepseek")
 
 
 def _sheet(tmp_path, monkeypatch, capsys, text: str, name: str = "run.yaml", gpu: str = "h100") -> tuple[dict, str]:
