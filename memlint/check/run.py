@@ -385,7 +385,7 @@ class Check:
         finally:
             if self.lanes is not None:
                 stats.workers = len(self.lanes)
-                self.lanes.close()
+                self.lanes.close(wait=False)
         for path, _root in targets:
             result.diagnostics.extend(found.get(str(path), ()))
         if self.cache is not None:
