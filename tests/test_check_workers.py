@@ -50,15 +50,17 @@ def _dies_in_a_worker(monkeypatch, method: str, victim: str) -> None:
     parent = os.getpid()
     original = getattr(workers.Worker, method)
 
-    def dying(self, tasks):
+    def dying(self, *args):
+        # ``seed`` is sent to every worker with every record: one that is given it ends
+        tasks = args[0] if method != "seed" else [(path, 0) for path, _record in args[1]]
         if os.getpid() != parent and any(Path(path).name == victim for path, _root in tasks):
             os._exit(9)
-        return original(self, tasks)
+        return original(self, *args)
 
     monkeypatch.setattr(workers.Worker, method, dying)
 
 
-@pytest.mark.parametrize("method", ["analyse", "lint"])
+@pytest.mark.parametrize("method", ["analyse", "seed", "lint"])
 def test_a_worker_that_dies_is_replaced_and_nothing_is_lost(monorepo: Path, capsys, monkeypatch, method: str) -> None:
     code, serial, _ = check(capsys, "--jobs", "1")
     victim = next(p.name for p in sorted(monorepo.rglob("train*.py")))
@@ -66,3 +68,41 @@ def test_a_worker_that_dies_is_replaced_and_nothing_is_lost(monorepo: Path, caps
     parallel_code, parallel, err = check(capsys, "--jobs", "2")
     assert serial and "a worker process ended" in err
     assert (parallel_code, parallel) == (code, serial)
+
+
+def test_a_lane_out_of_work_takes_over_the_tail_of_another_and_nothing_changes(monorepo: Path, capsys,
+                                                                               monkeypatch) -> None:
+    """A lane whose own files are linted takes the last batches of the other lane, parsing
+    them again; what is reported is what one process reports."""
+    code, serial, _ = check(capsys, "--jobs", "1")
+    # as if parsing again cost nothing beside linting: a lane out of work takes from any other
+    # that has more than one batch queued
+    monkeypatch.setattr(workers, "LINT_PER_ANALYSIS", 1e6)
+    taken: list[int] = []
+    steal = workers.Lanes._steal
+
+    def counted(thief, own):
+        batch = steal(thief, own)
+        if batch is not None:
+            taken.append(len(batch.tasks))
+        return batch
+
+    monkeypatch.setattr(workers.Lanes, "_steal", staticmethod(counted))
+    parallel_code, parallel, err = check(capsys, "--jobs", "2", "--statistics")
+    assert taken and (parallel_code, parallel) == (code, serial)
+    assert "lint busy " in err and " + " in err.split("lint busy ")[1]
+
+
+def _batches(*weights: float) -> list[workers.Batch]:
+    return [workers.Batch([(f"src/module_{i}.py", 0)], weight) for i, weight in enumerate(weights)]
+
+
+def test_a_batch_is_taken_over_only_where_the_other_lane_would_finish_later() -> None:
+    """Linting another lane's batch means parsing it again (about what its analysis cost), so
+    the thief takes the last batch only when the rest of the victim's queue is longer than
+    that; the victim is the lane with the most queued."""
+    own = {0: _batches(0.4, 0.2, 0.1), 1: [], 2: _batches(0.05)}
+    stolen = workers.Lanes._steal(1, own)
+    assert stolen is not None and stolen.weight == 0.1 and len(own[0]) == 2
+    assert workers.Lanes._steal(1, {0: _batches(0.1, 0.1), 1: []}) is None  # the victim would be done first
+    assert workers.Lanes._steal(0, {0: [], 1: []}) is None
