@@ -106,3 +106,65 @@ def test_a_batch_is_taken_over_only_where_the_other_lane_would_finish_later() ->
     assert stolen is not None and stolen.weight == 0.1 and len(own[0]) == 2
     assert workers.Lanes._steal(1, {0: _batches(0.1, 0.1), 1: []}) is None  # the victim would be done first
     assert workers.Lanes._steal(0, {0: [], 1: []}) is None
+
+
+TEAM_TRAIN = '''\
+"""Full fine-tuning with the HF Trainer and the platform team's DeepSpeed config."""
+
+import argparse
+
+from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--model", default="meta-llama/Llama-3.2-3B")
+    parser.add_argument("--per-device-batch", type=int, default=4)
+    parser.add_argument("--deepspeed", default="../configs/ds_zero2.json")
+    return parser.parse_args()
+
+
+def main():
+    args = parse_args()
+    model = AutoModelForCausalLM.from_pretrained(args.model, torch_dtype="bfloat16")
+    training_args = TrainingArguments(
+        output_dir="checkpoints/sft",
+        per_device_train_batch_size=args.per_device_batch,
+        gradient_checkpointing=True,
+        bf16=True,
+        deepspeed=args.deepspeed,
+    )
+    Trainer(model=model, args=training_args).train()
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def test_a_settings_root_met_while_linking_reaches_the_workers(tmp_path: Path, capsys, monkeypatch) -> None:
+    """Checking only the shared DeepSpeed configs brings in the team's launcher, under the
+    team's own settings (another root, met after the workers started): the workers learn it."""
+    import memlint.check.run
+
+    (tmp_path / "pyproject.toml").write_text('[tool.memlint]\ngpu = "h100"\n')
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "ds_zero2.json").write_text(
+        '{\n  "train_micro_batch_size_per_gpu": 8,\n  "gradient_accumulation_steps": "auto",\n'
+        '  "bf16": {"enabled": "auto"},\n  "zero_optimization": {"stage": 2, "overlap_comm": true}\n}\n')
+    team = tmp_path / "team"
+    team.mkdir()
+    (team / "memlint.toml").write_text('gpu = "a100-40gb"\ngpus = 4\n')
+    (team / "train.py").write_text(TEAM_TRAIN)
+    (team / "launch.sh").write_text("#!/usr/bin/env bash\nset -euo pipefail\n"
+                                    "deepspeed --num_gpus 4 train.py --per-device-batch 4\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(memlint.check.run, "PARALLEL_MIN_FILES", 1)  # workers even for a few files
+    capsys.readouterr()
+    serial = main(["check", "--no-cache", "--offline", "--output-format", "concise", "--jobs", "1", "configs"]), \
+        capsys.readouterr()
+    parallel = main(["check", "--no-cache", "--offline", "--output-format", "concise", "--jobs", "2", "configs"]), \
+        capsys.readouterr()
+    assert "launch.sh" in serial[1].out and "CFG014" in serial[1].out  # the launcher's batch size, on the config
+    assert parallel[0] == serial[0] and parallel[1].out == serial[1].out
+    assert "internal error" not in parallel[1].err

@@ -309,6 +309,7 @@ class Lanes:
             if freeze:
                 gc.unfreeze()
         self._seeds: list[tuple[int, list[tuple[str, DocumentRecord]]]] = []
+        self._roots_known = len(setup.roots)  # the roots every worker knows (a caller's list may grow)
         # method -> each lane's seconds between sending it a batch and its answer (``--statistics``)
         self.busy: dict[str, list[float]] = {}
         # the worker when everything runs in this process (its projects then serve the caller too)
@@ -331,9 +332,11 @@ class Lanes:
 
     def set_roots(self, roots: list[Settings], candidates: dict[int, list[Path]]) -> None:
         """Settings roots met after the workers started (a linked file under another root)."""
-        if len(roots) > len(self.setup.roots) or self.local is None:
+        if len(roots) > self._roots_known:
             self.setup = Setup(list(roots), self.setup.names, dict(candidates))
-            self._broadcast("set_roots", self.setup.roots, self.setup.candidates)
+            self._roots_known = len(roots)
+            if self.local is None:  # a local worker's setup is the caller's own (the same lists)
+                self._broadcast("set_roots", self.setup.roots, self.setup.candidates)
 
     def seed(self, root: int, records: list[tuple[str, DocumentRecord]]) -> None:
         """Tell every worker these records (one worker's facts reach all the others)."""
