@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import random
+import resource
+import subprocess
 import sys
 from pathlib import Path
 
@@ -168,3 +170,25 @@ def test_a_settings_root_met_while_linking_reaches_the_workers(tmp_path: Path, c
     assert "launch.sh" in serial[1].out and "CFG014" in serial[1].out  # the launcher's batch size, on the config
     assert parallel[0] == serial[0] and parallel[1].out == serial[1].out
     assert "internal error" not in parallel[1].err
+
+
+def _command(*args: str) -> tuple[subprocess.CompletedProcess, float]:
+    """``python -m memlint check`` run as a user runs it, and the CPU seconds of it and its workers."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    done = subprocess.run([sys.executable, "-m", "memlint", "check", "--no-cache", "--output-format", "concise",
+                           "--color", "never", *args, "."], capture_output=True, text=True, timeout=300)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return done, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+
+
+def test_the_command_ends_with_its_report_written_and_its_workers_waited_for(monorepo: Path, capsys) -> None:
+    """``python -m memlint`` ends without tearing the interpreter down (``entry``): its report
+    is still all there, its exit code is the check's, and its worker processes were waited for:
+    their CPU time is counted among its own children's, as ``time`` and the benchmarks see it
+    (the same work on one process costs about as much)."""
+    code, expected, _ = check(capsys, "--jobs", "1")
+    serial, serial_cpu = _command("--jobs", "1")
+    parallel, parallel_cpu = _command("--jobs", "2", "--statistics")
+    assert (serial.returncode, serial.stdout) == (parallel.returncode, parallel.stdout) == (code, expected)
+    assert "2 workers" in parallel.stderr
+    assert parallel_cpu > 0.8 * serial_cpu
