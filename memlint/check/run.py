@@ -8,7 +8,8 @@
 3. The links between documents come from the records alone: the documents linked with the
    given files join them (pre-commit passes ``ds_config.json``: its scripts are checked too).
 4. A file's cached result is reused when nothing it read has changed (:mod:`memlint.check.cache`).
-5. The rest are linted by the workers, each file by the worker that parsed it.
+5. The rest are linted by the workers, each file by the worker that parsed it, but for the
+   last batches of one that a worker with nothing left to do takes over (parsing them again).
 6. Diagnostics come out in file order, each file's sorted; the cache is written.
 
 Below :data:`PARALLEL_MIN_FILES` files to analyse or lint, everything runs in this process.

@@ -6,7 +6,8 @@ documents need to know about it — its kind, the files it names, its facts — 
 :class:`~memlint.project.project.DocumentRecord`. Then, once every worker knows every record
 (:meth:`Worker.seed`), each file is linted (:meth:`Worker.lint`) by the worker that parsed it,
 whose tree is still in memory; a launcher linked to a script parsed elsewhere uses the facts
-that came back, and nothing is parsed twice.
+that came back. Only at the end of the lints does a worker that has nothing left take over the
+last batches of another, parsing them again, where it still finishes first (:meth:`Lanes._steal`).
 
 A lane is one worker: in this process (:class:`LocalLane`, for small inputs and for
 ``--jobs 1``: no pool start-up for a pre-commit run on one file) or in a process of its own
