@@ -1,5 +1,5 @@
 """``python -m memlint`` runs the command-line interface."""
 
-from memlint.cli.main import main
+from memlint.cli.main import entry
 
-raise SystemExit(main())
+entry()

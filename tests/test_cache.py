@@ -10,9 +10,7 @@ anything a result read — a referenced config, the settings, memlint itself —
 from __future__ import annotations
 
 import json
-import random
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,8 +21,6 @@ from memlint.lint import engine
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
-sys.path.insert(0, str(ROOT / "bench"))
-import make_tree  # noqa: E402
 
 
 def check(capsys, *args: str) -> tuple[int, str]:
@@ -42,22 +38,6 @@ def examples(tmp_path: Path, monkeypatch) -> Path:
     monkeypatch.chdir(project)
     monkeypatch.delenv("MEMLINT_CACHE_DIR", raising=False)
     return project
-
-
-@pytest.fixture
-def monorepo(tmp_path: Path, monkeypatch) -> Path:
-    """Enough files (over 60) that ``--jobs 2`` really starts worker processes."""
-    root = tmp_path / "monorepo"
-    rng = random.Random(7)
-    root.mkdir()
-    for i in range(24):
-        make_tree.make_project(root, i, rng)
-    for i in range(40):
-        make_tree.make_utility(root, i, rng)
-    (root / "pyproject.toml").write_text('[tool.memlint]\ngpu = "h100"\n')
-    monkeypatch.chdir(root)
-    monkeypatch.delenv("MEMLINT_CACHE_DIR", raising=False)
-    return root
 
 
 class LintCounter:

@@ -8,7 +8,8 @@
 3. The links between documents come from the records alone: the documents linked with the
    given files join them (pre-commit passes ``ds_config.json``: its scripts are checked too).
 4. A file's cached result is reused when nothing it read has changed (:mod:`memlint.check.cache`).
-5. The rest are linted by the workers, each file by the worker that parsed it.
+5. The rest are linted by the workers, each file by the worker that parsed it, but for the
+   last batches of one that a worker with nothing left to do takes over (parsing them again).
 6. Diagnostics come out in file order, each file's sorted; the cache is written.
 
 Below :data:`PARALLEL_MIN_FILES` files to analyse or lint, everything runs in this process.
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import AbstractSet, Callable, Iterable
 
 from memlint.check import cache as result_cache
-from memlint.check.workers import Lanes, Outcome, Setup, Task, cpu_count
+from memlint.check.workers import Batch, Lanes, Outcome, Setup, Task, cpu_count
 from memlint.documents.reading import read_document
 from memlint.documents.reads import digest as content_digest
 from memlint.model.diagnostics import Diagnostic
@@ -51,12 +52,16 @@ class Statistics:
     linted: int = 0
     workers: int = 1
     seconds: dict[str, float] = field(default_factory=dict)  # stage -> wall seconds
+    busy: dict[str, list[float]] = field(default_factory=dict)  # stage -> each worker's seconds at work in it
 
     def line(self) -> str:
         stages = ", ".join(f"{stage} {seconds:.2f} s" for stage, seconds in self.seconds.items())
+        # the time a worker waited while another still worked: what more cores could not win back
+        busy = "".join(f"; {stage} busy {' + '.join(f'{s:.2f}' for s in lanes)} s" for stage, lanes in self.busy.items()
+                       if len(lanes) > 1)
         return (f"memlint: {self.files} files: {self.parsed} parsed, {self.set_aside} Python set aside by the "
                 f"prefilter, {self.from_cache} known from the cache; {self.linted} linted, {self.reused} results "
-                f"reused; {self.workers} worker{'s' if self.workers != 1 else ''}; {stages}")
+                f"reused; {self.workers} worker{'s' if self.workers != 1 else ''}; {stages}{busy}")
 
 
 @dataclass
@@ -93,9 +98,11 @@ class Check:
         self.analysed: dict[str, DocumentRecord] = {}  # absolute path -> record with its facts
         self.parsed_by: dict[str, int] = {}  # absolute path -> the lane that holds its tree
         self.light: set[str] = set()  # absolute paths the prefilter set aside: read, never parsed by libcst
+        self.costs: dict[str, float] = {}  # absolute path -> CPU seconds its analysis took this run
         self.candidates: dict[int, list[Path]] = {}
         self.projects: dict[int, Project] = {}
         self.lanes: Lanes | None = None
+        self._busy: dict[str, list[float]] = {}  # the first lanes' when others replaced them (``_lint``)
         anchor = Path(paths[0]) if paths else Path.cwd()
         first = self.settings_for(anchor, is_directory=anchor.is_dir())  # a directory's own settings
         self.first = self.root_of_settings(first)
@@ -232,37 +239,48 @@ class Check:
         setup = Setup(self.roots, None if self.symlinks else self.names, self.candidates)
         return Lanes(setup, self.jobs if parallel else 1)
 
-    def _batches(self, tasks: list[Task], light: AbstractSet[str] = frozenset()) -> list[list[Task]]:
+    def _batches(self, tasks: list[Task], light: AbstractSet[str] = frozenset()) -> list[Batch]:
         """The tasks in batches, the heaviest first, each about an equal share of the work, so
         that the lanes finish together: a 4,000-line trainer module met last would keep one
-        lane busy for seconds after the other ran out of work. A file's weight is its size
-        (libcst's parse and what follows grow with it); a file in ``light`` (set aside by the
-        prefilter, never parsed by libcst) weighs nothing beside the parsed ones. The heaviest
-        files go alone; the lightest come last, at most ``MAX_BATCH`` together."""
+        lane busy for seconds after the other ran out of work. A file analysed this run weighs
+        what its analysis cost (:attr:`costs`: a module the prefilter set aside costs next to
+        nothing, a trainer module seconds); another, its size (libcst's parse and what follows
+        grow with it), nothing if in ``light`` (set aside by the prefilter, never parsed by
+        libcst). The heaviest files go alone; the lightest come last, at most ``MAX_BATCH``
+        together. Each batch carries its files' analysis cost (:class:`Batch`)."""
         lanes = len(self.lanes) if self.lanes is not None else 1
+        measured = [os.path.abspath(task[0]) in self.costs for task in tasks]
 
-        def weight(task: Task) -> int:
+        def weight(task: Task) -> float:
             absolute = os.path.abspath(task[0])
+            cost = self.costs.get(absolute)
+            if cost is not None:
+                return cost
             if absolute in light:
                 return 0
             stat = self.stats.get(absolute)
             return stat[1] if stat is not None else 0
 
+        if any(measured) and not all(measured):  # seconds and bytes are not added up together
+            return (self._batches([t for t, m in zip(tasks, measured) if m], light)
+                    + self._batches([t for t, m in zip(tasks, measured) if not m], light))
         weighed = sorted(((weight(task), index, task) for index, task in enumerate(tasks)),
                          key=lambda entry: (-entry[0], entry[1]))
-        share = max(1, math.ceil(sum(w for w, _, _ in weighed) / (lanes * BATCHES_PER_LANE)))
+        share = sum(w for w, _, _ in weighed) / (lanes * BATCHES_PER_LANE) or math.inf  # weightless: by count
         count = max(1, min(MAX_BATCH, math.ceil(len(tasks) / (lanes * BATCHES_PER_LANE))))
-        batches: list[list[Task]] = []
+        batches: list[Batch] = []
         batch: list[Task] = []
-        held = 0
+        held = 0.0
+        cost = 0.0
         for w, _, task in weighed:
             batch.append(task)
             held += w
+            cost += self.costs.get(os.path.abspath(task[0]), 0.0)
             if held >= share or len(batch) >= count:
-                batches.append(batch)
-                batch, held = [], 0
+                batches.append(Batch(batch, cost))
+                batch, held, cost = [], 0.0, 0.0
         if batch:
-            batches.append(batch)
+            batches.append(Batch(batch, cost))
         return batches
 
     def _project(self, root: int) -> Project:
@@ -320,7 +338,8 @@ class Check:
         self.lanes = self._start_lanes(len(todo))
         try:
             for lane, answers in self.lanes.run("analyse", self._batches(todo)):
-                for path, _root, record in answers:
+                for path, _root, record, seconds in answers:
+                    self.costs[os.path.abspath(path)] = seconds
                     if record is not None:
                         absolute = os.path.abspath(path)
                         self._remember(absolute, record)
@@ -385,7 +404,8 @@ class Check:
         finally:
             if self.lanes is not None:
                 stats.workers = len(self.lanes)
-                self.lanes.close()
+                stats.busy = {**self._busy, **self.lanes.busy}
+                self.lanes.close(wait=False)
         for path, _root in targets:
             result.diagnostics.extend(found.get(str(path), ()))
         if self.cache is not None:
@@ -403,6 +423,7 @@ class Check:
             return []
         assert self.lanes is not None
         if self.lanes.local is not None and self.jobs > 1 and len(misses) >= PARALLEL_MIN_FILES:
+            self._busy = self.lanes.busy
             self.lanes.close()  # much to lint but little was analysed here: use every core
             self.lanes = self._start_lanes(len(misses))
             self.parsed_by.clear()
