@@ -205,6 +205,8 @@ def unsloth_loader(ctx: ScriptFacts, call: cst.Call) -> None:
     4 bits (NF4, double quantization) unless ``load_in_4bit=False``, ``load_in_8bit`` or
     ``full_finetuning`` says otherwise, and patches the model's loss into a fused, chunked
     cross-entropy (Unsloth's ``models/loader.py`` and ``models/llama.py``)."""
+    if not ctx.runs(call)[0]:
+        return  # an optional Unsloth branch (peft's ``if args.use_unsloth:``): its defaults are not the run's
     values = ctx.values
     named = values.arguments(call, ("model_name", "max_seq_length", "dtype", "load_in_4bit")).named
     ctx.state_found("model", values.evaluate(named.get("model_name")), model_id,
@@ -226,6 +228,8 @@ def unsloth_peft_model(ctx: ScriptFacts, call: cst.Call) -> None:
     use_gradient_checkpointing="unsloth")``: LoRA (Unsloth's default rank 16), and gradient
     checkpointing on unless ``use_gradient_checkpointing=False`` ("unsloth" also moves the saved
     activations to the host: counting them on the GPU overstates, never understates)."""
+    if not ctx.runs(call)[0]:
+        return  # as ``unsloth_loader``: an optional branch's defaults are not the run's
     lora(ctx, call, default_r=16, source="FastLanguageModel.get_peft_model", owner="Unsloth")
     arguments = ctx.values.arguments(call, ("model",))
     ctx.switch("grad_ckpt", 1, arguments.get("use_gradient_checkpointing"), True, call.func,
@@ -296,6 +300,9 @@ def bits_and_bytes(ctx: ScriptFacts, call: cst.Call) -> None:
         ctx.bind(four.options, f"if:quantization={kind}")
     if eight is not None and eight.options:
         ctx.bind(eight.options, "if:quantization=int8")
+    double_found = argument("bnb_4bit_use_double_quant")
+    if double_found is not None and double_found.options:  # peft's ``bnb_4bit_use_double_quant=args.use_nested_quant``
+        ctx.bind(double_found.options, "if:double_quant=true")
     if four is not None and four.known and four.value is True and four.node is not None:
         if kind is not None:
             where = kind_found.node if kind_found is not None and kind_found.node is not None else four.node

@@ -562,3 +562,39 @@ def test_a_helpers_branches_on_an_unset_option_of_a_parse_result_load_nothing(tm
     settings, project = _project(tmp_path, files)
     [run] = project.runs_for(tmp_path / "training_configs/llama-3-8b-instruct-simpo.yaml", run_context(settings))
     assert run.plan.get("quantization") is None  # neither load_in_4bit nor load_in_8bit is set
+
+
+def test_an_unsloth_branch_the_launch_does_not_take_states_none_of_unsloths_defaults(tmp_path: Path):
+    # peft's utils.py offers Unsloth beside transformers + bitsandbytes, behind ``--use_unsloth``
+    loader = "    model = AutoModelForCausalLM.from_pretrained(\n"
+    assert loader in SFT_UTILS
+    utils = SFT_UTILS.replace(loader, """    if args.use_unsloth:
+        from unsloth import FastLanguageModel
+
+        model, _ = FastLanguageModel.from_pretrained(
+            model_name=args.model_name_or_path,
+            max_seq_length=training_args.max_length,
+            load_in_4bit=args.use_4bit_quantization,
+        )
+        model = FastLanguageModel.get_peft_model(model, r=args.lora_r)
+    else:
+        model = AutoModelForCausalLM.from_pretrained(\n""")
+    utils = utils.replace("""            args.model_name_or_path, quantization_config=bnb_config, dtype=torch.bfloat16
+        )""", """            args.model_name_or_path, quantization_config=bnb_config, dtype=torch.bfloat16
+            )""")
+    field = "use_4bit_quantization: Optional[bool] = field(default=False)"
+    assert field in SFT_TRAIN
+    train = SFT_TRAIN.replace(field, field + "\n    use_unsloth: Optional[bool] = field(default=False)")
+    settings, project = _project(tmp_path, {"train.py": train, "utils.py": utils, "run_qlora.sh": QLORA_LAUNCH})
+    [run] = project.runs_for(tmp_path / "run_qlora.sh", run_context(settings))
+    assert run.plan.value("quantization") == "nf4"
+    assert run.plan.get("fused_loss") is None  # Unsloth's fused cross-entropy is not this run's
+    assert run.plan.get("double_quant") is None or run.plan.value("double_quant") is False
+
+
+def test_the_double_quantization_option_a_helper_hands_bitsandbytes_is_read_from_the_launch(tmp_path: Path):
+    launch = QLORA_LAUNCH.replace("--use_4bit_quantization True", "--use_4bit_quantization True --use_nested_quant True")
+    settings, project = _project(tmp_path, {"train.py": SFT_TRAIN, "utils.py": SFT_UTILS, "run_qlora.sh": launch})
+    [run] = project.runs_for(tmp_path / "run_qlora.sh", run_context(settings))
+    assert run.plan.value("double_quant") is True
+    assert run.plan.get("double_quant").origin.path.endswith("run_qlora.sh")

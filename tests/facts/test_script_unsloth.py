@@ -80,3 +80,49 @@ def test_switches_written_in_the_call_decide():
     assert facts.grad_ckpt is None or facts.grad_ckpt.value == 0
     eight = STARTER.replace("dtype=None,", "dtype=None,\n        load_in_8bit=True,")
     assert one(eight).quantization.value == "int8"
+
+
+# A script that offers Unsloth as an option beside plain transformers + bitsandbytes (the shape
+# of peft's ``examples/sft/utils.py``): by default the transformers branch runs.
+OPTIONAL_UNSLOTH = dedent('''
+    import argparse
+
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM, BitsAndBytesConfig, Trainer, TrainingArguments
+
+
+    def load(args):
+        if args.use_unsloth:
+            from unsloth import FastLanguageModel
+
+            model, _ = FastLanguageModel.from_pretrained(
+                model_name=args.model_name_or_path,
+                max_seq_length=args.max_length,
+                load_in_4bit=args.use_4bit_quantization,
+            )
+            return FastLanguageModel.get_peft_model(model, r=args.lora_r)
+        quantization = BitsAndBytesConfig(load_in_4bit=args.use_4bit_quantization, bnb_4bit_quant_type="nf4")
+        model = AutoModelForCausalLM.from_pretrained(args.model_name_or_path, quantization_config=quantization)
+        return get_peft_model(model, LoraConfig(r=args.lora_r, target_modules="all-linear"))
+
+
+    if __name__ == "__main__":
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--model_name_or_path", default="meta-llama/Llama-2-7b-hf")
+        parser.add_argument("--use_unsloth", action="store_true")
+        parser.add_argument("--use_4bit_quantization", action="store_true")
+        parser.add_argument("--max_length", type=int, default=2048)
+        parser.add_argument("--lora_r", type=int, default=8)
+        args = parser.parse_args()
+        model = load(args)
+        Trainer(model=model, args=TrainingArguments(output_dir="out", per_device_train_batch_size=2)).train()
+''')
+
+
+def test_an_unsloth_branch_that_does_not_run_by_default_states_none_of_unsloths_defaults():
+    facts = one(OPTIONAL_UNSLOTH)
+    assert facts.model.value == "meta-llama/Llama-2-7b-hf"
+    assert facts.fused_loss is None  # Unsloth's fused cross-entropy is not the default run's
+    assert facts.grad_ckpt is None  # nor its get_peft_model's checkpointing
+    assert facts.lora_r.value == 8
