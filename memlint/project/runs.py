@@ -231,7 +231,7 @@ class RunFinder:
                 linked.append(self._arguments_document(arguments, file_args))
                 linked.extend(self.linked(linked[-1], seen))
                 passed = frozenset(file_args)
-            linked.extend(self._imported_defaults(facts, passed))
+            linked.extend(self._imported_defaults(self._with_library_arguments(facts), passed))
             helpers, overrides = self._imported_facts(facts, None, overrides)
             linked.extend(helpers)
         linked.extend(self.linked(facts, seen))
@@ -329,6 +329,7 @@ class RunFinder:
             launcher = replace(launcher, cli_args={**kept, **file_args}, bound_config=None)
             linked.append(self._arguments_document(arguments, file_args))
             linked.extend(self.linked(linked[-1], seen))
+        script = self._with_library_arguments(script)
         overrides = {**self._bound_config_facts(launcher), **apply_cli(script, launcher)}
         hidden = hidden_cli(script, launcher)
         linked.append(script)
@@ -401,6 +402,17 @@ class RunFinder:
                 if name not in ("framework", "trains"):  # the script decides how it trains
                     stated.setdefault(name, fact)
         return stated
+
+    def _with_library_arguments(self, script: RunFacts) -> RunFacts:
+        """``script`` with the options bound that a project subclass of a library arguments class,
+        imported by its parser, takes (``memlint.facts.imported_arguments.bind_library_arguments``)."""
+        from memlint.facts.imported_arguments import bind_library_arguments
+
+        try:
+            text = self.documents.document(script.path).text
+        except (OSError, ValueError):
+            return script
+        return bind_library_arguments(script, text, self._module_source(Path(script.path)))
 
     def _imported_defaults(self, script: RunFacts, passed: frozenset[str] = frozenset()) -> list[RunFacts]:
         """What the argument dataclasses a script imports from the project give its options by
