@@ -8,49 +8,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from facts_testing import dedent, write
+from test_entry_points import TRAIN as TRAIN_PY  # FastChat-like: TrainingArguments with model_max_length 512
+
 from memlint.facts.imported_arguments import library_argument_bases
 from memlint.lint.engine import Linter, run_context
 from memlint.project.project import Project
 from memlint.project.settings import Settings
-
-from tests.facts.facts_testing import dedent, write
-
-TRAIN_PY = dedent('''
-    """Full fine-tuning of a causal LM on conversations."""
-    from dataclasses import dataclass, field
-    from typing import Optional
-
-    import transformers
-    from transformers import Trainer
-
-
-    @dataclass
-    class ModelArguments:
-        model_name_or_path: Optional[str] = field(default="facebook/opt-125m")
-
-
-    @dataclass
-    class DataArguments:
-        data_path: str = field(default=None, metadata={"help": "Path to the training data."})
-
-
-    @dataclass
-    class TrainingArguments(transformers.TrainingArguments):
-        cache_dir: Optional[str] = field(default=None)
-        optim: str = field(default="adamw_torch")
-        model_max_length: int = field(default=4096, metadata={"help": "Maximum sequence length."})
-
-
-    def train():
-        parser = transformers.HfArgumentParser((ModelArguments, DataArguments, TrainingArguments))
-        model_args, data_args, training_args = parser.parse_args_into_dataclasses()
-        model = transformers.AutoModelForCausalLM.from_pretrained(model_args.model_name_or_path)
-        Trainer(model=model, args=training_args).train()
-
-
-    if __name__ == "__main__":
-        train()
-''')
 
 TRAIN_LORA_PY = dedent('''
     from dataclasses import dataclass, field
@@ -134,11 +98,11 @@ def test_the_launch_options_of_an_imported_subclass_state_the_run(tmp_path: Path
     setup = run.setup
     assert (setup.micro_batch, setup.grad_ckpt_every, setup.grad_accum) == (4, 1, 2)
     assert setup.lora is not None and setup.lora.r == 8
-    assert setup.seq_len == 4096  # the subclass's own default
+    assert setup.seq_len == 512  # the subclass's own default
     assert run.plan.get("seq_len").origin.path.endswith("convtrain/train.py")
     assert not [a for a in run.assumed if a.fact in ("micro_batch", "grad_ckpt")]
     memory = [d for d in Linter(settings).lint_path(tmp_path / "scripts/train_lora.sh") if d.code == "MEM001"]
-    assert memory == []  # 7B LoRA in bf16, 4 x 4096 tokens checkpointed, under ZeRO-2 on an H100
+    assert memory == []  # 7B LoRA in bf16, 4 x 512 tokens checkpointed, under ZeRO-2 on an H100
 
 
 def test_a_base_imported_under_another_name_or_from_another_project_module(tmp_path: Path):
