@@ -199,7 +199,7 @@ def library_argument_bases(text: str, module_source: ModuleSource) -> dict[str, 
     TrainingArguments``, defined as ``class TrainingArguments(transformers.TrainingArguments)``):
     name as parsed -> the library class's qualified name. The class's module is read (its own
     classes, and one more hop for a base it imports from another project module)."""
-    tree = _tree(text)
+    tree = _tree(text) if any(parser in text for parser in _PARSERS) else None
     if tree is None:
         return {}
     imported = _script_imports(text, tree)
@@ -215,11 +215,10 @@ def library_argument_bases(text: str, module_source: ModuleSource) -> dict[str, 
     return out
 
 
-def bind_library_arguments(script: RunFacts, text: str, module_source: ModuleSource) -> RunFacts:
+def bind_library_arguments(script: RunFacts, bases: dict[str, str]) -> RunFacts:
     """``script`` with the options of the library arguments classes its parser gets through a
     project subclass (``library_argument_bases``) bound as a parsed library class binds them: a
     launch's ``--per_device_train_batch_size 4`` is the run's micro-batch."""
-    bases = library_argument_bases(text, module_source)
     if not bases:
         return script
     bindings = dict(script.cli_bindings)

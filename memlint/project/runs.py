@@ -56,6 +56,9 @@ class RunFinder:
         self._imported: dict[str, tuple[list, list[Path]]] = {}
         # a script's key -> the quantization switches of the project modules it reaches (and those modules)
         self._switches: dict[str, tuple[list, list[Path]]] = {}
+        # a script's key -> the library arguments classes its parser gets through project subclasses
+        # (and the modules read for them)
+        self._library_arguments: dict[str, tuple[dict[str, str], list[Path]]] = {}
         # (module as imported, the importing file's folder, the folders above it) -> its file, and the
         # candidates probed for it: the imports of a package's files repeat, each resolved once per run
         self._module_files: dict[tuple, tuple[Path | None, list[tuple[str, bool]]]] = {}
@@ -66,6 +69,7 @@ class RunFinder:
         self._unused = None
         self._imported.clear()
         self._switches.clear()
+        self._library_arguments.clear()
         self._module_files.clear()
         self._folders.clear()
         self.config_launchers.invalidate()
@@ -406,13 +410,28 @@ class RunFinder:
     def _with_library_arguments(self, script: RunFacts) -> RunFacts:
         """``script`` with the options bound that a project subclass of a library arguments class,
         imported by its parser, takes (``memlint.facts.imported_arguments.bind_library_arguments``)."""
-        from memlint.facts.imported_arguments import bind_library_arguments
+        from memlint.facts.imported_arguments import bind_library_arguments, library_argument_bases
 
-        try:
-            text = self.documents.document(script.path).text
-        except (OSError, ValueError):
-            return script
-        return bind_library_arguments(script, text, self._module_source(Path(script.path)))
+        key = self.documents.key(script.path)
+        if key not in self._library_arguments:
+            source = self._module_source(Path(script.path))
+            read: list[Path] = []
+
+            def recorded(module: str) -> tuple[str, str] | None:
+                found = source(module)
+                if found is not None:
+                    read.append(Path(found[0]))
+                return found
+
+            try:
+                text = self.documents.document(script.path).text
+            except (OSError, ValueError):
+                text = ""
+            self._library_arguments[key] = (library_argument_bases(text, recorded), read)
+        bases, read = self._library_arguments[key]
+        for target in read:
+            reads.document(self.documents.key(target), self.documents.digest(target))
+        return bind_library_arguments(script, bases)
 
     def _imported_defaults(self, script: RunFacts, passed: frozenset[str] = frozenset()) -> list[RunFacts]:
         """What the argument dataclasses a script imports from the project give its options by
