@@ -137,6 +137,8 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "packing": ("full_length", lambda v: _flag(v, "packing")),
     "pad_to_max_length": ("full_length", lambda v: _flag(v, "pad_to_max_length")),
 }
+# the options a parsed TrainingArguments (or a subclass) takes from the command line
+OPTIONS = tuple(FIELDS) + ("bf16", "fp16")
 
 # Lengths that are truncation limits: a longer sample is cut, a shorter one is padded only to the
 # longest of its batch (the Trainer's default collators, TRL's, LLaVA's ``pad_sequence``), so the

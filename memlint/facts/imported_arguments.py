@@ -18,9 +18,13 @@ from __future__ import annotations
 import ast
 import re
 import warnings
+from dataclasses import replace
 from typing import Callable
 
+from memlint.facts import hf_args
+from memlint.facts.plan import RunFacts
 from memlint.model.diagnostics import Range
+from memlint.python.library import config_framework, is_library_dataclass
 from memlint.model.provenance import Location, Sourced
 
 # ``from pkg.mod import A, B as C`` / ``from pkg.mod import (A, B)``
@@ -170,35 +174,149 @@ def unread_parser_classes(text: str, module_source: ModuleSource) -> list[str]:
     tree = _tree(text)
     if tree is None:
         return []
-    imported = {name: module for module, names in _IMPORT.findall(text) for name in _imported_names(names)}
-    for node in ast.walk(tree):  # imports inside functions and ``if`` blocks too
-        if isinstance(node, ast.ImportFrom):
-            for alias in node.names:
-                imported.setdefault(alias.asname or alias.name, "." * node.level + (node.module or ""))
+    imported = _script_imports(text, tree)
     local = {node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef)}
     chosen = chosen_classes(text, module_source)
     unread: list[str] = []
+    for name in _parsed_names(tree):
+        if name in local or name in chosen:
+            continue
+        module = imported.get(name)
+        found = module_source(module) if module is not None else None
+        if module is not None and found is None:
+            continue  # a library's class
+        tree_found = _tree(found[1]) if found is not None else None
+        if tree_found is not None and any(isinstance(c, ast.ClassDef) and c.name == name and _is_dataclass(c)
+                                          for c in tree_found.body):
+            continue
+        unread.append(name)
+    return list(dict.fromkeys(unread))
+
+
+def library_argument_bases(text: str, module_source: ModuleSource) -> dict[str, str]:
+    """The arguments classes a script's parser names that it imports from a project module and
+    that extend a library's arguments class there (ToolBench's ``from toolbench.train.train import
+    TrainingArguments``, defined as ``class TrainingArguments(transformers.TrainingArguments)``):
+    name as parsed -> the library class's qualified name. The class's module is read (its own
+    classes, and one more hop for a base it imports from another project module)."""
+    tree = _tree(text) if any(parser in text for parser in _PARSERS) else None
+    if tree is None:
+        return {}
+    imported = _script_imports(text, tree)
+    local = {node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef)}
+    out: dict[str, str] = {}
+    for name in _parsed_names(tree):
+        module = imported.get(name)
+        if name in local or module is None:
+            continue
+        base = _library_base(module, name, module_source, hops=1)
+        if base is not None:
+            out[name] = base
+    return out
+
+
+def bind_library_arguments(script: RunFacts, bases: dict[str, str]) -> RunFacts:
+    """``script`` with the options of the library arguments classes its parser gets through a
+    project subclass (``library_argument_bases``) bound as a parsed library class binds them: a
+    launch's ``--per_device_train_batch_size 4`` is the run's micro-batch."""
+    if not bases:
+        return script
+    bindings = dict(script.cli_bindings)
+    for key in hf_args.OPTIONS:
+        bound = bindings.get(key, ())
+        if f"hf:{key}" not in bound:
+            bindings[key] = bound + (f"hf:{key}",)
+    framework = script.framework
+    name, base = next(iter(bases.items()))
+    found = config_framework(base)
+    if framework is None and found is not None and script.anchor is not None:
+        framework = Sourced(found, script.anchor, f"{name} ({base} subclass) parsed from the command line")
+    return replace(script, cli_bindings=bindings, framework=framework)
+
+
+def _library_base(module: str, name: str, module_source: ModuleSource, hops: int) -> str | None:
+    """The qualified name of the first library arguments class ``module.name`` extends (through
+    the module's own classes, and ``hops`` more project modules), or None."""
+    found = module_source(module)
+    tree = _tree(found[1]) if found is not None else None
+    if found is None or tree is None:
+        return None
+    classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
+    imports = _module_imports(tree)
+    todo, seen = [name], set()
+    while todo:
+        current = todo.pop(0)
+        if current in seen or current not in classes:
+            continue
+        seen.add(current)
+        for base in classes[current].bases:
+            written = _dotted(base)
+            if written is None:
+                continue
+            head, _, rest = written.partition(".")
+            if head in classes and not rest:
+                todo.append(head)
+                continue
+            if head not in imports:
+                continue
+            origin = imports[head] + (f".{rest}" if rest else "")
+            source_module, _, last = origin.rpartition(".")
+            if source_module and module_source(source_module) is not None:  # another module of the project
+                found_base = _library_base(source_module, last, module_source, hops - 1) if hops > 0 and not rest \
+                    else None
+                if found_base is not None:
+                    return found_base
+            elif is_library_dataclass(origin):
+                return origin
+    return None
+
+
+def _module_imports(tree: ast.Module) -> dict[str, str]:
+    """A module's top-level imports: the name bound -> what it names (``transformers``,
+    ``transformers.TrainingArguments``)."""
+    out: dict[str, str] = {}
+    for statement in tree.body:
+        if isinstance(statement, ast.Import):
+            for alias in statement.names:
+                out[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]
+        elif isinstance(statement, ast.ImportFrom) and statement.module and not statement.level:
+            for alias in statement.names:
+                out[alias.asname or alias.name] = f"{statement.module}.{alias.name}"
+    return out
+
+
+def _dotted(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        inner = _dotted(node.value)
+        return f"{inner}.{node.attr}" if inner is not None else None
+    return None
+
+
+def _script_imports(text: str, tree: ast.Module) -> dict[str, str]:
+    """Name -> the module a script imports it from (``from x import A``), inside functions and
+    ``if`` blocks too; a relative import keeps its dots."""
+    imported = {name: module for module, names in _IMPORT.findall(text) for name in _imported_names(names)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                imported.setdefault(alias.asname or alias.name, "." * node.level + (node.module or ""))
+    return imported
+
+
+def _parsed_names(tree: ast.Module) -> list[str]:
+    """The plain names of the classes an ``HfArgumentParser``/``TrlParser`` call is given
+    (``transformers.TrainingArguments`` is a library's, read by its name elsewhere)."""
+    out: list[str] = []
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and node.args and
                 getattr(node.func, "id", getattr(node.func, "attr", None)) in _PARSERS):
             continue
         written = node.args[0]
         names = written.elts if isinstance(written, (ast.Tuple, ast.List)) else [written]
-        for name in names:
-            if not isinstance(name, ast.Name):
-                continue  # ``transformers.TrainingArguments``: a library's, read by its name
-            if name.id in local or name.id in chosen:
-                continue
-            module = imported.get(name.id)
-            found = module_source(module) if module is not None else None
-            if module is not None and found is None:
-                continue  # a library's class
-            tree_found = _tree(found[1]) if found is not None else None
-            if tree_found is not None and any(isinstance(c, ast.ClassDef) and c.name == name.id and _is_dataclass(c)
-                                              for c in tree_found.body):
-                continue
-            unread.append(name.id)
-    return list(dict.fromkeys(unread))
+        out.extend(name.id for name in names if isinstance(name, ast.Name))
+    return out
 
 
 def imported_constants(constants: dict[str, tuple[str, str]], module_source: ModuleSource) -> dict[str, Sourced[str]]:

@@ -11,6 +11,7 @@ import libcst as cst
 from memlint.facts.script_facts import ANCHOR_MODEL, RANK_CONFIG, RANK_MODEL, ScriptFacts
 from memlint.model.vocabulary import ATTENTION, dtype_name
 from memlint.python.library import (
+    INT8_PREPARATION,
     KBIT_PREPARATION,
     LORA_CONFIGS,
     PEFT_WRAPPERS,
@@ -63,14 +64,15 @@ IMAGE_MODEL_ADVICE = ("memlint sizes Transformers language and vision-language m
 
 
 @functools.lru_cache(maxsize=1024)
-def _roles(names: frozenset[str]) -> tuple[bool, str | None, bool, bool, str | None, bool, bool, bool]:
+def _roles(names: frozenset[str]) -> tuple[bool, str | None, bool, bool, str | None, str | None, bool, bool]:
     """What a call's qualified names make it here: a model loader, an image model's library, a
-    quantization config, a LoRA config, another PEFT method's config, a k-bit preparation, a
-    Liger patch, Unsloth's LoRA wrap. Asked of every call of the module after each edit, for a
-    few dozen distinct sets of names (most calls have none)."""
+    quantization config, a LoRA config, another PEFT method's config, a k-bit preparation (its
+    name), a Liger patch, Unsloth's LoRA wrap. Asked of every call of the module after each edit,
+    for a few dozen distinct sets of names (most calls have none)."""
+    kbit = next((n.rsplit(".", 1)[-1] for n in sorted(names) if n in KBIT_PREPARATION or n in INT8_PREPARATION), None)
     return (any(is_model_loader(n) for n in names), next((lib for n in names if (lib := image_model_library(n))), None),
             bool(names & QUANTIZATION_CONFIGS), bool(names & LORA_CONFIGS),
-            next((n for n in names if _other_peft_config(n)), None), bool(names & KBIT_PREPARATION),
+            next((n for n in names if _other_peft_config(n)), None), kbit,
             any(liger(n) == "patch" for n in names), any(is_unsloth_model(n, "get_peft_model") for n in names))
 
 
@@ -94,14 +96,39 @@ def recognise(ctx: ScriptFacts, call: cst.Call, names: frozenset[str], method: s
         method = other_peft.rsplit(".", 1)[-1]
         ctx.state("unmodelled", (f"the PEFT method `{method}`", PEFT_METHOD_ADVICE), call.func,
                   f"{method}(...) given to get_peft_model", at=call, extra_guards=ctx.value_guards(call))
-    if kbit:
+    if kbit == "prepare_model_for_int8_training":
+        int8_preparation(ctx, call)
+    elif kbit:
         arguments = ctx.values.arguments(call, ("model", "use_gradient_checkpointing"))
         ctx.switch("grad_ckpt", 1, arguments.get("use_gradient_checkpointing"), True, call.func,
-                   "prepare_model_for_kbit_training enables gradient checkpointing", at=call)
+                   f"{kbit} enables gradient checkpointing", at=call)
     if liger_patch:
         arguments = ctx.values.arguments(call)
         ctx.switch("fused_loss", True, arguments.get("fused_linear_cross_entropy"), True, call.func,
                    "Liger fused linear cross-entropy", at=call)
+
+
+def int8_preparation(ctx: ScriptFacts, call: cst.Call) -> None:
+    """peft's ``prepare_model_for_int8_training(model, output_embedding_layer_name,
+    use_gradient_checkpointing=True, ...)`` enables gradient checkpointing only for a model
+    loaded in 8 bits (``if loaded_in_8bit and use_gradient_checkpointing``): on when the load
+    seen so far is 8-bit, bound to the options that make it 8-bit, off for any other load."""
+    arguments = ctx.values.arguments(call, ("model", "output_embedding_layer_name", "use_gradient_checkpointing"))
+    note = "prepare_model_for_int8_training enables gradient checkpointing (an 8-bit model)"
+    quantization = ctx.facts.quantization
+    if quantization is not None:
+        if quantization.value == "int8":
+            ctx.switch("grad_ckpt", 1, arguments.get("use_gradient_checkpointing"), True, call.func, note, at=call)
+        return
+    use = arguments.get("use_gradient_checkpointing")
+    found = ctx.values.evaluate(use) if use is not None else None
+    if use is not None and not (found is not None and found.known and found.value):
+        return
+    bindings = ctx.facts.cli_bindings
+    for option, bound in list(bindings.items()):  # ``load_in_8bit=args.load_8bit``: the option decides both
+        extra = tuple(b.replace("quantization=int8", "grad_ckpt=1") for b in bound
+                      if b.removeprefix("not:") == "if:quantization=int8")
+        bindings[option] = bound + tuple(b for b in extra if b not in bound)
 
 
 # device maps with which accelerate spreads the layers over every visible GPU (a dict or "cuda:0"

@@ -24,7 +24,7 @@ from memlint.python.library import (
 from memlint.python.values import ClassValue, Found, Mapping
 
 # TrainingArguments fields a launcher can usefully pass (the ones that mean something for memory)
-HF_OPTIONS = tuple(hf_args.FIELDS) + ("bf16", "fp16")
+HF_OPTIONS = hf_args.OPTIONS
 
 
 @functools.lru_cache(maxsize=1024)

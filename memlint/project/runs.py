@@ -56,6 +56,9 @@ class RunFinder:
         self._imported: dict[str, tuple[list, list[Path]]] = {}
         # a script's key -> the quantization switches of the project modules it reaches (and those modules)
         self._switches: dict[str, tuple[list, list[Path]]] = {}
+        # a script's key -> the library arguments classes its parser gets through project subclasses
+        # (and the modules read for them)
+        self._library_arguments: dict[str, tuple[dict[str, str], list[Path]]] = {}
         # (module as imported, the importing file's folder, the folders above it) -> its file, and the
         # candidates probed for it: the imports of a package's files repeat, each resolved once per run
         self._module_files: dict[tuple, tuple[Path | None, list[tuple[str, bool]]]] = {}
@@ -66,6 +69,7 @@ class RunFinder:
         self._unused = None
         self._imported.clear()
         self._switches.clear()
+        self._library_arguments.clear()
         self._module_files.clear()
         self._folders.clear()
         self.config_launchers.invalidate()
@@ -231,7 +235,7 @@ class RunFinder:
                 linked.append(self._arguments_document(arguments, file_args))
                 linked.extend(self.linked(linked[-1], seen))
                 passed = frozenset(file_args)
-            linked.extend(self._imported_defaults(facts, passed))
+            linked.extend(self._imported_defaults(self._with_library_arguments(facts), passed))
             helpers, overrides = self._imported_facts(facts, None, overrides)
             linked.extend(helpers)
         linked.extend(self.linked(facts, seen))
@@ -329,6 +333,7 @@ class RunFinder:
             launcher = replace(launcher, cli_args={**kept, **file_args}, bound_config=None)
             linked.append(self._arguments_document(arguments, file_args))
             linked.extend(self.linked(linked[-1], seen))
+        script = self._with_library_arguments(script)
         overrides = {**self._bound_config_facts(launcher), **apply_cli(script, launcher)}
         hidden = hidden_cli(script, launcher)
         linked.append(script)
@@ -401,6 +406,32 @@ class RunFinder:
                 if name not in ("framework", "trains"):  # the script decides how it trains
                     stated.setdefault(name, fact)
         return stated
+
+    def _with_library_arguments(self, script: RunFacts) -> RunFacts:
+        """``script`` with the options bound that a project subclass of a library arguments class,
+        imported by its parser, takes (``memlint.facts.imported_arguments.bind_library_arguments``)."""
+        from memlint.facts.imported_arguments import bind_library_arguments, library_argument_bases
+
+        key = self.documents.key(script.path)
+        if key not in self._library_arguments:
+            source = self._module_source(Path(script.path))
+            read: list[Path] = []
+
+            def recorded(module: str) -> tuple[str, str] | None:
+                found = source(module)
+                if found is not None:
+                    read.append(Path(found[0]))
+                return found
+
+            try:
+                text = self.documents.document(script.path).text
+            except (OSError, ValueError):
+                text = ""
+            self._library_arguments[key] = (library_argument_bases(text, recorded), read)
+        bases, read = self._library_arguments[key]
+        for target in read:
+            reads.document(self.documents.key(target), self.documents.digest(target))
+        return bind_library_arguments(script, bases)
 
     def _imported_defaults(self, script: RunFacts, passed: frozenset[str] = frozenset()) -> list[RunFacts]:
         """What the argument dataclasses a script imports from the project give its options by

@@ -110,14 +110,11 @@ def is_tokenizer_loader(qualname: str) -> bool:
 
 
 PEFT_WRAPPERS = {"peft.get_peft_model", "peft.mapping.get_peft_model", "peft.mapping_func.get_peft_model"}
-MODEL_WRAPPERS = PEFT_WRAPPERS | {
-    "peft.prepare_model_for_kbit_training",
-    "peft.utils.prepare_model_for_kbit_training",
-    "peft.utils.other.prepare_model_for_kbit_training",
-    "peft.PeftModel.from_pretrained",
-}
-
-KBIT_PREPARATION = {n for n in MODEL_WRAPPERS if n.endswith("prepare_model_for_kbit_training")}
+# peft's k-bit preparation under both its names: ``prepare_model_for_int8_training`` (peft before
+# 0.4; it enables gradient checkpointing only for a model loaded in 8 bits) and its successor
+KBIT_PREPARATION = {f"{module}.prepare_model_for_kbit_training" for module in ("peft", "peft.utils", "peft.utils.other")}
+INT8_PREPARATION = {f"{module}.prepare_model_for_int8_training" for module in ("peft", "peft.utils", "peft.utils.other")}
+MODEL_WRAPPERS = PEFT_WRAPPERS | KBIT_PREPARATION | INT8_PREPARATION | {"peft.PeftModel.from_pretrained"}
 QUANTIZATION_CONFIGS = {"transformers.BitsAndBytesConfig", "transformers.utils.quantization_config.BitsAndBytesConfig"}
 LORA_CONFIGS = {"peft.LoraConfig", "peft.tuners.lora.LoraConfig", "peft.tuners.lora.config.LoraConfig"}
 DATALOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}

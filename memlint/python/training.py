@@ -583,6 +583,7 @@ def _trained_models(index: ModuleIndex) -> set[str]:
 _MODEL_WRAPPERS = {
     "get_peft_model",
     "prepare_model_for_kbit_training",
+    "prepare_model_for_int8_training",
     "PeftModel",
     "PeftModelForCausalLM",
     "DistributedDataParallel",

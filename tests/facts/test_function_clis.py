@@ -216,7 +216,7 @@ def test_the_readme_command_of_a_fire_script_is_judged(tmp_path: Path):
             --base_model 'huggyllama/llama-7b' \\
             --data_path 'yahma/alpaca-cleaned' \\
             --output_dir './lora-alpaca' \\
-            --micro_batch_size 16 \\
+            --micro_batch_size 64 \\
             --cutoff_len 512
         ```
     ''')
@@ -226,7 +226,8 @@ def test_the_readme_command_of_a_fire_script_is_judged(tmp_path: Path):
     found = [d for d in Linter(settings).lint_path(tmp_path / "README.md") if d.code.startswith("MEM")]
     [finding] = found
     assert finding.code == "MEM001"
-    assert (finding.range.start.line, finding.range.start.column) == span(readme, "--micro_batch_size «16»")[:2]
+    # 8-bit LLaMA-7B, checkpointed by prepare_model_for_int8_training: micro-batch 64 is what breaks a T4
+    assert (finding.range.start.line, finding.range.start.column) == span(readme, "--micro_batch_size «64»")[:2]
 
 
 # ChatGLM3's finetune_demo/finetune_hf.py, trimmed: typer arguments read by position

@@ -364,6 +364,58 @@ def test_qlora_guarded_by_a_dataclass_flag():
     assert facts.cli_bindings["lora_r"] == ("hf:lora_r", "lora_r")
 
 
+INT8_LORA = dedent('''
+    """LoRA on an 8-bit LLaMA with peft's older int8 preparation (peft < 0.4)."""
+    import argparse
+
+    import torch
+    import transformers
+    from peft import LoraConfig, get_peft_model, prepare_model_for_int8_training as prepare_int8
+    from transformers import LlamaForCausalLM
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model_path", default="huggyllama/llama-7b")
+    parser.add_argument("--micro_batch", type=int, default=4)
+    parser.add_argument("--load_8bit", action="store_true")
+    args = parser.parse_args()
+
+    model = LlamaForCausalLM.from_pretrained(args.model_path, load_in_8bit=LOAD_8BIT, torch_dtype=torch.float16)
+    model = prepare_int8(model)
+    model = get_peft_model(model, LoraConfig(r=8, target_modules=["q_proj", "v_proj"]))
+    trainer = transformers.Trainer(
+        model=model,
+        args=transformers.TrainingArguments(per_device_train_batch_size=args.micro_batch, fp16=True, output_dir="out"),
+    )
+    trainer.train()
+''')
+
+
+def test_int8_preparation_checkpoints_an_8bit_model():
+    src = INT8_LORA.replace("LOAD_8BIT", "True")
+    facts = one(src)
+    assert facts.quantization.value == "int8"
+    assert facts.grad_ckpt.value == 1
+    assert where(facts.grad_ckpt) == span(src, "model = «prepare_int8»(model)")
+    assert facts.lora_r.value == 8
+
+
+def test_int8_preparation_follows_the_option_that_loads_in_8_bits():
+    src = INT8_LORA.replace("LOAD_8BIT", "args.load_8bit")
+    facts = one(src)
+    assert facts.quantization is None and facts.grad_ckpt is None  # --load_8bit is off by default
+    assert "if:quantization=int8" in facts.cli_bindings["load_8bit"]
+    assert "if:grad_ckpt=1" in facts.cli_bindings["load_8bit"]
+
+
+def test_int8_preparation_leaves_a_16bit_model_unchanged():
+    # peft checkpoints only ``if loaded_in_8bit and use_gradient_checkpointing``
+    facts = one(INT8_LORA.replace("load_in_8bit=LOAD_8BIT, ", ""))
+    assert facts.quantization is None and facts.grad_ckpt is None
+    facts = one(INT8_LORA.replace("prepare_int8(model)", "prepare_int8(model, use_gradient_checkpointing=False)")
+                .replace("LOAD_8BIT", "True"))
+    assert facts.quantization.value == "int8" and facts.grad_ckpt is None
+
+
 def test_lora_applied_only_when_an_option_says_so():
     src = dedent('''
         import argparse
