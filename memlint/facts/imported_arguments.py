@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import ast
 import re
-import warnings
 from dataclasses import replace
 from typing import Callable
 
 from memlint.facts import hf_args
 from memlint.facts.plan import RunFacts
+from memlint.facts.stamped_files import python_module
 from memlint.model.diagnostics import Range
 from memlint.python.library import config_framework, is_library_dataclass
 from memlint.model.provenance import Location, Sourced
@@ -81,7 +81,7 @@ def chosen_classes(text: str, module_source: ModuleSource) -> dict[str, tuple[st
     ``PipelineArguments = AutoArguments.get_pipeline_args_class("dpo_aligner")``, which returns
     ``PIPELINE_ARGUMENT_MAPPING[pipeline_name]``, a dict in ``lmflow/args.py``): variable ->
     (the module as imported, the class's name there)."""
-    tree = _tree(text)
+    tree = python_module(text)
     if tree is None:
         return {}
     imported = {name: module for module, names in _IMPORT.findall(text) for name in _imported_names(names)}
@@ -103,7 +103,7 @@ def chosen_classes(text: str, module_source: ModuleSource) -> dict[str, tuple[st
         if not isinstance(owner, ast.Name) or owner.id not in imported:
             continue
         found = module_source(imported[owner.id])
-        module_tree = _tree(found[1]) if found is not None else None
+        module_tree = python_module(found[1]) if found is not None else None
         if module_tree is None:
             continue
         chosen = _dispatched(module_tree, owner.id, method, literal)
@@ -171,7 +171,7 @@ def unread_parser_classes(text: str, module_source: ModuleSource) -> list[str]:
     read: not defined in the script, not imported from a library (a module outside the project),
     not a dataclass of the project module it is imported from, not chosen from a dict of classes
     there. Their defaults are unknown: the run's TrainingArguments defaults are assumptions."""
-    tree = _tree(text)
+    tree = python_module(text)
     if tree is None:
         return []
     imported = _script_imports(text, tree)
@@ -185,7 +185,7 @@ def unread_parser_classes(text: str, module_source: ModuleSource) -> list[str]:
         found = module_source(module) if module is not None else None
         if module is not None and found is None:
             continue  # a library's class
-        tree_found = _tree(found[1]) if found is not None else None
+        tree_found = python_module(found[1]) if found is not None else None
         if tree_found is not None and any(isinstance(c, ast.ClassDef) and c.name == name and _is_dataclass(c)
                                           for c in tree_found.body):
             continue
@@ -199,7 +199,7 @@ def library_argument_bases(text: str, module_source: ModuleSource) -> dict[str, 
     TrainingArguments``, defined as ``class TrainingArguments(transformers.TrainingArguments)``):
     name as parsed -> the library class's qualified name. The class's module is read (its own
     classes, and one more hop for a base it imports from another project module)."""
-    tree = _tree(text) if any(parser in text for parser in _PARSERS) else None
+    tree = python_module(text) if any(parser in text for parser in _PARSERS) else None
     if tree is None:
         return {}
     imported = _script_imports(text, tree)
@@ -238,7 +238,7 @@ def _library_base(module: str, name: str, module_source: ModuleSource, hops: int
     """The qualified name of the first library arguments class ``module.name`` extends (through
     the module's own classes, and ``hops`` more project modules), or None."""
     found = module_source(module)
-    tree = _tree(found[1]) if found is not None else None
+    tree = python_module(found[1]) if found is not None else None
     if found is None or tree is None:
         return None
     classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
@@ -326,7 +326,7 @@ def imported_constants(constants: dict[str, tuple[str, str]], module_source: Mod
     out: dict[str, Sourced[str]] = {}
     for option, (module, name) in constants.items():
         found = module_source(module)
-        tree = _tree(found[1]) if found is not None else None
+        tree = python_module(found[1]) if found is not None else None
         if found is None or tree is None:
             continue
         for statement in tree.body:
@@ -338,22 +338,13 @@ def imported_constants(constants: dict[str, tuple[str, str]], module_source: Mod
     return out
 
 
-def _tree(source: str) -> ast.Module | None:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError):
-        return None
-
-
 def _location(path: str, value: ast.expr) -> Location:
     return Location(path, Range.of(value.lineno, value.col_offset, value.end_lineno or value.lineno,
                                    value.end_col_offset or value.col_offset))
 
 
 def _field_defaults(path: str, source: str, wanted: set[str]) -> dict[str, Sourced[str]]:
-    tree = _tree(source)
+    tree = python_module(source)
     if tree is None:
         return {}
     classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}

@@ -327,16 +327,15 @@ def bits_and_bytes(ctx: ScriptFacts, call: cst.Call) -> None:
         ctx.bind(four.options, f"if:quantization={kind}")
     if eight is not None and eight.options:
         ctx.bind(eight.options, "if:quantization=int8")
-    double_found = argument("bnb_4bit_use_double_quant")
-    if double_found is not None and double_found.options:  # peft's ``bnb_4bit_use_double_quant=args.use_nested_quant``
-        ctx.bind(double_found.options, "if:double_quant=true")
+    double = argument("bnb_4bit_use_double_quant")
+    if double is not None and double.options:  # peft's ``bnb_4bit_use_double_quant=args.use_nested_quant``
+        ctx.bind(double.options, "if:double_quant=true")
     if four is not None and four.known and four.value is True and four.node is not None:
         if kind is not None:
             where = kind_found.node if kind_found is not None and kind_found.node is not None else four.node
             note = "BitsAndBytesConfig(bnb_4bit_quant_type=...)" if kind_found is not None else (
                 "BitsAndBytesConfig(load_in_4bit=True): fp4 by default")
             ctx.state("quantization", kind, where, note, at=call, extra_guards=guards, rank=RANK_CONFIG)
-        double = argument("bnb_4bit_use_double_quant")
         if "bnb_4bit_use_double_quant" not in arguments:
             ctx.state("double_quant", False, four.node, "bnb_4bit_use_double_quant defaults to False",
                       at=call, extra_guards=guards, rank=RANK_CONFIG)

@@ -23,9 +23,6 @@ from memlint.python.library import (
 )
 from memlint.python.values import ClassValue, Found, Mapping
 
-# TrainingArguments fields a launcher can usefully pass (the ones that mean something for memory)
-HF_OPTIONS = hf_args.OPTIONS
-
 
 @functools.lru_cache(maxsize=1024)
 def _roles(names: frozenset[str]) -> tuple[frozenset[str | None], frozenset[str | None], bool]:
@@ -236,7 +233,7 @@ def _library_class(ctx: ScriptFacts, call: cst.Call, qualname: str) -> None:
         ctx.anchor(call.func, ANCHOR_CONFIG)
         trainer_kind(ctx, call, frozenset({qualname}))
     if is_library_dataclass(qualname):
-        for key in HF_OPTIONS:
+        for key in hf_args.OPTIONS:
             ctx.bind((key,), f"hf:{key}")
 
 
