@@ -56,7 +56,7 @@ def _candidates(arch: Architecture, setup: TrainingSetup) -> list[Candidate]:
             'optim="adamw_torch_fused" or torch.optim.AdamW(..., fused=True)',
             lambda t: t.but(optimizer=Optimizer.ADAMW_FUSED))
     if s.attention == Attention.EAGER:
-        add("sdpa", "use SDPA / flash attention", 'attn_implementation="sdpa"',
+        add("sdpa", "use SDPA / flash attention", 'attn_implementation="sdpa" (transformers>=4.36)',
             lambda t: t.but(attention=Attention.SDPA))
     if arch.is_causal_lm and not s.fused_loss:
         add("fused_loss", "use a fused cross-entropy (no full logits)",

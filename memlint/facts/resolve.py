@@ -591,6 +591,11 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
     grad_ckpt = plan.get("grad_ckpt")
     prov["grad_ckpt"] = grad_ckpt
     attention = plan.get("attention")
+    pinned_attention = plan.get("pinned_attention")
+    if attention is None and pinned_attention is not None and "auto_map" not in arch.config:
+        # the pinned release runs eager attention; a model with its own modelling code runs that
+        attention = pinned_attention
+        notes.append(pinned_attention.note)
     prov["attention"] = attention
     lora = None
     r = plan.get("lora_r")

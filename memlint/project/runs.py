@@ -244,6 +244,12 @@ class RunFinder:
             switched = self._switched_quantization(facts)
             if switched is not None:
                 plan = merge(entry, linked, {**overrides, "quantization": switched}, hidden - set(overrides))
+        if plan.get("attention") is None:
+            launched = self.documents.resolve_reference(str(facts.launches.value), facts.path) \
+                if facts.launches is not None else None
+            pinned = self._pinned_attention(plan, launched)
+            if pinned is not None:
+                plan.facts["pinned_attention"] = pinned
         if facts.launches is not None and plan.get("micro_batch") is None:
             from memlint.facts.launch_options import unknown_micro_batch
 
@@ -251,6 +257,22 @@ class RunFinder:
             if unknown is not None:  # passed, but not known: no default stands in for it
                 plan.facts["micro_batch_unknown"] = unknown
         return plan
+
+    def _pinned_attention(self, plan: TrainingPlan, launched: Path | None) -> Sourced[str] | None:
+        """Eager attention where the project pins a transformers (or torch) release that runs no
+        SDPA by default, unless a script of the run patches the attention itself (the launched
+        script may only patch it and hand over to the module that trains: FastChat's train_mem.py)."""
+        from memlint.facts.pinned_attention import patches_attention, pinned_eager_attention
+
+        if not plan.entry or not _transformers_model(plan):
+            return None
+        pinned = pinned_eager_attention(self.documents.root, plan.entry)
+        if pinned is None:
+            return None
+        scripts = [Path(d) for d in plan.documents if str(d).endswith(".py")] + ([launched] if launched else [])
+        if patches_attention(self.documents.text_for_scan(script) for script in scripts):
+            return None
+        return pinned
 
     def _switched_quantization(self, facts: RunFacts) -> Sourced[str] | None:
         """The quantization a switch of the project's arguments classes turns on in its model code
@@ -943,6 +965,16 @@ class RunFinder:
                 reads.document(self.documents.key(infra.origin.path), digest)
                 return infra
         return None
+
+
+def _transformers_model(plan: TrainingPlan) -> bool:
+    """Whether the run's model is built by transformers (its attention is the library's): a
+    Trainer or a framework that loads through it, or a ``from_pretrained``/``from_config`` loader;
+    torchtune, litgpt, Megatron and a script's own modules bring their own attention."""
+    if plan.value("framework") in ("hf-trainer", "trl", "axolotl", "llamafactory"):
+        return True
+    model = plan.get("model")
+    return model is not None and ("from_pretrained" in model.note or "from_config" in model.note)
 
 
 def _calls(text: str, name: str) -> bool:

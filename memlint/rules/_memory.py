@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from memlint.estimate import Budget
+from memlint.facts.pinned_attention import PINNED_EAGER
 from memlint.facts.resolve import ResolvedRun
 from memlint.lint.context import RuleContext
 from memlint.model.provenance import Location, Sourced
@@ -65,9 +66,14 @@ def location_for(run: ResolvedRun, budget: Budget, within: Callable[[str], bool]
     return run.plan.anchor if within is None else None
 
 
-def describe_dominant(budget: Budget) -> str:
+def describe_dominant(budget: Budget, run: ResolvedRun | None = None) -> str:
+    """The largest part of the peak, and the pin that made the attention eager when it decides."""
     dominant = budget.dominant
-    return f"{dominant.label.split(' (')[0].split(':')[0].lower()} {gib(dominant.bytes)}"
+    said = f"{dominant.label.split(' (')[0].split(':')[0].lower()} {gib(dominant.bytes)}"
+    attention = run.provenance.get("attention") if run is not None else None
+    if attention is not None and attention.note.startswith(PINNED_EAGER):
+        said += f"; {attention.note.split('; ')[0]}"
+    return said
 
 
 def resting_assumptions(ctx: RuleContext, run: ResolvedRun) -> list:

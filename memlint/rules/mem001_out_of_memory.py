@@ -191,7 +191,7 @@ class OutOfMemory(Rule):
                 if run.lower_bound is not None else f"{gib(budget.peak_bytes)} per GPU"
             message = (
                 f"estimated peak {at_least} exceeds the {gib(cap.usable_bytes)} "
-                f"usable on {cap.gpu_name}{ctx.gpu_origin(run)}{condition}{also} (largest part: {describe_dominant(budget)})"
+                f"usable on {cap.gpu_name}{ctx.gpu_origin(run)}{condition}{also} (largest part: {describe_dominant(budget, run)})"
                 f"{shorter}{fix_hint(ctx, run)}{assumption_clause(assumed)}"
             )
             yield memory_finding(ctx, run, budget, message, assumed, severity)

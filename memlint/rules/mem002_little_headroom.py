@@ -75,7 +75,7 @@ class LittleHeadroom(Rule):
             message = (
                 f"estimated peak {at_least} is {share:.0f}% of the {gib(cap.usable_bytes)} "
                 f"usable on {cap.gpu_name}{ctx.gpu_origin(run)}, inside the last {cap.headroom_fraction:.0%} "
-                f"(largest part: {describe_dominant(budget)}){fix_hint(ctx, run, 'frees')}"
+                f"(largest part: {describe_dominant(budget, run)}){fix_hint(ctx, run, 'frees')}"
             )
             assumed = resting_assumptions(ctx, run)
             if rests_on_unread_config(assumed):

@@ -1,0 +1,88 @@
+"""The attention a transformers model runs when nothing in the run names one, read from the pins.
+
+Since transformers 4.36 a model that supports it runs PyTorch's ``scaled_dot_product_attention``
+(SDPA) unless ``from_pretrained`` asks otherwise, on ``torch>=2.1.1`` (transformers PR #26572,
+"F.scaled_dot_product_attention support"; issue #28005: "In Transformers 4.36, we started adding
+native support of SDPA, enabled by default"; ``docs/source/en/perf_infer_gpu_one.md``: "SDPA is
+used by default for torch>=2.1.1"). Before it, every model transformers ships ran its eager
+attention, which materialises the (tokens x tokens) scores and probabilities of every head: a
+project that pins ``transformers==4.31.0`` (2023's fine-tuning repositories) trains with eager
+attention unless it patches the attention itself (FastChat's
+``replace_llama_attn_with_flash_attn()``, xformers patches) or asks for FlashAttention 2
+(``use_flash_attention_2=True``, read elsewhere). Long sequences change the verdict: LLaMA-2-7B at
+10 x 4,096 tokens holds ~48 GiB more under eager attention than under SDPA.
+
+A pin that admits any release from 4.36 on (``transformers>=4.28``) installs the newest, which
+runs SDPA: only a pin whose every admitted release predates 4.36 (``==4.31.0``, ``<4.34``,
+``~=4.33.0``) or a torch pin before 2.1.1 states eager attention.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Iterable
+
+from packaging.version import InvalidVersion, Version
+
+from memlint.facts.pinned_versions import Pin, pins
+from memlint.model.diagnostics import Range
+from memlint.model.provenance import Location, Sourced
+
+TRANSFORMERS_SDPA = Version("4.36.0")
+TORCH_SDPA = Version("2.1.1")
+PINNED_EAGER = "eager attention: `"  # how the fact's note begins (the rules quote it)
+
+# a script that replaces the attention of the model it loads: flash-attn or xformers patches
+# (FastChat's ``replace_llama_attn_with_flash_attn``, LongLoRA's ``replace_llama_attn``,
+# ``llama_flash_attn_monkey_patch``), or that calls a kernel library's attention itself
+_PATCHED = re.compile(r"\b(?:\w*flash_attn\w*|\w*flash_attention\w*|xformers|replace_\w*attn\w*)\b")
+
+
+def pinned_eager_attention(root: Path, near: str | Path) -> Sourced[str] | None:
+    """``"eager"`` with the pin that makes it so, when the project's pins select a transformers
+    (or torch) release that does not run SDPA by default; else None."""
+    found = pins(root, near)
+    for package, threshold in (("transformers", TRANSFORMERS_SDPA), ("torch", TORCH_SDPA)):
+        pin = found.get(package)
+        if pin is not None and _only_before(pin, threshold):
+            where = Location(str(Path(root) / pin.path), Range.of(max(pin.line, 1), 0, max(pin.line, 1), 0))
+            return Sourced("eager", where,
+                           f"{PINNED_EAGER}{package}{pin.specifier}` ({pin.where}) predates SDPA by default "
+                           f"({package} {threshold}); the model's attention materialises its scores")
+    return None
+
+
+def patches_attention(texts: Iterable[str | None]) -> bool:
+    """Whether a script of the run replaces or bypasses the model's own attention."""
+    return any(text is not None and _PATCHED.search(text) is not None for text in texts)
+
+
+def _only_before(pin: Pin, threshold: Version) -> bool:
+    """Whether every release the pin admits predates ``threshold``: an upper bound below it
+    (``==4.31.0``, ``<4.34``, ``<=4.35.2``, ``~=4.33.0``, ``==4.31.*``); a pin with none admits
+    the newest release, which pip installs."""
+    if pin.url or pin.source_tree:
+        return False  # a commit or the project's own copy: no release can be read
+    for spec in pin.specifier:
+        try:
+            bound = Version(spec.version.rstrip(".*"))
+        except InvalidVersion:
+            continue
+        if spec.operator in ("==", "===") and not spec.version.endswith("*"):
+            if bound < threshold:
+                return True
+        elif spec.operator == "==" and _ceiling(bound.release) <= threshold:  # ==4.31.* admits 4.31.x
+            return True
+        elif spec.operator == "<" and bound <= threshold:
+            return True
+        elif spec.operator == "<=" and bound < threshold:
+            return True
+        elif spec.operator == "~=" and _ceiling(bound.release[:-1] or bound.release) <= threshold:
+            return True  # ~=4.33.0 admits < 4.34; ~=4.33 admits < 5
+    return False
+
+
+def _ceiling(release: tuple[int, ...]) -> Version:
+    """The first release after every release that starts with ``release`` (4.33 -> 4.34)."""
+    return Version(".".join(map(str, release[:-1] + (release[-1] + 1,))))
