@@ -597,6 +597,28 @@ class RunFinder:
             combined = {**imported.overrides, **combined}
         return linked, combined
 
+    def _launched_through_delegate(self, module: Path) -> list[RunFacts]:
+        """The launches of a sibling script that only prepares the process and hands over to this
+        module (FastChat's ``train_mem.py`` patches the attention, then calls ``train.train()``;
+        LLaVA's and ToolBench's copies, ``train_xformers.py``): the module runs as they launch it,
+        not alone with its defaults. Siblings named after the module (``train_*.py``) only."""
+        try:
+            siblings = sorted(p for p in module.parent.glob(f"{module.stem}_*.py") if p.is_file())
+        except OSError:
+            return []
+        found = []
+        for sibling in siblings:
+            if self.documents.facts(sibling):
+                continue  # a script with a run of its own
+            delegated = self._delegated_facts(sibling)
+            if not delegated or self.documents.key(delegated[0].path) != self.documents.key(module):
+                continue
+            found.extend(
+                f for launcher in self.links.referrers(sibling) for f in self.documents.facts(launcher)
+                if f.launches is not None
+                and self._same(self.documents.resolve_reference(str(f.launches.value), launcher), self.documents.key(sibling)))
+        return found
+
     def _delegated_facts(self, script: Path, depth: int = 0) -> list[RunFacts]:
         """The run a script starts by calling an entry point it imports from the project
         (``from fastchat.train.train import train`` then ``train()``; ``from pkg.cli import main``):
@@ -709,6 +731,8 @@ class RunFinder:
         if documented and len(documented) < len(own):
             own = documented  # the script runs as its docstring says: those options apply
         launchers = [f for f in launched_by if f.launches is not None]
+        if own and not launchers and self.documents.kind(path) == DocumentKind.PYTHON:
+            launchers = self._launched_through_delegate(Path(path))
         if launchers and own:
             entries = launchers  # the script runs through its launcher(s): their options apply
         else:

@@ -162,3 +162,31 @@ def test_a_script_that_patches_the_attention_keeps_its_own(tmp_path: Path):
 def test_upper_bounds_decide(tmp_path: Path, requirements: str, eager: bool):
     (tmp_path / "requirements.txt").write_text(requirements)
     assert (pinned_eager_attention(tmp_path, tmp_path / "train.py") is not None) is eager
+
+
+def test_a_module_a_launched_sibling_hands_over_to_runs_as_launched_not_alone(tmp_path: Path):
+    """FastChat's layout: ``train_mem.py`` patches the attention and calls ``train.main()``; the
+    module's own defaults (a small model, no micro-batch) are no run of their own."""
+    with_defaults = PRETRAIN_PY.replace("model_name_or_path: Optional[str] = field(default=None)",
+                                        'model_name_or_path: Optional[str] = field(default="facebook/opt-125m")')
+    write(tmp_path, {
+        "requirements.txt": REQUIREMENTS,
+        "train/pretrain/pretrain_clm.py": with_defaults,
+        "train/pretrain/pretrain_clm_mem.py": dedent('''
+            from llama_flash_attn_monkey_patch import replace_llama_attn_with_flash_attn
+
+            replace_llama_attn_with_flash_attn()
+
+            from pretrain_clm import main
+
+            if __name__ == "__main__":
+                main()
+        '''),
+        "train/pretrain/pretrain.sh": PRETRAIN_SH.replace("pretrain_clm.py", "pretrain_clm_mem.py"),
+        "train/pretrain/ds_config_zero3.json": ZERO3,
+    })
+    (tmp_path / ".git").mkdir(exist_ok=True)
+    settings = Settings(root=tmp_path).with_overrides(gpu="h100", gpus=8, cache=False, offline=True)
+    [run] = Project(settings).runs_for(tmp_path / "train/pretrain/pretrain_clm.py", run_context(settings))
+    assert run.plan.get("model").value == "meta-llama/Llama-2-7b-hf"
+    assert run.setup.micro_batch == 10 and run.setup.attention.value == "sdpa"
