@@ -606,7 +606,7 @@ class RunFinder:
             siblings = sorted(p for p in module.parent.glob(f"{module.stem}_*.py") if p.is_file())
         except OSError:
             return []
-        found = []
+        found: list[RunFacts] = []
         for sibling in siblings:
             if self.documents.facts(sibling):
                 continue  # a script with a run of its own
