@@ -35,6 +35,7 @@ from memlint.facts.shell_words import (
     option_variables,
     template,
 )
+from memlint.facts.shell_writes import copied_from
 from memlint.model.diagnostics import Position, Range
 from memlint.model.provenance import Location, Sourced
 from memlint.python.options import option_key
@@ -482,6 +483,10 @@ class _Shell:
                     word = Word(word.text[override.end():], word.raw[raw_start:], word.start + raw_start, word.end)
                     leading = False
                 value = expand(word, self.variables)
+                if value is None or not value.text.lower().endswith(_CONFIG_SUFFIXES):
+                    copied = copied_from(self.text, self._position(word.start).line, word.raw)
+                    if copied is not None and copied.lower().endswith(_CONFIG_SUFFIXES):
+                        value = Value(copied, word.start, word.end)  # the copy holds the source's content
                 if leading:
                     key = f"#{i + 1}"  # typer's arguments, fire's parameters: the script binds them by place
                     if value is None:

@@ -7,6 +7,10 @@ it. What counts as a write: an output redirection (``>``, ``>>``, ``>|``, ``&>``
 a here-document), ``tee``, and the destination of ``cp``/``mv``/``ln``. Only paths written as
 plain words are matched; a path built from a variable the script sets is matched as the script
 spells it (``$OUT/ds.json`` against ``$OUT/ds.json``).
+
+A file the script copies into place (SPPO's ``pipeline.sh``: ``cp recipes/config_full.yaml
+"$new_config_file"`` then ``accelerate launch run_sppo.py "$new_config_file"``) holds its
+source's content when the launch reads it: ``copied_from`` names that source.
 """
 
 from __future__ import annotations
@@ -58,3 +62,23 @@ def written_before(text: str, line: int) -> set[str]:
 def writes(text: str, line: int, path: str) -> bool:
     """Does the script write ``path``, as it spells it, in the lines before ``line``?"""
     return _normal(path) in written_before(text, line)
+
+
+def copied_from(text: str, line: int, path: str) -> str | None:
+    """The source of the last ``cp``/``install`` before ``line`` (1-based) whose destination is
+    ``path`` as the script spells it; None when none is, or the source is itself a variable."""
+    target = _normal(path)
+    source = None
+    for written in text.splitlines()[:max(line - 1, 0)]:
+        stripped = written.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        for part in re.split(r"\s*(?:\|\|?|&&|;)\s*", stripped):
+            try:
+                words = shlex.split(part, comments=True, posix=False)
+            except ValueError:
+                continue
+            operands = [w for w in words[1:] if not w.startswith("-")]
+            if words and words[0] in ("cp", "install") and len(operands) == 2 and _normal(operands[1]) == target:
+                source = None if "$" in operands[0] else _normal(operands[0])
+    return source
