@@ -123,6 +123,9 @@ def _precision(plan: TrainingPlan, arch: Architecture) -> tuple[Precision, Sourc
 
     load = plan.get("half_model") or plan.get("load_dtype")
     assumption = None
+    pinned = plan.get("pinned_load_dtype")
+    if load is None and pinned is not None:
+        load, assumption = pinned, pinned.note  # a transformers 4.x pin: from_pretrained loads fp32
     load_value = load.value if load is not None else "auto"
     if load_value == "auto":
         published = str(arch.config.get("torch_dtype") or arch.config.get("dtype") or "float32")
@@ -147,9 +150,9 @@ def _precision(plan: TrainingPlan, arch: Architecture) -> tuple[Precision, Sourc
     if load_value in ("bf16", "fp16"):
         return (Precision.BF16 if load_value == "bf16" else Precision.FP16), load, assumption
     if amp_value == "bf16":
-        return Precision.AMP_BF16, amp, None
+        return Precision.AMP_BF16, amp, assumption
     if amp_value == "fp16":
-        return Precision.AMP_FP16, amp, None
+        return Precision.AMP_FP16, amp, assumption
     return Precision.FP32, load, assumption
 
 

@@ -286,6 +286,7 @@ def loading_arguments(ctx: ScriptFacts, named: dict[str, cst.BaseExpression], at
         if key in named:
             ctx.state_found("load_dtype", values.evaluate(named[key]), dtype_of, f"from_pretrained({key}=...)",
                             at=at, binding="load_dtype", rank=rank)
+            ctx.state("load_dtype_written", True, named[key], f"from_pretrained({key}=...)", at=at, rank=rank)
     if "attn_implementation" in named:
         ctx.state_found("attention", values.evaluate(named["attn_implementation"]),
                         lambda v: ATTENTION.get(v) if isinstance(v, str) else None,

@@ -250,6 +250,15 @@ class RunFinder:
             pinned = self._pinned_attention(plan, launched)
             if pinned is not None:
                 plan.facts["pinned_attention"] = pinned
+        if all(plan.get(name) is None for name in ("load_dtype", "load_dtype_written", "half_model", "quantization")) \
+                and plan.value("framework") not in ("trl", "axolotl", "llamafactory") \
+                and plan.entry and _transformers_model(plan):
+            # TRL, Axolotl and LLaMA-Factory choose the dtype themselves
+            from memlint.facts.pinned_defaults import pinned_fp32_load
+
+            fp32 = pinned_fp32_load(self.documents.root, plan.entry)
+            if fp32 is not None:
+                plan.facts["pinned_load_dtype"] = fp32
         if facts.launches is not None and plan.get("micro_batch") is None:
             from memlint.facts.launch_options import unknown_micro_batch
 
@@ -262,7 +271,7 @@ class RunFinder:
         """Eager attention where the project pins a transformers (or torch) release that runs no
         SDPA by default, unless a script of the run patches the attention itself (the launched
         script may only patch it and hand over to the module that trains: FastChat's train_mem.py)."""
-        from memlint.facts.pinned_attention import patches_attention, pinned_eager_attention
+        from memlint.facts.pinned_defaults import patches_attention, pinned_eager_attention
 
         if not plan.entry or not _transformers_model(plan):
             return None

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from memlint.estimate import Budget
-from memlint.facts.pinned_attention import PINNED_EAGER
+from memlint.facts.pinned_defaults import PINNED_EAGER
 from memlint.facts.resolve import ResolvedRun
 from memlint.lint.context import RuleContext
 from memlint.model.provenance import Location, Sourced

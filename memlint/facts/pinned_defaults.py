@@ -1,4 +1,5 @@
-"""The attention a transformers model runs when nothing in the run names one, read from the pins.
+"""Defaults the pinned transformers release decides: the attention a model runs and the dtype it
+loads in, when nothing in the run names them.
 
 Since transformers 4.36 a model that supports it runs PyTorch's ``scaled_dot_product_attention``
 (SDPA) unless ``from_pretrained`` asks otherwise, on ``torch>=2.1.1`` (transformers PR #26572,
@@ -11,6 +12,11 @@ attention unless it patches the attention itself (FastChat's
 ``replace_llama_attn_with_flash_attn()``, xformers patches) or asks for FlashAttention 2
 (``use_flash_attention_2=True``, read elsewhere). Long sequences change the verdict: LLaMA-2-7B at
 10 x 4,096 tokens holds ~48 GiB more under eager attention than under SDPA.
+
+transformers 4's ``from_pretrained`` loads the weights in fp32 unless ``torch_dtype`` says
+otherwise; transformers 5 loads the checkpoint's dtype (``dtype="auto"``). A project that pins a
+4.x release and loads without a dtype trains fp32 weights (under ``bf16=True``: autocast over fp32
+weights, gradients and optimizer states), twice the bytes of the bf16 checkpoint it names.
 
 A pin that admits any release from 4.36 on (``transformers>=4.28``) installs the newest, which
 runs SDPA: only a pin whose every admitted release predates 4.36 (``==4.31.0``, ``<4.34``,
@@ -31,6 +37,7 @@ from memlint.model.provenance import Location, Sourced
 
 TRANSFORMERS_SDPA = Version("4.36.0")
 TORCH_SDPA = Version("2.1.1")
+TRANSFORMERS_5 = Version("5.0.0")
 PINNED_EAGER = "eager attention: `"  # how the fact's note begins (the rules quote it)
 
 # a script that replaces the attention of the model it loads: flash-attn or xformers patches
@@ -46,11 +53,25 @@ def pinned_eager_attention(root: Path, near: str | Path) -> Sourced[str] | None:
     for package, threshold in (("transformers", TRANSFORMERS_SDPA), ("torch", TORCH_SDPA)):
         pin = found.get(package)
         if pin is not None and _only_before(pin, threshold):
-            where = Location(str(Path(root) / pin.path), Range.of(max(pin.line, 1), 0, max(pin.line, 1), 0))
-            return Sourced("eager", where,
+            return Sourced("eager", _at(root, pin),
                            f"{PINNED_EAGER}{package}{pin.specifier}` ({pin.where}) predates SDPA by default "
                            f"({package} {threshold}); the model's attention materialises its scores")
     return None
+
+
+def pinned_fp32_load(root: Path, near: str | Path) -> Sourced[str] | None:
+    """``"fp32"`` with the pin, when the project's transformers pin admits only 4.x releases."""
+    pin = pins(root, near).get("transformers")
+    if pin is None or not _only_before(pin, TRANSFORMERS_5):
+        return None
+    return Sourced("fp32", _at(root, pin),
+                   f"weights load in fp32: `transformers{pin.specifier}` ({pin.where}) is a 4.x release, whose "
+                   "from_pretrained loads fp32 unless torch_dtype says otherwise")
+
+
+def _at(root: Path, pin: Pin) -> Location:
+    line = max(pin.line, 1)
+    return Location(str(Path(root) / pin.path), Range.of(line, 0, line, 0))
 
 
 def patches_attention(texts: Iterable[str | None]) -> bool:

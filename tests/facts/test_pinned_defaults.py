@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from facts_testing import dedent, write
 
-from memlint.facts.pinned_attention import patches_attention, pinned_eager_attention
+from memlint.facts.pinned_defaults import patches_attention, pinned_eager_attention
 from memlint.lint.engine import Linter, run_context
 from memlint.project.project import Project
 from memlint.project.settings import Settings
@@ -190,3 +190,41 @@ def test_a_module_a_launched_sibling_hands_over_to_runs_as_launched_not_alone(tm
     [run] = Project(settings).runs_for(tmp_path / "train/pretrain/pretrain_clm.py", run_context(settings))
     assert run.plan.get("model").value == "meta-llama/Llama-2-7b-hf"
     assert run.setup.micro_batch == 10 and run.setup.attention.value == "sdpa"
+
+
+DDP_SH = dedent('''
+    torchrun --nproc_per_node 8 pretrain_clm.py \\
+        --model_name_or_path meta-llama/Llama-2-7b-hf \\
+        --train_files data/train.csv \\
+        --per_device_train_batch_size 1 \\
+        --block_size 512 \\
+        --bf16 \\
+        --gradient_checkpointing \\
+        --output_dir out
+''')
+
+
+@pytest.mark.parametrize("requirements,precision", [
+    ("transformers==4.31.0\n", "amp-bf16"),     # 4.x: from_pretrained loads fp32, bf16=True autocasts
+    ("transformers>=4.31.0,<5\n", "amp-bf16"),
+    ("transformers>=4.31.0\n", "fp16"),  # the newest release: transformers 5 loads the checkpoint's fp16
+    ("", "fp16"),
+])
+def test_a_4x_pin_loads_fp32_weights_where_the_script_names_no_dtype(tmp_path: Path, requirements: str,
+                                                                      precision: str):
+    settings = _project(tmp_path, requirements)
+    write(tmp_path, {"train/pretrain/pretrain.sh": DDP_SH})
+    run = _run(settings)
+    assert run.setup.precision.value == precision
+    if precision == "amp-bf16":
+        assert any(note.startswith("weights load in fp32: `transformers") for note in run.assumptions)
+    # a dtype the script names wins over the release's default
+    named = PRETRAIN_PY.replace("config=config)", "config=config, torch_dtype=torch.bfloat16)")
+    write(tmp_path, {"train/pretrain/pretrain_clm.py": named})
+    assert _run(Settings(root=tmp_path).with_overrides(gpu="h100", gpus=8, cache=False, offline=True)
+                ).setup.precision.value == "bf16"
+    # a dtype memlint cannot evaluate (qlora's ``torch.float32 if args.fp16 else ...``) is still named
+    unread = PRETRAIN_PY.replace("config=config)", "config=config, torch_dtype=pick_dtype(training_args))")
+    write(tmp_path, {"train/pretrain/pretrain_clm.py": unread})
+    run = _run(Settings(root=tmp_path).with_overrides(gpu="h100", gpus=8, cache=False, offline=True))
+    assert not any(note.startswith("weights load in fp32") for note in run.assumptions)
