@@ -482,6 +482,11 @@ class _Shell:
                     word = Word(word.text[override.end():], word.raw[raw_start:], word.start + raw_start, word.end)
                     leading = False
                 value = expand(word, self.variables)
+                if override is not None and not override.group().startswith("~"):  # ~key deletes the key
+                    key = override.group().lstrip("+").rstrip("=")
+                    shown = self.sourced(value, key) if value is not None else None
+                    facts.overrides[key] = Sourced(shown.value, shown.origin, key) if shown is not None else \
+                        Sourced(None, self.location(word.start, word.end), f"{key}={word.raw}")
                 if leading:
                     key = f"#{i + 1}"  # typer's arguments, fire's parameters: the script binds them by place
                     if value is None:
