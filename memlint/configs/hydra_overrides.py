@@ -77,7 +77,10 @@ KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
 }
 # a PPO-style run's sequence: the prompt plus the generated response (verl's and EasyR1's ``data``)
 PROMPT_AND_RESPONSE = ("data.max_prompt_length", "data.max_response_length")
-# the GPUs a Ray trainer places its workers on: per node x nodes (verl's and EasyR1's ``trainer``)
+# verl SFT's FSDP CPU offload (sft_trainer.yaml ``model.fsdp_config``): on, and of the parameters
+SFT_CPU_OFFLOAD = ("model.fsdp_config.cpu_offload", "model.fsdp_config.offload_params")
+# the GPUs a Ray trainer places its workers on: per node x nodes (verl's and EasyR1's ``trainer``);
+# verl's SFT trainer runs on the GPUs torchrun starts instead
 GPUS = ("trainer.n_gpus_per_node", "trainer.nnodes")
 # the model of an actor that shares its GPUs with a rollout engine (verl's hybrid engine), and the
 # share of each GPU that engine reserves
@@ -125,37 +128,54 @@ def hydra_facts(launcher: RunFacts, defaults: Mapping[str, Sourced[Any]]) -> Run
         value = convert(str(fact.value))
         if value is not None and not (name == "lora_r" and value == 0):
             setattr(facts, name, Sourced(value, fact.origin, f"{key}={fact.value}"))
-    if facts.model is None:
+    model = facts.model
+    if model is None:
         return None
-    facts.framework = Sourced("plain", facts.model.origin, f"the script's config key {facts.model.note}")
+    facts.framework = Sourced("plain", model.origin, f"the script's config key {model.note}")
     prompt, response = (written.get(k) for k in PROMPT_AND_RESPONSE)
     if facts.seq_len is None and prompt is not None and response is not None:
         lengths = [_count(str(f.value)) for f in (prompt, response) if f.value is not None]
         if len(lengths) == 2 and None not in lengths:
             facts.seq_len = Sourced(sum(int(n) for n in lengths if n is not None), response.origin,
                                     f"{PROMPT_AND_RESPONSE[0]} + {PROMPT_AND_RESPONSE[1]}")
+    offload, params = (written.get(k) for k in SFT_CPU_OFFLOAD)
+    if facts.offload_params is None and offload is not None and params is not None \
+            and _flag(str(offload.value)) is not None and _flag(str(params.value)) is not None:
+        # fsdp_sft_trainer.py: ``CPUOffload(offload_params=...)`` only when ``cpu_offload`` is on; with
+        # the parameters on the CPU their gradients and the optimizer step are there too
+        on = bool(_flag(str(offload.value))) and bool(_flag(str(params.value)))
+        where = params if _flag(str(offload.value)) else offload
+        facts.offload_params = Sourced(on, where.origin, " and ".join(SFT_CPU_OFFLOAD))
+        facts.offload_optimizer = Sourced(on, where.origin, " and ".join(SFT_CPU_OFFLOAD))
     per_node, nodes = (written.get(k) for k in GPUS)
-    if launcher.world_size is None and per_node is not None and per_node.value is not None:
+    hybrid = _hybrid_engine(model)
+    if hybrid is not None and launcher.world_size is None and per_node is not None and per_node.value is not None:
         count, node_count = _count(str(per_node.value)), _count(str(nodes.value)) if nodes and nodes.value else 1
         if count is not None and node_count is not None:
             facts.gpus_per_node = Sourced(count, per_node.origin, GPUS[0])
             facts.world_size = Sourced(count * node_count, per_node.origin, " x ".join(GPUS))
-    _unmodelled(facts, written)
+            # a bare ``python3 -m ...main_ppo`` is Ray's driver: the workers it places are the run
+            facts.single_process = Sourced(False, per_node.origin, "Ray places one worker per GPU")
+    _unmodelled(facts, written, hybrid)
     return facts
 
 
-def _unmodelled(facts: RunFacts, written: Mapping[str, Sourced[Any]]) -> None:
+def _hybrid_engine(model: Sourced[Any]) -> str | None:
+    """The hybrid-engine key that named the model (None for a model trained on its own)."""
+    return next((key for key in HYBRID_ENGINE if model.note is not None and model.note.startswith(key + "=")), None)
+
+
+def _unmodelled(facts: RunFacts, written: Mapping[str, Sourced[Any]], hybrid: str | None) -> None:
     """What the estimate does not model: the hybrid engine's shared GPUs, sequence parallelism."""
     model = facts.model
     assert model is not None
-    for key, share in HYBRID_ENGINE.items():
-        if model.note is not None and model.note.startswith(key + "="):
-            reserved = written.get(share)
-            held = f" (`{share}={reserved.value}`)" if reserved and reserved.value else ""
-            what = (f"verl's actor-rollout hybrid engine: the trained actor `{model.value}` shares each GPU with "
-                    f"the rollout engine{held} and, when a KL term is used, the reference model")
-            facts.unmodelled = Sourced((what, HYBRID_ENGINE_ADVICE), model.origin, key)
-            return
+    if hybrid is not None:
+        reserved = written.get(HYBRID_ENGINE[hybrid])
+        held = f" (`{HYBRID_ENGINE[hybrid]}={reserved.value}`)" if reserved and reserved.value else ""
+        what = (f"verl's actor-rollout hybrid engine: the trained actor `{model.value}` shares each GPU with "
+                f"the rollout engine{held} and, when a KL term is used, the reference model")
+        facts.unmodelled = Sourced((what, HYBRID_ENGINE_ADVICE), model.origin, hybrid)
+        return
     for key in SEQUENCE_PARALLEL:
         degree = written.get(key)
         size = _count(str(degree.value)) if degree is not None and degree.value is not None else None
@@ -166,7 +186,7 @@ def _unmodelled(facts: RunFacts, written: Mapping[str, Sourced[Any]]) -> None:
 
 
 # every key read, from the overrides or from the config
-READ_KEYS = (*KEYS, *PROMPT_AND_RESPONSE, *GPUS, *HYBRID_ENGINE.values(), *SEQUENCE_PARALLEL)
+READ_KEYS = (*KEYS, *PROMPT_AND_RESPONSE, *SFT_CPU_OFFLOAD, *GPUS, *HYBRID_ENGINE.values(), *SEQUENCE_PARALLEL)
 
 
 def config_values(value: Any, located: Callable[[tuple[str, ...]], Any], name: str) -> dict[str, Sourced[Any]]:
