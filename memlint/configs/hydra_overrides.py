@@ -21,6 +21,7 @@ import posixpath
 import re
 from typing import Any, Callable, Mapping
 
+from memlint.configs.usual_flags import _count, _flag, _flag_count
 from memlint.facts.plan import RunFacts
 from memlint.model.provenance import Sourced
 
@@ -31,19 +32,6 @@ _ARGUMENT = re.compile(r"\b(config_path|config_name)\s*=\s*(?:[rRuU]?)(['\"])(?P
 # framework entry points that are Hydra scripts, for a launch of one installed outside the project
 ENTRY_MODULES = frozenset({"verl/trainer/main_ppo.py", "verl/trainer/fsdp_sft_trainer.py",
                            "verl/trainer/sft_trainer.py"})
-
-
-def _count(text: str) -> int | None:
-    return int(text) if text.isdigit() and int(text) >= 1 else None
-
-
-def _flag(text: str) -> bool | None:
-    return {"true": True, "false": False}.get(text.strip().lower())
-
-
-def _flag_count(text: str) -> int | None:
-    flag = _flag(text)
-    return None if flag is None else int(flag)
 
 
 def _text(text: str) -> str | None:
@@ -87,7 +75,8 @@ GPUS = ("trainer.n_gpus_per_node", "trainer.nnodes")
 HYBRID_ENGINE = {"actor_rollout_ref.model.path": "actor_rollout_ref.rollout.gpu_memory_utilization",
                  "worker.actor.model.model_path": "worker.rollout.gpu_memory_utilization"}
 # sequence parallelism (DeepSpeed Ulysses) splits each sequence over GPUs: not modelled
-SEQUENCE_PARALLEL = ("ulysses_sequence_parallel_size", "actor_rollout_ref.actor.ulysses_sequence_parallel_size")
+# (verl SFT's top-level key; a PPO actor's is moot, the hybrid engine being unmodelled already)
+SEQUENCE_PARALLEL = ("ulysses_sequence_parallel_size",)
 HYBRID_ENGINE_ADVICE = ("memlint sizes one trained model; size this run with the framework's own guidance (verl's "
                         "docs/perf/perf_tuning.rst: micro-batches, offloads, gpu_memory_utilization) and silence "
                         "this note with `# memlint: ignore[MEM003]`")

@@ -10,6 +10,12 @@ from memlint.lint.engine import Linter
 from tests.facts.facts_testing import dedent, span
 from tests.project.test_config_launchers import _project, _runs
 
+
+def _run(tmp_path, files: dict[str, str], launcher: str):
+    """The one run of ``launcher`` in a project of ``files``."""
+    [run] = _runs(_project(tmp_path, files), launcher)
+    return run
+
 # a verl-like trainer package: the PPO entry point and its composed config
 MAIN_PPO = dedent('''
     import hydra
@@ -90,9 +96,7 @@ PPO_FILES = {
 
 
 def test_overrides_and_the_composed_config_state_the_actor_run(tmp_path):
-    settings = _project(tmp_path, PPO_FILES)
-    [run] = _runs(settings, "examples/grpo/run_qwen2_5-7b.sh")
-    plan = run.plan
+    plan = _run(tmp_path, PPO_FILES, "examples/grpo/run_qwen2_5-7b.sh").plan
     assert plan.value("model") == "Qwen/Qwen2.5-7B-Instruct"
     # located where the launcher's variable is set
     assert plan.get("model").origin.range.start.line == span(GRPO_LAUNCH, "MODEL_PATH=«Qwen/Qwen2.5-7B-Instruct»")[0]
@@ -118,8 +122,7 @@ def test_the_hybrid_engine_is_reported_as_not_modelled_never_judged(tmp_path):
 
 def test_an_override_the_launch_cannot_know_hides_the_config_default(tmp_path):
     launch = GRPO_LAUNCH.replace("MODEL_PATH=Qwen/Qwen2.5-7B-Instruct\n", "")
-    settings = _project(tmp_path, {**PPO_FILES, "examples/grpo/run_qwen2_5-7b.sh": launch})
-    [run] = _runs(settings, "examples/grpo/run_qwen2_5-7b.sh")
+    run = _run(tmp_path, {**PPO_FILES, "examples/grpo/run_qwen2_5-7b.sh": launch}, "examples/grpo/run_qwen2_5-7b.sh")
     # `$MODEL_PATH` comes from the caller: the config's ~/models/deepseek-llm-7b-chat is not what runs
     assert run.plan.value("model") is None
 
@@ -200,8 +203,7 @@ SFT_FILES = {
 
 
 def test_an_sft_launch_reads_its_overrides_and_the_config_defaults(tmp_path):
-    settings = _project(tmp_path, SFT_FILES)
-    [run] = _runs(settings, "examples/sft/run_qwen_05_peft.sh")
+    run = _run(tmp_path, SFT_FILES, "examples/sft/run_qwen_05_peft.sh")
     plan = run.plan
     assert plan.value("model") == "Qwen/Qwen2.5-0.5B-Instruct"
     assert plan.value("micro_batch") == 8
@@ -214,8 +216,7 @@ def test_an_sft_launch_reads_its_overrides_and_the_config_defaults(tmp_path):
 
 def test_sequence_parallelism_is_reported_as_not_modelled(tmp_path):
     launch = SFT_LAUNCH.replace("$@", "$@ \\\n    ulysses_sequence_parallel_size=2")
-    settings = _project(tmp_path, {**SFT_FILES, "examples/sft/run_qwen_05_peft.sh": launch})
-    [run] = _runs(settings, "examples/sft/run_qwen_05_peft.sh")
+    run = _run(tmp_path, {**SFT_FILES, "examples/sft/run_qwen_05_peft.sh": launch}, "examples/sft/run_qwen_05_peft.sh")
     assert run.problem is not None and "sequence parallelism (`ulysses_sequence_parallel_size=2`)" in run.problem
 
 
@@ -273,10 +274,9 @@ FROM_CLI_LAUNCH = dedent('''
 
 
 def test_omegaconf_from_cli_reads_the_config_the_launch_names(tmp_path):
-    settings = _project(tmp_path, {"rlkit/__init__.py": "", "rlkit/trainer/__init__.py": "",
-                                   "rlkit/trainer/main.py": FROM_CLI_MAIN, "examples/config.yaml": FROM_CLI_CONFIG,
-                                   "examples/qwen2_5_vl_7b_grpo.sh": FROM_CLI_LAUNCH})
-    [run] = _runs(settings, "examples/qwen2_5_vl_7b_grpo.sh")
+    files = {"rlkit/__init__.py": "", "rlkit/trainer/__init__.py": "", "rlkit/trainer/main.py": FROM_CLI_MAIN,
+             "examples/config.yaml": FROM_CLI_CONFIG, "examples/qwen2_5_vl_7b_grpo.sh": FROM_CLI_LAUNCH}
+    run = _run(tmp_path, files, "examples/qwen2_5_vl_7b_grpo.sh")
     plan = run.plan
     assert plan.value("model") == "Qwen/Qwen2.5-VL-7B-Instruct"
     assert plan.value("micro_batch") == 1 and plan.get("micro_batch").origin.path.endswith("config.yaml")
@@ -294,7 +294,6 @@ def test_key_value_words_to_a_script_that_parses_no_overrides_state_nothing(tmp_
         Trainer(model=model, args=TrainingArguments(output_dir="out", per_device_train_batch_size=2)).train()
     ''')
     launch = "python train.py actor_rollout_ref.model.path=Qwen/Qwen2.5-72B-Instruct\n"
-    settings = _project(tmp_path, {"train.py": script, "run.sh": launch})
-    [run] = _runs(settings, "run.sh")
+    run = _run(tmp_path, {"train.py": script, "run.sh": launch}, "run.sh")
     assert run.plan.value("model") == "gpt2"
     assert run.problem is None
