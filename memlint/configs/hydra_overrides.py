@@ -91,14 +91,15 @@ def is_entry(script_text: str | None, script_path: str) -> bool:
     return posixpath.normpath(script_path.replace("\\", "/")).lstrip("./") in ENTRY_MODULES
 
 
-def config_named(script_text: str) -> str | None:
+def config_named(script_text: str, launched_name: str | None = None) -> str | None:
     """The config file ``@hydra.main(config_path="config", config_name="ppo_trainer")`` names,
-    relative to the script's folder (None when not written as plain strings)."""
+    relative to the script's folder (None when not written as plain strings); a launch's
+    ``--config-name X`` replaces the name, in the same folder."""
     found = _HYDRA_MAIN.search(script_text)
     if found is None:
         return None
     written = {m.group(1): m.group("value") for m in _ARGUMENT.finditer(found.group("arguments"))}
-    name = written.get("config_name")
+    name = launched_name or written.get("config_name")
     if not name:
         return None
     name = name if name.endswith((".yaml", ".yml")) else name + ".yaml"

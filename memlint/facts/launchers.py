@@ -57,6 +57,8 @@ _TORCHRUN_MODULES = ("torch.distributed.run", "torch.distributed.launch")
 _CONFIG_SUFFIXES = (".json", ".yaml", ".yml")
 _HYDRA_NAME = frozenset({"config_name", "cn"})  # Hydra's --config-name / -cn
 _HYDRA_PATH = ("config_path", "cp")
+# the note of the reference ``--config-path P --config-name X`` makes (the run reads that config's values)
+CONFIG_OPTIONS_NOTE = "Hydra --config-path/--config-name"
 
 
 @dataclass
@@ -549,7 +551,7 @@ class _Shell:
         written = name.text if name.text.lower().endswith(_CONFIG_SUFFIXES) else name.text + ".yaml"
         path = posixpath.normpath(posixpath.join(base, folder, written)) if not folder.startswith("/") else \
             posixpath.join(folder, written)
-        facts.references.append(Sourced(path, self.location(name.start, name.end), "Hydra --config-path/--config-name"))
+        facts.references.append(Sourced(path, self.location(name.start, name.end), CONFIG_OPTIONS_NOTE))
 
     @staticmethod
     def _option_value(launch: _Launch, key: str) -> str | None:

@@ -264,6 +264,7 @@ class RunFinder:
         when the script it runs parses them, over the values of the config the script composes
         (``@hydra.main(config_path=..., config_name=...)``) or the launch names (``config=x.yaml``)."""
         from memlint.configs import hydra_overrides
+        from memlint.facts.launchers import CONFIG_OPTIONS_NOTE
 
         text: str | None = None
         if script is not None:
@@ -275,11 +276,16 @@ class RunFinder:
         if not hydra_overrides.is_entry(text, str(launcher.launches.value)):
             return None
         named = launcher.overrides.get("config")
+        # ``--config-path P --config-name X`` (the launcher resolved it), or ``--config-name X`` alone
+        folder_and_name = next((r for r in launcher.references if r.note == CONFIG_OPTIONS_NOTE), None)
+        name = launcher.cli_args.get("config_name") or launcher.cli_args.get("cn")
         config: Path | None = None
         if named is not None and named.value is not None and str(named.value).endswith((".yaml", ".yml")):
             config = self.documents.resolve_reference(str(named.value), launcher.path)
+        elif folder_and_name is not None:
+            config = self.documents.resolve_reference(str(folder_and_name.value), launcher.path)
         elif script is not None and text is not None:
-            relative = hydra_overrides.config_named(text)
+            relative = hydra_overrides.config_named(text, str(name.value) if name is not None else None)
             candidate = script.parent / relative if relative is not None else None
             config = candidate if candidate is not None and candidate.is_file() else None
         defaults = {}

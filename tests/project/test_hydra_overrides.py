@@ -127,6 +127,20 @@ def test_an_override_the_launch_cannot_know_hides_the_config_default(tmp_path):
     assert run.plan.value("model") is None
 
 
+def test_a_launch_config_name_picks_the_config_of_the_same_folder(tmp_path):
+    long_context = PPO_TRAINER.replace("max_prompt_length: 512", "max_prompt_length: 1024").replace(
+        "max_response_length: 512", "max_response_length: 3072")
+    launch = dedent('''
+        python3 -m rlkit.trainer.main_ppo --config-name ppo_trainer_long \\
+            actor_rollout_ref.model.path=Qwen/Qwen2.5-3B-Instruct \\
+            actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4
+    ''')
+    files = {**PPO_FILES, "rlkit/trainer/config/ppo_trainer_long.yaml": long_context, "run_long.sh": launch}
+    plan = _run(tmp_path, files, "run_long.sh").plan
+    assert plan.value("seq_len") == 1024 + 3072
+    assert plan.get("seq_len").origin.path.endswith("ppo_trainer_long.yaml")
+
+
 # a verl-like SFT trainer run by torchrun: the estimate applies (FSDP full shard in the script)
 SFT_TRAINER = dedent('''
     import hydra
