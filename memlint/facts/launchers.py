@@ -58,6 +58,8 @@ _TORCHRUN_MODULES = ("torch.distributed.run", "torch.distributed.launch")
 _CONFIG_SUFFIXES = (".json", ".yaml", ".yml")
 _HYDRA_NAME = frozenset({"config_name", "cn"})  # Hydra's --config-name / -cn
 _HYDRA_PATH = ("config_path", "cp")
+# the note of the reference ``--config-path P --config-name X`` makes (the run reads that config's values)
+CONFIG_OPTIONS_NOTE = "Hydra --config-path/--config-name"
 
 
 @dataclass
@@ -487,6 +489,11 @@ class _Shell:
                     copied = copied_from(self.text, self._position(word.start).line, word.raw)
                     if copied is not None and copied.lower().endswith(_CONFIG_SUFFIXES):
                         value = Value(copied, word.start, word.end)  # the copy holds the source's content
+                if override is not None and not override.group().startswith("~"):  # ~key deletes the key
+                    key = override.group().lstrip("+").rstrip("=")
+                    shown = self.sourced(value, key) if value is not None else None
+                    facts.overrides[key] = Sourced(shown.value, shown.origin, key) if shown is not None else \
+                        Sourced(None, self.location(word.start, word.end), f"{key}={word.raw}")
                 if leading:
                     key = f"#{i + 1}"  # typer's arguments, fire's parameters: the script binds them by place
                     if value is None:
@@ -549,7 +556,7 @@ class _Shell:
         written = name.text if name.text.lower().endswith(_CONFIG_SUFFIXES) else name.text + ".yaml"
         path = posixpath.normpath(posixpath.join(base, folder, written)) if not folder.startswith("/") else \
             posixpath.join(folder, written)
-        facts.references.append(Sourced(path, self.location(name.start, name.end), "Hydra --config-path/--config-name"))
+        facts.references.append(Sourced(path, self.location(name.start, name.end), CONFIG_OPTIONS_NOTE))
 
     @staticmethod
     def _option_value(launch: _Launch, key: str) -> str | None:

@@ -173,6 +173,9 @@ class RunFacts:
     # options it passes with a value it cannot know (``--per_device_train_batch_size $BS``): the
     # script's default for them is not what runs
     cli_unknown: dict[str, Sourced[str]] = field(default_factory=dict)
+    # Hydra/OmegaConf overrides it passes (``actor_rollout_ref.model.path=Qwen/Qwen2-7B``, ``+data.x=1``):
+    # the dotted key (without ``+``/``++``) -> the value as written, None where it cannot know it
+    overrides: dict[str, Sourced[str | None]] = field(default_factory=dict)
     launches: Sourced[str] | None = None  # the script a launcher runs (path as written)
     # script side: the option whose file the script parses as all its arguments
     # (``HfArgumentParser(...).parse_json_file(json_file=args.train_args_file)``: "train_args_file";
@@ -209,7 +212,7 @@ MODEL_PARALLEL_ADVICE = ("memlint sizes data parallelism, ZeRO and FSDP only; si
 
 
 NOT_FACTS = ("path", "kind", "anchor", "references", "auto_keys", "cli_bindings", "option_constants", "cli_args",
-             "cli_unknown",
+             "cli_unknown", "overrides",
              "launches", "arguments_file", "arguments_default", "positional_config", "bound_config", "template_launches", "template_config",
              "template_references")
 FACT_NAMES = tuple(f.name for f in fields(RunFacts) if f.name not in NOT_FACTS)

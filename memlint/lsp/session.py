@@ -234,6 +234,7 @@ class Session:
                 tuple(repr(r.value) for r in facts.references),
                 repr(facts.launches.value) if facts.launches else None,
                 tuple(sorted((k, repr(v.value)) for k, v in facts.cli_args.items())),
+                tuple(sorted((k, repr(v.value)) for k, v in facts.overrides.items())),
                 tuple(sorted(facts.cli_bindings.items())),
             ))
         return tuple(out)

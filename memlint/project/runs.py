@@ -223,6 +223,13 @@ class RunFinder:
                     linked.append(options)
                     if script is not None:
                         linked.extend(self._project_argument_defaults(script, facts, options))
+            hydra = self._hydra_overrides(facts, script) if facts.overrides else None
+            if hydra is not None:  # ``actor_rollout_ref.model.path=...``: the run's own values
+                from memlint.facts.plan import RunFacts
+
+                stated = hydra.stated()
+                linked.append(RunFacts(hydra.path, "shell", anchor=hydra.anchor, framework=stated.pop("framework")))
+                overrides = {**overrides, **stated}
         elif facts.kind == "python":
             # a script run as it is, reading its arguments file from the option's default
             arguments = self.arguments_file(facts, None)
@@ -282,6 +289,44 @@ class RunFinder:
         if patches_attention(self.documents.text_for_scan(script) for script in scripts):
             return None
         return pinned
+
+    def _hydra_overrides(self, launcher: RunFacts, script: Path | None) -> RunFacts | None:
+        """The facts a launch's Hydra/OmegaConf overrides state (``memlint.configs.hydra_overrides``)
+        when the script it runs parses them, over the values of the config the script composes
+        (``@hydra.main(config_path=..., config_name=...)``) or the launch names (``config=x.yaml``)."""
+        from memlint.configs import hydra_overrides
+        from memlint.facts.launchers import CONFIG_OPTIONS_NOTE
+
+        text: str | None = None
+        if script is not None:
+            try:
+                text = self.documents.document(script).text
+            except (OSError, ValueError):
+                return None
+        assert launcher.launches is not None
+        if not hydra_overrides.is_entry(text, str(launcher.launches.value)):
+            return None
+        named = launcher.overrides.get("config")
+        # ``--config-path P --config-name X`` (the launcher resolved it), or ``--config-name X`` alone
+        folder_and_name = next((r for r in launcher.references if r.note == CONFIG_OPTIONS_NOTE), None)
+        name = launcher.cli_args.get("config_name") or launcher.cli_args.get("cn")
+        config: Path | None = None
+        if named is not None and named.value is not None and str(named.value).endswith((".yaml", ".yml")):
+            config = self.documents.resolve_reference(str(named.value), launcher.path)
+        elif folder_and_name is not None:
+            config = self.documents.resolve_reference(str(folder_and_name.value), launcher.path)
+        elif script is not None and text is not None:
+            relative = hydra_overrides.config_named(text, str(name.value) if name is not None else None)
+            candidate = script.parent / relative if relative is not None else None
+            config = candidate if candidate is not None and candidate.is_file() else None
+        defaults = {}
+        if config is not None:
+            structured = self.documents.parsed(config).structured
+            if structured is not None and structured.ok:
+                reads.document(self.documents.key(config), self.documents.digest(config))
+                defaults = hydra_overrides.config_values(
+                    structured.value, lambda path: Location(str(config), structured.range_of(path)), config.name)
+        return hydra_overrides.hydra_facts(launcher, defaults)
 
     def _switched_quantization(self, facts: RunFacts) -> Sourced[str] | None:
         """The quantization a switch of the project's arguments classes turns on in its model code
