@@ -72,6 +72,9 @@ class RunFacts:
     # the loaded model's weights are all frozen and the script trains modules of its own on top
     # (Medusa's heads, a probe): the code that freezes it (memlint.facts.script_freezing)
     frozen_model: Sourced[str] | None = None
+    # the loaded model is frozen whole, then the parameters whose names match a selection read at
+    # run time train again (Spectrum's regexes from a file): the selection, at the unfreezing loop
+    partly_frozen: Sourced[str] | None = None
 
     # ---- freeze tuning: only the last N transformer blocks train; embeddings, head and the other
     # blocks are frozen and stay in ``frozen_dtype`` while the trained ones are upcast

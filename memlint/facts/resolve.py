@@ -369,10 +369,15 @@ FROZEN_MODEL_ADVICE = ("the frozen model keeps its weights but no gradients, opt
                        "`# memlint: ignore[MEM003]`")
 
 
-def _frozen_model(plan: TrainingPlan) -> Sourced | None:
-    """The freeze of the loaded model, when nothing else says which part of it trains (an
-    adapter, a projector, the last blocks: those the estimate models)."""
-    frozen = plan.get("frozen_model")
+PARTLY_FROZEN_ADVICE = ("only the matched parameters keep gradients and optimizer states; measure one step with "
+                       "`torch.cuda.max_memory_allocated()` and silence this note with `# memlint: ignore[MEM003]`")
+
+
+def _frozen_model(plan: TrainingPlan, name: str = "frozen_model") -> Sourced | None:
+    """The freeze of the loaded model (whole, or all but a selection: ``name``), when nothing
+    else says which part of it trains (an adapter, a projector, the last blocks: those the
+    estimate models)."""
+    frozen = plan.get(name)
     if frozen is None:
         return None
     projector = plan.get("projector_only")
@@ -408,6 +413,13 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
                        "modules the script adds to it, which memlint's estimate (of the loaded model trained) does "
                        f"not model: {FROZEN_MODEL_ADVICE}")
         run.problem_fact = freeze
+        return run
+    selected = _frozen_model(plan, "partly_frozen")
+    if selected is not None:
+        run.problem = (f"the run freezes the model it loads and trains again only the parameters whose names match "
+                       f"`{selected.value}`, a selection read at run time, so memory is not checked as full "
+                       f"fine-tuning: {PARTLY_FROZEN_ADVICE}")
+        run.problem_fact = selected
         return run
     model = plan.get("model")
     model_name = model.value if model is not None else context.model
