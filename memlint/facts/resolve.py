@@ -264,6 +264,31 @@ def _frozen(plan: TrainingPlan, arch: Any, notes: list[str]) -> dict[str, Any]:
     }
 
 
+def _selected_parameters(plan: TrainingPlan, arch: Any, lora: Lora | None, notes: list[str],
+                         run: ResolvedRun) -> dict[str, Any] | None:
+    """The share of the model a name selection trains (Axolotl's ``unfrozen_parameters``, a
+    Spectrum file); None, with the run's problem set, where memlint cannot match the names."""
+    from memlint.estimate.parameter_names import trained_share
+
+    selected = plan.get("trained_parameters")
+    if selected is None or lora is not None:
+        return {}
+    patterns = tuple(selected.value)
+    share = trained_share(arch, patterns)
+    where = f" ({selected.origin.path.rsplit('/', 1)[-1]}:{selected.origin.range.start.line})" \
+        if selected.origin is not None else ""
+    if share is None or share.parameters == 0:
+        why = "match none of its parameters" if share is not None else "name parameters memlint cannot list"
+        run.problem = (f"the run trains only the parameters whose names match {len(patterns)} patterns{where}, which "
+                       f"{why} for {arch.name}; memory is not checked as full fine-tuning: {PARTLY_FROZEN_ADVICE}")
+        run.problem_fact = selected
+        return None
+    notes.append(f"only the parameters matching {len(patterns)} name patterns{where} train: {share.tensors} tensors, "
+                 f"{share.parameters / 1e9:.2f}B of {arch.n_params / 1e9:.2f}B parameters")
+    return {"trainable_params": share.parameters, "frozen_layers": share.first_block,
+            "freeze_embeddings": not share.embeddings, "freeze_head": not share.head}
+
+
 def _images(plan: TrainingPlan, arch: Any, seq_len: int, lora: Lora | None, run: ResolvedRun) -> dict[str, Any]:
     """A vision-language run's image tokens per sequence and whether its vision tower trains.
 
@@ -378,7 +403,7 @@ def _frozen_model(plan: TrainingPlan, name: str = "frozen_model") -> Sourced | N
     else says which part of it trains (an adapter, a projector, the last blocks: those the
     estimate models)."""
     frozen = plan.get(name)
-    if frozen is None:
+    if frozen is None or plan.get("trained_parameters") is not None:
         return None
     projector = plan.get("projector_only")
     if plan.get("lora_r") is not None or plan.get("adapter_method") is not None or \
@@ -622,7 +647,10 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
         prov["lora"] = r or method or quant
     accum = plan.get("grad_accum")
     prov["grad_accum"] = accum
-    frozen = _frozen(plan, arch, notes) or _trained_blocks(plan, arch)
+    by_name = _selected_parameters(plan, arch, lora, notes, run)
+    if by_name is None:
+        return run
+    frozen = _frozen(plan, arch, notes) or _trained_blocks(plan, arch) or by_name
     frozen = {**_images(plan, arch, seq_len, lora, run), **frozen}
     projection = plan.get("projection")
     if projection is not None:
