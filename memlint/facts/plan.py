@@ -78,6 +78,7 @@ class RunFacts:
     # the regexes that pick the parameters which train, everything else frozen (Axolotl's
     # ``unfrozen_parameters``, a Spectrum file): memlint.estimate.parameter_names
     trained_parameters: Sourced[tuple[str, ...]] | None = None
+    trained_parameters_file: Sourced[str] | None = None  # a Spectrum file holding them
 
     # ---- freeze tuning: only the last N transformer blocks train; embeddings, head and the other
     # blocks are frozen and stay in ``frozen_dtype`` while the trained ones are upcast

@@ -20,7 +20,8 @@ reads at run time (Spectrum's list of regexes from a YAML file, "unfreeze the la
 ``--trainable``"): the model is frozen whole, then ``for name, p in model.named_parameters():
 if any(re.match(r, name) for r in patterns): p.requires_grad = True``. What trains is a share
 of the model memlint cannot read, so the run is stated ``partly_frozen`` (the selection, at the
-unfreezing loop), and ``resolve`` reports it as not checked rather than as full fine-tuning. A
+unfreezing loop), and ``resolve`` reports it as not checked rather than as full fine-tuning
+(unless the run names a Spectrum file, ``spectrum_config_path``, whose patterns it can match). A
 selection of literals only (``"vision_tower" in name``, LLaVA-NeXT's tunable parts) names a
 component other facts describe, and is left to them.
 """

@@ -148,3 +148,20 @@ def test_a_selection_of_literals_is_left_to_the_facts_that_describe_it(tmp_path)
     [run] = _runs(settings, "train.py")
     assert run.plan.get("partly_frozen") is None and run.plan.get("frozen_model") is None
     assert run.problem is None
+
+
+def test_the_spectrum_file_a_launch_names_is_read_and_estimated(tmp_path):
+    """Spectrum's own option, ``--spectrum_config_path``, names the file of regexes: its
+    ``unfrozen_parameters`` are matched against Qwen2.5-7B's parameter names."""
+    script = TRAIN_SPECTRUM.replace("spectrum_config", "spectrum_config_path")
+    launch = ("#!/bin/bash\nset -e\ntorchrun --nproc_per_node=8 train.py --model_name_or_path Qwen/Qwen2.5-7B \\\n"
+              "    --spectrum_config_path spectrum/snr_results_Qwen-Qwen2.5-7B_unfrozenparameters_30percent.yaml \\\n"
+              "    --bf16 True --output_dir out --per_device_train_batch_size 4 --gradient_checkpointing True\n")
+    settings = _project(tmp_path, {**_files(script), "run_spectrum.sh": launch})
+    [run] = _runs(settings, "run_spectrum.sh")
+    assert run.plan.value("trained_parameters") == ("^lm_head.weight$", "^model.embed_tokens.weight$",
+                                                    "model.layers.2.mlp.down_proj", "model.layers.3.self_attn.o_proj")
+    assert run.problem is None and run.setup is not None and run.setup.micro_batch == 4
+    # config.json: vocab_size 152064 x hidden_size 3584 (embeddings, head), 18944 x 3584, 3584 x 3584
+    assert run.setup.trainable_params == 2 * 152064 * 3584 + 18944 * 3584 + 3584 * 3584
+    assert run.setup.frozen_layers == 0 and not run.setup.freeze_embeddings  # the embeddings train
