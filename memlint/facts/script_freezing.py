@@ -188,9 +188,14 @@ def _name_selection(loop: cst.For) -> tuple[cst.BaseExpression, cst.BaseExpressi
             and all(isinstance(e.value, cst.Name) for e in target.elements)):
         return None
     name, param = (cst.ensure_type(e.value, cst.Name).value for e in target.elements)
+    # Axolotl's freeze_layers_except: ``param.requires_grad = False`` first, then the test
+    body = loop.body.body if isinstance(loop.body, cst.IndentedBlock) else ()
+    off_first = any(isinstance(line, cst.SimpleStatementLine) and any(
+        (value := _assigned_gradient(small, param)) is not None and is_false(value) for small in line.body)
+        for line in body)
     for selection, whole in _turned_on(loop.body, param, name, ()):
         if _reads_more_than(selection, name):
-            return source.func.value, selection, whole
+            return source.func.value, selection, whole or off_first
     return None
 
 

@@ -130,6 +130,26 @@ def test_a_flag_computed_from_the_name_and_an_option_list(tmp_path):
     assert run.problem is not None and _memory(settings, "train.py") == []
 
 
+def test_each_parameter_turned_off_then_on_where_a_pattern_matches(tmp_path):
+    """Axolotl's own loop: ``param.requires_grad = False``, then a loop over the patterns."""
+    script = TRAIN_SPECTRUM.replace('''    for param in model.parameters():
+        param.requires_grad = False
+    for name, param in model.named_parameters():
+        if any(re.match(pattern, name) for pattern in patterns):
+            param.requires_grad = True
+''', '''    for name, param in model.named_parameters():
+        param.requires_grad = False
+        for pattern in patterns:
+            if re.match(pattern, name):
+                param.requires_grad = True
+''')
+    assert script != TRAIN_SPECTRUM
+    settings = _project(tmp_path, _files(script))
+    [run] = _runs(settings, "train.py")
+    assert run.plan.value("partly_frozen") == "re.match(pattern, name)"
+    assert run.problem is not None and _memory(settings, "train.py") == []
+
+
 def test_a_selection_of_literals_is_left_to_the_facts_that_describe_it(tmp_path):
     """LLaVA-NeXT's ``model.requires_grad_(False)`` then ``if "vision_tower" in name:``: a named
     component, not a run-time selection; the freeze is not a whole-model freeze either."""
