@@ -267,17 +267,18 @@ def _frozen(plan: TrainingPlan, arch: Any, notes: list[str]) -> dict[str, Any]:
 
 
 def _spectrum_file(plan: TrainingPlan, base_dir: Path | None) -> TrainingPlan:
-    """A script that unfreezes the parameters a file names (``partly_frozen``) and a Spectrum file
-    the run passes it (``spectrum_config_path``): its ``unfrozen_parameters`` become the selection.
-    The path is taken from the script's folder or the folders above it (a recipe's paths are the
-    working directory's, usually the project root)."""
+    """A Spectrum file the run passes its script (``spectrum_config_path``, Spectrum's own key, in
+    a recipe or on the command line): its ``unfrozen_parameters`` become the selection, whether or
+    not memlint saw the script's unfreezing (``partly_frozen`` under ``if args.spectrum_config_path:``
+    is bound to an option that a recipe's key does not reach). The path is taken from the
+    script's folder or the folders above it (a recipe's paths are the working directory's,
+    usually the project root)."""
     from dataclasses import replace
 
     from memlint.configs.axolotl import regex_list
 
     path = plan.get("trained_parameters_file")
-    if path is None or plan.get("partly_frozen") is None or plan.get("trained_parameters") is not None \
-            or base_dir is None:
+    if path is None or plan.get("trained_parameters") is not None or base_dir is None:
         return plan
     for folder in (base_dir, *list(base_dir.parents)[:4]):
         candidate = folder / str(path.value)

@@ -185,3 +185,98 @@ def test_the_spectrum_file_a_launch_names_is_read_and_estimated(tmp_path):
     # config.json: vocab_size 152064 x hidden_size 3584 (embeddings, head), 18944 x 3584, 3584 x 3584
     assert run.setup.trainable_params == 2 * 152064 * 3584 + 18944 * 3584 + 3584 * 3584
     assert run.setup.frozen_layers == 0 and not run.setup.freeze_embeddings  # the embeddings train
+
+
+TRL_SFT = dedent('''
+    import re
+    from dataclasses import dataclass, field
+    from typing import Optional
+
+    from datasets import load_dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import ModelConfig, ScriptArguments, SFTConfig, SFTTrainer, TrlParser
+
+
+    @dataclass
+    class SFTScriptArguments(ScriptArguments):
+        spectrum_config_path: Optional[str] = field(default=None, metadata={"help": "Spectrum unfrozen parameters"})
+
+
+    def setup_model_for_spectrum(model, spectrum_config_path):
+        unfrozen = []
+        with open(spectrum_config_path) as fin:
+            for line in fin.read().splitlines():
+                if line.startswith("- "):
+                    unfrozen.append(line.split("- ")[1])
+        for param in model.parameters():
+            param.requires_grad = False
+        for name, param in model.named_parameters():
+            if any(re.match(p, name) for p in unfrozen):
+                param.requires_grad = True
+        return model
+
+
+    def main(script_args, training_args, model_args):
+        model = AutoModelForCausalLM.from_pretrained(model_args.model_name_or_path, torch_dtype="bfloat16")
+        tokenizer = AutoTokenizer.from_pretrained(model_args.model_name_or_path)
+        if script_args.spectrum_config_path:
+            model = setup_model_for_spectrum(model, script_args.spectrum_config_path)
+        dataset = load_dataset(script_args.dataset_name)
+        trainer = SFTTrainer(model=model, args=training_args, train_dataset=dataset["train"], processing_class=tokenizer)
+        trainer.train()
+
+
+    if __name__ == "__main__":
+        parser = TrlParser((SFTScriptArguments, SFTConfig, ModelConfig))
+        main(*parser.parse_args_and_config())
+''')
+
+RECIPE = dedent('''
+    model_name_or_path: meta-llama/Llama-3.1-8B
+    torch_dtype: bfloat16
+    dataset_name: HuggingFaceH4/ultrachat_200k
+    bf16: true
+    per_device_train_batch_size: 4
+    gradient_accumulation_steps: 4
+    gradient_checkpointing: true
+    max_length: 4096
+    learning_rate: 1.0e-05
+    output_dir: data/llama3-8b-spectrum
+    spectrum_config_path: configs/spectrum/snr_results_meta-llama-Meta-Llama-3.1-8B_unfrozenparameters_30percent.yaml
+''')
+
+RECIPE_README = dedent('''
+    # SFT with Spectrum
+
+    ```bash
+    ACCELERATE_LOG_LEVEL=info accelerate launch --num_processes 8 scripts/sft.py --config recipes/llama3-8b/sft_spectrum.yaml
+    ```
+''')
+
+
+def _spectrum_scan() -> str:
+    """A Spectrum scan of Llama-3.1-8B: the head, the embeddings, the norms of every third block
+    and each matrix kind in ten blocks."""
+    lines = ["unfrozen_parameters:", "- ^lm_head.weight$", "- ^model.embed_tokens.weight$"]
+    for kind in ("input_layernorm", "post_attention_layernorm"):
+        lines += [f"- model.layers.{i}.{kind}" for i in range(0, 32, 3)]
+    for kind in ("mlp.down_proj", "mlp.gate_proj", "mlp.up_proj", "self_attn.k_proj", "self_attn.o_proj",
+                 "self_attn.q_proj", "self_attn.v_proj"):
+        lines += [f"- model.layers.{i}.{kind}" for i in (1, 4, 5, 7, 9, 12, 17, 21, 25, 30)]
+    return "\n".join(lines) + "\n"
+
+
+def test_a_recipe_s_spectrum_file_is_estimated_where_full_fine_tuning_did_not_fit(tmp_path):
+    """The TRL recipe sets ``spectrum_config_path`` (the script unfreezes under ``if
+    script_args.spectrum_config_path:``): 94 tensors of Llama-3.1-8B train, not all 8B."""
+    settings = _project(tmp_path, {
+        "scripts/sft.py": TRL_SFT, "recipes/llama3-8b/sft_spectrum.yaml": RECIPE, "README.md": RECIPE_README,
+        "configs/spectrum/snr_results_meta-llama-Meta-Llama-3.1-8B_unfrozenparameters_30percent.yaml": _spectrum_scan(),
+    })
+    [run] = _runs(settings, "recipes/llama3-8b/sft_spectrum.yaml")
+    assert run.problem is None and run.setup is not None
+    # config.json: vocab 128256, hidden 4096, intermediate 14336, 8 key/value heads of 128
+    matrices = 3 * 14336 * 4096 + 2 * 4096 * 4096 + 2 * 4096 * 1024
+    assert run.setup.trainable_params == 2 * 128256 * 4096 + 10 * matrices + 2 * 11 * 4096 == 3_231_801_344
+    # full fine-tuning (8.03B trained, 87.8 GiB) was over an H100's 75.5 GiB; 3.23B trained fits
+    assert _memory(settings, "recipes/llama3-8b/sft_spectrum.yaml") == []
