@@ -6,6 +6,8 @@ frozen are estimated as before."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.facts.facts_testing import dedent
 from tests.project.test_config_launchers import _memory, _project, _runs
 from tests.project.test_frozen_base_heads import _notes
@@ -112,53 +114,42 @@ def test_without_the_unfreeze_the_same_run_is_estimated_as_full_fine_tuning(tmp_
     assert run.setup is not None and run.setup.lora is None and run.setup.frozen_layers == 0  # full fine-tuning
 
 
-def test_a_flag_computed_from_the_name_and_an_option_list(tmp_path):
-    """``p.requires_grad = any(key in name for key in args.trainable)``: the loop freezes and
-    unfreezes at once."""
-    script = TRAIN_SPECTRUM.replace('''    for param in model.parameters():
+UNFREEZE = '''    for param in model.parameters():
         param.requires_grad = False
     for name, param in model.named_parameters():
         if any(re.match(pattern, name) for pattern in patterns):
             param.requires_grad = True
-''', '''    for name, param in model.named_parameters():
+'''
+
+# ``p.requires_grad = any(key in name for key in args.trainable)``: the loop freezes and unfreezes at once
+FLAG_FROM_NAME = '''    for name, param in model.named_parameters():
         param.requires_grad = any(key in name for key in patterns)
-''')
-    assert script != TRAIN_SPECTRUM
-    settings = _project(tmp_path, _files(script))
-    [run] = _runs(settings, "train.py")
-    assert run.plan.value("partly_frozen") == "any(key in name for key in patterns)"
-    assert run.problem is not None and _memory(settings, "train.py") == []
+'''
 
-
-def test_each_parameter_turned_off_then_on_where_a_pattern_matches(tmp_path):
-    """Axolotl's own loop: ``param.requires_grad = False``, then a loop over the patterns."""
-    script = TRAIN_SPECTRUM.replace('''    for param in model.parameters():
-        param.requires_grad = False
-    for name, param in model.named_parameters():
-        if any(re.match(pattern, name) for pattern in patterns):
-            param.requires_grad = True
-''', '''    for name, param in model.named_parameters():
+# Axolotl's own loop: ``param.requires_grad = False``, then a loop over the patterns
+OFF_THEN_ON = '''    for name, param in model.named_parameters():
         param.requires_grad = False
         for pattern in patterns:
             if re.match(pattern, name):
                 param.requires_grad = True
-''')
+'''
+
+
+@pytest.mark.parametrize(("loop", "selection"), [(FLAG_FROM_NAME, "any(key in name for key in patterns)"),
+                                                 (OFF_THEN_ON, "re.match(pattern, name)")])
+def test_other_shapes_of_the_same_selection(tmp_path, loop: str, selection: str):
+    script = TRAIN_SPECTRUM.replace(UNFREEZE, loop)
     assert script != TRAIN_SPECTRUM
     settings = _project(tmp_path, _files(script))
     [run] = _runs(settings, "train.py")
-    assert run.plan.value("partly_frozen") == "re.match(pattern, name)"
+    assert run.plan.value("partly_frozen") == selection
     assert run.problem is not None and _memory(settings, "train.py") == []
 
 
 def test_a_selection_of_literals_is_left_to_the_facts_that_describe_it(tmp_path):
     """LLaVA-NeXT's ``model.requires_grad_(False)`` then ``if "vision_tower" in name:``: a named
     component, not a run-time selection; the freeze is not a whole-model freeze either."""
-    script = TRAIN_SPECTRUM.replace('''    for param in model.parameters():
-        param.requires_grad = False
-    for name, param in model.named_parameters():
-        if any(re.match(pattern, name) for pattern in patterns):
-            param.requires_grad = True
-''', '''    model.requires_grad_(False)
+    script = TRAIN_SPECTRUM.replace(UNFREEZE, '''    model.requires_grad_(False)
     for name, param in model.named_parameters():
         if "vision_tower" in name or name.startswith("lm_head"):
             param.requires_grad_(True)
@@ -208,11 +199,10 @@ TRL_SFT = dedent('''
             for line in fin.read().splitlines():
                 if line.startswith("- "):
                     unfrozen.append(line.split("- ")[1])
-        for param in model.parameters():
-            param.requires_grad = False
+        model.requires_grad_(False)
         for name, param in model.named_parameters():
             if any(re.match(p, name) for p in unfrozen):
-                param.requires_grad = True
+                param.requires_grad_(True)
         return model
 
 
