@@ -54,6 +54,7 @@ def extract_axolotl(parsed: ParsedDocument) -> list[RunFacts]:
     reader.read("grad_clip", ("max_grad_norm",), lambda v: float(v) if isinstance(v, (int, float)) else None, TOOL)
     _checkpointing(reader)
     _layer_sampling(reader)
+    reader.read("trained_parameters", ("unfrozen_parameters",), regex_list, TOOL)
     _fused_loss(reader)
     deepspeed = reader.value("deepspeed")
     if isinstance(deepspeed, str):
@@ -189,6 +190,13 @@ def _layer_sampling(reader: ConfigReader) -> None:
     where = reader.location("lisa_n_layers")
     reader.set("layer_sampling", True, where, f"lisa_n_layers: {count} with lisa_step_interval: {interval}")
     reader.set("sampled_blocks", count, where, "lisa_n_layers")
+
+
+def regex_list(value: Any) -> tuple[str, ...] | None:
+    """``unfrozen_parameters``: the patterns of the parameters that train (a lone string is one)."""
+    items = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+    patterns = tuple(item.strip() for item in items if isinstance(item, str) and item.strip())
+    return patterns or None
 
 
 def _fused_loss(reader: ConfigReader) -> None:

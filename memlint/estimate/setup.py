@@ -200,6 +200,10 @@ class TrainingSetup:
     # blocks, BAdam's one active block. ``frozen_layers`` then counts only the frozen blocks before
     # the first trained one (they save no activations for backward); the other frozen blocks do.
     trained_blocks: int | None = None
+    # the parameters that train when a name selection picks them (Spectrum, Axolotl's
+    # ``unfrozen_parameters``): gradients and optimizer states hold only these; ``frozen_layers``
+    # then counts the blocks before the first one it reaches (None: as the fields above say)
+    trainable_params: int | None = None
     # LISA: this many blocks, sampled anew every few steps, train beside the embeddings and the head.
     # Only they hold gradients; the optimizer was built over every parameter before the first switch
     # and keeps each state it creates, so it ends up with the states of every block.

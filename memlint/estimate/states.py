@@ -111,7 +111,7 @@ def count_parameters(arch: Architecture, setup: TrainingSetup) -> ParameterCount
         frozen += arch.final_params + (arch.lm_head.params if arch.lm_head is not None else 0)
     if setup.freeze_vision_tower:
         frozen += arch.extra_params  # a vision-language model's extra parameters: its tower and merger
-    trainable = total - frozen
+    trainable = total - frozen if setup.trainable_params is None else min(max(setup.trainable_params, 0), total)
     linears: list[tuple[int, Linear]] = list(_block_linears(arch))
     head = arch.lm_head
     largest = max(

@@ -130,6 +130,9 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "reward_model_path": ("reward_model", lambda v: str(v) if v else None),  # PPOConfig
     "sft_model_path": ("model", lambda v: str(v) if v else None),  # PPOConfig: the policy
     "beta": ("kl_coef", _float),  # GRPOConfig / RLOOConfig: 0.0 loads no reference model
+    # Spectrum's file of the parameters that train (`unfrozen_parameters:`, a list of regexes), as
+    # its README and TRL-style recipes name it; read when the script freezes all but a selection
+    "spectrum_config_path": ("trained_parameters_file", lambda v: str(v) if v else None),
     # LISA: LMFlow's FinetunerArguments (it activates 2 blocks unless told; the resolver knows)
     "use_lisa": ("layer_sampling", _bool),
     "lisa_activated_layers": ("sampled_blocks", _int),

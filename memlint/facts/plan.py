@@ -74,6 +74,13 @@ class RunFacts:
     # the loaded model's weights are all frozen and the script trains modules of its own on top
     # (Medusa's heads, a probe): the code that freezes it (memlint.facts.script_freezing)
     frozen_model: Sourced[str] | None = None
+    # the loaded model is frozen whole, then the parameters whose names match a selection read at
+    # run time train again (Spectrum's regexes from a file): the selection, at the unfreezing loop
+    partly_frozen: Sourced[str] | None = None
+    # the regexes that pick the parameters which train, everything else frozen (Axolotl's
+    # ``unfrozen_parameters``, a Spectrum file): memlint.estimate.parameter_names
+    trained_parameters: Sourced[tuple[str, ...]] | None = None
+    trained_parameters_file: Sourced[str] | None = None  # a Spectrum file holding them
 
     # ---- freeze tuning: only the last N transformer blocks train; embeddings, head and the other
     # blocks are frozen and stay in ``frozen_dtype`` while the trained ones are upcast

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+import yaml
+
 from memlint.catalog.models import UnknownModel, read_config, storage_note
 from memlint.catalog.models import resolve as resolve_model_name
 from memlint.documents.structured import SANE_INTEGERS
@@ -267,6 +269,62 @@ def _frozen(plan: TrainingPlan, arch: Any, notes: list[str]) -> dict[str, Any]:
     }
 
 
+def _spectrum_file(plan: TrainingPlan, base_dir: Path | None) -> TrainingPlan:
+    """A Spectrum file the run passes its script (``spectrum_config_path``, Spectrum's own key, in
+    a recipe or on the command line): its ``unfrozen_parameters`` become the selection, whether or
+    not memlint saw the script's unfreezing (``partly_frozen`` under ``if args.spectrum_config_path:``
+    is bound to an option that a recipe's key does not reach). The path is taken from the
+    script's folder or the folders above it (a recipe's paths are the working directory's,
+    usually the project root)."""
+    from dataclasses import replace
+
+    from memlint.configs.axolotl import regex_list
+
+    path = plan.get("trained_parameters_file")
+    if path is None or plan.get("trained_parameters") is not None or base_dir is None:
+        return plan
+    for folder in (base_dir, *list(base_dir.parents)[:4]):
+        candidate = folder / str(path.value)
+        try:
+            if not candidate.is_file() or candidate.stat().st_size > 1 << 20:
+                continue
+            data = yaml.safe_load(candidate.read_text(encoding="utf-8", errors="replace"))
+        except (OSError, yaml.YAMLError, ValueError):
+            return plan
+        patterns = regex_list(data.get("unfrozen_parameters")) if isinstance(data, dict) else None
+        if patterns is None:
+            return plan
+        facts = dict(plan.facts)
+        facts["trained_parameters"] = Sourced(patterns, path.origin, f"unfrozen_parameters of {path.value}")
+        return replace(plan, facts=facts)
+    return plan
+
+
+def _selected_parameters(plan: TrainingPlan, arch: Any, lora: Lora | None, notes: list[str],
+                         run: ResolvedRun) -> dict[str, Any] | None:
+    """The share of the model a name selection trains (Axolotl's ``unfrozen_parameters``, a
+    Spectrum file); None, with the run's problem set, where memlint cannot match the names."""
+    from memlint.estimate.parameter_names import trained_share
+
+    selected = plan.get("trained_parameters")
+    if selected is None or lora is not None:
+        return {}
+    patterns = tuple(selected.value)
+    share = trained_share(arch, patterns)
+    where = f" ({selected.origin.path.rsplit('/', 1)[-1]}:{selected.origin.range.start.line})" \
+        if selected.origin is not None else ""
+    if share is None or share.parameters == 0:
+        why = "match none of its parameters" if share is not None else "name parameters memlint cannot list"
+        run.problem = (f"the run trains only the parameters whose names match {len(patterns)} patterns{where}, which "
+                       f"{why} for {arch.name}; memory is not checked as full fine-tuning: {PARTLY_FROZEN_ADVICE}")
+        run.problem_fact = selected
+        return None
+    notes.append(f"only the parameters matching {len(patterns)} name patterns{where} train: {share.tensors} tensors, "
+                 f"{share.parameters / 1e9:.2f}B of {arch.n_params / 1e9:.2f}B parameters")
+    return {"trainable_params": share.parameters, "frozen_layers": share.first_block,
+            "freeze_embeddings": not share.embeddings, "freeze_head": not share.head}
+
+
 def _images(plan: TrainingPlan, arch: Any, seq_len: int, lora: Lora | None, run: ResolvedRun) -> dict[str, Any]:
     """A vision-language run's image tokens per sequence and whether its vision tower trains.
 
@@ -372,11 +430,16 @@ FROZEN_MODEL_ADVICE = ("the frozen model keeps its weights but no gradients, opt
                        "`# memlint: ignore[MEM003]`")
 
 
-def _frozen_model(plan: TrainingPlan) -> Sourced | None:
-    """The freeze of the loaded model, when nothing else says which part of it trains (an
-    adapter, a projector, the last blocks: those the estimate models)."""
-    frozen = plan.get("frozen_model")
-    if frozen is None:
+PARTLY_FROZEN_ADVICE = ("only the matched parameters keep gradients and optimizer states; measure one step with "
+                       "`torch.cuda.max_memory_allocated()` and silence this note with `# memlint: ignore[MEM003]`")
+
+
+def _frozen_model(plan: TrainingPlan, name: str = "frozen_model") -> Sourced | None:
+    """The freeze of the loaded model (whole, or all but a selection: ``name``), when nothing
+    else says which part of it trains (an adapter, a projector, the last blocks: those the
+    estimate models)."""
+    frozen = plan.get(name)
+    if frozen is None or plan.get("trained_parameters") is not None:
         return None
     projector = plan.get("projector_only")
     if plan.get("lora_r") is not None or plan.get("adapter_method") is not None or \
@@ -389,6 +452,7 @@ def _frozen_model(plan: TrainingPlan) -> Sourced | None:
 def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = None) -> ResolvedRun:
     """The architecture and setup of a plan, or the reason there is none."""
     plan, default_notes = _with_framework_defaults(plan)
+    plan = _spectrum_file(plan, base_dir)
     plan = _generating(plan)
     run = ResolvedRun(plan=plan, arch=None, setup=None, trains=plan.trains)
     if not plan.trains:
@@ -411,6 +475,13 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
                        "modules the script adds to it, which memlint's estimate (of the loaded model trained) does "
                        f"not model: {FROZEN_MODEL_ADVICE}")
         run.problem_fact = freeze
+        return run
+    selected = _frozen_model(plan, "partly_frozen")
+    if selected is not None:
+        run.problem = (f"the run freezes the model it loads and trains again only the parameters whose names match "
+                       f"`{selected.value}`, a selection read at run time, so memory is not checked as full "
+                       f"fine-tuning: {PARTLY_FROZEN_ADVICE}")
+        run.problem_fact = selected
         return run
     model = plan.get("model")
     model_name = model.value if model is not None else context.model
@@ -618,7 +689,10 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
         prov["lora"] = r or method or quant
     accum = plan.get("grad_accum")
     prov["grad_accum"] = accum
-    frozen = _frozen(plan, arch, notes) or _trained_blocks(plan, arch)
+    by_name = _selected_parameters(plan, arch, lora, notes, run)
+    if by_name is None:
+        return run
+    frozen = _frozen(plan, arch, notes) or _trained_blocks(plan, arch) or by_name
     frozen = {**_images(plan, arch, seq_len, lora, run), **frozen}
     projection = plan.get("projection")
     if projection is not None:

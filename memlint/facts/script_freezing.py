@@ -14,6 +14,16 @@ reward model), frozen whole or through the attribute that holds its transformer 
 (``base_model``, ``model``, ``transformer``, ``backbone``); freezing a vision tower leaves the
 language model training, and a script that turns any gradient back on (``p.requires_grad =
 True``, LLaVA's projector) trains a part of the model, which other facts describe.
+
+One such part no other fact describes: the parameters whose names match a selection the script
+reads at run time (Spectrum's list of regexes from a YAML file, "unfreeze the layers named in
+``--trainable``"): the model is frozen whole, then ``for name, p in model.named_parameters():
+if any(re.match(r, name) for r in patterns): p.requires_grad = True``. What trains is a share
+of the model memlint cannot read, so the run is stated ``partly_frozen`` (the selection, at the
+unfreezing loop), and ``resolve`` reports it as not checked rather than as full fine-tuning
+(unless the run names a Spectrum file, ``spectrum_config_path``, whose patterns it can match). A
+selection of literals only (``"vision_tower" in name``, LLaVA-NeXT's tunable parts) names a
+component other facts describe, and is left to them.
 """
 
 from __future__ import annotations
@@ -25,6 +35,7 @@ import libcst as cst
 from memlint.facts.script_facts import ScriptFacts
 from memlint.facts.script_models import is_frozen_companion
 from memlint.python.library import is_model_loader
+from memlint.python.references import Parameter
 from memlint.python.syntax import dotted, is_false
 
 # attributes that hold a model's whole transformer body (what stays to train is a head at most)
@@ -40,6 +51,8 @@ def recognise(ctx: ScriptFacts, named: list[tuple[cst.Call, frozenset[str]]],
         return
     loops = [loop for loop in ctx.python.nodes_of(cst.For) if in_run(loop)]
     calls = [call for call, _ in named if in_run(call)]
+    if _partly_unfrozen(ctx, loops, calls):
+        return
     if _turns_gradients_on(ctx, loops, calls):
         return
     for loop in loops:
@@ -101,8 +114,9 @@ def _turns_gradients_on(ctx: ScriptFacts, loops: list[cst.For], calls: list[cst.
     return False
 
 
-def _is_trained_model(ctx: ScriptFacts, expr: cst.BaseExpression) -> bool:
-    """Is ``expr`` the loaded model being trained, or the attribute holding its body?"""
+def _is_trained_model(ctx: ScriptFacts, expr: cst.BaseExpression, depth: int = 0) -> bool:
+    """Is ``expr`` the loaded model being trained, or the attribute holding its body? A helper's
+    parameter (``def freeze_for_spectrum(model, path):``) is, when a call of the helper passes it."""
     text = dotted(expr)
     if text is None:
         return False
@@ -111,5 +125,171 @@ def _is_trained_model(ctx: ScriptFacts, expr: cst.BaseExpression) -> bool:
         return False
     node = expr.value if attr and isinstance(expr, cst.Attribute) else expr
     loaded = ctx.values.definition(node)
-    return isinstance(loaded, cst.Call) and any(is_model_loader(n) for n in ctx.values.callee_names(loaded)) \
-        and not is_frozen_companion(ctx.values, loaded)
+    if isinstance(loaded, cst.Name) and depth < 2:
+        passed = _passed_for(ctx, loaded)
+        if passed:
+            return any(_is_trained_model(ctx, argument, depth + 1) for argument in passed)
+        # what a helper is passed may be reassigned (``model = setup_for_spectrum(model, path)``)
+        return depth > 0 and ctx.values.could_be(loaded, lambda value: _loads_trained_model(ctx, value))
+    return _loads_trained_model(ctx, loaded)
+
+
+def _loads_trained_model(ctx: ScriptFacts, value: cst.BaseExpression) -> bool:
+    return isinstance(value, cst.Call) and any(is_model_loader(n) for n in ctx.values.callee_names(value)) \
+        and not is_frozen_companion(ctx.values, value)
+
+
+def _passed_for(ctx: ScriptFacts, name: cst.Name) -> list[cst.BaseExpression]:
+    """What the calls of a function pass for its parameter ``name`` (nothing for any other name)."""
+    values = ctx.values
+    definitions = values.definitions(name)
+    if len(definitions) != 1 or not isinstance(definitions[0], Parameter) \
+            or not isinstance(definitions[0].function, cst.FunctionDef) or values.is_method(definitions[0].function):
+        return []
+    function, param = definitions[0].function, definitions[0].param
+    passed = (values.argument_for(function, param, call) for call in values.call_sites(function))
+    return [argument for argument in passed if isinstance(argument, cst.BaseExpression)]
+
+
+def _partly_unfrozen(ctx: ScriptFacts, loops: list[cst.For], calls: list[cst.Call]) -> bool:
+    """State ``partly_frozen`` where the trained model is frozen whole and a loop over its named
+    parameters turns gradients back on for the names a selection memlint cannot read matches."""
+    for loop in loops:
+        found = _name_selection(loop)
+        if found is None or not _is_trained_model(ctx, found[0]):
+            continue
+        model, selection, whole = found
+        if whole or _frozen_whole(ctx, loops, calls):
+            ctx.state("partly_frozen", ctx.python.code_of(selection), loop,
+                      f"only the parameters of `{ctx.python.code_of(model)}` whose names match it train", at=loop)
+            return True
+    return False
+
+
+def _frozen_whole(ctx: ScriptFacts, loops: list[cst.For], calls: list[cst.Call]) -> bool:
+    """Does the run turn off every gradient of the trained model (a loop or ``requires_grad_(False)``)?"""
+    if any((frozen := _frozen_by_loop(loop)) is not None and _is_trained_model(ctx, frozen) for loop in loops):
+        return True
+    return any(_sets_requires_grad(call) is False and isinstance(call.func, cst.Attribute)
+               and _is_trained_model(ctx, call.func.value) for call in calls)
+
+
+def _name_selection(loop: cst.For) -> tuple[cst.BaseExpression, cst.BaseExpression, bool] | None:
+    """``for name, p in X.named_parameters():`` turning ``p``'s gradient on under a test of
+    ``name`` that reads something besides literals (``p.requires_grad = True`` in ``if
+    any(re.match(r, name) for r in patterns):``, or ``p.requires_grad = name in trainable``):
+    (X, the selection, whether the loop itself turns the others off)."""
+    source = loop.iter
+    if not (isinstance(source, cst.Call) and isinstance(source.func, cst.Attribute)
+            and source.func.attr.value == "named_parameters"):
+        return None
+    target = loop.target
+    if not (isinstance(target, cst.Tuple) and len(target.elements) == 2
+            and all(isinstance(e.value, cst.Name) for e in target.elements)):
+        return None
+    name, param = (cst.ensure_type(e.value, cst.Name).value for e in target.elements)
+    # Axolotl's freeze_layers_except: ``param.requires_grad = False`` first, then the test
+    body = loop.body.body if isinstance(loop.body, cst.IndentedBlock) else ()
+    off_first = any(isinstance(line, cst.SimpleStatementLine) and any(
+        (value := _assigned_gradient(small, param)) is not None and is_false(value) for small in line.body)
+        for line in body)
+    for selection, whole in _turned_on(loop.body, param, name, ()):
+        if _reads_more_than(selection, name):
+            return source.func.value, selection, whole or off_first
+    return None
+
+
+def _turned_on(block: cst.BaseSuite, param: str, name: str, tests: tuple[cst.BaseExpression, ...]):
+    """The selections under which ``block`` turns ``param``'s gradient on: the innermost test of
+    ``name`` around ``param.requires_grad = True`` / ``param.requires_grad_()``, or the assigned
+    expression itself when it tests ``name``; each with whether the same loop turns the rest off."""
+    if not isinstance(block, cst.IndentedBlock):
+        return
+    for statement in block.body:
+        if isinstance(statement, cst.If):
+            inner = (*tests, statement.test)
+            yield from _turned_on(statement.body, param, name, inner)
+            if statement.orelse is not None:
+                branch = statement.orelse
+                if isinstance(branch, cst.If):
+                    yield from _turned_on(cst.IndentedBlock(body=[branch]), param, name, inner)
+                else:
+                    yield from _turned_on(branch.body, param, name, inner)
+        elif isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                value = _assigned_gradient(small, param)
+                if value is None:
+                    continue
+                if not isinstance(value, cst.Name) and _mentions(value, name):
+                    yield value, True  # ``p.requires_grad = name in trainable``
+                elif not is_false(value):
+                    named = [test for test in tests if _mentions(test, name)]
+                    if named:
+                        yield named[-1], False
+        elif isinstance(statement, (cst.With, cst.Try, cst.For, cst.While)):
+            yield from _turned_on(statement.body, param, name, tests)
+
+
+def _assigned_gradient(small: cst.BaseSmallStatement, param: str) -> cst.BaseExpression | None:
+    """The value ``param``'s gradient flag gets (``p.requires_grad = v``, ``p.requires_grad_(v)``)."""
+    if isinstance(small, cst.Assign) and len(small.targets) == 1:
+        target = small.targets[0].target
+        if isinstance(target, cst.Attribute) and target.attr.value == "requires_grad" \
+                and isinstance(target.value, cst.Name) and target.value.value == param:
+            return small.value
+    if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+        call = small.value
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "requires_grad_" \
+                and isinstance(call.func.value, cst.Name) and call.func.value.value == param:
+            return call.args[0].value if call.args else cst.Name("True")
+    return None
+
+
+class _Names(cst.CSTVisitor):
+    """The names an expression reads, less callees (``any``, ``re.match``) and names its own
+    comprehensions bind."""
+
+    def __init__(self) -> None:
+        self.read: set[str] = set()
+        self.bound: set[str] = set()
+
+    def visit_Call(self, node: cst.Call) -> bool:
+        if dotted(node.func) is None:
+            node.func.visit(self)
+        for argument in node.args:
+            argument.visit(self)
+        return False
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self.bound.update(n.value for n in _targets(node.target))
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        node.value.visit(self)
+        return False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.read.add(node.value)
+
+
+def _targets(target: cst.BaseExpression) -> list[cst.Name]:
+    if isinstance(target, cst.Name):
+        return [target]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for element in target.elements for n in _targets(element.value)]
+    return []
+
+
+def _read_names(expr: cst.BaseExpression) -> set[str]:
+    names = _Names()
+    expr.visit(names)
+    return names.read - names.bound
+
+
+def _mentions(expr: cst.BaseExpression, name: str) -> bool:
+    return name in _read_names(expr)
+
+
+def _reads_more_than(selection: cst.BaseExpression, name: str) -> bool:
+    """Does a test of ``name`` read a value besides literals (a list, a file's lines, an option)?"""
+    read = _read_names(selection)
+    return name in read and bool(read - {name, "True", "False", "None"})
