@@ -104,3 +104,17 @@ def _fsdp(reader: ConfigReader) -> None:
         key = "cpu_offload" if fsdp.value("cpu_offload") is True else None
         if key:
             fsdp.set("offload_params", True, fsdp.location(key), "fsdp_config.cpu_offload")
+
+
+# llm-foundry refuses a top-level key its TrainConfig does not define from 0.10.0 on
+# (llmfoundry/utils/config_utils.py, make_dataclass_and_log_config: ``raise ValueError("Unused
+# parameter ...")``); 0.9.0 moved such a key under ``variables`` with a DeprecationWarning, and
+# earlier releases' scripts/train/train.py warned ("Unused parameter ... found in cfg") after
+# popping the interpolation variables it knew (``data_local``, ``data_remote``, ``global_seed``).
+REFUSES_UNUSED_FROM = "0.10.0"
+
+
+def interpolated(text: str, key: str) -> bool:
+    """Whether the file uses a top-level key as an OmegaConf variable (``${data_local}``)."""
+    return re.search(r"\$\{\s*" + re.escape(key) + r"\s*\}", text) is not None
+

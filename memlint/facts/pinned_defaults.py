@@ -29,7 +29,7 @@ import re
 from pathlib import Path
 from typing import Iterable
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from memlint.facts.pinned_versions import Pin, pins
 from memlint.model.diagnostics import Range
@@ -52,7 +52,7 @@ def pinned_eager_attention(root: Path, near: str | Path) -> Sourced[str] | None:
     found = pins(root, near)
     for package, threshold in (("transformers", TRANSFORMERS_SDPA), ("torch", TORCH_SDPA)):
         pin = found.get(package)
-        if pin is not None and _only_before(pin, threshold):
+        if pin is not None and pin.only_before(threshold):
             return Sourced("eager", _at(root, pin),
                            f"{PINNED_EAGER}{package}{pin.specifier}` ({pin.where}) predates SDPA by default "
                            f"({package} {threshold}); the model's attention materialises its scores")
@@ -62,7 +62,7 @@ def pinned_eager_attention(root: Path, near: str | Path) -> Sourced[str] | None:
 def pinned_fp32_load(root: Path, near: str | Path) -> Sourced[str] | None:
     """``"fp32"`` with the pin, when the project's transformers pin admits only 4.x releases."""
     pin = pins(root, near).get("transformers")
-    if pin is None or not _only_before(pin, TRANSFORMERS_5):
+    if pin is None or not pin.only_before(TRANSFORMERS_5):
         return None
     return Sourced("fp32", _at(root, pin),
                    f"weights load in fp32: `transformers{pin.specifier}` ({pin.where}) is a 4.x release, whose "
@@ -79,31 +79,3 @@ def patches_attention(texts: Iterable[str | None]) -> bool:
     return any(text is not None and _PATCHED.search(text) is not None for text in texts)
 
 
-def _only_before(pin: Pin, threshold: Version) -> bool:
-    """Whether every release the pin admits predates ``threshold``: an upper bound below it
-    (``==4.31.0``, ``<4.34``, ``<=4.35.2``, ``~=4.33.0``, ``==4.31.*``); a pin with none admits
-    the newest release, which pip installs."""
-    if pin.url or pin.source_tree:
-        return False  # a commit or the project's own copy: no release can be read
-    for spec in pin.specifier:
-        try:
-            bound = Version(spec.version.rstrip(".*"))
-        except InvalidVersion:
-            continue
-        if spec.operator in ("==", "===") and not spec.version.endswith("*"):
-            if bound < threshold:
-                return True
-        elif spec.operator == "==" and _ceiling(bound.release) <= threshold:  # ==4.31.* admits 4.31.x
-            return True
-        elif spec.operator == "<" and bound <= threshold:
-            return True
-        elif spec.operator == "<=" and bound < threshold:
-            return True
-        elif spec.operator == "~=" and _ceiling(bound.release[:-1] or bound.release) <= threshold:
-            return True  # ~=4.33.0 admits < 4.34; ~=4.33 admits < 5
-    return False
-
-
-def _ceiling(release: tuple[int, ...]) -> Version:
-    """The first release after every release that starts with ``release`` (4.33 -> 4.34)."""
-    return Version(".".join(map(str, release[:-1] + (release[-1] + 1,))))

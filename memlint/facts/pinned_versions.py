@@ -44,6 +44,7 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
 
 from memlint.documents import reads
 from memlint.documents.reading import read_document
@@ -82,6 +83,37 @@ class Pin:
             if spec.operator in ("==", "===") and "*" not in spec.version:
                 return spec.version
         return None
+
+    def only_before(self, release: str | Version) -> bool:
+        """Whether every release the pin admits predates ``release``: an upper bound below it
+        (``==4.31.0``, ``<4.34``, ``<=4.35.2``, ``~=4.33.0``, ``==4.31.*``); a pin with none
+        admits the newest release, which pip installs, and a commit or the project's own copy
+        names no release."""
+        threshold = Version(str(release))
+        if self.url or self.source_tree:
+            return False
+        for spec in self.specifier:
+            try:
+                bound = Version(spec.version.rstrip(".*"))
+            except InvalidVersion:
+                continue
+            if spec.operator in ("==", "===") and not spec.version.endswith("*"):
+                if bound < threshold:
+                    return True
+            elif spec.operator == "==" and _ceiling(bound.release) <= threshold:  # ==4.31.* admits 4.31.x
+                return True
+            elif spec.operator == "<" and bound <= threshold:
+                return True
+            elif spec.operator == "<=" and bound < threshold:
+                return True
+            elif spec.operator == "~=" and _ceiling(bound.release[:-1] or bound.release) <= threshold:
+                return True  # ~=4.33.0 admits < 4.34; ~=4.33 admits < 5
+        return False
+
+
+def _ceiling(release: tuple[int, ...]) -> Version:
+    """The first release after every release that starts with ``release`` (4.33 -> 4.34)."""
+    return Version(".".join(map(str, release[:-1] + (release[-1] + 1,))))
 
 
 _KEPT: dict[tuple, tuple[dict[str, Pin], dict[str, str]]] = {}  # stamp -> (pins, path -> content digest)
@@ -156,7 +188,7 @@ def _files(root: Path) -> list[Path]:
         except OSError:
             continue
         requirements += [folder / n for n in names if re.fullmatch(r"requirements.*\.(txt|in)|.*\.txt", n)
-                         and (folder != root or n.startswith("requirements")) and (folder / n).is_file()]
+                         and (folder != root or n.startswith("requirement")) and (folder / n).is_file()]
     others = [root / n for n in _OTHERS if (root / n).is_file()]
     return locks + requirements + others
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from memlint.configs.composer import REFUSES_UNUSED_FROM, interpolated
 from memlint.configs.key_history import project_fields, versioned_issues
+from memlint.facts.pinned_versions import Pin, pins
 from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Applicability, Severity
 from memlint.rules._config import SchemaRule
@@ -34,6 +36,12 @@ class UnknownConfigKey(SchemaRule):
     and those of its bases in the project are known keys. So are those of a class the project
     builds from a mapping it reads from a file (``args = TrainArgs(**json.load(f))``): such a
     file is the project's config, even when many of its keys look like the Trainer's.
+
+    An llm-foundry (Composer) YAML is judged by the llm-foundry the project pins: from 0.10
+    ``train.py`` refuses a top-level key its ``TrainConfig`` does not define (put variables under
+    ``variables``); earlier releases warned and went on, so under such a pin the finding is a
+    warning, and a key the file itself uses as an OmegaConf variable (``data_local: ...`` read as
+    ``${data_local}``) is none.
 
     ## Fix
     Rename the key to the one the tool reads. When the names differ only in case or in ``-``
@@ -113,4 +121,24 @@ class UnknownConfigKey(SchemaRule):
             if ctx.kind in _PARSED_BY_THE_PROJECT and len(issue.path) == 1:
                 if issue.path[0] in project_fields(ctx):
                     continue  # a field of the project's own argument class
+            if ctx.kind == "composer" and len(issue.path) == 1:
+                older = _older_foundry(ctx)
+                if older is not None:
+                    if interpolated(ctx.parsed.text, str(issue.path[0])):
+                        continue  # a variable the file itself uses, which that release accepts
+                    yield Finding(issue.range, _warned_by(issue.message, older), fix=issue.fix,
+                                  severity=Severity.WARNING)
+                    continue
             yield Finding(issue.range, issue.message, fix=issue.fix, severity=getattr(issue, "severity", None))
+
+
+def _older_foundry(ctx: RuleContext) -> Pin | None:
+    """The project's llm-foundry pin when every release it admits predates the refusal of unused keys."""
+    pin = pins(ctx.settings.root, ctx.path).get("llm-foundry")
+    return pin if pin is not None and pin.only_before(REFUSES_UNUSED_FROM) else None
+
+
+def _warned_by(message: str, pin: Pin) -> str:
+    said = message.split(" (llm-foundry's train.py refuses", 1)[0]
+    return (f"{said} (the llm-foundry you pin, `llm-foundry{pin.specifier}` ({pin.where}), only warns "
+            f"\"Unused parameter\" and ignores it; {REFUSES_UNUSED_FROM} and later refuse the file)")
