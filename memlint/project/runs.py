@@ -344,6 +344,11 @@ class RunFinder:
         for helper in helpers:
             hidden |= hidden_cli(helper, launcher)
         linked.extend(self.linked(script, seen))
+        from memlint.facts.launch_options import switched_references
+
+        switched = switched_references(script, launcher)
+        if switched:
+            linked.extend(self.linked(replace(script, references=switched), seen))
         return overrides, hidden
 
     def arguments_file(self, script: RunFacts, launcher: RunFacts | None) -> Path | None:
