@@ -3,10 +3,12 @@
 args.deepspeed else None)``, ``--deepspeed`` an argparse ``store_true``). A launch that passes
 the flag runs with the config (its ZeRO stage and offload are the run's); a launch without it
 runs plain DDP. Either way the script names the config: it is not "used by no launcher,
-script or recipe"."""
+script or recipe"; when no launch passes the flag, the config's note says which script and
+option would use it."""
 
 from __future__ import annotations
 
+from memlint.lint.engine import Linter
 from tests.facts.facts_testing import dedent, facts_of, span, where
 from tests.project.test_config_launchers import _project, _runs
 
@@ -135,4 +137,10 @@ def test_a_config_no_launch_switches_on_is_still_the_scripts(tmp_path):
     from memlint.project.project import Project
 
     assert Project(settings).runs.unused_configs() == []  # finetune.py names it
-    assert [r.problem for r in _runs(settings, "configs/zero3_offload.json") if r.problem] == []
+    [note] = _runs(settings, "configs/zero3_offload.json")
+    line = span(FINETUNE, 'deepspeed=«"configs/zero3_offload.json"»')[0]
+    assert note.problem == (f"finetune.py:{line} uses this config only when `--deepspeed` is passed, and no launch "
+                            "of the project passes it, so no run of it is known: pass `--deepspeed` in a launch of "
+                            "finetune.py")
+    memory = [d for d in Linter(settings).lint_path(tmp_path / "configs/zero3_offload.json") if d.code == "MEM003"]
+    assert [d.message.split(":", 1)[1].strip()[:40] for d in memory] == [note.problem[:40]]
