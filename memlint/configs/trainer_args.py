@@ -18,6 +18,7 @@ from memlint.configs.batch_comments import BATCH_KEYS, stated_gpus
 from memlint.configs.deepspeed import read_deepspeed
 from memlint.configs.reading import ConfigReader, loaded_mapping, new_facts
 from memlint.configs.schema import schema_name_for
+from memlint.documents.kinds import is_trainer_arguments
 from memlint.facts import hf_args
 from memlint.facts.extract import extractor
 from memlint.facts.plan import RunFacts
@@ -41,17 +42,37 @@ def extract_trainer_args(parsed: ParsedDocument) -> list[RunFacts]:
     return [trainer_args_facts(parsed, data, schema_name_for("hf-args", data.value))]
 
 
-def trainer_args_facts(parsed: ParsedDocument, data, variant: str | None) -> RunFacts:
+@extractor("yaml", "json")
+def extract_trainer_arguments_section(parsed: ParsedDocument) -> list[RunFacts]:
+    """A project's own config with its TrainingArguments as one section (GLM-4's
+    ``finetune/configs/sft.yaml``: ``training_args:`` with ``deepspeed: configs/ds_zero_3.json``,
+    which ``finetune.py`` turns into ``Seq2SeqTrainingArguments(**training_args)``). Its fields
+    are the run's when a launch passes the file to its script; the file states no run of its own
+    (the script trains), but the DeepSpeed config it names is used."""
+    data = loaded_mapping(parsed)
+    if data is None:
+        return []
+    sections = [key for key, value in data.value.items() if isinstance(key, str) and isinstance(value, dict)
+                and is_trainer_arguments({k for k in value if isinstance(k, str)})]
+    if len(sections) != 1:
+        return []
+    facts = trainer_args_facts(parsed, data, "transformers", (sections[0],))
+    facts.framework = None
+    return [facts]
+
+
+def trainer_args_facts(parsed: ParsedDocument, data, variant: str | None, section: tuple[str, ...] = ()) -> RunFacts:
     """The facts of TrainingArguments fields read as ``variant`` (a TRL variant applies TRL's
-    defaults; ``"transformers"`` reads plain TrainingArguments)."""
+    defaults; ``"transformers"`` reads plain TrainingArguments), from the block at ``section``."""
     trl = variant in TRL_VARIANTS
     facts = new_facts(parsed.path, parsed.kind, data)
     facts.framework = Sourced("trl" if trl else "hf-trainer", None,
                              "TRL config file" if trl else "TrainingArguments file")
-    reader = ConfigReader(parsed.path, data, facts, variant)
-    keys = sorted((k for k in data.value if isinstance(k, str)), key=lambda k: ORDER.get(k, 1))
+    reader = ConfigReader(parsed.path, data, facts, variant, base=section)
+    fields = data.get(*section)
+    keys = sorted((k for k in fields if isinstance(k, str)), key=lambda k: ORDER.get(k, 1))
     for key in keys:
-        value = data.value[key]
+        value = fields[key]
         where = reader.location(key)
         if key == "deepspeed" and isinstance(value, dict):
             read_deepspeed(reader.inside("deepspeed", schema_name="deepspeed"))
@@ -67,7 +88,7 @@ def trainer_args_facts(parsed: ParsedDocument, data, variant: str | None) -> Run
             else:
                 reader.set(name, converted, where, key)
     _commented_gpus(parsed, reader, facts)
-    if (trl or "use_peft" in data.value) and not hf_args._bool(data.value.get("use_peft", False)):
+    if (trl or "use_peft" in fields) and not hf_args._bool(fields.get("use_peft", False)):
         for name in LORA_FACTS:
             setattr(facts, name, None)  # TRL's ModelConfig: lora_* only apply with use_peft
     if trl:
@@ -79,7 +100,7 @@ def _commented_gpus(parsed: ParsedDocument, reader: ConfigReader, facts: RunFact
     """The GPU count a global-batch comment on the batch keys implies (``batch_comments``)."""
     if facts.world_size is not None or parsed.document.syntax != "yaml":
         return
-    lines = [reader.location(key).range.start.line for key in BATCH_KEYS if key in reader.data.value]
+    lines = [reader.location(key).range.start.line for key in BATCH_KEYS if reader.has(key)]
     micro = facts.micro_batch.value if facts.micro_batch is not None else 1
     accumulation = facts.grad_accum.value if facts.grad_accum is not None else 1
     stated = stated_gpus(parsed.document.text, parsed.path, lines, int(micro), int(accumulation)) if lines else None

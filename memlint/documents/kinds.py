@@ -140,9 +140,7 @@ def _detect(path: str, syntax: str, value: Any) -> str:
         return "deepspeed"
     if syntax == "yaml" and _is_hydra_composition(value):
         return by_name(name, posix, syntax) or syntax  # its keys are the project's own dataclass's
-    if len(keys & HF_ARGS_DISTINCTIVE) >= 2 or (
-        len(keys & HF_ARGS_KEYS) >= 2 and _known_share(keys, "hf-args") >= KNOWN_SHARE
-    ):
+    if is_trainer_arguments(keys):
         return "hf-args"
     named = by_name(name, posix, syntax)
     if named is not None and (not keys or _known_share(keys, named) >= KNOWN_SHARE):
@@ -190,6 +188,13 @@ def by_name(name: str, posix: str, syntax: str) -> str | None:
     if syntax in ("yaml", "json") and (_ACCELERATE_NAME.match(name) or _ACCELERATE_DIR.search(posix)):
         return "accelerate"
     return None
+
+
+def is_trainer_arguments(keys: set[str]) -> bool:
+    """Do these keys read as TrainingArguments (a file of them, or a section of a project's own
+    config)?"""
+    return len(keys & HF_ARGS_DISTINCTIVE) >= 2 or (
+        len(keys & HF_ARGS_KEYS) >= 2 and _known_share(keys, "hf-args") >= KNOWN_SHARE)
 
 
 def _known_share(keys: set[str], kind: str) -> float:

@@ -142,6 +142,21 @@ def facts_from_cli(script: RunFacts, launcher: RunFacts) -> dict[str, Sourced[An
     return out
 
 
+def switched_references(script: RunFacts, launcher: RunFacts) -> list[Sourced[str]]:
+    """The configs ``script`` names behind an option this launch switches (Chinese-Vicuna's
+    ``deepspeed="sample/zero_config.json" if args.deepspeed else None``, launched with
+    ``--deepspeed``): they are the run's, as if the launcher named them."""
+    out = []
+    for options, prefix, reference in script.switched_references:
+        for option in options:
+            raw = launcher.cli_args.get(option)
+            on = _switched_on(str(raw.value)) if raw is not None else None
+            if on is not None and on == (prefix == "if"):
+                out.append(reference)
+                break
+    return out
+
+
 def hidden_by_cli(script: RunFacts, launcher: RunFacts) -> frozenset[str]:
     """The facts of ``script`` that the launcher sets with a value it cannot know
     (``--per_device_train_batch_size $PER_DEVICE_TRAIN_BATCH_SIZE``): the script's default for

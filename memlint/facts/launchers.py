@@ -188,7 +188,9 @@ class _Shell:
         self.starts = line_starts(self.text)
         self.variables = Variables()
         self.heredocs: dict[str, tuple[int, int]] = {}  # variable -> its here-document body
-        self.strings: dict[str, tuple[int, int]] = {}  # variable -> the inside of its quoted value
+        # variable -> the words of its double-quoted value, the string variables it names spliced in
+        # as they stood then (``ARGS="$ARGS --bf16"`` appends to the words ARGS had)
+        self.strings: dict[str, list[Word]] = {}
         self.options = option_variables(self.text)  # variable -> the caller's option that sets it
         # ``ROOT="$(cd "$(dirname "$0")/.." && pwd)"``: offset of the name -> its anchored value
         self.anchored = anchored_assignments(self.text, posixpath.basename(parsed.path.replace("\\", "/")))
@@ -311,10 +313,11 @@ class _Shell:
     def _launcher_arguments(self, words: list[Word]) -> list[Word]:
         """A variable that holds the launcher's own options (LMFlow's ``deepspeed_args=
         "--master_port=11000"`` then ``deepspeed ${deepspeed_args} examples/dpo_train.py``) stands
-        for those options, not for the script."""
+        for those options, not for the script. Only unquoted: bash splits ``$VAR`` into words but
+        passes ``"$VAR"`` as one."""
         out: list[Word] = []
         for word in words:
-            if _ONE_VARIABLE.fullmatch(word.raw) and not word.raw.startswith("'"):
+            if _ONE_VARIABLE.fullmatch(word.raw) and not word.raw.startswith(("'", '"')):
                 value = expand(word, self.variables)
                 if value is not None and value.text.startswith("-") and "$" not in value.text:
                     out.extend(Word(part, part, value.start, value.end) for part in value.text.split())
@@ -332,14 +335,21 @@ class _Shell:
             command_string = i > 0 and words[i - 1].text == "-c" and word.raw.startswith('"')
             if names is not None and (command_string or not word.raw.startswith('"')):
                 found = [n.group(1) for n in re.finditer(r"\$\{?([A-Za-z_]\w*)\}?", word.raw)]
-                bodies = [self.heredocs.get(n) or self.strings.get(n) for n in found]
+                bodies = [self._words_of(n) for n in found]
                 if all(body is not None for body in bodies) and (command_string or len(found) == 1):
                     for body in bodies:
                         assert body is not None
-                        out.extend(body_words(self.text, *body))
+                        out.extend(body)
                     continue
             out.append(word)
         return out
+
+    def _words_of(self, name: str) -> list[Word] | None:
+        """The words an unquoted ``$name`` splits into: its here-document's or its quoted value's."""
+        heredoc = self.heredocs.get(name)
+        if heredoc is not None:
+            return body_words(self.text, *heredoc)
+        return self.strings.get(name)
 
     def _assign_all(self, words: list[Word], depth: int) -> None:
         for word in words:
@@ -348,6 +358,10 @@ class _Shell:
                 continue
             name, value_word = parsed
             value = expand(value_word, self.variables) if depth == 0 else None
+            quoted = len(value_word.raw) > 1 and value_word.raw[0] == value_word.raw[-1] == '"'
+            # split before the variable changes: ``ARGS="$ARGS --bf16"`` reads the words it had
+            value_words = self._spliced(body_words(self.text, value_word.start + 1, value_word.end - 1)) \
+                if quoted and depth == 0 else None
             default = self.variables.known.get(name)
             self.variables.known[name] = value  # inside if/for/case: which value runs is unknown
             self.variables.templates.pop(name, None)
@@ -362,8 +376,8 @@ class _Shell:
             built = template(value_word, self.variables)
             if built is not None:
                 self.variables.templates[name] = built
-            if len(value_word.raw) > 1 and value_word.raw[0] == value_word.raw[-1] == '"':
-                self.strings[name] = (value_word.start + 1, value_word.end - 1)
+            if value_words is not None:
+                self.strings[name] = value_words
 
     # ------------------------------------------------------------- facts
 

@@ -166,6 +166,9 @@ class RunFacts:
 
     # ---- links to other documents and DeepSpeed "auto" placeholders
     references: list[Sourced[str]] = field(default_factory=list)  # paths as written
+    # configs a script names only when an option is switched (``deepspeed="ds.json" if
+    # args.deepspeed else None``): (the options, "if"/"ifnot" as for an ``if:`` binding, the path)
+    switched_references: list[tuple[tuple[str, ...], str, Sourced[str]]] = field(default_factory=list)
     auto_keys: list[Sourced[str]] = field(default_factory=list)  # DeepSpeed keys set to "auto"
 
     # ---- command lines: a launcher passes options to a script that parses them
@@ -218,8 +221,8 @@ MODEL_PARALLEL_ADVICE = ("memlint sizes data parallelism, ZeRO and FSDP only; si
                          "`# memlint: ignore[MEM003]`")
 
 
-NOT_FACTS = ("path", "kind", "anchor", "references", "auto_keys", "cli_bindings", "option_constants", "cli_args",
-             "cli_unknown", "overrides",
+NOT_FACTS = ("path", "kind", "anchor", "references", "switched_references", "auto_keys", "cli_bindings",
+             "option_constants", "cli_args", "cli_unknown", "overrides",
              "launches", "arguments_file", "arguments_default", "positional_config", "bound_config", "template_launches", "template_config",
              "template_references")
 FACT_NAMES = tuple(f.name for f in fields(RunFacts) if f.name not in NOT_FACTS)

@@ -100,6 +100,11 @@ class ScriptFacts:
         if path and not any(r.value == path for r in self.facts.references):
             self.facts.references.append(Sourced(path, self.location(node), note))
 
+    def switched_reference(self, options: tuple[str, ...], prefix: str, path: str, node: cst.CSTNode,
+                           note: str) -> None:
+        """A config the script names only when ``options`` are switched (``prefix``: "if" on)."""
+        self.facts.switched_references.append((options, prefix, Sourced(path, self.location(node), note)))
+
     def auto_key(self, key: str, node: cst.CSTNode) -> None:
         self.facts.auto_keys.append(Sourced(key, self.location(node), "DeepSpeed \"auto\""))
 

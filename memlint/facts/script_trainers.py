@@ -57,6 +57,12 @@ def hf_field(ctx: ScriptFacts, key: str, found: Found | None, owner: str, at: cs
         return
     if found.options and (key in hf_args.FIELDS or key in ("bf16", "fp16")):
         ctx.bind(found.options, f"hf:{key}")
+    if found.flip is not None and found.flip_node is not None and key == "deepspeed":
+        # ``deepspeed="ds.json" if args.deepspeed else None``: the config of a launch that passes --deepspeed
+        options, prefix, other = found.flip
+        path = hf_args.facts_for(key, other).get("__reference__")
+        if path is not None:
+            ctx.switched_reference(options, prefix, path, found.flip_node, f"{owner}(deepspeed=...)")
     if not found.known or found.node is None:
         return
     for name, value in hf_args.facts_for(key, found.value).items():

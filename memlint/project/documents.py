@@ -100,6 +100,7 @@ def links_of(facts: "list[RunFacts]") -> tuple[str, ...]:
     out: list[str] = []
     for item in facts:
         out.extend(str(r.value) for r in item.references)
+        out.extend(str(r.value) for _, _, r in item.switched_references)
         if item.launches is not None:
             out.append(str(item.launches.value))
     return tuple(out)

@@ -420,6 +420,11 @@ class RunFinder:
         for helper in helpers:
             hidden |= hidden_cli(helper, launcher)
         linked.extend(self.linked(script, seen))
+        from memlint.facts.launch_options import switched_references
+
+        switched = switched_references(script, launcher)
+        if switched:
+            linked.extend(self.linked(replace(script, references=switched), seen))
         return overrides, hidden
 
     def arguments_file(self, script: RunFacts, launcher: RunFacts | None) -> Path | None:
@@ -825,6 +830,8 @@ class RunFinder:
             runs = kept
         if not runs and not launched_by and self.documents.kind(path) in STANDALONE_KINDS:
             runs = self._standalone_runs(path, context)
+        elif not runs and self.documents.kind(path) in STANDALONE_KINDS:
+            runs = self._switched_off_runs(path)
         return runs
 
     def commented_runs(self, path: str | Path, context: RunContext) -> list[ResolvedRun]:
@@ -958,6 +965,31 @@ class RunFinder:
                        "command (`--deepspeed`, `accelerate launch --config_file`), or set `model` in "
                        "[tool.memlint] to estimate each with that model")
         return [run]
+
+    def _switched_off_runs(self, path: str | Path) -> list[ResolvedRun]:
+        """A DeepSpeed config that a script names only behind its own flag (``deepspeed="ds.json"
+        if args.deepspeed else None``), which no launch of the project switches on: no run uses
+        it, and the one note says which script would, with which option."""
+        from memlint.facts.resolve import ResolvedRun
+
+        target = self.documents.key(path)
+        own = self.documents.facts(path)
+        for referrer in self.links.referrers(path) if own else ():
+            for facts in self.documents.facts(referrer):
+                for options, prefix, reference in facts.switched_references:
+                    resolved = self.documents.resolve_reference(str(reference.value), facts.path)
+                    if resolved is None or self.documents.key(resolved) != target:
+                        continue
+                    script, option = Path(referrer).name, f"`--{options[0]}`"
+                    where = f"{script}:{reference.origin.range.start.line}" if reference.origin is not None else script
+                    run = ResolvedRun(plan=replace(self.plan_for(own[0]), trains=True), arch=None, setup=None)
+                    run.problem = (f"{where} uses this config only when {option} is passed, and no launch of the "
+                                   f"project passes it, so no run of it is known: pass {option} in a launch of {script}"
+                                   if prefix == "if" else
+                                   f"{where} uses this config only when {option} is off, and every launch of the "
+                                   "project turns it on, so no run of it is known")
+                    return [run]
+        return []
 
     def unused_configs(self) -> list[Path]:
         """The project's DeepSpeed and Accelerate configs that no document references, in path

@@ -108,10 +108,11 @@ class Found:
     note: str = ""
     # ``a if args.flag else b``: (the options, "if"/"ifnot", the value the other setting gives)
     flip: tuple[tuple[str, ...], str, Any] | None = None
+    flip_node: cst.CSTNode | None = None  # where that other value is written
 
     @property
     def known(self) -> bool:
         return self.value is not MISSING
 
     def at(self, node: cst.CSTNode | None) -> "Found":
-        return Found(self.value, node, self.options, self.note, self.flip)
+        return Found(self.value, node, self.options, self.note, self.flip, self.flip_node)

@@ -306,7 +306,7 @@ class Values(Names):
             return chosen
         # an option passed on the command line is truthy: does that reach the other branch?
         prefix = "if" if bool(test.value) == flipped else "ifnot"
-        return Found(chosen.value, chosen.node, chosen.options, chosen.note, (options, prefix, other.value))
+        return Found(chosen.value, chosen.node, chosen.options, chosen.note, (options, prefix, other.value), other.node)
 
     def _concatenated(self, expr: cst.ConcatenatedString, depth: int) -> Found | None:
         left = self.evaluate(expr.left, depth + 1)
