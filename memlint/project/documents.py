@@ -309,9 +309,15 @@ class DocumentStore:
         ``compression/bert`` (naming ``./config/XTC/ds.json`` there), smollm's
         ``vision/experiments/.../accelerate_config_*.yaml`` naming
         ``./experiments/.../ds_config.json`` from ``vision/``. Files outside the project are
-        allowed (a shared DeepSpeed config) but must exist."""
+        allowed (a shared DeepSpeed config) but must exist. An absolute path that does not exist
+        may name the project where the author cloned it (accelerate's slurm example:
+        ``${ACCELERATE_DIR:-/accelerate}/examples/slurm/fsdp_config.yaml``): a tail of at least a
+        folder and the file that exists under the project root is that file."""
         written = Path(os.path.expanduser(reference))
         candidates = [written] if written.is_absolute() else [Path(from_path).parent / written, self.root / written]
+        if written.is_absolute():
+            parts = written.parts[1:]
+            candidates += [self.root.joinpath(*parts[i:]) for i in range(1, len(parts) - 1)]
         if not written.is_absolute():
             candidates[1:1] = [folder / written for folder in self._folders_above(Path(from_path))]
         for candidate in candidates:

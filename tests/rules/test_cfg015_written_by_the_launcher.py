@@ -92,3 +92,33 @@ def test_an_empty_default_is_no_value(lint):
     default that says something (``${CONFIG:-configs/prebuilt.json}``) is still looked up."""
     diagnostics = lint("CFG015", SETUP, path="studio/setup.sh", files={"scripts/install_prebuilt.py": "import json\n"})
     assert [d.message.split("`")[1] for d in diagnostics] == ["configs/prebuilt.json"]
+
+
+# accelerate's examples/slurm/submit_multinode_fsdp.sh, trimmed: the clone's location is a variable
+# whose default is the author's path; the config is the project's own under that clone
+SUBMIT = """\
+#!/bin/bash
+#SBATCH --nodes=4
+#SBATCH --gres=gpu:4
+export GPUS_PER_NODE=4
+export ACCELERATE_DIR="${ACCELERATE_DIR:-/accelerate}"
+
+export LAUNCHER="accelerate launch \\
+    --config_file ${ACCELERATE_DIR}/examples/slurm/fsdp_config.yaml \\
+    --num_processes $((SLURM_NNODES * GPUS_PER_NODE)) \\
+    --num_machines $SLURM_NNODES \\
+    "
+export SCRIPT="${ACCELERATE_DIR}/examples/complete_nlp_example.py"
+srun $LAUNCHER $SCRIPT --mixed_precision fp16
+"""
+
+
+def test_an_absolute_path_under_the_authors_clone_names_the_projects_file(lint):
+    files = {"examples/slurm/fsdp_config.yaml": "distributed_type: FSDP\nnum_processes: 16\n",
+             "examples/complete_nlp_example.py": "from accelerate import Accelerator\n"}
+    assert lint("CFG015", SUBMIT, path="examples/slurm/submit_multinode_fsdp.sh", files=files) == []
+    # only a tail of a folder and the file counts: a bare file name elsewhere is no match
+    elsewhere = SUBMIT.replace("${ACCELERATE_DIR}/examples/slurm/fsdp_config.yaml", "/home/train/fsdp_config.yaml")
+    [finding] = lint("CFG015", elsewhere, path="examples/slurm/submit_multinode_fsdp.sh",
+                     files={**files, "fsdp_config.yaml": "distributed_type: FSDP\n"})
+    assert finding.message.startswith("`/home/train/fsdp_config.yaml` does not exist")
