@@ -12,7 +12,11 @@ one of:
   (``if args.gradient_checkpointing: model.gradient_checkpointing_enable()``);
 - ``"is=<text>:<fact>=<value>"`` / ``"isnot=<text>:<fact>=<value>"``: the option's value equal (or
   not) to ``<text>`` makes the script state ``fact = value`` (``if args.train_mode == 'qlora':
-  BitsAndBytesConfig(bnb_4bit_quant_type="nf4")``).
+  BitsAndBytesConfig(bnb_4bit_quant_type="nf4")``);
+- ``"calc:<binding>@<formula>"``: the script works the value of ``<binding>`` (either form above)
+  out from this and other options (``gradient_accumulation_steps = batch_size //
+  micro_batch_size``); the launch redoes it with its own options, the script's defaults for
+  those it leaves, and its process count for ``WORLD_SIZE`` (``memlint.python.option_formulas``).
 
 ``torchrun ... train.py --batch_size 4`` then overrides the script's default with the launcher's
 4, located in the launcher. Value-less flags arrive as ``"true"``; a binding prefixed ``"not:"``
@@ -27,6 +31,7 @@ from memlint.facts import hf_args
 from memlint.facts.plan import RunFacts
 from memlint.model.provenance import Sourced
 from memlint.model.vocabulary import ATTENTION, dtype_name
+from memlint.python import option_formulas
 
 
 def _float(value: Any) -> float | None:
@@ -137,9 +142,50 @@ def facts_from_cli(script: RunFacts, launcher: RunFacts) -> dict[str, Sourced[An
         note = f"--{option} on the command line" if not option.startswith("#") else \
             f"argument {option[1:]} on the command line"
         for binding in script.cli_bindings.get(option, ()):
+            if binding.startswith("calc:"):
+                applied, how = _calculated(binding, launcher)
+                for name, value in applied.items():
+                    out[name] = Sourced(value, raw.origin, f"{note}, as {how}")
+                continue
             for name, value in _apply(binding, str(raw.value)).items():
                 out[name] = Sourced(value, raw.origin, note)
     return out
+
+
+def _calculated(binding: str, launcher: RunFacts) -> tuple[dict[str, Any], str]:
+    """A ``calc:`` binding redone with the launch's values: the facts it sets, and the formula as
+    text for their note."""
+    target, _, text = binding[len("calc:"):].partition("@")
+    formula = option_formulas.decode(text)
+    if formula is None:
+        return {}, ""
+
+    def passed(names: tuple[str, ...]) -> Any:
+        for name in names:
+            if name in launcher.cli_unknown:
+                return float("nan")  # passed with a value memlint cannot know: so is the result
+            raw = launcher.cli_args.get(name)
+            if raw is not None:
+                number = option_formulas.number_in(str(raw.value))
+                return float("nan") if number is None else number
+        return None  # not passed: the script's default
+
+    value = option_formulas.compute(formula, passed, lambda name, default: _environment(launcher, name, default))
+    if value is None:
+        return {}, ""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return _apply(target, str(value)), option_formulas.describe(formula)
+
+
+def _environment(launcher: RunFacts, name: str, default: Any) -> Any:
+    """A variable the launcher sets (``WORLD_SIZE`` is its process count); under a bare ``python``
+    launch none is set and the script's fallback holds."""
+    stated = getattr(launcher, option_formulas.ENVIRONMENT[name], None)
+    if stated is not None:
+        return stated.value
+    single = launcher.single_process
+    return default if single is not None and single.value else None
 
 
 def hidden_by_cli(script: RunFacts, launcher: RunFacts) -> frozenset[str]:
@@ -150,6 +196,8 @@ def hidden_by_cli(script: RunFacts, launcher: RunFacts) -> frozenset[str]:
     for option in launcher.cli_unknown:
         for binding in script.cli_bindings.get(option, ()):
             name = binding[4:] if binding.startswith("not:") else binding
+            if name.startswith("calc:"):  # worked out from this option: unknown too
+                name = name[len("calc:"):].partition("@")[0]
             if name.startswith("hf:"):
                 target = hf_args.FIELDS.get(name[3:])
                 if target is not None:
