@@ -138,17 +138,37 @@ def _literal(text: str) -> Any:
 def facts_from_cli(script: RunFacts, launcher: RunFacts) -> dict[str, Sourced[Any]]:
     """The facts the launcher's options set in ``script`` (located in the launcher)."""
     out: dict[str, Sourced[Any]] = {}
+    redone: set[str] = set()
     for option, raw in launcher.cli_args.items():
         note = f"--{option} on the command line" if not option.startswith("#") else \
             f"argument {option[1:]} on the command line"
         for binding in script.cli_bindings.get(option, ()):
             if binding.startswith("calc:"):
+                redone.add(binding)
                 applied, how = _calculated(binding, launcher)
                 for name, value in applied.items():
                     out[name] = Sourced(value, raw.origin, f"{note}, as {how}")
                 continue
             for name, value in _apply(binding, str(raw.value)).items():
                 out[name] = Sourced(value, raw.origin, note)
+    out.update({name: fact for name, fact in _by_process_count(script, launcher, redone).items() if name not in out})
+    return out
+
+
+def _by_process_count(script: RunFacts, launcher: RunFacts, redone: set[str]) -> dict[str, Sourced[Any]]:
+    """The values a script works out from ``WORLD_SIZE`` (``args.batch_size // world_size``) that
+    no passed option redid: the launch's process count fills them, located where it is stated."""
+    out: dict[str, Sourced[Any]] = {}
+    stated = launcher.world_size
+    if stated is None:
+        return out
+    for binding in sorted({b for bound in script.cli_bindings.values() for b in bound if b.startswith("calc:")} - redone):
+        formula = option_formulas.decode(binding.partition("@")[2])
+        if formula is None or "WORLD_SIZE" not in option_formulas.variables_of(formula):
+            continue
+        applied, how = _calculated(binding, launcher)
+        for name, value in applied.items():
+            out[name] = Sourced(value, stated.origin, f"{stated.note} (WORLD_SIZE), as {how}")
     return out
 
 

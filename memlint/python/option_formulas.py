@@ -93,6 +93,15 @@ def options_of(formula: Formula) -> tuple[str, ...]:
     return tuple(names)
 
 
+def variables_of(formula: Formula) -> frozenset[str]:
+    """The environment variables the formula reads."""
+    if formula[0] == "env":
+        return frozenset((formula[1],))
+    if formula[0] in ("number", "option"):
+        return frozenset()
+    return frozenset().union(*(variables_of(part) for part in formula[1:]))
+
+
 def encode(formula: Formula) -> str:
     """The formula as compact text, for a binding string (``RunFacts.cli_bindings``)."""
     return json.dumps(formula, separators=(",", ":"))
