@@ -121,7 +121,7 @@ class ScriptFacts:
         value worked out from options, each option the formula reads (``option_formulas``)."""
         if found.options:
             self.bind(found.options, binding)
-        if found.formula is not None:
+        if found.formula is not None and option_formulas.is_number(found.formula):
             calculated = f"calc:{binding}@{option_formulas.encode(found.formula)}"
             for option in option_formulas.options_of(found.formula):
                 current = self.facts.cli_bindings.get(option, ())

@@ -9,7 +9,9 @@ launch passing ``--micro_batch_size 8`` gets the value its own options give, not
 A formula is a nested tuple: ``("option", (names...), default)`` for an option (``default``
 None when the script gives none), ``("env", NAME, default)`` for a variable a launcher sets
 (``WORLD_SIZE``; ``default`` what the script falls back to when it is unset), ``("number", value)`` for a constant, and ``(operator, operand, ...)`` for
-``+ - * / // %``, ``min``, ``max``, ``int``, ``float`` and ``neg``. Only numbers take part.
+``+ - * / // %``, ``min``, ``max``, ``int``, ``float`` and ``neg``; comparisons (``== != < <= > >=``)
+and ``("if", test, then, otherwise)`` for a value a condition reassigns (alpaca-lora's ``if ddp:
+gradient_accumulation_steps = gradient_accumulation_steps // world_size``). Only numbers take part.
 """
 
 from __future__ import annotations
@@ -34,8 +36,11 @@ _BINARY: dict[str, Callable[[Any, Any], Any]] = {
 }
 _UNARY: dict[str, Callable[[Any], Any]] = {"int": int, "float": float, "neg": operator.neg}
 _CHOICE: dict[str, Callable[..., Any]] = {"min": min, "max": max}
+_COMPARE: dict[str, Callable[[Any, Any], bool]] = {
+    "==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+}
 # how ``describe`` writes each operator, and how tightly it binds (for parentheses)
-_PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2, "//": 2, "%": 2}
+_PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2, "//": 2, "%": 2, **{op: 0 for op in _COMPARE}}
 
 
 def _number(value: Any) -> bool:
@@ -70,15 +75,20 @@ def operand(value: Any, options: tuple[str, ...], formula: Formula | None, known
 
 def combine(op: str, operands: list[Formula | None]) -> Formula | None:
     """``op`` over ``operands``, or None unless every operand is a formula and one reads an
-    option (arithmetic over constants alone needs no launch to redo it)."""
-    if any(o is None for o in operands) or not any(_reads_options(o) for o in operands if o is not None):
+    option or a launcher's variable (arithmetic over constants alone needs no launch to redo it)."""
+    if any(o is None for o in operands) or not any(_varies(o) for o in operands if o is not None):
         return None
     return (op, *operands)
 
 
-def _reads_options(formula: Formula) -> bool:
-    return formula[0] == "option" or (formula[0] not in ("number", "env") and any(
-        isinstance(o, tuple) and _reads_options(o) for o in formula[1:]))
+def _varies(formula: Formula) -> bool:
+    return formula[0] in ("option", "env") or (formula[0] != "number" and any(
+        isinstance(o, tuple) and _varies(o) for o in formula[1:]))
+
+
+def is_number(formula: Formula) -> bool:
+    """Does the formula give a number (not a comparison's truth), a value a fact can take?"""
+    return formula[0] not in _COMPARE
 
 
 def options_of(formula: Formula) -> tuple[str, ...]:
@@ -125,9 +135,10 @@ def compute(formula: Formula, option: Callable[[tuple[str, ...]], Any],
     default) and ``environment(name, default)`` for each variable; None when some part is
     unknown or the arithmetic fails (a division by zero)."""
     try:
-        return _compute(formula, option, environment)
+        value = _compute(formula, option, environment)
     except (ArithmeticError, TypeError, ValueError, IndexError):
         return None
+    return value if _number(value) else None
 
 
 def _compute(formula: Formula, option: Callable, environment: Callable) -> Any:
@@ -139,10 +150,15 @@ def _compute(formula: Formula, option: Callable, environment: Callable) -> Any:
         value = formula[2] if given is None else given
     elif kind == "env":
         value = environment(formula[1], formula[2])
+    elif kind == "if":
+        test = _compute(formula[1], option, environment)
+        return None if test is None else _compute(formula[2] if test else formula[3], option, environment)
     else:
         parts = [_compute(part, option, environment) for part in formula[1:]]
         if any(not _number(p) for p in parts):
             return None
+        if kind in _COMPARE and len(parts) == 2:
+            return _COMPARE[kind](*parts)
         if kind in _BINARY and len(parts) == 2:
             value = _BINARY[kind](*parts)
         elif kind in _UNARY and len(parts) == 1:
@@ -162,8 +178,13 @@ def describe(formula: Formula, outer: int = 0) -> str:
     if kind == "option":
         return max(formula[1], key=len) if formula[1] else "?"
     if kind == "env":
-        return f"${formula[1]}"
-    if kind in _BINARY and len(formula) == 3:
+        return formula[1]
+    if kind in ("int", "float"):  # the conversion of an option or a variable says nothing new
+        return describe(formula[1], outer)
+    if kind == "if":
+        text = f"{describe(formula[2], 1)} if {describe(formula[1])} else {describe(formula[3], 1)}"
+        return f"({text})" if outer else text
+    if kind in _PRECEDENCE and len(formula) == 3:
         own = _PRECEDENCE[kind]
         text = f"{describe(formula[1], own)} {kind} {describe(formula[2], own + 1)}"
         return f"({text})" if own < outer else text

@@ -58,6 +58,8 @@ _BINARY: dict[type, Callable[[Any, Any], Any]] = {
 # the operators a launch redoes over its options (``option_formulas``), by their Python spelling
 _FORMULA_OPERATORS: dict[type, str] = {
     cst.Add: "+", cst.Subtract: "-", cst.Multiply: "*", cst.Divide: "/", cst.FloorDivide: "//", cst.Modulo: "%",
+    cst.Equal: "==", cst.NotEqual: "!=", cst.LessThan: "<", cst.LessThanEqual: "<=", cst.GreaterThan: ">",
+    cst.GreaterThanEqual: ">=",
 }
 # how scripts read an environment variable: ``os.environ.get("WORLD_SIZE", 1)``, ``os.getenv(...)``
 _ENVIRONMENT_READS = ("os.environ.get", "os.getenv")
@@ -352,8 +354,40 @@ class Values(Names):
             names = sorted(self.qualified(expr))
             return Found(Ref(names[0]), expr) if names else None
         if len(definitions) != 1:
-            return self._same_everywhere(definitions, depth)
+            return self._reassigned_if(definitions, depth) or self._same_everywhere(definitions, depth)
         return self._definition_value(definitions[0], expr, depth)
+
+    def _reassigned_if(self, definitions: list[Any], depth: int) -> Found | None:
+        """``x = a`` then ``if test: x = b`` where the test rests on options or a launcher's
+        variable (alpaca-lora's ``if ddp: gradient_accumulation_steps = gradient_accumulation_steps
+        // world_size``): the value the test picks, kept as a formula a launch redoes; None otherwise."""
+        if len(definitions) != 2 or not all(type(d) is Assigned for d in definitions):
+            return None
+        first, second = (self._statement(d.expr) for d in definitions)
+        block = self.parent(second) if second is not None else None
+        condition = self.parent(block) if block is not None else None
+        if first is None or type(condition) is not cst.If or condition.body is not block or \
+                condition.orelse is not None or self.parent(condition) is not self.parent(first):
+            return None
+        test = self.evaluate(condition.test, depth + 1)
+        if test is None or test.formula is None:
+            return None
+        earlier = self.evaluate(definitions[0].expr, depth + 1)
+        later = self.evaluate(definitions[1].expr, depth + 1)
+        if earlier is None or later is None:
+            return None
+        formula = option_formulas.combine("if", [test.formula, _formula_of(later), _formula_of(earlier)])
+        if formula is None:
+            return None
+        chosen = (later if test.value else earlier) if test.known else None
+        return replace(chosen, formula=formula) if chosen is not None and chosen.known else \
+            Found(MISSING, None, formula=formula)
+
+    def _statement(self, expr: cst.BaseExpression) -> cst.CSTNode | None:
+        """The statement line of a plain ``name = expr`` (None for any other assignment)."""
+        assign = self.parent(expr)
+        line = self.parent(assign) if type(assign) is cst.Assign else None
+        return line if type(line) is cst.SimpleStatementLine and len(line.body) == 1 else None
 
     def _same_everywhere(self, definitions: list[Any], depth: int) -> Found | None:
         """A name assigned in several places is known only if every assignment agrees."""
@@ -729,20 +763,33 @@ class Values(Names):
 
     def _comparison(self, expr: cst.Comparison, depth: int) -> Found | None:
         left = self.evaluate(expr.left, depth + 1)
-        if left is None or not left.known:
+        if left is None:
             return None
+        formula = self._compared(expr, left, depth)
+        if not left.known:  # ``world_size != 1`` over a launcher's WORLD_SIZE: the launch decides
+            return Found(MISSING, None, formula=formula) if formula is not None else None
         result = True
         current = left.value
         options = left.options
         for target in expr.comparisons:
             function = _COMPARE.get(type(target.operator))
             right = self.evaluate(target.comparator, depth + 1)
-            if function is None or right is None or not right.known:
+            if function is None or right is None:
                 return None
+            if not right.known:
+                return Found(MISSING, None, formula=formula) if formula is not None else None
             result = result and bool(function(current, right.value))
             current = right.value
             options = options or right.options
-        return Found(result, expr, options if len(expr.comparisons) == 1 else ())
+        return Found(result, expr, options if len(expr.comparisons) == 1 else (), formula=formula)
+
+    def _compared(self, expr: cst.Comparison, left: Found, depth: int) -> tuple | None:
+        """One numeric comparison as a formula, when options or a launcher's variable take part."""
+        symbol = _FORMULA_OPERATORS.get(type(expr.comparisons[0].operator)) if len(expr.comparisons) == 1 else None
+        right = self.evaluate(expr.comparisons[0].comparator, depth + 1) if symbol is not None else None
+        if symbol is None or right is None:
+            return None
+        return option_formulas.combine(symbol, [_formula_of(left), _formula_of(right)])
 
     # ------------------------------------------------------------- conditions
 

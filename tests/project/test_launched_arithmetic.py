@@ -208,3 +208,64 @@ def test_the_remedy_starts_from_the_launched_accumulation(tmp_path):
     # halving the launched micro-batch doubles the launched accumulation: 4x -> 8x (the defaults'
     # 128 // 4 = 32x gave "64x", a global batch of 16 x 64 = 1024 sequences instead of 128)
     assert "micro-batch 16 with 8x gradient accumulation" in found.message
+
+
+# alpaca-lora's own lines: the accumulation divided by the process count under ``if ddp:``
+ALPACA_DDP = dedent('''
+    import os
+
+    import fire
+    import transformers
+    from transformers import LlamaForCausalLM
+
+
+    def train(base_model: str = "", batch_size: int = 128, micro_batch_size: int = 4, output_dir: str = "./lora-alpaca"):
+        gradient_accumulation_steps = batch_size // micro_batch_size
+
+        device_map = "auto"
+        world_size = int(os.environ.get("WORLD_SIZE", 1))
+        ddp = world_size != 1
+        if ddp:
+            device_map = {"": int(os.environ.get("LOCAL_RANK") or 0)}
+            gradient_accumulation_steps = gradient_accumulation_steps // world_size
+
+        model = LlamaForCausalLM.from_pretrained(base_model, device_map=device_map)
+        trainer = transformers.Trainer(
+            model=model,
+            train_dataset=train_data,
+            args=transformers.TrainingArguments(
+                per_device_train_batch_size=micro_batch_size,
+                gradient_accumulation_steps=gradient_accumulation_steps,
+                fp16=True,
+                output_dir=output_dir,
+                ddp_find_unused_parameters=False if ddp else None,
+            ),
+        )
+        trainer.train()
+
+
+    if __name__ == "__main__":
+        fire.Fire(train)
+''')
+
+
+def test_a_reassignment_under_ddp_is_redone_for_each_launch():
+    script = one(ALPACA_DDP, "finetune.py")
+    assert script.grad_accum is None  # the process count decides, and no launch is known
+    model = "--base_model huggyllama/llama-7b"
+    # a bare python run sets no WORLD_SIZE: 128 // 8, no division
+    single = _applied(ALPACA_DDP, "finetune.py", f"python finetune.py {model} --micro_batch_size=8\n")
+    assert single["grad_accum"].value == 16
+    # four processes: 128 // 8 // 4
+    four = _applied(ALPACA_DDP, "finetune.py", f"torchrun --nproc_per_node 4 finetune.py {model} --micro_batch_size=8\n")
+    assert four["grad_accum"].value == 4 and four["micro_batch"].value == 8
+    assert "WORLD_SIZE != 1" in four["grad_accum"].note
+    # four processes and the defaults: 128 // 4 // 4, located at the process count
+    defaults = _applied(ALPACA_DDP, "finetune.py", f"torchrun --nproc_per_node 4 finetune.py {model}\n")
+    assert defaults["grad_accum"].value == 8 and "nproc_per_node" in defaults["grad_accum"].note
+
+
+def test_launched_values_that_break_the_arithmetic_state_nothing():
+    # --micro_batch_size 0 would divide by zero; a word is no number: neither crashes nor guesses
+    assert "grad_accum" not in _applied(FIRE_FINETUNE, "finetune.py", "python finetune.py --micro_batch_size 0\n")
+    assert "grad_accum" not in _applied(FIRE_FINETUNE, "finetune.py", "python finetune.py --batch_size all\n")
