@@ -157,9 +157,10 @@ def facts_from_cli(script: RunFacts, launcher: RunFacts) -> dict[str, Sourced[An
 
 def _by_process_count(script: RunFacts, launcher: RunFacts, redone: set[str]) -> dict[str, Sourced[Any]]:
     """The values a script works out from ``WORLD_SIZE`` (``args.batch_size // world_size``) that
-    no passed option redid: the launch's process count fills them, located where it is stated."""
+    no passed option redid: the launch's process count fills them (a bare ``python`` launch sets
+    none, so the script's fallback holds), located where the launch states it."""
     out: dict[str, Sourced[Any]] = {}
-    stated = launcher.world_size
+    stated = launcher.world_size or launcher.single_process
     if stated is None:
         return out
     for binding in sorted({b for bound in script.cli_bindings.values() for b in bound if b.startswith("calc:")} - redone):
@@ -168,7 +169,7 @@ def _by_process_count(script: RunFacts, launcher: RunFacts, redone: set[str]) ->
             continue
         applied, how = _calculated(binding, launcher)
         for name, value in applied.items():
-            out[name] = Sourced(value, stated.origin, f"{stated.note} (WORLD_SIZE), as {how}")
+            out[name] = Sourced(value, stated.origin, f"{stated.note} (its WORLD_SIZE), as {how}")
     return out
 
 

@@ -123,7 +123,10 @@ class ScriptFacts:
             self.bind(found.options, binding)
         if found.formula is not None and option_formulas.is_number(found.formula):
             calculated = f"calc:{binding}@{option_formulas.encode(found.formula)}"
-            for option in option_formulas.options_of(found.formula):
+            # a formula over constants and WORLD_SIZE alone is kept under "$WORLD_SIZE", which no
+            # launch passes as an option: its process count redoes it (``facts_from_cli``)
+            variables = tuple(f"${name}" for name in sorted(option_formulas.variables_of(found.formula)))
+            for option in option_formulas.options_of(found.formula) + variables:
                 current = self.facts.cli_bindings.get(option, ())
                 if calculated not in current:
                     self.facts.cli_bindings[option] = current + (calculated,)

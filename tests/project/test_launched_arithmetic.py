@@ -269,3 +269,18 @@ def test_launched_values_that_break_the_arithmetic_state_nothing():
     # --micro_batch_size 0 would divide by zero; a word is no number: neither crashes nor guesses
     assert "grad_accum" not in _applied(FIRE_FINETUNE, "finetune.py", "python finetune.py --micro_batch_size 0\n")
     assert "grad_accum" not in _applied(FIRE_FINETUNE, "finetune.py", "python finetune.py --batch_size all\n")
+
+
+def test_constants_divided_by_the_process_count_follow_the_launch():
+    # Chinese-Vicuna's finetune.py: the batch sizes are constants, only WORLD_SIZE varies
+    script_src = ALPACA_DDP.replace("def train(base_model: str = \"\", batch_size: int = 128, micro_batch_size: int = 4, "
+                                    "output_dir: str = \"./lora-alpaca\"):",
+                                    "def train(base_model: str = \"\", output_dir: str = \"./lora-alpaca\"):\n"
+                                    "    batch_size, micro_batch_size = 128, 4")
+    assert "batch_size, micro_batch_size = 128, 4" in script_src
+    script = one(script_src, "finetune.py")
+    assert script.grad_accum is None and script.micro_batch.value == 4
+    launched = _applied(script_src, "finetune.py", "torchrun --nproc_per_node 2 finetune.py --base_model huggyllama/llama-7b\n")
+    assert launched["grad_accum"].value == 16  # 128 // 4 // 2
+    single = _applied(script_src, "finetune.py", "python finetune.py --base_model huggyllama/llama-7b\n")
+    assert single["grad_accum"].value == 32  # no WORLD_SIZE in a bare python run: no division
