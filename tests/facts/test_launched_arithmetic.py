@@ -10,66 +10,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from facts_testing import dedent, one, write
+from test_function_clis import FINETUNE
+
 from memlint.facts.launch_options import facts_from_cli, hidden_by_cli
 from memlint.lint.engine import Linter, run_context
 from memlint.project.project import Project
 from memlint.project.settings import Settings
-from tests.facts.facts_testing import dedent, one, write
 
-# alpaca-lora's finetune.py as a user adapts it: a full fine-tune (no LoRA), fire options
-FIRE_FINETUNE = dedent('''
-    import fire
-    import torch
-    import transformers
-    from datasets import load_dataset
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-
-    def train(
-        base_model: str = "",
-        data_path: str = "yahma/alpaca-cleaned",
-        output_dir: str = "./alpaca",
-        batch_size: int = 128,
-        micro_batch_size: int = 4,
-        num_epochs: int = 3,
-        learning_rate: float = 3e-4,
-        cutoff_len: int = 512,
-    ):
-        gradient_accumulation_steps = batch_size // micro_batch_size
-        model = AutoModelForCausalLM.from_pretrained(base_model, torch_dtype=torch.bfloat16)
-        tokenizer = AutoTokenizer.from_pretrained(base_model)
-
-        def tokenize(example):
-            return tokenizer(example["text"], truncation=True, max_length=cutoff_len)
-
-        data = load_dataset(data_path)["train"].map(tokenize)
-        trainer = transformers.Trainer(
-            model=model,
-            train_dataset=data,
-            args=transformers.TrainingArguments(
-                per_device_train_batch_size=micro_batch_size,
-                gradient_accumulation_steps=gradient_accumulation_steps,
-                num_train_epochs=num_epochs,
-                learning_rate=learning_rate,
-                bf16=True,
-                gradient_checkpointing=True,
-                use_liger_kernel=True,
-                output_dir=output_dir,
-            ),
-        )
-        trainer.train()
-
-
-    if __name__ == "__main__":
-        fire.Fire(train)
-''')
+# alpaca-lora's finetune.py (fire options, 8-bit LoRA), as ``tests/facts/test_function_clis`` trims it
+FIRE_FINETUNE = FINETUNE
 
 FIRE_LAUNCH = dedent('''
     #!/bin/bash
     torchrun --nproc_per_node 8 finetune.py \\
         --base_model huggyllama/llama-7b \\
-        --batch_size 128 \\
-        --micro_batch_size 32 \\
+        --batch_size 256 \\
+        --micro_batch_size 64 \\
         --cutoff_len 2048
 ''')
 
@@ -94,17 +51,9 @@ ARGPARSE_FINETUNE = dedent('''
     GRADIENT_ACCUMULATION_STEPS = max(args.total_batch // (MICRO_BATCH_SIZE * world_size), 1)
 
     model = AutoModelForCausalLM.from_pretrained(args.model_path, torch_dtype=torch.bfloat16)
-    trainer = Trainer(
-        model=model,
-        train_dataset=train_data,
-        args=TrainingArguments(
-            per_device_train_batch_size=MICRO_BATCH_SIZE,
-            gradient_accumulation_steps=GRADIENT_ACCUMULATION_STEPS,
-            bf16=True,
-            output_dir="out",
-        ),
-    )
-    trainer.train()
+    training_args = TrainingArguments("out", per_device_train_batch_size=MICRO_BATCH_SIZE,
+                                      gradient_accumulation_steps=GRADIENT_ACCUMULATION_STEPS, bf16=True)
+    Trainer(model=model, args=training_args, train_dataset=train_data).train()
 ''')
 
 # a parsed dataclass whose global batch is split over the processes into the micro-batch
@@ -157,8 +106,8 @@ def test_fire_options_redo_the_accumulation_the_script_works_out():
     script = one(FIRE_FINETUNE, "finetune.py")
     assert script.grad_accum.value == 32  # 128 // 4 by default
     applied = _applied(FIRE_FINETUNE, "finetune.py", FIRE_LAUNCH)
-    assert applied["micro_batch"].value == 32
-    assert applied["grad_accum"].value == 4  # 128 // 32, as launched
+    assert applied["micro_batch"].value == 64
+    assert applied["grad_accum"].value == 4  # 256 // 64, as launched
     assert applied["grad_accum"].origin.path == "run.sh"
     assert "batch_size // micro_batch_size" in applied["grad_accum"].note
     # passing only the global batch redoes it with the micro-batch's default
@@ -203,50 +152,22 @@ def test_a_dataclass_global_batch_split_over_the_processes_is_the_micro_batch():
 def test_the_remedy_starts_from_the_launched_accumulation(tmp_path):
     settings = _project(tmp_path, {"finetune.py": FIRE_FINETUNE, "run.sh": FIRE_LAUNCH})
     [run] = Project(settings).runs_for(settings.root / "run.sh", run_context(settings))
-    assert run.plan.value("micro_batch") == 32 and run.plan.value("grad_accum") == 4
+    assert run.plan.value("micro_batch") == 64 and run.plan.value("grad_accum") == 4
     [found] = [d for d in Linter(settings).lint_path(settings.root / "run.sh") if d.code == "MEM001"]
     # halving the launched micro-batch doubles the launched accumulation: 4x -> 8x (the defaults'
-    # 128 // 4 = 32x gave "64x", a global batch of 16 x 64 = 1024 sequences instead of 128)
-    assert "micro-batch 16 with 8x gradient accumulation" in found.message
+    # 128 // 4 = 32x gave "64x", a global batch of 32 x 64 = 2048 sequences instead of 256)
+    assert "micro-batch 32 with 8x gradient accumulation" in found.message
 
 
 # alpaca-lora's own lines: the accumulation divided by the process count under ``if ddp:``
-ALPACA_DDP = dedent('''
-    import os
-
-    import fire
-    import transformers
-    from transformers import LlamaForCausalLM
-
-
-    def train(base_model: str = "", batch_size: int = 128, micro_batch_size: int = 4, output_dir: str = "./lora-alpaca"):
-        gradient_accumulation_steps = batch_size // micro_batch_size
-
-        device_map = "auto"
-        world_size = int(os.environ.get("WORLD_SIZE", 1))
-        ddp = world_size != 1
-        if ddp:
-            device_map = {"": int(os.environ.get("LOCAL_RANK") or 0)}
-            gradient_accumulation_steps = gradient_accumulation_steps // world_size
-
-        model = LlamaForCausalLM.from_pretrained(base_model, device_map=device_map)
-        trainer = transformers.Trainer(
-            model=model,
-            train_dataset=train_data,
-            args=transformers.TrainingArguments(
-                per_device_train_batch_size=micro_batch_size,
-                gradient_accumulation_steps=gradient_accumulation_steps,
-                fp16=True,
-                output_dir=output_dir,
-                ddp_find_unused_parameters=False if ddp else None,
-            ),
-        )
-        trainer.train()
-
-
-    if __name__ == "__main__":
-        fire.Fire(train)
-''')
+_ACCUMULATION = "    gradient_accumulation_steps = batch_size // micro_batch_size\n"
+_DDP = """\
+    world_size = int(os.environ.get("WORLD_SIZE", 1))
+    ddp = world_size != 1
+    if ddp:
+        gradient_accumulation_steps = gradient_accumulation_steps // world_size
+"""
+ALPACA_DDP = FIRE_FINETUNE.replace(_ACCUMULATION, _ACCUMULATION + _DDP)
 
 
 def test_a_reassignment_under_ddp_is_redone_for_each_launch():
@@ -273,11 +194,8 @@ def test_launched_values_that_break_the_arithmetic_state_nothing():
 
 def test_constants_divided_by_the_process_count_follow_the_launch():
     # Chinese-Vicuna's finetune.py: the batch sizes are constants, only WORLD_SIZE varies
-    script_src = ALPACA_DDP.replace("def train(base_model: str = \"\", batch_size: int = 128, micro_batch_size: int = 4, "
-                                    "output_dir: str = \"./lora-alpaca\"):",
-                                    "def train(base_model: str = \"\", output_dir: str = \"./lora-alpaca\"):\n"
-                                    "    batch_size, micro_batch_size = 128, 4")
-    assert "batch_size, micro_batch_size = 128, 4" in script_src
+    script_src = ALPACA_DDP.replace("    batch_size: int = 128,\n    micro_batch_size: int = 4,\n", "").replace(
+        _ACCUMULATION, "    batch_size, micro_batch_size = 128, 4\n" + _ACCUMULATION)
     script = one(script_src, "finetune.py")
     assert script.grad_accum is None and script.micro_batch.value == 4
     launched = _applied(script_src, "finetune.py", "torchrun --nproc_per_node 2 finetune.py --base_model huggyllama/llama-7b\n")
