@@ -380,8 +380,10 @@ class Values(Names):
         if formula is None:
             return None
         chosen = (later if test.value else earlier) if test.known else None
-        return replace(chosen, formula=formula) if chosen is not None and chosen.known else \
-            Found(MISSING, None, formula=formula)
+        if chosen is None or not chosen.known:
+            return Found(MISSING, None, formula=formula)
+        # no options of its own: a launch passing one of them redoes the formula, condition and all
+        return Found(chosen.value, chosen.node, (), chosen.note, formula=formula)
 
     def _statement(self, expr: cst.BaseExpression) -> cst.CSTNode | None:
         """The statement line of a plain ``name = expr`` (None for any other assignment)."""
@@ -642,12 +644,13 @@ class Values(Names):
 
     def _choice(self, pick: str, items: list[Found | None]) -> Found | None:
         """``min(...)``/``max(...)`` of numbers, redone by a launch when options take part."""
-        if any(i is None for i in items):
+        known = [i for i in items if i is not None]
+        if len(known) != len(items):
             return None
-        formula = option_formulas.combine(pick, [_formula_of(i) for i in items if i is not None])
-        if any(i is None or not _is_number(i.value) for i in items):
+        formula = option_formulas.combine(pick, [_formula_of(i) for i in known])
+        if any(not _is_number(i.value) for i in known):
             return Found(MISSING, None, formula=formula) if formula is not None else None
-        chosen = (min if pick == "min" else max)(items, key=lambda i: i.value)
+        chosen = (min if pick == "min" else max)(known, key=lambda i: i.value)
         return Found(chosen.value, chosen.node, (), chosen.note, formula=formula)
 
     def _environment(self, name_expr: cst.BaseExpression, fallback: cst.BaseExpression | None,
