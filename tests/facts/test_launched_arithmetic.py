@@ -112,6 +112,9 @@ def test_fire_options_redo_the_accumulation_the_script_works_out():
     assert "batch_size // micro_batch_size" in applied["grad_accum"].note
     # passing only the global batch redoes it with the micro-batch's default
     assert _applied(FIRE_FINETUNE, "finetune.py", "python finetune.py --batch_size=256\n")["grad_accum"].value == 64
+    # --micro_batch_size 0 would divide by zero; a word is no number: neither crashes nor guesses
+    assert "grad_accum" not in _applied(FIRE_FINETUNE, "finetune.py", "python finetune.py --micro_batch_size 0\n")
+    assert "grad_accum" not in _applied(FIRE_FINETUNE, "finetune.py", "python finetune.py --batch_size all\n")
 
 
 def test_an_option_passed_with_an_unknown_value_hides_what_it_derives():
@@ -186,12 +189,6 @@ def test_a_reassignment_under_ddp_is_redone_for_each_launch():
     assert defaults["grad_accum"].value == 8 and "nproc_per_node" in defaults["grad_accum"].note
 
 
-def test_launched_values_that_break_the_arithmetic_state_nothing():
-    # --micro_batch_size 0 would divide by zero; a word is no number: neither crashes nor guesses
-    assert "grad_accum" not in _applied(FIRE_FINETUNE, "finetune.py", "python finetune.py --micro_batch_size 0\n")
-    assert "grad_accum" not in _applied(FIRE_FINETUNE, "finetune.py", "python finetune.py --batch_size all\n")
-
-
 def test_constants_divided_by_the_process_count_follow_the_launch():
     # Chinese-Vicuna's finetune.py: the batch sizes are constants, only WORLD_SIZE varies
     script_src = ALPACA_DDP.replace("    batch_size: int = 128,\n    micro_batch_size: int = 4,\n", "").replace(
@@ -202,3 +199,31 @@ def test_constants_divided_by_the_process_count_follow_the_launch():
     assert launched["grad_accum"].value == 16  # 128 // 4 // 2
     single = _applied(script_src, "finetune.py", "python finetune.py --base_model huggyllama/llama-7b\n")
     assert single["grad_accum"].value == 32  # no WORLD_SIZE in a bare python run: no division
+
+
+def test_an_accumulation_set_only_when_the_global_batch_exceeds_the_micro_batch():
+    script_src = dedent('''
+        import argparse
+
+        from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--model", default="Qwen/Qwen2.5-1.5B")
+        parser.add_argument("--per_device_batch", type=int, default=8)
+        parser.add_argument("--global_batch", type=int, default=64)
+        args = parser.parse_args()
+
+        accumulation = 1
+        if args.global_batch > args.per_device_batch:
+            accumulation = args.global_batch // args.per_device_batch
+
+        model = AutoModelForCausalLM.from_pretrained(args.model)
+        training_args = TrainingArguments("out", per_device_train_batch_size=args.per_device_batch,
+                                          gradient_accumulation_steps=accumulation)
+        Trainer(model=model, args=training_args, train_dataset=dataset).train()
+    ''')
+    assert one(script_src).grad_accum.value == 8  # 64 > 8 by default: 64 // 8
+    assert _applied(script_src, "train.py", "python train.py --global_batch 256\n")["grad_accum"].value == 32
+    # the micro-batch alone reaches the global batch: the condition fails and no accumulation is set
+    launched = _applied(script_src, "train.py", "python train.py --per_device_batch 64\n")
+    assert launched["micro_batch"].value == 64 and launched["grad_accum"].value == 1
