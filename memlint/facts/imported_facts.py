@@ -34,7 +34,7 @@ imported or run; the caller's document store parses each once.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -198,7 +198,7 @@ def _function_facts(caller: ParsedDocument, values: Values, parsed: ParsedDocume
     def caller_option(option: str) -> Found | None:
         found = _object_default(values, objects, option)
         if found is not None and found.known and found.note:
-            return Found(found.value, found.node, found.options, f"{found.note} in {Path(caller.path).name}")
+            return replace(found, note=f"{found.note} in {Path(caller.path).name}")
         return found
 
     facts = definition_facts(parsed, name, passed, caller_option, project_bases)

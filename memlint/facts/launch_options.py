@@ -12,7 +12,11 @@ one of:
   (``if args.gradient_checkpointing: model.gradient_checkpointing_enable()``);
 - ``"is=<text>:<fact>=<value>"`` / ``"isnot=<text>:<fact>=<value>"``: the option's value equal (or
   not) to ``<text>`` makes the script state ``fact = value`` (``if args.train_mode == 'qlora':
-  BitsAndBytesConfig(bnb_4bit_quant_type="nf4")``).
+  BitsAndBytesConfig(bnb_4bit_quant_type="nf4")``);
+- ``"calc:<binding>@<formula>"``: the script works the value of ``<binding>`` (either form above)
+  out from this and other options (``gradient_accumulation_steps = batch_size //
+  micro_batch_size``); the launch redoes it with its own options, the script's defaults for
+  those it leaves, and its process count for ``WORLD_SIZE`` (``memlint.python.option_formulas``).
 
 ``torchrun ... train.py --batch_size 4`` then overrides the script's default with the launcher's
 4, located in the launcher. Value-less flags arrive as ``"true"``; a binding prefixed ``"not:"``
@@ -27,6 +31,7 @@ from memlint.facts import hf_args
 from memlint.facts.plan import RunFacts
 from memlint.model.provenance import Sourced
 from memlint.model.vocabulary import ATTENTION, dtype_name
+from memlint.python import option_formulas
 
 
 def _float(value: Any) -> float | None:
@@ -133,12 +138,20 @@ def _literal(text: str) -> Any:
 def facts_from_cli(script: RunFacts, launcher: RunFacts) -> dict[str, Sourced[Any]]:
     """The facts the launcher's options set in ``script`` (located in the launcher)."""
     out: dict[str, Sourced[Any]] = {}
+    redone: set[str] = set()
     for option, raw in launcher.cli_args.items():
         note = f"--{option} on the command line" if not option.startswith("#") else \
             f"argument {option[1:]} on the command line"
         for binding in script.cli_bindings.get(option, ()):
+            if binding.startswith("calc:"):
+                redone.add(binding)
+                applied, how = _calculated(binding, launcher)
+                for name, value in applied.items():
+                    out[name] = Sourced(value, raw.origin, f"{note}, as {how}")
+                continue
             for name, value in _apply(binding, str(raw.value)).items():
                 out[name] = Sourced(value, raw.origin, note)
+    out.update({name: fact for name, fact in _by_process_count(script, launcher, redone).items() if name not in out})
     return out
 
 
@@ -157,6 +170,60 @@ def switched_references(script: RunFacts, launcher: RunFacts) -> list[Sourced[st
     return out
 
 
+def _by_process_count(script: RunFacts, launcher: RunFacts, redone: set[str]) -> dict[str, Sourced[Any]]:
+    """The values a script works out from ``WORLD_SIZE`` (``args.batch_size // world_size``) that
+    no passed option redid: the launch's process count fills them (a bare ``python`` launch sets
+    none, so the script's fallback holds), located where the launch states it."""
+    out: dict[str, Sourced[Any]] = {}
+    stated = launcher.world_size or launcher.single_process
+    if stated is None:
+        return out
+    for binding in sorted({b for bound in script.cli_bindings.values() for b in bound if b.startswith("calc:")} - redone):
+        formula = option_formulas.decode(binding.partition("@")[2])
+        if formula is None or "WORLD_SIZE" not in option_formulas.variables_of(formula):
+            continue
+        applied, how = _calculated(binding, launcher)
+        for name, value in applied.items():
+            out[name] = Sourced(value, stated.origin, f"{stated.note} (its WORLD_SIZE), as {how}")
+    return out
+
+
+def _calculated(binding: str, launcher: RunFacts) -> tuple[dict[str, Any], str]:
+    """A ``calc:`` binding redone with the launch's values: the facts it sets, and the formula as
+    text for their note."""
+    target, _, text = binding[len("calc:"):].partition("@")
+    formula = option_formulas.decode(text)
+    if formula is None:
+        return {}, ""
+
+    def passed(names: tuple[str, ...]) -> Any:
+        for name in names:
+            if name in launcher.cli_unknown:
+                return float("nan")  # passed with a value memlint cannot know: so is the result
+            raw = launcher.cli_args.get(name)
+            if raw is not None:
+                number = option_formulas.number_in(str(raw.value))
+                return float("nan") if number is None else number
+        return None  # not passed: the script's default
+
+    value = option_formulas.compute(formula, passed, lambda name, default: _environment(launcher, name, default))
+    if value is None:
+        return {}, ""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return _apply(target, str(value)), option_formulas.describe(formula)
+
+
+def _environment(launcher: RunFacts, name: str, default: Any) -> Any:
+    """A variable the launcher sets (``WORLD_SIZE`` is its process count); under a bare ``python``
+    launch none is set and the script's fallback holds."""
+    stated = getattr(launcher, option_formulas.ENVIRONMENT[name], None)
+    if stated is not None:
+        return stated.value
+    single = launcher.single_process
+    return default if single is not None and single.value else None
+
+
 def hidden_by_cli(script: RunFacts, launcher: RunFacts) -> frozenset[str]:
     """The facts of ``script`` that the launcher sets with a value it cannot know
     (``--per_device_train_batch_size $PER_DEVICE_TRAIN_BATCH_SIZE``): the script's default for
@@ -165,6 +232,8 @@ def hidden_by_cli(script: RunFacts, launcher: RunFacts) -> frozenset[str]:
     for option in launcher.cli_unknown:
         for binding in script.cli_bindings.get(option, ()):
             name = binding[4:] if binding.startswith("not:") else binding
+            if name.startswith("calc:"):  # worked out from this option: unknown too
+                name = name[len("calc:"):].partition("@")[0]
             if name.startswith("hf:"):
                 target = hf_args.FIELDS.get(name[3:])
                 if target is not None:

@@ -143,10 +143,10 @@ def deepspeed_config(ctx: ScriptFacts, found: Found, at: cst.CSTNode, note: str)
         return
     plain, where = materialised
     for path, leaf in where.items():
-        if leaf.options:  # ds_config["train_micro_batch_size_per_gpu"] = args.batch_size
+        if leaf.options or leaf.formula:  # ds_config["train_micro_batch_size_per_gpu"] = args.batch_size
             for probe in (1, True):
                 for fact in deepspeed_facts(_nest(path, probe)):
-                    ctx.bind(leaf.options, fact.name)
+                    ctx.bind_found(leaf, fact.name)
         if leaf.flip is not None:  # "cpu" if args.offload else "none"
             options, prefix, other = leaf.flip
             for fact in deepspeed_facts(_nest(path, other)):

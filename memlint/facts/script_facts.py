@@ -8,7 +8,9 @@ report what each call states; :class:`ScriptFacts` decides:
 - conditions: a statement under ``if args.use_lora:`` with the option off by default states
   nothing, but the option is bound (``"if:lora_r=8"``) so a launcher passing ``--use_lora``
   turns the fact on;
-- bindings: a value read from ``args.batch_size`` binds ``--batch_size`` to the fact.
+- bindings: a value read from ``args.batch_size`` binds ``--batch_size`` to the fact; one worked
+  out from options (``args.total_batch // args.micro_batch``) binds each of them to the formula
+  (``"calc:grad_accum@[...]"``), which the launch redoes with its own values.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import libcst as cst
 from memlint.documents.parsed import ParsedDocument
 from memlint.facts.plan import RunFacts
 from memlint.model.provenance import Location, Sourced
+from memlint.python import option_formulas
 from memlint.python.conditions import Guard, guards
 from memlint.python.source import PythonSource
 from memlint.python.values import MISSING, CallValue, Found, Mapping, Values
@@ -118,6 +121,21 @@ class ScriptFacts:
             if bound not in current:
                 self.facts.cli_bindings[option] = current + (bound,)
 
+    def bind_found(self, found: Found, binding: str) -> None:
+        """Bind what replaces ``found`` on a command line to ``binding``: its options, or for a
+        value worked out from options, each option the formula reads (``option_formulas``)."""
+        if found.options:
+            self.bind(found.options, binding)
+        if found.formula is not None and option_formulas.is_number(found.formula):
+            calculated = f"calc:{binding}@{option_formulas.encode(found.formula)}"
+            # a formula over constants and WORLD_SIZE alone is kept under "$WORLD_SIZE", which no
+            # launch passes as an option: its process count redoes it (``facts_from_cli``)
+            variables = tuple(f"${name}" for name in sorted(option_formulas.variables_of(found.formula)))
+            for option in option_formulas.options_of(found.formula) + variables:
+                current = self.facts.cli_bindings.get(option, ())
+                if calculated not in current:
+                    self.facts.cli_bindings[option] = current + (calculated,)
+
     # ------------------------------------------------------------- facts
 
     def runs(self, at: cst.CSTNode, extra: list[Guard] | None = None) -> tuple[bool, Guard | None]:
@@ -158,8 +176,7 @@ class ScriptFacts:
         """A fact read from an expression: bound to its options, stated when known."""
         if found is None:
             return
-        if found.options:
-            self.bind(found.options, binding or name)
+        self.bind_found(found, binding or name)
         if found.flip is not None:
             options, prefix, other = found.flip
             try:
@@ -230,6 +247,6 @@ class ScriptFacts:
             elif inner.known and not isinstance(inner.value, CallValue):
                 plain[key] = inner.value
                 where[(key,)] = inner
-            elif inner.options:
+            elif inner.options or inner.formula:  # an option without a default, or a formula a launch fills
                 where[(key,)] = inner
         return plain, where

@@ -195,8 +195,8 @@ def finish_dataloaders(ctx: ScriptFacts) -> None:
     if any(role == "train" for role, _, _ in loaders):
         loaders = [entry for entry in loaders if entry[0] == "train"]
     for _, found, _ in loaders:
-        if found is not None and found.options:
-            ctx.bind(found.options, "micro_batch")
+        if found is not None:
+            ctx.bind_found(found, "micro_batch")
     framework = ctx.facts.framework.value if ctx.facts.framework is not None else None
     if not loaders or framework in ("hf-trainer", "trl"):
         return  # Trainers build their own loaders from per_device_train_batch_size
@@ -315,8 +315,7 @@ def finish_lengths(ctx: ScriptFacts) -> None:
     """The longest sequence the script tokenizes to (the memory peak's length)."""
     candidates = ctx.pending.get("lengths", [])
     for found, _, _ in candidates:
-        if found.options:
-            ctx.bind(found.options, "seq_len")
+        ctx.bind_found(found, "seq_len")
     known = [(f, c, n) for f, c, n in candidates if f.known and _int(f.value) and f.node is not None]
     if not known:
         return

@@ -55,8 +55,8 @@ def hf_field(ctx: ScriptFacts, key: str, found: Found | None, owner: str, at: cs
     """One TrainingArguments-style field, as every config spells it."""
     if found is None:
         return
-    if found.options and (key in hf_args.FIELDS or key in ("bf16", "fp16")):
-        ctx.bind(found.options, f"hf:{key}")
+    if key in hf_args.FIELDS or key in ("bf16", "fp16"):
+        ctx.bind_found(found, f"hf:{key}")
     if found.flip is not None and found.flip_node is not None and key == "deepspeed":
         # ``deepspeed="ds.json" if args.deepspeed else None``: the config of a launch that passes --deepspeed
         options, prefix, other = found.flip

@@ -109,10 +109,13 @@ class Found:
     # ``a if args.flag else b``: (the options, "if"/"ifnot", the value the other setting gives)
     flip: tuple[tuple[str, ...], str, Any] | None = None
     flip_node: cst.CSTNode | None = None  # where that other value is written
+    # ``batch_size // micro_batch_size`` over options: how a launch's options redo the value
+    # (``memlint.python.option_formulas``); None for a value no option derives
+    formula: tuple | None = None
 
     @property
     def known(self) -> bool:
         return self.value is not MISSING
 
     def at(self, node: cst.CSTNode | None) -> "Found":
-        return Found(self.value, node, self.options, self.note, self.flip, self.flip_node)
+        return Found(self.value, node, self.options, self.note, self.flip, self.flip_node, self.formula)

@@ -12,13 +12,14 @@ name assigned twice, a call to an unknown function, an environment variable are 
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable
 
 import libcst as cst
 
 from memlint.python.conditions import deciding_options, guards
 from memlint.python.limits import EVALUATION_DEPTH
+from memlint.python import option_formulas
 from memlint.python.options import Options
 from memlint.python.references import NOT_PASSED, Assigned, Names, Parameter, Unpacked, own_nodes
 from memlint.python.unit_scopes import ANYTHING, uses_of
@@ -54,6 +55,14 @@ _BINARY: dict[type, Callable[[Any, Any], Any]] = {
     cst.Modulo: operator.mod,
     cst.Power: operator.pow,
 }
+# the operators a launch redoes over its options (``option_formulas``), by their Python spelling
+_FORMULA_OPERATORS: dict[type, str] = {
+    cst.Add: "+", cst.Subtract: "-", cst.Multiply: "*", cst.Divide: "/", cst.FloorDivide: "//", cst.Modulo: "%",
+    cst.Equal: "==", cst.NotEqual: "!=", cst.LessThan: "<", cst.LessThanEqual: "<=", cst.GreaterThan: ">",
+    cst.GreaterThanEqual: ">=",
+}
+# how scripts read an environment variable: ``os.environ.get("WORLD_SIZE", 1)``, ``os.getenv(...)``
+_ENVIRONMENT_READS = ("os.environ.get", "os.getenv")
 
 _COMPARE: dict[type, Callable[[Any, Any], Any]] = {
     cst.Equal: operator.eq,
@@ -90,6 +99,11 @@ def _keepable(found: Found | None) -> bool:
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _formula_of(found: Found) -> tuple | None:
+    """``found`` as an operand of arithmetic a launch may redo (``option_formulas.operand``)."""
+    return option_formulas.operand(found.value, found.options, found.formula, found.known)
 
 
 class Values(Names):
@@ -306,7 +320,7 @@ class Values(Names):
             return chosen
         # an option passed on the command line is truthy: does that reach the other branch?
         prefix = "if" if bool(test.value) == flipped else "ifnot"
-        return Found(chosen.value, chosen.node, chosen.options, chosen.note, (options, prefix, other.value), other.node)
+        return replace(chosen, flip=(options, prefix, other.value), flip_node=other.node)
 
     def _concatenated(self, expr: cst.ConcatenatedString, depth: int) -> Found | None:
         left = self.evaluate(expr.left, depth + 1)
@@ -340,8 +354,42 @@ class Values(Names):
             names = sorted(self.qualified(expr))
             return Found(Ref(names[0]), expr) if names else None
         if len(definitions) != 1:
-            return self._same_everywhere(definitions, depth)
+            return self._reassigned_if(definitions, depth) or self._same_everywhere(definitions, depth)
         return self._definition_value(definitions[0], expr, depth)
+
+    def _reassigned_if(self, definitions: list[Any], depth: int) -> Found | None:
+        """``x = a`` then ``if test: x = b`` where the test rests on options or a launcher's
+        variable (alpaca-lora's ``if ddp: gradient_accumulation_steps = gradient_accumulation_steps
+        // world_size``): the value the test picks, kept as a formula a launch redoes; None otherwise."""
+        if len(definitions) != 2 or not all(type(d) is Assigned for d in definitions):
+            return None
+        first, second = (self._statement(d.expr) for d in definitions)
+        block = self.parent(second) if second is not None else None
+        condition = self.parent(block) if block is not None else None
+        if first is None or type(condition) is not cst.If or condition.body is not block or \
+                condition.orelse is not None or self.parent(condition) is not self.parent(first):
+            return None
+        test = self.evaluate(condition.test, depth + 1)
+        if test is None or test.formula is None:
+            return None
+        earlier = self.evaluate(definitions[0].expr, depth + 1)
+        later = self.evaluate(definitions[1].expr, depth + 1)
+        if earlier is None or later is None:
+            return None
+        formula = option_formulas.combine("if", [test.formula, _formula_of(later), _formula_of(earlier)])
+        if formula is None:
+            return None
+        chosen = (later if test.value else earlier) if test.known else None
+        if chosen is None or not chosen.known:
+            return Found(MISSING, None, formula=formula)
+        # no options of its own: a launch passing one of them redoes the formula, condition and all
+        return Found(chosen.value, chosen.node, (), chosen.note, formula=formula)
+
+    def _statement(self, expr: cst.BaseExpression) -> cst.CSTNode | None:
+        """The statement line of a plain ``name = expr`` (None for any other assignment)."""
+        assign = self.parent(expr)
+        line = self.parent(assign) if type(assign) is cst.Assign else None
+        return line if type(line) is cst.SimpleStatementLine and len(line.body) == 1 else None
 
     def _same_everywhere(self, definitions: list[Any], depth: int) -> Found | None:
         """A name assigned in several places is known only if every assignment agrees."""
@@ -444,8 +492,7 @@ class Values(Names):
                 passed.append(self.evaluate(argument, depth + 1) if argument is not None else None)
         default = self.evaluate(param.default, depth + 1) if param.default is not None else None
         if default is not None and default.known:
-            default = Found(default.value, default.node, default.options,
-                            default.note or f"default of {function.name.value}({param.name.value}=...)")
+            default = replace(default, note=default.note or f"default of {function.name.value}({param.name.value}=...)")
         if not calls:
             return default
         candidates = passed + ([default] if default_used else [])
@@ -534,6 +581,8 @@ class Values(Names):
         base = self.evaluate(expr.value, depth + 1)
         if base is None:
             return None
+        if base.value == Ref("os.environ") and key.value in option_formulas.ENVIRONMENT:
+            return Found(MISSING, None, formula=("env", key.value, None))  # ``os.environ["WORLD_SIZE"]``
         if isinstance(base.value, Mapping) and isinstance(key.value, str):
             entry = base.value.get(key.value)
             return self.evaluate(entry, depth + 1) if entry is not None else None
@@ -547,16 +596,18 @@ class Values(Names):
         for name in names:
             if name in _CONVERSIONS and len(positional) == 1 and len(expr.args) == 1:
                 inner = self.evaluate(positional[0].value, depth + 1)
+                # ``int(a // b)`` over options: the launch redoes the conversion too
+                formula = (name[9:], inner.formula) if inner is not None and inner.formula is not None and \
+                    name in ("builtins.int", "builtins.float") else None
                 if inner is None or not inner.known:
-                    return Found(MISSING, None, inner.options) if inner is not None and inner.options else None
-                return Found(_CONVERSIONS[name](inner.value), inner.node, inner.options, inner.note)
+                    return Found(MISSING, None, inner.options, formula=formula) \
+                        if inner is not None and (inner.options or formula) else None
+                return Found(_CONVERSIONS[name](inner.value), inner.node, inner.options, inner.note, formula=formula)
             if name in ("builtins.min", "builtins.max") and positional and len(positional) == len(expr.args):
-                items = [self.evaluate(a.value, depth + 1) for a in positional]
-                if any(i is None or not _is_number(i.value) for i in items):
-                    return None
-                pick = min if name == "builtins.min" else max
-                chosen = pick(items, key=lambda i: i.value)
-                return Found(chosen.value, chosen.node, (), chosen.note)
+                return self._choice(name[9:], [self.evaluate(a.value, depth + 1) for a in positional])
+            if name in _ENVIRONMENT_READS and positional and len(positional) == len(expr.args) <= 2:
+                return self._environment(positional[0].value, positional[1].value if len(positional) == 2 else None,
+                                         depth)
             if name == "builtins.dict":
                 return self._dict_call(expr, depth)
             if name == "builtins.getattr" and len(positional) == 2 and len(expr.args) == 2:
@@ -590,6 +641,29 @@ class Values(Names):
             elif isinstance(target.value, ClassValue) and self.options.is_dataclass(target.value.node):
                 return Found(Instance(cls=target.value.node, call=expr), expr)
         return Found(CallValue(expr), expr)
+
+    def _choice(self, pick: str, items: list[Found | None]) -> Found | None:
+        """``min(...)``/``max(...)`` of numbers, redone by a launch when options take part."""
+        known = [i for i in items if i is not None]
+        if len(known) != len(items):
+            return None
+        formula = option_formulas.combine(pick, [_formula_of(i) for i in known])
+        if any(not _is_number(i.value) for i in known):
+            return Found(MISSING, None, formula=formula) if formula is not None else None
+        chosen = (min if pick == "min" else max)(known, key=lambda i: i.value)
+        return Found(chosen.value, chosen.node, (), chosen.note, formula=formula)
+
+    def _environment(self, name_expr: cst.BaseExpression, fallback: cst.BaseExpression | None,
+                     depth: int) -> Found | None:
+        """An environment variable that a launcher sets (``WORLD_SIZE``): unknown here, but a
+        formula the launch's own process count fills (``batch_size // world_size``); the
+        fallback (``os.environ.get("WORLD_SIZE", 1)``) is what a bare ``python`` run reads."""
+        name = self.evaluate(name_expr, depth + 1)
+        if name is None or not isinstance(name.value, str) or name.value not in option_formulas.ENVIRONMENT:
+            return None
+        default = self.evaluate(fallback, depth + 1) if fallback is not None else None
+        number = option_formulas.number_in(default.value) if default is not None and default.known else None
+        return Found(MISSING, None, formula=("env", name.value, number))
 
     def _returned(self, function: cst.FunctionDef, depth: int) -> Found | None:
         """A function's value when it has exactly one ``return`` (``def parse_args(): ...``)."""
@@ -649,13 +723,18 @@ class Values(Names):
             return None
         left = self.evaluate(expr.left, depth + 1)
         right = self.evaluate(expr.right, depth + 1)
-        if left is None or right is None or not left.known or not right.known:
+        if left is None or right is None:
             return None
+        symbol = _FORMULA_OPERATORS.get(type(expr.operator))
+        formula = option_formulas.combine(symbol, [_formula_of(left), _formula_of(right)]) if symbol else None
+        if not left.known or not right.known:
+            # an option without a default (or a launcher's WORLD_SIZE): only a launch knows it
+            return Found(MISSING, None, formula=formula) if formula is not None else None
         a, b = left.value, right.value
         if _is_number(a) and _is_number(b):
             if function is operator.pow and (abs(b) > 64 or abs(a) > 1 << 32):
                 return None
-            return Found(function(a, b), expr)
+            return Found(function(a, b), expr, formula=formula)
         if isinstance(a, str) and isinstance(b, str) and function is operator.add:
             return Found(a + b, expr)
         return None
@@ -665,7 +744,8 @@ class Values(Names):
         if inner is None or not inner.known:
             return None
         if isinstance(expr.operator, cst.Minus) and _is_number(inner.value):
-            return Found(-inner.value, expr)
+            formula = option_formulas.combine("neg", [_formula_of(inner)])
+            return Found(-inner.value, expr, formula=formula)
         if isinstance(expr.operator, cst.Plus) and _is_number(inner.value):
             return Found(inner.value, expr)
         if isinstance(expr.operator, cst.Not) and isinstance(inner.value, _SCALAR):
@@ -686,20 +766,33 @@ class Values(Names):
 
     def _comparison(self, expr: cst.Comparison, depth: int) -> Found | None:
         left = self.evaluate(expr.left, depth + 1)
-        if left is None or not left.known:
+        if left is None:
             return None
+        formula = self._compared(expr, left, depth)
+        if not left.known:  # ``world_size != 1`` over a launcher's WORLD_SIZE: the launch decides
+            return Found(MISSING, None, formula=formula) if formula is not None else None
         result = True
         current = left.value
         options = left.options
         for target in expr.comparisons:
             function = _COMPARE.get(type(target.operator))
             right = self.evaluate(target.comparator, depth + 1)
-            if function is None or right is None or not right.known:
+            if function is None or right is None:
                 return None
+            if not right.known:
+                return Found(MISSING, None, formula=formula) if formula is not None else None
             result = result and bool(function(current, right.value))
             current = right.value
             options = options or right.options
-        return Found(result, expr, options if len(expr.comparisons) == 1 else ())
+        return Found(result, expr, options if len(expr.comparisons) == 1 else (), formula=formula)
+
+    def _compared(self, expr: cst.Comparison, left: Found, depth: int) -> tuple | None:
+        """One numeric comparison as a formula, when options or a launcher's variable take part."""
+        symbol = _FORMULA_OPERATORS.get(type(expr.comparisons[0].operator)) if len(expr.comparisons) == 1 else None
+        right = self.evaluate(expr.comparisons[0].comparator, depth + 1) if symbol is not None else None
+        if symbol is None or right is None:
+            return None
+        return option_formulas.combine(symbol, [_formula_of(left), _formula_of(right)])
 
     # ------------------------------------------------------------- conditions
 
