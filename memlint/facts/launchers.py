@@ -429,6 +429,11 @@ class _Shell:
             per_node = count
         elif launch.launcher == "deepspeed":
             count, nodes = self._option(launch, "num_gpus"), self._option(launch, "num_nodes")
+            hostfile = self._option(launch, "hostfile")
+            if hostfile is not None and nodes is None:
+                # every machine the hostfile lists runs the job (DeepSpeed's runner): the GPU count is its
+                # slots, which memlint does not read (the file is usually the cluster's, not the project's)
+                facts.unread_hostfile = self.sourced(hostfile, "deepspeed --hostfile")
             include = self._option(launch, "include")
             if count is None and include is not None:
                 devices = _included_devices(include.text)

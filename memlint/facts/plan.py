@@ -56,6 +56,8 @@ class RunFacts:
     mixed: Sourced[str] | None = None  # trainer/accelerate/lightning mixed precision: "bf16", "fp16", "no"
     autocast: Sourced[str] | None = None  # torch.autocast dtype used in a hand-written loop
     half_model: Sourced[str] | None = None  # model.half() / model.to(torch.bfloat16): "fp16", "bf16"
+    # ``deepspeed --hostfile F`` without --num_nodes: the run spans the machines F lists, which memlint does not read
+    unread_hostfile: Sourced[str] | None = None
     # from_pretrained names a dtype, known or not: the pinned release's default load dtype does not apply
     load_dtype_written: Sourced[bool] | None = None
     lightning_precision: Sourced[str] | None = None  # "bf16-mixed", "bf16-true", "16-mixed", "32"

@@ -642,6 +642,12 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
     elif world is None and context.world_size is None and sharding != Sharding.NONE:
         notes.append("GPU count not found: 1 (set `gpus` in [tool.memlint] or pass --gpus)")
         run.assumed.append(Assumed("world_size", "1 GPU", "`gpus` in [tool.memlint] or --gpus"))
+    hostfile = plan.get("unread_hostfile")
+    if hostfile is not None and split is None:
+        per = f"{world_size} GPU{'s' if world_size != 1 else ''}"
+        run.assumed.append(Assumed("hostfile", f"{per} in all (the launch runs on the machines "
+                                   f"`{hostfile.value}` lists)",
+                                   "`gpus` in [tool.memlint] or --gpus: the GPUs of every machine together"))
     spread = plan.get("device_map")
     if spread is not None and world is None and world_size > 1:
         # one process whose model accelerate splits over the GPUs: each holds some layers, their

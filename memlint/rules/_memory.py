@@ -83,7 +83,8 @@ def resting_assumptions(ctx: RuleContext, run: ResolvedRun) -> list:
     across the same GPUs would; a launch inherited from the configs of its folder (which shards)
     only when the config would fit judged alone, without it; every batch as long as a truncation
     limit only when batches of short samples (``SHORT_SAMPLES`` tokens) would fit; a library's default
-    micro-batch that nothing in the project sets only when micro-batch 1 would fit."""
+    micro-batch that nothing in the project sets only when micro-batch 1 would fit; the GPU count of
+    a launch over a hostfile's machines only when twice as many GPUs would fit."""
     from memlint.estimate import Sharding, estimate_training
 
     truths: dict[str, dict[str, Any]] = {"parallelism": {"sharding": Sharding.ZERO3},
@@ -96,6 +97,8 @@ def resting_assumptions(ctx: RuleContext, run: ResolvedRun) -> list:
     out = []
     for assumed in run.assumed:
         truth = truths.get(assumed.fact)
+        if assumed.fact == "hostfile" and run.setup is not None:
+            truth = {"world_size": 2 * run.setup.world_size}  # a hostfile names two machines at least
         if truth is not None:
             capacity = ctx.capacity_for(run)
             if run.arch is None or run.setup is None or capacity is None:

@@ -368,6 +368,11 @@ for batch in loader:
                 f"a GradScaler is created on line {scaler_line} but `{py.code_of(backward.call)}` bypasses it; "
                 "use `scaler.scale(loss).backward()` and `scaler.step(optimizer)`"
             )
+        elif any(s.description.startswith("float16 weights") for s in sources):
+            # GradScaler refuses float16 gradients ("Attempting to unscale FP16 gradients")
+            tail = ('float16 gradients below 6e-8 flush to zero and float16 weights lose small updates; keep '
+                    'float32 weights, autocast the forward to float16 and scale the loss with '
+                    'torch.amp.GradScaler("cuda") (it refuses float16 gradients), or train in bfloat16')
         else:
             tail = 'float16 gradients below 6e-8 flush to zero; use torch.amp.GradScaler("cuda")'
         message = f"`{py.code_of(backward.call)}` trains in float16 without loss scaling: {where}; {tail}"

@@ -178,6 +178,8 @@ class OutOfMemory(Rule):
                                      assumed, Severity.INFO)
                 continue
             severity = Severity.WARNING if assumed or alternative is not None else None
+            if any(a.fact == "hostfile" for a in assumed):
+                severity = Severity.INFO  # the machines of a hostfile it cannot read decide, and two would do
             condition = shorter = ""
             if rests_on_data(assumed) and run.setup is not None:  # the data decides
                 condition = f" if a batch holds a sample of {run.setup.seq_len} tokens"

@@ -90,6 +90,8 @@ def test_half_model_trained_with_a_plain_backward(lint, where):
     diagnostics = lint("AMP001", source)
     assert where(diagnostics) == [(19, 8, 19, 23)]
     assert "float16 weights from `.half()` (line 10)" in diagnostics[0].message
+    # GradScaler refuses float16 gradients: the remedy keeps float32 weights under autocast
+    assert "keep float32 weights, autocast the forward to float16" in diagnostics[0].message
 
 
 def test_lora_on_a_float16_checkpoint(lint, where):

@@ -127,3 +127,51 @@ def test_a_default_micro_batch_is_not_named_when_one_sequence_overflows_too(lint
     source = LONG_SFT.replace("default=8192,", "default=8192 * 16,")
     [diagnostic] = lint("MEM001", source, path="sft.py", settings={"gpu": "l4", "gpus": 1})
     assert "TrainingArguments default" not in diagnostic.message
+
+
+# a LLaVA-style trainer launched over a cluster's hostfile (Mini-Gemini's Mixtral scripts:
+# `deepspeed --hostfile hostfile_4 ...`; its README: "`hostfile_4` for 4 machine training")
+MIXTRAL_LAUNCH = """\
+#!/bin/bash
+# delete --hostfile hostfile_4 and change --per_device_train_batch_size if trained on single machine
+deepspeed --hostfile hostfile_4 \\
+    scripts/train.py \\
+    --deepspeed scripts/zero3.json \\
+    --model_name_or_path mistralai/Mixtral-8x7B-Instruct-v0.1 \\
+    --bf16 True \\
+    --per_device_train_batch_size 4 \\
+    --gradient_accumulation_steps 1 \\
+    --model_max_length 2048 \\
+    --gradient_checkpointing True \\
+    --output_dir ./work_dirs/finetune
+"""
+
+TRAIN = """\
+import transformers
+
+
+def train():
+    parser = transformers.HfArgumentParser((transformers.TrainingArguments,))
+    (training_args,) = parser.parse_args_into_dataclasses()
+    model = transformers.AutoModelForCausalLM.from_pretrained("mistralai/Mixtral-8x7B-Instruct-v0.1")
+    trainer = transformers.Trainer(model=model, args=training_args)
+    trainer.train()
+
+
+if __name__ == "__main__":
+    train()
+"""
+
+
+def test_a_launch_over_a_hostfile_rests_on_the_gpu_count_and_is_an_info(lint):
+    # the verdict sits on the ZeRO config, which sets the largest part (the sharded optimizer states)
+    files = {"scripts/train.py": TRAIN, "scripts/finetune.sh": MIXTRAL_LAUNCH}
+    [diagnostic] = lint("MEM001", ZERO3, path="scripts/zero3.json", files=files, settings=SETTINGS)
+    # full fine-tuning of 46.7B parameters under ZeRO-3: too much for 8 GPUs, enough for 16
+    assert diagnostic.severity == Severity.INFO
+    assert "8 GPUs in all (the launch runs on the machines `hostfile_4` lists)" in diagnostic.message
+    # the node count stated: no assumption, the verdict stands as an error
+    stated = MIXTRAL_LAUNCH.replace("--hostfile hostfile_4", "--hostfile hostfile_4 --num_nodes 1 --num_gpus 8")
+    [diagnostic] = lint("MEM001", ZERO3, path="scripts/zero3.json", files={**files, "scripts/finetune.sh": stated},
+                        settings=SETTINGS)
+    assert diagnostic.severity == Severity.ERROR
