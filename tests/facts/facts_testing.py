@@ -57,6 +57,25 @@ def where(fact: Sourced | None) -> tuple[int, int, int, int]:
     return r.start.line, r.start.column, r.end.line, r.end.column
 
 
+def checked_project(root: Path, files: dict[str, str]):
+    """A git checkout of ``files`` under ``root``, checked as on 8 H100s, offline: its settings."""
+    from memlint.project.settings import Settings
+
+    write(root, files)
+    (root / ".git").mkdir(exist_ok=True)
+    return Settings(root=root).with_overrides(gpu="h100", gpus=8, cache=False, offline=True)
+
+
+def only_run(settings, path: str):
+    """The one run the document at ``path`` (relative to the project root) takes part in, estimated."""
+    from memlint.lint.engine import run_context
+    from memlint.project.project import Project
+
+    [run] = Project(settings).runs_for(settings.root / path, run_context(settings))
+    assert run.setup is not None, run.problem
+    return run
+
+
 def write(root: Path, files: dict[str, str]) -> Path:
     for name, text in files.items():
         target = root / name

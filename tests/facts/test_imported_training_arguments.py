@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from facts_testing import dedent, write
+from facts_testing import checked_project, dedent, only_run, write
 from test_entry_points import TRAIN as TRAIN_PY  # FastChat-like: TrainingArguments with model_max_length 512
 
 from memlint.facts.imported_arguments import library_argument_bases
-from memlint.lint.engine import Linter, run_context
-from memlint.project.project import Project
+from memlint.lint.engine import Linter
 from memlint.project.settings import Settings
 
 TRAIN_LORA_PY = dedent('''
@@ -75,21 +74,17 @@ STAGE2 = '{"zero_optimization": {"stage": 2}, "bf16": {"enabled": "auto"}, ' \
 
 
 def _settings(root: Path, train_py: str = TRAIN_PY) -> Settings:
-    write(root, {
+    return checked_project(root, {
         "convtrain/__init__.py": "",
         "convtrain/train.py": train_py,
         "convtrain/train_lora.py": TRAIN_LORA_PY,
         "scripts/train_lora.sh": LAUNCH_SH,
         "ds_configs/stage2.json": STAGE2,
     })
-    (root / ".git").mkdir(exist_ok=True)
-    return Settings(root=root).with_overrides(gpu="h100", gpus=8, cache=False, offline=True)
 
 
 def _run(settings: Settings):
-    [run] = Project(settings).runs_for(settings.root / "scripts/train_lora.sh", run_context(settings))
-    assert run.setup is not None, run.problem
-    return run
+    return only_run(settings, "scripts/train_lora.sh")
 
 
 def test_the_launch_options_of_an_imported_subclass_state_the_run(tmp_path: Path):

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from facts_testing import dedent, write
+from facts_testing import checked_project, dedent, only_run, write
 
 from memlint.facts.pinned_defaults import patches_attention, pinned_eager_attention
 from memlint.lint.engine import Linter, run_context
@@ -71,20 +71,16 @@ REQUIREMENTS = "accelerate==0.21.0\nsentencepiece\ntransformers==4.31.0\ntorch\n
 
 
 def _project(root: Path, requirements: str = REQUIREMENTS, script: str = PRETRAIN_PY) -> Settings:
-    write(root, {
+    return checked_project(root, {
         "requirements.txt": requirements,
         "train/pretrain/pretrain_clm.py": script,
         "train/pretrain/pretrain.sh": PRETRAIN_SH,
         "train/pretrain/ds_config_zero3.json": ZERO3,
     })
-    (root / ".git").mkdir(exist_ok=True)
-    return Settings(root=root).with_overrides(gpu="h100", gpus=8, cache=False, offline=True)
 
 
 def _run(settings: Settings):
-    [run] = Project(settings).runs_for(settings.root / "train/pretrain/pretrain.sh", run_context(settings))
-    assert run.setup is not None, run.problem
-    return run
+    return only_run(settings, "train/pretrain/pretrain.sh")
 
 
 def test_a_pin_before_436_runs_eager_attention_and_the_verdict_says_why(tmp_path: Path):
@@ -192,16 +188,11 @@ def test_a_module_a_launched_sibling_hands_over_to_runs_as_launched_not_alone(tm
     assert run.setup.micro_batch == 10 and run.setup.attention.value == "sdpa"
 
 
-DDP_SH = dedent('''
-    torchrun --nproc_per_node 8 pretrain_clm.py \\
-        --model_name_or_path meta-llama/Llama-2-7b-hf \\
-        --train_files data/train.csv \\
-        --per_device_train_batch_size 1 \\
-        --block_size 512 \\
-        --bf16 \\
-        --gradient_checkpointing \\
-        --output_dir out
-''')
+DDP_SH = PRETRAIN_SH.replace("deepspeed --num_gpus 8", "torchrun --nproc_per_node 8").replace(
+    "--per_device_train_batch_size 10", "--per_device_train_batch_size 1").replace(
+    "--block_size 4096", "--block_size 512").replace("    --deepspeed ./ds_config_zero3.json \\\n", "").replace(
+    "    --gradient_accumulation_steps 4 \\\n", "")
+
 
 
 @pytest.mark.parametrize("requirements,precision", [
