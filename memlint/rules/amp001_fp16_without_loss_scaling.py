@@ -13,6 +13,7 @@ from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Related, Severity
 from memlint.python.index import ModuleIndex, index_for
 from memlint.python.loops import TrainingLoop, step_loops, training_loops, updating_backwards
+from memlint.python.syntax import dotted
 from memlint.python.training import (
     RUNS_BACKWARD,
     Backward,
@@ -344,8 +345,10 @@ for batch in loader:
             if sources:
                 yield self._unscaled(ctx, backward, sources, scalers)
         # Apex's amp.initialize patches optimizer.step to unscale and skip overflowed steps: a
-        # plain step after `with amp.scale_loss(...)` is Apex's own idiom
-        apex = any(index.calls_named(c, "apex.amp.scale_loss") for c in index.calls)
+        # plain step after `with amp.scale_loss(...)` is Apex's own idiom (also where `amp` comes
+        # from an import this module does not show: copies of the HF Trainer's `if self.use_apex:`)
+        apex = any(index.calls_named(c, "apex.amp.scale_loss") or dotted(c.func) == "amp.scale_loss"
+                   for c in index.calls)
         if (scalers or not constructed) and not apex:  # a scaler passed in from elsewhere counts too
             yield from self._unscaled_steps(ctx, index)
 

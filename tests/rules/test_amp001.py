@@ -418,3 +418,30 @@ def test_a_backward_before_the_autocast_region_is_not_under_it(lint):
     diagnostics = lint("AMP001", LLMC_STYLE)
     assert [d.range.start.line for d in diagnostics] == [26]
     assert "which can pick float16 (line 16)" in diagnostics[0].message
+
+
+def test_a_copy_of_the_trainers_apex_branch_is_apex_s_own_idiom(lint):
+    """GritLM's gradcache_trainer.py copies the HF Trainer's inner loop: its Apex branch scales the
+    loss with ``amp.scale_loss`` (``amp`` imported behind ``is_apex_available()`` elsewhere) and
+    steps the optimizer Apex patched; no GradScaler is bypassed."""
+    source = """
+    from transformers import Trainer
+
+
+    class GradCacheTrainer(Trainer):
+        def _inner_training_loop(self, batch_size=None, args=None, trial=None):
+            model = self._wrap_model(self.model_wrapped)
+            for epoch in range(int(args.num_train_epochs)):
+                for step, inputs in enumerate(self.get_train_dataloader()):
+                    loss = self.compute_loss(model, inputs)
+                    if self.use_apex:
+                        with amp.scale_loss(loss, self.optimizer) as scaled_loss:
+                            scaled_loss.backward()
+                    else:
+                        self.accelerator.backward(loss)
+                    if (step + 1) % args.gradient_accumulation_steps == 0:
+                        self.optimizer.step()
+                        self.lr_scheduler.step()
+                        model.zero_grad()
+    """
+    assert lint("AMP001", source, path="gradcache_trainer.py") == []
