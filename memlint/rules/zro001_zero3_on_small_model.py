@@ -44,7 +44,10 @@ output_dir: out
 _LIGHTER = {
     Sharding.ZERO3: (Sharding.NONE, Sharding.ZERO1, Sharding.ZERO2),
     Sharding.FSDP_FULL: (Sharding.NONE, Sharding.FSDP_GRAD_OP),
-    Sharding.FSDP_HYBRID: (Sharding.NONE, Sharding.FSDP_GRAD_OP),
+    # HYBRID_SHARD gathers within a node and only all-reduces across nodes: SHARD_GRAD_OP over every
+    # GPU sends more across nodes than it saves, so only DDP is lighter (FSDP's node-level ZeRO-2,
+    # HYBRID_SHARD_ZERO2, is a form the estimate does not model)
+    Sharding.FSDP_HYBRID: (Sharding.NONE,),
 }
 _NAMES = {
     Sharding.NONE: "plain data parallelism (DDP / ZeRO-0)",
@@ -214,7 +217,9 @@ class ZeroThreeOnSmallModel(Rule):
     Only forms the run's framework offers are proposed: KTransformers (LLaMA-Factory's ``use_kt``)
     runs as one process or under FSDP2, never under DDP, so its lighter form is FSDP2 without
     resharding after forward (``fsdp_reshard_after_forward: false``); OLMo-core's FSDP always
-    reshards after forward, so it is offered no SHARD_GRAD_OP.
+    reshards after forward, so it is offered no SHARD_GRAD_OP; nor is FSDP ``HYBRID_SHARD``, which
+    gathers the parameters within a node and sends less across nodes than ``SHARD_GRAD_OP`` over
+    every GPU would: only plain data parallelism is lighter than it.
 
     ## Why it matters
     Stage 3 shards the parameters themselves, so every forward and every backward all-gathers
