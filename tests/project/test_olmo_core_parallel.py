@@ -146,6 +146,10 @@ def test_no_false_out_of_memory_and_no_shard_grad_op_for_olmo_core(tmp_path):
     assert findings == []
     [run] = _runs(settings, "scripts/multi_node_grpo.sh")
     assert _lighter_forms(run) == (Sharding.NONE,)
+    # the same full sharding outside OLMo-core is offered SHARD_GRAD_OP; hybrid sharding never is
     other = replace(run, plan=replace(run.plan, facts={k: v for k, v in run.plan.facts.items()
                                                        if k != "parallel_library"}))
-    assert _lighter_forms(other) == (Sharding.NONE, Sharding.FSDP_GRAD_OP)
+    assert _lighter_forms(other) == (Sharding.NONE,)
+    full = replace(other, setup=other.setup.but(sharding=Sharding.FSDP_FULL))
+    assert _lighter_forms(full) == (Sharding.NONE, Sharding.FSDP_GRAD_OP)
+    assert _lighter_forms(replace(full, plan=run.plan)) == (Sharding.NONE,)
