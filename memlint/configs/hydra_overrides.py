@@ -21,7 +21,7 @@ import posixpath
 import re
 from typing import Any, Callable, Mapping
 
-from memlint.configs.usual_flags import _count, _flag, _flag_count
+from memlint.configs.usual_flags import count, flag, flag_count
 from memlint.facts.plan import RunFacts
 from memlint.model.provenance import Sourced
 
@@ -50,18 +50,18 @@ def _text(text: str) -> str | None:
 #     worker.actor.micro_batch_size_per_device_for_update ("verl's actor.ppo_micro_batch_size_per_gpu")
 KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "actor_rollout_ref.model.path": ("model", _text),
-    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": ("micro_batch", _count),
-    "actor_rollout_ref.model.enable_gradient_checkpointing": ("grad_ckpt", _flag_count),
-    "actor_rollout_ref.actor.fsdp_config.param_offload": ("offload_params", _flag),
-    "actor_rollout_ref.actor.fsdp_config.optimizer_offload": ("offload_optimizer", _flag),
+    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": ("micro_batch", count),
+    "actor_rollout_ref.model.enable_gradient_checkpointing": ("grad_ckpt", flag_count),
+    "actor_rollout_ref.actor.fsdp_config.param_offload": ("offload_params", flag),
+    "actor_rollout_ref.actor.fsdp_config.optimizer_offload": ("offload_optimizer", flag),
     "model.partial_pretrain": ("model", _text),
-    "data.micro_batch_size_per_gpu": ("micro_batch", _count),
-    "data.max_length": ("seq_len", _count),
-    "model.enable_gradient_checkpointing": ("grad_ckpt", _flag_count),
-    "model.lora_rank": ("lora_r", _count),
+    "data.micro_batch_size_per_gpu": ("micro_batch", count),
+    "data.max_length": ("seq_len", count),
+    "model.enable_gradient_checkpointing": ("grad_ckpt", flag_count),
+    "model.lora_rank": ("lora_r", count),
     "worker.actor.model.model_path": ("model", _text),
-    "worker.actor.micro_batch_size_per_device_for_update": ("micro_batch", _count),
-    "worker.actor.model.enable_gradient_checkpointing": ("grad_ckpt", _flag_count),
+    "worker.actor.micro_batch_size_per_device_for_update": ("micro_batch", count),
+    "worker.actor.model.enable_gradient_checkpointing": ("grad_ckpt", flag_count),
 }
 # a PPO-style run's sequence: the prompt plus the generated response (verl's and EasyR1's ``data``)
 PROMPT_AND_RESPONSE = ("data.max_prompt_length", "data.max_response_length")
@@ -124,26 +124,27 @@ def hydra_facts(launcher: RunFacts, defaults: Mapping[str, Sourced[Any]]) -> Run
     facts.framework = Sourced("plain", model.origin, f"the script's config key {model.note}")
     prompt, response = (written.get(k) for k in PROMPT_AND_RESPONSE)
     if facts.seq_len is None and prompt is not None and response is not None:
-        lengths = [_count(str(f.value)) for f in (prompt, response) if f.value is not None]
+        lengths = [count(str(f.value)) for f in (prompt, response) if f.value is not None]
         if len(lengths) == 2 and None not in lengths:
             facts.seq_len = Sourced(sum(int(n) for n in lengths if n is not None), response.origin,
                                     f"{PROMPT_AND_RESPONSE[0]} + {PROMPT_AND_RESPONSE[1]}")
     offload, params = (written.get(k) for k in SFT_CPU_OFFLOAD)
     if facts.offload_params is None and offload is not None and params is not None \
-            and _flag(str(offload.value)) is not None and _flag(str(params.value)) is not None:
+            and flag(str(offload.value)) is not None and flag(str(params.value)) is not None:
         # fsdp_sft_trainer.py: ``CPUOffload(offload_params=...)`` only when ``cpu_offload`` is on; with
         # the parameters on the CPU their gradients and the optimizer step are there too
-        on = bool(_flag(str(offload.value))) and bool(_flag(str(params.value)))
-        where = params if _flag(str(offload.value)) else offload
+        on = bool(flag(str(offload.value))) and bool(flag(str(params.value)))
+        where = params if flag(str(offload.value)) else offload
         facts.offload_params = Sourced(on, where.origin, " and ".join(SFT_CPU_OFFLOAD))
         facts.offload_optimizer = Sourced(on, where.origin, " and ".join(SFT_CPU_OFFLOAD))
     per_node, nodes = (written.get(k) for k in GPUS)
     hybrid = _hybrid_engine(model)
     if hybrid is not None and launcher.world_size is None and per_node is not None and per_node.value is not None:
-        count, node_count = _count(str(per_node.value)), _count(str(nodes.value)) if nodes and nodes.value else 1
-        if count is not None and node_count is not None:
-            facts.gpus_per_node = Sourced(count, per_node.origin, GPUS[0])
-            facts.world_size = Sourced(count * node_count, per_node.origin, " x ".join(GPUS))
+        per_node_count = count(str(per_node.value))
+        node_count = count(str(nodes.value)) if nodes and nodes.value else 1
+        if per_node_count is not None and node_count is not None:
+            facts.gpus_per_node = Sourced(per_node_count, per_node.origin, GPUS[0])
+            facts.world_size = Sourced(per_node_count * node_count, per_node.origin, " x ".join(GPUS))
             # a bare ``python3 -m ...main_ppo`` is Ray's driver: the workers it places are the run
             facts.single_process = Sourced(False, per_node.origin, "Ray places one worker per GPU")
     _unmodelled(facts, written, hybrid)
@@ -168,7 +169,7 @@ def _unmodelled(facts: RunFacts, written: Mapping[str, Sourced[Any]], hybrid: st
         return
     for key in SEQUENCE_PARALLEL:
         degree = written.get(key)
-        size = _count(str(degree.value)) if degree is not None and degree.value is not None else None
+        size = count(str(degree.value)) if degree is not None and degree.value is not None else None
         if size is not None and size > 1:
             facts.unmodelled = Sourced((f"sequence parallelism (`{key}={size}`)", SEQUENCE_PARALLEL_ADVICE),
                                        degree.origin if degree else None, key)

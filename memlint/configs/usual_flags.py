@@ -20,7 +20,7 @@ from memlint.model.provenance import Sourced
 from memlint.model.vocabulary import ATTENTION
 
 
-def _count(text: str) -> int | None:
+def count(text: str) -> int | None:
     return int(text) if text.isdigit() and int(text) >= 1 else None
 
 
@@ -28,14 +28,14 @@ def _stage(text: str) -> int | None:
     return int(text) if text in ("0", "1", "2", "3") else None
 
 
-def _flag(text: str) -> bool | None:
+def flag(text: str) -> bool | None:
     return {"true": True, "false": False}.get(text.lower())
 
 
-def _flag_count(text: str) -> int | None:
+def flag_count(text: str) -> int | None:
     """A switch read as the 0/1 the fact holds (gradient checkpointing)."""
-    flag = _flag(text)
-    return int(flag) if flag is not None else None
+    on = flag(text)
+    return int(on) if on is not None else None
 
 
 # flag (as ``option_key`` spells it) -> (fact, conversion of the written text)
@@ -43,30 +43,30 @@ FLAGS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "pretrain": ("model", str),
     "model.model_name_or_path": ("model", str),
     "actor.model_name_or_path": ("model", str),
-    "micro_train_batch_size": ("micro_batch", _count),
-    "train.micro_batch_size": ("micro_batch", _count),
-    "max_len": ("seq_len", _count),
-    "data.max_len": ("seq_len", _count),
+    "micro_train_batch_size": ("micro_batch", count),
+    "train.micro_batch_size": ("micro_batch", count),
+    "max_len": ("seq_len", count),
+    "data.max_len": ("seq_len", count),
     "zero_stage": ("zero_stage", _stage),
     "ds.zero_stage": ("zero_stage", _stage),
-    "gradient_checkpointing": ("grad_ckpt", _flag_count),
-    "model.gradient_checkpointing_enable": ("grad_ckpt", _flag_count),
-    "adam_offload": ("offload_optimizer", _flag),
-    "ds.adam_offload": ("offload_optimizer", _flag),
-    "lora_rank": ("lora_r", _count),
-    "ds.lora.rank": ("lora_r", _count),
+    "gradient_checkpointing": ("grad_ckpt", flag_count),
+    "model.gradient_checkpointing_enable": ("grad_ckpt", flag_count),
+    "adam_offload": ("offload_optimizer", flag),
+    "ds.adam_offload": ("offload_optimizer", flag),
+    "lora_rank": ("lora_r", count),
+    "ds.lora.rank": ("lora_r", count),
     "target_modules": ("lora_targets", _targets),
     "ds.lora.target_modules": ("lora_targets", _targets),
-    "load_in_4bit": ("quantization", lambda t: "nf4" if _flag(t) else None),
-    "ds.load_in_4bit": ("quantization", lambda t: "nf4" if _flag(t) else None),
-    "bf16": ("ds_bf16", _flag),
+    "load_in_4bit": ("quantization", lambda t: "nf4" if flag(t) else None),
+    "ds.load_in_4bit": ("quantization", lambda t: "nf4" if flag(t) else None),
+    "bf16": ("ds_bf16", flag),
     "ds.param_dtype": ("ds_bf16", lambda t: True if t == "bf16" else None),
-    "flash_attn": ("attention", lambda t: "flash" if _flag(t) else None),
+    "flash_attn": ("attention", lambda t: "flash" if flag(t) else None),
     "attn_implementation": ("attention", lambda t: ATTENTION.get(t)),
     "ds.attn_implementation": ("attention", lambda t: ATTENTION.get(t)),
     "max_norm": ("grad_clip", lambda t: float(t) if t.replace(".", "", 1).isdigit() else None),
-    "use_liger_kernel": ("fused_loss", _flag),
-    "ds.use_liger_kernel": ("fused_loss", _flag),
+    "use_liger_kernel": ("fused_loss", flag),
+    "ds.use_liger_kernel": ("fused_loss", flag),
     # the other models of DPO and PPO runs (train_dpo.py ``--ref_pretrain``, train_ppo_ray.py
     # ``--reward_pretrain`` / ``--critic_pretrain`` and their placement on the actor's GPUs)
     "ref_pretrain": ("reference_model", str),
@@ -77,10 +77,10 @@ FLAGS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "critic.model_name_or_path": ("value_model", str),
     "init_kl_coef": ("kl_coef", lambda t: float(t) if t.replace(".", "", 1).isdigit() else None),
     "algo.kl.init_coef": ("kl_coef", lambda t: float(t) if t.replace(".", "", 1).isdigit() else None),
-    "colocate_all_models": ("colocated", lambda t: "all" if _flag(t) else None),
-    "train.colocate_all": ("colocated", lambda t: "all" if _flag(t) else None),
-    "colocate_actor_ref": ("colocated", lambda t: "ref" if _flag(t) else None),
-    "train.colocate_actor_ref": ("colocated", lambda t: "ref" if _flag(t) else None),
+    "colocate_all_models": ("colocated", lambda t: "all" if flag(t) else None),
+    "train.colocate_all": ("colocated", lambda t: "all" if flag(t) else None),
+    "colocate_actor_ref": ("colocated", lambda t: "ref" if flag(t) else None),
+    "train.colocate_actor_ref": ("colocated", lambda t: "ref" if flag(t) else None),
 }
 # OpenRLHF's entry points whose trainers hold a reference (and, for PPO, reward and critic models)
 ENTRY_KINDS = {"train_dpo": "openrlhf-dpo", "train_ppo_ray": "openrlhf-ppo", "train_ppo": "openrlhf-ppo"}
@@ -115,6 +115,6 @@ def usual_flags_facts(launcher: RunFacts) -> RunFacts | None:
     # DeepSpeed sleep mode offloads a training model's states while it does not train: with every
     # model colocated, the critic is off the GPUs during the actor's step (``--ds.enable_sleep``)
     sleep = args.get("ds.enable_sleep") or args.get("deepspeed_enable_sleep")
-    if facts.colocated is not None and facts.colocated.value == "all" and sleep is not None and _flag(str(sleep.value)):
+    if facts.colocated is not None and facts.colocated.value == "all" and sleep is not None and flag(str(sleep.value)):
         facts.colocated = facts.colocated.with_value("all-sleep")
     return facts

@@ -13,8 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-import yaml
-
 from memlint.catalog.models import UnknownModel, read_config, storage_note
 from memlint.catalog.models import resolve as resolve_model_name
 from memlint.documents.structured import SANE_INTEGERS
@@ -269,37 +267,6 @@ def _frozen(plan: TrainingPlan, arch: Any, notes: list[str]) -> dict[str, Any]:
     }
 
 
-def _spectrum_file(plan: TrainingPlan, base_dir: Path | None) -> TrainingPlan:
-    """A Spectrum file the run passes its script (``spectrum_config_path``, Spectrum's own key, in
-    a recipe or on the command line): its ``unfrozen_parameters`` become the selection, whether or
-    not memlint saw the script's unfreezing (``partly_frozen`` under ``if args.spectrum_config_path:``
-    is bound to an option that a recipe's key does not reach). The path is taken from the
-    script's folder or the folders above it (a recipe's paths are the working directory's,
-    usually the project root)."""
-    from dataclasses import replace
-
-    from memlint.configs.axolotl import regex_list
-
-    path = plan.get("trained_parameters_file")
-    if path is None or plan.get("trained_parameters") is not None or base_dir is None:
-        return plan
-    for folder in (base_dir, *list(base_dir.parents)[:4]):
-        candidate = folder / str(path.value)
-        try:
-            if not candidate.is_file() or candidate.stat().st_size > 1 << 20:
-                continue
-            data = yaml.safe_load(candidate.read_text(encoding="utf-8", errors="replace"))
-        except (OSError, yaml.YAMLError, ValueError):
-            return plan
-        patterns = regex_list(data.get("unfrozen_parameters")) if isinstance(data, dict) else None
-        if patterns is None:
-            return plan
-        facts = dict(plan.facts)
-        facts["trained_parameters"] = Sourced(patterns, path.origin, f"unfrozen_parameters of {path.value}")
-        return replace(plan, facts=facts)
-    return plan
-
-
 def _selected_parameters(plan: TrainingPlan, arch: Any, lora: Lora | None, notes: list[str],
                          run: ResolvedRun) -> dict[str, Any] | None:
     """The share of the model a name selection trains (Axolotl's ``unfrozen_parameters``, a
@@ -452,7 +419,6 @@ def _frozen_model(plan: TrainingPlan, name: str = "frozen_model") -> Sourced | N
 def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = None) -> ResolvedRun:
     """The architecture and setup of a plan, or the reason there is none."""
     plan, default_notes = _with_framework_defaults(plan)
-    plan = _spectrum_file(plan, base_dir)
     plan = _generating(plan)
     run = ResolvedRun(plan=plan, arch=None, setup=None, trains=plan.trains)
     if not plan.trains:

@@ -15,12 +15,15 @@ source's content when the launch reads it: ``copied_from`` names that source.
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 import shlex
+from typing import Iterator
 
 _REDIRECT = re.compile(r"(?:^|[^<>&0-9])(?:[12]?>>?|>\||&>>?)\s*(?P<target>\"[^\"\n]+\"|'[^'\n]+'|[^\s;|&<>()]+)")
 _COPY = frozenset({"cp", "mv", "ln", "install"})
+_COPY_COMMAND = re.compile(r"(?:^|[\s;&|])(?:cp|install)\s")  # a line worth splitting into commands
 
 
 def _normal(path: str) -> str:
@@ -28,17 +31,26 @@ def _normal(path: str) -> str:
     return posixpath.normpath(path[2:] if path.startswith("./") else path)
 
 
-def _command_targets(line: str) -> list[str]:
-    """``tee`` and ``cp``/``mv``/``ln`` destinations of the commands on one line."""
-    out: list[str] = []
+def _commands(line: str) -> Iterator[list[str]]:
+    """The words of each command on one line (split at pipes, ``&&``, ``||`` and ``;``)."""
     for part in re.split(r"\s*(?:\|\|?|&&|;)\s*", line):
         try:
             words = shlex.split(part, comments=True)
         except ValueError:
             continue
-        if not words:
-            continue
-        operands = [w for w in words[1:] if not w.startswith("-")]
+        if words:
+            yield words
+
+
+def _operands(words: list[str]) -> list[str]:
+    return [w for w in words[1:] if not w.startswith("-")]
+
+
+def _command_targets(line: str) -> list[str]:
+    """``tee`` and ``cp``/``mv``/``ln`` destinations of the commands on one line."""
+    out: list[str] = []
+    for words in _commands(line):
+        operands = _operands(words)
         if words[0] == "tee":
             out += operands
         elif words[0] in _COPY and len(operands) >= 2:
@@ -69,16 +81,25 @@ def copied_from(text: str, line: int, path: str) -> str | None:
     ``path`` as the script spells it; None when none is, or the source is itself a variable."""
     target = _normal(path)
     source = None
-    for written in text.splitlines()[:max(line - 1, 0)]:
-        stripped = written.strip()
-        if not stripped or stripped.startswith("#"):
-            continue
-        for part in re.split(r"\s*(?:\|\|?|&&|;)\s*", stripped):
-            try:
-                words = shlex.split(part, comments=True, posix=False)
-            except ValueError:
-                continue
-            operands = [w for w in words[1:] if not w.startswith("-")]
-            if words and words[0] in ("cp", "install") and len(operands) == 2 and _normal(operands[1]) == target:
-                source = None if "$" in operands[0] else _normal(operands[0])
+    for at, destination, copied in _copies(text):
+        if at >= line:
+            break
+        if destination == target:
+            source = copied
     return source
+
+
+@functools.lru_cache(maxsize=16)
+def _copies(text: str) -> tuple[tuple[int, str, str | None], ...]:
+    """Each two-operand ``cp``/``install`` of a script, once: (line, destination, source or None
+    when the source is a variable). A launcher asks once per positional word of each launch."""
+    out = []
+    for number, written in enumerate(text.splitlines(), start=1):
+        stripped = written.strip()
+        if stripped.startswith("#") or not _COPY_COMMAND.search(stripped):
+            continue
+        for words in _commands(stripped):
+            operands = _operands(words)
+            if words[0] in ("cp", "install") and len(operands) == 2:
+                out.append((number, _normal(operands[1]), None if "$" in operands[0] else _normal(operands[0])))
+    return tuple(out)

@@ -178,6 +178,7 @@ class RunFinder:
         hidden: frozenset[str] = frozenset()
         entry = facts
         linked: list[RunFacts] = []
+        script: Path | None = None  # the script a launcher runs
         if facts.launches is not None:
             script = self.documents.resolve_reference(str(facts.launches.value), facts.path)
             script_facts_found = self.documents.facts(script) if script is not None else []
@@ -251,21 +252,8 @@ class RunFinder:
             switched = self._switched_quantization(facts)
             if switched is not None:
                 plan = merge(entry, linked, {**overrides, "quantization": switched}, hidden - set(overrides))
-        if plan.get("attention") is None:
-            launched = self.documents.resolve_reference(str(facts.launches.value), facts.path) \
-                if facts.launches is not None else None
-            pinned = self._pinned_attention(plan, launched)
-            if pinned is not None:
-                plan.facts["pinned_attention"] = pinned
-        if all(plan.get(name) is None for name in ("load_dtype", "load_dtype_written", "half_model", "quantization")) \
-                and plan.value("framework") not in ("trl", "axolotl", "llamafactory") \
-                and plan.entry and _transformers_model(plan):
-            # TRL, Axolotl and LLaMA-Factory choose the dtype themselves
-            from memlint.facts.pinned_defaults import pinned_fp32_load
-
-            fp32 = pinned_fp32_load(self.documents.root, plan.entry)
-            if fp32 is not None:
-                plan.facts["pinned_load_dtype"] = fp32
+        self._add_pinned_defaults(plan, script)
+        self._add_trained_parameters(plan)
         if facts.launches is not None and plan.get("micro_batch") is None:
             from memlint.facts.launch_options import unknown_micro_batch
 
@@ -274,21 +262,48 @@ class RunFinder:
                 plan.facts["micro_batch_unknown"] = unknown
         return plan
 
-    def _pinned_attention(self, plan: TrainingPlan, launched: Path | None) -> Sourced[str] | None:
-        """Eager attention where the project pins a transformers (or torch) release that runs no
-        SDPA by default, unless a script of the run patches the attention itself (the launched
-        script may only patch it and hand over to the module that trains: FastChat's train_mem.py)."""
-        from memlint.facts.pinned_defaults import patches_attention, pinned_eager_attention
+    def _add_pinned_defaults(self, plan: TrainingPlan, launched: Path | None) -> None:
+        """The attention and load dtype the project's pinned transformers (or torch) release
+        decides where no file of the run names them (``memlint.facts.pinned_defaults``): eager
+        attention unless a script of the run patches it (the launched script may only patch it and
+        hand over to the module that trains: FastChat's train_mem.py), fp32 weights unless the
+        framework chooses the dtype itself (TRL, Axolotl, LLaMA-Factory)."""
+        from memlint.facts.pinned_defaults import patches_attention, pinned_eager_attention, pinned_fp32_load
 
         if not plan.entry or not _transformers_model(plan):
-            return None
-        pinned = pinned_eager_attention(self.documents.root, plan.entry)
-        if pinned is None:
-            return None
-        scripts = [Path(d) for d in plan.documents if str(d).endswith(".py")] + ([launched] if launched else [])
-        if patches_attention(self.documents.text_for_scan(script) for script in scripts):
-            return None
-        return pinned
+            return
+        if plan.get("attention") is None:
+            pinned = pinned_eager_attention(self.documents.root, plan.entry)
+            scripts = [Path(d) for d in plan.documents if str(d).endswith(".py")] + ([launched] if launched else [])
+            if pinned is not None and not patches_attention(self.documents.text_for_scan(s) for s in scripts):
+                plan.facts["pinned_attention"] = pinned
+        if all(plan.get(name) is None for name in ("load_dtype", "load_dtype_written", "half_model", "quantization")) \
+                and plan.value("framework") not in ("trl", "axolotl", "llamafactory"):
+            fp32 = pinned_fp32_load(self.documents.root, plan.entry)
+            if fp32 is not None:
+                plan.facts["pinned_load_dtype"] = fp32
+
+    def _add_trained_parameters(self, plan: TrainingPlan) -> None:
+        """The ``unfrozen_parameters`` of a Spectrum file the run passes its script
+        (``spectrum_config_path``, Spectrum's own key, in a recipe or on the command line), as the
+        selection that trains, whether or not memlint saw the script's unfreezing (an unfreeze
+        under ``if args.spectrum_config_path:`` is bound to an option a recipe's key does not
+        reach). The path is read as the run's working directory would: from the entry's folder,
+        the folders above it, the project root."""
+        from memlint.configs.axolotl import regex_list
+
+        path = plan.get("trained_parameters_file")
+        if path is None or plan.get("trained_parameters") is not None or not plan.entry:
+            return
+        target = self.documents.resolve_reference(str(path.value), plan.entry)
+        structured = self.documents.parsed(target).structured if target is not None else None
+        if target is None or structured is None or not structured.ok:
+            return
+        reads.document(self.documents.key(target), self.documents.digest(target))
+        data = structured.value
+        patterns = regex_list(data.get("unfrozen_parameters")) if isinstance(data, dict) else None
+        if patterns is not None:
+            plan.facts["trained_parameters"] = Sourced(patterns, path.origin, f"unfrozen_parameters of {path.value}")
 
     def _hydra_overrides(self, launcher: RunFacts, script: Path | None) -> RunFacts | None:
         """The facts a launch's Hydra/OmegaConf overrides state (``memlint.configs.hydra_overrides``)
