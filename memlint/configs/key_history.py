@@ -32,7 +32,7 @@ from packaging.version import InvalidVersion, Version
 from memlint.configs import axolotl_fsdp1, deepspeed_releases, schema
 from memlint.configs.validation import ON_UNKNOWN, Issue, issues
 from memlint.facts.pinned_versions import Pin, pins
-from memlint.facts.project_arguments import project_argument_fields
+from memlint.facts.project_arguments import project_argument_fields, project_config_reads
 from memlint.model.diagnostics import Severity
 
 if TYPE_CHECKING:
@@ -87,6 +87,39 @@ def versioned_issues(ctx: RuleContext) -> list[Issue]:
     return kept
 
 
+def _read_by_the_project(ctx: RuleContext, found: list[Issue]) -> tuple[str, frozenset[str]] | None:
+    """The project's reading of this TrainingArguments-like file as a plain mapping, if it is one:
+    a script that loads a config and takes from it every top-level key the Trainer does not know,
+    and at least half of the file's keys (x-flux's ``args = OmegaConf.load(path)`` reading
+    ``args.max_train_steps``, ``args.lr_scheduler``, ``args.output_dir``). HfArgumentParser never
+    sees such a file: its keys and values are the script's to judge. A file with no unknown key
+    is left to the schema (nothing shows that it is not handed to the Trainer)."""
+    assert ctx.structured is not None
+    keys = {k for k in ctx.structured.value if isinstance(k, str)}
+    unknown = {i.path[0] for i in found if len(i.path) == 1 and i.category == "unknown"}
+    if not unknown:
+        return None
+    kept = ctx.shared.get("config_reads")
+    if kept is None:
+        kept = ctx.shared["config_reads"] = project_config_reads(ctx.settings.root)
+    for loader, read in sorted(kept, key=lambda site: -len(site[1])):
+        if unknown <= read and 2 * len(keys & read) >= len(keys):
+            return loader, read
+    return None
+
+
+def _the_projects_own(found: list[Issue], loader: str, read: frozenset[str]) -> list[Issue]:
+    """The issues left once the keys a script reads itself are the script's: none of their
+    names, releases or values is the Trainer's business. OmegaConf reads ``1e-5`` as a number
+    (its YAML loader resolves floats without a dot), so a type issue stays only under PyYAML or
+    JSON, whose values the script receives as written."""
+    def the_scripts(issue: Issue) -> bool:
+        if len(issue.path) < 1 or issue.path[0] not in read:
+            return False
+        return issue.category != "invalid" or loader == "OmegaConf"
+    return [issue for issue in found if not the_scripts(issue)]
+
+
 def project_fields(ctx: RuleContext) -> frozenset[str]:
     """The fields of the project's own argument classes (one walk of the project per lint)."""
     kept = ctx.shared.get("project_fields")
@@ -103,6 +136,10 @@ def _versioned_issues(ctx: RuleContext) -> list[Issue]:
     name = schema.schema_name_for(ctx.kind, data.value)
     if name is None:
         return found
+    if ctx.kind == "hf-args":
+        reading = _read_by_the_project(ctx, found)
+        if reading is not None:
+            return _the_projects_own(found, *reading)
     root = ctx.settings.root
     histories = HISTORY_OF.get(name, ())
     pinned = pins(root, ctx.path) if histories else {}

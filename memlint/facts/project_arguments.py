@@ -14,6 +14,11 @@ classes the helper's callers pass (``memlint.facts.parser_helpers``). A class th
 from a mapping read from a file (MFTCoder's ``args = MftTrainArgs(**json.load(f))``) parses that
 file as surely, so its fields count too.
 
+A script may also read a config file into a plain mapping and take its keys one by one
+(x-flux's ``args = OmegaConf.load(path)`` then ``args.max_train_steps``, ``args.lr_scheduler``):
+:func:`project_config_reads` returns each such reading, the loader and the keys read, so that a
+file whose keys are the ones a script reads is judged as that script's own format.
+
 Files are parsed (by ``ast``: nothing is compiled or run), never imported; only files that name a parser or a dataclass are parsed,
 and each file's answer is kept while its size and modification time stay the same.
 """
@@ -36,11 +41,15 @@ _UPSTREAM = ("HfArgumentParser", "TrlParser")
 _FROM_A_FILE = "**loaded"
 _LOADERS = frozenset({"load", "loads", "safe_load", "full_load", "unsafe_load"})  # json, yaml, toml, OmegaConf
 _DATACLASS = re.compile(r"@(?:dataclasses\.)?dataclass\b")  # HfArgumentParser takes dataclasses only
+_CONFIG_OWNERS = frozenset({"OmegaConf", "yaml", "json", "toml", "tomllib"})
+_CONFIG_LOAD = re.compile(r"\b(?:OmegaConf|yaml|json)\.(?:safe_|full_|unsafe_)?load\(")
 _SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".memlint_cache", "site-packages"}
 
 # a module's parser calls ({(parser name, class names passed)}), each class's (bases, annotated
-# fields), and its helpers (function name -> the position of its parameter handed to a parser)
-_Scan = tuple[frozenset[tuple[str, frozenset[str]]], dict[str, tuple[tuple[str, ...], tuple[str, ...]]], dict[str, int]]
+# fields), its helpers (function name -> the position of its parameter handed to a parser), and
+# its readings of a config file into a plain mapping ({(loader, keys read)})
+_Scan = tuple[frozenset[tuple[str, frozenset[str]]], dict[str, tuple[tuple[str, ...], tuple[str, ...]]], dict[str, int],
+              frozenset[tuple[str, frozenset[str]]]]
 # path -> ((mtime_ns, size), its scan)
 _FILES: dict[str, tuple[tuple[int, int], _Scan | None]] = {}
 
@@ -50,6 +59,18 @@ def project_argument_fields(root: Path) -> frozenset[str]:
     their bases defined in the project); empty when there are none."""
     calls, classes, parsers = _project_scan(root)
     return _fields({cls for callee, passed in calls if callee in parsers for cls in passed}, classes)
+
+
+def project_config_reads(root: Path) -> frozenset[tuple[str, frozenset[str]]]:
+    """Each place the project's code reads a config file into a plain mapping and takes keys
+    from it: (the loader, ``OmegaConf`` or ``yaml``/``json``; the keys read as attributes,
+    subscripts or ``.get`` of the name the mapping is bound to, within one function)."""
+    found: set[tuple[str, frozenset[str]]] = set()
+    for path in _python_files(root):
+        scan = _read(path)
+        if scan is not None:
+            found.update(scan[3])
+    return frozenset(found)
 
 
 def script_argument_fields(root: Path, script: Path) -> frozenset[str]:
@@ -78,7 +99,7 @@ def _project_scan(root: Path) -> tuple[set[tuple[str, frozenset[str]]], _Classes
         found = _read(path)
         if found is None:
             continue
-        names, defined, helping = found
+        names, defined, helping, _ = found
         calls.update(names)
         helpers.update(helping)
         for name, shape in defined.items():
@@ -125,7 +146,8 @@ def _read(path: str) -> _Scan | None:
 
 
 def _scanned_text(path: str, text: str) -> _Scan | None:
-    if not (_PARSERS.search(text) or _DATACLASS.search(text) or ("(**" in text and "load" in text)):
+    if not (_PARSERS.search(text) or _DATACLASS.search(text) or ("(**" in text and "load" in text)
+            or _CONFIG_LOAD.search(text)):
         return None
     reads.document(path, reads.digest(text, None))
     return _scan(text)
@@ -179,9 +201,65 @@ def _scan(text: str) -> _Scan | None:
             names.add((_FROM_A_FILE, frozenset({cls})))
     if renamed:
         names = {(callee, frozenset(renamed.get(name, name) for name in passed)) for callee, passed in names}
-    if not names and not classes:
+    config_reads = _config_reads(module)
+    if not names and not classes and not config_reads:
         return None
-    return frozenset(names), classes, helpers
+    return frozenset(names), classes, helpers, config_reads
+
+
+def _config_reads(module: ast.Module) -> frozenset[tuple[str, frozenset[str]]]:
+    """In each function (and the module's own body), the names bound to a config file read into
+    a mapping and the keys taken from them: ``cfg.lr``, ``cfg["lr"]``, ``cfg.get("lr")``."""
+    out: set[tuple[str, frozenset[str]]] = set()
+    scopes: list[ast.AST] = [module, *(n for n in ast.walk(module) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))]
+    for scope in scopes:
+        loaders: dict[str, str] = {}
+        keys: dict[str, set[str]] = {}
+        for node in _own_nodes(scope):
+            loader = _loader(node.value) if isinstance(node, ast.Assign) and _is_load(node.value) else None
+            if loader is not None:
+                loaders.update((t.id, loader) for t in node.targets if isinstance(t, ast.Name))
+            key = _key_read(node)
+            if key is not None:
+                keys.setdefault(key[0], set()).add(key[1])
+        for name, loader in loaders.items():
+            if keys.get(name):
+                out.add((loader, frozenset(keys[name])))
+    return frozenset(out)
+
+
+def _own_nodes(scope: ast.AST):
+    """The nodes of one function (or of the module) that no nested function holds."""
+    stack = list(ast.iter_child_nodes(scope))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue
+        yield node
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _loader(call: ast.AST) -> str | None:
+    """``OmegaConf`` or ``yaml/json`` for a config loader's call (not ``torch.load``'s checkpoint)."""
+    func = call.func if isinstance(call, ast.Call) else None
+    owner = func.value if isinstance(func, ast.Attribute) else None
+    if not isinstance(owner, ast.Name) or owner.id not in _CONFIG_OWNERS:
+        return None
+    return "OmegaConf" if owner.id == "OmegaConf" else "yaml/json"
+
+
+def _key_read(node: ast.AST) -> tuple[str, str] | None:
+    """``name.key`` (not a method call's name), ``name["key"]``, ``name.get("key")``: (name, key)."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.attr != "get":
+        return node.value.id, node.attr
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) \
+            and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+        return node.value.id, node.slice.value
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" \
+            and isinstance(node.func.value, ast.Name) and node.args and isinstance(node.args[0], ast.Constant) \
+            and isinstance(node.args[0].value, str):
+        return node.func.value.id, node.args[0].value
+    return None
 
 
 def _helper(function: ast.FunctionDef | ast.AsyncFunctionDef, helpers: dict[str, int]) -> None:

@@ -35,7 +35,12 @@ class UnknownConfigKey(SchemaRule):
     as alignment-handbook's ``SFTConfig`` subclass with ``chat_template``), that class's fields
     and those of its bases in the project are known keys. So are those of a class the project
     builds from a mapping it reads from a file (``args = TrainArgs(**json.load(f))``): such a
-    file is the project's config, even when many of its keys look like the Trainer's.
+    file is the project's config, even when many of its keys look like the Trainer's. And a
+    file whose unknown keys (and at least half of all its keys) a script takes one by one from
+    a mapping it loads itself (``args = OmegaConf.load(path)``, then ``args.max_train_steps``)
+    is that script's own format: HfArgumentParser never reads it, so none of its keys is
+    judged against the Trainer's (nor, under OmegaConf, which reads ``1e-5`` as a number,
+    their values).
 
     An llm-foundry (Composer) YAML is judged by the llm-foundry the project pins: from 0.10
     ``train.py`` refuses a top-level key its ``TrainConfig`` does not define (put variables under
