@@ -31,6 +31,8 @@ def add_run_arguments(p: argparse.ArgumentParser, done: str) -> None:
                    help="never ask the Hugging Face Hub for an uncatalogued model's config.json")
     p.add_argument("--batch", type=int, help="micro-batch per GPU (default 1)")
     p.add_argument("--seq", type=int, help="sequence length in tokens (default 2048)")
+    p.add_argument("--target-len", type=int, metavar="TOKENS",
+                   help="an encoder-decoder's label length, when shorter or longer than --seq (max_target_length)")
     p.add_argument("--precision", choices=PRECISIONS, help="precision policy (default bf16)")
     p.add_argument("--optimizer", choices=OPTIMIZERS, help="optimizer (default adamw: torch's foreach AdamW)")
     p.add_argument("--grad-ckpt", nargs="?", const=1, type=int, metavar="EVERY",
@@ -68,6 +70,10 @@ def setup_from_args(args: argparse.Namespace, base: TrainingSetup | None = None)
         changes["micro_batch"] = args.batch
     if args.seq is not None:
         changes["seq_len"] = args.seq
+    if getattr(args, "target_len", None) is not None:
+        if args.target_len < 1:
+            raise UsageError("--target-len must be 1 or more")
+        changes["decoder_len"] = args.target_len
     if args.precision:
         changes["precision"] = Precision(args.precision)
     if args.optimizer:

@@ -13,7 +13,7 @@ output head; the head's logits and cross-entropy buffers are priced from what tr
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from memlint.estimate.architecture import Architecture
 from memlint.estimate.blocks import BLOCKS, CROSS_DECODER_BLOCKS, FINAL_NORM
@@ -171,18 +171,28 @@ def profile(arch: Architecture, setup: TrainingSetup) -> ActivationProfile:
     total = 0.0
     largest = 0.0
     backward_peak = 0.0
-    input_bytes = 0.0
+    inputs = 0.0
     kinds = [g.kind for g in arch.blocks for _ in range(g.count)]
+    # a decoder over labels shorter (or longer) than the inputs: its blocks are priced per
+    # decoder position, then expressed per input position like everything else here
+    ratio = setup.decoder_len / setup.seq_len if setup.decoder_len and setup.seq_len else 1.0
     for index, kind in enumerate(kinds):
         frozen = index < setup.frozen_layers
         rg = first_input_rg if index == 0 else (lora or embeddings_train or index > setup.frozen_layers)
         key = (frozen, rg, kind)
         if key not in cache:
-            cache[key] = _block_bytes(arch, frozen_settings if frozen else settings, rg, kind)
+            chosen = frozen_settings if frozen else settings
+            if kind == "cross_decoder" and ratio != 1.0:
+                decoder = replace(chosen, seq_len=setup.decoder_len, encoder_len=setup.seq_len)
+                cache[key] = tuple(b * ratio for b in _block_bytes(arch, decoder, rg, kind))  # type: ignore[assignment]
+            else:
+                cache[key] = _block_bytes(arch, chosen, rg, kind)
         saved, input_bytes, block_peak = cache[key]
         total += saved
+        inputs += input_bytes
         largest = max(largest, saved)
         backward_peak = max(backward_peak, block_peak)
+    input_bytes = inputs / len(kinds) if kinds else 0.0  # what a checkpointed block keeps, on average
 
     head_tape, _ = _head_input(arch, settings, Value(arch.hidden_size, settings.param_bytes, True))
     base = head_tape.saved_bytes + _embedding_saved(arch, settings)
@@ -204,7 +214,7 @@ def profile(arch: Architecture, setup: TrainingSetup) -> ActivationProfile:
     checkpointed = 0
     if setup.grad_ckpt:
         checkpointed = arch.num_layers // setup.grad_ckpt_every if setup.grad_ckpt_every > 1 else arch.num_layers
-    fwd, end, bwd = logits_bytes_per_token(arch, setup)
+    fwd, end, bwd = (b * ratio for b in logits_bytes_per_token(arch, setup))  # the decoder's positions
     return ActivationProfile(
         block_saved=total,
         largest_block_saved=largest,

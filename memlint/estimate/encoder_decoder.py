@@ -11,13 +11,17 @@ otherwise the fused kernel keeps none. On a GPU CUDA runs the math kernel there 
 the attention dropout inside it (op-level probe on an H200, tests/calibration/gpu_op_probe.json):
 the dropped fp32 probabilities and the dropout mask are kept as well. The encoder's output (its final norm, then dropout) is one tensor that
 every decoder layer's ``k``/``v`` projection saves: it is priced once, with the embeddings, not
-per layer. Sizes are per token with as many decoder positions as encoder positions (labels as
-long as the inputs, as ``memlint trace`` measures); the position-bias masks, ``heads x T x T``
+per layer. A decoder block is priced per decoder position: its cross-attention's keys, values and
+score rows are as long as the encoder's output (``TapeSettings.encoder_len`` when the labels are
+shorter or longer than the inputs, ``TrainingSetup.decoder_len``; measured by ``memlint trace``
+with labels of 32-512 tokens beside inputs of 256-1024); the position-bias masks, ``heads x T x T``
 per stack and not per sequence, are left out (under 0.1 GiB for t5-base at 512 tokens).
 Checked against ``memlint trace`` measurements (``tests/calibration/``, ``docs/accuracy.md``).
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from memlint.estimate.architecture import Architecture
 from memlint.estimate.graph import Tape, TapeSettings, Value
@@ -51,15 +55,25 @@ def _math_attention(t: Tape, q: Value, k: Value, v: Value, heads: int, dropout: 
 
 
 def _attention(t: Tape, arch: Architecture, h: Value, prefix: str, kv_input: Value) -> Value:
+    """One attention of a T5 layer. The cross-attention's keys and values are as long as the
+    encoder's output (``TapeSettings.encoder_len``), its scores one row of that length per
+    decoder position: both priced per decoder position."""
     inner = arch.num_heads * arch.head_dim
+    cross = prefix == "EncDecAttention"
     q = t.linear(h, inner, f"{prefix}.q")
-    k = t.linear(kv_input, inner, f"{prefix}.k")
-    v = t.linear(kv_input, inner, f"{prefix}.v")
-    if t.s.attention != "eager" and _bias_trains(t, prefix):
-        out = _math_attention(t, q, k, v, arch.num_heads, arch.dropout)
-        out = t.new(out.numel, out.nbytes, out.rg)  # transpose(1, 2).contiguous()
-    else:
-        out = t.attention(q, k, v, arch.num_heads, arch.num_heads, arch.dropout, softmax="input")
+    k = t.linear(kv_input, inner, f"{prefix}.k", in_features=arch.hidden_size if cross else None)
+    v = t.linear(kv_input, inner, f"{prefix}.v", in_features=arch.hidden_size if cross else None)
+    own = t.s
+    if cross and own.encoder_len:
+        t.s = replace(own, seq_len=own.encoder_len)  # scores: heads x encoder positions per query
+    try:
+        if t.s.attention != "eager" and _bias_trains(t, prefix):
+            out = _math_attention(t, q, k, v, arch.num_heads, arch.dropout)
+            out = t.new(out.numel, out.nbytes, out.rg)  # transpose(1, 2).contiguous()
+        else:
+            out = t.attention(q, k, v, arch.num_heads, arch.num_heads, arch.dropout, softmax="input")
+    finally:
+        t.s = own
     return t.dropout(t.linear(out, arch.hidden_size, f"{prefix}.o"), arch.dropout)
 
 
@@ -80,8 +94,10 @@ def _feed_forward(t: Tape, arch: Architecture, h: Value) -> Value:
 
 
 def encoder_output(arch: Architecture, settings: TapeSettings) -> Value:
-    """The encoder's output as the decoder reads it: its final norm's result, after dropout."""
-    return Value(arch.hidden_size, settings.param_bytes, True)
+    """The encoder's output as the decoder reads it: its final norm's result, after dropout
+    (per decoder position: as many encoder positions as ``TapeSettings.encoder_len`` says)."""
+    rows = settings.encoder_len / settings.seq_len if settings.encoder_len else 1.0
+    return Value(arch.hidden_size * rows, settings.param_bytes, True)
 
 
 def t5_decoder_block(t: Tape, arch: Architecture, x: Value, encoded: Value | None = None) -> Value:

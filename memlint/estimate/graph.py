@@ -68,6 +68,9 @@ class TapeSettings:
     # their size (TrainingSetup.cuda_workspaces)
     softmax_workspace: bool = True
     grad_ckpt: bool = False  # gradient checkpointing on (T5 then marks a bias requires_grad)
+    # positions of the encoder's output a decoder's cross-attention reads, when they differ from
+    # ``seq_len`` (the decoder's own: a seq2seq step's labels are shorter than its inputs); 0: as many
+    encoder_len: int = 0
 
 
 class Tape:
@@ -219,9 +222,12 @@ class Tape:
             x_in = self.cast(x, self.s.compute_bytes)
         if trains:
             self.save(x_in)  # the weight's gradient is grad_out^T @ input
-        out = self.new(out_features, x_in.nbytes, x.rg or trains)
+        # rows of the input per token of the tape: 1, but for a tensor of another length priced
+        # per token of this one (a decoder's cross-attention projecting the encoder's output)
+        rows = x.numel / in_features if in_features else 1.0
+        out = self.new(out_features * rows, x_in.nbytes, x.rg or trains)
         if self.s.lora_targets(name) and not oft:
-            out = self._lora(x, out, out_features)
+            out = self._lora(x, out, out_features, rows)
         return out
 
     def _oft(self, x: Value) -> Value:
@@ -233,17 +239,17 @@ class Tape:
         rotated = self.new(x.numel, x_a.nbytes, True)
         return self.cast(rotated, x.nbytes)
 
-    def _lora(self, x: Value, base_out: Value, out_features: int) -> Value:
+    def _lora(self, x: Value, base_out: Value, out_features: int, rows: float = 1.0) -> Value:
         """PEFT LoRA: result + lora_B(lora_A(dropout(x.to(adapter dtype)))) * scaling."""
         r = self.s.lora_rank
         x_a = self.cast(x, self.s.lora_bytes)
         x_a = self.dropout(x_a, self.s.lora_dropout)
         a_in = self.autocast_input(x_a)
         self.save(a_in)  # lora_A's weight trains
-        a_out = self.new(r, a_in.nbytes, True)
+        a_out = self.new(r * rows, a_in.nbytes, True)
         b_in = self.autocast_input(a_out)
         self.save(b_in)
-        b_out = self.new(out_features, b_in.nbytes, True)
+        b_out = self.new(out_features * rows, b_in.nbytes, True)
         scaled = self.scale(b_out)
         total = self.add(base_out, scaled)
         return self.cast(total, base_out.nbytes)

@@ -97,6 +97,7 @@ def trace_case_inputs(result: Mapping[str, Any]) -> tuple[Architecture, Training
     setup = TrainingSetup(
         micro_batch=int(case["batch_size"]),
         seq_len=int(case["seq_len"]),
+        decoder_len=int(case.get("target_len") or 0),
         precision=Precision(case["precision"]),
         optimizer=Optimizer.parse(case["optimizer"]),
         grad_ckpt_every=1 if case.get("grad_ckpt") else 0,

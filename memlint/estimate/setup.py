@@ -184,6 +184,9 @@ class ModelParallel:
 class TrainingSetup:
     micro_batch: int = 1
     seq_len: int = 2048
+    # an encoder-decoder's label positions when they differ from its inputs' (``seq_len``): a
+    # summarisation run's ``max_target_length``; 0: as many as the inputs
+    decoder_len: int = 0
     precision: Precision = Precision.BF16
     optimizer: Optimizer = Optimizer.ADAMW
     # 0 = off; k = checkpoint every k-th layer (1 = every layer, HF's gradient_checkpointing)

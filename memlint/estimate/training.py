@@ -330,7 +330,8 @@ def estimate_training(
     assumptions = list(notes) + list(others.notes)
     pairs = (f" (each example a chosen and a rejected sequence: {setup.micro_batch * setup.sequences_per_example}"
              " sequences per forward)" if setup.sequences_per_example == 2 else "")
-    assumptions.append(f"micro-batch {setup.micro_batch} x {setup.seq_len} tokens{pairs}, no padding")
+    labels = f" (labels: {setup.decoder_len} tokens, which the decoder runs over)" if setup.decoder_len else ""
+    assumptions.append(f"micro-batch {setup.micro_batch} x {setup.seq_len} tokens{labels}{pairs}, no padding")
     if setup.lora and setup.quantized:
         assumptions.append("QLoRA as set up by prepare_model_for_kbit_training (non-quantised params in fp32)")
     if setup.lora:
@@ -380,6 +381,7 @@ def describe(setup: TrainingSetup) -> dict:
     out = {
         "micro_batch": setup.micro_batch,
         "seq_len": setup.seq_len,
+        **({"decoder_len": setup.decoder_len} if setup.decoder_len else {}),
         "precision": setup.precision.value,
         "optimizer": setup.optimizer.value,
         "grad_ckpt": setup.grad_ckpt_every,

@@ -100,6 +100,10 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "block_size": ("seq_len", _int),
     "model_max_length": ("seq_len", _int),
     "sequence_len": ("seq_len", _int),
+    # run_summarization / run_translation's DataTrainingArguments: an encoder-decoder's inputs and
+    # labels, truncated apart (the longer one is the sequence length the scripts' tokenizer states)
+    "max_source_length": ("source_len", _int),
+    "max_target_length": ("target_len", _int),
     "model_name_or_path": ("model", lambda v: str(v) if v else None),
     "base_model": ("model", lambda v: str(v) if v else None),
     "torch_dtype": ("load_dtype", lambda v: dtype_name(str(v))),

@@ -73,6 +73,8 @@ def _half(value: Any) -> str | None:
 _CONVERT: dict[str, Callable[[Any], Any]] = {
     "micro_batch": hf_args._int,
     "seq_len": hf_args._int,
+    "source_len": hf_args._int,
+    "target_len": hf_args._int,
     "grad_accum": hf_args._int,
     "global_batch": hf_args._int,
     "world_size": hf_args._int,

@@ -42,6 +42,10 @@ class RunFacts:
     seq_len: Sourced[int] | None = None
     # the key whose value ``seq_len`` is, when it is a truncation limit (``model_max_length``)
     seq_len_limit: Sourced[str] | None = None
+    # an encoder-decoder's two lengths when the script tokenizes inputs and labels apart
+    # (run_summarization's ``max_source_length`` / ``max_target_length``); ``seq_len`` is the longer
+    source_len: Sourced[int] | None = None
+    target_len: Sourced[int] | None = None
     # only a projector on top of a frozen LLM trains: a vision-language model's alignment stage
     # (LLaVA's ``--tune_mm_mlp_adapter True``, ``--mm_tunable_parts mm_mlp_adapter``,
     # ``--freeze_backbone True``), which trains on image-caption pairs

@@ -376,6 +376,24 @@ def _no_model(plan: TrainingPlan) -> str:
             "classes)")
 
 
+def _encoder_decoder_lengths(plan: TrainingPlan, arch: Any, seq_len: int, prov: dict) -> tuple[int, int]:
+    """(encoder positions, decoder positions; 0: as many): an encoder-decoder whose script
+    tokenizes its inputs and labels to lengths of their own (``max_source_length`` 1024,
+    ``max_target_length`` 16) runs its decoder over the labels only. Other models, and scripts
+    that state one length, keep ``seq_len`` for both."""
+    source, target = plan.get("source_len"), plan.get("target_len")
+    if not arch.is_encoder_decoder or target is None:
+        return seq_len, 0
+    labels = int(target.value)
+    inputs = int(source.value) if source is not None else seq_len
+    if not (0 < labels <= 1_000_000 and 0 < inputs <= 1_000_000):
+        return seq_len, 0
+    if source is not None:
+        prov["seq_len"] = source
+    prov["decoder_len"] = target
+    return inputs, labels
+
+
 def _padded_to_limit(plan: TrainingPlan, length: Sourced[Any], seq_len: int, usual: int, run: ResolvedRun) -> None:
     """A length that is a truncation limit (LLaVA's ``--model_max_length 8192``) is what every
     batch holds only when the run packs or pads to it; with dynamic padding the estimate at the
@@ -580,6 +598,7 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
         run.assumed.append(Assumed("seq_len", f"sequence length {seq_len}", "`seq-len` in [tool.memlint]"))
     else:
         _padded_to_limit(plan, length, seq_len, context.seq_len, run)
+    seq_len, decoder_len = _encoder_decoder_lengths(plan, arch, seq_len, prov)
     world = plan.get("world_size")
     single = plan.get("single_process")
     if world is None and single is not None and hf_like and prov.get("sharding") is None and \
@@ -683,6 +702,7 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
             **frozen,
             micro_batch=micro_batch,
             seq_len=seq_len,
+            decoder_len=decoder_len,
             precision=precision,
             optimizer=optimizer,
             grad_ckpt_every=int(grad_ckpt.value) if grad_ckpt is not None else 0,

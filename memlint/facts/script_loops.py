@@ -222,7 +222,36 @@ def _is_tokenizer(values: Values, expr: cst.BaseExpression) -> bool:
 def tokenizer_call(ctx: ScriptFacts, call: cst.Call) -> None:
     arguments = ctx.values.arguments(call)
     if "max_length" in arguments:
-        _length_candidate(ctx, ctx.values.evaluate(arguments.get("max_length")), call, "tokenizer(max_length=...)")
+        length = arguments.get("max_length")
+        found = ctx.values.evaluate(length)
+        _length_candidate(ctx, found, call, "tokenizer(max_length=...)")
+        if found is not None:
+            labels = "text_target" in arguments or _names_labels(length) or _under_target_tokenizer(ctx, call)
+            ctx.pending.setdefault("target_lengths" if labels else "source_lengths", []).append((found, call))
+
+
+# the words a length of the labels is named by (run_summarization's ``max_target_length``,
+# ``val_max_target_length``; ``max_tgt_len``, ``max_label_length``)
+_LABEL_WORDS = re.compile(r"(^|_)(target|tgt|label|labels|summary|answer|response|output)(_|$)", re.I)
+
+
+def _names_labels(expr: cst.BaseExpression | None) -> bool:
+    name = expr.value if isinstance(expr, cst.Name) else (expr.attr.value if isinstance(expr, cst.Attribute) else "")
+    return bool(_LABEL_WORDS.search(name))
+
+
+def _under_target_tokenizer(ctx: ScriptFacts, call: cst.Call) -> bool:
+    """``with tokenizer.as_target_tokenizer(): labels = tokenizer(targets, max_length=...)``."""
+    node: cst.CSTNode | None = call
+    while node is not None:
+        node = ctx.values.parent(node)
+        if isinstance(node, cst.With) and any(
+                isinstance(item.item, cst.Call) and isinstance(item.item.func, cst.Attribute)
+                and item.item.func.attr.value == "as_target_tokenizer" for item in node.items):
+            return True
+        if isinstance(node, (cst.FunctionDef, cst.Module)):
+            return False
+    return False
 
 
 def _pads_to_max_length(ctx: ScriptFacts, call: cst.Call) -> None:
@@ -322,6 +351,24 @@ def finish_lengths(ctx: ScriptFacts) -> None:
     found, call, note = max(known, key=lambda entry: _int(entry[0].value) or 0)  # all known are counts
     ctx.state("seq_len", _int(found.value), found.node, note + (f" ({found.note})" if found.note else ""),
               at=call, rank=RANK_LOOP)
+    _inputs_and_labels(ctx)
+
+
+def _inputs_and_labels(ctx: ScriptFacts) -> None:
+    """Inputs and labels tokenized to lengths of their own (a seq2seq script): the longest of
+    each, which an encoder-decoder runs its encoder and its decoder over."""
+    sides = [ctx.pending.get("source_lengths", []), ctx.pending.get("target_lengths", [])]
+    if not all(sides):
+        return
+    for name, side in zip(("source_len", "target_len"), sides):
+        for found, _ in side:
+            ctx.bind_found(found, name)
+        known = [(f, c) for f, c in side if f.known and _int(f.value) and f.node is not None]
+        if known:
+            found, call = max(known, key=lambda entry: _int(entry[0].value) or 0)
+            what = "inputs" if name == "source_len" else "labels"
+            ctx.state(name, _int(found.value), found.node, f"the {what}' tokenizer(max_length=...)"
+                      + (f" ({found.note})" if found.note else ""), at=call, rank=RANK_LOOP)
 
 
 # argparse options that name the training sequence length: the TrainingArguments-style spellings

@@ -48,7 +48,8 @@ def describe_setup(budget: Budget) -> str:
         parts.append("routed experts on the CPU (KTransformers)")
     parts.append(s.get("precision", "?"))
     parts.append(s.get("optimizer", "?"))
-    parts.append(f"micro-batch {s.get('micro_batch')} × {s.get('seq_len')} tokens")
+    labels = f" ({s['decoder_len']} of labels)" if s.get("decoder_len") else ""
+    parts.append(f"micro-batch {s.get('micro_batch')} × {s.get('seq_len')} tokens{labels}")
     ckpt = s.get("grad_ckpt", 0)
     parts.append("checkpointing " + ("on" if ckpt == 1 else f"every {ckpt} layers" if ckpt else "off"))
     parts.append(f"{s.get('attention')} attention")

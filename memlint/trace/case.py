@@ -63,6 +63,9 @@ class Case:
     seq_len: int
     precision: str
     model_name: str = ""
+    # an encoder-decoder's label length when it differs from the inputs' (a summarisation
+    # step's ``max_target_length``); 0: labels as long as the inputs
+    target_len: int = 0
     optimizer: str = "adamw"
     grad_ckpt: bool = False
     attn: str = "sdpa"
@@ -144,6 +147,9 @@ class Case:
             v = getattr(self, k)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise CaseError(f"{p}: {k} must be a positive integer, got {v!r}")
+        if isinstance(self.target_len, bool) or not isinstance(self.target_len, int) or self.target_len < 0:
+            raise CaseError(f"{p}: target_len must be a positive integer (0: as long as the inputs), "
+                            f"got {self.target_len!r}")
         if self.round_bytes < 1:
             raise CaseError(f"{p}: round_bytes must be >= 1 (1 = no rounding)")
         if self.sharding == "none" and self.world_size != 1:
@@ -207,6 +213,8 @@ def _auto_id(d: dict[str, Any]) -> str:
     m = d.get("model_name") or (d["model"] if isinstance(d["model"], str) else d["model"].get("model_type", "custom"))
     parts = [str(m).split("/")[-1], d["precision"], d.get("optimizer", "adamw"),
              f"b{d['batch_size']}", f"s{d['seq_len']}"]
+    if d.get("target_len"):
+        parts.append(f"t{d['target_len']}")
     if d.get("grad_ckpt"):
         parts.append("gc")
     if d.get("attn", d.get("attn_impl", "sdpa")) != "sdpa":

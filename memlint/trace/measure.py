@@ -102,7 +102,8 @@ def measure_case(case: Case, *, fake: bool = True, device: str = "cpu") -> dict[
                 else:
                     ids = torch.randint(0, info["vocab_size"], (case.batch_size, case.seq_len), device=dev)
                     labels = (torch.randint(0, 2, (case.batch_size,), device=dev) if build.is_classifier(case)
-                              else ids.clone())
+                              else torch.randint(0, info["vocab_size"], (case.batch_size, case.target_len), device=dev)
+                              if case.target_len else ids.clone())
                     batch = {"input_ids": ids, "labels": labels}
             constants = contextlib.nullcontext()
             if vision_inputs.is_vision_language(case):

@@ -175,6 +175,7 @@ def _case_dict(arch: Architecture, setup: TrainingSetup, *, steps: int, round_by
         "model_name": _short_name(arch.name),
         "batch_size": setup.micro_batch,
         "seq_len": setup.seq_len,
+        "target_len": setup.decoder_len,
         "precision": setup.precision.value,
         "optimizer": setup.optimizer.value,
         "grad_ckpt": setup.grad_ckpt,

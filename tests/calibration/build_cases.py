@@ -323,6 +323,11 @@ def case_rows() -> list[tuple]:
         (T5B, 16, 512, "bf16", "adamw", False, {"lora": lora(16, ["q", "v"])}),
         (FT5B, 8, 1024, "amp-bf16", "adamw", True, {}),
         (FT5B, 16, 512, "bf16", "adamw", True, {"lora": lora(16, ["q", "k", "v", "o"])}),
+        # labels shorter (and once longer) than the inputs: a summarisation step's max_target_length
+        (T5B, 8, 512, "bf16", "adamw", False, {"target_len": 64}),
+        (FT5B, 4, 512, "fp32", "adamw", False, {"attn": "eager", "target_len": 32}),
+        (FT5B, 8, 1024, "amp-bf16", "adamw", True, {"target_len": 128}),
+        (FT5B, 2, 256, "bf16", "adamw", False, {"target_len": 512}),
         # --- Falcon-H1 (Mamba-2 mixer beside attention in every layer; transformers' torch path
         # of the chunked scan, as without the mamba_ssm kernels). PEFT refuses LoRA on the
         # mixer's out_proj and conv1d: attention and MLP projections are named ---
@@ -356,6 +361,8 @@ def make_id(model: str, b: int, s: int, prec: str, opt: str, gc: bool, extra: di
     if extra.get("world_size", 1) > 1:
         parts.append(f"fsdp{extra['world_size']}")
     parts += [prec.replace("-", ""), opt.replace("-", ""), f"b{b}", f"s{s}"]
+    if extra.get("target_len"):
+        parts.append(f"t{extra['target_len']}")
     if gc:
         parts.append("gc")
     if extra.get("attn") == "eager":
