@@ -393,12 +393,15 @@ def clears_step_gradients(index: ModuleIndex, zero: Event, step: Step) -> bool:
 
 def zeroed_every_micro_step(index: ModuleIndex, accumulation: Accumulation) -> list[Event]:
     """The zero_grads that run on every pass of an accumulating loop and clear the gradients its
-    step uses: nothing accumulates there, each micro-batch erases the ones before it."""
+    step uses: nothing accumulates there, each micro-batch erases the ones before it. One inside
+    an ``if`` runs only when its condition holds (open_flamingo's ``if torch.isnan(loss):
+    optimizer.zero_grad(); continue`` drops a bad batch), not on every pass."""
     step = step_of(index, accumulation.step.node) if isinstance(accumulation.step.node, cst.Call) else None
     if step is None:
         return []
     return [event for event in accumulation.loop.events
             if zero_grad_target(index, event.node) is not None and accumulation.accumulates(event)
+            and all(g.branch == "after-continue" for g in event.guards)
             and clears_step_gradients(index, event, step)]
 
 

@@ -81,3 +81,33 @@ def test_near_misses(lint):
     """
     for source in (ordinary, gan, zero_with_the_step, zero_on_another_branch):
         assert lint("TRN002", source) == []
+
+
+def test_a_zero_grad_that_drops_a_bad_batch_is_not_every_micro_batch(lint):
+    # open_flamingo's train_one_epoch: a NaN loss skips the batch (and the window it was in); the
+    # accumulating path zeroes only after its step
+    source = """\
+    import torch
+
+
+    def train_one_epoch(args, model, optimizer, lr_scheduler, loader, autocast):
+        for num_steps, (images, input_ids, labels) in enumerate(loader):
+            with autocast():
+                loss = model(vision_x=images, lang_x=input_ids, labels=labels)[0]
+                if torch.isnan(loss):
+                    print("loss is nan, skipping this batch")
+                    optimizer.zero_grad(set_to_none=True)
+                    continue
+            (loss / args.gradient_accumulation_steps).backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            if ((num_steps + 1) % args.gradient_accumulation_steps) == 0:
+                optimizer.step()
+                lr_scheduler.step()
+                optimizer.zero_grad(set_to_none=True)
+    """
+    assert lint("TRN002", source) == []
+    # the same loop that zeroes at the top of every pass erases the window
+    every_pass = source.replace("        for num_steps, (images, input_ids, labels) in enumerate(loader):\n",
+                                "        for num_steps, (images, input_ids, labels) in enumerate(loader):\n"
+                                "            optimizer.zero_grad()\n")
+    assert [d.code for d in lint("TRN002", every_pass)] == ["TRN002"]
