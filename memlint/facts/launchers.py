@@ -192,6 +192,8 @@ class _Shell:
         # as they stood then (``ARGS="$ARGS --bf16"`` appends to the words ARGS had)
         self.strings: dict[str, list[Word]] = {}
         self.options = option_variables(self.text)  # variable -> the caller's option that sets it
+        # what each branch of the open if/case block assigns (variable -> each assignment's value)
+        self.branches: dict[str, list[Value | None]] = {}
         # ``ROOT="$(cd "$(dirname "$0")/.." && pwd)"``: offset of the name -> its anchored value
         self.anchored = anchored_assignments(self.text, posixpath.basename(parsed.path.replace("\\", "/")))
         # where a ``cd`` before the launch left the script: a path relative paths are read from
@@ -232,6 +234,8 @@ class _Shell:
         return out
 
     def _command(self, command: Command) -> RunFacts | None:
+        if command.depth == 0 and self.branches:
+            self._agreed_branches()
         words = list(command.words)
         if self._anchored_assignment(words, command.depth):
             return None
@@ -351,12 +355,24 @@ class _Shell:
             return body_words(self.text, *heredoc)
         return self.strings.get(name)
 
+    def _agreed_branches(self) -> None:
+        """After an if/case block: a variable every one of its (two or more) assignments gives the
+        same value has it (Mantis's ``if [ $lora_enabled = true ]; then config_file=zero2.yaml;
+        else config_file=zero2.yaml; fi``); one assigned once, or differently, stays unknown."""
+        for name, values in self.branches.items():
+            texts = {value.text if value is not None else None for value in values}
+            if len(values) >= 2 and None not in texts and len(texts) == 1 and name not in self.options:
+                self.variables.known[name] = values[-1]
+        self.branches = {}
+
     def _assign_all(self, words: list[Word], depth: int) -> None:
         for word in words:
             parsed = assignment(word)
             if parsed is None:
                 continue
             name, value_word = parsed
+            if depth > 0:
+                self.branches.setdefault(name, []).append(expand(value_word, self.variables))
             value = expand(value_word, self.variables) if depth == 0 else None
             quoted = len(value_word.raw) > 1 and value_word.raw[0] == value_word.raw[-1] == '"'
             # split before the variable changes: ``ARGS="$ARGS --bf16"`` reads the words it had

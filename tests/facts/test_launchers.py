@@ -137,6 +137,33 @@ def test_values_set_in_branches_loops_and_positional_parameters_are_unknown():
     assert facts.launches.value == "main.py"
 
 
+def test_a_value_every_branch_assigns_alike_is_known_after_the_block():
+    # Mantis's pretrain scripts: both branches pick the ZeRO-2 config ("please use zero3" is a
+    # comment the authors left behind); a value only one branch assigns, or branches disagree on,
+    # stays unknown
+    src = dedent('''
+        lora_enabled=false
+        if [ $lora_enabled = true ]; then
+            echo "lora is enabled"
+            config_file="./accelerate_configs/accelerate_config_zero2.yaml"
+            data_dir=data/lora
+        else
+            echo "lora is disabled"
+            config_file="./accelerate_configs/accelerate_config_zero2.yaml"
+            data_dir=data/full
+        fi
+        if [ -n "$SLURM_JOB_ID" ]; then
+            batch=2
+        fi
+        accelerate launch --config_file=$config_file train_mllava.py --data_dir $data_dir \
+            --per_device_train_batch_size $batch
+    ''')
+    (facts,) = facts_of(src, "pretrain.sh")
+    assert [r.value for r in facts.references] == ["./accelerate_configs/accelerate_config_zero2.yaml"]
+    assert "data_dir" not in facts.cli_args
+    assert "per_device_train_batch_size" not in facts.cli_args
+
+
 def test_scripts_without_launches_and_broken_quotes():
     assert facts_of("#!/bin/sh\necho 'training done'\nrm -rf /tmp/cache\n", "clean.sh") == []
     assert facts_of("torchrun --nproc_per_node 2 train.py --name 'unterminated\n", "bad.sh") == []
