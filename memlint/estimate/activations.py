@@ -165,7 +165,8 @@ def profile(arch: Architecture, setup: TrainingSetup) -> ActivationProfile:
     frozen_settings = tape_settings(arch, setup, block_trains=False)
     lora = setup.lora is not None
     embeddings_train = lora is False and not setup.freeze_embeddings and setup.frozen_layers == 0
-    first_input_rg = embeddings_train or (lora and setup.grad_ckpt)  # enable_input_require_grads
+    # enable_input_require_grads (LoRA under checkpointing), or a trained projector's output
+    first_input_rg = embeddings_train or (lora and setup.grad_ckpt) or setup.trains_inputs
 
     cache: dict[tuple[bool, bool, str], tuple[float, float, float]] = {}
     total = 0.0
@@ -178,7 +179,8 @@ def profile(arch: Architecture, setup: TrainingSetup) -> ActivationProfile:
     ratio = setup.decoder_len / setup.seq_len if setup.decoder_len and setup.seq_len else 1.0
     for index, kind in enumerate(kinds):
         frozen = index < setup.frozen_layers
-        rg = first_input_rg if index == 0 else (lora or embeddings_train or index > setup.frozen_layers)
+        rg = first_input_rg if index == 0 else (lora or embeddings_train or setup.trains_inputs
+                                                 or index > setup.frozen_layers)
         key = (frozen, rg, kind)
         if key not in cache:
             chosen = frozen_settings if frozen else settings

@@ -79,7 +79,7 @@ def _trained(companion: Companion, setup: TrainingSetup) -> CompanionParts:
     blocks and the vision tower are the policy's business (TRL's peft_config wraps the policy only)."""
     arch = body(companion)
     own = replace(setup, companions=(), lora=None, frozen_layers=0, freeze_embeddings=False, freeze_head=False,
-                  trained_blocks=None, trainable_params=None, sampled_blocks=None, projection=None,
+                  trained_blocks=None, trainable_params=None, trains_inputs=False, sampled_blocks=None, projection=None,
                   frozen_weight_bytes=None, image_tokens=0, experts_on_host=False)
     counts = count_parameters(arch, own)
     states = state_bytes(arch, own, counts)

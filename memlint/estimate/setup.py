@@ -207,6 +207,10 @@ class TrainingSetup:
     # ``unfrozen_parameters``): gradients and optimizer states hold only these; ``frozen_layers``
     # then counts the blocks before the first one it reaches (None: as the fields above say)
     trainable_params: int | None = None
+    # the first block's input needs a gradient although the blocks are frozen: a trained projector
+    # feeds it (a vision-language model's alignment stage), so every block keeps what backward
+    # through it needs
+    trains_inputs: bool = False
     # LISA: this many blocks, sampled anew every few steps, train beside the embeddings and the head.
     # Only they hold gradients; the optimizer was built over every parameter before the first switch
     # and keeps each state it creates, so it ends up with the states of every block.

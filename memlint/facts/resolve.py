@@ -267,6 +267,24 @@ def _frozen(plan: TrainingPlan, arch: Any, notes: list[str]) -> dict[str, Any]:
     }
 
 
+def _projector_only(plan: TrainingPlan, arch: Any, lora: Lora | None, notes: list[str]) -> dict[str, Any]:
+    """A vision-language model's alignment stage (LLaVA's ``--tune_mm_mlp_adapter True``, a script
+    that freezes all but ``multi_modal_projector``): the language model is frozen whole (no
+    gradients, no optimizer states), while its activations are still kept, since the loss's
+    gradient flows back through every block to the projector's output at its input. The projector
+    is priced as a two-layer MLP of the language model's width (LLaVA-1.5's ``mlp2x_gelu`` from a
+    narrower vision tower has fewer parameters: an upper bound of tens of millions)."""
+    projector = plan.get("projector_only")
+    if projector is None or projector.value is not True or lora is not None or not arch.num_layers:
+        return {}
+    params = 2 * (arch.hidden_size * arch.hidden_size + arch.hidden_size)
+    notes.append(f"only the projector trains ({projector.note}): the language model's {arch.n_params / 1e9:.2f}B "
+                 f"parameters are frozen; the projector priced as a two-layer MLP of its width, {params / 1e6:.0f}M "
+                 "parameters")
+    return {"trainable_params": params, "frozen_layers": arch.num_layers, "freeze_embeddings": True,
+            "freeze_head": True, "trains_inputs": True}
+
+
 def _selected_parameters(plan: TrainingPlan, arch: Any, lora: Lora | None, notes: list[str],
                          run: ResolvedRun) -> dict[str, Any] | None:
     """The share of the model a name selection trains (Axolotl's ``unfrozen_parameters``, a
@@ -683,7 +701,7 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
     by_name = _selected_parameters(plan, arch, lora, notes, run)
     if by_name is None:
         return run
-    frozen = _frozen(plan, arch, notes) or _trained_blocks(plan, arch) or by_name
+    frozen = _frozen(plan, arch, notes) or _trained_blocks(plan, arch) or by_name or _projector_only(plan, arch, lora, notes)
     frozen = {**_images(plan, arch, seq_len, lora, run), **frozen}
     projection = plan.get("projection")
     if projection is not None:

@@ -47,6 +47,8 @@ def recognise(ctx: ScriptFacts, named: list[tuple[cst.Call, frozenset[str]]],
     """State ``frozen_model`` where the trained model's weights are all turned off (``named``:
     the script's calls; ``in_run``: whether a node belongs to this run). The loops and calls are
     gathered only for a script with one trained-model loader, the only one this reads."""
+    if _trains_only_named_parts(ctx, in_run):
+        return
     if ctx.model_loaders != 1:
         return
     loops = [loop for loop in ctx.python.nodes_of(cst.For) if in_run(loop)]
@@ -63,6 +65,94 @@ def recognise(ctx: ScriptFacts, named: list[tuple[cst.Call, frozenset[str]]],
         if _sets_requires_grad(call) is False and isinstance(call.func, cst.Attribute) \
                 and isinstance(ctx.values.parent(call), cst.Expr) and _is_trained_model(ctx, call.func.value):
             _state(ctx, call.func.value, call)
+
+
+# words that name a multimodal model's connector between its vision encoder and its language model
+_PROJECTOR_WORDS = ("projector", "connector", "merger", "resampler", "aligner")
+# words in the names of a language model's own parameters (a selection naming one trains part of it)
+_LANGUAGE_MODEL_WORDS = ("layer", "block", "embed", "lm_head", "norm", "attn", "attention", "mlp", "proj", "lora",
+                         "bias", "wte", "wpe", "head", "language_model", "llm", "decoder", "model.")
+
+
+def _trains_only_named_parts(ctx: ScriptFacts, in_run: Callable[[cst.CSTNode], bool]) -> bool:
+    """``for name, p in model.named_parameters(): if "multi_modal_projector" in name: ... else:
+    p.requires_grad = False`` (Mantis's pre-training stage): every parameter but those a literal
+    names is frozen. A projector's name makes the run a projector-only stage (``projector_only``,
+    as LLaVA's ``--tune_mm_mlp_adapter``); another part no language-model parameter is named like
+    (Mantis's ``vae_visual``) is a module the estimate does not price, on a frozen model
+    (``frozen_model``). A literal naming the language model's own parameters (``"layers.31"``,
+    ``"lm_head"``) trains part of it: left to the other facts."""
+    for loop in ctx.python.nodes_of(cst.For):
+        found = _all_but_literals_frozen(loop)
+        if found is None or not in_run(loop):
+            continue
+        receiver, literals = found
+        if not (dotted(receiver) in ("model", "self.model") or _is_trained_model(ctx, receiver)):
+            continue
+        lowered = [text.lower() for text in literals]
+        named = ", ".join(f"`{text}`" for text in literals)
+        if any(word in text for text in lowered for word in _PROJECTOR_WORDS):
+            ctx.state("projector_only", True, loop, f"every parameter but {named} frozen", at=loop)
+            return True
+        if not any(word in text for text in lowered for word in _LANGUAGE_MODEL_WORDS):
+            ctx.state("frozen_model", f"{ctx.python.code_of(receiver)} except {', '.join(literals)}", loop,
+                      f"every parameter but {named} frozen", at=loop)
+            return True
+    return False
+
+
+def _all_but_literals_frozen(loop: cst.For) -> tuple[cst.BaseExpression, list[str]] | None:
+    """(X, the literals) for a loop over ``X.named_parameters()`` that turns off the gradient of
+    every parameter whose name a test of literals does not match (its ``else``, or its body under
+    ``not``), and of none that it matches."""
+    source = loop.iter
+    if not (isinstance(source, cst.Call) and isinstance(source.func, cst.Attribute)
+            and source.func.attr.value == "named_parameters" and isinstance(loop.body, cst.IndentedBlock)):
+        return None
+    target = loop.target
+    if not (isinstance(target, cst.Tuple) and len(target.elements) == 2
+            and all(isinstance(e.value, cst.Name) for e in target.elements)):
+        return None
+    name, param = (cst.ensure_type(e.value, cst.Name).value for e in target.elements)
+    for statement in loop.body.body:
+        if not isinstance(statement, cst.If) or not _mentions(statement.test, name) \
+                or _reads_more_than(statement.test, name):
+            continue
+        test, negated = statement.test, False
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            test, negated = test.expression, True
+        elif isinstance(test, cst.Comparison) and len(test.comparisons) == 1 \
+                and isinstance(test.comparisons[0].operator, cst.NotIn):
+            negated = True
+        matched = statement.body
+        rest = statement.orelse.body if isinstance(statement.orelse, cst.Else) else None
+        if negated:
+            matched, rest = rest, matched
+        if rest is None or not _turns_off(rest, param) or (matched is not None and _turns_off(matched, param)):
+            continue
+        literals = [node.evaluated_value for node in _strings(statement.test)
+                    if isinstance(node.evaluated_value, str) and node.evaluated_value]
+        if literals:
+            return source.func.value, literals
+    return None
+
+
+def _turns_off(block: cst.BaseSuite, param: str) -> bool:
+    return isinstance(block, cst.IndentedBlock) and any(
+        isinstance(line, cst.SimpleStatementLine) and any(
+            (value := _assigned_gradient(small, param)) is not None and is_false(value) for small in line.body)
+        for line in block.body)
+
+
+def _strings(expr: cst.BaseExpression) -> list[cst.SimpleString]:
+    found: list[cst.SimpleString] = []
+
+    class _Strings(cst.CSTVisitor):
+        def visit_SimpleString(self, node: cst.SimpleString) -> None:
+            found.append(node)
+
+    expr.visit(_Strings())
+    return found
 
 
 def _state(ctx: ScriptFacts, frozen: cst.BaseExpression, at: cst.CSTNode) -> None:
