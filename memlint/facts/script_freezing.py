@@ -124,8 +124,8 @@ def _all_but_literals_frozen(loop: cst.For) -> tuple[cst.BaseExpression, list[st
         elif isinstance(test, cst.Comparison) and len(test.comparisons) == 1 \
                 and isinstance(test.comparisons[0].operator, cst.NotIn):
             negated = True
-        matched = statement.body
-        rest = statement.orelse.body if isinstance(statement.orelse, cst.Else) else None
+        matched: cst.BaseSuite | None = statement.body
+        rest: cst.BaseSuite | None = statement.orelse.body if isinstance(statement.orelse, cst.Else) else None
         if negated:
             matched, rest = rest, matched
         if rest is None or not _turns_off(rest, param) or (matched is not None and _turns_off(matched, param)):
