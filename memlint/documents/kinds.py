@@ -140,12 +140,23 @@ def _detect(path: str, syntax: str, value: Any) -> str:
         return "deepspeed"
     if syntax == "yaml" and _is_hydra_composition(value):
         return by_name(name, posix, syntax) or syntax  # its keys are the project's own dataclass's
+    if _is_model_config(keys):
+        return syntax
     if is_trainer_arguments(keys):
         return "hf-args"
     named = by_name(name, posix, syntax)
     if named is not None and (not keys or _known_share(keys, named) >= KNOWN_SHARE):
         return named
     return syntax
+
+
+def _is_model_config(keys: set[str]) -> bool:
+    """A model's ``config.json`` as ``PretrainedConfig.save_pretrained`` writes it: its
+    ``architectures`` beside the ``transformers_version`` (or ``model_type``) that wrote it. A
+    remote-code model's config may carry its authors' training settings too (VLM2Vec's InternVideo2
+    config: ``output_dir``, ``gradient_checkpointing``, ``batch_size``), but nothing parses it as
+    TrainingArguments: ``from_pretrained`` reads it into the model's config class."""
+    return "architectures" in keys and bool(keys & {"transformers_version", "model_type"})
 
 
 def _is_hydra_composition(value: dict) -> bool:

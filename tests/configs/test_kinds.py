@@ -133,6 +133,23 @@ defaults:
 
 GITHUB_WORKFLOW = "name: tests\non: [push]\njobs:\n  test:\n    runs-on: ubuntu-latest\n"
 
+# a remote-code model's config.json that keeps its authors' training settings (VLM2Vec's copy of
+# InternVideo2's): from_pretrained reads it into the model's config class, no HfArgumentParser
+REMOTE_CODE_MODEL_CONFIG = """\
+{
+  "architectures": ["InternVideo2_Stage2"],
+  "auto_map": {"AutoConfig": "config.InternVideo2Config", "AutoModel": "modeling_internvideo2.InternVideo2_Stage2"},
+  "batch_size": 64,
+  "deepspeed": {"enable": true, "stage": 1},
+  "gradient_checkpointing": true,
+  "output_dir": "./outputs/stage2",
+  "save_latest": false,
+  "num_frames": 8,
+  "torch_dtype": "float16",
+  "transformers_version": "4.40.1"
+}
+"""
+
 
 @pytest.mark.parametrize(
     "path,text,kind",
@@ -151,6 +168,7 @@ GITHUB_WORKFLOW = "name: tests\non: [push]\njobs:\n  test:\n    runs-on: ubuntu-
         ("config/config.yaml", HYDRA_TRAINING.replace("exp_name: ???", "exp_name: dpo").split("defaults:")[0], "hf-args"),
         (".github/workflows/tests.yml", GITHUB_WORKFLOW, "yaml"),
         ("package.json", '{"name": "web", "version": "1.0.0", "scripts": {}}', "json"),
+        ("src/model/internvideo2/config.json", REMOTE_CODE_MODEL_CONFIG, "json"),
     ],
 )
 def test_kind_by_content(path, text, kind):
