@@ -123,8 +123,8 @@ for batch in loader:
                 continue  # gradients computed to inspect them, not to train
             if any(_is_train_call(e.node) for e in loop.events):
                 continue
-            if any(_runs_abstract_method(index, e) for e in loop.events):
-                continue  # a subclass elsewhere writes that step: it may switch the mode itself
+            if any(_runs_abstract_method(index, e) or _runs_inherited_step(index, e) for e in loop.events):
+                continue  # a class memlint does not read here writes that step: it may switch the mode itself
             models = trained | _models_run_with_grad(index, loop)
             for event in loop.events:
                 if not _is_eval_of_trained(index, event, models) or id(event.site) in reported:
@@ -224,6 +224,15 @@ def _runs_abstract_method(index: ModuleIndex, event: Event) -> bool:
     if helper.get_docstring() is not None:
         statements = statements[1:]
     return len(statements) == 1 and _raises_not_implemented(statements[0])
+
+
+def _runs_inherited_step(index: ModuleIndex, event: Event) -> bool:
+    """``self.training_step(model, inputs)`` that no class of this module defines: the base class
+    in another file does, and the HF Trainer's (which copies of its loop inherit) starts with
+    ``model.train()``. MeZO's trainer evaluates with ``model.eval()`` between such steps."""
+    call = event.call
+    return call is not None and isinstance(call.func, cst.Attribute) and dotted(call.func.value) == "self" \
+        and call.func.attr.value in ("training_step", "train_step") and index.helper_for(call) is None
 
 
 def _raises_not_implemented(statement: cst.CSTNode) -> bool:

@@ -231,3 +231,51 @@ def test_the_same_loop_with_its_rollout_written_here_fires(lint):
     diagnostics = lint("TRN005", RL_BASE.format(rollout=_CONCRETE))
     assert [d.range.start.line for d in diagnostics] == [31]  # the evaluate() call in the loop
     assert "`self.policy.eval()` (through `self.evaluate(step_idx)`)" in diagnostics[0].message
+
+
+# MeZO's trainer.py: a copy of the HF Trainer's train() loop in a subclass; the zeroth-order path
+# runs forward passes in eval mode on purpose, the first-order path calls the inherited
+# training_step, whose first line (transformers' Trainer) is model.train()
+_INHERITED_STEP = """\
+import torch
+from .linearhead_trainer import LinearHeadTrainer
+
+
+class Trainer(LinearHeadTrainer):
+    def zo_forward(self, model, inputs):
+        model.eval()
+        with torch.inference_mode():
+            return self.compute_loss(model, inputs).detach()
+
+    def initialize_c(self, model, inputs):
+        # gradient norms by backpropagation, to scale the zeroth-order estimates
+        model.eval()
+        loss = self.compute_loss(model, inputs)
+        loss.backward()
+        self.cs = dict((name, p.grad.norm().item()) for name, p in model.named_parameters())
+        model.zero_grad()
+
+    def train(self, model, train_dataloader):
+        optimizer = torch.optim.AdamW(model.parameters(), lr=self.args.learning_rate)
+        for step, inputs in enumerate(train_dataloader):
+            if step == 0 and self.args.zo_variant is not None:
+                self.initialize_c(model, inputs)
+            if self.args.zero_order_optim:
+                loss1 = self.zo_forward(model, inputs)
+                self.zo_update(model, loss1)
+            else:
+                loss = self.training_step(model, inputs){own}
+            optimizer.step()
+            model.zero_grad()
+"""
+
+
+def test_a_step_an_inherited_training_step_runs_may_set_the_mode_itself(lint):
+    assert lint("TRN005", _INHERITED_STEP.format(own="")) == []
+
+
+def test_the_loop_that_runs_its_own_backward_after_eval_still_fires(lint):
+    # the same loop computing its loss here, with no training_step: nothing switches back
+    source = _INHERITED_STEP.format(own="").replace(
+        "loss = self.training_step(model, inputs)", "loss = model(**inputs).loss\n                loss.backward()")
+    assert [d.code for d in lint("TRN005", source)] == ["TRN005", "TRN005"]  # initialize_c, zo_forward
