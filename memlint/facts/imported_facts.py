@@ -41,7 +41,7 @@ from typing import Any, Callable
 import libcst as cst
 
 from memlint.documents.parsed import ParsedDocument
-from memlint.facts import olmo_core_parallel
+from memlint.facts import olmo_core_parallel, project_trainers
 from memlint.facts.imported_arguments import imported_names
 from memlint.facts.plan import RunFacts
 from memlint.facts.script import definition_facts
@@ -58,6 +58,8 @@ ModuleParser = Callable[[str], "ParsedDocument | None"]
 _RELATIVE_IMPORT = re.compile(r"^[ \t]*from[ \t]+\.([A-Za-z_][\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)", re.MULTILINE)
 # TRL's preference trainers (a project class extending one trains on pairs, as TRL's does)
 _PAIRED_BASES = ("DPOTrainer", "CPOTrainer", "ORPOTrainer", "KTOTrainer")
+# those of them that build a reference model of their own (CPO and ORPO hold none)
+_REFERENCE_BASES = ("DPOTrainer", "KTOTrainer")
 # the methods a Trainer subclass overrides to change what a step computes
 _STEP_METHODS = ("compute_loss", "training_step")
 
@@ -295,6 +297,13 @@ def _class_facts(parsed: ParsedDocument, cls: cst.ClassDef) -> Imported | None:
         facts.trainer_kind = Sourced("paired", at(node), f"{name}.concatenated_forward (chosen and rejected "
                                      "sequences in one forward)" if "concatenated_forward" in methods
                                      else f"{name} extends {paired_base}")
+        built = project_trainers.reference_built(cls)
+        if built is not None:
+            facts.builds_reference = Sourced(True, at(built), f"{name}.__init__ builds a reference model when "
+                                             "given none (as TRL's DPOTrainer)")
+        elif paired_base is not None and paired_base.rsplit(".", 1)[-1] in _REFERENCE_BASES:
+            facts.builds_reference = Sourced(True, at(cls.name), f"{name} extends {paired_base}, which builds a "
+                                             "reference model when given none")
     elif frameworks:
         overridden = [m for m in _STEP_METHODS if m in methods]
         if overridden:
