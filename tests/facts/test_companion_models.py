@@ -494,15 +494,11 @@ COPIED_DPO_SCRIPT = dedent('''
         parser = HfArgumentParser((ModelArguments, TrainingArguments))
         model_args, training_args = parser.parse_args_into_dataclasses()
         tokenizer = AutoTokenizer.from_pretrained(model_args.model_name_or_path)
-        trainer = Trainer(
-            model=model_args.model_name_or_path,
-            ref_model=None,
-            args=training_args,
-            beta=0.01,
-            train_dataset=load_dataset("HuggingFaceH4/ultrafeedback_binarized", split="train_prefs"),
-            tokenizer=tokenizer,
-        )
+        pairs = load_dataset("HuggingFaceH4/ultrafeedback_binarized", split="train_prefs")
+        trainer = Trainer(model=model_args.model_name_or_path, ref_model=None, args=training_args,
+                          beta=0.01, train_dataset=pairs, tokenizer=tokenizer)
         trainer.train()
+        trainer.save_model(training_args.output_dir)
 
 
     if __name__ == "__main__":
