@@ -175,20 +175,24 @@ def cached_config(model_id: str) -> Path | None:
     return None
 
 
-_PLACEHOLDER_WORDS = re.compile(r"path/to|^path[-_]to[-_]|<|>|\{|\}|\$|\byour[-_ ]|^(model|models|checkpoint|ckpt|"
-                               r"model[-_]name(_or_path)?|model[-_]path|base[-_]model|pretrained[-_]model)$",
-                               re.IGNORECASE)
+_PLACEHOLDER_WORDS = re.compile(r"path/to|^path[-_]to[-_]|<|>|\{|\}|\$|\byour[-_ ]|\bpath to\b|(^|/)x{3,}(/|$)|"
+                                r"^(model|models|checkpoint|ckpt|"
+                                r"model[-_]name(_or_path)?|model[-_]path|base[-_]model|pretrained[-_]model)$",
+                                re.IGNORECASE)
 
 
 # a placeholder whatever its shape: ``<your_model>``, ``{model}``, ``$MODEL`` (documentation's fill-ins)
-# (and ``path_to_llama2_chat_models``, one word naming a path to fill in)
-_FILL_IN = re.compile(r"^<.*>$|^\{.*\}$|^\$|^path[-_]to[-_][^/]*$")
+# (and ``path_to_llama2_chat_models``, one word naming a path to fill in; ``YOUR_MODEL_PATH``,
+# ``xxx``; and words, ``model name or path``: no Hub id nor model folder has a space)
+_FILL_IN = re.compile(r"^<.*>$|^\{.*\}$|^\$|^path[-_]to[-_][^/]*$|^your[-_]|(^|/)x{3,}(/|$)|\s", re.IGNORECASE)
 
 
 def looks_like_placeholder(name: str) -> bool:
-    """``/path/to/model``, ``<your-model>``, ``${MODEL}``: documentation, not a model."""
+    """``/path/to/model``, ``<your-model>``, ``${MODEL}``, ``model name or path``: documentation,
+    not a model. Words are a placeholder only where the name is no path (a folder may have a space)."""
     last = name.rstrip("/").rpartition("/")[2]
-    return bool(_PLACEHOLDER_WORDS.search(name) or _PLACEHOLDER_WORDS.search(last))
+    return bool(_PLACEHOLDER_WORDS.search(name) or _PLACEHOLDER_WORDS.search(last)
+                or (not looks_like_path(name) and re.search(r"\s", name)))
 
 
 def looks_like_path(name: str) -> bool:
@@ -255,7 +259,7 @@ def resolve(name: str, base_dir: Path | None = None, *, offline: bool | None = N
         return Resolution(from_config(read_config(candidate), name))
     if (path_like or _FILL_IN.search(name)) and looks_like_placeholder(name):
         raise UnknownModel(
-            f"{name!r} looks like a placeholder path, not a model: set `model` (a Hub id) or "
+            f"{name!r} looks like a placeholder{' path' if path_like else ''}, not a model: set `model` (a Hub id) or "
             "`model-config` (a config.json) in [tool.memlint], or pass --model"
         )
     if not path_like:

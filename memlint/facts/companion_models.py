@@ -85,13 +85,14 @@ def companions(plan: TrainingPlan, policy: Architecture, base_dir: Path | None, 
             return
         out.models += (Companion(role, arch, weight_bytes=half, **kind_of),)
 
-    if kind in _REFERENCE:
+    copied = bool(plan.value("builds_reference"))  # a project trainer copied from TRL's DPOTrainer
+    if kind in _REFERENCE or copied:
         kl = plan.get("kl_coef")
         precompute = plan.get("precompute_ref")
         if kind in _KL_DEFAULT and (float(kl.value) if kl is not None else _KL_DEFAULT[kind]) == 0.0:
             said = f"`{kl.note}` 0" if kl is not None else f"the default KL coefficient ({kind}: beta 0.0)"
             out.notes.append(f"no reference model: {said} loads none")
-        elif kind in ("dpo", "kto") and precompute is not None and precompute.value:
+        elif (kind in ("dpo", "kto") or copied) and precompute is not None and precompute.value:
             out.notes.append("no reference model in training: `precompute_ref_log_probs` computes its log-probs "
                              "before the first step")
         elif openrlhf_ray and colocated not in ("all", "ref"):

@@ -41,8 +41,9 @@ from typing import Any, Callable
 import libcst as cst
 
 from memlint.documents.parsed import ParsedDocument
-from memlint.facts import olmo_core_parallel
+from memlint.facts import olmo_core_parallel, project_trainers
 from memlint.facts.imported_arguments import imported_names
+from memlint.facts.lazy_exports import lazy_submodule
 from memlint.facts.plan import RunFacts
 from memlint.facts.script import definition_facts
 from memlint.model.provenance import Location, Sourced
@@ -58,6 +59,8 @@ ModuleParser = Callable[[str], "ParsedDocument | None"]
 _RELATIVE_IMPORT = re.compile(r"^[ \t]*from[ \t]+\.([A-Za-z_][\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)", re.MULTILINE)
 # TRL's preference trainers (a project class extending one trains on pairs, as TRL's does)
 _PAIRED_BASES = ("DPOTrainer", "CPOTrainer", "ORPOTrainer", "KTOTrainer")
+# those of them that build a reference model of their own (CPO and ORPO hold none)
+_REFERENCE_BASES = ("DPOTrainer", "KTOTrainer")
 # the methods a Trainer subclass overrides to change what a step computes
 _STEP_METHODS = ("compute_loss", "training_step")
 
@@ -113,12 +116,16 @@ def _defined(module: cst.Module, name: str) -> cst.FunctionDef | cst.ClassDef | 
 def _reexported(parsed: ParsedDocument, module: str, name: str, module_parser: ModuleParser) -> ParsedDocument | None:
     """The module a package re-exports ``name`` from: VLM-R1's ``open_r1/trainer/__init__.py``
     has ``from .grpo_trainer import VLMGRPOTrainer``, which its scripts import from
-    ``open_r1.trainer``. One level, relative imports of the package only (read from the text:
-    an ``__init__`` that only re-exports is not parsed for the rules)."""
+    ``open_r1.trainer``; mPLUG-Owl's lazy ``mplug_owl/__init__.py`` lists its model class in
+    ``_import_structure`` (``facts/lazy_exports.py``). One level, relative imports of the package
+    only (read from the text: an ``__init__`` that only re-exports is not parsed for the rules)."""
     package = module if Path(parsed.path).name == "__init__.py" else module.rpartition(".")[0]
     for match in _RELATIVE_IMPORT.finditer(parsed.text):
         if any(words.split() == [name] for words in match.group(2).strip().strip("()").replace("\n", " ").split(",")):
             return module_parser(f"{package}.{match.group(1)}" if package else match.group(1))
+    lazy = lazy_submodule(parsed.text, name)  # transformers' ``_LazyModule`` mapping
+    if lazy is not None:
+        return module_parser(f"{package}.{lazy}" if package else lazy)
     return None
 
 
@@ -152,6 +159,9 @@ def _project_bases(module_parser: ModuleParser) -> Callable[[frozenset[str]], se
                 continue
             parsed = module_parser(module)
             definition = _defined(parsed.python.module, cls) if parsed is not None and parsed.python else None
+            if definition is None and parsed is not None:  # a package's ``__init__`` re-exports it
+                parsed = _reexported(parsed, module, cls, module_parser)
+                definition = _defined(parsed.python.module, cls) if parsed is not None and parsed.python else None
             if isinstance(definition, cst.ClassDef) and parsed is not None and parsed.python is not None:
                 out |= {f"{base}.{method}" for base in Values(parsed.python).class_names(definition) if "." in base}
         return out
@@ -295,6 +305,13 @@ def _class_facts(parsed: ParsedDocument, cls: cst.ClassDef) -> Imported | None:
         facts.trainer_kind = Sourced("paired", at(node), f"{name}.concatenated_forward (chosen and rejected "
                                      "sequences in one forward)" if "concatenated_forward" in methods
                                      else f"{name} extends {paired_base}")
+        built = project_trainers.reference_built(cls)
+        if built is not None:
+            facts.builds_reference = Sourced(True, at(built), f"{name}.__init__ builds a reference model when "
+                                             "given none (as TRL's DPOTrainer)")
+        elif paired_base is not None and paired_base.rsplit(".", 1)[-1] in _REFERENCE_BASES:
+            facts.builds_reference = Sourced(True, at(cls.name), f"{name} extends {paired_base}, which builds a "
+                                             "reference model when given none")
     elif frameworks:
         overridden = [m for m in _STEP_METHODS if m in methods]
         if overridden:

@@ -214,8 +214,12 @@ class _Shell:
 
     def sourced(self, value: Value, note: str) -> Sourced[str]:
         text = value.text
-        if "{" in text and "<" in self.parsed.text[value.start:value.end]:
-            text = _PROTECTED.sub(r"<\1>", text)  # a documented placeholder, as the document writes it
+        written = self.parsed.text[value.start:value.end]
+        if "{" in text and "<" in written:
+            # a documented placeholder, as the document writes it (its spaces too, where the
+            # value is the word as written)
+            plain = len(written) == len(text) and not any(c in written for c in "$\"'\\")
+            text = written if plain else _PROTECTED.sub(r"<\1>", text)
         return Sourced(text, self.location(value.start, value.end), note)
 
     # ------------------------------------------------------------- commands
@@ -754,10 +758,18 @@ _DOCSTRING = re.compile(r'\A(?:[ \t]*(?:#[^\n]*)?\n)*[ \t]*[rRuU]?("""|\'\'\')(?
 
 
 # a placeholder written in documentation (``--model_name_or_path <your_path_to_hf_converted_llama_ckpt>``,
-# ``--master_port=<your_random_port>``): a word to fill in, not two redirections. Protected as
-# ``{...}`` (same length, offsets kept) while the command is split, restored in the values it sets.
-_PLACEHOLDER = re.compile(r"<([A-Za-z_][\w.\-/]*)>")
+# ``--master_port=<your_random_port>``, Video-ChatGPT's ``<path to LLaVA-7B-Lightening-v-1-1 model>``):
+# one word to fill in, not two redirections and the words between. Protected as ``{...}`` (same
+# length, offsets kept; the characters a shell would split on or expand made ``_``) while the
+# command is split, restored in the values it sets. ``<in.txt >out.txt`` stays two redirections:
+# a placeholder does not end in a space.
+_PLACEHOLDER = re.compile(r"<([A-Za-z_](?:[^<>\n]*[^\s<>\\])?)>")
 _PROTECTED = re.compile(r"\{([A-Za-z_][\w.\-/]*)\}")
+_UNSPLIT = re.compile(r"[^\w.\-/]")
+
+
+def _protect(placeholder: re.Match[str]) -> str:
+    return "{" + _UNSPLIT.sub("_", placeholder.group(1)) + "}"
 
 
 def command_lines(text: str, start: int = 0, end: int | None = None, assignments: bool = False) -> str:
@@ -782,7 +794,7 @@ def command_lines(text: str, start: int = 0, end: int | None = None, assignments
         while position < end:
             line_end = text.find("\n", position, end)
             line_end = end if line_end < 0 else line_end
-            kept[position:line_end] = _PLACEHOLDER.sub(r"{\1}", text[position:line_end])
+            kept[position:line_end] = _PLACEHOLDER.sub(_protect, text[position:line_end])
             if not text[position:line_end].rstrip().endswith("\\"):
                 break
             position = line_end + 1

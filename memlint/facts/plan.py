@@ -128,6 +128,9 @@ class RunFacts:
     # an OpenRLHF entry point's ("openrlhf-dpo", "openrlhf-ppo"): which models it builds besides the policy
     trainer_kind: Sourced[str] | None = None
     reference_model: Sourced[str] | None = None  # a reference named apart from the policy
+    # a project trainer that builds its own reference from the policy when given none, as TRL's
+    # DPOTrainer does (``facts/project_trainers.py``): counted like DPO's
+    builds_reference: Sourced[bool] | None = None
     reward_model: Sourced[str] | None = None
     value_model: Sourced[str] | None = None  # trains with the policy (PPO's critic)
     teacher_model: Sourced[str] | None = None

@@ -10,7 +10,7 @@ from typing import Any
 
 import libcst as cst
 
-from memlint.facts import hf_args
+from memlint.facts import hf_args, project_trainers
 from memlint.facts.script_distributed import deepspeed_config, lightning_strategy_name
 from memlint.facts.script_facts import ANCHOR_CONFIG, ANCHOR_TRAINER, RANK_CONFIG, ScriptFacts
 from memlint.facts.script_models import loading_arguments, model_id
@@ -163,16 +163,21 @@ def _paired_forward(ctx: ScriptFacts, call: cst.Call) -> None:
     """A project's own Trainer subclass with a ``concatenated_forward`` (the name TRL's DPO, CPO
     and OpenRLHF give the method that runs a pair's chosen and rejected sequences as one batch;
     princeton-nlp/SimPO's ``SimPOTrainer(Trainer)`` copies it) trains on pairs: twice the
-    micro-batch's sequences per forward. Which reference model, if any, is another fact."""
+    micro-batch's sequences per forward. One whose ``__init__`` builds a reference when given
+    none (TRL's DPOTrainer copied: SPPO, SPIN) holds that reference too."""
     found = ctx.values.evaluate(call.func)
     if found is None or not isinstance(found.value, ClassValue):
         return
-    for statement in found.value.node.body.body:
-        if isinstance(statement, cst.FunctionDef) and statement.name.value == "concatenated_forward":
-            owner = found.value.node.name.value
-            ctx.state("trainer_kind", "paired", call.func, f"{owner}.concatenated_forward (chosen and rejected "
-                      "sequences in one forward)", at=call, rank=RANK_CONFIG)
-            return
+    cls = found.value.node
+    paired = project_trainers.method(cls, "concatenated_forward")
+    if paired is None:
+        return
+    owner = cls.name.value
+    ctx.state("trainer_kind", "paired", call.func, f"{owner}.concatenated_forward (chosen and rejected "
+              "sequences in one forward)", at=call, rank=RANK_CONFIG)
+    if project_trainers.reference_built(cls) is not None:
+        ctx.state("builds_reference", True, call.func, f"{owner}.__init__ builds a reference model when "
+                  "given none (as TRL's DPOTrainer)", at=call, rank=RANK_CONFIG)
 
 
 def other_models(ctx: ScriptFacts, call: cst.Call, arguments: Any, owner: str) -> None:

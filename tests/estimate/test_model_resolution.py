@@ -115,6 +115,20 @@ def test_a_placeholder_path_gets_a_note_not_a_guess(name):
         resolve(name)
 
 
+@pytest.mark.parametrize("name", ["model name or path", "path to your model", "your model", "YOUR_MODEL_PATH",
+                                  "xxx", "XXX/xxx-7b", "/data/xxx/checkpoints"])
+def test_a_placeholder_written_as_words_gets_a_note_not_a_guess(name):
+    with pytest.raises(UnknownModel, match="looks like a placeholder") as error:
+        resolve(name, offline=True)
+    assert "Did you mean" not in str(error.value)
+
+
+def test_a_real_folder_with_a_space_is_still_read_from_its_name():
+    # a model folder may have a space in its path: its folder name still says the model
+    found = resolve("/data/my models/Meta-Llama-3-8B-Instruct", offline=True)
+    assert "assumed the architecture of meta-llama/Meta-Llama-3-8B from the folder name" in found.note
+
+
 def test_did_you_mean_ranks_the_same_family_and_size_first():
     assert did_you_mean("Qwen/Qwen2.5-7B-Chatty")[0] == "Qwen/Qwen2.5-7B"
     with pytest.raises(UnknownModel) as error:

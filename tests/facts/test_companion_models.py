@@ -414,3 +414,153 @@ def test_a_project_trainer_with_a_concatenated_forward_runs_pairs(tmp_path: Path
     plain = plain.replace("self.concatenated_forward", "self.forward_pair")
     run = _run(tmp_path / "plain", {"train_pref.py": plain}, "train_pref.py")
     assert run.setup.sequences_per_example == 1
+
+
+# SPPO / SPIN's shape: TRL 0.9.6's DPOTrainer copied into the project's own trainer module
+# (a transformers Trainer subclass), imported by the training script and launched with
+# accelerate's ZeRO-3 config; the trainer builds its reference when the script passes none
+COPIED_DPO_TRAINER = '''\
+from copy import deepcopy
+from typing import Optional, Union
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from peft import PeftModel, get_peft_model
+from transformers import AutoModelForCausalLM, PreTrainedModel, Trainer
+from trl.models import create_reference_model
+
+
+class PairwiseTrainer(Trainer):
+    def __init__(
+        self,
+        model: Union[PreTrainedModel, nn.Module, str] = None,
+        ref_model: Optional[Union[PreTrainedModel, nn.Module, str]] = None,
+        beta: float = 0.1,
+        args=None,
+        train_dataset=None,
+        tokenizer=None,
+        peft_config: Optional[dict] = None,
+        precompute_ref_log_probs: bool = False,
+        model_init_kwargs: Optional[dict] = None,
+    ):
+        if isinstance(model, str):
+            model = AutoModelForCausalLM.from_pretrained(model, **(model_init_kwargs or {}))
+        if isinstance(ref_model, str):
+            ref_model = AutoModelForCausalLM.from_pretrained(ref_model)
+        if peft_config is not None:
+            model = get_peft_model(model, peft_config)
+        self.is_peft_model = isinstance(model, PeftModel)
+        if ref_model:
+            self.ref_model = ref_model
+        elif self.is_peft_model or precompute_ref_log_probs:
+            # The `model` with adapters turned off will be used as the reference model
+            self.ref_model = None
+        else:
+            self.ref_model = create_reference_model(model)
+        self.beta = beta
+        super().__init__(model=model, args=args, train_dataset=train_dataset, tokenizer=tokenizer)
+
+    def concatenated_forward(self, model, batch):
+        inputs = torch.cat([batch["chosen_input_ids"], batch["rejected_input_ids"]], dim=0)
+        logps = model(inputs).logits.log_softmax(-1).mean(-1).sum(-1)
+        return logps.split(batch["chosen_input_ids"].shape[0])
+
+    def compute_loss(self, model, inputs, return_outputs=False):
+        chosen, rejected = self.concatenated_forward(model, inputs)
+        with torch.no_grad():
+            ref_chosen, ref_rejected = self.concatenated_forward(self.ref_model, inputs)
+        logits = (chosen - ref_chosen) - (rejected - ref_rejected)
+        loss = -F.logsigmoid(self.beta * logits).mean()
+        return (loss, {}) if return_outputs else loss
+'''
+
+COPIED_DPO_SCRIPT = dedent('''
+    from dataclasses import dataclass, field
+
+    from datasets import load_dataset
+    from transformers import AutoTokenizer, HfArgumentParser, TrainingArguments
+
+    from pairwise import PairwiseTrainer as Trainer
+
+
+    @dataclass
+    class ModelArguments:
+        model_name_or_path: str = field(default=None)
+        use_peft: bool = field(default=False)
+
+
+    def main():
+        parser = HfArgumentParser((ModelArguments, TrainingArguments))
+        model_args, training_args = parser.parse_args_into_dataclasses()
+        tokenizer = AutoTokenizer.from_pretrained(model_args.model_name_or_path)
+        pairs = load_dataset("HuggingFaceH4/ultrafeedback_binarized", split="train_prefs")
+        trainer = Trainer(model=model_args.model_name_or_path, ref_model=None, args=training_args,
+                          beta=0.01, train_dataset=pairs, tokenizer=tokenizer)
+        trainer.train()
+        trainer.save_model(training_args.output_dir)
+
+
+    if __name__ == "__main__":
+        main()
+''')
+
+COPIED_DPO_LAUNCH = dedent('''
+    accelerate launch --config_file zero3.yaml run_pairwise.py \\
+        --model_name_or_path Qwen/Qwen2.5-7B-Instruct \\
+        --output_dir checkpoints/pairwise \\
+        --per_device_train_batch_size 2 \\
+        --gradient_checkpointing True \\
+        --bf16 True
+''')
+
+
+def test_a_project_trainer_copied_from_dpo_builds_its_reference(tmp_path: Path):
+    files = {"pairwise.py": COPIED_DPO_TRAINER, "run_pairwise.py": COPIED_DPO_SCRIPT,
+             "launch.sh": COPIED_DPO_LAUNCH, "zero3.yaml": ZERO3}
+    run = _run(tmp_path, files, "run_pairwise.py")
+    assert run.setup.sequences_per_example == 2
+    [reference] = run.setup.companions
+    assert reference.role == "reference" and reference.arch.name == "Qwen/Qwen2.5-7B-Instruct"
+    assert reference.adapter_replaces  # a PEFT policy: the adapter disabled stands in for it
+    # ZeRO-3 over 8 GPUs: the copy is sharded like the policy, in bf16
+    assert _components(run)["reference_model_weights"] == int(run.arch.n_params * 2 / 8)
+    # below ZeRO-3 the reference is whole on each GPU
+    run = _run(tmp_path / "zero2", {**files, "zero3.yaml": ZERO2}, "run_pairwise.py")
+    assert _components(run)["reference_model_weights"] == run.arch.n_params * 2
+
+
+def test_a_project_trainer_in_the_script_that_copies_dpo_builds_its_reference(tmp_path: Path):
+    own = COPIED_DPO_TRAINER + "\n\n" + COPIED_DPO_SCRIPT.replace("from pairwise import PairwiseTrainer as Trainer\n", "")
+    own = own.replace("trainer = Trainer(", "trainer = PairwiseTrainer(")
+    run = _run(tmp_path, {"run_pairwise.py": own, "launch.sh": COPIED_DPO_LAUNCH, "zero3.yaml": ZERO2},
+               "run_pairwise.py")
+    assert [(c.role, c.arch.name) for c in run.setup.companions] == [("reference", "Qwen/Qwen2.5-7B-Instruct")]
+
+
+def test_a_project_pair_trainer_that_only_keeps_the_reference_it_is_given_builds_none(tmp_path: Path):
+    keeps = COPIED_DPO_TRAINER.replace("self.ref_model = create_reference_model(model)", "self.ref_model = None")
+    run = _run(tmp_path, {"pairwise.py": keeps, "run_pairwise.py": COPIED_DPO_SCRIPT,
+                          "launch.sh": COPIED_DPO_LAUNCH, "zero3.yaml": ZERO3}, "run_pairwise.py")
+    assert run.setup.sequences_per_example == 2 and run.setup.companions == ()
+
+
+def test_a_project_subclass_of_trls_dpo_trainer_holds_trls_reference(tmp_path: Path):
+    subclass = dedent('''
+        from trl import DPOTrainer
+
+
+        class PairwiseTrainer(DPOTrainer):
+            def log(self, logs, start_time=None):
+                logs["chosen_minus_rejected"] = logs.get("rewards/margins", 0.0)
+                super().log(logs, start_time)
+    ''')
+    run = _run(tmp_path, {"pairwise.py": subclass, "run_pairwise.py": COPIED_DPO_SCRIPT,
+                          "launch.sh": COPIED_DPO_LAUNCH, "zero3.yaml": ZERO2}, "run_pairwise.py")
+    assert run.setup.sequences_per_example == 2
+    assert [(c.role, c.arch.name) for c in run.setup.companions] == [("reference", "Qwen/Qwen2.5-7B-Instruct")]
+    # CPO runs pairs without a reference
+    cpo = subclass.replace("DPOTrainer", "CPOTrainer")
+    run = _run(tmp_path / "cpo", {"pairwise.py": cpo, "run_pairwise.py": COPIED_DPO_SCRIPT,
+                                  "launch.sh": COPIED_DPO_LAUNCH, "zero3.yaml": ZERO2}, "run_pairwise.py")
+    assert run.setup.sequences_per_example == 2 and run.setup.companions == ()

@@ -145,3 +145,80 @@ def test_a_documented_model_id_is_the_scripts_run(tmp_path: Path):
     assert [d.code for d in findings if d.code == "MEM003"] == []
     # micro-batch 1 under ZeRO-2 of the README's command, not the defaults' 8 x 32768 tokens
     assert not any("pythia" in d.message or "micro-batch 8" in d.message for d in findings)
+
+
+# Video-ChatGPT docs/train_video_chatgpt.md (abridged): placeholders written as words, one with
+# backquotes in it; each is one value to fill in, and the options after them are still read
+VIDEO_DOC = dedent('''
+    ## Train Video-ChatGPT
+
+    Train on 8 A100 40GB GPUs using the following command,
+    ```shell
+    torchrun --nproc_per_node=8 --master_port 29001 video_chatgpt/train/train_mem.py \\
+              --model_name_or_path <path to LLaVA-7B-Lightening-v-1-1 model> \\
+              --version v1 \\
+              --data_path <path to the video_chatgpt using `convert_instruction_json_to_training_format.py` script.> \\
+              --bf16 True \\
+              --output_dir ./Video-ChatGPT_7B-1.1_Checkpoints \\
+              --per_device_train_batch_size 4
+    ```
+''')
+
+
+def test_a_placeholder_written_as_words_is_one_word_of_the_command():
+    [launch] = facts_of(VIDEO_DOC, "docs/train_video_chatgpt.md")
+    assert launch.cli_args["model_name_or_path"].value == "<path to LLaVA-7B-Lightening-v-1-1 model>"
+    assert launch.cli_args["data_path"].value.startswith("<path to the video_chatgpt using `convert_")
+    assert launch.cli_args["version"].value == "v1"
+    assert launch.cli_args["per_device_train_batch_size"].value == "4"
+
+
+def test_the_script_of_a_command_with_a_placeholder_in_words_says_so(tmp_path: Path):
+    write(tmp_path, {"docs/train_video_chatgpt.md": VIDEO_DOC,
+                     "video_chatgpt/train/train_mem.py": TRAIN.replace("default=512", "default=2048")})
+    (tmp_path / ".git").mkdir()
+    settings = Settings(root=tmp_path).with_overrides(gpu="h100", gpus=8, cache=False, offline=True)
+    [note] = [d for d in Linter(settings).lint_path(tmp_path / "video_chatgpt/train/train_mem.py")
+              if d.code.startswith("MEM")]
+    assert note.code == "MEM003"
+    assert "'<path to LLaVA-7B-Lightening-v-1-1 model>' looks like a placeholder, not a model" in note.message
+    assert "unknown model" not in note.message and "Did you mean" not in note.message
+
+
+# InternLM-XComposer-2.0 finetune/finetune.sh (abridged): the model is a description to replace
+XCOMPOSER_SH = dedent('''
+    #!/bin/bash
+    export CUDA_DEVICE_MAX_CONNECTIONS=1
+    DIR=`pwd`
+
+    # export MODEL="internlm/internlm-xcomposer2-7b"
+    export MODEL="model name or path"
+    export DATA="path of data"
+
+    GPUS_PER_NODE=8
+    DISTRIBUTED_ARGS="
+        --nproc_per_node $GPUS_PER_NODE \\
+        --master_port 6001
+    "
+
+    torchrun $DISTRIBUTED_ARGS finetune.py \\
+        --model_name_or_path $MODEL \\
+        --data_path $DATA \\
+        --bf16 True \\
+        --output_dir output/finetune \\
+        --per_device_train_batch_size 1 \\
+        --gradient_accumulation_steps 8 \\
+        --max_length 4096 \\
+        --deepspeed ds_config_zero2.json \\
+        --gradient_checkpointing True
+''')
+
+
+def test_a_launchers_model_written_as_words_gets_the_placeholder_note(tmp_path: Path):
+    write(tmp_path, {"finetune.sh": XCOMPOSER_SH, "finetune.py": TRAIN, "ds_config_zero2.json": STAGE2})
+    (tmp_path / ".git").mkdir()
+    settings = Settings(root=tmp_path).with_overrides(gpu="h100", gpus=8, cache=False, offline=True)
+    notes = [d for d in Linter(settings).lint_path(tmp_path / "finetune.sh") if d.code.startswith("MEM")]
+    assert [d.code for d in notes] == ["MEM003"]
+    assert "'model name or path' looks like a placeholder, not a model" in notes[0].message
+    assert "unknown model" not in notes[0].message and "Did you mean" not in notes[0].message

@@ -116,3 +116,51 @@ def test_without_the_library_base_the_class_is_no_model_loader(tmp_path):
                                    "pretrain/modeling.py": plain, "README.md": README})
     [run] = _runs(settings, "pretrain/run.py")
     assert run.plan.value("load_dtype") is None  # its from_pretrained is the project's own
+
+
+# the model class behind a package whose ``__init__`` is transformers' lazy module (mPLUG-Owl's
+# ``mplug_owl/__init__.py``): ``_import_structure`` maps each submodule to the names it serves,
+# the model classes added under ``is_torch_available()``, and nothing is imported eagerly
+LAZY_INIT = dedent('''
+    from typing import TYPE_CHECKING
+
+    from transformers.utils import OptionalDependencyNotAvailable, _LazyModule, is_torch_available
+
+
+    _import_structure = {
+        "configuration_embedding": ["EmbeddingConfig"],
+    }
+
+    try:
+        if not is_torch_available():
+            raise OptionalDependencyNotAvailable()
+    except OptionalDependencyNotAvailable:
+        pass
+    else:
+        _import_structure["modeling_embedding"] = [
+            "EMBEDDING_PRETRAINED_MODEL_ARCHIVE_LIST",
+            "EmbeddingLlama",
+        ]
+
+    if not TYPE_CHECKING:
+        import sys
+
+        sys.modules[__name__] = _LazyModule(__name__, globals()["__file__"], _import_structure, module_spec=__spec__)
+''')
+
+
+def test_a_project_model_class_behind_a_lazy_package_init_is_followed(tmp_path):
+    helper = LOAD_MODEL.replace("from modeling import EmbeddingLlama", "from embedding import EmbeddingLlama")
+    settings = _project(tmp_path, {"pretrain/run.py": RUN, "pretrain/arguments.py": ARGUMENTS, "pretrain/load_model.py": helper,
+                                   "pretrain/embedding/__init__.py": LAZY_INIT,
+                                   "pretrain/embedding/modeling_embedding.py": MODELING, "README.md": README})
+    [run] = _runs(settings, "pretrain/run.py")
+    assert run.plan.value("model") == "meta-llama/Llama-2-7b-hf"
+    assert run.plan.value("load_dtype") == "bf16"
+    # a name the mapping does not list is not taken from any submodule
+    unlisted = LAZY_INIT.replace('"EmbeddingLlama",', '"EmbeddingModel",')
+    settings = _project(tmp_path / "unlisted", {"pretrain/run.py": RUN, "pretrain/arguments.py": ARGUMENTS,
+                                                "pretrain/load_model.py": helper, "pretrain/embedding/__init__.py": unlisted,
+                                                "pretrain/embedding/modeling_embedding.py": MODELING, "README.md": README})
+    [run] = _runs(settings, "pretrain/run.py")
+    assert run.plan.value("load_dtype") is None
