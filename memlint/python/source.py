@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
@@ -198,6 +199,8 @@ def _python_error(text: str) -> tuple[PythonSyntaxError | None, "ast.AST | None"
             warnings.simplefilter("ignore")
             tree = ast.parse(text)
     except SyntaxError as error:
+        if "nest" not in (error.msg or "") and _newer_syntax(text):
+            return None, None  # Python 3.12's ``type X = ...`` / ``class C[T]:`` under an older interpreter
         line = max(error.lineno or 1, 1)
         column = max((error.offset or 1) - 1, 0)
         end_line = max(error.end_lineno or line, line)
@@ -209,6 +212,25 @@ def _python_error(text: str) -> tuple[PythonSyntaxError | None, "ast.AST | None"
     except ValueError:  # NUL bytes and the like: libcst reports them
         return None, None
     return None, tree
+
+
+# PEP 695 (Python 3.12): ``type X = ...``, ``class C[T]:``, ``def f[T](...)``
+_PEP_695 = re.compile(r"^[ \t]*(?:type[ \t]+\w+[ \t]*(?:\[[^\]\n]*\])?[ \t]*=|(?:class|(?:async[ \t]+)?def)[ \t]+\w+\[)",
+                      re.MULTILINE)
+
+
+def _newer_syntax(text: str) -> bool:
+    """Is a file CPython refused written in the syntax of a newer Python release, which libcst
+    parses? (lerobot requires Python 3.12 and writes PEP 695 generics; memlint may run on 3.11.)
+    libcst is asked only where such syntax appears: its native parser does not survive the
+    pathological nesting CPython refuses cleanly."""
+    if not _PEP_695.search(text):
+        return False
+    try:
+        cst.parse_module(text)
+    except Exception:  # noqa: BLE001 - any failure means libcst refuses it too
+        return False
+    return True
 
 
 def _depth(tree) -> int:

@@ -126,6 +126,21 @@ def test_not_python_named_py_and_syntax_error(project: Path):
     assert found["args.yaml"] == {"MEM001"}
 
 
+def test_syntax_newer_than_the_interpreter_is_no_syntax_error(project: Path):
+    # lerobot requires Python 3.12 and writes PEP 695 aliases and generics; memlint may run on 3.11,
+    # whose parser refuses them while libcst reads them
+    (project / "pipeline.py").write_text(
+        "from typing import Any\n\nimport torch\n\ntype FeatureDict = dict[str, dict[str, Any]]\n\n\n"
+        "class Backtrackable[T]:\n    def __init__(self, items: list[T]) -> None:\n        self.items = items\n\n\n"
+        "def step(model: torch.nn.Module, optimizer, batch: FeatureDict) -> float:\n"
+        "    loss = model(**batch).loss\n    loss.backward()\n    optimizer.step()\n    optimizer.zero_grad()\n"
+        "    return loss.item()\n")
+    (project / "broken.py").write_text("import torch\n\ndef f():\n    return torch.randint(,3)\n")
+    found = codes_by_file(run(project))
+    assert "pipeline.py" not in found
+    assert found["broken.py"] == {"SYN001"}
+
+
 def test_referenced_config_outside_the_project_is_read_but_nothing_else(tmp_path: Path):
     outside = tmp_path / "shared"
     outside.mkdir()
