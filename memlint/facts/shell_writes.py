@@ -58,15 +58,31 @@ def _command_targets(line: str) -> list[str]:
     return out
 
 
+# ``config_json="./ds_config.json"``: a variable the script sets to a literal path
+_LITERAL_ASSIGNMENT = re.compile(r"""^(?:export\s+|local\s+|readonly\s+)?(?P<name>[A-Za-z_]\w*)="""
+                                 r"""(?P<value>"[^"$`\n]*"|'[^'\n]*'|[^\s;$`'"&|<>()]+)\s*(?:#.*)?$""")
+_VARIABLE = re.compile(r"\$\{?([A-Za-z_]\w*)\}?")
+
+
 def written_before(text: str, line: int) -> set[str]:
-    """The normalised paths the script writes in the lines before ``line`` (1-based)."""
+    """The normalised paths the script writes in the lines before ``line`` (1-based), as it
+    spells them and, where a variable the script set to a literal names the file
+    (Megatron-DeepSpeed's ``config_json="./ds_config.json"; cat <<EOT > $config_json``), with its
+    value put in."""
     out: set[str] = set()
+    literals: dict[str, str] = {}
     for written in text.splitlines()[:max(line - 1, 0)]:
         stripped = written.strip()
         if not stripped or stripped.startswith("#"):
             continue
-        out |= {_normal(m.group("target")) for m in _REDIRECT.finditer(stripped)}
-        out |= {_normal(target) for target in _command_targets(stripped)}
+        assigned = _LITERAL_ASSIGNMENT.match(stripped)
+        if assigned is not None:
+            literals[assigned.group("name")] = assigned.group("value").strip("\"'")
+        targets = [m.group("target") for m in _REDIRECT.finditer(stripped)] + _command_targets(stripped)
+        for target in targets:
+            out.add(_normal(target))
+            if "$" in target:
+                out.add(_normal(_VARIABLE.sub(lambda m: literals.get(m.group(1), m.group(0)), target.strip("\"'"))))
     out.discard("/dev/null")
     return out
 

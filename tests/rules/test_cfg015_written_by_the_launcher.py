@@ -51,6 +51,32 @@ def test_other_writes_before_the_launch(lint):
         assert lint("CFG015", script, path="run_loop.sh", files=FILES) == [], write
 
 
+# Megatron-DeepSpeed's run_evalharness_deepspeed.slurm: the here-document goes to a variable the
+# script set to the path the launch then names as written
+EVALHARNESS = """\
+#!/bin/bash
+#SBATCH --nodes=1
+config_json="./ds_config.json"
+cat <<EOT > $config_json
+{
+  "train_micro_batch_size_per_gpu": 1,
+  "zero_optimization": {"stage": 0},
+  "bf16": {"enabled": true}
+}
+EOT
+
+deepspeed --num_gpus 1 ./tasks/eval_harness/evaluate.py --deepspeed --deepspeed_config ds_config.json
+"""
+
+
+def test_a_here_document_written_through_a_variable_set_to_the_path(lint):
+    files = {"tasks/eval_harness/evaluate.py": "import deepspeed\n"}
+    assert lint("CFG015", EVALHARNESS, path="examples/run_evalharness.slurm", files=files) == []
+    # the variable names another file: the one the launch names is still missing
+    other = EVALHARNESS.replace('config_json="./ds_config.json"', 'config_json="./ds_config_eval.json"')
+    assert len(lint("CFG015", other, path="examples/run_evalharness.slurm", files=files)) == 1
+
+
 def test_near_miss_a_write_of_another_file_or_after_the_launch(lint):
     other = RUN_LOOP.replace("cat <<EOT > dpo_config.yaml", "cat <<EOT > dpo_config_iter.yaml")
     [finding] = lint("CFG015", other, path="run_loop.sh", files=FILES)
