@@ -65,7 +65,8 @@ class RunFinder:
         self._module_files: dict[tuple, tuple[Path | None, list[tuple[str, bool]]]] = {}
         self._folders: dict[Path, list[Path]] = {}  # a file -> its folder and those above it, below the root
         # a later stage's model path -> the model of the earlier launch that writes it
-        self.stage_chains = StageChains(documents.root, documents.facts, self.plan_for, documents.text_for_scan)
+        self.stage_chains = StageChains(documents.root, documents.facts, self.plan_for, documents.text_for_scan,
+                                        documents.is_file)
 
     def invalidate(self) -> None:
         self._infrastructure = None

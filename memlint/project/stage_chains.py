@@ -81,11 +81,12 @@ class StageChains:
     """Replaces a run's model path by the model of the earlier stage that writes it."""
 
     def __init__(self, root: Path, facts_of: Callable[[str], list], plan_for: Callable[[RunFacts], TrainingPlan],
-                 text_of: Callable[[Path], str | None]) -> None:
+                 text_of: Callable[[Path], str | None], is_file: Callable[[Path], bool]) -> None:
         self.root = root
         self.facts_of = facts_of
         self.plan_for = plan_for
         self.text_of = text_of
+        self.is_file = is_file  # records the probe: a checkpoint saved later changes the answer
 
     def traced(self, plan: TrainingPlan, launch: RunFacts, depth: int = 0) -> TrainingPlan:
         """``plan`` with its model the one the earlier stage that writes its model path loads, and
@@ -95,7 +96,7 @@ class StageChains:
             return plan
         written = str(model.value)
         folder = Path(launch.path).parent
-        if (folder / written).exists() or (self.root / written).exists():
+        if self.is_file(folder / written / "config.json"):
             return plan  # the checkpoint is there: its config.json says what it is
         stage = writing_stage(written, launch, self.facts_of(launch.path))
         if stage is None:

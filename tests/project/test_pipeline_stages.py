@@ -175,6 +175,24 @@ def test_a_different_directory_is_not_the_earlier_stage(tmp_path: Path):
     assert dpo.arch is None and "unknown model 'output/sft-merged'" in dpo.problem
 
 
+def test_a_checkpoint_already_saved_in_the_project_is_read_as_it_is(tmp_path: Path):
+    """A stage re-run after the first finished: output/sft/config.json is there, and says what it is."""
+    import json
+
+    config = dict(json.loads((Path(__file__).parents[2] / "memlint/catalog/models/Qwen--Qwen2.5-1.5B.json")
+                             .read_text())["config"], num_hidden_layers=4)
+    write(tmp_path, {"sft.py": SFT_PY, "dpo.py": DPO_PY,
+                     "run_pipeline.sh": PIPELINE_SH.format(sft_extra="", dpo_model="output/sft")})
+    (tmp_path / ".git").mkdir()
+    settings = Settings(root=tmp_path).with_overrides(gpu="h100", gpus=8, cache=False, offline=True)
+    path = tmp_path / "run_pipeline.sh"
+    (tmp_path / "output/sft").mkdir(parents=True)
+    (tmp_path / "output/sft/config.json").write_text(json.dumps(config))
+    dpo = _dpo(Project(settings).runs_for(path, run_context(settings)))
+    assert dpo.arch is not None and dpo.arch.num_layers == 4, dpo.problem
+    assert dpo.plan.get("model").value == "output/sft" and dpo.plan.get("model_lineage") is None
+
+
 def test_a_stage_loads_only_what_an_earlier_launch_wrote(tmp_path: Path):
     """The DPO stage comes first in the file: the SFT stage's directory does not exist yet when it runs."""
     sft, dpo = PIPELINE_SH.format(sft_extra="", dpo_model="output/sft").split("\n\n")
@@ -278,3 +296,56 @@ def test_progressive_context_extension_follows_every_stage_back_to_the_first(tmp
                                   "fine-tuned from meta-llama/Llama-2-7b-hf")
     assert runs[2].model_note == ("`output/7B_64K` is the checkpoint `train_scripts/extend.sh:12` writes, "
                                   "fine-tuned from meta-llama/Llama-2-7b-hf through 1 stage before it")
+
+
+def test_a_stage_that_splits_its_sequences_over_the_ranks_is_not_sized_as_data_parallel(tmp_path: Path):
+    """EasyContext's 256K stages pass ``--parallel_mode zigzag_ring_attn``: each of the 8 GPUs holds
+    a slice of the sequence, which the estimate (the whole sequence on every GPU) does not model."""
+    train = dedent('''
+        import argparse
+
+        import torch
+        from accelerate import Accelerator
+        from transformers import AutoModelForCausalLM
+        from easy_context import apply_seq_parallel_monkey_patch, prepare_seq_parallel_inputs
+
+
+        def main(args):
+            accelerator = Accelerator(mixed_precision="bf16")
+            apply_seq_parallel_monkey_patch(args.parallel_mode, "llama")
+            model = AutoModelForCausalLM.from_pretrained(args.model, torch_dtype=torch.bfloat16)
+            optim = torch.optim.AdamW(model.parameters(), lr=2e-5)
+            model, optim = accelerator.prepare(model, optim)
+            for step in range(10):
+                input_ids = torch.randint(0, 32000, (1, args.seq_length))
+                local = prepare_seq_parallel_inputs(args.parallel_mode, input_ids, accelerator.process_index,
+                                                    accelerator.num_processes)
+                loss = model(input_ids=local, labels=local).loss
+                accelerator.backward(loss)
+                optim.step()
+
+
+        if __name__ == "__main__":
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--model", type=str, default="meta-llama/Llama-2-7b-hf")
+            parser.add_argument("--output-dir", type=str)
+            parser.add_argument("--seq-length", type=int, default=16384)
+            parser.add_argument("--parallel_mode", type=str,
+                                choices=["zigzag_ring_attn", "dist_flash_attn", "ulysses_attn", "data_parallel"])
+            main(parser.parse_args())
+    ''')
+    launcher = dedent('''
+        accelerate launch --num_processes 8 train.py --output-dir output/64K --seq-length 65536 \\
+            --parallel_mode data_parallel
+        accelerate launch --num_processes 8 train.py --model output/64K --output-dir output/256K \\
+            --seq-length 256000 --parallel_mode zigzag_ring_attn
+    ''')
+    write(tmp_path, {"train.py": train, "extend.sh": launcher})
+    (tmp_path / ".git").mkdir()
+    settings = Settings(root=tmp_path).with_overrides(gpu="h100", gpus=8, cache=False, offline=True)
+    first, second = Project(settings).runs_for(tmp_path / "extend.sh", run_context(settings))
+    assert first.problem is None and first.setup.seq_len == 65536
+    assert second.arch is None
+    assert second.problem.startswith("the run uses sequence parallelism (`--parallel_mode zigzag_ring_attn`), "
+                                     "which memlint's estimate does not model")
+    assert second.problem_fact.origin.range.start.line == 4
