@@ -146,6 +146,22 @@ def test_the_finding_says_where_the_model_came_from(tmp_path: Path):
         in dpo.message
 
 
+def test_the_hover_sheet_says_where_the_model_came_from(tmp_path: Path):
+    from memlint.lint.context import RuleContext
+    from memlint.lint.engine import capacity_of
+    from memlint.lsp.hover import budget_markdown
+    from memlint.lsp.session import RunEstimate
+
+    settings, path = _project(tmp_path, PIPELINE_SH.format(sft_extra="", dpo_model="output/sft"))
+    project = Project(settings)
+    runs = project.runs_for(path, run_context(settings))
+    context = RuleContext(parsed=project.parsed(path), settings=settings, capacity=capacity_of(settings), runs=runs,
+                          project=project)
+    sheet = budget_markdown([RunEstimate(_dpo(runs), context)])
+    assert sheet is not None and "Qwen2.5-1.5B" in sheet
+    assert f"`output/sft` is the checkpoint `scripts/run_pipeline.sh:9` writes, fine-tuned from {QWEN}" in sheet
+
+
 def test_a_path_built_from_variables_is_the_same_directory(tmp_path: Path):
     launcher = dedent('''
         #!/bin/bash
