@@ -13,44 +13,10 @@ from memlint.project.project import Project
 from memlint.project.settings import Settings
 
 from tests.facts.facts_testing import dedent, write
+from tests.project.test_adapter_switch import TRAIN_PY
 
-SFT_PY = dedent('''
-    from dataclasses import dataclass, field
-    from typing import Optional
-
-    import torch
-    import transformers
-    from peft import LoraConfig, get_peft_model
-
-
-    @dataclass
-    class ModelArguments:
-        model_name_or_path: Optional[str] = field(default=None)
-        use_lora: bool = False
-        lora_r: int = 16
-
-
-    @dataclass
-    class TrainingArguments(transformers.TrainingArguments):
-        model_max_length: int = field(default=2048)
-
-
-    def train():
-        parser = transformers.HfArgumentParser((ModelArguments, TrainingArguments))
-        model_args, training_args = parser.parse_args_into_dataclasses()
-        model = transformers.AutoModelForCausalLM.from_pretrained(model_args.model_name_or_path,
-                                                                  torch_dtype=torch.bfloat16)
-        if model_args.use_lora:
-            config = LoraConfig(r=model_args.lora_r, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM")
-            model = get_peft_model(model, config)
-        trainer = transformers.Trainer(model=model, args=training_args)
-        trainer.train()
-        trainer.save_model(training_args.output_dir)
-
-
-    if __name__ == "__main__":
-        train()
-''')
+# the SFT stage: an HfArgumentParser script whose `--lora_enable` switch wraps the model in a LoRA adapter
+SFT_PY = TRAIN_PY
 
 DPO_PY = dedent('''
     from dataclasses import dataclass, field
@@ -225,7 +191,7 @@ def test_a_checkpoint_inside_the_output_directory(tmp_path: Path):
 
 
 def test_an_adapter_stage_keeps_the_base_architecture_and_says_so(tmp_path: Path):
-    runs = _stage_runs(tmp_path, PIPELINE_SH.format(sft_extra=" \\\n    --use_lora True", dpo_model="output/sft"))
+    runs = _stage_runs(tmp_path, PIPELINE_SH.format(sft_extra=" \\\n    --lora_enable True", dpo_model="output/sft"))
     dpo = _dpo(runs)
     assert dpo.arch is not None and dpo.arch.n_params == resolve_model(QWEN).arch.n_params
     assert dpo.setup is not None and dpo.setup.lora is None  # the DPO stage itself trains every weight
@@ -235,11 +201,13 @@ def test_an_adapter_stage_keeps_the_base_architecture_and_says_so(tmp_path: Path
 
 
 def test_an_adapter_the_stage_merges_is_a_full_checkpoint(tmp_path: Path):
-    merged = SFT_PY.replace("    trainer.save_model(training_args.output_dir)\n",
-                            "    model = model.merge_and_unload()\n"
+    merged = SFT_PY.replace("    trainer.train()\n",
+                            "    trainer.train()\n"
+                            "    if training_args.lora_enable:\n"
+                            "        model = model.merge_and_unload()\n"
                             "    model.save_pretrained(training_args.output_dir)\n")
     assert merged != SFT_PY
-    launcher = PIPELINE_SH.format(sft_extra=" \\\n    --use_lora True", dpo_model="output/sft")
+    launcher = PIPELINE_SH.format(sft_extra=" \\\n    --lora_enable True", dpo_model="output/sft")
     write(tmp_path, {"sft.py": merged, "dpo.py": DPO_PY, "scripts/run_pipeline.sh": launcher})
     (tmp_path / ".git").mkdir()
     settings = Settings(root=tmp_path).with_overrides(gpu="h100", gpus=8, cache=False, offline=True)
