@@ -76,6 +76,7 @@ class RunFinder:
         self._library_arguments.clear()
         self._module_files.clear()
         self._folders.clear()
+        self.stage_chains.invalidate()
         self.config_launchers.invalidate()
 
     def linked(self, facts: RunFacts, seen: set[str], depth: int = 0) -> list[RunFacts]:

@@ -87,31 +87,53 @@ class StageChains:
         self.plan_for = plan_for
         self.text_of = text_of
         self.is_file = is_file  # records the probe: a checkpoint saved later changes the answer
+        # a launch (its document, line, column) -> its traced plan and every document that took
+        # part in it, back to the first stage: each stage of a long chain is planned once per run
+        self._stages: dict[tuple, tuple[TrainingPlan, tuple[str, ...]]] = {}
+
+    def invalidate(self) -> None:
+        self._stages.clear()
 
     def traced(self, plan: TrainingPlan, launch: RunFacts, depth: int = 0) -> TrainingPlan:
         """``plan`` with its model the one the earlier stage that writes its model path loads, and
         a ``model_lineage`` fact saying so; ``plan`` itself when no earlier stage writes it."""
+        return self._traced(plan, launch, depth)[0]
+
+    def _traced(self, plan: TrainingPlan, launch: RunFacts, depth: int) -> tuple[TrainingPlan, tuple[str, ...]]:
         model = plan.get("model")
         if model is None or launch.launches is None or depth >= MAX_STAGES:
-            return plan
+            return plan, plan.documents
         written = str(model.value)
         folder = Path(launch.path).parent
         if self.is_file(folder / written / "config.json"):
-            return plan  # the checkpoint is there: its config.json says what it is
+            return plan, plan.documents  # the checkpoint is there: its config.json says what it is
         stage = writing_stage(written, launch, self.facts_of(launch.path))
         if stage is None:
-            return plan
-        earlier = self.traced(self.plan_for(stage.launch), stage.launch, depth + 1)
+            return plan, plan.documents
+        earlier, read = self._stage_plan(stage.launch, depth + 1)
         base = earlier.get("model")
         if base is None:
-            return plan
+            return plan, plan.documents
         stages = earlier.value("model_stages", 0) + 1
         lineage = self._lineage(written, stage, earlier, stages)
         facts = dict(plan.facts)
         facts["model"] = model.with_value(str(base.value))
         facts["model_lineage"] = Sourced(lineage, stage.output.origin, "the earlier stage's output directory")
         facts["model_stages"] = Sourced(stages, stage.output.origin, "earlier stages the checkpoint went through")
-        return replace(plan, facts=facts)
+        return replace(plan, facts=facts), tuple(dict.fromkeys(plan.documents + read))
+
+    def _stage_plan(self, launch: RunFacts, depth: int) -> tuple[TrainingPlan, tuple[str, ...]]:
+        """The traced plan of an earlier stage, planned once; a later use reads its documents
+        again, so the result cache records that the stage depends on them."""
+        key = (launch.path, launch.anchor.range.start.line if launch.anchor else None,
+               launch.anchor.range.start.column if launch.anchor else None)
+        known = self._stages.get(key)
+        if known is None:
+            known = self._stages[key] = self._traced(self.plan_for(launch), launch, depth)
+        else:
+            for document in known[1]:
+                self.facts_of(document)
+        return known
 
     def _lineage(self, written: str, stage: Stage, earlier: TrainingPlan, stages: int) -> str:
         """```output/sft` is the checkpoint `train.sh:12` writes, fine-tuned from meta-llama/Llama-2-7b-hf``."""

@@ -333,3 +333,31 @@ def test_a_stage_that_splits_its_sequences_over_the_ranks_is_not_sized_as_data_p
     assert second.problem.startswith("the run uses sequence parallelism (`--parallel_mode zigzag_ring_attn`), "
                                      "which memlint's estimate does not model")
     assert second.problem_fact.origin.range.start.line == 4
+
+
+def test_the_result_cache_sees_an_edit_of_the_earlier_stage_script(tmp_path: Path, capsys, monkeypatch):
+    """The DPO stage's verdict depends on the SFT stage's script (does it merge its adapter?):
+    an edit there is seen by a warm `memlint check`, as by a cold one."""
+    from memlint.cli.main import main
+
+    launcher = PIPELINE_SH.format(sft_extra=" \\\n    --lora_enable True", dpo_model="output/sft").replace(
+        "--per_device_train_batch_size 2", "--per_device_train_batch_size 64 --max_length 4096")
+    write(tmp_path, {"sft.py": SFT_PY, "dpo.py": DPO_PY, "scripts/run_pipeline.sh": launcher,
+                     "memlint.toml": 'gpu = "h100"\ngpus = 8\noffline = true\n'})
+    (tmp_path / ".git").mkdir()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MEMLINT_CACHE_DIR", str(tmp_path / "cache"))
+
+    def check(*args: str) -> str:
+        capsys.readouterr()
+        main(["check", "--output-format", "concise", "--color", "never", "--jobs", "1", *args, "."])
+        return capsys.readouterr().out
+
+    before = check()
+    assert "a LoRA adapter trained on Qwen/Qwen2.5-1.5B" in before
+    assert check() == before  # warm
+    (tmp_path / "sft.py").write_text(SFT_PY.replace("    trainer.train()\n", "    trainer.train()\n"
+                                                    "    model = model.merge_and_unload()\n"))
+    after = check()
+    assert after == check("--no-cache")
+    assert "a LoRA adapter" not in after and "fine-tuned from Qwen/Qwen2.5-1.5B" in after
