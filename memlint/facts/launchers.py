@@ -577,6 +577,9 @@ class _Shell:
             if key in _MODEL_PARALLEL and value.text.isdigit() and int(value.text) > 1 and facts.unmodelled is None:
                 facts.unmodelled = Sourced((f"model parallelism (`--{key} {value.text}`)", MODEL_PARALLEL_ADVICE),
                                            self.location(value.start, value.end), f"--{key}")
+            elif _splits_sequence(key, value.text) and facts.unmodelled is None:
+                facts.unmodelled = Sourced((f"sequence parallelism (`--{key} {value.text}`)", SEQUENCE_SPLIT_ADVICE),
+                                           self.location(value.start, value.end), f"--{key}")
             if key in _HYDRA_NAME:
                 self._hydra_config(launch, value, facts)
             elif value.text.lower().endswith(_CONFIG_SUFFIXES) and ("config" in key or "deepspeed" in key):
@@ -643,6 +646,23 @@ _MODEL_PARALLEL = frozenset({
     "pipeline_parallel_degree", "pipeline_parallel_size", "pipeline_model_parallel_size", "pp_size",
     "context_parallel_degree", "context_parallel_size", "sequence_parallel_size", "ulysses_degree",
 })
+# a script's own switch between data parallelism and an attention that splits each sequence
+# over the ranks (EasyContext's ``--parallel_mode zigzag_ring_attn``, ``ulysses_attn``,
+# ``usp_attn``, ``dist_flash_attn``): each GPU then holds a slice of the sequence, which the
+# estimate (the whole sequence on every GPU) does not model
+_SEQUENCE_SPLIT_OPTION = re.compile(r"parallel|attn|attention")
+_SEQUENCE_SPLIT_VALUE = re.compile(r"(?:^|[_-])(?:ring|zigzag|ulysses|usp|striped)(?:[_-]|$)|dist_flash_attn|"
+                                   r"context_parallel|sequence_parallel", re.IGNORECASE)
+SEQUENCE_SPLIT_ADVICE = ("memlint's estimate holds each GPU's whole sequence; split over N ranks, each holds about "
+                         "1/N of the activations and logits: measure the first steps with "
+                         "`torch.cuda.max_memory_allocated()` and silence this note with `# memlint: ignore[MEM003]`")
+
+
+def _splits_sequence(key: str, value: str) -> bool:
+    """Does ``--key value`` choose an attention that splits each sequence over the ranks?"""
+    return bool(_SEQUENCE_SPLIT_OPTION.search(key)) and bool(_SEQUENCE_SPLIT_VALUE.search(value))
+
+
 _POSITIONAL = re.compile(r"\$\{?([1-9])\}?")
 # An OmegaConf/Hydra override passed to the script (`config=examples/config.yaml`,
 # `+data.train_files=...`): its value is the word that names a file.

@@ -499,9 +499,12 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
         else:
             found = resolve_model_name(str(model_name), base_dir, offline=context.offline or None)
             arch = found.arch
-            if found.note:
-                run.model_note = found.note
-                run.assumptions.append(found.note)
+            lineage = plan.get("model_lineage")  # a checkpoint an earlier stage of the launcher writes
+            notes = [str(lineage.value)] if lineage is not None else []
+            notes += [found.note] if found.note else []
+            if notes:
+                run.model_note = "; ".join(notes)
+                run.assumptions.extend(notes)
             if found.quantization and plan.get("quantization") is None:
                 plan = _prequantized(plan, model, found.quantization)
                 run.plan = plan

@@ -19,6 +19,7 @@ from memlint.model.provenance import Location, Sourced
 from memlint.model.vocabulary import names_parallelism_config
 from memlint.project.documents import DocumentStore
 from memlint.project.links import LinkIndex
+from memlint.project.stage_chains import StageChains
 
 if TYPE_CHECKING:
     from memlint.facts.plan import RunFacts, TrainingPlan
@@ -63,6 +64,9 @@ class RunFinder:
         # candidates probed for it: the imports of a package's files repeat, each resolved once per run
         self._module_files: dict[tuple, tuple[Path | None, list[tuple[str, bool]]]] = {}
         self._folders: dict[Path, list[Path]] = {}  # a file -> its folder and those above it, below the root
+        # a later stage's model path -> the model of the earlier launch that writes it
+        self.stage_chains = StageChains(documents.root, documents.facts, self.plan_for, documents.text_for_scan,
+                                        documents.is_file)
 
     def invalidate(self) -> None:
         self._infrastructure = None
@@ -72,6 +76,7 @@ class RunFinder:
         self._library_arguments.clear()
         self._module_files.clear()
         self._folders.clear()
+        self.stage_chains.invalidate()
         self.config_launchers.invalidate()
 
     def linked(self, facts: RunFacts, seen: set[str], depth: int = 0) -> list[RunFacts]:
@@ -1033,7 +1038,7 @@ class RunFinder:
         runs = []
         seen_plans = set()
         for facts in entries:
-            plan = self._expanded_model(self.plan_for(facts))
+            plan = self.stage_chains.traced(self._expanded_model(self.plan_for(facts)), facts)
             marker = (plan.entry, plan.documents, plan.anchor)
             if marker in seen_plans:
                 continue
