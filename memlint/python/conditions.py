@@ -121,6 +121,13 @@ def deciding_options(values: "Values", test: cst.BaseExpression) -> tuple[tuple[
         if (op is cst.Equal and value in (0, False)) or (op is cst.Is and value is None):
             return options, not flipped
         return (), False
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
+        # ``if args.lora or args.qlora:``: runs when either is on, each option alone decides it
+        left, left_flipped = deciding_options(values, test.left)
+        right, right_flipped = deciding_options(values, test.right)
+        if left and right and not left_flipped and not right_flipped:
+            return left + right, False
+        return (), False
     if isinstance(test, (cst.Name, cst.Attribute, cst.Subscript)):
         found = values.evaluate(test)
         if found is not None and found.options:
