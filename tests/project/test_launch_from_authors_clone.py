@@ -114,3 +114,65 @@ def test_the_launch_that_passes_the_switch_trains_the_quantized_adapter(tmp_path
     assert lora is not None and lora.r == 16 and lora.quantization == "nf4"
     plain = _run(tmp_path, " \\\n    --lora").setup.lora
     assert plain is not None and plain.r == 16 and plain.quantization is None
+
+
+# the author keeps the Accelerate configs in a subfolder of the published folder on their machine
+ACCELERATE_LAUNCH = dedent('''
+    #!/bin/bash
+    cd /home/alice/proj
+    accelerate launch --config_file /home/alice/proj/scripts/accelerate/mine/fsdp_8gpus.yaml \\
+        --num_processes 8 -m pkg.train \\
+        --model_name_or_path meta-llama/Llama-3.1-8B \\
+        --per_device_train_batch_size 2 \\
+        --gradient_checkpointing \\
+        --bf16 \\
+        --output_dir /scratch/alice/out
+''')
+
+FSDP_CONFIG = dedent('''
+    compute_environment: LOCAL_MACHINE
+    distributed_type: FSDP
+    fsdp_config:
+      fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP
+      fsdp_sharding_strategy: FULL_SHARD
+      fsdp_transformer_layer_cls_to_wrap: LlamaDecoderLayer
+    mixed_precision: bf16
+    num_machines: 1
+    num_processes: 8
+''')
+
+
+def _accelerate_run(tmp_path: Path, configs: dict[str, str]):
+    write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/arguments.py": ARGUMENTS_PY,
+        "pkg/train.py": TRAIN_PY,
+        "scripts/launch_fsdp.sh": ACCELERATE_LAUNCH,
+        **configs,
+    })
+    (tmp_path / ".git").mkdir(exist_ok=True)
+    settings = Settings(root=tmp_path).with_overrides(gpu="h100", cache=False)
+    project = Project(settings)
+    [run] = project.runs_for(tmp_path / "scripts/launch_fsdp.sh", run_context(settings))
+    assert run.setup is not None, run.problem
+    return run
+
+
+def test_the_one_config_of_its_name_in_the_clones_folder_stands_in(tmp_path: Path):
+    run = _accelerate_run(tmp_path, {"scripts/accelerate/fsdp_8gpus.yaml": FSDP_CONFIG})
+    assert run.setup.sharding is Sharding.FSDP_FULL
+    assert not any(a.fact.endswith("parallelism") for a in run.assumed)
+
+
+def test_two_configs_of_that_name_leave_the_parallelism_unread(tmp_path: Path):
+    run = _accelerate_run(tmp_path, {"scripts/accelerate/fsdp_8gpus.yaml": FSDP_CONFIG,
+                                     "scripts/accelerate/old/fsdp_8gpus.yaml": FSDP_CONFIG})
+    assert run.setup.sharding is Sharding.NONE
+    assert any(a.fact == "unread_parallelism" for a in run.assumed)  # an assumption, said as such
+
+
+def test_a_common_folder_name_alone_is_no_sign_of_the_clone(tmp_path: Path):
+    # of ``.../proj/scripts/accelerate/mine/`` the project has only an ``accelerate`` folder: one common
+    # name is no sign that the path is a clone of this project
+    run = _accelerate_run(tmp_path, {"accelerate/fsdp_8gpus.yaml": FSDP_CONFIG})
+    assert run.setup.sharding is Sharding.NONE
