@@ -138,7 +138,8 @@ def _precision(plan: TrainingPlan, arch: Architecture) -> tuple[Precision, Sourc
             )
     amp = mixed if (mixed is not None and mixed.value in ("bf16", "fp16")) else plan.get("autocast")
     amp_value = amp.value if amp is not None else None
-    if load_value in ("bf16", "fp16") and amp is mixed and amp_value and _fsdp_full_training(plan):
+    if load_value in ("bf16", "fp16") and amp is mixed and amp_value and _fsdp_full_training(plan) \
+            and plan.get("pinned_no_fsdp_upcast") is None:
         # Accelerate's FSDP with mixed precision upcasts trainable half-precision parameters to
         # fp32 (accelerator.prepare_model, "FSDP upcast of low precision parameters"): the shards,
         # their gradients and Adam states are fp32, compute runs in the mixed dtype.

@@ -123,10 +123,10 @@ def deciding_options(values: "Values", test: cst.BaseExpression) -> tuple[tuple[
         return (), False
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
         # ``if args.lora or args.qlora:``: runs when either is on, each option alone decides it
-        left, left_flipped = deciding_options(values, test.left)
-        right, right_flipped = deciding_options(values, test.right)
-        if left and right and not left_flipped and not right_flipped:
-            return left + right, False
+        either, either_flipped = deciding_options(values, test.left)
+        other, other_flipped = deciding_options(values, test.right)
+        if either and other and not either_flipped and not other_flipped:
+            return either + other, False
         return (), False
     if isinstance(test, (cst.Name, cst.Attribute, cst.Subscript)):
         found = values.evaluate(test)
