@@ -11,11 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from memlint.estimate import Precision, Sharding
-from memlint.lint.engine import run_context
-from memlint.project.project import Project
-from memlint.project.settings import Settings
 
-from tests.facts.facts_testing import dedent, write
+from tests.facts.facts_testing import checked_project, dedent, only_run
 
 MODEL_PY = dedent('''
     import torch
@@ -91,20 +88,14 @@ LAUNCH = dedent('''
 ''')
 
 
+EMBED_PACKAGE = {"embed/__init__.py": "", "embed/modeling.py": MODEL_PY, "embed/train.py": TRAIN_PY}
+
+
 def _run(tmp_path: Path, accelerate: str, precision: str = " \\\n    --bf16"):
-    write(tmp_path, {
-        "requirements.txt": f"accelerate=={accelerate}\ntransformers==4.37.2\ntorch\n",
-        "embed/__init__.py": "",
-        "embed/modeling.py": MODEL_PY,
-        "embed/train.py": TRAIN_PY,
-        "configs/fsdp.yaml": FSDP_YAML,
-        "launch.sh": LAUNCH.format(precision=precision),
-    })
-    (tmp_path / ".git").mkdir(exist_ok=True)
-    settings = Settings(root=tmp_path).with_overrides(gpu="h100", cache=False)
-    [run] = Project(settings).runs_for(tmp_path / "launch.sh", run_context(settings))
-    assert run.setup is not None, run.problem
-    return run
+    requirements = f"accelerate=={accelerate}\ntransformers==4.37.2\ntorch\n"
+    files = {**EMBED_PACKAGE, "requirements.txt": requirements, "configs/fsdp.yaml": FSDP_YAML,
+             "launch.sh": LAUNCH.format(precision=precision)}
+    return only_run(checked_project(tmp_path, files), "launch.sh")
 
 
 def test_the_helper_picks_bf16_for_a_bf16_launch_and_old_accelerate_keeps_it(tmp_path: Path):

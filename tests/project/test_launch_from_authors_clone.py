@@ -10,11 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from memlint.estimate import Sharding
-from memlint.lint.engine import run_context
-from memlint.project.project import Project
-from memlint.project.settings import Settings
 
-from tests.facts.facts_testing import dedent, write
+from tests.facts.facts_testing import checked_project, dedent, only_run
 
 ARGUMENTS_PY = dedent('''
     from dataclasses import dataclass, field
@@ -81,18 +78,13 @@ ZERO3 = '{"zero_optimization": {"stage": 3}, "bf16": {"enabled": "auto"}, "train
 
 
 def _run(tmp_path: Path, extra: str = ""):
-    write(tmp_path, {
+    return only_run(checked_project(tmp_path, {
         "pkg/__init__.py": "",
         "pkg/arguments.py": ARGUMENTS_PY,
         "pkg/train.py": TRAIN_PY,
         "configs/zero3.json": ZERO3,
         "scripts/finetune.sh": LAUNCH.format(extra=extra),
-    })
-    (tmp_path / ".git").mkdir(exist_ok=True)
-    settings = Settings(root=tmp_path).with_overrides(gpu="h100", cache=False)
-    [run] = Project(settings).runs_for(tmp_path / "scripts/finetune.sh", run_context(settings))
-    assert run.setup is not None, run.problem
-    return run
+    }), "scripts/finetune.sh")
 
 
 def test_the_module_and_the_config_are_read_under_the_clone(tmp_path: Path):
@@ -143,19 +135,13 @@ FSDP_CONFIG = dedent('''
 
 
 def _accelerate_run(tmp_path: Path, configs: dict[str, str]):
-    write(tmp_path, {
+    return only_run(checked_project(tmp_path, {
         "pkg/__init__.py": "",
         "pkg/arguments.py": ARGUMENTS_PY,
         "pkg/train.py": TRAIN_PY,
         "scripts/launch_fsdp.sh": ACCELERATE_LAUNCH,
         **configs,
-    })
-    (tmp_path / ".git").mkdir(exist_ok=True)
-    settings = Settings(root=tmp_path).with_overrides(gpu="h100", cache=False)
-    project = Project(settings)
-    [run] = project.runs_for(tmp_path / "scripts/launch_fsdp.sh", run_context(settings))
-    assert run.setup is not None, run.problem
-    return run
+    }), "scripts/launch_fsdp.sh")
 
 
 def test_the_one_config_of_its_name_in_the_clones_folder_stands_in(tmp_path: Path):
