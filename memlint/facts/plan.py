@@ -42,6 +42,8 @@ class RunFacts:
     seq_len: Sourced[int] | None = None
     # the key whose value ``seq_len`` is, when it is a truncation limit (``model_max_length``)
     seq_len_limit: Sourced[str] | None = None
+    # ``GradCache(chunk_sizes=N)``: the batch runs forward and backward N samples at a time
+    gradient_cache_chunk: Sourced[int] | None = None
     # only a projector on top of a frozen LLM trains: a vision-language model's alignment stage
     # (LLaVA's ``--tune_mm_mlp_adapter True``, ``--mm_tunable_parts mm_mlp_adapter``,
     # ``--freeze_backbone True``), which trains on image-caption pairs

@@ -552,6 +552,12 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
             "micro_batch", batch_default,
             f"micro-batch not found: {batch_default}" + (" (TrainingArguments default)" if hf_like else ""),
         )
+    chunk = plan.get("gradient_cache_chunk")
+    if chunk is not None and isinstance(chunk.value, int) and 0 < chunk.value < micro_batch:
+        # a gradient cache runs forward and backward one chunk at a time: its activations are the run's
+        notes.append(f"micro-batch {micro_batch} runs in chunks of {chunk.value} ({chunk.note}): "
+                     f"activations of {chunk.value} samples at a time")
+        micro_batch = chunk.value
     unread = plan.get("unread_arguments")
     if unknown_batch:
         pass  # unknown, not assumed: the memory verdicts are lower bounds, and say so
