@@ -127,6 +127,9 @@ class DocumentStore:
         self._files: frozenset[str] | None = None  # absolute paths known to be regular files
         self._names: dict[str, str] = {}  # key -> the path a file was walked as
         self.walked: list[Path] | None = None  # the walk of the project root, when seeded
+        # (a folder, a file name) -> the files of that name below it (``moved_in_clone``): a missing
+        # path is resolved by every run and rule that names it, the folder walked once
+        self._named: dict[tuple[Path, str], list[Path]] = {}
         # a snapshot's prefilter (``memlint check``): does anything need this Python module's
         # tree? (memlint.python.prefilter; None: every module is parsed)
         self.wanted: Callable[[UsedNames], bool] | None = None  # asked of a module's names (python.prefilter)
@@ -170,6 +173,7 @@ class DocumentStore:
 
     def invalidate(self, path: str | Path | None = None) -> None:
         self.walked = None  # the project's files may have changed too
+        self._named.clear()
         if path is None:
             self._cache.clear()
             self._keys.clear()
@@ -346,16 +350,20 @@ class DocumentStore:
     def _named_below(self, folder: Path, name: str, most: int = 2000) -> list[Path]:
         """The files called ``name`` in ``folder`` and its subfolders (a bounded walk; hidden
         folders skipped); each one found is recorded as probed, for the cache."""
-        found: list[Path] = []
-        seen = 0
-        for directory, subfolders, files in os.walk(folder):
-            subfolders[:] = [d for d in subfolders if not d.startswith(".")]
-            seen += len(files)
-            if name in files:
-                found.append(Path(directory) / name)
-                reads.probe(os.path.abspath(found[-1]), True)
-            if seen > most or len(found) > 1:
-                break
+        found = self._named.get((folder, name))
+        if found is None:
+            found = []
+            seen = 0
+            for directory, subfolders, files in os.walk(folder):
+                subfolders[:] = [d for d in subfolders if not d.startswith(".")]
+                seen += len(files)
+                if name in files:
+                    found.append(Path(directory) / name)
+                if seen > most or len(found) > 1:
+                    break
+            self._named[(folder, name)] = found
+        for path in found:
+            reads.probe(os.path.abspath(path), True)
         return found
 
     def _folders_above(self, path: Path) -> list[Path]:
