@@ -72,6 +72,7 @@ def _half(value: Any) -> str | None:
 # plain fact -> converter for raw command-line text
 _CONVERT: dict[str, Callable[[Any], Any]] = {
     "micro_batch": hf_args._int,
+    "gradient_cache_chunk": hf_args._int,
     "seq_len": hf_args._int,
     "source_len": hf_args._int,
     "target_len": hf_args._int,

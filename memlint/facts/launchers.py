@@ -295,12 +295,19 @@ class _Shell:
     def _change_directory(self, arguments: list[Word], depth: int) -> None:
         """``cd ${REPO_HOME}/src/open-r1-multimodal`` before ``torchrun src/open_r1/grpo.py``: the
         launch's relative paths are read from there. A folder relative to where the caller stands
-        (``cd training``) is kept as such; ``cd ..``, an absolute or unknown folder, or a ``cd`` in
-        a block leaves where relative paths are read from unknown (looked up as before)."""
+        (``cd training``) is kept as such; an absolute folder too: it is where the author cloned
+        the project (GritLM's ``cd /home/niklas/gritlm/gritlm`` before ``-m training.run``), and the
+        store maps a path under it to the project's file. ``cd ..``, a home-relative or unknown
+        folder, or a ``cd`` in a block leaves where relative paths are read from unknown (looked
+        up as before)."""
         operands = [w for w in arguments if not w.text.startswith("-")]
         target = expand(operands[0], self.variables) if len(operands) == 1 and depth == 0 else None
-        if target is None or target.text.startswith(("/", "~")) or not target.text:
+        if target is None or target.text.startswith("~") or not target.text:
             self.cwd = None
+        elif target.text.startswith("/") and "$" not in target.text:
+            self.cwd = Value(posixpath.normpath(target.text), target.start, target.end)
+        elif target.text.startswith("/"):
+            self.cwd = None  # a folder the caller's environment names
         elif target.anchored:
             self.cwd = target
         elif self.cwd is not None:
@@ -312,8 +319,14 @@ class _Shell:
             self.cwd = Value(posixpath.normpath(target.text), target.start, target.end)
 
     def _here(self, value: Value) -> Value:
-        """A relative path as the launch reads it, from the folder a ``cd`` moved to."""
+        """A relative path as the launch reads it, from the folder a ``cd`` moved to. Under an
+        absolute folder only a path with a folder of its own is joined: the store finds a joined
+        path by its tail of at least a folder and the file, so a bare ``train.py`` (or one above)
+        under ``/workspace`` is looked up as before (next to the script, above it, at the root)."""
         if self.cwd is None or value.anchored or value.text.startswith(("/", "~", "$")) or "://" in value.text:
+            return value
+        relative = posixpath.normpath(value.text)
+        if self.cwd.text.startswith("/") and ("/" not in relative or relative.startswith("..")):
             return value
         joined = posixpath.normpath(posixpath.join(self.cwd.text, value.text))
         return Value(joined, value.start, value.end, self.cwd.anchored)
@@ -411,9 +424,9 @@ class _Shell:
         if script is not None:
             path = script.text
             note = f"{launch.launcher} runs {path}"
-            if launch.module:
+            if launch.module:  # found from the folder the launch runs in, like a script
                 note = f"{launch.launcher} runs -m {path}"
-                path = path.replace(".", "/") + ".py"
+                path = self._here(Value(path.replace(".", "/") + ".py", script.start, script.end)).text
             facts.launches = Sourced(path, self.location(launch.script.start, launch.script.end), note)
         else:
             built = template(launch.script, self.variables)

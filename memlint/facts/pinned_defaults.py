@@ -21,6 +21,11 @@ weights, gradients and optimizer states), twice the bytes of the bf16 checkpoint
 A pin that admits any release from 4.36 on (``transformers>=4.28``) installs the newest, which
 runs SDPA: only a pin whose every admitted release predates 4.36 (``==4.31.0``, ``<4.34``,
 ``~=4.33.0``) or a torch pin before 2.1.1 states eager attention.
+
+Accelerate upcasts the half-precision parameters an FSDP run trains under mixed precision to fp32
+since 0.30.0 (PR #2674, "Add Upcasting for FSDP in Mixed Precision"); before it the shards, their
+gradients and the optimizer states keep the dtype the model loaded in. A project pinning an
+earlier release (GritLM's ``accelerate==0.26.1``) trains bf16 shards.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from memlint.model.provenance import Location, Sourced
 TRANSFORMERS_SDPA = Version("4.36.0")
 TORCH_SDPA = Version("2.1.1")
 TRANSFORMERS_5 = Version("5.0.0")
+ACCELERATE_FSDP_UPCAST = Version("0.30.0")
 PINNED_EAGER = "eager attention: `"  # how the fact's note begins (the rules quote it)
 
 # a script that replaces the attention of the model it loads: flash-attn or xformers patches
@@ -67,6 +73,17 @@ def pinned_fp32_load(root: Path, near: str | Path) -> Sourced[str] | None:
     return Sourced("fp32", _at(root, pin),
                    f"weights load in fp32: `transformers{pin.specifier}` ({pin.where}) is a 4.x release, whose "
                    "from_pretrained loads fp32 unless torch_dtype says otherwise")
+
+
+def pinned_without_fsdp_upcast(root: Path, near: str | Path) -> Sourced[bool] | None:
+    """True with the pin, when the project's accelerate pin admits only releases before the FSDP
+    upcast of half-precision parameters."""
+    pin = pins(root, near).get("accelerate")
+    if pin is None or not pin.only_before(ACCELERATE_FSDP_UPCAST):
+        return None
+    return Sourced(True, _at(root, pin),
+                   f"`accelerate{pin.specifier}` ({pin.where}) predates the FSDP upcast of half-precision "
+                   f"parameters ({ACCELERATE_FSDP_UPCAST}): the shards keep the dtype the model loads in")
 
 
 def _at(root: Path, pin: Pin) -> Location:

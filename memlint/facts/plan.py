@@ -46,6 +46,8 @@ class RunFacts:
     # (run_summarization's ``max_source_length`` / ``max_target_length``); ``seq_len`` is the longer
     source_len: Sourced[int] | None = None
     target_len: Sourced[int] | None = None
+    # ``GradCache(chunk_sizes=N)``: the batch runs forward and backward N samples at a time
+    gradient_cache_chunk: Sourced[int] | None = None
     # only a projector on top of a frozen LLM trains: a vision-language model's alignment stage
     # (LLaVA's ``--tune_mm_mlp_adapter True``, ``--mm_tunable_parts mm_mlp_adapter``,
     # ``--freeze_backbone True``), which trains on image-caption pairs

@@ -138,7 +138,8 @@ def _precision(plan: TrainingPlan, arch: Architecture) -> tuple[Precision, Sourc
             )
     amp = mixed if (mixed is not None and mixed.value in ("bf16", "fp16")) else plan.get("autocast")
     amp_value = amp.value if amp is not None else None
-    if load_value in ("bf16", "fp16") and amp is mixed and amp_value and _fsdp_full_training(plan):
+    if load_value in ("bf16", "fp16") and amp is mixed and amp_value and _fsdp_full_training(plan) \
+            and plan.get("pinned_no_fsdp_upcast") is None:
         # Accelerate's FSDP with mixed precision upcasts trainable half-precision parameters to
         # fp32 (accelerator.prepare_model, "FSDP upcast of low precision parameters"): the shards,
         # their gradients and Adam states are fp32, compute runs in the mixed dtype.
@@ -590,6 +591,12 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
             "micro_batch", batch_default,
             f"micro-batch not found: {batch_default}" + (" (TrainingArguments default)" if hf_like else ""),
         )
+    chunk = plan.get("gradient_cache_chunk")
+    if chunk is not None and isinstance(chunk.value, int) and 0 < chunk.value < micro_batch:
+        # a gradient cache runs forward and backward one chunk at a time: its activations are the run's
+        notes.append(f"micro-batch {micro_batch} runs in chunks of {chunk.value} ({chunk.note}): "
+                     f"activations of {chunk.value} samples at a time")
+        micro_batch = chunk.value
     unread = plan.get("unread_arguments")
     if unknown_batch:
         pass  # unknown, not assumed: the memory verdicts are lower bounds, and say so

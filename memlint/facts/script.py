@@ -25,6 +25,7 @@ from memlint.facts import (
     script_argument_files,
     script_distributed,
     script_freezing,
+    script_gradient_cache,
     script_loops,
     script_models,
     script_trainers,
@@ -72,7 +73,8 @@ NEEDS: list[Pattern] = [
     Called(r"^(?:manual_)?backward$"),
 ]
 
-RECOGNISERS = (script_trainers, script_models, script_loops, script_distributed, script_argument_files)
+RECOGNISERS = (script_trainers, script_models, script_loops, script_distributed, script_argument_files,
+               script_gradient_cache)
 
 
 def imports_training_library(text: str) -> bool:

@@ -22,6 +22,8 @@ from memlint.python.library import (
     is_unsloth_model,
     liger,
 )
+from memlint.python.conditions import guard
+from memlint.python.value_types import CallValue
 from memlint.python.values import Found, Ref
 
 
@@ -80,6 +82,9 @@ def recognise(ctx: ScriptFacts, call: cst.Call, names: frozenset[str], method: s
     loader, library, quantization, lora_config, other_peft, kbit, liger_patch, unsloth_lora = _roles(names)
     if loader:
         model_loader(ctx, call, names)
+    elif project_model_class(call, names):
+        named = ctx.values.arguments(call).named
+        loading_arguments(ctx, {k: v for k, v in named.items() if k in ("torch_dtype", "dtype")}, call, RANK_MODEL)
     if unsloth_lora:
         unsloth_peft_model(ctx, call)
     if library is not None:
@@ -277,6 +282,75 @@ def sequence_classifier(ctx: ScriptFacts, call: cst.Call) -> None:
                   "default of 2 labels", at=call)
 
 
+# callables of the libraries memlint reads by name: a project's own class is none of these
+_LIBRARY_PREFIXES = ("torch.", "transformers.", "trl.", "peft.", "accelerate.", "deepspeed.", "diffusers.",
+                     "vllm.", "sentence_transformers.", "builtins.")
+
+
+def project_model_class(call: cst.Call, names: frozenset[str]) -> bool:
+    """``GritLMTrainModel(model_name_or_path=..., torch_dtype=...)``: a class of the project built
+    with a model name and a load dtype as ``from_pretrained`` is, whose constructor hands them to
+    it (memlint does not follow the constructor): the dtype is the trained model's."""
+    keywords = {a.keyword.value for a in call.args if a.keyword is not None}
+    return "torch_dtype" in keywords and bool(keywords & {"model_name_or_path", "pretrained_model_name_or_path"}) \
+        and not any(n.startswith(_LIBRARY_PREFIXES) for n in names)
+
+
+def dtype_by_options(ctx: ScriptFacts, found: Found | None, at: cst.CSTNode, rank: int) -> bool:
+    """``torch_dtype=args_to_dtype(training_args)`` with ``def args_to_dtype(args): if args.bf16:
+    return torch.bfloat16`` ... ``return torch.float32`` (GritLM's ``run.py``): the function's
+    last return is the load dtype, and each earlier ``if <option>: return <dtype>`` binds its
+    option to its dtype. False (nothing stated) for any other body."""
+    values = ctx.values
+    if found is None or not isinstance(found.value, CallValue):
+        return False
+    function: Any = values.definition(found.value.call.func)
+    if isinstance(function, cst.Name):
+        defined = values.definitions(function)
+        function = defined[0] if len(defined) == 1 else None
+    if not isinstance(function, cst.FunctionDef) or not isinstance(function.body, cst.IndentedBlock):
+        return False
+    chosen: list[tuple[tuple[str, ...], str]] = []
+    for statement in function.body.body:
+        returned = _returned(statement)
+        if isinstance(statement, cst.If) and statement.orelse is None and (inner := _returned(statement.body)) is not None:
+            test = guard(values, statement.test, negated=False)
+            dtype = _dtype_at(values, inner)
+            if not test.options or test.negated or test.equals is not None or dtype is None:
+                return False
+            chosen.append((test.options, dtype))
+        elif returned is not None:
+            default = _dtype_at(values, returned)
+            if default is None or not chosen:
+                return False
+            for options, dtype in chosen:
+                ctx.bind(options, f"if:load_dtype={dtype}")
+            name = function.name.value
+            ctx.state("load_dtype", default, returned, f"{name}(...) returns {default} unless "
+                      + " or ".join(f"--{o[0]}" for o, _ in chosen) + " is passed", at=at, rank=rank)
+            return True
+        elif not (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1
+                  and isinstance(statement.body[0], cst.Expr)):  # a docstring
+            return False
+    return False
+
+
+def _returned(statement: cst.CSTNode) -> cst.BaseExpression | None:
+    """The value of a lone ``return X``: a statement, or the whole body of an ``if`` (indented,
+    or on the ``if``'s own line)."""
+    if isinstance(statement, cst.IndentedBlock) and len(statement.body) == 1:
+        statement = statement.body[0]
+    if isinstance(statement, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) and len(statement.body) == 1 \
+            and isinstance(statement.body[0], cst.Return):
+        return statement.body[0].value
+    return None
+
+
+def _dtype_at(values, expr: cst.BaseExpression | None) -> str | None:
+    found = values.evaluate(expr) if expr is not None else None
+    return dtype_of(found.value) if found is not None and found.known else None
+
+
 def loading_arguments(ctx: ScriptFacts, named: dict[str, cst.BaseExpression], at: cst.CSTNode, rank: int,
                       spread: bool = True) -> None:
     """``from_pretrained`` keywords (also ``SFTConfig(model_init_kwargs={...})``); ``spread``
@@ -284,8 +358,10 @@ def loading_arguments(ctx: ScriptFacts, named: dict[str, cst.BaseExpression], at
     values = ctx.values
     for key in ("torch_dtype", "dtype"):
         if key in named:
-            ctx.state_found("load_dtype", values.evaluate(named[key]), dtype_of, f"from_pretrained({key}=...)",
-                            at=at, binding="load_dtype", rank=rank)
+            found = values.evaluate(named[key])
+            if not dtype_by_options(ctx, found, at, rank):
+                ctx.state_found("load_dtype", found, dtype_of, f"from_pretrained({key}=...)",
+                                at=at, binding="load_dtype", rank=rank)
             ctx.state("load_dtype_written", True, named[key], f"from_pretrained({key}=...)", at=at, rank=rank)
     if "attn_implementation" in named:
         ctx.state_found("attention", values.evaluate(named["attn_implementation"]),

@@ -127,6 +127,9 @@ class DocumentStore:
         self._files: frozenset[str] | None = None  # absolute paths known to be regular files
         self._names: dict[str, str] = {}  # key -> the path a file was walked as
         self.walked: list[Path] | None = None  # the walk of the project root, when seeded
+        # (a folder, a file name) -> the files of that name below it (``moved_in_clone``): a missing
+        # path is resolved by every run and rule that names it, the folder walked once
+        self._named: dict[tuple[Path, str], list[Path]] = {}
         # a snapshot's prefilter (``memlint check``): does anything need this Python module's
         # tree? (memlint.python.prefilter; None: every module is parsed)
         self.wanted: Callable[[UsedNames], bool] | None = None  # asked of a module's names (python.prefilter)
@@ -170,6 +173,7 @@ class DocumentStore:
 
     def invalidate(self, path: str | Path | None = None) -> None:
         self.walked = None  # the project's files may have changed too
+        self._named.clear()
         if path is None:
             self._cache.clear()
             self._keys.clear()
@@ -312,7 +316,8 @@ class DocumentStore:
         allowed (a shared DeepSpeed config) but must exist. An absolute path that does not exist
         may name the project where the author cloned it (accelerate's slurm example:
         ``${ACCELERATE_DIR:-/accelerate}/examples/slurm/fsdp_config.yaml``): a tail of at least a
-        folder and the file that exists under the project root is that file."""
+        folder and the file that exists under the project root is that file; failing that, the one
+        file of its name below the deepest folder of the clone the project has (``moved_in_clone``)."""
         written = Path(os.path.expanduser(reference))
         candidates = [written] if written.is_absolute() else [Path(from_path).parent / written, self.root / written]
         if written.is_absolute():
@@ -323,7 +328,43 @@ class DocumentStore:
         for candidate in candidates:
             if self.is_file(candidate):
                 return candidate
+        return self.moved_in_clone(written) if written.is_absolute() else None
+
+    def moved_in_clone(self, written: Path) -> Path | None:
+        """An absolute path into the author's clone whose file the author kept in a subfolder of
+        their own (GritLM's launches name ``/home/niklas/gritlm/scripts/configs/confnew/
+        config_8gpusfsdp_m7.yml``; the project publishes ``scripts/configs/config_8gpusfsdp_m7.yml``).
+        The deepest folder of the path that the project has, named by a tail of at least two
+        folders (``scripts/configs``: the clone's layout, not a common name like ``configs``),
+        stands for where the author kept it; the one file of that name below it is the file. Two
+        such files, or none, and the path names nothing."""
+        folders, name = written.parts[1:-1], written.name
+        for end in range(len(folders), 1, -1):
+            for start in range(0, end - 1):
+                folder = self.root.joinpath(*folders[start:end])
+                if folder.is_dir():
+                    found = self._named_below(folder, name)
+                    return found[0] if len(found) == 1 else None
         return None
+
+    def _named_below(self, folder: Path, name: str, most: int = 2000) -> list[Path]:
+        """The files called ``name`` in ``folder`` and its subfolders (a bounded walk; hidden
+        folders skipped); each one found is recorded as probed, for the cache."""
+        found = self._named.get((folder, name))
+        if found is None:
+            found = []
+            seen = 0
+            for directory, subfolders, files in os.walk(folder):
+                subfolders[:] = [d for d in subfolders if not d.startswith(".")]
+                seen += len(files)
+                if name in files:
+                    found.append(Path(directory) / name)
+                if seen > most or len(found) > 1:
+                    break
+            self._named[(folder, name)] = found
+        for path in found:
+            reads.probe(os.path.abspath(path), True)
+        return found
 
     def _folders_above(self, path: Path) -> list[Path]:
         """The folders between ``path``'s own folder and the project root (both left out)."""

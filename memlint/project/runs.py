@@ -273,7 +273,12 @@ class RunFinder:
         attention unless a script of the run patches it (the launched script may only patch it and
         hand over to the module that trains: FastChat's train_mem.py), fp32 weights unless the
         framework chooses the dtype itself (TRL, Axolotl, LLaMA-Factory)."""
-        from memlint.facts.pinned_defaults import patches_attention, pinned_eager_attention, pinned_fp32_load
+        from memlint.facts.pinned_defaults import (
+            patches_attention,
+            pinned_eager_attention,
+            pinned_fp32_load,
+            pinned_without_fsdp_upcast,
+        )
 
         if not plan.entry or not _transformers_model(plan):
             return
@@ -287,6 +292,10 @@ class RunFinder:
             fp32 = pinned_fp32_load(self.documents.root, plan.entry)
             if fp32 is not None:
                 plan.facts["pinned_load_dtype"] = fp32
+        if plan.get("fsdp") is not None:
+            kept = pinned_without_fsdp_upcast(self.documents.root, plan.entry)
+            if kept is not None:
+                plan.facts["pinned_no_fsdp_upcast"] = kept
 
     def _add_trained_parameters(self, plan: TrainingPlan) -> None:
         """The ``unfrozen_parameters`` of a Spectrum file the run passes its script

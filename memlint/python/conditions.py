@@ -121,6 +121,13 @@ def deciding_options(values: "Values", test: cst.BaseExpression) -> tuple[tuple[
         if (op is cst.Equal and value in (0, False)) or (op is cst.Is and value is None):
             return options, not flipped
         return (), False
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
+        # ``if args.lora or args.qlora:``: runs when either is on, each option alone decides it
+        either, either_flipped = deciding_options(values, test.left)
+        other, other_flipped = deciding_options(values, test.right)
+        if either and other and not either_flipped and not other_flipped:
+            return either + other, False
+        return (), False
     if isinstance(test, (cst.Name, cst.Attribute, cst.Subscript)):
         found = values.evaluate(test)
         if found is not None and found.options:

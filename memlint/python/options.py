@@ -425,6 +425,11 @@ class Options:
         if library is not None:
             short = library.rsplit(".", 1)[-1]
             return Found(LIBRARY_DEFAULTS.get(attr, MISSING), None, keys, f"{short}.{attr}")
+        if instance.cli and instance.cls is None:
+            # a parsed dataclass this module cannot see (``from .arguments import
+            # CustomTrainingArguments``): each field is still an option of the command line, its
+            # default written in the other module (``memlint.facts.imported_arguments``)
+            return Found(MISSING, None, keys, f"--{attr}")
         return None
 
     def _class_field(self, node: cst.ClassDef, attr: str, keys: tuple[str, ...], depth: int) -> Found | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from facts_testing import dedent, one, span, where
+from facts_testing import dedent, facts_of, one, span, where
 
 from memlint.facts.shell_paths import anchored_path
 from memlint.lint.engine import run_context
@@ -89,13 +89,28 @@ def test_a_variable_built_on_another_and_an_accelerate_config_beside_the_script(
 
 def test_a_folder_the_script_cannot_know_leaves_paths_as_written():
     script = dedent('''
-        WORKDIR=$(pwd)
-        cd /workspace/LLaVA
+        cd "$WORKDIR"
         deepspeed llava/train/train_mem.py --deepspeed ./scripts/zero3.json --model_name_or_path lmsys/vicuna-7b-v1.5
     ''')
     facts = one(script, "scripts/v1_5/finetune.sh")
     assert facts.launches.value == "llava/train/train_mem.py"
     assert [r.value for r in facts.references] == ["./scripts/zero3.json"]
+
+
+def test_an_absolute_folder_is_where_the_paths_below_it_are_read():
+    # the author's clone: the store maps the joined paths to the project's files by their tails;
+    # a bare file name stays as written (a tail needs a folder), looked up as before
+    script = dedent('''
+        WORKDIR=$(pwd)
+        cd /workspace/LLaVA
+        deepspeed llava/train/train_mem.py --deepspeed ./scripts/zero3.json --model_name_or_path lmsys/vicuna-7b-v1.5
+        deepspeed train_mem.py --deepspeed ../zero3.json --model_name_or_path lmsys/vicuna-7b-v1.5
+    ''')
+    first, second = facts_of(script, "scripts/v1_5/finetune.sh")
+    assert first.launches.value == "/workspace/LLaVA/llava/train/train_mem.py"
+    assert [r.value for r in first.references] == ["/workspace/LLaVA/scripts/zero3.json"]
+    assert second.launches.value == "train_mem.py"
+    assert [r.value for r in second.references] == ["../zero3.json"]
 
 
 def test_a_cd_into_a_subfolder_of_where_the_caller_stands():
