@@ -18,6 +18,7 @@ from itertools import accumulate
 
 import libcst as cst
 
+from memlint.catalog.models import looks_like_placeholder
 from memlint.documents.parsed import ParsedDocument
 from memlint.facts.extract import extractor
 from memlint.facts.plan import MODEL_PARALLEL_ADVICE, RunFacts
@@ -304,6 +305,8 @@ class _Shell:
         target = expand(operands[0], self.variables) if len(operands) == 1 and depth == 0 else None
         if target is None or target.text.startswith("~") or not target.text:
             self.cwd = None
+        elif looks_like_placeholder(target.text.split("/", 1)[0]):
+            self.cwd = None  # ``cd PATH_TO_VLM2VEC_REPO``: the reader's clone, wherever it is
         elif target.text.startswith("/") and "$" not in target.text:
             self.cwd = Value(posixpath.normpath(target.text), target.start, target.end)
         elif target.text.startswith("/"):

@@ -96,6 +96,15 @@ def test_the_module_and_the_config_are_read_under_the_clone(tmp_path: Path):
     assert run.setup.world_size == 8
 
 
+def test_a_cd_into_a_placeholder_for_the_clone_reads_from_the_project(tmp_path: Path):
+    # VLM2Vec's train scripts: `cd PATH_TO_VLM2VEC_REPO`, a folder each reader fills in
+    files = {"pkg/__init__.py": "", "pkg/arguments.py": ARGUMENTS_PY, "pkg/train.py": TRAIN_PY,
+             "configs/zero3.json": ZERO3,
+             "scripts/finetune.sh": LAUNCH.format(extra="").replace("cd /home/alice/proj", "cd PATH_TO_PROJ_REPO")}
+    run = only_run(checked_project(tmp_path, files), "scripts/finetune.sh")
+    assert run.setup.sharding is Sharding.ZERO3  # configs/zero3.json, not PATH_TO_PROJ_REPO/configs/...
+
+
 def test_adapter_switches_of_an_imported_arguments_class_stay_off(tmp_path: Path):
     setup = _run(tmp_path).setup
     assert setup.lora is None  # a full fine-tune: neither --lora nor --qlora is passed
