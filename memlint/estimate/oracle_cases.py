@@ -94,7 +94,13 @@ def trace_case_inputs(result: Mapping[str, Any]) -> tuple[Architecture, Training
             method=str(lora_spec.get("method", "lora")),
             block_size=int(lora_spec.get("block_size", 32)),
         )
+    projector: dict = {}
+    if case.get("projector"):  # the whole model frozen, a two-layer MLP of its width trains at its input
+        projector = {"trainable_params": 2 * (arch.hidden_size * arch.hidden_size + arch.hidden_size),
+                     "frozen_layers": arch.num_layers, "freeze_embeddings": True, "freeze_head": True,
+                     "trains_inputs": True}
     setup = TrainingSetup(
+        **projector,
         micro_batch=int(case["batch_size"]),
         seq_len=int(case["seq_len"]),
         decoder_len=int(case.get("target_len") or 0),

@@ -191,6 +191,29 @@ def bitsandbytes_constants_outside_fake_mode(fake_mode: Any) -> contextlib.Abstr
     return cm()
 
 
+class _ProjectedEmbedding(nn.Module):
+    """The frozen token embedding followed by a trainable two-layer MLP of the model's width: the
+    stand-in for a vision-language model's projector, whose output the frozen language model reads
+    at its input (LLaVA's alignment stage), so every block keeps what backward needs to reach it."""
+
+    def __init__(self, embedding: nn.Embedding, hidden: int) -> None:
+        super().__init__()
+        self.embedding = embedding
+        param = embedding.weight
+        self.projector = nn.Sequential(nn.Linear(hidden, hidden, device=param.device, dtype=param.dtype), nn.GELU(),
+                                       nn.Linear(hidden, hidden, device=param.device, dtype=param.dtype))
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        return self.projector(self.embedding(input_ids))
+
+
+def _train_a_projector(model: nn.Module) -> None:
+    """Freeze every parameter of ``model`` and put a trainable projector behind its embedding."""
+    model.requires_grad_(False)
+    embedding = model.get_input_embeddings()
+    model.set_input_embeddings(_ProjectedEmbedding(embedding, int(embedding.weight.shape[1])))
+
+
 def build_model(case: Case, device: torch.device, fake_mode: Any) -> tuple[nn.Module, dict[str, Any]]:
     """The model of the case as fake tensors (real ones when ``fake_mode`` is None).
 
@@ -204,7 +227,9 @@ def build_model(case: Case, device: torch.device, fake_mode: Any) -> tuple[nn.Mo
     if case.lora is None and case.qlora is None:
         with outer:
             model = _new_model(case, config, device)
-        info["n_params"] = _count(model)
+            info["n_params"] = _count(model)
+            if case.projector:
+                _train_a_projector(model)
         return model, info
 
     from peft import get_peft_model

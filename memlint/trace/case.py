@@ -66,6 +66,9 @@ class Case:
     # an encoder-decoder's label length when it differs from the inputs' (a summarisation
     # step's ``max_target_length``); 0: labels as long as the inputs
     target_len: int = 0
+    # a vision-language model's alignment stage: the whole model frozen, a trainable two-layer MLP
+    # of its width between the embedding and the first block (memlint.trace.build._train_a_projector)
+    projector: bool = False
     optimizer: str = "adamw"
     grad_ckpt: bool = False
     attn: str = "sdpa"
@@ -161,6 +164,8 @@ class Case:
             raise CaseError(f"{p}: amp-fp16 with FSDP needs ShardedGradScaler, which is not modelled")
         if self.lora is not None and self.qlora is not None:
             raise CaseError(f"{p}: give either lora or qlora, not both")
+        if self.projector and (self.lora is not None or self.qlora is not None or self.sharding != "none"):
+            raise CaseError(f"{p}: a projector case trains the projector alone (no adapters, no sharding)")
         for name in ("lora", "qlora"):
             lc = getattr(self, name)
             if lc is None:
@@ -215,6 +220,8 @@ def _auto_id(d: dict[str, Any]) -> str:
              f"b{d['batch_size']}", f"s{d['seq_len']}"]
     if d.get("target_len"):
         parts.append(f"t{d['target_len']}")
+    if d.get("projector"):
+        parts.append("proj")
     if d.get("grad_ckpt"):
         parts.append("gc")
     if d.get("attn", d.get("attn_impl", "sdpa")) != "sdpa":

@@ -210,6 +210,11 @@ def case_rows() -> list[tuple]:
         # --- every precision x checkpointing on one model (Llama-3.2-1B, b4 s2048) ---
         *[(L32, 4, 2048, p, "adamw", gc, {}) for p in ("fp32", "bf16", "fp16", "amp-bf16", "amp-fp16")
           for gc in (False, True)],
+        # --- a vision-language model's alignment stage: the model frozen, a two-layer MLP of its width
+        # trains between the embedding and the first block (memlint.trace.build._train_a_projector) ---
+        (L32, 4, 2048, "bf16", "adamw", True, {"projector": True}),
+        (Q05, 4, 2048, "bf16", "adamw", False, {"projector": True}),
+        (TL, 4, 1024, "amp-bf16", "adamw", False, {"projector": True}),
         # --- OFT adapters (LLaMA-Factory's examples/extras/oft: blocks of 32 on every linear) ---
         (L32, 4, 2048, "bf16", "adamw", True, {"lora": oft(32)}),
         (L32, 2, 2048, "bf16", "adamw", False, {"lora": oft(32)}),
@@ -363,6 +368,8 @@ def make_id(model: str, b: int, s: int, prec: str, opt: str, gc: bool, extra: di
     parts += [prec.replace("-", ""), opt.replace("-", ""), f"b{b}", f"s{s}"]
     if extra.get("target_len"):
         parts.append(f"t{extra['target_len']}")
+    if extra.get("projector"):
+        parts.append("proj")
     if gc:
         parts.append("gc")
     if extra.get("attn") == "eager":
