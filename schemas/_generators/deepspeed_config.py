@@ -35,10 +35,11 @@ _BASE = {"train_batch_size": 1}  # DeepSpeedConfig refuses to finish without a b
 # Fix-ups where DeepSpeed's reader is silent (its default is None, so it says nothing about
 # the type). Each entry names the code that constrains the value.
 _SCALAR_FIXUPS: dict[str, dict] = {
-    # _batch_assertion(): each must be > 0 once resolved.
-    "train_batch_size": {"type": "integer", "minimum": 1},
-    "train_micro_batch_size_per_gpu": {"type": "integer", "minimum": 1},
-    "gradient_accumulation_steps": {"type": "integer", "minimum": 1},
+    # _batch_assertion(): each must be > 0 once resolved; null is read as absent (get_scalar_param is
+    # dict.get with a default of None) and _set_batch_related_parameters() works it out from the others.
+    "train_batch_size": {"type": ["integer", "null"], "minimum": 1},
+    "train_micro_batch_size_per_gpu": {"type": ["integer", "null"], "minimum": 1},
+    "gradient_accumulation_steps": {"type": ["integer", "null"], "minimum": 1},
     # engine: `global_steps % steps_per_print`.
     "steps_per_print": {"type": ["integer", "null"], "minimum": 1},
     # get_communication_data_type(): lower-cased, then fp32|fp16|bf16, else ValueError.

@@ -257,7 +257,7 @@ def test_best_branch_of_an_any_of(lint):
         ("CFG002", 6, 28, 6, 33),
     ]
     assert [d.message for d in diagnostics] == [
-        '`train_micro_batch_size_per_gpu` must be an integer or "auto" (got "four")',
+        '`train_micro_batch_size_per_gpu` must be an integer, null or "auto" (got "four")',
         '`zero_optimization.stage` must be 0, 1, 2, 3 or "auto" (got 5)',
         '`zero_optimization.reduce_bucket_size` must be more than 0 (got -1)',
         '`zero_optimization.contiguous_gradients` must be true or false (got "yes")',
@@ -530,3 +530,25 @@ def test_a_null_where_the_tools_default_is_none_is_valid(lint):
     [null] = lint({"configs/default_accelerate_config.yaml": text.replace("use_cpu: false", "use_cpu: null")},
                   "configs/default_accelerate_config.yaml")  # use_cpu defaults to False
     assert null.code == "CFG002"
+
+
+# align-anything's configs/deepspeed/ds_z2_config.json: the script works out the accumulation from
+# its own settings; DeepSpeed reads null as absent (get_scalar_param is dict.get, default None) and
+# _set_batch_related_parameters() derives it from the other two batch sizes
+DS_NULL_ACCUMULATION = """\
+{
+  "train_batch_size": 128,
+  "train_micro_batch_size_per_gpu": 16,
+  "gradient_accumulation_steps": null,
+  "zero_optimization": {"stage": 2, "overlap_comm": true, "contiguous_gradients": true},
+  "bf16": {"enabled": true}
+}
+"""
+
+
+def test_deepspeed_batch_sizes_left_null_are_derived_not_invalid(lint):
+    assert lint({"configs/deepspeed/ds_z2_config.json": DS_NULL_ACCUMULATION},
+                "configs/deepspeed/ds_z2_config.json") == []
+    # a string there is still no batch size DeepSpeed can use
+    wrong = DS_NULL_ACCUMULATION.replace('"gradient_accumulation_steps": null', '"gradient_accumulation_steps": "8"')
+    assert [d.code for d in lint({"ds_config.json": wrong}, "ds_config.json")] == ["CFG002"]
