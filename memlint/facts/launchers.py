@@ -305,7 +305,7 @@ class _Shell:
         target = expand(operands[0], self.variables) if len(operands) == 1 and depth == 0 else None
         if target is None or target.text.startswith("~") or not target.text:
             self.cwd = None
-        elif looks_like_placeholder(target.text.split("/", 1)[0]):
+        elif _names_the_clone(target.text):
             self.cwd = None  # ``cd PATH_TO_VLM2VEC_REPO``: the reader's clone, wherever it is
         elif target.text.startswith("/") and "$" not in target.text:
             self.cwd = Value(posixpath.normpath(target.text), target.start, target.end)
@@ -802,6 +802,14 @@ _DOCSTRING = re.compile(r'\A(?:[ \t]*(?:#[^\n]*)?\n)*[ \t]*[rRuU]?("""|\'\'\')(?
 _PLACEHOLDER = re.compile(r"<([A-Za-z_](?:[^<>\n]*[^\s<>\\])?)>")
 _PROTECTED = re.compile(r"\{([A-Za-z_][\w.\-/]*)\}")
 _UNSPLIT = re.compile(r"[^\w.\-/]")
+
+
+def _names_the_clone(folder: str) -> bool:
+    """A placeholder for where the reader cloned the project (VLM2Vec's ``PATH_TO_VLM2VEC_REPO``,
+    ``/path/to/your/repo``, ``YOUR_PROJECT_ROOT``), not for a folder the run makes
+    (``path_to_saving_checkpoints``)."""
+    first = folder.split("/", 1)[0] if not folder.startswith("/") else folder
+    return looks_like_placeholder(first) and re.search(r"repo|project|root|clone|code", first, re.IGNORECASE) is not None
 
 
 def _protect(placeholder: re.Match[str]) -> str:
