@@ -12,8 +12,10 @@ from memlint.documents.kinds import DocumentKind
 from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Related, Severity
 from memlint.python.index import ModuleIndex, index_for
-from memlint.python.loops import TrainingLoop, step_loops, training_loops, updating_backwards
+from memlint.python.call_chains import truth_at
+from memlint.python.loops import Event, TrainingLoop, step_loops, training_loops, updating_backwards
 from memlint.python.syntax import dotted
+from memlint.python.values import Values
 from memlint.python.training import (
     RUNS_BACKWARD,
     Backward,
@@ -443,8 +445,34 @@ def _scaled_elsewhere(index: ModuleIndex, backward: Backward, loops) -> bool:
     return False
 
 
+class _HelperBranches:
+    """Whether a loop reaches an event inside a helper: ``if mixed_precision:`` in
+    ``loss_step(..., mixed_precision=False)`` never runs at a call that passes ``False``
+    (also through the caller's own parameter, bound by its caller). Values are read only
+    for events a helper's ``if`` guards."""
+
+    def __init__(self, index: ModuleIndex) -> None:
+        self.index = index
+        self._values: Values | None = None
+
+    def skip(self, event: Event) -> bool:
+        """Does a helper's ``if`` around ``event`` take the other branch at the calls that lead there?"""
+        if not event.chain or not event.guards:
+            return False
+        for guard in event.guards:
+            if guard.branch not in ("body", "orelse"):
+                continue
+            if self._values is None:
+                self._values = Values(self.index.py)
+            truth = truth_at(self._values, self.index, guard.node.test, event.chain)
+            if truth is not None and truth != (guard.branch == "body"):
+                return True
+        return False
+
+
 def _fp16_sources(index: ModuleIndex, backward: Backward, loops) -> list[_Source]:
     sources: list[_Source] = []
+    helpers = _HelperBranches(index)
     running = _innermost(_loops_running(loops, backward.call))
     for region in autocast_regions(index):
         autocast = region.autocast
@@ -453,7 +481,8 @@ def _fp16_sources(index: ModuleIndex, backward: Backward, loops) -> list[_Source
         if index.exclusive(autocast.call, backward.call):
             continue
         encloses = index.contains(region.node, backward.call)
-        runs_in_loop = any(index.contains(region.node, e.node) for loop in running for e in loop.events)
+        runs_in_loop = any(index.contains(region.node, e.node) and not helpers.skip(e)
+                           for loop in running for e in loop.events)
         is_forward = isinstance(region.node, cst.FunctionDef) and region.node.name.value == "forward"
         # straight-line code: the forward under autocast, then the backward after the `with`
         # (not a `with` further down, which a backward outside any loop never follows)
