@@ -455,17 +455,19 @@ class _HelperBranches:
         self.index = index
         self._values: Values | None = None
 
-    def skip(self, event: Event) -> bool:
-        """Does a helper's ``if`` around ``event`` take the other branch at the calls that lead there?"""
-        if not event.chain or not event.guards:
+    def skip(self, event: Event, enabled: cst.BaseExpression | None = None) -> bool:
+        """Does a helper's ``if`` around ``event`` take the other branch at the calls that lead
+        there, or is the autocast around it off there (``enabled=use_amp``)?"""
+        if not event.chain:
             return False
-        for guard in event.guards:
-            if guard.branch not in ("body", "orelse"):
-                continue
+        tests = [(g.node.test, g.branch == "body") for g in event.guards if g.branch in ("body", "orelse")]
+        if enabled is not None:
+            tests.append((enabled, True))
+        for test, wanted in tests:
             if self._values is None:
                 self._values = Values(self.index.py)
-            truth = truth_at(self._values, self.index, guard.node.test, event.chain)
-            if truth is not None and truth != (guard.branch == "body"):
+            truth = truth_at(self._values, self.index, test, event.chain)
+            if truth is not None and truth != wanted:
                 return True
         return False
 
@@ -481,7 +483,7 @@ def _fp16_sources(index: ModuleIndex, backward: Backward, loops) -> list[_Source
         if index.exclusive(autocast.call, backward.call):
             continue
         encloses = index.contains(region.node, backward.call)
-        runs_in_loop = any(index.contains(region.node, e.node) and not helpers.skip(e)
+        runs_in_loop = any(index.contains(region.node, e.node) and not helpers.skip(e, autocast.enabled)
                            for loop in running for e in loop.events)
         is_forward = isinstance(region.node, cst.FunctionDef) and region.node.name.value == "forward"
         # straight-line code: the forward under autocast, then the backward after the `with`

@@ -119,3 +119,27 @@ def test_a_method_called_on_self_is_read_at_that_call(lint, where):
     assert lint("AMP001", TRAINER.format(passed="")) == []
     assert lint("AMP001", TRAINER.format(passed=", fp16=False")) == []
     assert where(lint("AMP001", TRAINER.format(passed=", True"))) == [(21, 16, 21, 31)]
+
+
+ENABLED = """\
+import torch
+
+
+def forward_loss(model, batch, amp_enabled):
+    with torch.autocast("cuda", dtype=torch.float16, enabled=amp_enabled):
+        return model(batch["input_ids"].cuda(), labels=batch["labels"].cuda()).loss
+
+
+def train(model, loader, optimizer):
+    model.train()
+    for batch in loader:
+        loss = forward_loss(model, batch, amp_enabled={passed})
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+"""
+
+
+def test_an_autocast_the_call_turns_off_is_quiet(lint, where):
+    assert lint("AMP001", ENABLED.format(passed="False")) == []
+    assert where(lint("AMP001", ENABLED.format(passed="True"))) == [(13, 8, 13, 23)]
