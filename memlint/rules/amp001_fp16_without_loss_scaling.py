@@ -338,10 +338,11 @@ for batch in loader:
         constructed = [c for c in index.calls if is_scaler_constructor(index, c)]
         scalers = [c for c in constructed if not scaler_disabled(c)]
         loops = training_loops(index)
+        helpers = _HelperBranches(index)
         for backward in trained:
             if backward.kind != "tensor" or _scaled_elsewhere(index, backward, loops):
                 continue
-            sources = _fp16_sources(index, backward, loops)
+            sources = _fp16_sources(index, backward, loops, helpers)
             if sources and all(s.fallback is not None for s in sources) and _target_has_bf16(ctx):
                 continue  # `bfloat16 if torch.cuda.is_bf16_supported() else float16`: bf16 on the target
             if sources:
@@ -454,6 +455,8 @@ class _HelperBranches:
     def __init__(self, index: ModuleIndex) -> None:
         self.index = index
         self._values: Values | None = None
+        # (test, calls) -> truth: the events of one region share their guards and calls
+        self._truths: dict[tuple[int, ...], bool | None] = {}
 
     def skip(self, event: Event, enabled: cst.BaseExpression | None = None) -> bool:
         """Does a helper's ``if`` around ``event`` take the other branch at the calls that lead
@@ -464,17 +467,19 @@ class _HelperBranches:
         if enabled is not None:
             tests.append((enabled, True))
         for test, wanted in tests:
-            if self._values is None:
-                self._values = Values(self.index.py)
-            truth = truth_at(self._values, self.index, test, event.chain)
+            key = (id(test), *map(id, event.chain))
+            if key not in self._truths:
+                if self._values is None:
+                    self._values = Values(self.index.py)
+                self._truths[key] = truth_at(self._values, self.index, test, event.chain)
+            truth = self._truths[key]
             if truth is not None and truth != wanted:
                 return True
         return False
 
 
-def _fp16_sources(index: ModuleIndex, backward: Backward, loops) -> list[_Source]:
+def _fp16_sources(index: ModuleIndex, backward: Backward, loops, helpers: _HelperBranches) -> list[_Source]:
     sources: list[_Source] = []
-    helpers = _HelperBranches(index)
     running = _innermost(_loops_running(loops, backward.call))
     for region in autocast_regions(index):
         autocast = region.autocast
