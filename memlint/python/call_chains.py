@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Any, Sequence
 import libcst as cst
 
 from memlint.python.references import NOT_PASSED, Parameter
+from memlint.python.values import Values
 
 if TYPE_CHECKING:
     from memlint.python.index import ModuleIndex
-    from memlint.python.values import Values
+    from memlint.python.loops import Event
 
 _SCALAR = (int, float, str, bool, type(None))
 _NOT_KNOWN = object()
@@ -38,6 +39,38 @@ def truth_at(values: "Values", index: "ModuleIndex", test: cst.BaseExpression,
     if not bound or value is _NOT_KNOWN:
         return None
     return bool(value)
+
+
+class HelperBranches:
+    """Whether a loop reaches an event (``loops.Event``) inside a helper: ``if mixed_precision:``
+    in ``loss_step(..., mixed_precision=False)`` never runs at a call that passes ``False``
+    (also through the caller's own parameter, bound by its caller). One per module and rule
+    run; values are read only for events that a helper's ``if`` guards."""
+
+    def __init__(self, index: "ModuleIndex") -> None:
+        self.index = index
+        self._values: Values | None = None
+        # (test, calls) -> truth: the events of one region share their guards and calls
+        self._truths: dict[tuple[int, ...], bool | None] = {}
+
+    def skip(self, event: "Event", enabled: cst.BaseExpression | None = None) -> bool:
+        """Does a helper's ``if`` around ``event`` take the other branch at the calls that lead
+        there, or is ``enabled`` (of the context around it: ``autocast(enabled=use_amp)``) false there?"""
+        if not event.chain:
+            return False
+        tests = [(g.node.test, g.branch == "body") for g in event.guards if g.branch in ("body", "orelse")]
+        if enabled is not None:
+            tests.append((enabled, True))
+        for test, wanted in tests:
+            key = (id(test), *map(id, event.chain))
+            if key not in self._truths:
+                if self._values is None:
+                    self._values = Values(self.index.py)
+                self._truths[key] = truth_at(self._values, self.index, test, event.chain)
+            truth = self._truths[key]
+            if truth is not None and truth != wanted:
+                return True
+        return False
 
 
 class _Reader:

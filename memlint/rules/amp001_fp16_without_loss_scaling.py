@@ -11,11 +11,10 @@ from memlint.catalog.gpus import UnknownGpu, lookup_gpu
 from memlint.documents.kinds import DocumentKind
 from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Related, Severity
+from memlint.python.call_chains import HelperBranches
 from memlint.python.index import ModuleIndex, index_for
-from memlint.python.call_chains import truth_at
-from memlint.python.loops import Event, TrainingLoop, step_loops, training_loops, updating_backwards
+from memlint.python.loops import TrainingLoop, step_loops, training_loops, updating_backwards
 from memlint.python.syntax import dotted
-from memlint.python.values import Values
 from memlint.python.training import (
     RUNS_BACKWARD,
     Backward,
@@ -338,7 +337,7 @@ for batch in loader:
         constructed = [c for c in index.calls if is_scaler_constructor(index, c)]
         scalers = [c for c in constructed if not scaler_disabled(c)]
         loops = training_loops(index)
-        helpers = _HelperBranches(index)
+        helpers = HelperBranches(index)
         for backward in trained:
             if backward.kind != "tensor" or _scaled_elsewhere(index, backward, loops):
                 continue
@@ -446,39 +445,7 @@ def _scaled_elsewhere(index: ModuleIndex, backward: Backward, loops) -> bool:
     return False
 
 
-class _HelperBranches:
-    """Whether a loop reaches an event inside a helper: ``if mixed_precision:`` in
-    ``loss_step(..., mixed_precision=False)`` never runs at a call that passes ``False``
-    (also through the caller's own parameter, bound by its caller). Values are read only
-    for events a helper's ``if`` guards."""
-
-    def __init__(self, index: ModuleIndex) -> None:
-        self.index = index
-        self._values: Values | None = None
-        # (test, calls) -> truth: the events of one region share their guards and calls
-        self._truths: dict[tuple[int, ...], bool | None] = {}
-
-    def skip(self, event: Event, enabled: cst.BaseExpression | None = None) -> bool:
-        """Does a helper's ``if`` around ``event`` take the other branch at the calls that lead
-        there, or is the autocast around it off there (``enabled=use_amp``)?"""
-        if not event.chain:
-            return False
-        tests = [(g.node.test, g.branch == "body") for g in event.guards if g.branch in ("body", "orelse")]
-        if enabled is not None:
-            tests.append((enabled, True))
-        for test, wanted in tests:
-            key = (id(test), *map(id, event.chain))
-            if key not in self._truths:
-                if self._values is None:
-                    self._values = Values(self.index.py)
-                self._truths[key] = truth_at(self._values, self.index, test, event.chain)
-            truth = self._truths[key]
-            if truth is not None and truth != wanted:
-                return True
-        return False
-
-
-def _fp16_sources(index: ModuleIndex, backward: Backward, loops, helpers: _HelperBranches) -> list[_Source]:
+def _fp16_sources(index: ModuleIndex, backward: Backward, loops, helpers: HelperBranches) -> list[_Source]:
     sources: list[_Source] = []
     running = _innermost(_loops_running(loops, backward.call))
     for region in autocast_regions(index):
