@@ -17,9 +17,10 @@ from memlint.project.settings import Settings
 from tests.facts.facts_testing import dedent, write
 
 SCRIPT = dedent('''
+    from collections import defaultdict
     import argparse
     from dataclasses import dataclass, field
-    from typing import Optional
+    from typing import Dict, Optional, Sequence
 
     import torch
     import transformers
@@ -30,6 +31,10 @@ SCRIPT = dedent('''
     @dataclass
     class ModelArguments:
         model_name_or_path: Optional[str] = field(default="EleutherAI/pythia-12b")
+        trust_remote_code: Optional[bool] = field(
+            default=False,
+            metadata={"help": "Enable unpickling of arbitrary code in AutoModelForCausalLM#from_pretrained."}
+        )
 
 
     @dataclass
