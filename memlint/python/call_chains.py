@@ -56,11 +56,18 @@ class HelperBranches:
     def skip(self, event: "Event", enabled: cst.BaseExpression | None = None) -> bool:
         """Does a helper's ``if`` around ``event`` take the other branch at the calls that lead
         there, or is ``enabled`` (of the context around it: ``autocast(enabled=use_amp)``) false there?"""
+        return self.decided(event, enabled) is False
+
+    def decided(self, event: "Event", enabled: cst.BaseExpression | None = None) -> bool | None:
+        """What the calls that lead to ``event`` decide of it: False when a helper's ``if`` around
+        it (or ``enabled``) is off there, True when one is on there and none is off, None when
+        they decide nothing (no helper's test reads what they pass)."""
         if not event.chain:
-            return False
+            return None
         tests = [(g.node.test, g.branch == "body") for g in event.guards if g.branch in ("body", "orelse")]
         if enabled is not None:
             tests.append((enabled, True))
+        on = None
         for test, wanted in tests:
             key = (id(test), *map(id, event.chain))
             if key not in self._truths:
@@ -69,8 +76,10 @@ class HelperBranches:
                 self._truths[key] = truth_at(self._values, self.index, test, event.chain)
             truth = self._truths[key]
             if truth is not None and truth != wanted:
-                return True
-        return False
+                return False
+            if truth is not None:
+                on = True
+        return on
 
 
 class _Reader:

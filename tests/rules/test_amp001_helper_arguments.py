@@ -68,12 +68,16 @@ def _project(pretrain_amp: str, finetune_amp: str) -> str:
 
 def test_each_loop_is_judged_by_what_its_call_passes(lint, where):
     # pretrain's caller passes False through pretrain's own parameter; finetune passes True
-    assert where(lint("AMP001", _project("False", "True"))) == [FINETUNE_BACKWARD]
+    diagnostics = lint("AMP001", _project("False", "True"))
+    assert where(diagnostics) == [FINETUNE_BACKWARD]
+    assert "autocasts to float16 on CUDA (line 13), switched on by what the call on line 31 passes" \
+        in diagnostics[0].message
 
 
 def test_an_option_the_launch_sets_can_run_the_autocast(lint, where):
-    found = where(lint("AMP001", _project("args.fp16", "use_amp=False")))
-    assert found == [PRETRAIN_BACKWARD]
+    diagnostics = lint("AMP001", _project("args.fp16", "use_amp=False"))
+    assert where(diagnostics) == [PRETRAIN_BACKWARD]
+    assert "switched on" not in diagnostics[0].message  # --fp16 decides, not the calls
 
 
 def test_a_call_that_leaves_the_parameter_at_its_default_never_autocasts(lint):
