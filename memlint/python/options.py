@@ -409,12 +409,10 @@ class Options:
 
     def field_value(self, instance: Instance, attr: str, depth: int = 0) -> Found | None:
         """``instance.attr``: a constructor keyword, else the field default (own or inherited)."""
+        passed, found = self._constructor_keyword(instance, attr, depth)
+        if passed:
+            return found
         keys = (attr,) if instance.cli else ()
-        if instance.call is not None:
-            for arg in instance.call.args:
-                if arg.keyword is not None and arg.keyword.value == attr:
-                    found = self.values.evaluate(arg.value, depth + 1)
-                    return found.at(found.node) if found is not None else None
         if instance.cls is not None:
             found = self._class_field(instance.cls, attr, keys, depth)
             if found is not None:
@@ -431,6 +429,24 @@ class Options:
             # default written in the other module (``memlint.facts.imported_arguments``)
             return Found(MISSING, None, keys, f"--{attr}")
         return None
+
+    def declared_field(self, instance: Instance, attr: str, depth: int = 0) -> tuple[bool, Found | None]:
+        """``instance.attr`` where the code itself states it -- a constructor keyword, or a field
+        of the user class or of its user bases -- as (stated, value); a library class's own
+        field is not stated (``argparse.Namespace(**vars(a), **vars(b))`` asks each in turn)."""
+        passed, found = self._constructor_keyword(instance, attr, depth)
+        if passed or instance.cls is None:
+            return passed, found
+        found = self._class_field(instance.cls, attr, (attr,) if instance.cli else (), depth)
+        return found is not None, found
+
+    def _constructor_keyword(self, instance: Instance, attr: str, depth: int) -> tuple[bool, Found | None]:
+        if instance.call is not None:
+            for arg in instance.call.args:
+                if arg.keyword is not None and arg.keyword.value == attr:
+                    found = self.values.evaluate(arg.value, depth + 1)
+                    return True, (found.at(found.node) if found is not None else None)
+        return False, None
 
     def _class_field(self, node: cst.ClassDef, attr: str, keys: tuple[str, ...], depth: int) -> Found | None:
         if depth > 12:

@@ -295,11 +295,13 @@ class Names:
                 out.append(parent)
         return out
 
-    def argument_for(self, function: cst.FunctionDef, param: cst.Param, call: cst.Call) -> Any:
+    def argument_for(self, function: cst.FunctionDef, param: cst.Param, call: cst.Call,
+                     bound_self: bool = False) -> Any:
         """What ``call`` passes for ``param``: an expression, an element of ``*args``, NOT_PASSED,
-        or None when ``**kwargs`` hides it."""
+        or None when ``**kwargs`` hides it. ``bound_self``: a method called on its object
+        (``self.step(batch)``), whose first parameter the call does not pass."""
         params = function.params
-        positional = list(params.posonly_params) + list(params.params)
+        positional = (list(params.posonly_params) + list(params.params))[1 if bound_self else 0:]
         name = param.name.value
         index = next((i for i, p in enumerate(positional) if p is param), None)
         position = 0

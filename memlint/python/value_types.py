@@ -33,6 +33,15 @@ class Namespace:
     """What ``ArgumentParser.parse_args()`` returns: attributes are argparse options."""
 
 
+@dataclass(frozen=True)
+class Merged:
+    """``argparse.Namespace(**vars(model_args), **vars(training_args), seed=1)``: one object
+    whose attributes are its keywords and the attributes of each object unpacked into it
+    (qlora hands such a namespace to ``get_accelerate_model(args, ...)``)."""
+
+    call: cst.Call
+
+
 class CallerOptions:
     """A parameter bound to the options object a caller in another module passes it
     (``create_and_prepare_model(model_args, ...)``): each attribute is that caller's option."""

@@ -32,6 +32,7 @@ from memlint.python.value_types import (
     FunctionValue,
     Instance,
     Mapping,
+    Merged,
     Namespace,
     Parsed,
     Ref,
@@ -64,6 +65,9 @@ _FORMULA_OPERATORS: dict[type, str] = {
 # how scripts read an environment variable: ``os.environ.get("WORLD_SIZE", 1)``, ``os.getenv(...)``
 _ENVIRONMENT_READS = ("os.environ.get", "os.getenv")
 
+# the classes whose call builds one object out of keywords and ``**`` unpacked objects
+_NAMESPACES = frozenset({"argparse.Namespace", "types.SimpleNamespace"})
+
 _COMPARE: dict[type, Callable[[Any, Any], Any]] = {
     cst.Equal: operator.eq,
     cst.NotEqual: operator.ne,
@@ -95,6 +99,14 @@ def _keepable(found: Found | None) -> bool:
     value = found.value
     return (type(value) not in _HOLDS_DEFINITIONS and type(found.node) not in _DEFINITIONS
             and not (type(value) is tuple and any(type(v) in _HOLDS_DEFINITIONS for v in value)))
+
+
+def _vars_argument(values: "Values", expr: cst.BaseExpression) -> cst.BaseExpression:
+    """``model_args`` of ``**vars(model_args)`` (its ``__dict__``); any other expression as it is."""
+    if type(expr) is cst.Call and len(expr.args) == 1 and not expr.args[0].star \
+            and "builtins.vars" in values.qualified(expr.func):
+        return expr.args[0].value
+    return expr
 
 
 def _is_number(value: Any) -> bool:
@@ -551,6 +563,8 @@ class Values(Names):
                 return Found(MISSING, None, (attr,), f"--{attr}")
             if isinstance(value, Instance):
                 return self.options.field_value(value, attr, depth + 1)
+            if isinstance(value, Merged):
+                return self._merged_attribute(value.call, attr, depth)
             if isinstance(value, ClassValue):
                 return self.options.class_attribute(value.node, attr, depth + 1)
             if isinstance(value, Ref):
@@ -563,6 +577,37 @@ class Values(Names):
                 return found
         names = sorted(self.qualified(expr))
         return Found(Ref(names[0]), expr) if names else None
+
+    def _merged_attribute(self, call: cst.Call, attr: str, depth: int) -> Found | None:
+        """``args.bits`` of ``args = argparse.Namespace(**vars(model_args), **vars(training_args))``:
+        a keyword of that name, else the first unpacked object that states the attribute (a
+        field of a user dataclass, an argparse option, a dict key), else a library dataclass's
+        default (``TrainingArguments.bf16``). Python refuses a name given twice, so at most one
+        object states it."""
+        library: Found | None = None
+        for arg in call.args:
+            if arg.keyword is not None and arg.keyword.value == attr:
+                return self.evaluate(arg.value, depth + 1)
+        for arg in call.args:
+            if arg.star != "**":
+                continue
+            unpacked = self.evaluate(_vars_argument(self, arg.value), depth + 1)
+            value = unpacked.value if unpacked is not None else None
+            if isinstance(value, Instance):
+                stated, found = self.options.declared_field(value, attr, depth + 1)
+                if stated:
+                    return found
+                if library is None:
+                    library = self.options.field_value(value, attr, depth + 1)
+            elif isinstance(value, Namespace):
+                found = self.options.argparse_value(attr)
+                if found is not None:
+                    return found
+            elif isinstance(value, Mapping):
+                entry = value.get(attr)
+                if entry is not None:
+                    return self.evaluate(entry, depth + 1)
+        return library
 
     def _unresolved(self, name: cst.Name) -> bool:
         definitions = self.definitions(name)
@@ -610,6 +655,8 @@ class Values(Names):
                                          depth)
             if name == "builtins.dict":
                 return self._dict_call(expr, depth)
+            if name in _NAMESPACES:
+                return Found(Merged(expr), expr)
             if name == "builtins.getattr" and len(positional) == 2 and len(expr.args) == 2:
                 base = self.evaluate(positional[0].value, depth + 1)
                 attr = self.evaluate(positional[1].value, depth + 1)

@@ -11,6 +11,7 @@ from memlint.catalog.gpus import UnknownGpu, lookup_gpu
 from memlint.documents.kinds import DocumentKind
 from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Related, Severity
+from memlint.python.call_chains import HelperBranches
 from memlint.python.index import ModuleIndex, index_for
 from memlint.python.loops import TrainingLoop, step_loops, training_loops, updating_backwards
 from memlint.python.syntax import dotted
@@ -130,6 +131,8 @@ class _Source:
     certain: bool  # False when the code can also pick another dtype at run time
     # the ``torch.cuda.is_bf16_supported()`` check that picks float16 only where it is false
     fallback: cst.Call | None = None
+    # the loop's call of the helper that holds it, where what that call passes turns it on
+    through: cst.Call | None = None
 
 
 class Fp16WithoutLossScaling(Rule):
@@ -151,7 +154,10 @@ class Fp16WithoutLossScaling(Rule):
     ``torch.cuda.is_bf16_supported()`` when the target GPU (``--gpu``) has bfloat16 (without a
     target the finding says that float16 runs only where the check is false), and neither is a ``backward()`` that updates no parameter
     (no optimizer, engine or Trainer step with it: a test that compares the gradients of two
-    implementations under float16 autocast trains nothing).
+    implementations under float16 autocast trains nothing). An autocast in a helper behind one of
+    its parameters (``if use_amp: with autocast():``, ``autocast(enabled=use_amp)``) counts
+    for the loops whose call turns it on: by what the call passes, the parameter's default, or
+    a parameter of the caller that its one caller sets.
 
     ## Why it matters
     Float16 has 5 exponent bits: values below 2⁻²⁴ (about 6e-8) are zero and values below
@@ -336,10 +342,11 @@ for batch in loader:
         constructed = [c for c in index.calls if is_scaler_constructor(index, c)]
         scalers = [c for c in constructed if not scaler_disabled(c)]
         loops = training_loops(index)
+        helpers = HelperBranches(index)
         for backward in trained:
             if backward.kind != "tensor" or _scaled_elsewhere(index, backward, loops):
                 continue
-            sources = _fp16_sources(index, backward, loops)
+            sources = _fp16_sources(index, backward, loops, helpers)
             if sources and all(s.fallback is not None for s in sources) and _target_has_bf16(ctx):
                 continue  # `bfloat16 if torch.cuda.is_bf16_supported() else float16`: bf16 on the target
             if sources:
@@ -365,6 +372,8 @@ for batch in loader:
             check = py.range_of(source.fallback).start.line
             where = (f"{source.description} (line {line}), float16 where `torch.cuda.is_bf16_supported()` "
                      f"(line {check}) is false: on GPUs without bfloat16 (before Ampere)")
+        if source.through is not None:
+            where += f", switched on by what the call on line {py.range_of(source.through).start.line} passes"
         if scalers:
             scaler_line = py.range_of(scalers[0]).start.line
             tail = (
@@ -443,7 +452,7 @@ def _scaled_elsewhere(index: ModuleIndex, backward: Backward, loops) -> bool:
     return False
 
 
-def _fp16_sources(index: ModuleIndex, backward: Backward, loops) -> list[_Source]:
+def _fp16_sources(index: ModuleIndex, backward: Backward, loops, helpers: HelperBranches) -> list[_Source]:
     sources: list[_Source] = []
     running = _innermost(_loops_running(loops, backward.call))
     for region in autocast_regions(index):
@@ -453,7 +462,13 @@ def _fp16_sources(index: ModuleIndex, backward: Backward, loops) -> list[_Source
         if index.exclusive(autocast.call, backward.call):
             continue
         encloses = index.contains(region.node, backward.call)
-        runs_in_loop = any(index.contains(region.node, e.node) for loop in running for e in loop.events)
+        # an event in a helper counts where the calls that lead to it leave its branch on
+        reached = [(e, helpers.decided(e, autocast.enabled))
+                   for loop in running for e in loop.events if index.contains(region.node, e.node)]
+        live = [(e, on) for e, on in reached if on is not False]
+        runs_in_loop = bool(live)
+        # every way there passes what turns it on (``loss_step(..., mixed_precision=True)``)
+        through = live[0][0].chain[0] if live and all(on for _, on in live) else None
         is_forward = isinstance(region.node, cst.FunctionDef) and region.node.name.value == "forward"
         # straight-line code: the forward under autocast, then the backward after the `with`
         # (not a `with` further down, which a backward outside any loop never follows)
@@ -467,7 +482,8 @@ def _fp16_sources(index: ModuleIndex, backward: Backward, loops) -> list[_Source
                 if autocast.dtype is not None
                 else f"`{index.py.code_of(autocast.call.func)}()` autocasts to float16 on CUDA"
             )
-            sources.append(_Source(autocast.call, label, certain, fallback[1] if fallback else None))
+            sources.append(_Source(autocast.call, label, certain, fallback[1] if fallback else None,
+                                   through if runs_in_loop and not (encloses or is_forward) else None))
     trained = trained_models(index)
     for choice in dtype_choices(index):
         if "fp16" not in choice.dtypes or index.under_no_grad(choice.node):
