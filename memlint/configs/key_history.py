@@ -89,11 +89,12 @@ def versioned_issues(ctx: RuleContext) -> list[Issue]:
 
 def _read_by_the_project(ctx: RuleContext, found: list[Issue]) -> tuple[str, frozenset[str]] | None:
     """The project's reading of this TrainingArguments-like file as a plain mapping, if it is one:
-    a script that loads a config and takes from it every top-level key the Trainer does not know,
-    and at least half of the file's keys (x-flux's ``args = OmegaConf.load(path)`` reading
-    ``args.max_train_steps``, ``args.lr_scheduler``, ``args.output_dir``). HfArgumentParser never
-    sees such a file: its keys and values are the script's to judge. A file with no unknown key
-    is left to the schema (nothing shows that it is not handed to the Trainer)."""
+    a script that loads a config and takes from it at least half of the top-level keys the Trainer
+    does not know, and at least half of the file's keys (x-flux's ``args = OmegaConf.load(path)``
+    reading ``args.max_train_steps``, ``args.lr_scheduler``, ``args.output_dir``; the rest are read
+    by the modules it hands the mapping to). HfArgumentParser never sees such a file: its keys and
+    values are the script's to judge. A file with no unknown key is left to the schema (nothing
+    shows that it is not handed to the Trainer)."""
     assert ctx.structured is not None
     keys = {k for k in ctx.structured.value if isinstance(k, str)}
     unknown = {i.path[0] for i in found if len(i.path) == 1 and i.category == "unknown"}
@@ -103,21 +104,21 @@ def _read_by_the_project(ctx: RuleContext, found: list[Issue]) -> tuple[str, fro
     if kept is None:
         kept = ctx.shared["config_reads"] = project_config_reads(ctx.settings.root)
     for loader, read in sorted(kept, key=lambda site: -len(site[1])):
-        if unknown <= read and 2 * len(keys & read) >= len(keys):
+        if 2 * len(unknown & read) >= len(unknown) and (unknown & read) and 2 * len(keys & read) >= len(keys):
             return loader, read
     return None
 
 
 def _the_projects_own(found: list[Issue], loader: str, read: frozenset[str]) -> list[Issue]:
-    """The issues left once the keys a script reads itself are the script's: none of their
-    names, releases or values is the Trainer's business. OmegaConf reads ``1e-5`` as a number
-    (its YAML loader resolves floats without a dot), so a type issue stays only under PyYAML or
-    JSON, whose values the script receives as written."""
-    def the_scripts(issue: Issue) -> bool:
-        if len(issue.path) < 1 or issue.path[0] not in read:
-            return False
-        return issue.category != "invalid" or loader == "OmegaConf"
-    return [issue for issue in found if not the_scripts(issue)]
+    """The issues left once the file is the script's own: none of its keys' names, releases or
+    values is the Trainer's business. A key the script takes under PyYAML or JSON still arrives as
+    written, so a number YAML 1.1 reads as a string stays a type issue there; OmegaConf reads
+    ``1e-5`` as a number (its YAML loader resolves floats without a dot), and a key no code reads
+    is nobody's."""
+    def still_wrong(issue: Issue) -> bool:
+        return (bool(issue.path) and issue.path[0] in read and issue.category == "invalid"
+                and loader != "OmegaConf")
+    return [issue for issue in found if still_wrong(issue)]
 
 
 def project_fields(ctx: RuleContext) -> frozenset[str]:

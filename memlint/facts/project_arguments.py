@@ -209,9 +209,14 @@ def _scan(text: str) -> _Scan | None:
 
 def _config_reads(module: ast.Module) -> frozenset[tuple[str, frozenset[str]]]:
     """In each function (and the module's own body), the names bound to a config file read into
-    a mapping and the keys taken from them: ``cfg.lr``, ``cfg["lr"]``, ``cfg.get("lr")``."""
+    a mapping and the keys taken from them: ``cfg.lr``, ``cfg["lr"]``, ``cfg.get("lr")``. A
+    mapping handed straight to a function of the module (Latte's ``main(OmegaConf.load(path))``)
+    is that function's parameter."""
     out: set[tuple[str, frozenset[str]]] = set()
+    functions = {n.name: n for n in module.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    handed: dict[int, dict[str, str]] = {}  # id(function) -> {parameter: loader}
     scopes: list[ast.AST] = [module, *(n for n in ast.walk(module) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))]
+    read_in: list[tuple[ast.AST, dict[str, str], dict[str, set[str]]]] = []
     for scope in scopes:
         loaders: dict[str, str] = {}
         keys: dict[str, set[str]] = {}
@@ -219,13 +224,31 @@ def _config_reads(module: ast.Module) -> frozenset[tuple[str, frozenset[str]]]:
             loader = _loader(node.value) if isinstance(node, ast.Assign) and _is_load(node.value) else None
             if loader is not None:
                 loaders.update((t.id, loader) for t in node.targets if isinstance(t, ast.Name))
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in functions:
+                _hand_over(functions[node.func.id], node, handed)
             key = _key_read(node)
             if key is not None:
                 keys.setdefault(key[0], set()).add(key[1])
-        for name, loader in loaders.items():
+        read_in.append((scope, loaders, keys))
+    for scope, loaders, keys in read_in:
+        for name, loader in {**handed.get(id(scope), {}), **loaders}.items():
             if keys.get(name):
                 out.add((loader, frozenset(keys[name])))
     return frozenset(out)
+
+
+def _hand_over(function: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call,
+               handed: dict[int, dict[str, str]]) -> None:
+    """The parameters of ``function`` that ``call`` passes a config loader's result to."""
+    positional = [a.arg for a in function.args.posonlyargs + function.args.args]
+    for index, argument in enumerate(call.args):
+        loader = _loader(argument) if _is_load(argument) else None
+        if loader is not None and index < len(positional):
+            handed.setdefault(id(function), {})[positional[index]] = loader
+    for keyword in call.keywords:
+        loader = _loader(keyword.value) if _is_load(keyword.value) else None
+        if loader is not None and keyword.arg is not None:
+            handed.setdefault(id(function), {})[keyword.arg] = loader
 
 
 def _own_nodes(scope: ast.AST):

@@ -112,3 +112,58 @@ def test_a_trainer_yaml_beside_a_small_omegaconf_config_keeps_its_misspelling(li
     diagnostics = lint(files, "recipes/sft.yaml")
     assert codes(diagnostics) == [("CFG001", 5)]
     assert "lr_scheduler_type" in diagnostics[0].message
+
+
+# Latte's train.py: the loaded mapping is handed to main(args); the model's own keys (learn_sigma,
+# attention_bias) are read by the models package it is handed on to, learning_rate by nothing
+TRAIN_HANDED = '''\
+import argparse
+
+import torch
+from omegaconf import OmegaConf
+
+from models import get_models
+
+
+def main(args):
+    model = get_models(args)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0)
+    for step in range(args.max_train_steps):
+        loss = model(torch.randn(args.local_batch_size, args.num_frames, 4, args.image_size // 8, args.image_size // 8)).mean()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip_max_norm)
+        opt.step()
+        opt.zero_grad()
+        if step % args.log_every == 0:
+            print(step, args.results_dir, args.gradient_accumulation_steps, args.dataset, args.use_compile)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--config", type=str, default="./configs/ffs/ffs_train.yaml")
+    args = parser.parse_args()
+    main(OmegaConf.load(args.config))
+'''
+
+LATTE_YAML = """\
+dataset: "ffs"
+results_dir: "./results"
+model: Latte-XL/2
+num_frames: 16
+image_size: 256
+learn_sigma: True
+attention_bias: True
+learning_rate: 1e-4
+clip_max_norm: 0.1
+local_batch_size: 5
+max_train_steps: 1000000
+log_every: 100
+gradient_accumulation_steps: 1
+use_compile: False
+gradient_checkpointing: False
+"""
+
+
+def test_a_mapping_handed_to_the_scripts_main_is_the_scripts_own(lint):
+    files = {"train.py": TRAIN_HANDED, "configs/ffs/ffs_train.yaml": LATTE_YAML}
+    assert codes(lint(files, "configs/ffs/ffs_train.yaml")) == []
