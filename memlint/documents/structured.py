@@ -53,6 +53,10 @@ _YAML = "tag:yaml.org,2002:"
 _SCALAR_TAGS = {f"{_YAML}{t}" for t in ("str", "int", "float", "bool", "null", "timestamp")}
 # Tags ``yaml.safe_load`` understands; any other tag makes it raise.
 _SAFE_TAGS = _SCALAR_TAGS | {f"{_YAML}{t}" for t in ("map", "seq", "set", "omap", "pairs", "binary", "merge", "value")}
+# HyperPyYAML's tags (SpeechBrain, CosyVoice, WeNet: ``!new:torch.nn.Linear``, ``!ref <lr>``): the
+# project reads such a file with ``load_hyperpyyaml``, which builds the objects; no training tool
+# memlint reads takes it, so the tags are the project's business (kept as text, never constructed)
+_HYPERPYYAML_TAGS = re.compile(r"^!(?:new|name|module|apply|applyref|include):|^!(?:ref|copy|tuple|placeholder)$")
 
 
 @dataclass(frozen=True)
@@ -423,7 +427,7 @@ class _Composer:
         return value.isoformat() if hasattr(value, "isoformat") else value
 
     def _check_tag(self, tag: str | None, event: yaml.Event, scalar: bool) -> None:
-        if tag in (None, "!") or tag in _SAFE_TAGS:
+        if tag in (None, "!") or tag in _SAFE_TAGS or _HYPERPYYAML_TAGS.match(tag):
             return
         where = Range(_position(event.start_mark), _position(event.end_mark if scalar else event.start_mark))
         if not scalar:

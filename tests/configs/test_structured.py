@@ -225,6 +225,20 @@ def test_python_tags_are_refused_and_never_constructed():
     assert problem.range == r(1, 12, 1, 13)
 
 
+def test_hyperpyyaml_tags_are_the_projects_and_stay_text():
+    # CosyVoice's conf/cosyvoice.yaml, read by the project with hyperpyyaml.load_hyperpyyaml
+    text = ("__set_seed1: !apply:random.seed [1986]\nsample_rate: 22050\nllm_input_size: 896\n"
+            "llm: !new:cosyvoice.llm.llm.TransformerLM\n    text_encoder_input_size: !ref <text_encoder_input_size>\n"
+            "    llm_input_size: !ref <llm_input_size>\n"
+            "optim: !name:torch.optim.Adam\n")
+    data = load(text, "yaml")
+    assert data.ok and data.problems == []
+    assert data.value["sample_rate"] == 22050
+    # a Python tag in the same file is still refused
+    assert [p.kind for p in load(text + "evil: !!python/object/apply:os.system ['id']\n", "yaml").problems] == [
+        "unsupported-tag"]
+
+
 def test_control_characters():
     data = load("base_model: x\nnote: \x07\n", "yaml")
     [problem] = data.problems
