@@ -63,18 +63,22 @@ def materialize(git_dir: Path, dest: Path, commit: str) -> str:
     """Write every blob of ``commit`` that the snapshot holds under ``dest``; say what was written.
 
     The blobs are read through one ``git cat-file --batch``: one process per file took
-    minutes on the larger repositories.
+    minutes on the larger repositories. A symbolic link is made as a clone makes it, when it
+    points inside the checkout (CosyVoice's recipes share ``conf`` through links).
     """
     full = resolve(git_dir, commit)
     if full is None:
         raise ValueError(f"{git_dir}: no commit {commit}")
     listing = _git(git_dir, "ls-tree", "-r", "-z", full).stdout.decode()
     files: list[tuple[str, str]] = []
+    links: set[str] = set()
     for entry in filter(None, listing.split("\0")):
         meta, path = entry.split("\t", 1)
         mode, kind, sha = meta.split()
-        if kind == "blob" and mode != "120000":
+        if kind == "blob":
             files.append((sha, path))
+            if mode == "120000":
+                links.add(path)
     batch = subprocess.Popen(
         ["git", "--git-dir", str(git_dir), "cat-file", "--batch"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -98,11 +102,23 @@ def materialize(git_dir: Path, dest: Path, commit: str) -> str:
         batch.stdout.read(1)  # the newline after each object
         target = dest / path
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(content)
+        if path in links:
+            _link(dest, target, content.decode("utf-8", "replace"))
+        else:
+            target.write_bytes(content)
     writer.join()
     batch.wait()
     subprocess.run(["git", "init", "-q", str(dest)], check=True)  # a checkout has a .git: the project root
     return f"{full} ({skipped} absent blobs skipped)"
+
+
+def _link(dest: Path, target: Path, pointed: str) -> None:
+    """``target`` as a link to ``pointed``, when that stays inside the checkout ``dest``."""
+    inside = os.path.normpath(os.path.join(os.path.dirname(target), pointed))
+    if os.path.isabs(pointed) or not (inside + os.sep).startswith(os.path.normpath(dest) + os.sep):
+        return
+    if not os.path.lexists(target):
+        os.symlink(pointed, target)
 
 
 def _picked(path: Path, args: argparse.Namespace) -> list[Checkout]:
