@@ -69,8 +69,9 @@ def tape_settings(arch: Architecture, setup: TrainingSetup, block_trains: bool =
         param_bytes, autocast = compute, False
     if setup.quantized:
         # prepare_model_for_kbit_training upcasts the non-quantised parameters (norms,
-        # embeddings, head) to fp32; bnb Linear4bit computes in bnb_4bit_compute_dtype.
-        param_bytes = 4 if setup.lora is not None and setup.lora.kbit_prepared else 2
+        # embeddings, head) to fp32, as does mixed precision's fp32 weights (the weights' own
+        # account, states.state_bytes); bnb Linear4bit computes in bnb_4bit_compute_dtype.
+        param_bytes = 4 if setup.lora is not None and setup.lora.kbit_prepared else int(policy.weight_bytes)
         compute = 2
     return TapeSettings(
         compute_bytes=compute,
@@ -211,6 +212,11 @@ def profile(arch: Architecture, setup: TrainingSetup) -> ActivationProfile:
             trained = setup.trained_blocks if setup.trained_blocks is not None else arch.num_layers - setup.frozen_layers
             linears = linears * trained // arch.num_layers
             head = 0 if setup.freeze_head else head
+        if setup.quantized:
+            # bitsandbytes' 4-bit linears dequantize their weight into the compute dtype inside
+            # MatMul4Bit and keep only the packed weight for backward: autocast has no weight to
+            # copy there (measured: tests/calibration, the amp-bf16 QLoRA case)
+            linears = 0
         casts = settings.compute_bytes * (linears + head)
 
     checkpointed = 0

@@ -225,7 +225,11 @@ class Tape:
         # rows of the input per token of the tape: 1, but for a tensor of another length priced
         # per token of this one (a decoder's cross-attention projecting the encoder's output)
         rows = x.numel / in_features if in_features else 1.0
-        out = self.new(out_features * rows, x_in.nbytes, x.rg or trains)
+        # bitsandbytes' Linear4bit returns its result in the input's dtype (``.to(inp_dtype)``):
+        # fp32 where the hidden states are fp32 (prepare_model_for_kbit_training, or mixed
+        # precision's fp32 norms and embeddings), whatever the compute dtype; the head is not quantized
+        out_bytes = x.nbytes if self.s.quantized_base and name != "lm_head" else x_in.nbytes
+        out = self.new(out_features * rows, out_bytes, x.rg or trains)
         if self.s.lora_targets(name) and not oft:
             out = self._lora(x, out, out_features, rows)
         return out

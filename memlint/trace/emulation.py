@@ -118,8 +118,8 @@ def cuda_sdpa_kernel_choice() -> Iterator[None]:
     flash kernel, whose saved tensors are the CUDA kernels'. Only the kernel choice changes; the
     dropout's own memory on CUDA is nil in these kernels.
 
-    The one case CUDA has no fused kernel for: fp32 inputs with fewer key/value heads than
-    query heads (``enable_gqa``): flash takes no fp32 and memory-efficient attention no GQA,
+    The one case CUDA has no fused kernel for: fp32 inputs (after autocast's cast) with fewer
+    key/value heads than query heads (``enable_gqa``): flash takes no fp32 and memory-efficient attention no GQA,
     so CUDA runs the math kernel (measured on an H200, torch 2.11: ``_safe_softmax`` in the
     trace, Llama-3.2-1B LoRA fp32 b4 s1024 33.4 GiB against 28.8 GiB with CPU flash). The
     emulation runs the math kernel there too. Values narrower than queries (DeepSeek-V2/V3) are
@@ -140,7 +140,11 @@ def cuda_sdpa_kernel_choice() -> Iterator[None]:
             with sdpa_kernel(SDPBackend.MATH):
                 return original(query, key, value, attn_mask, dropout_p, *args, **kwargs)
         gqa = kwargs.get("enable_gqa") and key.shape[-3] != query.shape[-3]
-        if gqa and query.dtype == torch.float32:
+        # under autocast the kernel sees the autocast dtype: SDPA is on its lower-precision list
+        # (bitsandbytes' 4-bit linears hand fp32 q, k, v to it when the hidden states are fp32)
+        dtype = torch.get_autocast_dtype(query.device.type) if torch.is_autocast_enabled(query.device.type) \
+            else query.dtype
+        if gqa and dtype == torch.float32:
             with sdpa_kernel(SDPBackend.MATH):
                 return original(query, key, value, attn_mask, dropout_p, *args, **kwargs)
         dv = value.shape[-1]

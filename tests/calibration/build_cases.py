@@ -229,6 +229,9 @@ def case_rows() -> list[tuple]:
         (L2, 1, 2048, "bf16", "adamw-8bit", True, {}),
         (L2, 1, 2048, "bf16", "adamw-forloop", True, {}),
         (L2, 4, 2048, "bf16", "adamw", True, {"qlora": lora(16)}),
+        # QLoRA under autocast (--bf16 with fp32 norms and embeddings): the 4-bit linears get no weight copy
+        (L2, 1, 1024, "amp-bf16", "adamw", True, {"qlora": lora(16)}),
+        (Q05, 4, 2048, "amp-bf16", "adamw", False, {"qlora": lora(16)}),
         (L2, 1, 2048, "amp-bf16", "adamw", True, {"world_size": 2, "sharding": "fsdp-full"}),
         (L3, 1, 4096, "bf16", "adafactor", True, {}),
         (L3, 1, 8192, "bf16", "adamw", True, {"qlora": lora(64)}),
