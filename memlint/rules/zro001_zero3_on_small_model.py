@@ -41,6 +41,10 @@ deepspeed: ds_zero3.json
 output_dir: out
 """
 
+
+# how much a lighter form still shards: a shared config lightened for every run must keep the most
+_SHARDING_NEEDED = {"none": 0, "zero1": 1, "zero2": 2, "fsdp-grad-op": 2, "fsdp-hybrid": 2}
+
 _LIGHTER = {
     Sharding.ZERO3: (Sharding.NONE, Sharding.ZERO1, Sharding.ZERO2),
     Sharding.FSDP_FULL: (Sharding.NONE, Sharding.FSDP_GRAD_OP),
@@ -296,13 +300,17 @@ class ZeroThreeOnSmallModel(Rule):
                 by_place.setdefault((finding.path, finding.range), []).append(finding)
         for same in by_place.values():
             # a run whose estimate is a lower bound (a project's compute_loss, GRPO's generation)
-            # speaks for a shared config: "each fits a lighter stage" holds only by the estimate
+            # speaks for a shared config: "every one fits it" holds only by the estimate
             bounded = [f for f in same if (f.data or {}).get("lower_bound")]
-            worst = max(bounded or same, key=lambda f: (f.data or {}).get("peak_bytes", 0))
+            # the config is one choice for every run: the run that needs the most sharding (a full
+            # fine-tune's ZeRO-1 beside a projector-only stage's DDP, VideoLLaMA2's zero3.json) names
+            # the lighter stage, then the largest peak under it
+            worst = max(bounded or same, key=lambda f: (_SHARDING_NEEDED.get((f.data or {}).get("lighter"), 0),
+                                                        (f.data or {}).get("peak_bytes", 0)))
             if len(same) > 1:
-                each = "; each fits a lighter stage" if not bounded else ", by the estimate"
-                worst = replace(worst, message=f"{worst.message} (the largest of the {len(same)} runs that use "
-                                               f"this config{each})")
+                each = "; every one fits it" if not bounded else ", by the estimate"
+                worst = replace(worst, message=f"{worst.message} (the run that needs the most of the {len(same)} "
+                                               f"runs that use this config{each})")
             yield worst
 
     def _per_run(self, ctx: RuleContext, run: ResolvedRun) -> Iterator[Finding]:

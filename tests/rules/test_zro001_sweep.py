@@ -93,5 +93,22 @@ def test_one_finding_for_a_shared_config_that_every_run_could_lighten(tmp_path):
     # two launches use one ZeRO-3 config and each run fits a lighter stage: one finding on the
     # config's line, spoken for by the run with the larger peak, not one per run
     [finding] = _zro001(tmp_path, TWO_MODELS)
-    assert "the largest of the 2 runs that use this config" in finding.message
+    assert "the run that needs the most of the 2 runs that use this config; every one fits it" in finding.message
     assert finding.severity == Severity.WARNING
+
+
+SMALL_AND_LARGE = ('TASK_NAME=mnli\nOUTPUT_DIR=./${TASK_NAME}/output\n\n'
+                   + _launch("z3").replace("$MODEL_NAME", "Qwen/Qwen2.5-0.5B")
+                   .replace("$PER_DEVICE_TRAIN_BATCH_SIZE", "288") + "\n"
+                   + _launch("z3").replace("$MODEL_NAME", "Qwen/Qwen2.5-7B")
+                   .replace("$PER_DEVICE_TRAIN_BATCH_SIZE", "1").replace("_z3\n", "_z3_large\n"))
+
+
+def test_a_shared_config_is_lightened_as_far_as_its_heaviest_run_allows(tmp_path):
+    # the 0.5B run at micro-batch 288 would fit plain data parallelism with the larger peak (56.4
+    # GiB); the 7B one needs its optimizer states sharded (ZeRO-1, 38.1 GiB): the config's lighter
+    # stage is the one every run fits (VideoLLaMA2's zero3.json: a projector-only stage beside
+    # full fine-tunes)
+    [finding] = _zro001(tmp_path, SMALL_AND_LARGE)
+    assert "with ZeRO-1" in finding.message or "with ZeRO-2" in finding.message, finding.message
+    assert "plain data parallelism" not in finding.message
