@@ -305,7 +305,7 @@ class ZeroThreeOnSmallModel(Rule):
             # the config is one choice for every run: the run that needs the most sharding (a full
             # fine-tune's ZeRO-1 beside a projector-only stage's DDP, VideoLLaMA2's zero3.json) names
             # the lighter stage, then the largest peak under it
-            worst = max(bounded or same, key=lambda f: (_SHARDING_NEEDED.get((f.data or {}).get("lighter"), 0),
+            worst = max(bounded or same, key=lambda f: (_SHARDING_NEEDED.get(str((f.data or {}).get("lighter")), 0),
                                                         (f.data or {}).get("peak_bytes", 0)))
             if len(same) > 1:
                 each = "; every one fits it" if not bounded else ", by the estimate"
