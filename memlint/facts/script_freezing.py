@@ -105,15 +105,10 @@ def _all_but_literals_frozen(loop: cst.For) -> tuple[cst.BaseExpression, list[st
     """(X, the literals) for a loop over ``X.named_parameters()`` that turns off the gradient of
     every parameter whose name a test of literals does not match (its ``else``, or its body under
     ``not``), and of none that it matches."""
-    source = loop.iter
-    if not (isinstance(source, cst.Call) and isinstance(source.func, cst.Attribute)
-            and source.func.attr.value == "named_parameters" and isinstance(loop.body, cst.IndentedBlock)):
+    header = _named_parameters_loop(loop)
+    if header is None or not isinstance(loop.body, cst.IndentedBlock):
         return None
-    target = loop.target
-    if not (isinstance(target, cst.Tuple) and len(target.elements) == 2
-            and all(isinstance(e.value, cst.Name) for e in target.elements)):
-        return None
-    name, param = (cst.ensure_type(e.value, cst.Name).value for e in target.elements)
+    model, name, param = header
     for statement in loop.body.body:
         if not isinstance(statement, cst.If) or not _mentions(statement.test, name) \
                 or _reads_more_than(statement.test, name):
@@ -133,8 +128,22 @@ def _all_but_literals_frozen(loop: cst.For) -> tuple[cst.BaseExpression, list[st
         literals = [node.evaluated_value for node in _strings(statement.test)
                     if isinstance(node.evaluated_value, str) and node.evaluated_value]
         if literals:
-            return source.func.value, literals
+            return model, literals
     return None
+
+
+def _named_parameters_loop(loop: cst.For) -> tuple[cst.BaseExpression, str, str] | None:
+    """``for name, p in X.named_parameters():``: (X, the name's and the parameter's names)."""
+    source = loop.iter
+    if not (isinstance(source, cst.Call) and isinstance(source.func, cst.Attribute)
+            and source.func.attr.value == "named_parameters"):
+        return None
+    target = loop.target
+    if not (isinstance(target, cst.Tuple) and len(target.elements) == 2
+            and all(isinstance(e.value, cst.Name) for e in target.elements)):
+        return None
+    name, param = (cst.ensure_type(e.value, cst.Name).value for e in target.elements)
+    return source.func.value, name, param
 
 
 def _turns_off(block: cst.BaseSuite, param: str) -> bool:
@@ -269,15 +278,10 @@ def _name_selection(loop: cst.For) -> tuple[cst.BaseExpression, cst.BaseExpressi
     ``name`` that reads something besides literals (``p.requires_grad = True`` in ``if
     any(re.match(r, name) for r in patterns):``, or ``p.requires_grad = name in trainable``):
     (X, the selection, whether the loop itself turns the others off)."""
-    source = loop.iter
-    if not (isinstance(source, cst.Call) and isinstance(source.func, cst.Attribute)
-            and source.func.attr.value == "named_parameters"):
+    header = _named_parameters_loop(loop)
+    if header is None:
         return None
-    target = loop.target
-    if not (isinstance(target, cst.Tuple) and len(target.elements) == 2
-            and all(isinstance(e.value, cst.Name) for e in target.elements)):
-        return None
-    name, param = (cst.ensure_type(e.value, cst.Name).value for e in target.elements)
+    model, name, param = header
     # Axolotl's freeze_layers_except: ``param.requires_grad = False`` first, then the test
     body = loop.body.body if isinstance(loop.body, cst.IndentedBlock) else ()
     off_first = any(isinstance(line, cst.SimpleStatementLine) and any(
@@ -285,7 +289,7 @@ def _name_selection(loop: cst.For) -> tuple[cst.BaseExpression, cst.BaseExpressi
         for line in body)
     for selection, whole in _turned_on(loop.body, param, name, ()):
         if _reads_more_than(selection, name):
-            return source.func.value, selection, whole or off_first
+            return model, selection, whole or off_first
     return None
 
 
