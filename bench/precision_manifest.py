@@ -23,10 +23,11 @@ _ORDINALS = {
     word: number
     for number, word in enumerate(
         "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth "
-        "fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth twentieth".split(), start=1
+        "fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth twentieth twenty-first twenty-second "
+        "twenty-third twenty-fourth twenty-fifth".split(), start=1
     )
 }
-_MEASUREMENT = re.compile(r"^##\s+(\w+)\s+measurement\b", re.IGNORECASE)
+_MEASUREMENT = re.compile(r"^##\s+(\w+(?:-\w+)?)\s+measurement\b", re.IGNORECASE)
 _REPOSITORY = re.compile(r"(?<![\w./-])([A-Za-z0-9][\w.-]*)/([A-Za-z0-9][\w.-]*)")
 _COMMIT = re.compile(r"^[0-9a-f]{7,40}$")
 _UNAVAILABLE = re.compile(
