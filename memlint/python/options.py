@@ -342,8 +342,9 @@ class Options:
 
     def _shadowing_class(self, expr: cst.BaseExpression) -> cst.ClassDef | None:
         """``class TrainingArguments(TrainingArguments)`` after ``from transformers import
-        TrainingArguments`` (BELLE's ``sft_train.py``): the name is bound twice, and once the
-        module has run it is the script's class, which extends the imported one."""
+        TrainingArguments`` (BELLE's ``sft_train.py``; AnyGPT's writes the base
+        ``transformers.TrainingArguments``): the name is bound twice, and once the module has run
+        it is the script's class, which extends the imported one."""
         if not isinstance(expr, cst.Name):
             return None
         definitions = self.values.definitions(expr)
@@ -353,7 +354,9 @@ class Options:
         ):
             return None
         (cls,) = classes
-        if any(isinstance(base.value, cst.Name) and base.value.value == expr.value for base in cls.bases):
+        if any((isinstance(base.value, cst.Name) and base.value.value == expr.value)
+               or (isinstance(base.value, cst.Attribute) and base.value.attr.value == expr.value)
+               for base in cls.bases):
             return cls
         return None
 

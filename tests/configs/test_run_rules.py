@@ -231,3 +231,21 @@ def test_a_project_class_named_like_the_one_it_extends_is_parsed(lint):
     files["scripts/run_sft.sh"] = SHADOWING_LAUNCH.format(precision="--fp16 True")
     [finding] = lint(files, "configs/deepspeed_config.json", select=("CFG014",), gpus=8)
     assert "`bf16.enabled` is true but the Trainer's bf16 is false" in finding.message
+
+
+def test_a_project_class_that_names_its_base_through_the_module_is_parsed_too(lint):
+    # AnyGPT's stage1_pretrain.py: `from transformers import ... TrainingArguments`, then
+    # `class TrainingArguments(transformers.TrainingArguments)`
+    script = SHADOWING_SCRIPT.replace(
+        "from transformers import AutoModelForCausalLM, HfArgumentParser, Trainer, TrainingArguments\n",
+        "import transformers\nfrom transformers import AutoModelForCausalLM, HfArgumentParser, Trainer, TrainingArguments\n",
+    ).replace("class TrainingArguments(TrainingArguments):", "class TrainingArguments(transformers.TrainingArguments):")
+    ds = ('{\n  "train_micro_batch_size_per_gpu": "auto",\n  "gradient_accumulation_steps": "auto",\n'
+          '  "bf16": {"enabled": true},\n  "zero_optimization": {"stage": 2}\n}\n')
+    files = {"src/entry_point/sft_train.py": script, "configs/deepspeed_config.json": ds,
+             "scripts/run_sft.sh": SHADOWING_LAUNCH.format(precision="--bf16")}
+    # the launch's --bf16 is the project class's field: the config agrees with the Trainer
+    assert lint(files, "configs/deepspeed_config.json", select=("CFG014",), gpus=8) == []
+    files["scripts/run_sft.sh"] = SHADOWING_LAUNCH.format(precision="--fp16 True")
+    [finding] = lint(files, "configs/deepspeed_config.json", select=("CFG014",), gpus=8)
+    assert "`bf16.enabled` is true but the Trainer's bf16 is false" in finding.message
