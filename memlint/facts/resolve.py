@@ -418,9 +418,12 @@ def _padded_to_limit(plan: TrainingPlan, length: Sourced[Any], seq_len: int, usu
     batch holds only when the run packs or pads to it; with dynamic padding the estimate at the
     limit assumes every batch has a sample that long, and says so -- for a limit above the length
     memlint takes when none is stated (``usual``, 2048 unless ``seq-len`` says otherwise): one at
-    or below it is no more than what memlint would assume anyway."""
+    or below it is no more than what memlint would assume anyway, except in a projector-only stage,
+    whose image-caption data (LLaVA's BLIP-558k: ~600 tokens with the image) stay far below any limit."""
     limit = plan.get("seq_len_limit")
-    if limit is None or limit.origin != length.origin or plan.get("full_length") is not None or seq_len <= usual:
+    captions = plan.value("projector_only") is True
+    if limit is None or limit.origin != length.origin or plan.get("full_length") is not None or (
+            seq_len <= usual and not captions):
         return
     run.assumed.append(Assumed(
         "seq_len_limit",

@@ -95,6 +95,7 @@ def resting_assumptions(ctx: RuleContext, run: ResolvedRun) -> list:
                                          "images": {"image_tokens": 0},
                                          "default_micro_batch": {"micro_batch": 1}}
     out = []
+    standing: list[tuple[Any, dict[str, Any]]] = []  # assumptions no likelier truth overturns alone
     for assumed in run.assumed:
         truth = truths.get(assumed.fact)
         if assumed.fact == "hostfile" and run.setup is not None:
@@ -104,8 +105,15 @@ def resting_assumptions(ctx: RuleContext, run: ResolvedRun) -> list:
             if run.arch is None or run.setup is None or capacity is None:
                 continue
             if estimate_training(run.arch, run.setup.but(**truth), capacity).fits is False:
+                standing.append((assumed, truth))
                 continue  # it would not fit with the likelier truth either: the verdict stands
         out.append(assumed)
+    if len(standing) > 1 and run.arch is not None and run.setup is not None:
+        # two assumptions that each leave the verdict standing may overturn it together (a missing
+        # ZeRO-3 config and batches at a truncation limit, LLaVA-pp's full fine-tune): it rests on both
+        joint = {key: value for _, truth in standing for key, value in truth.items()}
+        if estimate_training(run.arch, run.setup.but(**joint), ctx.capacity_for(run)).fits is not False:
+            out.extend(assumed for assumed, _ in standing)
     return out
 
 

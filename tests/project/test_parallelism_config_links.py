@@ -153,3 +153,66 @@ def test_the_same_launch_with_its_config_in_place_is_judged_by_it(tmp_path: Path
                                     "configs/archive/ds_config_zero2.json": json.dumps(stage0, indent=2)})
     diagnostics = [d for d in _diagnostics(settings) if d.code == "MEM001"]
     assert [d.severity.name for d in diagnostics] == ["ERROR"]  # 13B weights, gradients and AdamW states on every GPU
+
+
+# LLaVA-pp's LLaMA3-V_full_finetune.sh, run from its scripts/ folder outside the LLaVA clone the
+# README copies it into: the ZeRO-3 config it names is not there, and the length is a truncation limit
+TRUNCATING_PY = dedent('''
+    from dataclasses import dataclass, field
+
+    import torch
+    import transformers
+
+
+    @dataclass
+    class ModelArguments:
+        model_name_or_path: str = field(default="meta-llama/Meta-Llama-3-8B-Instruct")
+
+
+    @dataclass
+    class TrainingArguments(transformers.TrainingArguments):
+        model_max_length: int = field(default=2048, metadata={"help": "Maximum sequence length."})
+
+
+    def train():
+        parser = transformers.HfArgumentParser((ModelArguments, TrainingArguments))
+        model_args, training_args = parser.parse_args_into_dataclasses()
+        model = transformers.AutoModelForCausalLM.from_pretrained(model_args.model_name_or_path,
+                                                                  torch_dtype=torch.bfloat16)
+        tokenizer = transformers.AutoTokenizer.from_pretrained(model_args.model_name_or_path,
+                                                               model_max_length=training_args.model_max_length)
+        transformers.Trainer(model=model, args=training_args, tokenizer=tokenizer).train()
+
+
+    if __name__ == "__main__":
+        train()
+''')
+
+FULL_FINETUNE_SH = dedent('''
+    #!/bin/bash
+    deepspeed train.py \\
+        --deepspeed ./scripts/zero3.json \\
+        --model_name_or_path meta-llama/Meta-Llama-3-8B-Instruct \\
+        --bf16 True \\
+        --per_device_train_batch_size 16 \\
+        --model_max_length 4096 \\
+        --gradient_checkpointing True \\
+        --output_dir ./checkpoints/llava-full
+''')
+
+
+def test_a_verdict_two_assumptions_overturn_together_is_not_given(tmp_path: Path):
+    # neither ZeRO-3 alone (the 4,096-token logits) nor short batches alone (DDP's optimizer states)
+    # makes the run fit; both together do: the missing config and the data decide, not memlint
+    settings = _settings(tmp_path, {"train.py": TRUNCATING_PY, "scripts/full_finetune.sh": FULL_FINETUNE_SH})
+    codes = [d.code for d in _diagnostics(settings)]
+    assert "CFG015" in codes and "MEM001" not in codes
+
+
+def test_with_the_config_in_place_only_the_data_is_left_to_decide(tmp_path: Path):
+    zero3 = {"zero_optimization": {"stage": 3}, "bf16": {"enabled": "auto"},
+             "train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto"}
+    settings = _settings(tmp_path, {"train.py": TRUNCATING_PY, "scripts/full_finetune.sh": FULL_FINETUNE_SH,
+                                    "scripts/zero3.json": json.dumps(zero3, indent=2)})
+    [finding] = [d for d in _diagnostics(settings) if d.code == "MEM001"]
+    assert finding.severity.name == "WARNING" and "if a batch holds a sample of 4096 tokens" in finding.message
