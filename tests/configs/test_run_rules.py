@@ -221,10 +221,12 @@ torchrun --nproc_per_node 8 src/entry_point/sft_train.py \\
 """
 
 
+BF16_ZERO2 = ('{\n  "train_micro_batch_size_per_gpu": "auto",\n  "gradient_accumulation_steps": "auto",\n'
+              '  "bf16": {"enabled": true},\n  "zero_optimization": {"stage": 2}\n}\n')
+
+
 def test_a_project_class_named_like_the_one_it_extends_is_parsed(lint):
-    ds = ('{\n  "train_micro_batch_size_per_gpu": "auto",\n  "gradient_accumulation_steps": "auto",\n'
-          '  "bf16": {"enabled": true},\n  "zero_optimization": {"stage": 2}\n}\n')
-    files = {"src/entry_point/sft_train.py": SHADOWING_SCRIPT, "configs/deepspeed_config.json": ds,
+    files = {"src/entry_point/sft_train.py": SHADOWING_SCRIPT, "configs/deepspeed_config.json": BF16_ZERO2,
              "scripts/run_sft.sh": SHADOWING_LAUNCH.format(precision="--bf16")}
     assert lint(files, "configs/deepspeed_config.json", select=("CFG014",), gpus=8) == []
     # the same launch in fp16 (BELLE's README) is the mismatch the Trainer refuses
@@ -240,9 +242,7 @@ def test_a_project_class_that_names_its_base_through_the_module_is_parsed_too(li
         "from transformers import AutoModelForCausalLM, HfArgumentParser, Trainer, TrainingArguments\n",
         "import transformers\nfrom transformers import AutoModelForCausalLM, HfArgumentParser, Trainer, TrainingArguments\n",
     ).replace("class TrainingArguments(TrainingArguments):", "class TrainingArguments(transformers.TrainingArguments):")
-    ds = ('{\n  "train_micro_batch_size_per_gpu": "auto",\n  "gradient_accumulation_steps": "auto",\n'
-          '  "bf16": {"enabled": true},\n  "zero_optimization": {"stage": 2}\n}\n')
-    files = {"src/entry_point/sft_train.py": script, "configs/deepspeed_config.json": ds,
+    files = {"src/entry_point/sft_train.py": script, "configs/deepspeed_config.json": BF16_ZERO2,
              "scripts/run_sft.sh": SHADOWING_LAUNCH.format(precision="--bf16")}
     # the launch's --bf16 is the project class's field: the config agrees with the Trainer
     assert lint(files, "configs/deepspeed_config.json", select=("CFG014",), gpus=8) == []
