@@ -97,8 +97,8 @@ class OutOfMemory(Rule):
     evaluated: its fallbacks describe one developer's node, not the job that runs. A run that names a DeepSpeed or Accelerate config
     memlint cannot find shards at a stage no readable file states: it gets no verdict that
     would change under ZeRO-3 (CFG015 names the missing file). Assumptions are weighed alone and together:
-two that each leave the verdict standing may overturn it together (a missing ZeRO-3 config and batches
-at a truncation limit), and then it rests on both. A config the project documents
+    two that each leave the verdict standing may overturn it together (a missing ZeRO-3 config and batches
+    at a truncation limit), and then it rests on both. A config the project documents
     with several launches that differ only in their parallelism (a README's ``torchrun ... -m
     axolotl.cli.train x.yaml``, then the same with ``--deepspeed zero3.json``) is judged per
     launch: one that overflows while another fits is a warning that names both.
