@@ -11,7 +11,7 @@ from typing import Any, Mapping
 from memlint.estimate.architecture import Architecture
 from memlint.estimate.config_json import from_config
 from memlint.estimate.policy import Optimizer, Precision
-from memlint.estimate.setup import Attention, Lora, Sharding, TrainingSetup
+from memlint.estimate.setup import Attention, Lora, Sharding, TrainingSetup, projector_only_fields
 
 _IMPLS = {"foreach": "adamw", "fused": "adamw-fused", "forloop": "adamw-forloop"}
 _SHARDING = {"none": Sharding.NONE, "fsdp2": Sharding.FSDP_FULL, "fsdp-full": Sharding.FSDP_FULL,
@@ -94,11 +94,8 @@ def trace_case_inputs(result: Mapping[str, Any]) -> tuple[Architecture, Training
             method=str(lora_spec.get("method", "lora")),
             block_size=int(lora_spec.get("block_size", 32)),
         )
-    projector: dict = {}
-    if case.get("projector"):  # the whole model frozen, a two-layer MLP of its width trains at its input
-        projector = {"trainable_params": 2 * (arch.hidden_size * arch.hidden_size + arch.hidden_size),
-                     "frozen_layers": arch.num_layers, "freeze_embeddings": True, "freeze_head": True,
-                     "trains_inputs": True}
+    # the whole model frozen, a two-layer MLP of its width trains at its input
+    projector = projector_only_fields(arch) if case.get("projector") else {}
     setup = TrainingSetup(
         **projector,
         micro_batch=int(case["batch_size"]),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 import functools
 import re
+from typing import Any
 from dataclasses import dataclass, field, replace
 
 from memlint.estimate.architecture import Architecture
@@ -290,3 +291,16 @@ class TrainingSetup:
     def but(self, **changes) -> "TrainingSetup":
         """A copy with some fields changed (for what-if suggestions)."""
         return replace(self, **changes)
+
+
+def projector_params(arch: Architecture) -> int:
+    """The projector a vision-language model's alignment stage trains, priced as a two-layer MLP of
+    the language model's width (LLaVA-1.5's ``mlp2x_gelu`` from a narrower vision tower has fewer)."""
+    return 2 * (arch.hidden_size * arch.hidden_size + arch.hidden_size)
+
+
+def projector_only_fields(arch: Architecture) -> dict[str, Any]:
+    """The ``TrainingSetup`` fields of that stage: the language model frozen whole (no gradients or
+    optimizer states) while every block keeps what backward needs to reach the projector at its input."""
+    return {"trainable_params": projector_params(arch), "frozen_layers": arch.num_layers, "freeze_embeddings": True,
+            "freeze_head": True, "trains_inputs": True}

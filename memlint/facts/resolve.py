@@ -31,6 +31,7 @@ from memlint.estimate import (
     from_config,
     routed_expert_params,
 )
+from memlint.estimate.setup import projector_only_fields, projector_params
 from memlint.facts.companion_models import companions
 from memlint.facts.plan import TrainingPlan
 from memlint.model.provenance import Sourced
@@ -272,18 +273,15 @@ def _projector_only(plan: TrainingPlan, arch: Any, lora: Lora | None, notes: lis
     """A vision-language model's alignment stage (LLaVA's ``--tune_mm_mlp_adapter True``, a script
     that freezes all but ``multi_modal_projector``): the language model is frozen whole (no
     gradients, no optimizer states), while its activations are still kept, since the loss's
-    gradient flows back through every block to the projector's output at its input. The projector
-    is priced as a two-layer MLP of the language model's width (LLaVA-1.5's ``mlp2x_gelu`` from a
-    narrower vision tower has fewer parameters: an upper bound of tens of millions)."""
+    gradient flows back through every block to the projector's output at its input
+    (``memlint.estimate.setup.projector_only_fields``)."""
     projector = plan.get("projector_only")
     if projector is None or projector.value is not True or lora is not None or not arch.num_layers:
         return {}
-    params = 2 * (arch.hidden_size * arch.hidden_size + arch.hidden_size)
     notes.append(f"only the projector trains ({projector.note}): the language model's {arch.n_params / 1e9:.2f}B "
-                 f"parameters are frozen; the projector priced as a two-layer MLP of its width, {params / 1e6:.0f}M "
-                 "parameters")
-    return {"trainable_params": params, "frozen_layers": arch.num_layers, "freeze_embeddings": True,
-            "freeze_head": True, "trains_inputs": True}
+                 f"parameters are frozen; the projector priced as a two-layer MLP of its width, "
+                 f"{projector_params(arch) / 1e6:.0f}M parameters")
+    return projector_only_fields(arch)
 
 
 def _selected_parameters(plan: TrainingPlan, arch: Any, lora: Lora | None, notes: list[str],

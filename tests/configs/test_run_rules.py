@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from memlint.lint.apply_fixes import apply_edits
 
 from .helpers import spans
@@ -225,27 +227,21 @@ BF16_ZERO2 = ('{\n  "train_micro_batch_size_per_gpu": "auto",\n  "gradient_accum
               '  "bf16": {"enabled": true},\n  "zero_optimization": {"stage": 2}\n}\n')
 
 
-def test_a_project_class_named_like_the_one_it_extends_is_parsed(lint):
-    files = {"src/entry_point/sft_train.py": SHADOWING_SCRIPT, "configs/deepspeed_config.json": BF16_ZERO2,
-             "scripts/run_sft.sh": SHADOWING_LAUNCH.format(precision="--bf16")}
-    assert lint(files, "configs/deepspeed_config.json", select=("CFG014",), gpus=8) == []
-    # the same launch in fp16 (BELLE's README) is the mismatch the Trainer refuses
-    files["scripts/run_sft.sh"] = SHADOWING_LAUNCH.format(precision="--fp16 True")
-    [finding] = lint(files, "configs/deepspeed_config.json", select=("CFG014",), gpus=8)
-    assert "`bf16.enabled` is true but the Trainer's bf16 is false" in finding.message
+# AnyGPT's stage1_pretrain.py writes the base through the module: `from transformers import ...
+# TrainingArguments`, then `class TrainingArguments(transformers.TrainingArguments)`
+THROUGH_THE_MODULE = SHADOWING_SCRIPT.replace(
+    "from transformers import AutoModelForCausalLM, HfArgumentParser, Trainer, TrainingArguments\n",
+    "import transformers\nfrom transformers import AutoModelForCausalLM, HfArgumentParser, Trainer, TrainingArguments\n",
+).replace("class TrainingArguments(TrainingArguments):", "class TrainingArguments(transformers.TrainingArguments):")
 
 
-def test_a_project_class_that_names_its_base_through_the_module_is_parsed_too(lint):
-    # AnyGPT's stage1_pretrain.py: `from transformers import ... TrainingArguments`, then
-    # `class TrainingArguments(transformers.TrainingArguments)`
-    script = SHADOWING_SCRIPT.replace(
-        "from transformers import AutoModelForCausalLM, HfArgumentParser, Trainer, TrainingArguments\n",
-        "import transformers\nfrom transformers import AutoModelForCausalLM, HfArgumentParser, Trainer, TrainingArguments\n",
-    ).replace("class TrainingArguments(TrainingArguments):", "class TrainingArguments(transformers.TrainingArguments):")
+@pytest.mark.parametrize("script", [SHADOWING_SCRIPT, THROUGH_THE_MODULE], ids=["bare-base", "base-through-module"])
+def test_a_project_class_named_like_the_one_it_extends_is_parsed(lint, script):
     files = {"src/entry_point/sft_train.py": script, "configs/deepspeed_config.json": BF16_ZERO2,
              "scripts/run_sft.sh": SHADOWING_LAUNCH.format(precision="--bf16")}
     # the launch's --bf16 is the project class's field: the config agrees with the Trainer
     assert lint(files, "configs/deepspeed_config.json", select=("CFG014",), gpus=8) == []
+    # the same launch in fp16 (BELLE's README) is the mismatch the Trainer refuses
     files["scripts/run_sft.sh"] = SHADOWING_LAUNCH.format(precision="--fp16 True")
     [finding] = lint(files, "configs/deepspeed_config.json", select=("CFG014",), gpus=8)
     assert "`bf16.enabled` is true but the Trainer's bf16 is false" in finding.message
