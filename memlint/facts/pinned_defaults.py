@@ -26,6 +26,12 @@ Accelerate upcasts the half-precision parameters an FSDP run trains under mixed 
 since 0.30.0 (PR #2674, "Add Upcasting for FSDP in Mixed Precision"); before it the shards, their
 gradients and the optimizer states keep the dtype the model loaded in. A project pinning an
 earlier release (GritLM's ``accelerate==0.26.1``) trains bf16 shards.
+
+TRL's configs turn on gradient checkpointing and bf16, unlike ``TrainingArguments``, only from the
+release whose config class first declares those fields (``schemas/history/trl.json``, read from
+TRL's releases: ``gradient_checkpointing`` from 0.22, ``bf16`` from 0.19). A project pinning an
+earlier TRL (s1's ``trl==0.12.0``) trains with ``TrainingArguments``' defaults: no checkpointing,
+fp32 unless the launch says ``--bf16``.
 """
 
 from __future__ import annotations
@@ -84,6 +90,40 @@ def pinned_without_fsdp_upcast(root: Path, near: str | Path) -> Sourced[bool] | 
     return Sourced(True, _at(root, pin),
                    f"`accelerate{pin.specifier}` ({pin.where}) predates the FSDP upcast of half-precision "
                    f"parameters ({ACCELERATE_FSDP_UPCAST}): the shards keep the dtype the model loads in")
+
+
+# TRL's defaults that differ from TrainingArguments' -> the fact each decides
+TRL_OWN_DEFAULTS = {"gradient_checkpointing": "grad_ckpt", "bf16": "mixed"}
+
+
+def pinned_trl_predates(root: Path, near: str | Path) -> Sourced[tuple[str, ...]] | None:
+    """The facts (``grad_ckpt``, ``mixed``) whose TRL default the project's TRL pin predates,
+    with the pin: those keep ``TrainingArguments``' defaults. None without such a pin."""
+    pin = pins(root, near).get("trl")
+    if pin is None:
+        return None
+    predated = [(key, first) for key, first in _trl_first_declared().items() if pin.only_before(first)]
+    if not predated:
+        return None
+    said = ", ".join(f"`{key}` from {first}" for key, first in predated)
+    return Sourced(tuple(TRL_OWN_DEFAULTS[key] for key, _ in predated), _at(root, pin),
+                   f"`trl{pin.specifier}` ({pin.where}) predates TRL's own defaults ({said}): "
+                   "TrainingArguments' apply (no gradient checkpointing, no bf16 unless set)")
+
+
+def _trl_first_declared() -> dict[str, str]:
+    """Each of ``TRL_OWN_DEFAULTS``' keys -> the first TRL release whose config declares it."""
+    from memlint.configs.key_history import history
+
+    kept = history("trl") or {}
+    keys = kept.get("schemas", {}).get("trl-sft-config", {}).get("keys", {})
+    found: dict[str, str] = {}
+    for key in TRL_OWN_DEFAULTS:
+        spans = keys.get(key, {}).get("read") or []
+        firsts = [Version(first) for first, _ in spans]
+        if firsts:
+            found[key] = str(min(firsts))
+    return found
 
 
 def _at(root: Path, pin: Pin) -> Location:

@@ -205,12 +205,16 @@ def _with_framework_defaults(plan: TrainingPlan) -> tuple[TrainingPlan, list[str
     stated = set(plan.facts)
     if "ds_bf16" in stated or "ds_fp16" in stated:
         stated.add("mixed")  # DeepSpeed's own blocks decide the precision
+    predated = plan.get("pinned_trl_predates")  # a TRL release older than its own defaults
+    notes = [] if predated is None or not set(predated.value) - stated else [predated.note]
+    if predated is not None:
+        stated.update(predated.value)
     added = trl_default_facts(stated, None, False)
     if not added:
-        return plan, []
+        return plan, notes
     facts = dict(plan.facts)
     facts.update({name: Sourced(value, None, note) for name, (value, note) in added.items()})
-    return replace(plan, facts=facts), [note for _, note in added.values()]
+    return replace(plan, facts=facts), notes + [note for _, note in added.values()]
 
 
 # the trainers that generate completions on the training GPUs between optimizer steps (TRL's

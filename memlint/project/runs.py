@@ -277,6 +277,7 @@ class RunFinder:
             patches_attention,
             pinned_eager_attention,
             pinned_fp32_load,
+            pinned_trl_predates,
             pinned_without_fsdp_upcast,
         )
 
@@ -292,6 +293,10 @@ class RunFinder:
             fp32 = pinned_fp32_load(self.documents.root, plan.entry)
             if fp32 is not None:
                 plan.facts["pinned_load_dtype"] = fp32
+        if plan.value("framework") == "trl":
+            predated = pinned_trl_predates(self.documents.root, plan.entry)
+            if predated is not None:
+                plan.facts["pinned_trl_predates"] = predated
         if plan.get("fsdp") is not None:
             kept = pinned_without_fsdp_upcast(self.documents.root, plan.entry)
             if kept is not None:
