@@ -252,9 +252,12 @@ def _user_class(ctx: ScriptFacts, call: cst.Call, cls: cst.ClassDef) -> None:
     options = ctx.values.options
     library = options.library_base(cls)
     fields = _all_fields(ctx, cls)
+    limits = _handed_to_truncation_limits(ctx, fields)
     for key in fields:
         if key in hf_args.FIELDS or key in ("bf16", "fp16"):
             ctx.bind((key,), f"hf:{key}")
+        if key in limits:
+            ctx.bind((key,), f"hf:{limits[key]}")
     if library is None:
         return
     _library_class(ctx, call, library)
@@ -263,6 +266,32 @@ def _user_class(ctx: ScriptFacts, call: cst.Call, cls: cst.ClassDef) -> None:
     for key, default in fields.items():
         if default is not None and key not in skipped:
             hf_field(ctx, key, ctx.values.evaluate(default), owner, call)
+
+
+def _handed_to_truncation_limits(ctx: ScriptFacts, fields: dict[str, Any]) -> dict[str, str]:
+    """The project's length fields the script hands to a trainer's truncation limit -> that limit:
+    s1's ``args.max_seq_length = config.block_size`` (or ``SFTConfig(max_seq_length=data_args.block_size)``)
+    makes ``--block_size`` the longest a sample is cut to, not the length of every batch as
+    ``run_clm``'s grouped ``block_size`` is."""
+    lengths = {key for key in fields if hf_args.FIELDS.get(key, ("",))[0] == "seq_len"
+               and key not in hf_args.TRUNCATION_LIMITS}
+    if not lengths:
+        return {}
+    found: dict[str, str] = {}
+
+    def hand(target: str, value: cst.BaseExpression) -> None:
+        if target in hf_args.TRUNCATION_LIMITS and isinstance(value, cst.Attribute) and value.attr.value in lengths:
+            found.setdefault(value.attr.value, target)
+
+    for node in ctx.python.nodes_of(cst.Assign, cst.Call):
+        if isinstance(node, cst.Assign):
+            if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Attribute):
+                hand(node.targets[0].target.attr.value, node.value)
+        else:
+            for arg in node.args:
+                if arg.keyword is not None:
+                    hand(arg.keyword.value, arg.value)
+    return found
 
 
 def _all_fields(ctx: ScriptFacts, cls: cst.ClassDef, depth: int = 0) -> dict[str, Any]:
