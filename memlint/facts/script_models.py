@@ -23,6 +23,8 @@ from memlint.python.library import (
     liger,
 )
 from memlint.python.conditions import guard
+from memlint.python.index import index_for
+from memlint.python.training import untrained_by_every_optimizer
 from memlint.python.value_types import CallValue
 from memlint.python.values import Found, Ref
 
@@ -201,9 +203,24 @@ def is_frozen_companion(values, call: cst.Call) -> bool:
     return False
 
 
+def _left_out_of_the_optimizers(ctx: ScriptFacts, call: cst.Call) -> bool:
+    """A model loaded into a name that none of the script's optimizers trains (a caption
+    encoder beside the model the script builds and trains: ``training.untrained_by_every_optimizer``)."""
+    values = ctx.values
+    node: cst.CSTNode = call
+    parent = values.parent(node)
+    while isinstance(parent, cst.Attribute) or (isinstance(parent, cst.Call) and parent.func is node):
+        node, parent = parent, values.parent(parent)
+    if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1
+            and isinstance(parent.targets[0].target, cst.Name)):
+        return False
+    index = index_for(ctx.python)
+    return index is not None and untrained_by_every_optimizer(index, parent.targets[0].target.value, parent)
+
+
 def model_loader(ctx: ScriptFacts, call: cst.Call, names: frozenset[str]) -> None:
     values = ctx.values
-    if is_frozen_companion(values, call):
+    if is_frozen_companion(values, call) or _left_out_of_the_optimizers(ctx, call):
         return  # not the model being trained
     ctx.model_loaders += 1
     ctx.anchor(call.func, ANCHOR_MODEL)

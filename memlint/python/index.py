@@ -492,6 +492,10 @@ class ModuleIndex:
             found = list(self.definitions_of(name, self.py.module))
         return found
 
+    def is_parameter(self, name: str, flow: cst.FunctionDef) -> bool:
+        """Is ``name`` a parameter of the function ``flow``?"""
+        return self._is_parameter(name, flow)
+
     def _is_parameter(self, name: str, flow: cst.FunctionDef) -> bool:
         params = flow.params
         every = [*params.posonly_params, *params.params, *params.kwonly_params]

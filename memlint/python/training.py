@@ -25,6 +25,7 @@ from memlint.python.library import (
     TORCH_FSDP_WRAPPERS,
     TORCH_FULLY_SHARD,
     is_optimizer_class,
+    trainer_framework,
 )
 from memlint.python.syntax import (
     argument,
@@ -577,6 +578,57 @@ def _trained_models(index: ModuleIndex) -> set[str]:
                         trained.add(source)
                         changed = True
     return trained
+
+
+def untrained_by_every_optimizer(index: ModuleIndex, name: str, at: cst.CSTNode) -> bool:
+    """Is the model held in ``name`` (assigned at ``at``) left out of every optimizer the module
+    builds? Large-DiT-T2I loads ``model_lm = AutoModelForCausalLM.from_pretrained(args.lm)`` to
+    encode captions under ``no_grad`` and trains ``model = models.DiT_Llama_3B(...)`` with
+    ``AdamW(model.parameters())``: the pretrained LM is a frozen companion, not the trained model.
+
+    Said only when it is certain: the module builds an optimizer, every optimizer names the
+    models it takes (no function parameter, no ``self.`` attribute whose origin lies elsewhere),
+    no trainer builds one of its own, and ``name`` reaches none of those models through any
+    assignment (``model = MultiModal(llm=name)`` trains ``name`` inside it) nor leaves its function
+    by ``return``."""
+    creations = optimizer_creations(index)
+    if not creations or any(trainer_framework(q) for call in index.calls for q in index.qualified(call)):
+        return False
+    flow = index.flow_of(at)
+    if not isinstance(flow, cst.Module) and any(
+            isinstance(node, cst.Return) and node.value is not None
+            and any(isinstance(n, cst.Name) and n.value == name for n in iter_nodes(node.value))
+            for node in iter_nodes(flow)):
+        return False
+    reached: set[str] = set()
+    pending: list[tuple[str, cst.CSTNode]] = []
+    for creation in creations:
+        if not creation.models:
+            return False
+        for model in creation.models:
+            root = model.split(".")[0]
+            owner = index.flow_of(creation.call)
+            if root == "self" or (not isinstance(owner, cst.Module) and index.is_parameter(root, owner)):
+                return False
+            pending.append((root, creation.call))
+    while pending:
+        model, where = pending.pop()
+        if model in reached:
+            continue
+        reached.add(model)
+        for definition in index.all_definitions(model, where):
+            value = definition.value if definition.value is not None else definition.whole_value
+            described = {id(node.value) for node in iter_nodes(value) if isinstance(node, cst.Attribute)
+                         and node.attr.value in _DESCRIPTIONS} if value is not None else set()
+            for node in iter_nodes(value) if value is not None else ():
+                if isinstance(node, cst.Name) and node.value not in reached and id(node) not in described:
+                    pending.append((node.value, definition.statement))
+    return name not in reached
+
+
+# what a model's attribute says about it without handing the model over: the DiT built with
+# ``cap_feat_dim=model_lm.config.hidden_size`` does not hold ``model_lm``
+_DESCRIPTIONS = frozenset({"config", "dtype", "device", "name_or_path", "generation_config"})
 
 
 # calls that return (or are) the model they are given, wrapped: the wrapped model trains too
