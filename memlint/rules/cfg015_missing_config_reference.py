@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterator
 
+from memlint.catalog.models import looks_like_placeholder
 from memlint.documents.kinds import DocumentKind
 from memlint.facts.shell_writes import writes
 from memlint.lint.context import RuleContext
@@ -46,7 +47,8 @@ class MissingConfigReference(Rule):
     the run starts in, often a folder above the file. A path the project's ``.gitignore``
     ignores (a run makes it), one inside a git submodule the checkout has not fetched, and a
     bare name the project's own code maps to a config it ships (ms-swift's ``deepspeed: zero2``)
-    are not missing files.
+    are not missing files. A path written as documentation's fill-in (``/path/to/zero3.json``,
+    ``<your_ds_config>``) is an info that says so: the user knows it is not there yet.
 
     ## Why it matters
     The run fails when the Trainer opens the file — after the model was downloaded and loaded.
@@ -98,6 +100,16 @@ class MissingConfigReference(Rule):
             message="cannot be read",
             title="The referenced file is not valid JSON",
         ),
+        Example(
+            "#!/bin/bash\ntorchrun --nproc_per_node 8 train.py \\\n    --model_name_or_path Qwen/Qwen2.5-7B \\\n"
+            "    --deepspeed /path/to/zero3.json \\\n    --output_dir out\n",
+            path="scripts/finetune.sh",
+            files={"train.py": "import transformers\nparser = transformers.HfArgumentParser(transformers.TrainingArguments)\n"
+                               "args, = parser.parse_args_into_dataclasses()\n"},
+            lines=(4,),
+            message="is a placeholder to fill in",
+            title="A documentation fill-in is an info, not a missing file",
+        ),
     )
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
@@ -115,6 +127,11 @@ class MissingConfigReference(Rule):
                     if ctx.kind is DocumentKind.SHELL and writes(ctx.parsed.text, reference.origin.range.start.line,
                                                                  written):
                         continue  # the launcher writes it itself before the launch (a here-document)
+                    if looks_like_placeholder(written):
+                        yield Finding(reference.origin.range,
+                                      f"`{written}` is a placeholder to fill in with the path of your config; until "
+                                      "then memlint estimates without its settings", severity=Severity.INFO)
+                        continue
                     yield Finding(reference.origin.range,
                                   f"`{written}` does not exist (looked next to {Path(ctx.path).name}, in the folders "
                                   "above it and in "
