@@ -316,13 +316,18 @@ class DocumentStore:
         allowed (a shared DeepSpeed config) but must exist. An absolute path that does not exist
         may name the project where the author cloned it (accelerate's slurm example:
         ``${ACCELERATE_DIR:-/accelerate}/examples/slurm/fsdp_config.yaml``): a tail of at least a
-        folder and the file that exists under the project root is that file; failing that, the one
+        folder and the file that exists under the referencing file's folder, a folder above it or
+        the project root is that file; failing that, the one
         file of its name below the deepest folder of the clone the project has (``moved_in_clone``)."""
         written = Path(os.path.expanduser(reference))
         candidates = [written] if written.is_absolute() else [Path(from_path).parent / written, self.root / written]
         if written.is_absolute():
             parts = written.parts[1:]
-            candidates += [self.root.joinpath(*parts[i:]) for i in range(1, len(parts) - 1)]
+            # the clone's layout from the referencing file's folder up to the root (SkyThought's
+            # ``skythought/train/LLaMA-Factory/single_node.sh`` names ``/lustre/.../LLaMA-Factory/
+            # examples/deepspeed/ds_z3_config.json``, its own copy's file)
+            bases = [Path(from_path).parent, *self._folders_above(Path(from_path)), self.root]
+            candidates += [base.joinpath(*parts[i:]) for base in bases for i in range(1, len(parts) - 1)]
         if not written.is_absolute():
             candidates[1:1] = [folder / written for folder in self._folders_above(Path(from_path))]
         for candidate in candidates:

@@ -148,3 +148,26 @@ def test_an_absolute_path_under_the_authors_clone_names_the_projects_file(lint):
     [finding] = lint("CFG015", elsewhere, path="examples/slurm/submit_multinode_fsdp.sh",
                      files={**files, "fsdp_config.yaml": "distributed_type: FSDP\n"})
     assert finding.message.startswith("`/home/train/fsdp_config.yaml` does not exist")
+
+
+# SkyThought keeps a copy of LLaMA-Factory under skythought/train/ and launches it from the author's
+# cluster path: the clone's layout continues below the launcher's own folder, not the project root
+CLUSTER_LAUNCH = """\
+cd /lustre/fsw/users/alice/runs/LLaMA-Factory
+source /lustre/fsw/users/alice/anaconda3/bin/activate
+torchrun --nnodes $NNODES --node_rank $NODE_RANK --nproc_per_node 8 \\
+    /lustre/fsw/users/alice/runs/LLaMA-Factory/src/train.py \\
+    --deepspeed /lustre/fsw/users/alice/runs/LLaMA-Factory/examples/deepspeed/ds_z3_config.json \\
+    --stage sft --model_name_or_path Qwen/Qwen2.5-7B-Instruct --do_train --finetuning_type full \\
+    --per_device_train_batch_size 1 --cutoff_len 8192 --bf16 --output_dir saves/qwen-7b/full/sft
+"""
+
+
+def test_an_absolute_path_under_the_authors_clone_of_a_vendored_copy(lint):
+    files = {"skythought/train/LLaMA-Factory/examples/deepspeed/ds_z3_config.json":
+             '{"zero_optimization": {"stage": 3}, "train_micro_batch_size_per_gpu": "auto"}\n',
+             "skythought/train/LLaMA-Factory/src/train.py": "from llamafactory.train.tuner import run_exp\nrun_exp()\n"}
+    assert lint("CFG015", CLUSTER_LAUNCH, path="skythought/train/LLaMA-Factory/single_node.sh", files=files) == []
+    del files["skythought/train/LLaMA-Factory/examples/deepspeed/ds_z3_config.json"]
+    [finding] = lint("CFG015", CLUSTER_LAUNCH, path="skythought/train/LLaMA-Factory/single_node.sh", files=files)
+    assert "ds_z3_config.json` does not exist" in finding.message
