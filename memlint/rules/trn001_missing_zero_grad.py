@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
+import libcst as cst
+
 from memlint.documents.kinds import DocumentKind
 from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Related, Severity
@@ -41,7 +43,9 @@ class MissingZeroGrad(Rule):
     reset the gradients: no ``optimizer.zero_grad()``, ``model.zero_grad()``,
     ``p.grad = None`` or ``p.grad.zero_()`` in the loop or in the helpers it calls. A
     ``zero_grad`` that only runs before the loop, or once per epoch around a per-batch
-    step, does not count. DeepSpeed's ``engine.step()`` zeroes by itself and is not reported.
+    step, does not count. DeepSpeed's ``engine.step()`` zeroes by itself and is not reported,
+    nor is a conditional step in a loop over one batch's micro-batches whose enclosing loop
+    zeroes the gradients each pass (gradient accumulation written as two loops).
 
     ## Why it matters
     ``backward()`` adds to ``.grad``; it never overwrites it. Without a reset, step *n*
@@ -78,6 +82,24 @@ def closure_step(model, optimizer, x, y):
 """,
             title="LBFGS: the closure zeroes and backpropagates inside step()",
         ),
+        Example(
+            """\
+import torch
+
+
+def train(model, optimizer, loader, micro_batch_size, accumulate_steps):
+    for batch in loader:
+        model.zero_grad()
+        input_ids, labels = batch["input_ids"].cuda(), batch["labels"].cuda()
+        for start in range(0, input_ids.size(0), micro_batch_size):
+            end = start + micro_batch_size
+            loss = model(input_ids[start:end], labels=labels[start:end]).loss
+            (loss / accumulate_steps).backward()
+            if end >= input_ids.size(0):
+                optimizer.step()
+""",
+            title="Two loops: the batch zeroes, its micro-batches accumulate, the last one steps",
+        ),
     )
     INVALID = (
         Example(_SCRIPT.format(zero=""), lines=(19,), message="never", title="No zero_grad at all"),
@@ -88,6 +110,16 @@ def closure_step(model, optimizer, x, y):
             lines=(20,),
             message="never",
             title="zero_grad once per epoch while the optimizer steps every batch",
+        ),
+        Example(
+            _SCRIPT.format(zero="").replace(
+                "for epoch in range(args.epochs):\n", "for epoch in range(args.epochs):\n    optimizer.zero_grad()\n"
+            ).replace("    for images, labels in tqdm(train_loader, desc=f\"epoch {{epoch}}\"):",
+                      "    for step, (images, labels) in enumerate(tqdm(train_loader)):").replace(
+                "        optimizer.step()", "        if (step + 1) % 8 == 0:\n            optimizer.step()"),
+            lines=(21,),
+            message="never",
+            title="Accumulation over 8 batches, but zero_grad only once per epoch",
         ),
     )
 
@@ -106,6 +138,8 @@ def closure_step(model, optimizer, x, y):
             if _created_in(index, loop, step.optimizer):
                 continue  # a fresh optimizer (and usually fresh tensors) on every pass
             outer = _zeroed_outside(index, loop)
+            if outer is not None and _accumulated_within_a_step(index, loop, step.call, outer):
+                continue
             where = (
                 f" (it only runs outside this loop, line {py.range_of(outer).start.line})" if outer is not None else ""
             )
@@ -127,6 +161,27 @@ def _zeroed_outside(index, loop):
         if zero_grad_target(index, event.node) is not None:
             return event.node
     return None
+
+
+def _accumulated_within_a_step(index, loop, step, zero) -> bool:
+    """A step under an ``if`` of an inner ``range`` loop over one batch's micro-batches, whose enclosing loop
+    zeroes the gradients on each of its passes: gpt-accelera's ``for ex_idx in range(0, n, micro):
+    ...backward(); if ...: ... else: optimizer.step()`` steps on the last chunk, after
+    ``model.zero_grad()`` at the top of each batch. Which pass the condition picks is not read, so
+    the loop is not judged."""
+    chunks = isinstance(loop.loop, cst.For) and isinstance(loop.loop.iter, cst.Call) and \
+        isinstance(loop.loop.iter.func, cst.Name) and loop.loop.iter.func.value == "range"
+    conditional = any(isinstance(a, cst.If) for a in _between(index, step, loop.loop))
+    return chunks and conditional and any(isinstance(a, (cst.For, cst.While)) and index.contains(a, zero)
+                               for a in index.ancestors(loop.loop))
+
+
+def _between(index, node, outer):
+    """The ancestors of ``node`` below ``outer``."""
+    for ancestor in index.ancestors(node):
+        if ancestor is outer:
+            return
+        yield ancestor
 
 
 def _created_in(index, loop, optimizer: str) -> bool:
