@@ -8,6 +8,7 @@ from typing import Iterator
 import libcst as cst
 
 from memlint.documents.kinds import DocumentKind
+from memlint.facts.pinned_versions import pins
 from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Applicability, Edit, Fix, Position, Range, Severity, split_lines
 from memlint.python.index import ModuleIndex, could_be_named, index_for
@@ -26,6 +27,10 @@ _DEPRECATED = {
     "torch.cpu.amp.grad_scaler.GradScaler": ("GradScaler", "cpu"),
 }
 _DEPRECATED_NAMES = frozenset(_DEPRECATED)
+# the release that deprecated them: "`torch.cuda.amp.autocast(args...)` is deprecated" is a
+# FutureWarning from torch 2.4.0 (torch/cuda/amp/autocast_mode.py); torch.amp.GradScaler
+# arrived in 2.3
+DEPRECATED_IN = "2.4.0"
 # torch.cuda.amp.autocast(enabled, dtype, cache_enabled) vs torch.amp.autocast(device_type, dtype, enabled, ...)
 _AUTOCAST_POSITIONS = ("enabled", "dtype", "cache_enabled")
 
@@ -68,6 +73,9 @@ class DeprecatedCudaAmp(Rule):
     ``torch.amp.autocast(device_type, dtype, enabled)`` takes the dtype, so swapping the name
     alone silently changes what positional arguments mean.
 
+    A project that pins a torch release before 2.4 (``torch==2.0.1``), where they neither warn
+    nor have ``torch.amp.GradScaler`` to move to, is not told.
+
     ## Fix
     ``torch.amp.autocast("cuda", ...)`` and ``torch.amp.GradScaler("cuda", ...)``. The fix
     (safe) rewrites the name, adds the device, turns autocast's positional arguments into
@@ -90,6 +98,15 @@ class DeprecatedCudaAmp(Rule):
                 autocast='torch.amp.autocast("cuda", dtype=torch.float16)',
             ),
             title="The device-generic torch.amp API",
+        ),
+        Example(
+            _SCRIPT.format(
+                imports="",
+                scaler="torch.cuda.amp.GradScaler()",
+                autocast="torch.cuda.amp.autocast(dtype=torch.float16)",
+            ),
+            files={"requirements.txt": "torch==2.0.1\ntransformers==4.31.0\n"},
+            title="The project pins torch 2.0.1, which deprecated nothing yet",
         ),
     )
     INVALID = (
@@ -126,6 +143,9 @@ class DeprecatedCudaAmp(Rule):
     )
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        torch = pins(ctx.settings.root, ctx.path).get("torch")
+        if torch is not None and torch.only_before(DEPRECATED_IN):
+            return  # the release the project pins neither warns nor has torch.amp.GradScaler
         index = index_for(ctx.python)
         if index is None:
             return
