@@ -297,6 +297,10 @@ class RunFinder:
             predated = pinned_trl_predates(self.documents.root, plan.entry)
             if predated is not None:
                 plan.facts["pinned_trl_predates"] = predated
+                for name in predated.value:  # a TRL config file's extractor filled TRL's default in
+                    filled = plan.get(name)
+                    if filled is not None and filled.origin is None and (filled.note or "").startswith("TRL default"):
+                        del plan.facts[name]
         if plan.get("fsdp") is not None:
             kept = pinned_without_fsdp_upcast(self.documents.root, plan.entry)
             if kept is not None:

@@ -109,3 +109,29 @@ def test_a_block_size_the_script_keeps_for_itself_stays_the_batch_length(tmp_pat
     run = _run(settings)
     assert run.setup.seq_len == 16384
     assert not [a for a in run.assumed if a.fact == "seq_len_limit"]
+
+
+RECIPE = dedent('''
+    model_name_or_path: Qwen/Qwen2.5-7B
+    dataset_name: my-org/reasoning-traces
+    per_device_train_batch_size: 2
+    max_length: 4096
+    packing: true
+    learning_rate: 1.0e-5
+    output_dir: data/qwen-7b-sft
+''')
+
+
+def _recipe_run(root: Path, trl_pin: str):
+    write(root, {"recipes/sft.yaml": RECIPE, "requirements.txt": f"transformers==4.46.1\n{trl_pin}\n"})
+    (root / ".git").mkdir(exist_ok=True)
+    settings = Settings(root=root).with_overrides(gpu="h100", gpus=8, cache=False)
+    [run] = Project(settings).runs_for(root / "recipes/sft.yaml", run_context(settings))
+    return run
+
+
+def test_a_trl_recipe_follows_the_pinned_release_too(tmp_path: Path):
+    old = _recipe_run(tmp_path / "old", "trl==0.12.0")
+    new = _recipe_run(tmp_path / "new", "trl==0.23.0")
+    assert old.setup.grad_ckpt == 0 and new.setup.grad_ckpt == 1
+    assert any("trl==0.12.0" in a for a in old.assumptions)
