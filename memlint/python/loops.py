@@ -334,9 +334,31 @@ def _updating_backwards(index: ModuleIndex) -> set[int]:
 
 
 def in_test(index: ModuleIndex, node: cst.CSTNode) -> bool:
-    """Is ``node`` in a test function (``def test_...``, or the function itself is one)?"""
+    """Is ``node`` in a test function (``def test_...``, or the function itself is one), or in a
+    function only test functions use? InternEvo's ``exam_hybrid_zero_optim_with_ddp`` steps a
+    ZeRO optimizer and a DDP one in lockstep; ``test_hybrid_zero_optim_with_ddp`` hands it to
+    ``pool.map`` on eight processes."""
     nodes = [node, *index.ancestors(node)]
-    return any(type(n) is cst.FunctionDef and n.name.value.startswith("test") for n in nodes)
+    functions = [n for n in nodes if type(n) is cst.FunctionDef]
+    if any(n.name.value.startswith("test") for n in functions):
+        return True
+    return bool(functions) and functions[-1].name.value in _used_only_by_tests(index)
+
+
+def _used_only_by_tests(index: ModuleIndex) -> frozenset[str]:
+    """Names of the module's functions that are named (called, or handed on as ``pool.map(f, ...)``
+    or ``mp.spawn(f)`` do) only inside test functions, at least once."""
+    def compute() -> frozenset[str]:
+        defined = {f.name.value for f in index.nodes_of(cst.FunctionDef) if not f.name.value.startswith("test")}
+        if not defined:
+            return frozenset()
+        uses: dict[str, list[bool]] = {}
+        for name in index.nodes_of(cst.Name):
+            if name.value in defined and not isinstance(index.parent(name), cst.FunctionDef):
+                uses.setdefault(name.value, []).append(any(
+                    type(n) is cst.FunctionDef and n.name.value.startswith("test") for n in index.ancestors(name)))
+        return frozenset(name for name, tested in uses.items() if tested and all(tested))
+    return index.once("used_only_by_tests", compute)
 
 
 def step_loops(index: ModuleIndex) -> list[TrainingLoop]:

@@ -601,3 +601,39 @@ def test_backward_of_the_model_object_is_an_engines_and_takes_the_loss(lint, whe
     undivided = ENGINE_UNDER_THE_MODELS_NAME.format(divide="")
     diagnostics = lint("ACC001", undivided)
     assert [d.message.split("`")[1] for d in diagnostics] == ["scaler.scale(loss).backward()"]
+
+
+def test_a_lockstep_check_that_only_tests_run_is_no_training(lint):
+    # InternEvo tests/test_solver/test_optimizer.py: a ZeRO optimizer and DDP accumulate the same
+    # undivided micro-batch losses and must agree; the helper runs only under a test function
+    source = """\
+import multiprocessing as mp
+
+import pytest
+import torch
+
+
+def exam_zero_optim_with_ddp(args):
+    rank, world_size, micro_num = args
+    torch_model, zero_model, torch_optimizer, zero_optimizer = build_pair(rank, world_size)
+    for _ in range(3):
+        zero_optimizer.zero_grad()
+        torch_optimizer.zero_grad()
+        for num in range(micro_num):
+            input_data = torch.rand(16, 128).cuda()
+            zero_optimizer.backward(zero_model(input_data).mean())
+            torch_model(input_data).mean().backward()
+        zero_optimizer.step()
+        torch_optimizer.step()
+        compare_grads(torch_model, zero_model)
+
+
+@pytest.mark.parametrize("micro_num", [1, 4])
+def test_zero_optim_with_ddp(micro_num):
+    with mp.get_context("spawn").Pool(processes=8) as pool:
+        pool.map(exam_zero_optim_with_ddp, [[rank, 8, micro_num] for rank in range(8)])
+"""
+    assert lint("ACC001", source, path="tests/test_solver/test_optimizer.py") == []
+    # the same helper run by a script's entry point is a training loop
+    script = source.split("@pytest.mark")[0] + 'if __name__ == "__main__":\n    exam_zero_optim_with_ddp([0, 1, 4])\n'
+    assert {d.code for d in lint("ACC001", script, path="train_zero.py")} == {"ACC001"}
