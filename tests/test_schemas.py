@@ -835,3 +835,31 @@ def test_missing_tool_is_skipped_with_a_message(capsys, monkeypatch):
     monkeypatch.setattr(generate, "TARGETS", (fake,))
     assert generate.main(["--check"]) == 0
     assert "skip nothing: not installed" in capsys.readouterr().out
+
+
+# Aria's recipes/accelerate_configs/zero3.yaml (and open-r1's, TRL's): the accumulation and the
+# clipping are left to the training script's TrainingArguments
+ACCELERATE_DEEPSPEED_AUTO = ACCELERATE_DEEPSPEED.replace(
+    "gradient_accumulation_steps: 4", "gradient_accumulation_steps: auto").replace(
+    "gradient_clipping: 1.0", "gradient_clipping: auto")
+
+
+def test_deepspeed_config_auto_is_what_the_plugin_keeps(monkeypatch):
+    """`accelerate launch` hands `deepspeed_config.gradient_accumulation_steps` on as
+    ACCELERATE_GRADIENT_ACCUMULATION_STEPS (utils/launch.py) and DeepSpeedPlugin keeps "auto"
+    for the Trainer to fill; the ZeRO stage is read with int(), so "auto" stays wrong there."""
+    requires("accelerate")
+    from accelerate.utils import DeepSpeedPlugin
+
+    document = yaml.safe_load(ACCELERATE_DEEPSPEED_AUTO)
+    monkeypatch.setenv("ACCELERATE_GRADIENT_ACCUMULATION_STEPS", "auto")
+    monkeypatch.setenv("ACCELERATE_GRADIENT_CLIPPING", "auto")
+    plugin = DeepSpeedPlugin()
+    assert (plugin.deepspeed_config["gradient_accumulation_steps"], plugin.deepspeed_config["gradient_clipping"]) \
+        == ("auto", "auto")
+    assert not errors("accelerate.schema.json", document), describe(errors("accelerate.schema.json", document))
+    monkeypatch.setenv("ACCELERATE_DEEPSPEED_ZERO_STAGE", "auto")
+    with pytest.raises(ValueError):
+        DeepSpeedPlugin()
+    assert errors("accelerate.schema.json", mutate(document, "deepspeed_config.zero_stage", "auto"))
+    assert errors("accelerate.schema.json", mutate(document, "deepspeed_config.gradient_clipping", "often"))
