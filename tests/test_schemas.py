@@ -16,6 +16,7 @@ import copy
 import importlib.util
 import json
 import sys
+import typing
 from pathlib import Path
 
 import jsonschema
@@ -774,6 +775,8 @@ def test_an_fsdp1_sharding_strategy_under_reshard_after_forward_is_valid(strateg
         (json.loads(TRAINING_ARGS), True),
         (mutate(json.loads(TRAINING_ARGS), "per_device_batch_size", 4), False),
         (mutate(json.loads(TRAINING_ARGS), "lr_scheduler_type", "cosine_annealing"), False),
+        # handed to Trainer.train(resume_from_checkpoint=...), which takes str | bool
+        (mutate(json.loads(TRAINING_ARGS), "resume_from_checkpoint", False), True),
     ],
 )
 def test_transformers_agrees_with_the_schema(document, accepted):
@@ -863,3 +866,20 @@ def test_deepspeed_config_auto_is_what_the_plugin_keeps(monkeypatch):
         DeepSpeedPlugin()
     assert errors("accelerate.schema.json", mutate(document, "deepspeed_config.zero_stage", "auto"))
     assert errors("accelerate.schema.json", mutate(document, "deepspeed_config.gradient_clipping", "often"))
+
+
+@pytest.mark.parametrize("name", ["hf-training-arguments", "trl-sft-config", "trl-dpo-config"])
+def test_resume_from_checkpoint_takes_what_trainer_train_takes(name):
+    """Scripts pass `training_args.resume_from_checkpoint` to `trainer.train`, which resumes from
+    the last checkpoint on True and not at all on False; a number is still wrong."""
+    requires("transformers", "torch")
+    import inspect
+
+    from transformers import Trainer
+
+    assert bool in typing.get_args(inspect.signature(Trainer.train).parameters["resume_from_checkpoint"].annotation)
+    document = {"output_dir": "outputs/sft", "learning_rate": 2.0e-5}
+    for value in (False, True, "outputs/sft/checkpoint-500", None):
+        found = errors(f"{name}.schema.json", {**document, "resume_from_checkpoint": value})
+        assert not found, describe(found)
+    assert errors(f"{name}.schema.json", {**document, "resume_from_checkpoint": 500})
