@@ -16,6 +16,7 @@ import copy
 import importlib.util
 import json
 import sys
+import typing
 from pathlib import Path
 
 import jsonschema
@@ -774,6 +775,8 @@ def test_an_fsdp1_sharding_strategy_under_reshard_after_forward_is_valid(strateg
         (json.loads(TRAINING_ARGS), True),
         (mutate(json.loads(TRAINING_ARGS), "per_device_batch_size", 4), False),
         (mutate(json.loads(TRAINING_ARGS), "lr_scheduler_type", "cosine_annealing"), False),
+        # handed to Trainer.train(resume_from_checkpoint=...), which takes str | bool
+        (mutate(json.loads(TRAINING_ARGS), "resume_from_checkpoint", False), True),
     ],
 )
 def test_transformers_agrees_with_the_schema(document, accepted):
@@ -835,3 +838,48 @@ def test_missing_tool_is_skipped_with_a_message(capsys, monkeypatch):
     monkeypatch.setattr(generate, "TARGETS", (fake,))
     assert generate.main(["--check"]) == 0
     assert "skip nothing: not installed" in capsys.readouterr().out
+
+
+# Aria's recipes/accelerate_configs/zero3.yaml (and open-r1's, TRL's): the accumulation and the
+# clipping are left to the training script's TrainingArguments
+ACCELERATE_DEEPSPEED_AUTO = ACCELERATE_DEEPSPEED.replace(
+    "gradient_accumulation_steps: 4", "gradient_accumulation_steps: auto").replace(
+    "gradient_clipping: 1.0", "gradient_clipping: auto")
+
+
+def test_deepspeed_config_auto_is_what_the_plugin_keeps(monkeypatch):
+    """`accelerate launch` hands `deepspeed_config.gradient_accumulation_steps` on as
+    ACCELERATE_GRADIENT_ACCUMULATION_STEPS (utils/launch.py) and DeepSpeedPlugin keeps "auto"
+    for the Trainer to fill; the ZeRO stage is read with int(), so "auto" stays wrong there."""
+    requires("accelerate")
+    from accelerate.utils import DeepSpeedPlugin
+
+    document = yaml.safe_load(ACCELERATE_DEEPSPEED_AUTO)
+    monkeypatch.setenv("ACCELERATE_GRADIENT_ACCUMULATION_STEPS", "auto")
+    monkeypatch.setenv("ACCELERATE_GRADIENT_CLIPPING", "auto")
+    plugin = DeepSpeedPlugin()
+    assert (plugin.deepspeed_config["gradient_accumulation_steps"], plugin.deepspeed_config["gradient_clipping"]) \
+        == ("auto", "auto")
+    assert not errors("accelerate.schema.json", document), describe(errors("accelerate.schema.json", document))
+    monkeypatch.setenv("ACCELERATE_DEEPSPEED_ZERO_STAGE", "auto")
+    with pytest.raises(ValueError):
+        DeepSpeedPlugin()
+    assert errors("accelerate.schema.json", mutate(document, "deepspeed_config.zero_stage", "auto"))
+    assert errors("accelerate.schema.json", mutate(document, "deepspeed_config.gradient_clipping", "often"))
+
+
+@pytest.mark.parametrize("name", ["hf-training-arguments", "trl-sft-config", "trl-dpo-config"])
+def test_resume_from_checkpoint_takes_what_trainer_train_takes(name):
+    """Scripts pass `training_args.resume_from_checkpoint` to `trainer.train`, which resumes from
+    the last checkpoint on True and not at all on False; a number is still wrong."""
+    requires("transformers", "torch")
+    import inspect
+
+    from transformers import Trainer
+
+    assert bool in typing.get_args(inspect.signature(Trainer.train).parameters["resume_from_checkpoint"].annotation)
+    document = {"output_dir": "outputs/sft", "learning_rate": 2.0e-5}
+    for value in (False, True, "outputs/sft/checkpoint-500", None):
+        found = errors(f"{name}.schema.json", {**document, "resume_from_checkpoint": value})
+        assert not found, describe(found)
+    assert errors(f"{name}.schema.json", {**document, "resume_from_checkpoint": 500})

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.version import InvalidVersion, Version
 
-from memlint.configs import axolotl_fsdp1, deepspeed_releases, schema
+from memlint.configs import axolotl_fsdp1, deepspeed_releases, schema, trl_config_option
 from memlint.configs.validation import ON_UNKNOWN, Issue, issues
 from memlint.facts.pinned_versions import Pin, pins
 from memlint.facts.project_arguments import project_argument_fields, project_config_reads
@@ -83,7 +83,10 @@ def versioned_issues(ctx: RuleContext) -> list[Issue]:
     (worked out once per lint of the document: every schema rule asks)."""
     kept = ctx.shared.get("versioned_issues")
     if kept is None:
-        kept = ctx.shared["versioned_issues"] = _versioned_issues(ctx)
+        found = _versioned_issues(ctx)
+        if ctx.kind == "hf-args":
+            found = trl_config_option.without_converted_strings(ctx, found)
+        kept = ctx.shared["versioned_issues"] = found
     return kept
 
 

@@ -85,6 +85,17 @@ class RuleContext:
         """The lintable files of the project (listed once per project)."""
         return self._project().links.candidates()
 
+    def launches_of_this_config(self) -> "list[RunFacts]":
+        """The launches that pass this config to a script: the commands of the documents that name
+        it (a README's ``python train.py --config x.yaml``), and the launch documented for it through
+        a launcher that takes it from its caller (a template's ``--config recipes/$MODEL/x.yaml``:
+        ``memlint.project.config_launchers``)."""
+        project = self._project()
+        found = [facts for referrer in project.referrers(self.path) for facts in project.facts(referrer)
+                 if facts.launches is not None]
+        return found + [launch.launch for launch in project.runs.config_launchers.launches_for(self.path)
+                        if launch.launch.launches is not None]
+
     def text_of(self, path: str | Path) -> str:
         """Another document's text, unparsed (its editor buffer when there is one); the result
         cache learns that the finding depended on it."""

@@ -22,6 +22,8 @@ class InvalidConfigValue(SchemaRule):
     The tools find these at start-up, after the job was queued and the checkpoint loaded —
     or never: YAML 1.1 reads ``learning_rate: 2e-5`` as the *string* ``"2e-5"`` (there is no
     dot), and DeepSpeed silently replaces an ``"auto"`` it does not expect with its default.
+    (A recipe a launch hands to a TrlParser script with ``--config`` is the exception: TrlParser
+    makes its values argparse defaults, and argparse converts the string ``"2e-5"`` to a float.)
 
     ## Fix
     Write the value the message asks for (``2.0e-5``, an integer, one of the listed names).

@@ -10,7 +10,11 @@ Sources of truth, all in Accelerate:
   parser's arguments are the keys, types, choices and help of those dicts;
 * ``commands/config/*.py``: the options the questionnaire writes into a nested dict
   (``fsdp_config["fsdp_reshard_after_forward"] = _ask_options(query, FSDP_SHARDING_STRATEGY, ...)``
-  for FSDP1) are valid values of that key, whatever the launch argument's default suggests.
+  for FSDP1) are valid values of that key, whatever the launch argument's default suggests;
+* ``utils/launch.py`` and ``utils/dataclasses.py``: a ``deepspeed_config`` key the launcher hands
+  on as an environment variable (``current_env["ACCELERATE_GRADIENT_CLIPPING"] =
+  str(args.gradient_clipping)``) that ``DeepSpeedPlugin.__post_init__`` reads with an ``"auto"``
+  default and keeps when it is ``"auto"`` takes ``"auto"`` as well.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import importlib
 
 import jsonschema
 
+from .auto_values import allow_auto
 from .common import envelope, json_default, package_file
 from .dataclass_schema import dataclass_properties, object_schema, widen
 from .python_types import schema_for
@@ -52,6 +57,7 @@ def build() -> dict[str, dict]:
     filled, legacy = _process_config_keys()
     prefixes = _added_prefixes()
     defaulted = _defaulted_when_none()
+    auto = _auto_through_the_plugin()
     defs = {}
     for cls, distributed in ((ClusterConfig, DistributedType), (SageMakerConfig, SageMakerDistributedType)):
         properties, required = dataclass_properties(cls)
@@ -64,6 +70,8 @@ def build() -> dict[str, dict]:
         for name, schema in properties.items():
             if name.endswith("_config") and schema.get("type") in ("object", ["object", "null"]):
                 properties[name] = _nested_dict(name, schema, parser, prefixes, asked.get(name, {}))
+        if "deepspeed_config" in properties:
+            _accept_auto(properties["deepspeed_config"], auto)
         for key, replacement in legacy.items():
             properties[key] = {
                 "deprecated": True,
@@ -168,6 +176,52 @@ def _argument_schema(action: argparse.Action) -> dict:
     if ok and default is not None and action.default is not argparse.SUPPRESS:
         schema["default"] = default
     return schema
+
+
+def _auto_through_the_plugin() -> dict[str, str]:
+    """``{launch argument: environment variable}`` for the DeepSpeed arguments whose ``"auto"``
+    reaches the plugin: ``utils/launch.py`` copies the argument into the variable
+    (``current_env["ACCELERATE_GRADIENT_ACCUMULATION_STEPS"] = str(args.gradient_accumulation_steps)``)
+    and ``DeepSpeedPlugin.__post_init__`` reads it with ``os.environ.get(VAR, "auto")``, keeping
+    "auto" (``int(gas) if gas.isdigit() else gas``) for the Accelerator or the HF Trainer to fill
+    from the script's own setting. Other variables (``ACCELERATE_DEEPSPEED_ZERO_STAGE``, read by
+    ``int()``) are absent."""
+    launch = ast.parse(package_file("accelerate", "utils/launch.py").read_text("utf-8"))
+    passed: dict[str, str] = {}
+    for node in ast.walk(launch):
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Subscript)
+                and isinstance(node.targets[0].value, ast.Name) and node.targets[0].value.id == "current_env"
+                and isinstance(node.targets[0].slice, ast.Constant)):
+            continue
+        read = [n.attr for n in ast.walk(node.value)
+                if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "args"]
+        if len(read) == 1:
+            passed[str(node.targets[0].slice.value)] = read[0]
+    plugin = ast.parse(package_file("accelerate", "utils/dataclasses.py").read_text("utf-8"))
+    cls = next(n for n in plugin.body if isinstance(n, ast.ClassDef) and n.name == "DeepSpeedPlugin")
+    post_init = next(n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__post_init__")
+    auto = {}
+    for node in ast.walk(post_init):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+                and len(node.args) == 2 and all(isinstance(a, ast.Constant) for a in node.args)
+                and node.args[1].value == "auto" and node.args[0].value in passed):
+            auto[passed[node.args[0].value]] = node.args[0].value
+    if not auto:
+        raise LookupError("DeepSpeedPlugin.__post_init__ reads no launch variable with an \"auto\" default")
+    return auto
+
+
+def _accept_auto(section: dict, auto: dict[str, str]) -> None:
+    """The ``deepspeed_config`` keys whose "auto" the plugin keeps also take "auto". (The HF
+    Trainer hands the Accelerator a GradientAccumulationPlugin and fills both; a bare
+    ``Accelerator()`` reads ``ACCELERATE_GRADIENT_ACCUMULATION_STEPS`` with ``int()`` itself.)"""
+    for key, variable in auto.items():
+        if key in section["properties"]:
+            section["properties"][key] = allow_auto(
+                section["properties"][key],
+                f"The launcher passes it as {variable}; DeepSpeedPlugin keeps \"auto\" "
+                "(utils/dataclasses.py), and the HF Trainer or the Accelerator fills it in.")
 
 
 def _defaulted_when_none() -> set[str]:

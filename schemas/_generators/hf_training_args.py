@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .common import envelope
 from .dataclass_schema import dataclass_properties
+from .trainer_train import accept_what_train_takes
 
 FILE = "hf-training-arguments.schema.json"
 
@@ -17,6 +18,7 @@ def build() -> dict[str, dict]:
     from transformers import Seq2SeqTrainingArguments, TrainingArguments
 
     base, base_required = dataclass_properties(TrainingArguments)
+    accept_what_train_takes(base)
     seq2seq, _ = dataclass_properties(Seq2SeqTrainingArguments)
     extras = {name: schema for name, schema in seq2seq.items() if name not in base}
     fields = {"type": "object", "properties": base}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .common import envelope
 from .dataclass_schema import dataclass_schema
+from .trainer_train import accept_what_train_takes
 
 SFT_FILE = "trl-sft-config.schema.json"
 DPO_FILE = "trl-dpo-config.schema.json"
@@ -19,11 +20,13 @@ def build() -> dict[str, dict]:
 
     out = {}
     for file_name, cls in ((SFT_FILE, SFTConfig), (DPO_FILE, DPOConfig)):
+        body = dataclass_schema(cls)
+        accept_what_train_takes(body["properties"])
         out[file_name] = envelope(
             file_name,
             f"TRL {cls.__name__}",
             "trl",
-            dataclass_schema(cls),
+            body,
             description=f"trl.{cls.__name__} (a transformers.TrainingArguments subclass) as a JSON/YAML document.",
             also=("transformers",),
         )
