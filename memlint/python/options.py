@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 # calls that turn a function's parameters into command-line options
 _FUNCTION_CLIS = frozenset({"fire.Fire", "typer.run"})
+# decorators that parse the command line into the config dataclass their function takes first
+_CONFIG_WRAPPERS = frozenset({"draccus.wrap", "pyrallis.wrap"})
 
 # Defaults of library dataclass fields that scripts test in conditions
 # (``if training_args.gradient_checkpointing: ...``). transformers 5 TrainingArguments, TRL
@@ -203,6 +205,21 @@ class Options:
             self._note_import(name, default)
             return Found(MISSING, None, keys, f"--{name}")
         return Found(found.value, found.node, keys, f"default of {function.name.value}({name}=...), a command-line option")
+
+    def wrapped_config(self, function: cst.FunctionDef, param: cst.Param) -> cst.ClassDef | None:
+        """The config dataclass a ``@draccus.wrap()`` / ``@pyrallis.wrap()`` function takes as
+        ``param`` (openvla's ``def finetune(cfg: FinetuneConfig)``): the wrapper parses the command
+        line into it, each field an option (``--vla_path``). None for any other parameter."""
+        if param.annotation is None or not any(
+                _CONFIG_WRAPPERS & self.values.qualified(d.decorator.func if type(d.decorator) is cst.Call else d.decorator)
+                for d in function.decorators):
+            return None
+        params = [p for p in function.params.params if p.name.value not in ("self", "cls")]
+        if not params or params[0] is not param:
+            return None
+        found = self.values.evaluate(param.annotation.annotation)
+        return found.value.node if found is not None and isinstance(found.value, ClassValue) and \
+            self.is_dataclass(found.value.node) else None
 
     def _position(self, function: cst.FunctionDef, param: cst.Param, cli: str) -> int | None:
         """The 1-based place of ``param`` among the words the CLI reads by position, if any."""

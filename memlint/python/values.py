@@ -487,6 +487,9 @@ class Values(Names):
             exposed = self.options.function_option(function, param)
             if exposed is not None:
                 return exposed  # ``fire.Fire(train)``: the command line sets it
+            config = self.options.wrapped_config(function, param)
+            if config is not None:
+                return Found(Instance(cls=config, cli=True), param)  # ``@draccus.wrap()``
         if isinstance(function, cst.Lambda) or self.is_method(function):
             return self.evaluate(param.default, depth + 1) if param.default is not None else None
         passed: list[Found | None] = []
@@ -655,6 +658,11 @@ class Values(Names):
                                          depth)
             if name == "builtins.dict":
                 return self._dict_call(expr, depth)
+            if name in _DATACLASS_CLIS and positional:
+                # ``cfg = tyro.cli(TrainConfig)``: each field is an option of the command line
+                target = self.evaluate(positional[0].value, depth + 1)
+                if target is not None and isinstance(target.value, ClassValue):
+                    return Found(Instance(cls=target.value.node, cli=True), expr)
             if name in _NAMESPACES:
                 return Found(Merged(expr), expr)
             if name == "builtins.getattr" and len(positional) == 2 and len(expr.args) == 2:
@@ -848,6 +856,9 @@ class Values(Names):
 class _KnownArgs:
     """``parser.parse_known_args()``: (namespace, leftover arguments)."""
 
+
+# calls that build a dataclass from the command line: its fields are options (``--lr 1e-4``)
+_DATACLASS_CLIS = frozenset({"tyro.cli", "simple_parsing.parse", "pyrallis.parse", "draccus.parse"})
 
 _DATACLASS_PARSES = (
     "parse_args_into_dataclasses",

@@ -317,3 +317,67 @@ def test_a_readme_block_labelled_with_another_language_still_launches(tmp_path: 
     settings = Settings(root=tmp_path).with_overrides(gpu="h100", cache=False, offline=True)
     [note] = [d for d in Linter(settings).lint_path(tmp_path / "finetune_hf.py") if d.code == "MEM003"]
     assert "unknown model 'THUDM/chatglm3-6b'" in note.message and "README.md:4" in note.message
+
+
+# openvla's vla-scripts/finetune.py, trimmed: draccus parses the command line into the config
+# dataclass the wrapped function takes
+DRACCUS = dedent('''
+    from dataclasses import dataclass
+    from pathlib import Path
+
+    import draccus
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from torch.optim import AdamW
+    from transformers import AutoModelForVision2Seq
+
+
+    @dataclass
+    class FinetuneConfig:
+        vla_path: str = "Qwen/Qwen2.5-7B-Instruct"
+        run_root_dir: Path = Path("runs")
+        batch_size: int = 16
+        learning_rate: float = 5e-4
+        use_lora: bool = True
+        lora_rank: int = 32
+
+
+    @draccus.wrap()
+    def finetune(cfg: FinetuneConfig) -> None:
+        vla = AutoModelForVision2Seq.from_pretrained(cfg.vla_path, torch_dtype=torch.bfloat16)
+        if cfg.use_lora:
+            vla = get_peft_model(vla, LoraConfig(r=cfg.lora_rank, target_modules="all-linear"))
+        optimizer = AdamW([p for p in vla.parameters() if p.requires_grad], lr=cfg.learning_rate)
+        for batch in make_loader(cfg.batch_size):
+            loss = vla(**batch).loss
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+
+
+    if __name__ == "__main__":
+        finetune()
+''')
+
+
+def test_a_draccus_config_dataclass_is_the_command_line():
+    script = one(DRACCUS, "finetune.py")
+    assert script.model.value == "Qwen/Qwen2.5-7B-Instruct"
+    assert where(script.model) == span(DRACCUS, 'vla_path: str = «"Qwen/Qwen2.5-7B-Instruct"»')
+    assert script.lora_r.value == 32
+    launched = _applied(DRACCUS, "torchrun --nproc-per-node 8 finetune.py --vla_path Qwen/Qwen2.5-3B --lora_rank 16\n")
+    assert launched["model"] == "Qwen/Qwen2.5-3B" and launched["lora_r"] == 16
+
+
+def test_tyro_and_pyrallis_build_the_config_from_the_command_line():
+    tyro = DRACCUS.replace("import draccus", "import tyro").replace("@draccus.wrap()\n", "").replace(
+        "    finetune()", "    finetune(tyro.cli(FinetuneConfig))")
+    assert one(tyro, "finetune.py").model.value == "Qwen/Qwen2.5-7B-Instruct"
+    assert _applied(tyro, "python finetune.py --vla_path Qwen/Qwen2.5-3B\n")["model"] == "Qwen/Qwen2.5-3B"
+    pyrallis = DRACCUS.replace("import draccus", "import pyrallis").replace("@draccus.wrap()", "@pyrallis.wrap()")
+    assert _applied(pyrallis, "python finetune.py --vla_path Qwen/Qwen2.5-3B\n")["model"] == "Qwen/Qwen2.5-3B"
+
+
+def test_a_config_dataclass_nothing_parses_is_no_command_line():
+    plain = DRACCUS.replace("@draccus.wrap()\n", "").replace("    finetune()", "    finetune(FinetuneConfig())")
+    assert "vla_path" not in one(plain, "finetune.py").cli_bindings
