@@ -178,6 +178,11 @@ def _stat(path: Path) -> tuple[int, int]:
         return 0, 0
 
 
+# a requirements file by its name: ``requirements-dev.txt``, ``dev_requirements.txt``, AgentTuning's
+# ``deepspeed_reqs.txt`` beside the launcher it installs for
+_REQUIREMENTS_NAME = re.compile(r"^(?:.*[_-])?(?:requirements?|reqs?)(?:[_.-].*)?\.(?:txt|in)$")
+
+
 def _files(root: Path) -> list[Path]:
     """The dependency files of a project, in the order their word counts."""
     locks = [root / n for n in _LOCKS if (root / n).is_file()]
@@ -188,7 +193,7 @@ def _files(root: Path) -> list[Path]:
         except OSError:
             continue
         requirements += [folder / n for n in names if re.fullmatch(r"requirements.*\.(txt|in)|.*\.txt", n)
-                         and (folder != root or n.startswith("requirement")) and (folder / n).is_file()]
+                         and (folder != root or _REQUIREMENTS_NAME.search(n)) and (folder / n).is_file()]
     others = [root / n for n in _OTHERS if (root / n).is_file()]
     return locks + requirements + others
 
