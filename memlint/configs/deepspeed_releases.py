@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from dataclasses import dataclass
 
+from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from memlint.configs.schema import SchemaUnavailable, schemas_dir
@@ -99,6 +101,37 @@ def _removed(issue: Issue, pin: Pin | None) -> Issue:
         return Rejudged(issue.category, issue.path, message, issue.range, issue.fix, severity=Severity.WARNING)
     return Rejudged(issue.category, issue.path, f"{name} was removed in DeepSpeed {release}; you pin {where}: {cause}",
                     issue.range, issue.fix)
+
+
+# GPT-NeoX hands a config's DeepSpeed sections to DeeperSpeed, EleutherAI's fork, which its
+# requirements/requirements.txt pins by commit (EleutherAI/DeeperSpeed@91d1c55ba037, whose
+# version.txt says 0.16.5; the fork's newest commit, 65d9f992, too). Its
+# deepspeed/runtime/zero/config.py still reads the keys upstream deprecates (``cpu_offload`` as
+# ``offload_optimizer``, ``cpu_offload_param``, ``stage3_gather_fp16_weights_on_model_save``),
+# logging a deprecation warning, and its runtime/config.py reads the legacy ``bfloat16`` section.
+DEEPERSPEED_RELEASE = "0.16.5"
+DEEPERSPEED_COMMIT = "91d1c55"
+
+
+def neox_judged(found: list[Issue], pin: Pin | None, data: Structured | None = None) -> list[Issue]:
+    """A GPT-NeoX config's DeepSpeed issues, judged for the DeepSpeed that reads them: the release a
+    project installs by version, else DeeperSpeed (a project that pins none, as Pythia's configs for
+    GPT-NeoX, or pins a commit, as GPT-NeoX pins the fork): its 0.16.5 line still reads the keys
+    upstream deprecated or removed since, so neither is more than an info."""
+    if pin is not None and not pin.url and (pin.exact is not None or len(pin.specifier) > 0):
+        return judged(found, pin, data)
+    where = f"the commit you pin, {pin.where}" if pin is not None else f"EleutherAI/DeeperSpeed@{DEEPERSPEED_COMMIT}"
+    fork = Pin("deepspeed", SpecifierSet(f"=={DEEPERSPEED_RELEASE}"), f"DeeperSpeed, GPT-NeoX's fork: {where}", 0)
+    out: list[Issue] = []
+    for issue in judged(found, fork, data):
+        if issue.category == "deprecated" and " is deprecated in DeepSpeed" in issue.message:
+            name, rest = issue.message.split(" is deprecated in DeepSpeed", 1)
+            message = (f"{name} is deprecated in DeeperSpeed too, the DeepSpeed fork GPT-NeoX runs ({where}, "
+                       f"DeepSpeed {DEEPERSPEED_RELEASE}), which still reads it and logs a warning"
+                       + re.sub(r"^ [\d.]+", "", rest))
+            issue = Rejudged(issue.category, issue.path, message, issue.range, issue.fix, severity=Severity.INFO)
+        out.append(issue)
+    return out
 
 
 # deprecated keys whose replacement a release before this one does not read: 0.5.10 reads only

@@ -193,7 +193,8 @@ def _versioned_issues(ctx: RuleContext) -> list[Issue]:
         out = [issue for issue in out if not (issue.category in ("removed", "deprecated")
                                               and data.has(issue.path) and data.get(*issue.path) is None)]
     if name == "deepspeed":
-        out = deepspeed_releases.judged(out, pins(root, ctx.path).get("deepspeed"), data)
+        rejudge = deepspeed_releases.neox_judged if ctx.kind == "neox" else deepspeed_releases.judged
+        out = rejudge(out, pins(root, ctx.path).get("deepspeed"), data)
     return sorted(out, key=lambda issue: (issue.range.start, issue.range.end))
 
 
