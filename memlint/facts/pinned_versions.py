@@ -349,7 +349,7 @@ def _own_release(path: Path, text: str, relative: str) -> list[Pin]:
         if not (isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "setup"):
             continue
         given = {k.arg: k.value for k in node.keywords if k.arg}
-        name = given.get("name")
+        name = _constant(module, given.get("name"))
         if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
             return []
         version = given.get("version")
@@ -366,11 +366,23 @@ def _own_release(path: Path, text: str, relative: str) -> list[Pin]:
     return []
 
 
+def _constant(module: ast.Module, value: ast.expr | None) -> ast.expr | None:
+    """``value``, or the string a module-level name holds (llm-foundry's ``_PACKAGE_NAME =
+    'llm-foundry'`` then ``setup(name=_PACKAGE_NAME)``)."""
+    if not isinstance(value, ast.Name):
+        return value
+    for node in module.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == value.id for t in node.targets) \
+                and isinstance(node.value, ast.Constant):
+            return node.value
+    return value
+
+
 def _source_version(folder: Path, name: str) -> str | None:
     """The ``VERSION``/``__version__`` string in the package's own source (``src/<name>`` or
     ``<name>`` beside ``setup.py``), looked for in the files that usually hold it, two levels deep."""
-    package = name.replace("-", "_").lower()
-    for base in (folder / "src" / package, folder / package):
+    packages = dict.fromkeys((name.replace("-", "_").lower(), name.replace("-", "").lower()))  # llmfoundry
+    for base in (folder / sub / package for package in packages for sub in ("src", "")):
         candidates = [base / f for f in _VERSION_FILES] + [
             sub / f for sub in sorted(base.glob("*")) if sub.is_dir() for f in _VERSION_FILES]
         for candidate in candidates:

@@ -923,3 +923,14 @@ def test_requirements_files_named_for_what_they_install(tmp_path: Path):
     assert (found_pins["deepspeed"].exact, found_pins["deepspeed"].where) == ("0.5.10", "fast_agent/deepspeed_reqs.txt:1")
     assert found_pins["transformers"].exact == "4.28.0"
     assert "accelerate" not in found_pins  # a text file that is not named a requirements file
+
+
+def test_a_tool_whose_setup_py_names_it_through_a_constant_is_its_own_source(tmp_path: Path):
+    # llm-foundry's setup.py: `_PACKAGE_NAME = 'llm-foundry'`, the version exec'd from llmfoundry/_version.py
+    setup = ("from setuptools import find_packages, setup\n\n_PACKAGE_NAME = 'llm-foundry'\n"
+             "version_locals = {}\nwith open('llmfoundry/_version.py') as f:\n    exec(f.read(), version_locals)\n"
+             "repo_version = str(version_locals['__version__'])\n\n"
+             "setup(name=_PACKAGE_NAME, version=repo_version, packages=find_packages())\n")
+    write_files(tmp_path, {"setup.py": setup, "llmfoundry/_version.py": "__version__ = '0.22.0.dev0'\n"})
+    pin = pins(tmp_path)["llm-foundry"]
+    assert (pin.exact, pin.source_tree) == ("0.22.0.dev0", True)
