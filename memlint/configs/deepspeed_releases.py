@@ -114,11 +114,11 @@ DEEPERSPEED_COMMIT = "91d1c55"
 
 
 def neox_judged(found: list[Issue], pin: Pin | None, data: Structured | None = None) -> list[Issue]:
-    """A GPT-NeoX config's DeepSpeed issues, judged for the DeepSpeed that reads them: the release a
-    project installs by version, else DeeperSpeed (a project that pins none, as Pythia's configs for
-    GPT-NeoX, or pins a commit, as GPT-NeoX pins the fork): its 0.16.5 line still reads the keys
-    upstream deprecated or removed since, so neither is more than an info."""
-    if pin is not None and not pin.url and (pin.exact is not None or len(pin.specifier) > 0):
+    """A GPT-NeoX config's DeepSpeed issues, judged for the DeepSpeed that reads them: the upstream
+    release a project installs by name, else DeeperSpeed (a project that pins none, as Pythia's
+    configs for GPT-NeoX, or pins a commit, as GPT-NeoX pins the fork): its 0.16.5 line still reads
+    the keys upstream deprecated or removed since, so neither is more than an info."""
+    if pin is not None and not pin.url:
         return judged(found, pin, data)
     where = f"the commit you pin, {pin.where}" if pin is not None else f"EleutherAI/DeeperSpeed@{DEEPERSPEED_COMMIT}"
     fork = Pin("deepspeed", SpecifierSet(f"=={DEEPERSPEED_RELEASE}"), f"DeeperSpeed, GPT-NeoX's fork: {where}", 0)
