@@ -9,7 +9,8 @@ a config first, then the folders above it up to the root:
 
 - lock files: ``uv.lock``, ``poetry.lock``, ``pdm.lock`` (``[[package]]`` name and version),
   ``Pipfile.lock``; they name the exact release and win over everything else;
-- ``requirements*.txt`` (``name==1.2``, ``name>=1.2,<1.3``, extras and markers);
+- ``requirements*.txt`` and files named for what they install (``dev-requirements.txt``,
+  ``deepspeed_reqs.txt``): ``name==1.2``, ``name>=1.2,<1.3``, extras and markers;
 - ``pyproject.toml`` (``[project]`` dependencies and optional dependencies, dependency groups,
   Poetry's ``[tool.poetry.dependencies]`` with ``^``/``~`` constraints);
 - ``setup.py`` (read with ``ast``, never run: every string that reads as a requirement of a
