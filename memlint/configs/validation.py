@@ -145,7 +145,8 @@ def _unfilled_auto(path: Path_) -> str:
     DeepSpeed's config models drop an "auto" they are handed (``DeepSpeedConfigModel``, non-strict),
     so the key keeps its default (an older DeepSpeed reading the key by hand: ``deepspeed_releases``)."""
     if path[:1] == ("bfloat16",):
-        off = " (bf16 stays off)" if path[1:] == ("enabled",) else ""
+        # Accelerate's mixed precision adds a `bf16` section when there is none, which DeepSpeed reads first
+        off = " (bf16 off, unless mixed precision adds a `bf16` section)" if path[1:] == ("enabled",) else ""
         return ('; the HF Trainer and Accelerate fill "auto" in `bf16`, not in the legacy `bfloat16` section, '
                 f'and DeepSpeed drops the "auto" and keeps its default{off}: rename the section `bf16` or set a value')
     return ('; neither the HF Trainer nor Accelerate fills "auto" in for this key, and DeepSpeed '

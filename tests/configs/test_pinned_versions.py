@@ -910,7 +910,8 @@ def test_near_miss_auto_in_the_bfloat16_section_under_a_deepspeed_that_drops_it(
                                 "fast_agent/zero_2_bf16.json")
         assert (auto.code, auto.severity.name) == ("CFG002", "ERROR"), requirement
         assert "the HF Trainer and Accelerate fill \"auto\" in `bf16`, not in the legacy `bfloat16` section, and " \
-               "DeepSpeed drops the \"auto\" and keeps its default (bf16 stays off)" in auto.message
+               "DeepSpeed drops the \"auto\" and keeps its default (bf16 off, unless mixed precision adds a `bf16` " \
+               "section)" in auto.message
         assert (deprecated.code, deprecated.severity.name) == ("CFG003", "WARNING")
         assert deprecated.fix is not None and "bf16" in deprecated.fix.message
 
