@@ -23,12 +23,15 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from dataclasses import dataclass
 
+from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from memlint.configs.schema import SchemaUnavailable, schemas_dir
-from memlint.configs.validation import Issue
+from memlint.configs.validation import PRECISION_SECTIONS, Issue
+from memlint.documents.structured import Structured
 from memlint.facts.pinned_versions import Pin
 from memlint.model.diagnostics import Severity
 
@@ -41,7 +44,6 @@ class Rejudged(Issue):
 
 
 VALIDATED_SINCE = Version("0.17.1")
-SECTIONS = ("fp16", "bf16")
 # releases at or after 0.17.1 a range pin may admit (the last of each minor line, then later lines)
 _LATER = ("0.17.1", "0.17.999", "0.18.999", "0.19.999", "0.99", "1.999", "99")
 
@@ -101,16 +103,68 @@ def _removed(issue: Issue, pin: Pin | None) -> Issue:
                     issue.range, issue.fix)
 
 
-def judged(found: list[Issue], pin: Pin | None) -> list[Issue]:
+# GPT-NeoX hands a config's DeepSpeed sections to DeeperSpeed, EleutherAI's fork, which its
+# requirements/requirements.txt pins by commit (EleutherAI/DeeperSpeed@91d1c55ba037, whose
+# version.txt says 0.16.5; the fork's newest commit, 65d9f992, too). Its
+# deepspeed/runtime/zero/config.py still reads the keys upstream deprecates (``cpu_offload`` as
+# ``offload_optimizer``, ``cpu_offload_param``, ``stage3_gather_fp16_weights_on_model_save``),
+# logging a deprecation warning, and its runtime/config.py reads the legacy ``bfloat16`` section.
+DEEPERSPEED_RELEASE = "0.16.5"
+DEEPERSPEED_COMMIT = "91d1c55"
+
+
+def neox_judged(found: list[Issue], pin: Pin | None, data: Structured | None = None) -> list[Issue]:
+    """A GPT-NeoX config's DeepSpeed issues, judged for the DeepSpeed that reads them: the upstream
+    release a project installs by name, else DeeperSpeed (a project that pins none, as Pythia's
+    configs for GPT-NeoX, or pins a commit, as GPT-NeoX pins the fork): its 0.16.5 line still reads
+    the keys upstream deprecated or removed since, so neither is more than an info."""
+    if pin is not None and not pin.url:
+        return judged(found, pin, data)
+    where = f"the commit you pin, {pin.where}" if pin is not None else f"EleutherAI/DeeperSpeed@{DEEPERSPEED_COMMIT}"
+    fork = Pin("deepspeed", SpecifierSet(f"=={DEEPERSPEED_RELEASE}"), f"DeeperSpeed, GPT-NeoX's fork: {where}", 0)
+    out: list[Issue] = []
+    for issue in judged(found, fork, data):
+        if issue.category == "deprecated" and " is deprecated in DeepSpeed" in issue.message:
+            name, rest = issue.message.split(" is deprecated in DeepSpeed", 1)
+            message = (f"{name} is deprecated in DeeperSpeed too, the DeepSpeed fork GPT-NeoX runs ({where}, "
+                       f"DeepSpeed {DEEPERSPEED_RELEASE}), which still reads it and logs a warning"
+                       + re.sub(r"^ [\d.]+", "", rest))
+            issue = Rejudged(issue.category, issue.path, message, issue.range, issue.fix, severity=Severity.INFO)
+        out.append(issue)
+    return out
+
+
+# deprecated keys whose replacement a release before this one does not read: 0.5.10 reads only
+# `bfloat16` (deepspeed/runtime/constants.py BFLOAT16 = "bfloat16"); `bf16` arrived in 0.6.0
+_REPLACED_SINCE = {("bfloat16",): ("bf16", "0.6.0")}
+
+
+def _before_the_replacement(issue: Issue, pin: Pin | None) -> Issue:
+    """A deprecated key the pinned release reads as its only spelling: renaming it would switch the
+    setting off, so the finding says so, as an info without the rename."""
+    replaced = _REPLACED_SINCE.get(issue.path)
+    if replaced is None or pin is None or not pin.only_before(replaced[1]):
+        return issue
+    new, since = replaced
+    message = (f"`{issue.path[-1]}` is the only spelling the DeepSpeed you pin (`deepspeed{pin.specifier}`, "
+               f"{pin.where}) reads; DeepSpeed {since} added `{new}`, and later releases deprecate "
+               f"`{issue.path[-1]}`: rename it when you upgrade")
+    return Rejudged(issue.category, issue.path, message, issue.range, None, severity=Severity.INFO)
+
+
+def judged(found: list[Issue], pin: Pin | None, data: Structured | None = None) -> list[Issue]:
     """The schema's issues, with those on the precision sections and the removed keys re-judged
-    for ``pin``."""
+    for ``pin`` (``data``, the config, gives the values the issues are about)."""
     found = [_removed(issue, pin) if issue.category == "removed" else issue for issue in found]
+    found = [_before_the_replacement(issue, pin) if issue.category == "deprecated" else issue for issue in found]
     if not unvalidated(pin):
         return found
     assert pin is not None
     out: list[Issue] = []
     for issue in found:
-        if len(issue.path) >= 2 and issue.path[0] in SECTIONS and issue.category in ("unknown", "invalid"):
+        if _enabled_auto(issue, data):
+            issue = _auto_read_as_true(issue, pin)
+        elif len(issue.path) >= 2 and issue.path[0] in PRECISION_SECTIONS and issue.category in ("unknown", "invalid"):
             issue = Rejudged(
                 issue.category, issue.path,
                 f"{issue.message.replace(' (DeepSpeed refuses the config)', '')}: the DeepSpeed you pin "
@@ -121,3 +175,25 @@ def judged(found: list[Issue], pin: Pin | None) -> list[Issue]:
                 severity=Severity.WARNING if issue.category == "unknown" else Severity.INFO)
         out.append(issue)
     return out
+
+
+def _enabled_auto(issue: Issue, data: Structured | None) -> bool:
+    """``"enabled": "auto"`` in a precision section that nothing fills in (the schema's issue)."""
+    return (issue.category == "invalid" and len(issue.path) == 2 and issue.path[0] in PRECISION_SECTIONS
+            and issue.path[1] == "enabled" and data is not None and data.has(issue.path)
+            and data.get(*issue.path) == "auto")
+
+
+def _auto_read_as_true(issue: Issue, pin: Pin) -> Issue:
+    """An unfilled ``"enabled": "auto"`` for a DeepSpeed that reads the section by hand: before 0.17.1
+    ``get_bfloat16_enabled`` / ``get_fp16_enabled`` return ``param_dict[section].get("enabled")``
+    as written (deepspeed/runtime/config.py of 0.5.10 to 0.17.0), and the engine tests it for
+    truth, so the string turns the mode on (0.5.10's engine calls ``module.bfloat16()``)."""
+    section = str(issue.path[0])
+    mode = "fp16" if section == "fp16" else "bf16"
+    message = (f"`{section}.enabled` is \"auto\", which nothing fills in (the HF Trainer and Accelerate fill "
+               f"`{mode}.enabled`{', not the legacy `bfloat16` section' if section == 'bfloat16' else ''}): the "
+               f"DeepSpeed you pin (`deepspeed{pin.specifier}`, {pin.where}) reads the string as true, so {mode} "
+               f"training is on whatever `--{mode}` says; DeepSpeed {VALIDATED_SINCE} and later drop the \"auto\" "
+               f"and train without {mode}: write true or false")
+    return Rejudged(issue.category, issue.path, message, issue.range, issue.fix, severity=Severity.WARNING)

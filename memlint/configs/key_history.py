@@ -97,17 +97,29 @@ def _read_by_the_project(ctx: RuleContext, found: list[Issue]) -> tuple[str, fro
     reading ``args.max_train_steps``, ``args.lr_scheduler``, ``args.output_dir``; the rest are read
     by the modules it hands the mapping to). HfArgumentParser never sees such a file: its keys and
     values are the script's to judge. A file with no unknown key is left to the schema (nothing
-    shows that it is not handed to the Trainer)."""
+    shows that it is not handed to the Trainer).
+
+    A Composer / llm-foundry-like YAML is known by its keys alone (``fsdp_config``, ``precision``,
+    ``device_eval_batch_size``), which a project's own script may read as well: open_lm's
+    ``eval/eval_openlm_ckpt.py`` loads ``--eval-yaml`` with ``om.load(f)`` and hands it to
+    ``evaluate(..., cfg)``, which takes seven of the file's twelve keys and passes some to Composer's
+    ``Trainer``; llm-foundry's ``train.py``, whose "Unused parameters" check the schema stands for,
+    never reads it. Such a file is the script's when the script reads at least half of its keys,
+    whether or not it reads the keys llm-foundry does not know (a template's leftovers nobody
+    reads), unless the project is llm-foundry itself."""
     assert ctx.structured is not None
     keys = {k for k in ctx.structured.value if isinstance(k, str)}
     unknown = {i.path[0] for i in found if len(i.path) == 1 and i.category == "unknown"}
     if not unknown:
         return None
+    if ctx.kind == "composer" and _contains_tool(ctx.settings.root, ctx.path, "llm-foundry"):
+        return None  # llm-foundry's own YAMLs, read by its own scripts
     kept = ctx.shared.get("config_reads")
     if kept is None:
         kept = ctx.shared["config_reads"] = project_config_reads(ctx.settings.root)
     for loader, read in sorted(kept, key=lambda site: -len(site[1])):
-        if 2 * len(unknown & read) >= len(unknown) and (unknown & read) and 2 * len(keys & read) >= len(keys):
+        if 2 * len(keys & read) >= len(keys) and (ctx.kind == "composer" or (
+                (unknown & read) and 2 * len(unknown & read) >= len(unknown))):
             return loader, read
     return None
 
@@ -140,7 +152,7 @@ def _versioned_issues(ctx: RuleContext) -> list[Issue]:
     name = schema.schema_name_for(ctx.kind, data.value)
     if name is None:
         return found
-    if ctx.kind == "hf-args":
+    if ctx.kind in ("hf-args", "composer"):
         reading = _read_by_the_project(ctx, found)
         if reading is not None:
             return _the_projects_own(found, *reading)
@@ -196,7 +208,8 @@ def _versioned_issues(ctx: RuleContext) -> list[Issue]:
         out = [issue for issue in out if not (issue.category in ("removed", "deprecated")
                                               and data.has(issue.path) and data.get(*issue.path) is None)]
     if name == "deepspeed":
-        out = deepspeed_releases.judged(out, pins(root, ctx.path).get("deepspeed"))
+        rejudge = deepspeed_releases.neox_judged if ctx.kind == "neox" else deepspeed_releases.judged
+        out = rejudge(out, pins(root, ctx.path).get("deepspeed"), data)
     return sorted(out, key=lambda issue: (issue.range.start, issue.range.end))
 
 

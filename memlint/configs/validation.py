@@ -69,6 +69,10 @@ TORCHTUNE_NEAR = 0.9
 # DeepSpeed's pydantic sections would refuse those keys, so they are no finding in a NeoX file.
 NEOX_PRECISION_SECTIONS = frozenset({("fp16",), ("bf16",)})
 
+# DeepSpeed's precision sections; `bfloat16` is the legacy name of `bf16`, still read when `bf16` is
+# absent (deepspeed/runtime/precision_config.py, BFLOAT16_OLD) and the only name before 0.6.0
+PRECISION_SECTIONS = ("fp16", "bf16", "bfloat16")
+
 # Spellings a tool still accepts although its schema model does not list them: Axolotl strips
 # an ``fsdp_`` prefix from ``fsdp_config`` keys before validating (with a deprecation warning;
 # axolotl/utils/schemas/validation.py, check_fsdp_config_kwargs_prefix).
@@ -133,6 +137,20 @@ _TYPE_WORDS = {
     "array": "a list",
     "null": "null",
 }
+
+
+def _unfilled_auto(path: Path_) -> str:
+    """Why an "auto" that nothing fills in is wrong. The HF Trainer and Accelerate fill `bf16.enabled`
+    (transformers' ``fill_match("bf16.enabled", ...)``), never the legacy `bfloat16` section, and
+    DeepSpeed's config models drop an "auto" they are handed (``DeepSpeedConfigModel``, non-strict),
+    so the key keeps its default (an older DeepSpeed reading the key by hand: ``deepspeed_releases``)."""
+    if path[:1] == ("bfloat16",):
+        # Accelerate's mixed precision adds a `bf16` section when there is none, which DeepSpeed reads first
+        off = " (bf16 off, unless mixed precision adds a `bf16` section)" if path[1:] == ("enabled",) else ""
+        return ('; the HF Trainer and Accelerate fill "auto" in `bf16`, not in the legacy `bfloat16` section, '
+                f'and DeepSpeed drops the "auto" and keeps its default{off}: rename the section `bf16` or set a value')
+    return ('; neither the HF Trainer nor Accelerate fills "auto" in for this key, and DeepSpeed '
+            "falls back to its default: set a value")
 
 
 def _type_words(types: list[str]) -> list[str]:
@@ -331,8 +349,7 @@ class _Validation:
             fixed = f"{mantissa}.0e{exponent}" if "." not in mantissa else instance
             hint = f"; YAML 1.1 reads `{instance}` as a string: write `{fixed}`"
         elif instance == "auto" and self.name == "deepspeed":
-            hint = ("; neither the HF Trainer nor Accelerate fills \"auto\" in for this key, and DeepSpeed "
-                    "falls back to its default: set a value")
+            hint = _unfilled_auto(path)
         elif isinstance(instance, str) and error.validator in ("enum", "anyOf", "oneOf"):
             choices = [str(v) for v in _enum_values(error.schema, self.root)]
             close = difflib.get_close_matches(instance, choices, n=1, cutoff=0.75)

@@ -9,7 +9,8 @@ a config first, then the folders above it up to the root:
 
 - lock files: ``uv.lock``, ``poetry.lock``, ``pdm.lock`` (``[[package]]`` name and version),
   ``Pipfile.lock``; they name the exact release and win over everything else;
-- ``requirements*.txt`` (``name==1.2``, ``name>=1.2,<1.3``, extras and markers);
+- ``requirements*.txt`` and files named for what they install (``dev-requirements.txt``,
+  ``deepspeed_reqs.txt``): ``name==1.2``, ``name>=1.2,<1.3``, extras and markers;
 - ``pyproject.toml`` (``[project]`` dependencies and optional dependencies, dependency groups,
   Poetry's ``[tool.poetry.dependencies]`` with ``^``/``~`` constraints);
 - ``setup.py`` (read with ``ast``, never run: every string that reads as a requirement of a
@@ -178,6 +179,11 @@ def _stat(path: Path) -> tuple[int, int]:
         return 0, 0
 
 
+# a requirements file by its name: ``requirements-dev.txt``, ``dev_requirements.txt``, AgentTuning's
+# ``deepspeed_reqs.txt`` beside the launcher it installs for
+_REQUIREMENTS_NAME = re.compile(r"^(?:.*[_-])?(?:requirements?|reqs?)(?:[_.-].*)?\.(?:txt|in)$")
+
+
 def _files(root: Path) -> list[Path]:
     """The dependency files of a project, in the order their word counts."""
     locks = [root / n for n in _LOCKS if (root / n).is_file()]
@@ -188,7 +194,7 @@ def _files(root: Path) -> list[Path]:
         except OSError:
             continue
         requirements += [folder / n for n in names if re.fullmatch(r"requirements.*\.(txt|in)|.*\.txt", n)
-                         and (folder != root or n.startswith("requirement")) and (folder / n).is_file()]
+                         and (folder != root or _REQUIREMENTS_NAME.search(n)) and (folder / n).is_file()]
     others = [root / n for n in _OTHERS if (root / n).is_file()]
     return locks + requirements + others
 
@@ -344,7 +350,7 @@ def _own_release(path: Path, text: str, relative: str) -> list[Pin]:
         if not (isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "setup"):
             continue
         given = {k.arg: k.value for k in node.keywords if k.arg}
-        name = given.get("name")
+        name = _constant(module, given.get("name"))
         if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
             return []
         version = given.get("version")
@@ -361,11 +367,23 @@ def _own_release(path: Path, text: str, relative: str) -> list[Pin]:
     return []
 
 
+def _constant(module: ast.Module, value: ast.expr | None) -> ast.expr | None:
+    """``value``, or the string a module-level name holds (llm-foundry's ``_PACKAGE_NAME =
+    'llm-foundry'`` then ``setup(name=_PACKAGE_NAME)``)."""
+    if not isinstance(value, ast.Name):
+        return value
+    for node in module.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == value.id for t in node.targets) \
+                and isinstance(node.value, ast.Constant):
+            return node.value
+    return value
+
+
 def _source_version(folder: Path, name: str) -> str | None:
     """The ``VERSION``/``__version__`` string in the package's own source (``src/<name>`` or
     ``<name>`` beside ``setup.py``), looked for in the files that usually hold it, two levels deep."""
-    package = name.replace("-", "_").lower()
-    for base in (folder / "src" / package, folder / package):
+    packages = dict.fromkeys((name.replace("-", "_").lower(), name.replace("-", "").lower()))  # llmfoundry
+    for base in (folder / sub / package for package in packages for sub in ("src", "")):
         candidates = [base / f for f in _VERSION_FILES] + [
             sub / f for sub in sorted(base.glob("*")) if sub.is_dir() for f in _VERSION_FILES]
         for candidate in candidates:

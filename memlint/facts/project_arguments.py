@@ -42,7 +42,9 @@ _FROM_A_FILE = "**loaded"
 _LOADERS = frozenset({"load", "loads", "safe_load", "full_load", "unsafe_load"})  # json, yaml, toml, OmegaConf
 _DATACLASS = re.compile(r"@(?:dataclasses\.)?dataclass\b")  # HfArgumentParser takes dataclasses only
 _CONFIG_OWNERS = frozenset({"OmegaConf", "yaml", "json", "toml", "tomllib"})
-_CONFIG_LOAD = re.compile(r"\b(?:OmegaConf|yaml|json)\.(?:safe_|full_|unsafe_)?load\(")
+# a loader's call, or a loader imported under another name (open_lm's ``from omegaconf import
+# OmegaConf as om`` then ``om.load(f)``)
+_CONFIG_LOAD = re.compile(r"\b(?:OmegaConf|yaml|json)\.(?:safe_|full_|unsafe_)?load\(|\b(?:OmegaConf|yaml|json)\s+as\s+\w")
 _SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".memlint_cache", "site-packages"}
 
 # a module's parser calls ({(parser name, class names passed)}), each class's (bases, annotated
@@ -214,41 +216,74 @@ def _config_reads(module: ast.Module) -> frozenset[tuple[str, frozenset[str]]]:
     is that function's parameter."""
     out: set[tuple[str, frozenset[str]]] = set()
     functions = {n.name: n for n in module.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    handed: dict[int, dict[str, str]] = {}  # id(function) -> {parameter: loader}
+    owners = _loader_names(module)
     scopes: list[ast.AST] = [module, *(n for n in ast.walk(module) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))]
-    read_in: list[tuple[ast.AST, dict[str, str], dict[str, set[str]]]] = []
+    # per scope: the names bound to a loaded mapping, the keys taken from each name, the calls of
+    # the module's functions
+    read_in: list[tuple[ast.AST, dict[str, str], dict[str, set[str]], list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, ast.Call]]]] = []
     for scope in scopes:
         loaders: dict[str, str] = {}
         keys: dict[str, set[str]] = {}
+        calls: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, ast.Call]] = []
         for node in _own_nodes(scope):
-            loader = _loader(node.value) if isinstance(node, ast.Assign) and _is_load(node.value) else None
+            loader = _loader(node.value, owners) if isinstance(node, ast.Assign) and _is_load(node.value) else None
             if loader is not None:
                 loaders.update((t.id, loader) for t in node.targets if isinstance(t, ast.Name))
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in functions:
-                _hand_over(functions[node.func.id], node, handed)
+                calls.append((functions[node.func.id], node))
             key = _key_read(node)
             if key is not None:
                 keys.setdefault(key[0], set()).add(key[1])
-        read_in.append((scope, loaders, keys))
-    for scope, loaders, keys in read_in:
+        read_in.append((scope, loaders, keys, calls))
+    # a mapping handed on (``evaluate(model, tokenizer, eval_cfg)``) is the parameter it lands in,
+    # through as many calls as hand it on
+    handed: dict[int, dict[str, str]] = {}  # id(function) -> {parameter: loader}
+    for _ in range(len(scopes)):
+        grown = False
+        for scope, loaders, _keys, calls in read_in:
+            bound = {**handed.get(id(scope), {}), **loaders}
+            for function, call in calls:
+                grown |= _hand_over(function, call, bound, owners, handed)
+        if not grown:
+            break
+    for scope, loaders, keys, _calls in read_in:
         for name, loader in {**handed.get(id(scope), {}), **loaders}.items():
             if keys.get(name):
                 out.add((loader, frozenset(keys[name])))
     return frozenset(out)
 
 
-def _hand_over(function: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call,
-               handed: dict[int, dict[str, str]]) -> None:
-    """The parameters of ``function`` that ``call`` passes a config loader's result to."""
+def _loader_names(module: ast.Module) -> dict[str, str]:
+    """The names a module calls the config loaders by: ``OmegaConf``, ``yaml``, ... and the names
+    it imports them as (``from omegaconf import OmegaConf as om``, ``import yaml as pyyaml``)."""
+    names = {owner: owner for owner in _CONFIG_OWNERS}
+    for node in ast.walk(module):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.asname is not None and alias.name.rpartition(".")[2] in _CONFIG_OWNERS:
+                    names[alias.asname] = alias.name.rpartition(".")[2]
+    return names
+
+
+def _hand_over(function: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call, bound: dict[str, str],
+               owners: dict[str, str], handed: dict[int, dict[str, str]]) -> bool:
+    """The parameters of ``function`` that ``call`` passes a config loader's result to, directly
+    or as a name ``bound`` to one; whether any is new."""
+    def loader_of(argument: ast.AST) -> str | None:
+        if isinstance(argument, ast.Name):
+            return bound.get(argument.id)
+        return _loader(argument, owners) if _is_load(argument) else None
+
     positional = [a.arg for a in function.args.posonlyargs + function.args.args]
-    for index, argument in enumerate(call.args):
-        loader = _loader(argument) if _is_load(argument) else None
-        if loader is not None and index < len(positional):
-            handed.setdefault(id(function), {})[positional[index]] = loader
-    for keyword in call.keywords:
-        loader = _loader(keyword.value) if _is_load(keyword.value) else None
-        if loader is not None and keyword.arg is not None:
-            handed.setdefault(id(function), {})[keyword.arg] = loader
+    passed = [(positional[i], a) for i, a in enumerate(call.args) if i < len(positional)]
+    passed += [(k.arg, k.value) for k in call.keywords if k.arg is not None]
+    grown = False
+    for parameter, argument in passed:
+        loader = loader_of(argument)
+        if loader is not None and handed.setdefault(id(function), {}).get(parameter) != loader:
+            handed[id(function)][parameter] = loader
+            grown = True
+    return grown
 
 
 def _own_nodes(scope: ast.AST):
@@ -262,13 +297,14 @@ def _own_nodes(scope: ast.AST):
         stack.extend(ast.iter_child_nodes(node))
 
 
-def _loader(call: ast.AST) -> str | None:
-    """``OmegaConf`` or ``yaml/json`` for a config loader's call (not ``torch.load``'s checkpoint)."""
+def _loader(call: ast.AST, owners: dict[str, str]) -> str | None:
+    """``OmegaConf`` or ``yaml/json`` for a config loader's call (not ``torch.load``'s checkpoint),
+    ``owners`` the names the module calls the loaders by."""
     func = call.func if isinstance(call, ast.Call) else None
     owner = func.value if isinstance(func, ast.Attribute) else None
-    if not isinstance(owner, ast.Name) or owner.id not in _CONFIG_OWNERS:
+    if not isinstance(owner, ast.Name) or owner.id not in owners:
         return None
-    return "OmegaConf" if owner.id == "OmegaConf" else "yaml/json"
+    return "OmegaConf" if owners[owner.id] == "OmegaConf" else "yaml/json"
 
 
 def _key_read(node: ast.AST) -> tuple[str, str] | None:

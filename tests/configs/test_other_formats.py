@@ -150,6 +150,38 @@ def test_neox_deepspeed_sections_are_linted_as_deepspeed(lint):
     assert "`overlap_comm`" in found[1].message
 
 
+# Pythia's models/1B/pythia-1b.yml ZeRO section, for GPT-NeoX: the legacy offload switch, off
+PYTHIA_ZERO = NEOX_125M.replace('"contiguous_gradients": True,', '"contiguous_gradients": True,\n    "cpu_offload": false')
+GPT_NEOX_REQUIREMENTS = ("deepspeed@git+https://github.com/EleutherAI/DeeperSpeed.git"
+                         "@91d1c55ba037b5ada99ae14884dff87a4dc5b9ea#egg=deepspeed\nftfy>=6.0.1\n")
+
+
+def test_a_key_deeperspeed_still_reads_is_an_info_in_a_neox_config(lint):
+    # Pythia pins nothing: its configs run on the DeeperSpeed GPT-NeoX pins
+    [finding] = lint({"requirements.txt": "numpy==1.26.1\ntqdm==4.66.1\n", "models/1B/pythia-1b.yml": PYTHIA_ZERO},
+                     "models/1B/pythia-1b.yml")
+    assert (finding.code, finding.severity.name) == ("CFG003", "INFO")
+    assert finding.message == (
+        "`cpu_offload` is deprecated in DeeperSpeed too, the DeepSpeed fork GPT-NeoX runs "
+        "(EleutherAI/DeeperSpeed@91d1c55, DeepSpeed 0.16.5), which still reads it and logs a warning: "
+        "use `offload_optimizer`")
+    # GPT-NeoX itself pins the fork by commit
+    [finding] = lint({"requirements/requirements.txt": GPT_NEOX_REQUIREMENTS, "configs/pythia/1B.yml": PYTHIA_ZERO},
+                     "configs/pythia/1B.yml")
+    assert finding.severity.name == "INFO"
+    assert "(the commit you pin, requirements/requirements.txt:1, DeepSpeed 0.16.5)" in finding.message
+
+
+def test_near_miss_a_neox_config_under_an_upstream_deepspeed_release_or_a_plain_deepspeed_config(lint):
+    [finding] = lint({"requirements.txt": "deepspeed==0.19.8\n", "configs/1B.yml": PYTHIA_ZERO}, "configs/1B.yml")
+    assert (finding.code, finding.severity.name) == ("CFG003", "WARNING")
+    assert "is deprecated in DeepSpeed 0.19.8: use `offload_optimizer`" in finding.message
+    plain = '{"train_micro_batch_size_per_gpu": 4, "zero_optimization": {"stage": 2, "cpu_offload": false}}'
+    [finding] = lint({"ds_config.json": plain}, "ds_config.json")
+    assert (finding.code, finding.severity.name) == ("CFG003", "WARNING")
+    assert "DeeperSpeed" not in finding.message
+
+
 def test_deepspeed_autotuning_space_is_accepted(lint):
     assert lint({"ds_autotune.json": DS_AUTOTUNING}, "ds_autotune.json") == []
     # without an autotuning section a list is still no stage

@@ -830,3 +830,108 @@ def test_a_trainer_arguments_key_written_with_no_value_is_still_refused(lint):
     [removed] = [d for d in lint({"requirements.txt": "transformers==4.52.4\n", "args.yaml": text}, "args.yaml")
                  if d.code == "CFG004"]
     assert removed.range.start.line == 3
+
+
+# ---------------------------------------------------------------------------- "auto" in the legacy `bfloat16` section
+
+# AgentTuning's eval_heldout/science-world/fast_agent: a Seq2SeqTrainer script launched with a
+# DeepSpeed config that keeps the legacy `bfloat16` name, and its own requirements file beside it
+BFLOAT16_AUTO = """\
+{
+    "bfloat16": {
+        "enabled": "auto"
+    },
+    "fp16": {
+        "enabled": "auto",
+        "loss_scale": 0,
+        "initial_scale_power": 16
+    },
+    "zero_optimization": {
+        "stage": 2,
+        "offload_optimizer": {"device": "cpu", "pin_memory": true},
+        "overlap_comm": true
+    },
+    "gradient_accumulation_steps": "auto",
+    "train_micro_batch_size_per_gpu": "auto"
+}
+"""
+SEQ2SEQ_TRAIN = """\
+from dataclasses import dataclass, field
+
+from transformers import HfArgumentParser, Seq2SeqTrainer, Seq2SeqTrainingArguments
+
+
+@dataclass
+class DataTrainingArguments:
+    train_file: str = field(default=None)
+    max_source_length: int = 1024
+
+
+def main():
+    parser = HfArgumentParser((DataTrainingArguments, Seq2SeqTrainingArguments))
+    data_args, training_args = parser.parse_args_into_dataclasses()
+    print(f"bf16-bits training: {training_args.bf16}")
+
+
+if __name__ == "__main__":
+    main()
+"""
+DS_TRAIN_SH = """\
+deepspeed --master_port 29510 ./ds_train.py \\
+    --model_name_or_path google/flan-t5-large \\
+    --output_dir model_ckpts/flan_large \\
+    --per_device_train_batch_size 8 \\
+    --gradient_accumulation_steps 4 \\
+    --deepspeed zero_2_bf16.json
+"""
+
+
+def _fast_agent(requirements: dict[str, str]) -> dict[str, str]:
+    return {"fast_agent/ds_train.py": SEQ2SEQ_TRAIN, "fast_agent/ds_train.sh": DS_TRAIN_SH,
+            "fast_agent/zero_2_bf16.json": BFLOAT16_AUTO, **requirements}
+
+
+def test_auto_in_the_bfloat16_section_under_a_deepspeed_that_reads_it_unchecked(lint):
+    files = _fast_agent({"fast_agent/deepspeed_reqs.txt": "datasets==1.18.3\ndeepspeed==0.5.10\nhjson==3.0.2\n",
+                         "requirements.txt": "transformers==4.28.0\n"})
+    deprecated, auto = lint(files, "fast_agent/zero_2_bf16.json")
+    assert (auto.code, auto.range.start.line, auto.severity.name) == ("CFG002", 3, "WARNING")
+    assert "the DeepSpeed you pin (`deepspeed==0.5.10`, fast_agent/deepspeed_reqs.txt:2) reads the string as true, " \
+           "so bf16 training is on whatever `--bf16` says; DeepSpeed 0.17.1 and later drop the \"auto\"" in auto.message
+    assert "not the legacy `bfloat16` section" in auto.message
+    # 0.5.10 has no `bf16`: renaming the section would switch bf16 off
+    assert (deprecated.code, deprecated.severity.name, deprecated.fix) == ("CFG003", "INFO", None)
+    assert "`bfloat16` is the only spelling the DeepSpeed you pin" in deprecated.message
+
+
+def test_near_miss_auto_in_the_bfloat16_section_under_a_deepspeed_that_drops_it(lint):
+    for requirement in ("deepspeed>=0.17.1\n", "deepspeed\n", ""):
+        deprecated, auto = lint(_fast_agent({"fast_agent/deepspeed_reqs.txt": requirement}),
+                                "fast_agent/zero_2_bf16.json")
+        assert (auto.code, auto.severity.name) == ("CFG002", "ERROR"), requirement
+        assert "the HF Trainer and Accelerate fill \"auto\" in `bf16`, not in the legacy `bfloat16` section, and " \
+               "DeepSpeed drops the \"auto\" and keeps its default (bf16 off, unless mixed precision adds a `bf16` " \
+               "section)" in auto.message
+        assert (deprecated.code, deprecated.severity.name) == ("CFG003", "WARNING")
+        assert deprecated.fix is not None and "bf16" in deprecated.fix.message
+
+
+def test_requirements_files_named_for_what_they_install(tmp_path: Path):
+    write_files(tmp_path, {"fast_agent/deepspeed_reqs.txt": "deepspeed==0.5.10\n",
+                           "dev-requirements.txt": "transformers==4.28.0\n",
+                           "fast_agent/notes.txt": "accelerate==0.19.0\n"})
+    found_pins = pins(tmp_path, tmp_path / "fast_agent" / "zero_2_bf16.json")
+    assert (found_pins["deepspeed"].exact, found_pins["deepspeed"].where) == ("0.5.10", "fast_agent/deepspeed_reqs.txt:1")
+    assert found_pins["transformers"].exact == "4.28.0"
+    assert "accelerate" not in found_pins  # a text file that is not named a requirements file
+
+
+def test_a_tool_whose_setup_py_names_it_through_a_constant_is_its_own_source(tmp_path: Path):
+    # llm-foundry's setup.py: `_PACKAGE_NAME = 'llm-foundry'`, the version exec'd from llmfoundry/_version.py
+    setup = ("from setuptools import find_packages, setup\n\n_PACKAGE_NAME = 'llm-foundry'\n"
+             "version_locals = {}\nwith open('llmfoundry/_version.py') as f:\n    exec(f.read(), version_locals)\n"
+             "repo_version = str(version_locals['__version__'])\n\n"
+             "setup(name=_PACKAGE_NAME, version=repo_version, packages=find_packages())\n")
+    write_files(tmp_path, {"setup.py": setup, "llmfoundry/_version.py": "__version__ = '0.22.0.dev0'\n"})
+    pin = pins(tmp_path)["llm-foundry"]
+    assert (pin.exact, pin.source_tree) == ("0.22.0.dev0", True)

@@ -167,3 +167,138 @@ gradient_checkpointing: False
 def test_a_mapping_handed_to_the_scripts_main_is_the_scripts_own(lint):
     files = {"train.py": TRAIN_HANDED, "configs/ffs/ffs_train.yaml": LATTE_YAML}
     assert codes(lint(files, "configs/ffs/ffs_train.yaml")) == []
+
+
+# open_lm's eval/eval_openlm_ckpt.py, trimmed: the YAML comes from a CLI option, is loaded by
+# OmegaConf imported as `om`, and is handed to the function that reads it key by key and passes
+# some of its values to Composer's Trainer
+EVAL_OM_ALIAS = '''\
+import argparse
+
+import torch
+from composer.trainer import Trainer
+from composer.utils import dist, get_device, reproducibility
+from llmfoundry.utils.builders import build_icl_evaluators
+from omegaconf import OmegaConf as om
+
+from open_lm.model import create_params
+from open_lm.utils.llm_foundry_wrapper import SimpleComposerOpenLMCausalLM
+
+
+@torch.no_grad()
+def evaluate(model, tokenizer, cfg):
+    cfg.dist_timeout = cfg.get("dist_timeout", 600.0)
+    reproducibility.seed_all(cfg.seed)
+    dist.initialize_dist(get_device(None), timeout=cfg.dist_timeout)
+    evaluators, logger_keys = build_icl_evaluators(cfg.icl_tasks, tokenizer, cfg.max_seq_len,
+                                                   cfg.device_eval_batch_size)
+    fsdp_config = cfg.get("fsdp_config", None)
+    fsdp_config = om.to_container(fsdp_config, resolve=True) if fsdp_config is not None else None
+    trainer = Trainer(model=SimpleComposerOpenLMCausalLM(model, tokenizer), precision=cfg.precision,
+                      fsdp_config=fsdp_config, load_path=cfg.get("load_path", None), load_weights_only=True)
+    trainer.eval(eval_dataloader=evaluators)
+
+
+def run(model, tokenizer, eval_cfg):
+    evaluate(model, tokenizer, eval_cfg)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--checkpoint")
+    parser.add_argument("--eval-yaml")
+    args = parser.parse_args()
+    with open(args.eval_yaml) as f:
+        eval_cfg = om.load(f)
+    model = create_params(args)
+    run(model, None, eval_cfg)
+
+
+if __name__ == "__main__":
+    main()
+'''
+# open_lm's eval/in_memory_hf_eval.yaml (abridged): an llm-foundry eval YAML's shape, with the
+# first three keys left over from a template nothing reads
+IN_MEMORY_EVAL_YAML = """\
+epoch: 1.25T
+dataset: bigdata
+num_params: 1B
+max_seq_len: 2048
+seed: 1
+precision: fp32
+
+tokenizer:
+  pretrained_model_name_or_path:
+  kwargs:
+    model_max_length: 2048
+
+model:
+  name: open_lm
+  init_device: cpu
+  pretrained: true
+
+load_path: # Add your (optional) Composer checkpoint path here!
+
+device_eval_batch_size: 8
+
+fsdp_config:
+  sharding_strategy: FULL_SHARD
+  mixed_precision: FULL
+
+icl_tasks:
+-
+  label: mmlu
+  dataset_uri: local_data/mmlu.jsonl
+  num_fewshot: [0]
+  icl_task_type: multiple_choice
+"""
+OPEN_LM_FILES = {"eval/eval_openlm_ckpt.py": EVAL_OM_ALIAS, "eval/in_memory_hf_eval.yaml": IN_MEMORY_EVAL_YAML,
+                 "requirements.txt": "torch\nmosaicml\ntransformers\n",
+                 "requirements_test.txt": "pytest==7.0.1\nllm-foundry==0.9.0\n"}
+
+
+def test_an_llm_foundry_shaped_yaml_the_projects_script_reads_is_the_scripts_own(lint):
+    # before: three "unknown llm-foundry key" warnings (epoch, dataset, num_params), although
+    # llm-foundry's train.py, whose "Unused parameters" check they describe, never reads the file
+    assert kinds_of(OPEN_LM_FILES, "eval/in_memory_hf_eval.yaml") == "composer"
+    assert codes(lint(OPEN_LM_FILES, "eval/in_memory_hf_eval.yaml")) == []
+
+
+def test_the_reading_follows_an_aliased_loader_through_the_calls_it_is_handed_on(tmp_path):
+    from memlint.facts.project_arguments import project_config_reads
+
+    from .helpers import write_files
+
+    write_files(tmp_path, {"eval/eval_openlm_ckpt.py": EVAL_OM_ALIAS})
+    [(loader, read)] = project_config_reads(tmp_path)
+    assert loader == "OmegaConf"
+    assert read == {"dist_timeout", "seed", "icl_tasks", "max_seq_len", "device_eval_batch_size", "fsdp_config",
+                    "precision", "load_path"}
+
+
+def test_near_miss_a_script_that_reads_few_of_the_yamls_keys_leaves_it_to_llm_foundry(lint):
+    # the script takes two of the file's twelve keys: nothing shows the file is not llm-foundry's
+    few = EVAL_OM_ALIAS.replace("    evaluators, logger_keys", "    return cfg.seed\n    evaluators, logger_keys")
+    few = few.split("    dist.initialize_dist")[0] + "\n\ndef main():\n    with open('x.yaml') as f:\n" \
+        "        evaluate(None, None, om.load(f))\n"
+    diagnostics = lint({**OPEN_LM_FILES, "eval/eval_openlm_ckpt.py": few}, "eval/in_memory_hf_eval.yaml")
+    assert codes(diagnostics) == [("CFG001", 1), ("CFG001", 2), ("CFG001", 3)]
+    assert all("the llm-foundry you pin, `llm-foundry==0.9.0`" in d.message for d in diagnostics)
+
+
+def test_near_miss_llm_foundrys_own_yamls_stay_llm_foundrys(lint):
+    # in llm-foundry's own tree (setup.py names it through a constant), a script reading the YAML
+    # is llm-foundry reading its own format
+    setup = ("import os\n\nfrom setuptools import setup\n\n_PACKAGE_NAME = 'llm-foundry'\n"
+             "version_locals = {}\nexec(open('llmfoundry/_version.py').read(), version_locals)\n\n"
+             "setup(name=_PACKAGE_NAME, version=str(version_locals['__version__']))\n")
+    files = {**OPEN_LM_FILES, "setup.py": setup, "llmfoundry/_version.py": "__version__ = '0.9.0'\n",
+             "llmfoundry/__init__.py": "from llmfoundry._version import __version__\n"}
+    assert [c for c, _ in codes(lint(files, "eval/in_memory_hf_eval.yaml"))] == ["CFG001"] * 3
+
+
+def kinds_of(files, path):
+    from memlint.documents import kinds
+    from memlint.documents.structured import load
+
+    return kinds.detect(path, "yaml", load(files[path], "yaml").value)
