@@ -166,3 +166,16 @@ def test_a_callers_sbatch_nodes_beats_the_header(tmp_path: Path):
     assert world.origin.path.endswith("README.md") and "sbatch --nodes 16" in world.note
     [small] = project.runs_for(settings.root / "recipes/small.yaml", run_context(settings))
     assert small.plan.value("world_size") == 2 * 8  # the header's two nodes
+
+
+def test_arithmetic_reads_variables_without_their_dollar():
+    script = dedent('''
+        #!/bin/bash
+        #SBATCH --nodes=2
+        #SBATCH --gres=gpu:4
+        PER_NODE=4
+        TOTAL=$((SLURM_NNODES*PER_NODE))
+        accelerate launch --num_machines $SLURM_NNODES --num_processes $TOTAL train.py
+    ''')
+    assert _launch(script).world_size.value == 2 * 4
+    assert _launch(script.replace("PER_NODE=4\n", "")).world_size is None  # PER_NODE unset: unknown
