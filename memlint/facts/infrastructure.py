@@ -149,20 +149,8 @@ def from_slurm(path: str, text: str) -> InfraGpu | None:
 def slurm_gpus_per_node(text: str) -> int | None:
     """The GPUs per node a batch script requests, typed or not (``#SBATCH --gres=gpu:8``,
     ``--gpus-per-node=h100:8``): what each node of ``sbatch --nodes N script`` brings."""
-    per_node = None
-    for match in _SBATCH.finditer(text):
-        try:
-            words = shlex.split(match.group(1), comments=True)
-        except ValueError:
-            continue
-        for name, value in _options(words):
-            if name == "--gres":
-                spec = next((s for s in value.split(",") if s.startswith("gpu")), None)
-                if spec is not None:
-                    per_node = _typed(spec, "slurm")[1] or per_node
-            elif name == "--gpus-per-node":
-                per_node = _typed(value, "slurm")[1] or per_node
-    return per_node
+    found = slurm_environment(text).get("SLURM_GPUS_ON_NODE")
+    return int(found[0]) if found is not None else None
 
 
 # what SLURM sets in a job's environment from the script's ``#SBATCH`` request

@@ -109,20 +109,10 @@ def _parameters(function: cst.FunctionDef) -> list[cst.Param]:
     return list(params.posonly_params) + list(params.params) + list(params.kwonly_params)
 
 
-def _constructors(values: "Values", cls: cst.ClassDef) -> list[cst.Call]:
-    """The calls of this module that build the class by its name."""
-    out = []
-    for name in values.references(cls):
-        parent = values.parent(name)
-        if isinstance(parent, cst.Call) and parent.func is name:
-            out.append(parent)
-    return out
-
-
 def _constructor_argument(values: "Values", cls: cst.ClassDef, init: cst.FunctionDef, param: cst.Param) -> Found | None:
     """What the one constructor call of the module passes ``__init__``'s ``param`` (its default
     when that call leaves it); None when no call or several build the class here."""
-    calls = _constructors(values, cls)
+    calls = values.call_sites(cls)
     if len(calls) != 1:
         return None
     argument = values.argument_for(init, param, calls[0], bound_self=True)
@@ -134,7 +124,7 @@ def _constructor_argument(values: "Values", cls: cst.ClassDef, init: cst.Functio
 def _trainer_argument(values: "Values", cls: cst.ClassDef, field: str) -> Found | None:
     """``self.args.<field>`` of a ``Trainer`` subclass: the field of the ``args`` its one
     constructor call passes; the caller's option ``field`` where this module builds none."""
-    calls = _constructors(values, cls)
+    calls = values.call_sites(cls)
     if not calls:
         return Found(MISSING, None, (field,), f"--{field}")
     if len(calls) > 1:

@@ -115,25 +115,16 @@ TEMPLATED = dedent('''
 ''')
 
 TRAIN = dedent('''
-    from dataclasses import dataclass, field
-
-    from transformers import AutoModelForCausalLM, HfArgumentParser, Trainer, TrainingArguments
-
-
-    @dataclass
-    class ModelArguments:
-        model_name_or_path: str = field(default="Qwen/Qwen2.5-7B")
-
-
-    def main():
-        parser = HfArgumentParser((ModelArguments, TrainingArguments))
-        model_args, training_args = parser.parse_yaml_file("recipe.yaml")
-        model = AutoModelForCausalLM.from_pretrained(model_args.model_name_or_path, torch_dtype="bfloat16")
-        Trainer(model=model, args=training_args, train_dataset=train_set).train()
-
+    from datasets import load_dataset
+    from trl import ModelConfig, ScriptArguments, SFTConfig, SFTTrainer, TrlParser
 
     if __name__ == "__main__":
-        main()
+        parser = TrlParser((ScriptArguments, SFTConfig, ModelConfig))
+        script_args, training_args, model_args = parser.parse_args_and_config()
+        dataset = load_dataset(script_args.dataset_name)
+        trainer = SFTTrainer(model=model_args.model_name_or_path, args=training_args,
+                             train_dataset=dataset[script_args.dataset_train_split])
+        trainer.train()
 ''')
 
 RECIPE = dedent('''
