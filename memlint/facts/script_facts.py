@@ -144,11 +144,13 @@ class ScriptFacts:
 
     def _bind_taken_back(self, options: tuple[str, ...], negated: bool, name: str, value: Any) -> None:
         """``name = value`` holds because ``options`` are on (``negated``: off) by default: a launch
-        turning them the other way takes it back. HfArgumentParser also gives a boolean field
-        that defaults to True a ``--no_<field>`` flag that turns it off."""
+        turning them the other way takes it back. HfArgumentParser gives a boolean field that
+        defaults to True a ``--no_<field>`` flag that turns it off, as argparse does an option of
+        ``action=argparse.BooleanOptionalAction``."""
         binding = f"{'unlessnot' if negated else 'unless'}:{name}={encode(value)}"
         self.bind(options, binding)
-        if not negated and self.values.options.parses_dataclasses():
+        flags = self.values.options
+        if not negated and (flags.parses_dataclasses() or any(flags.flag_kind(o) == "boolean_optional" for o in options)):
             for option in options:
                 current = self.facts.cli_bindings.get(f"no_{option}", ())
                 if f"not:{binding}" not in current:

@@ -86,3 +86,12 @@ def test_a_store_false_flag_passed_takes_the_fact_back(tmp_path):
     settings = checked_project(tmp_path, {"train.py": ARGPARSE_FLAG,
                                           "run.sh": "python train.py --model gpt2 --no_grad_ckpt\n"})
     assert only_run(settings, "run.sh").plan.get("grad_ckpt") is None
+
+
+def test_a_boolean_optional_action_is_turned_off_by_its_no_flag():
+    script = one(ARGPARSE_FLAG.replace(
+        'parser.add_argument("--no_grad_ckpt", dest="grad_ckpt", action="store_false")',
+        'parser.add_argument("--grad-ckpt", action=argparse.BooleanOptionalAction, default=True)'))
+    assert script.grad_ckpt.value == 1
+    assert cleared_by_cli(script, one("python train.py --no-grad-ckpt\n", "run.sh")) == {"grad_ckpt"}
+    assert cleared_by_cli(script, one("python train.py --grad-ckpt\n", "run.sh")) == frozenset()
