@@ -182,7 +182,7 @@ def cleared_by_cli(script: RunFacts, launcher: RunFacts) -> frozenset[str]:
             if binding.removeprefix("not:").startswith(("unless:", "unlessnot:")):
                 name, value = _taken_back(binding, str(raw.value))
             elif binding.startswith(("when:", "whennot:")):
-                name, value, formula, holds = _test(binding, launcher)
+                name, value, _, holds = _test(binding, launcher)
                 if holds is not False or _test(binding, RunFacts(launcher.path, "shell"))[3] is not True:
                     continue
             stated = getattr(script, name, None) if name else None
