@@ -41,11 +41,12 @@ from typing import Any, Callable
 import libcst as cst
 
 from memlint.documents.parsed import ParsedDocument
-from memlint.facts import olmo_core_parallel, project_trainers
+from memlint.facts import olmo_core_parallel, project_trainers, script_gradient_cache
 from memlint.facts.imported_arguments import imported_names
 from memlint.facts.lazy_exports import lazy_submodule
 from memlint.facts.plan import RunFacts
 from memlint.facts.script import definition_facts
+from memlint.facts.script_facts import ScriptFacts
 from memlint.model.provenance import Location, Sourced
 from memlint.python.library import DEEPSPEED_INITIALIZE, trainer_framework
 from memlint.python.references import NOT_PASSED, Assigned, Parameter, Unpacked
@@ -323,6 +324,7 @@ def _class_facts(parsed: ParsedDocument, cls: cst.ClassDef) -> Imported | None:
         # the class builds its own DeepSpeed engine: the run is that engine's, whatever
         # TrainingArguments-style class carries the script's options
         overrides["framework"] = Sourced("deepspeed", at(engine.func), f"{name}: deepspeed.initialize(...)")
+    _gradient_cache(parsed, values, cls, facts)
     parallel = olmo_core_parallel.data_parallel_type(parsed.text, helper, values, cls, _inside)
     if parallel is not None:
         call, kind = parallel
@@ -333,6 +335,24 @@ def _class_facts(parsed: ParsedDocument, cls: cst.ClassDef) -> Imported | None:
     if not (facts.stated() or overrides):
         return None
     return Imported(facts, overrides=overrides)
+
+
+def _gradient_cache(parsed: ParsedDocument, values: Values, cls: cst.ClassDef, facts: RunFacts) -> None:
+    """A gradient cache the class builds (VLM2Vec's ``GradCache(chunk_sizes=[self.args.gc_q_chunk_size,
+    self.args.gc_p_chunk_size])`` in its trainer's ``__init__``): its chunk, bound to the caller's
+    options it reads (``memlint.facts.script_gradient_cache``)."""
+    helper = parsed.python
+    assert helper is not None
+    if "GradCache" not in parsed.text:
+        return
+    ctx = ScriptFacts(parsed, values)
+    for call in helper.nodes_in_order(cst.Call):
+        if _inside(helper, call, cls):
+            script_gradient_cache.recognise(ctx, call, values.callee_names(call), None)
+    if ctx.facts.gradient_cache_chunk is not None:
+        facts.gradient_cache_chunk = ctx.facts.gradient_cache_chunk
+    for option, bound in ctx.facts.cli_bindings.items():
+        facts.cli_bindings[option] = facts.cli_bindings.get(option, ()) + bound
 
 
 def _inside(source: Any, node: cst.CSTNode, ancestor: cst.CSTNode) -> bool:

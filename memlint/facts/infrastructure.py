@@ -149,20 +149,48 @@ def from_slurm(path: str, text: str) -> InfraGpu | None:
 def slurm_gpus_per_node(text: str) -> int | None:
     """The GPUs per node a batch script requests, typed or not (``#SBATCH --gres=gpu:8``,
     ``--gpus-per-node=h100:8``): what each node of ``sbatch --nodes N script`` brings."""
-    per_node = None
+    found = slurm_environment(text).get("SLURM_GPUS_ON_NODE")
+    return int(found[0]) if found is not None else None
+
+
+# what SLURM sets in a job's environment from the script's ``#SBATCH`` request
+_SLURM_NODES = ("SLURM_NNODES", "SLURM_JOB_NUM_NODES")
+_SLURM_GPUS = ("SLURM_GPUS_ON_NODE", "SLURM_GPUS_PER_NODE")
+_SLURM_TASKS = ("SLURM_NTASKS_PER_NODE",)
+
+
+def slurm_environment(text: str) -> dict[str, tuple[str, int, int]]:
+    """The variables SLURM sets in the job a batch script's ``#SBATCH`` header requests, as
+    ``$SLURM_NNODES`` reads them when the script runs (``--nodes=32`` -> ``SLURM_NNODES=32``,
+    ``--gres=gpu:8`` -> ``SLURM_GPUS_ON_NODE=8``): name -> (value, start, end of where the header
+    writes it). A node range (``--nodes=2-4``) leaves the count to the scheduler: none."""
+    out: dict[str, tuple[str, int, int]] = {}
+    if "#SBATCH" not in text:
+        return out
     for match in _SBATCH.finditer(text):
         try:
             words = shlex.split(match.group(1), comments=True)
         except ValueError:
             continue
         for name, value in _options(words):
-            if name == "--gres":
-                spec = next((s for s in value.split(",") if s.startswith("gpu")), None)
-                if spec is not None:
-                    per_node = _typed(spec, "slurm")[1] or per_node
-            elif name == "--gpus-per-node":
-                per_node = _typed(value, "slurm")[1] or per_node
-    return per_node
+            names: tuple[str, ...] = ()
+            count = None
+            if name in ("--nodes", "-N"):
+                names, count = _SLURM_NODES, _count(value)
+            elif name in ("--gres", "--gpus-per-node"):
+                spec = next((s for s in value.split(",") if s.startswith("gpu")), None) if name == "--gres" else value
+                names, count = _SLURM_GPUS, _typed(spec, "slurm")[1] if spec is not None else None
+            elif name == "--ntasks-per-node":
+                names, count = _SLURM_TASKS, _count(value)
+            if count is None:
+                continue
+            written = match.group(1)
+            at = written.find(value)
+            inner = value.rfind(str(count)) if at >= 0 else -1
+            start = match.start(1) + at + inner if inner >= 0 else match.start(1)
+            end = start + len(str(count)) if inner >= 0 else match.end(1)
+            out.update({variable: (str(count), start, end) for variable in names})
+    return out
 
 
 def _options(words: list[str]) -> list[tuple[str, str]]:

@@ -13,6 +13,13 @@ one of:
 - ``"is=<text>:<fact>=<value>"`` / ``"isnot=<text>:<fact>=<value>"``: the option's value equal (or
   not) to ``<text>`` makes the script state ``fact = value`` (``if args.train_mode == 'qlora':
   BitsAndBytesConfig(bnb_4bit_quant_type="nf4")``);
+- ``"when:<fact>=<value>@<test>"`` / ``"whennot:..."``: the script states ``fact = value`` while a
+  comparison of its options holds (fails) (``load_in_4bit=args.bits == 4``); the launch redoes it
+  with its own values and the script's defaults for the rest: holding, it states the fact; failing
+  where the defaults held, it takes back the script's own statement of it (``--bits 16``);
+- ``"unless:<fact>=<value>"`` / ``"unlessnot:..."``: an option on (off) by default made the script
+  state ``fact = value``; a launch turning it off (on) takes that statement back
+  (``--use_lora False`` over ``use_lora: bool = True``);
 - ``"calc:<binding>@<formula>"``: the script works the value of ``<binding>`` (either form above)
   out from this and other options (``gradient_accumulation_steps = batch_size //
   micro_batch_size``); the launch redoes it with its own options, the script's defaults for
@@ -32,6 +39,7 @@ from memlint.facts.plan import RunFacts
 from memlint.model.provenance import Sourced
 from memlint.model.vocabulary import ATTENTION, dtype_name
 from memlint.python import option_formulas
+from memlint.python.option_formulas import Formula
 
 
 def _float(value: Any) -> float | None:
@@ -152,10 +160,64 @@ def facts_from_cli(script: RunFacts, launcher: RunFacts) -> dict[str, Sourced[An
                 for name, value in applied.items():
                     out[name] = Sourced(value, raw.origin, f"{note}, as {how}")
                 continue
+            if binding.startswith(("when:", "whennot:")):
+                name, value, formula, holds = _test(binding, launcher)
+                if holds and name:
+                    out[name] = Sourced(value, raw.origin, f"{note}, as {option_formulas.describe(formula)}")
+                continue
             for name, value in _apply(binding, str(raw.value)).items():
                 out[name] = Sourced(value, raw.origin, note)
     out.update({name: fact for name, fact in _by_process_count(script, launcher, redone).items() if name not in out})
     return out
+
+
+def cleared_by_cli(script: RunFacts, launcher: RunFacts) -> frozenset[str]:
+    """The facts ``script`` states only because an option is on by default, which the launcher
+    turns off (qlora's ``load_in_4bit=args.bits == 4`` with ``bits: int = 4``, launched with
+    ``--bits 16``): the script's statement is not the run's. What the launch itself states wins."""
+    out: set[str] = set()
+    for option, raw in launcher.cli_args.items():
+        for binding in script.cli_bindings.get(option, ()):
+            name, value = "", None
+            if binding.removeprefix("not:").startswith(("unless:", "unlessnot:")):
+                name, value = _taken_back(binding, str(raw.value))
+            elif binding.startswith(("when:", "whennot:")):
+                name, value, _, holds = _test(binding, launcher)
+                if holds is not False or _test(binding, RunFacts(launcher.path, "shell"))[3] is not True:
+                    continue
+            stated = getattr(script, name, None) if name else None
+            if isinstance(stated, Sourced) and stated.value == value:
+                out.add(name)
+    return frozenset(out - set(facts_from_cli(script, launcher)))
+
+
+def _taken_back(binding: str, raw: str) -> tuple[str, Any]:
+    """(fact, value) an ``unless:`` binding takes back for an option passed as ``raw``, else ("", None)."""
+    on = _switched_on(raw)
+    if binding.startswith("not:"):
+        on = None if on is None else not on
+        binding = binding[4:]
+    prefix, _, rest = binding.partition(":")
+    name, _, literal = rest.partition("=")
+    if on is None or on != (prefix == "unlessnot"):
+        return "", None
+    return name, _literal(literal)
+
+
+def _test(binding: str, launcher: RunFacts) -> tuple[str, Any, Formula, bool | None]:
+    """A ``when:`` binding's fact, its value, its test, and whether the test holds with the
+    launch's options (the script's defaults for those it leaves); None when that is unknown."""
+    prefix, _, rest = binding.partition(":")
+    fact, _, text = rest.rpartition("@")
+    name, _, literal = fact.partition("=")
+    formula = option_formulas.decode(text)
+    if formula is None:
+        return "", None, ("number", 0), None
+    holds = option_formulas.holds(formula, _passed(launcher),
+                                  lambda variable, default: _environment(launcher, variable, default))
+    if holds is not None and prefix == "whennot":
+        holds = not holds
+    return name, _literal(literal), formula, holds
 
 
 def switched_references(script: RunFacts, launcher: RunFacts) -> list[Sourced[str]]:
@@ -198,23 +260,30 @@ def _calculated(binding: str, launcher: RunFacts) -> tuple[dict[str, Any], str]:
     formula = option_formulas.decode(text)
     if formula is None:
         return {}, ""
-
-    def passed(names: tuple[str, ...]) -> Any:
-        for name in names:
-            if name in launcher.cli_unknown:
-                return float("nan")  # passed with a value memlint cannot know: so is the result
-            raw = launcher.cli_args.get(name)
-            if raw is not None:
-                number = option_formulas.number_in(str(raw.value))
-                return float("nan") if number is None else number
-        return None  # not passed: the script's default
-
-    value = option_formulas.compute(formula, passed, lambda name, default: _environment(launcher, name, default))
+    value = option_formulas.compute(formula, _passed(launcher),
+                                    lambda name, default: _environment(launcher, name, default))
     if value is None:
         return {}, ""
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     return _apply(target, str(value)), option_formulas.describe(formula)
+
+
+def _passed(launcher: RunFacts) -> Callable[[tuple[str, ...]], Any]:
+    """An option's number as the launch passes it, for a formula (None: not passed, so the
+    script's default; NaN: passed with a value memlint cannot know, so is the result)."""
+
+    def passed(names: tuple[str, ...]) -> Any:
+        for name in names:
+            if name in launcher.cli_unknown:
+                return float("nan")
+            raw = launcher.cli_args.get(name)
+            if raw is not None:
+                number = option_formulas.number_in(str(raw.value))
+                return float("nan") if number is None else number
+        return None
+
+    return passed
 
 
 def _environment(launcher: RunFacts, name: str, default: Any) -> Any:
@@ -241,7 +310,7 @@ def hidden_by_cli(script: RunFacts, launcher: RunFacts) -> frozenset[str]:
                 target = hf_args.FIELDS.get(name[3:])
                 if target is not None:
                     out.add(target[0])
-            elif name.startswith(("if:", "ifnot:", "is=", "isnot=")):
+            elif name.startswith(("if:", "ifnot:", "is=", "isnot=", "when:", "whennot:", "unless:", "unlessnot:")):
                 out.add(name.partition(":")[2].partition("=")[0])
             else:
                 out.add(name)

@@ -913,4 +913,22 @@ def launches_in(parsed: ParsedDocument, text: str, variables: dict[str, Value | 
 def extract_launchers(parsed: ParsedDocument) -> list[RunFacts]:
     if parsed.document.problem is not None or not parsed.text:
         return []
-    return _Shell(parsed).run()
+    return slurm_job(parsed)
+
+
+def slurm_job(parsed: ParsedDocument, nodes: int | None = None) -> list[RunFacts]:
+    """A shell script's launches as its job runs: ``$SLURM_NNODES`` and the other variables
+    SLURM sets hold what the script's ``#SBATCH`` header requests (gritlm's ``--num_processes
+    $(($GPUS_PER_NODE*$SLURM_NNODES))`` under ``#SBATCH --nodes=32``); ``nodes``: the node count
+    a caller's ``sbatch --nodes N script`` gives the job instead."""
+    from memlint.facts.infrastructure import slurm_environment
+
+    shell = _Shell(parsed)
+    for name, (value, start, end) in slurm_environment(parsed.text).items():
+        if nodes is not None and name in ("SLURM_NNODES", "SLURM_JOB_NUM_NODES"):
+            value = str(nodes)
+        shell.variables.known[name] = Value(value, start, end)
+    if nodes is not None:
+        shell.variables.known.setdefault("SLURM_NNODES", Value(str(nodes), 0, 0))
+        shell.variables.known.setdefault("SLURM_JOB_NUM_NODES", Value(str(nodes), 0, 0))
+    return shell.run()

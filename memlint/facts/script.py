@@ -132,7 +132,7 @@ def _training_mode(ctx: ScriptFacts, values: Values) -> None:
     common: dict[tuple, Guard] | None = None
     for node in ctx.training_at:
         found = {(g.options, g.equals, g.negated): g for g in guards(values, node)
-                 if len(g.options) == 1 and g.active is not False}
+                 if len(g.options) == 1 and g.active is not False and g.formula is None}
         common = found if common is None else {k: g for k, g in common.items() if k in found}
         if not common:
             return

@@ -121,6 +121,41 @@ class ScriptFacts:
             if bound not in current:
                 self.facts.cli_bindings[option] = current + (bound,)
 
+    def bind_test(self, formula: tuple, negated: bool, name: str, value: Any) -> None:
+        """Bind each option a comparison reads (``load_in_4bit=args.bits == 4``) to ``name = value``
+        while the comparison holds (``negated``: while it fails), redone with the launch's values:
+        ``--bits 16`` states no 4-bit load, even though the script's default does."""
+        binding = f"{'whennot' if negated else 'when'}:{name}={encode(value)}@{option_formulas.encode(formula)}"
+        for option in option_formulas.options_of(formula):
+            current = self.facts.cli_bindings.get(option, ())
+            if binding not in current:
+                self.facts.cli_bindings[option] = current + (binding,)
+
+    def bind_switch(self, found: Found, name: str, value: Any) -> None:
+        """Bind the options that switch ``name = value`` on (``use_gradient_checkpointing=args.gc``,
+        ``load_in_4bit=args.bits == 4``): a comparison is redone with the launch's values; an option
+        on by default is also bound to take the fact back when a launch turns it off."""
+        if found.formula is not None and not option_formulas.is_number(found.formula):
+            self.bind_test(found.formula, False, name, value)
+        elif found.options:
+            self.bind(found.options, f"if:{name}={encode(value)}")
+            if found.known and isinstance(found.value, _SCALARS) and bool(found.value):
+                self._bind_taken_back(found.options, False, name, value)
+
+    def _bind_taken_back(self, options: tuple[str, ...], negated: bool, name: str, value: Any) -> None:
+        """``name = value`` holds because ``options`` are on (``negated``: off) by default: a launch
+        turning them the other way takes it back. HfArgumentParser gives a boolean field that
+        defaults to True a ``--no_<field>`` flag that turns it off, as argparse does an option of
+        ``action=argparse.BooleanOptionalAction``."""
+        binding = f"{'unlessnot' if negated else 'unless'}:{name}={encode(value)}"
+        self.bind(options, binding)
+        flags = self.values.options
+        if not negated and (flags.parses_dataclasses() or any(flags.flag_kind(o) == "boolean_optional" for o in options)):
+            for option in options:
+                current = self.facts.cli_bindings.get(f"no_{option}", ())
+                if f"not:{binding}" not in current:
+                    self.facts.cli_bindings[f"no_{option}"] = current + (f"not:{binding}",)
+
     def bind_found(self, found: Found, binding: str) -> None:
         """Bind what replaces ``found`` on a command line to ``binding``: its options, or for a
         value worked out from options, each option the formula reads (``option_formulas``)."""
@@ -141,7 +176,10 @@ class ScriptFacts:
     def runs(self, at: cst.CSTNode, extra: list[Guard] | None = None) -> tuple[bool, Guard | None]:
         """Does the statement at ``at`` run by default? If not, the one option-decided guard
         that keeps it from running (None when it is not a single option)."""
-        found = guards(self.values, at) + (extra or [])
+        return self._runs(guards(self.values, at) + (extra or []))
+
+    @staticmethod
+    def _runs(found: list[Guard]) -> tuple[bool, Guard | None]:
         # the same condition met twice (``cfg = LoraConfig(...)`` and its one use,
         # ``get_peft_model(model, cfg)``, both under ``if args.lora_enable:``) is one guard
         blocking = list({id(g.node): g for g in found if g.blocks}.values())
@@ -156,9 +194,13 @@ class ScriptFacts:
         """``name`` is ``value`` as written at ``node`` -- when the statement at ``at`` runs."""
         if value is None or value is MISSING or node is None:
             return
-        runs, guard = self.runs(at, extra_guards)
+        conditions = guards(self.values, at) + (extra_guards or [])
+        runs, guard = self._runs(conditions)
+        bindable = isinstance(value, _SCALARS) or _names(value)
         if not runs:
-            if guard is not None and (isinstance(value, _SCALARS) or _names(value)):
+            if guard is not None and guard.formula is not None and bindable:  # ``if args.bits == 8:``
+                self.bind_test(guard.formula, guard.negated, name, value)
+            elif guard is not None and bindable:
                 prefix = "ifnot" if guard.negated else "if"
                 if guard.equals is not None:  # ``if args.train_mode == 'qlora':``
                     prefix = f"{'isnot' if guard.negated else 'is'}={guard.equals}"
@@ -169,6 +211,20 @@ class ScriptFacts:
             return
         self._ranks[name] = rank
         setattr(self.facts, name, Sourced(value, self.location(node), note))
+        if bindable:
+            self._bind_passing_guards(conditions, name, value)
+
+    def _bind_passing_guards(self, conditions: list[Guard], name: str, value: Any) -> None:
+        """A statement that runs because its options are on by default (``if args.bits == 4:``,
+        ``if model_args.use_lora:`` with ``use_lora: bool = True``): a launch that turns one
+        off takes the fact back (``when:``/``unless:``, ``memlint.facts.launch_options``)."""
+        for passing in conditions:
+            if passing.active is not True or not passing.options or passing.equals is not None:
+                continue
+            if passing.formula is not None:
+                self.bind_test(passing.formula, passing.negated, name, value)
+            else:
+                self._bind_taken_back(passing.options, passing.negated, name, value)
 
     def state_found(self, name: str, found: Found | None, convert: Callable[[Any], Any], note: str, *,
                     at: cst.CSTNode, binding: str | None = None, rank: int = RANK_MODEL,
@@ -204,8 +260,7 @@ class ScriptFacts:
         found = self.values.evaluate(expr)
         if found is None:
             return
-        if found.options:
-            self.bind(found.options, f"if:{name}={encode(value)}")
+        self.bind_switch(found, name, value)
         if found.known and found.value and found.node is not None:
             self.state(name, value, found.node, note, at=at, rank=rank)
 

@@ -417,10 +417,10 @@ def bits_and_bytes(ctx: ScriptFacts, call: cst.Call) -> None:
             kind = None
         else:
             kind = kind_found.value
-    if four is not None and four.options and kind is not None:
-        ctx.bind(four.options, f"if:quantization={kind}")
-    if eight is not None and eight.options:
-        ctx.bind(eight.options, "if:quantization=int8")
+    if four is not None and kind is not None:
+        ctx.bind_switch(four, "quantization", kind)
+    if eight is not None:
+        ctx.bind_switch(eight, "quantization", "int8")
     double = argument("bnb_4bit_use_double_quant")
     if double is not None and double.options:  # peft's ``bnb_4bit_use_double_quant=args.use_nested_quant``
         ctx.bind(double.options, "if:double_quant=true")

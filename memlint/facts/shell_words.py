@@ -254,6 +254,26 @@ def _arithmetic(expression: str) -> int | None:
     return walk(tree)
 
 
+_BARE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _bare_names(expression: str, variables: Variables) -> str | None:
+    """Arithmetic reads a variable without its ``$`` (``$((SLURM_NNODES * GPUS_PER_NODE))``): each
+    name replaced by its value; None when one is unknown."""
+    unknown = False
+
+    def value(match: re.Match) -> str:
+        nonlocal unknown
+        known = variables.known.get(match.group(0))
+        if known is None or not known.text.strip().isdigit():
+            unknown = True
+            return "0"
+        return known.text.strip()
+
+    replaced = _BARE_NAME.sub(value, expression)
+    return None if unknown else replaced
+
+
 def expand(word: Word, variables: Variables) -> Value | None:
     """The word's value, or None when it depends on something the script does not set.
 
@@ -298,7 +318,8 @@ def expand(word: Word, variables: Variables) -> Value | None:
         return None
     if "$((" in expanded:
         match = _ARITHMETIC.fullmatch(expanded)
-        result = _arithmetic(match.group("expr")) if match else None
+        inner = _bare_names(match.group("expr"), variables) if match else None
+        result = _arithmetic(inner) if inner is not None else None
         if result is None:
             return None
         return Value(str(result), word.start, word.end)

@@ -586,7 +586,9 @@ class ConfigLaunchers:
                 return None
             references.append(Sourced(written, reference.origin, reference.note))
         filled = replace(facts, launches=launches, references=references)
-        if call is not None and call.nodes is not None and filled.world_size is None:
+        if call is not None and call.nodes is not None and filled.world_size is not None:
+            filled = self._on_nodes(filled, launcher, call.nodes)
+        elif call is not None and call.nodes is not None:
             per_node = self._gpus_per_node(launcher)
             if per_node is not None:
                 filled = replace(filled, world_size=Sourced(
@@ -595,6 +597,23 @@ class ConfigLaunchers:
                     gpus_per_node=Sourced(per_node, call.nodes.origin, "#SBATCH GPUs per node"))
         origin = call.script.origin if call is not None else facts.template_config.origin
         return filled, Sourced(config, origin, facts.template_config.note)
+
+    def _on_nodes(self, filled: RunFacts, launcher: Path, nodes: Sourced[int]) -> RunFacts:
+        """A batch script whose launch counts its processes from the job's nodes (``--nnodes
+        $SLURM_NNODES``, read as its ``#SBATCH --nodes`` header says) called with ``sbatch --nodes
+        N``: the launch redone on the caller's N nodes, located at the caller's option. A count
+        that does not change with the nodes stays the script's."""
+        from memlint.facts.launchers import slurm_job
+
+        assert filled.world_size is not None
+        parsed = self.documents.parsed(launcher)
+        redone = next((r for r in slurm_job(parsed, nodes.value) if r.anchor == filled.anchor), None)
+        if redone is None or redone.world_size is None or redone.world_size.value == filled.world_size.value:
+            return filled
+        note = f"{nodes.note} {nodes.value}: {redone.world_size.note}"
+        per_node = redone.gpus_per_node
+        return replace(filled, world_size=Sourced(redone.world_size.value, nodes.origin, note),
+                       gpus_per_node=per_node if per_node is not None else filled.gpus_per_node)
 
     def _gpus_per_node(self, launcher: Path) -> int | None:
         """The GPUs per node a batch script requests (``#SBATCH --gres=gpu:8``)."""

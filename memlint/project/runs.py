@@ -450,7 +450,7 @@ class RunFinder:
         script = self._with_library_arguments(script)
         overrides = {**self._bound_config_facts(launcher), **apply_cli(script, launcher)}
         hidden = hidden_cli(script, launcher)
-        linked.append(script)
+        linked.append(without_cleared(script, launcher))
         # the options the launch passes (or its arguments file sets) replace the dataclasses' defaults
         linked.extend(self._imported_defaults(script, frozenset(launcher.cli_args) | frozenset(launcher.cli_unknown)))
         helpers, overrides = self._imported_facts(script, launcher, overrides)
@@ -688,7 +688,7 @@ class RunFinder:
                     setattr(holder, name, Sourced(fact.value, fact.origin, f"{fact.note} (read in "
                                                   f"{Path(imported.facts.path).name})"))
                 linked.append(holder)
-            linked.append(imported.facts)
+            linked.append(without_cleared(imported.facts, launcher) if launcher is not None else imported.facts)
             if launcher is not None:
                 combined = {**apply_cli(imported.facts, launcher), **combined}
             combined = {**imported.overrides, **combined}
@@ -1158,6 +1158,20 @@ def hidden_cli(script: RunFacts, launcher: RunFacts) -> frozenset[str]:
     from memlint.facts.launch_options import hidden_by_cli
 
     return hidden_by_cli(script, launcher)
+
+
+def without_cleared(script: RunFacts, launcher: RunFacts) -> RunFacts:
+    """``script`` without the facts it states only because of an option default the launcher
+    switches off (``--bits 16`` over ``load_in_4bit=args.bits == 4``)."""
+    from memlint.facts.launch_options import cleared_by_cli
+
+    cleared = cleared_by_cli(script, launcher)
+    if not cleared:
+        return script
+    kept = replace(script)
+    for name in cleared:
+        setattr(kept, name, None)
+    return kept
 
 
 def apply_cli(script: RunFacts, launcher: RunFacts) -> dict:

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from memlint.python import option_formulas
+
 if TYPE_CHECKING:
     from memlint.python.values import Values
 
@@ -31,6 +33,9 @@ class Guard:
     node: cst.CSTNode | None = None
     # ``args.train_mode == 'qlora'``: the value the option must have (None: its truth decides)
     equals: str | None = None
+    # ``args.bits == 4``: a numeric comparison a launch redoes with its own values
+    # (``memlint.python.option_formulas``); ``options`` are those it reads
+    formula: tuple | None = None
 
     @property
     def blocks(self) -> bool:
@@ -73,6 +78,8 @@ def guard(values: "Values", test: cst.BaseExpression, negated: bool) -> Guard:
         options, literal, unequal = compared
         return Guard(active, options, negated != unequal, test, literal)
     options, flipped = deciding_options(values, test)
+    if not options and found is not None and found.formula is not None and not option_formulas.is_number(found.formula):
+        return Guard(active, option_formulas.options_of(found.formula), negated, test, formula=found.formula)
     return Guard(active, options, negated != flipped, test)
 
 

@@ -141,6 +141,19 @@ def compute(formula: Formula, option: Callable[[tuple[str, ...]], Any],
     return value if _number(value) else None
 
 
+def holds(formula: Formula, option: Callable[[tuple[str, ...]], Any],
+          environment: Callable[[str, Any], Any]) -> bool | None:
+    """Whether a comparison (``bits == 4``) holds for these option values (as ``compute``);
+    None when it is no comparison or some part is unknown."""
+    if is_number(formula):
+        return None
+    try:
+        value = _compute(formula, option, environment)
+    except (ArithmeticError, TypeError, ValueError, IndexError):
+        return None
+    return value if isinstance(value, bool) else None
+
+
 def _compute(formula: Formula, option: Callable, environment: Callable) -> Any:
     kind = formula[0]
     if kind == "number":

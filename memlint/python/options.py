@@ -52,7 +52,7 @@ class ArgOption:
     dest: str
     keys: tuple[str, ...]  # option strings without dashes, "-" as "_" ("bs", "batch_size")
     default: cst.BaseExpression | None  # the default's expression, if written
-    flag: str | None  # "store_true" / "store_false" for value-less flags
+    flag: str | None  # "store_true" / "store_false" / "boolean_optional" for value-less flags
     flag_node: cst.CSTNode | None
     call: cst.Call
 
@@ -129,10 +129,14 @@ class Options:
         if dest is None:
             long = [s for s in strings if s.startswith("--")]
             dest = option_key(long[0] if long else strings[0])
-        flag = flag_node = None
+        flag: str | None = None
+        flag_node: cst.CSTNode | None = None
         action = keywords.get("action")
         if isinstance(action, cst.SimpleString) and action.evaluated_value in ("store_true", "store_false"):
             flag, flag_node = action.evaluated_value, action
+        elif isinstance(action, (cst.Attribute, cst.Name)) and \
+                "argparse.BooleanOptionalAction" in self.values.qualified(action):
+            flag, flag_node = "boolean_optional", action  # ``--x`` sets it, ``--no-x`` clears it
         return ArgOption(str(dest), tuple(dict.fromkeys(option_key(s) for s in strings)), keywords.get("default"),
                          flag, flag_node, call)
 

@@ -286,8 +286,8 @@ class Names:
         parent = self.parent(function)
         return isinstance(parent, cst.IndentedBlock) and isinstance(self.parent(parent), cst.ClassDef)
 
-    def call_sites(self, function: cst.FunctionDef) -> list[cst.Call]:
-        """Calls of a module-level or nested function by its name, in this module."""
+    def call_sites(self, function: cst.FunctionDef | cst.ClassDef) -> list[cst.Call]:
+        """Calls of a module-level or nested function (or a class) by its name, in this module."""
         out = []
         for name in self.references(function):
             parent = self.parent(name)

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from memlint.facts.launch_options import cleared_by_cli, facts_from_cli, hidden_by_cli
 from memlint.lint.engine import run_context
 from memlint.project.project import Project
 from memlint.project.settings import Settings
 
-from tests.facts.facts_testing import dedent, write
+from tests.facts.facts_testing import dedent, one, write
 
 SCRIPT = dedent('''
     from collections import defaultdict
@@ -120,3 +123,31 @@ def test_the_default_of_the_field_quantizes_where_the_launch_omits_it(tmp_path: 
     run = _run(tmp_path, "--bf16")
     assert run.setup.lora is not None and run.setup.lora.quantization == "nf4"
 
+
+
+@pytest.mark.parametrize(("switches", "expected"), [
+    ("--bits 4 --quant_type nf4", "nf4"),
+    ("--bits 8", "int8"),
+    ("--bits 16", None),
+    ("--bits=32 --bf16", None),
+])
+def test_the_launch_redoes_the_comparison_with_its_bits(tmp_path: Path, switches: str, expected: str | None):
+    """``--bits 16`` loads the weights unquantised, ``--bits 8`` in int8: not the default's 4 bits."""
+    run = _run(tmp_path, switches)
+    assert run.setup.lora is not None and run.setup.lora.quantization == expected
+    quantization = run.plan.get("quantization")
+    assert (quantization.value if quantization is not None else None) == expected
+    if expected == "int8":
+        assert quantization.origin.path.endswith("finetune.sh") and "bits == 8" in quantization.note
+
+
+def test_the_comparison_is_bound_not_the_option_as_a_switch():
+    script = one(SCRIPT, "qlora.py")
+    assert script.quantization.value == "nf4"
+    assert not any(b.startswith("if:quantization") for b in script.cli_bindings["bits"])
+    sixteen = one("python qlora.py --bits 16\n", "run.sh")
+    assert cleared_by_cli(script, sixteen) == {"quantization"}
+    eight = one("python qlora.py --bits 8\n", "run.sh")
+    assert cleared_by_cli(script, eight) == frozenset()  # the launch states int8 itself
+    unknown = one("python qlora.py --bits $BITS\n", "run.sh")
+    assert "quantization" in hidden_by_cli(script, unknown) and "quantization" not in facts_from_cli(script, unknown)
