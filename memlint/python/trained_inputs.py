@@ -129,24 +129,29 @@ def _parameters(function: cst.FunctionDef) -> list[str]:
 
 
 def _bound_arguments(method: cst.FunctionDef, call: cst.Call) -> list[tuple[str, cst.BaseExpression]]:
-    """``(parameter, argument)`` for the arguments ``call`` passes to ``method`` by position or
-    name (``self`` skipped); ``*args`` and ``**kwargs`` go to the method's own."""
-    function = method
-    names = _parameters(function)[1:]
-    params = function.params
+    """``(parameter, argument)`` for the arguments ``call`` passes to ``method`` (``self``
+    skipped): by position, by name, the rest to its ``*args`` and ``**kwargs``; an unpacked
+    ``*xs`` or ``**options`` to every parameter it could fill."""
+    names = _parameters(method)[1:]
+    params = method.params
+    star = params.star_arg.name.value if isinstance(params.star_arg, cst.Param) else None
+    star_star = params.star_kwarg.name.value if params.star_kwarg is not None else None
     out = []
     for position, arg in enumerate(positional(call)):
         if position < len(names):
             out.append((names[position], arg.value))
-        elif isinstance(params.star_arg, cst.Param):
-            out.append((params.star_arg.name.value, arg.value))
+        elif star is not None:
+            out.append((star, arg.value))
     for arg in call.args:
         if arg.keyword is not None:
-            out.append((arg.keyword.value, arg.value))
-        elif arg.star and isinstance(params.star_arg, cst.Param):
-            out.append((params.star_arg.name.value, arg.value))
-            if params.star_kwarg is not None:
-                out.append((params.star_kwarg.name.value, arg.value))
+            name = arg.keyword.value
+            if name in names or star_star is None:
+                out.append((name, arg.value))
+            else:
+                out.append((star_star, arg.value))
+        elif arg.star:
+            filled = [*names, star] if arg.star == "*" else [*names, star_star]
+            out += [(name, arg.value) for name in filled if name is not None]
     return out
 
 

@@ -79,7 +79,11 @@ class LateGradientCheckpointing(Rule):
     * **warning** — after a PEFT wrap, with reentrant checkpointing (no
       ``{"use_reentrant": False}``) and no ``enable_input_require_grads()`` anywhere (nor
       PEFT's ``prepare_model_for_gradient_checkpointing``, which calls it): the checkpointed
-      layers get no gradient (below). Two calls whose guards never hold together
+      layers get no gradient (below). A model class that feeds the language model
+      ``inputs_embeds`` computed by a module it trains (a multimodal model's projector built
+      from ``torch.nn`` or its own classes and never frozen, a learned prompt ``nn.Parameter``)
+      is not reported: those inputs require grad, so the layers get their gradients (a frozen
+      projector, or token embeddings alone, still are). Two calls whose guards never hold together
       (``if use_boft:`` around the wrap, ``if not (use_lora or use_boft):`` around the enable)
       are not an order. When the project pins transformers to
       release 5 or later (``transformers>=5.6.0`` in its requirements, pyproject or lock file)

@@ -441,3 +441,29 @@ def test_a_model_handed_to_a_class_that_projects_into_it(lint):
                                 "    for p in model.connector.parameters():\n"
                                 "        p.requires_grad = False\n")
     assert [d.range.start.line for d in lint("CKP001", frozen)] == [38]
+
+
+def test_a_learned_prompt_parameter_in_front_of_the_tokens(lint):
+    """A soft prompt (``nn.Parameter``) concatenated before the token embeddings requires grad;
+    one created with ``requires_grad=False`` is a constant."""
+    source = """\
+    import torch
+    from torch import nn
+    from peft import LoraConfig, get_peft_model
+
+
+    class PromptedLM(nn.Module):
+        def __init__(self, lm, n_prompt, use_reentrant=True):
+            super().__init__()
+            self.lm = get_peft_model(lm, LoraConfig(r=8, target_modules=["q_proj", "v_proj"]))
+            self.lm.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": use_reentrant})
+            self.prompt = nn.Parameter(torch.randn(n_prompt, lm.config.hidden_size) * 0.02)
+
+        def forward(self, input_ids, labels=None):
+            tokens = self.lm.get_input_embeddings()(input_ids)
+            prompt = self.prompt.unsqueeze(0).expand(tokens.size(0), -1, -1)
+            return self.lm(inputs_embeds=torch.cat([prompt, tokens], dim=1), labels=labels)
+    """
+    assert lint("CKP001", source) == []
+    constant = source.replace("* 0.02)", "* 0.02, requires_grad=False)")
+    assert [d.range.start.line for d in lint("CKP001", constant)] == [10]
