@@ -59,10 +59,13 @@ def trained_module_feeding(index: ModuleIndex, model: str, at: cst.CSTNode,
     ``project_packages``: the folders above the linted file in its project (``minigpt4`` and
     ``models`` for ``minigpt4/models/mini_gpt4.py``): a module built by a class imported from one
     of them (or through a relative import) is the project's own, like one built from ``torch.nn``."""
-    for owner, attribute in _holders(index, model, at):
-        found = _ClassFlow(index, owner, project_packages).source_feeding(attribute)
-        if found is not None:
-            return found
+    try:
+        for owner, attribute in _holders(index, model, at):
+            found = _ClassFlow(index, owner, project_packages).source_feeding(attribute)
+            if found is not None:
+                return found
+    except RecursionError:  # expressions nested thousands deep: nothing is known to require grad
+        return None
     return None
 
 
