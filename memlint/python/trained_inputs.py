@@ -21,6 +21,7 @@ a shape, a device, a comparison or a ``*_like`` copy does not. Frozen token embe
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -47,6 +48,13 @@ _FILLS_RECEIVER = frozenset({
 })
 # ``torch.nn`` callables that are functions or helpers, not modules a class trains
 _NOT_MODULES = ("torch.nn.functional.", "torch.nn.utils.", "torch.nn.init.")
+# ``torch.nn`` modules without parameters: the output of ``nn.Identity()`` is its input
+_PARAMETERLESS = re.compile(
+    r"Identity|Dropout\w*|Alpha\w*Dropout|ReLU6?|LeakyReLU|GELU|SiLU|Mish|ELU|SELU|CELU|GLU|Tanh\w*|Sigmoid|Hard\w+"
+    r"|Softmax\w*|LogSoftmax|Softplus|Softsign|Softshrink|Tanhshrink|Threshold|Flatten|Unflatten|\w*Pool\dd"
+    r"|Upsample\w*|Pixel\w*Shuffle|ChannelShuffle|\w*Pad\dd")
+# containers: they train what they hold
+_CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict"})
 
 
 def trained_module_feeding(index: ModuleIndex, model: str, at: cst.CSTNode,
@@ -226,8 +234,9 @@ class _ClassFlow:
         if "torch.nn.Parameter" in qualified or "torch.nn.parameter.Parameter" in qualified:
             switch = keyword(call, "requires_grad")
             return None if switch is not None and is_false(switch.value) else "parameter"
-        if any(q.startswith("torch.nn.") and not q.startswith(_NOT_MODULES) for q in qualified):
-            return "module"
+        torch_nn = [q for q in qualified if q.startswith("torch.nn.") and not q.startswith(_NOT_MODULES)]
+        if torch_nn:
+            return "module" if _torch_module_trains(self, torch_nn[0], call) else None
         if type(call.func) is cst.Name and call.func.value in self.index.classes:
             return "module"
         if any(q.startswith(".") or q.split(".", 1)[0] in self.project_packages for q in qualified) \
@@ -468,6 +477,42 @@ def _calls_model(call: cst.Call, model: str) -> bool:
     """``self.llm(...)`` or ``self.llm.forward(...)`` for ``model`` ``"llm"``."""
     text = dotted(call.func)
     return text in (f"self.{model}", f"self.{model}.forward")
+
+
+def _torch_module_trains(flow: _ClassFlow, qualified: str, call: cst.Call) -> bool:
+    """Does a ``torch.nn`` module built by ``call`` have parameters that train? Not an activation,
+    a pooling or ``nn.Identity()``; a container when one of the modules it holds does; a
+    pretrained ``nn.Embedding.from_pretrained`` only with ``freeze=False``."""
+    parts = qualified.split(".")
+    if parts[-1] == "from_pretrained":
+        freeze = keyword(call, "freeze")
+        return freeze is not None and is_false(freeze.value)
+    name = parts[-1]
+    if _PARAMETERLESS.fullmatch(name):
+        return False
+    if name in _CONTAINERS:
+        # anything but a parameterless ``torch.nn`` module (a list built elsewhere, an
+        # ``OrderedDict``) may hold parameters
+        return any(_may_train(flow, element) for arg in call.args for element in _held(arg))
+    return True
+
+
+def _may_train(flow: _ClassFlow, module: cst.BaseExpression) -> bool:
+    if not isinstance(module, cst.Call):
+        return True
+    torch_nn = [q for q in flow.index.qualified(module.func) if q.startswith("torch.nn.")]
+    return not torch_nn or _torch_module_trains(flow, torch_nn[0], module)
+
+
+def _held(arg: cst.Arg) -> list[cst.BaseExpression]:
+    """The modules an argument of ``nn.Sequential(...)`` / ``nn.ModuleList([...])`` gives: the
+    elements of a list display, the values of a dict display, or the argument itself."""
+    value = arg.value
+    if arg.star == "" and isinstance(value, (cst.List, cst.Tuple)):
+        return [e.value for e in value.elements]
+    if arg.star == "" and isinstance(value, cst.Dict):
+        return [e.value for e in value.elements if isinstance(e, cst.DictElement)]
+    return [value]
 
 
 def _names_a_class(func: cst.BaseExpression) -> bool:

@@ -112,3 +112,18 @@ def test_a_projector_from_another_library_is_not_known_to_train():
     assert _source(built.replace("import torch.nn as nn\n", "from .projectors import build_projector\n")) \
         == "self.llama_proj"
     assert _source(built.replace("import torch.nn as nn\n", "from vision_kit import build_projector\n")) is None
+
+
+@pytest.mark.parametrize("projector, trains", [
+    ("nn.Sequential(nn.Linear(5632, 4096), nn.GELU(), nn.Linear(4096, 4096))", True),
+    ("nn.ModuleList([nn.LayerNorm(5632), nn.Linear(5632, 4096)])", True),
+    ("nn.Sequential(*layers)", True),
+    ("nn.Identity()", False),
+    ("nn.Sequential(nn.Flatten(2), nn.Dropout(0.1))", False),
+    ("nn.Embedding.from_pretrained(table)", False),
+    ("nn.Embedding.from_pretrained(table, freeze=False)", True),
+])
+def test_which_torch_modules_train(projector, trains):
+    """A module without parameters passes its input on; a pretrained table is frozen by default."""
+    built = MINIGPT.replace("nn.Linear(1408 * 4, self.llama_model.config.hidden_size)", projector)
+    assert (_source(built) == "self.llama_proj") is trains
