@@ -183,26 +183,35 @@ class _ClassFlow:
     methods: dict[str, cst.FunctionDef] = field(init=False)
     modules: frozenset[str] = field(init=False)  # attributes holding a trained module
     parameters: frozenset[str] = field(init=False)  # attributes holding a trained parameter
+    active: frozenset[str] = frozenset()  # the sources followed in this pass
 
     def __post_init__(self) -> None:
         self.methods = _methods(self.index, self.owner)
         self.modules, self.parameters = self._trained_sources()
 
     def source_feeding(self, model: str) -> str | None:
-        """The trained source the first ``self.<model>(inputs_embeds=...)`` call that requires
-        grad draws on, or None."""
-        if not (self.modules or self.parameters):
-            return None
+        """The trained source that the ``inputs_embeds`` of a ``self.<model>(...)`` call draw on
+        (the first by name when several do), or None."""
+        trained = sorted(self.modules | self.parameters)
         sinks = [(method, call) for method in self.methods.values() for call in self._calls(method)
                  if _calls_model(call, model) and keyword(call, "inputs_embeds") is not None]
-        if not sinks:
+        if not (trained and sinks and self._reaches(sinks, trained)):
             return None
+        if len(trained) > 1:
+            return "self." + next((t for t in trained if self._reaches(sinks, [t])), trained[0])
+        return "self." + trained[0]
+
+    def _reaches(self, sinks: list[tuple[cst.FunctionDef, cst.Call]], sources: list[str]) -> bool:
+        """Do the ``inputs_embeds`` of one of ``sinks`` require grad when only ``sources`` train?"""
+        self.active = frozenset(sources)
+        self.bound, self.filled, self.parameters_passed = set(), set(), set()
+        self.attributes, self.results = set(), set()
         self._settle()
         for method, call in sinks:
             argument = keyword(call, "inputs_embeds")
             if argument is not None and self._requires_grad(argument.value, method):
-                return "self." + sorted(self.modules | self.parameters)[0]
-        return None
+                return True
+        return False
 
     # ------------------------------------------------------------------ sources
 
@@ -389,7 +398,7 @@ class _ClassFlow:
             if attribute in _NO_GRAD_ATTRIBUTES:
                 return False
             if type(base) is cst.Name and base.value == "self":
-                return attribute in self.attributes or attribute in self.parameters
+                return attribute in self.attributes or (attribute in self.parameters and attribute in self.active)
             return self._carries(base, method)
         if kind is cst.Call:
             return self._call_carries(expr, method)  # type: ignore[arg-type]
@@ -450,13 +459,13 @@ class _ClassFlow:
             return not is_false(argument.value)
         name = method_name(call)
         if type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self":
-            if func.attr.value in self.modules:
+            if func.attr.value in self.modules and func.attr.value in self.active:
                 return True
             if func.attr.value in self.methods:
                 return func.attr.value in self.results
         # ``self.llama_proj.forward(x)``
         if name == "forward" and type(func) is cst.Attribute and dotted(func.value) in {
-                f"self.{m}" for m in self.modules}:
+                f"self.{m}" for m in self.modules & self.active}:
             return True
         if name in _NO_GRAD_METHODS and type(func) is cst.Attribute:
             return False

@@ -127,3 +127,14 @@ def test_which_torch_modules_train(projector, trains):
     """A module without parameters passes its input on; a pretrained table is frozen by default."""
     built = MINIGPT.replace("nn.Linear(1408 * 4, self.llama_model.config.hidden_size)", projector)
     assert (_source(built) == "self.llama_proj") is trains
+
+
+def test_the_source_named_is_the_one_that_feeds_the_inputs():
+    """A trained head on the outputs (``itm_head``) is no source of the inputs."""
+    with_head = MINIGPT.replace(
+        "        self.llama_proj = nn.Linear(",
+        "        self.itm_head = nn.Linear(self.llama_model.config.hidden_size, 2)\n        self.llama_proj = nn.Linear(")
+    assert _source(with_head) == "self.llama_proj"
+    frozen_projector = with_head.replace("    def encode_img", "    def freeze(self):\n"
+                                         "        self.llama_proj.requires_grad_(False)\n\n    def encode_img")
+    assert _source(frozen_projector) is None
