@@ -53,6 +53,9 @@ _PARAMETERLESS = re.compile(
     r"Identity|Dropout\w*|Alpha\w*Dropout|ReLU6?|LeakyReLU|GELU|SiLU|Mish|ELU|SELU|CELU|GLU|Tanh\w*|Sigmoid|Hard\w+"
     r"|Softmax\w*|LogSoftmax|Softplus|Softsign|Softshrink|Tanhshrink|Threshold|Flatten|Unflatten|\w*Pool\dd"
     r"|Upsample\w*|Pixel\w*Shuffle|ChannelShuffle|\w*Pad\dd")
+# the nodes a propagation pass reads: bindings, results, calls
+_STEPS = frozenset({cst.Assign, cst.AugAssign, cst.AnnAssign, cst.NamedExpr, cst.For, cst.CompFor, cst.WithItem,
+                    cst.Return, cst.Yield, cst.Call})
 # containers: they train what they hold
 _CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict"})
 
@@ -180,13 +183,17 @@ class _ClassFlow:
     results: set[str] = field(default_factory=set)  # methods returning one
     changed: bool = False
     _reaching: dict[int, list[int]] = field(default_factory=dict)  # id(name read) -> ids of its bindings
+    _graph: dict[int, bool] = field(default_factory=dict)  # id(expression) -> not under ``torch.no_grad()``
+    _steps: dict[int, list[cst.CSTNode]] = field(default_factory=dict)  # id(method) -> what ``_pass`` reads
     methods: dict[str, cst.FunctionDef] = field(init=False)
+    _nodes: dict[int, list[cst.CSTNode]] = field(init=False)  # id(method) -> its nodes, in source order
     modules: frozenset[str] = field(init=False)  # attributes holding a trained module
     parameters: frozenset[str] = field(init=False)  # attributes holding a trained parameter
     active: frozenset[str] = frozenset()  # the sources followed in this pass
 
     def __post_init__(self) -> None:
         self.methods = _methods(self.index, self.owner)
+        self._nodes = {id(method): list(iter_nodes(method.body)) for method in self.methods.values()}
         self.modules, self.parameters = self._trained_sources()
 
     def source_feeding(self, model: str) -> str | None:
@@ -202,15 +209,23 @@ class _ClassFlow:
         return "self." + trained[0]
 
     def _reaches(self, sinks: list[tuple[cst.FunctionDef, cst.Call]], sources: list[str]) -> bool:
-        """Do the ``inputs_embeds`` of one of ``sinks`` require grad when only ``sources`` train?"""
+        """Do the ``inputs_embeds`` of one of ``sinks`` require grad when only ``sources`` train?
+        Values are propagated pass after pass over the methods until one does, or until nothing
+        changes (bounded: each pass adds a name, attribute or result, of which a class has
+        finitely many)."""
         self.active = frozenset(sources)
         self.bound, self.filled, self.parameters_passed = set(), set(), set()
         self.attributes, self.results = set(), set()
-        self._settle()
-        for method, call in sinks:
-            argument = keyword(call, "inputs_embeds")
-            if argument is not None and self._requires_grad(argument.value, method):
-                return True
+        for _ in range(50):
+            self.changed = False
+            for method in self.methods.values():
+                self._pass(method)
+            for method, call in sinks:
+                argument = keyword(call, "inputs_embeds")
+                if argument is not None and self._requires_grad(argument.value, method):
+                    return True
+            if not self.changed:
+                return False
         return False
 
     # ------------------------------------------------------------------ sources
@@ -222,7 +237,7 @@ class _ClassFlow:
         modules: set[str] = set()
         parameters: set[str] = set()
         for method in self.methods.values():
-            for node in iter_nodes(method.body):
+            for node in self._nodes[id(method)]:
                 if type(node) is not cst.Assign:
                     continue
                 for target in node.targets:
@@ -259,7 +274,7 @@ class _ClassFlow:
         (``model.llama_proj.requires_grad_(False)`` in a training script of the same file)."""
         off: set[str] = set()
         on: set[str] = set()
-        inside = {id(node) for method in self.methods.values() for node in iter_nodes(method.body)}
+        inside = {id(node) for nodes in self._nodes.values() for node in nodes}
         for node in self.index.nodes_of(cst.For, cst.Call, cst.Assign):
             for what, turned in switches([node]):
                 parts = what.split(".")
@@ -277,20 +292,13 @@ class _ClassFlow:
     # ------------------------------------------------------------------ propagation
 
     def _calls(self, method: cst.FunctionDef) -> list[cst.Call]:
-        return [node for node in iter_nodes(method.body) if type(node) is cst.Call]
-
-    def _settle(self) -> None:
-        """Propagate until no name, attribute or result is added (bounded: each pass adds one
-        at least, and the class has finitely many)."""
-        for _ in range(50):
-            self.changed = False
-            for method in self.methods.values():
-                self._pass(method)
-            if not self.changed:
-                return
+        return [node for node in self._nodes[id(method)] if type(node) is cst.Call]
 
     def _pass(self, method: cst.FunctionDef) -> None:
-        for node in iter_nodes(method.body):
+        steps = self._steps.get(id(method))
+        if steps is None:
+            steps = self._steps[id(method)] = [n for n in self._nodes[id(method)] if type(n) in _STEPS]
+        for node in steps:
             if isinstance(node, cst.Assign):
                 for target in node.targets:
                     self._assign(target.target, node.value, method, node)
@@ -386,7 +394,10 @@ class _ClassFlow:
 
     def _requires_grad(self, expr: cst.BaseExpression, method: cst.FunctionDef) -> bool:
         """Does ``expr``, evaluated where it is written in ``method``, require grad?"""
-        return not self.index.under_no_grad(expr) and self._carries(expr, method)
+        graph = self._graph.get(id(expr))
+        if graph is None:
+            graph = self._graph[id(expr)] = not self.index.under_no_grad(expr)
+        return graph and self._carries(expr, method)
 
     def _carries(self, expr: cst.CSTNode, method: cst.FunctionDef) -> bool:
         kind = type(expr)
