@@ -8,7 +8,9 @@ its backward and gives the LoRA weights their gradients: the "inputs do not requ
 pitfall of a late ``gradient_checkpointing_enable()`` (CKP001) does not happen.
 
 The question is answered by following values through the methods of the class (and of its base
-classes in the same module), without regard to order, until nothing changes: a value requires
+classes in the same module), pass after pass until the inputs are reached or nothing changes (a
+local name by the assignments that reach where it is read; attributes, method results and what
+is filled in place wherever it happens): a value requires
 grad when it comes from calling a trained module of the class (one it builds itself from
 ``torch.nn``, from a class of this module or of its own project, and never turns off), from a
 parameter it creates (``nn.Parameter``), from a tensor made with ``requires_grad=True`` or
