@@ -34,6 +34,7 @@ import libcst as cst
 
 from memlint.facts.script_facts import ScriptFacts
 from memlint.facts.script_models import is_frozen_companion
+from memlint.python.gradient_switches import assigned_gradient, sets_requires_grad
 from memlint.python.library import is_model_loader
 from memlint.python.references import Parameter
 from memlint.python.syntax import dotted, is_false
@@ -62,7 +63,7 @@ def recognise(ctx: ScriptFacts, named: list[tuple[cst.Call, frozenset[str]]],
         if frozen is not None and _is_trained_model(ctx, frozen):
             _state(ctx, frozen, loop)
     for call in calls:
-        if _sets_requires_grad(call) is False and isinstance(call.func, cst.Attribute) \
+        if sets_requires_grad(call) is False and isinstance(call.func, cst.Attribute) \
                 and isinstance(ctx.values.parent(call), cst.Expr) and _is_trained_model(ctx, call.func.value):
             _state(ctx, call.func.value, call)
 
@@ -149,7 +150,7 @@ def _named_parameters_loop(loop: cst.For) -> tuple[cst.BaseExpression, str, str]
 def _turns_off(block: cst.BaseSuite, param: str) -> bool:
     return isinstance(block, cst.IndentedBlock) and any(
         isinstance(line, cst.SimpleStatementLine) and any(
-            (value := _assigned_gradient(small, param)) is not None and is_false(value) for small in line.body)
+            (value := assigned_gradient(small, param)) is not None and is_false(value) for small in line.body)
         for line in block.body)
 
 
@@ -193,18 +194,9 @@ def _frozen_by_loop(loop: cst.For) -> cst.BaseExpression | None:
     return None
 
 
-def _sets_requires_grad(call: cst.Call) -> bool | None:
-    """``x.requires_grad_(False)``: False; ``x.requires_grad_()`` / ``(True)``: True; else None."""
-    if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "requires_grad_"):
-        return None
-    if not call.args:
-        return True
-    return not is_false(call.args[0].value)
-
-
 def _turns_gradients_on(ctx: ScriptFacts, loops: list[cst.For], calls: list[cst.Call]) -> bool:
     """Does the script turn any gradient back on (``p.requires_grad = True``, ``requires_grad_()``)?"""
-    if any(_sets_requires_grad(call) for call in calls):
+    if any(sets_requires_grad(call) for call in calls):
         return True
     for assign in ctx.python.nodes_of(cst.Assign):
         target = assign.targets[0].target if len(assign.targets) == 1 else None
@@ -269,7 +261,7 @@ def _frozen_whole(ctx: ScriptFacts, loops: list[cst.For], calls: list[cst.Call])
     """Does the run turn off every gradient of the trained model (a loop or ``requires_grad_(False)``)?"""
     if any((frozen := _frozen_by_loop(loop)) is not None and _is_trained_model(ctx, frozen) for loop in loops):
         return True
-    return any(_sets_requires_grad(call) is False and isinstance(call.func, cst.Attribute)
+    return any(sets_requires_grad(call) is False and isinstance(call.func, cst.Attribute)
                and _is_trained_model(ctx, call.func.value) for call in calls)
 
 
@@ -285,7 +277,7 @@ def _name_selection(loop: cst.For) -> tuple[cst.BaseExpression, cst.BaseExpressi
     # Axolotl's freeze_layers_except: ``param.requires_grad = False`` first, then the test
     body = loop.body.body if isinstance(loop.body, cst.IndentedBlock) else ()
     off_first = any(isinstance(line, cst.SimpleStatementLine) and any(
-        (value := _assigned_gradient(small, param)) is not None and is_false(value) for small in line.body)
+        (value := assigned_gradient(small, param)) is not None and is_false(value) for small in line.body)
         for line in body)
     for selection, whole in _turned_on(loop.body, param, name, ()):
         if _reads_more_than(selection, name):
@@ -311,7 +303,7 @@ def _turned_on(block: cst.BaseSuite, param: str, name: str, tests: tuple[cst.Bas
                     yield from _turned_on(branch.body, param, name, inner)
         elif isinstance(statement, cst.SimpleStatementLine):
             for small in statement.body:
-                value = _assigned_gradient(small, param)
+                value = assigned_gradient(small, param)
                 if value is None:
                     continue
                 if not isinstance(value, cst.Name) and _mentions(value, name):
@@ -322,21 +314,6 @@ def _turned_on(block: cst.BaseSuite, param: str, name: str, tests: tuple[cst.Bas
                         yield named[-1], False
         elif isinstance(statement, (cst.With, cst.Try, cst.For, cst.While)):
             yield from _turned_on(statement.body, param, name, tests)
-
-
-def _assigned_gradient(small: cst.BaseSmallStatement, param: str) -> cst.BaseExpression | None:
-    """The value ``param``'s gradient flag gets (``p.requires_grad = v``, ``p.requires_grad_(v)``)."""
-    if isinstance(small, cst.Assign) and len(small.targets) == 1:
-        target = small.targets[0].target
-        if isinstance(target, cst.Attribute) and target.attr.value == "requires_grad" \
-                and isinstance(target.value, cst.Name) and target.value.value == param:
-            return small.value
-    if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
-        call = small.value
-        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "requires_grad_" \
-                and isinstance(call.func.value, cst.Name) and call.func.value.value == param:
-            return call.args[0].value if call.args else cst.Name("True")
-    return None
 
 
 class _Names(cst.CSTVisitor):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterator
 
 import libcst as cst
@@ -25,6 +26,7 @@ from memlint.python.syntax import (
     string_value,
 )
 from memlint.python.loops import training_loops
+from memlint.python.trained_inputs import trained_module_feeding
 from memlint.python.training import (
     CALLS_A_PEFT_WRAP,
     CALLS_AN_OPTIMIZER,
@@ -77,7 +79,11 @@ class LateGradientCheckpointing(Rule):
     * **warning** — after a PEFT wrap, with reentrant checkpointing (no
       ``{"use_reentrant": False}``) and no ``enable_input_require_grads()`` anywhere (nor
       PEFT's ``prepare_model_for_gradient_checkpointing``, which calls it): the checkpointed
-      layers get no gradient (below). Two calls whose guards never hold together
+      layers get no gradient (below). A model class that feeds the language model
+      ``inputs_embeds`` computed by a module it trains (a multimodal model's projector built
+      from ``torch.nn`` or its own classes and never frozen, a learned prompt ``nn.Parameter``)
+      is not reported: those inputs require grad, so the layers get their gradients (a frozen
+      projector, or token embeddings alone, still are). Two calls whose guards never hold together
       (``if use_boft:`` around the wrap, ``if not (use_lora or use_boft):`` around the enable)
       are not an order. When the project pins transformers to
       release 5 or later (``transformers>=5.6.0`` in its requirements, pyproject or lock file)
@@ -206,7 +212,7 @@ if args.gradient_checkpointing:
         reported: set[int] = set()
         if not _prepares_inputs(index):
             transformers_5 = _pins_transformers_5(ctx)
-            for late in _late_enables(index):
+            for late in _late_enables(index, _project_packages(ctx)):
                 reported.add(id(late.enable))
                 if transformers_5 is not None and not _sets_reentrant(index, late.enable):
                     yield self._harmless_on_transformers_5(ctx, index, late, transformers_5)
@@ -326,7 +332,20 @@ def _values(index: ModuleIndex, expr: cst.BaseExpression | None) -> list[cst.Bas
     return [d.value for d in index.reaching(text, expr) if d.value is not None] or [expr]
 
 
-def _late_enables(index: ModuleIndex) -> Iterator[_Late]:
+def _project_packages(ctx) -> frozenset[str]:
+    """The folders above the linted file in its project (``minigpt4``, ``models`` for
+    ``minigpt4/models/mini_gpt4.py``): what the file imports from them is the project's own code."""
+    try:
+        relative = Path(ctx.path).resolve().relative_to(ctx.settings.root.resolve())
+    except (ValueError, OSError):
+        return frozenset()
+    return frozenset(relative.parts[:-1])
+
+
+def _late_enables(index: ModuleIndex, project_packages: frozenset[str]) -> Iterator[_Late]:
+    """Enables after a PEFT wrap of the same model, with reentrant checkpointing, whose model
+    is not fed ``inputs_embeds`` computed by a trained module of its own (those require grad:
+    the checkpointed layers get their gradients)."""
     creations = optimizer_creations(index)
     for node in index.calls:
         if not (method_name(node) in _ENABLE and receiver(node) is not None):
@@ -340,6 +359,8 @@ def _late_enables(index: ModuleIndex) -> Iterator[_Late]:
         for wrap, statement, wrapped, base in _wraps_before(index, flow, node):
             if model not in (wrapped, base) or index.exclusive(wrap, node):
                 continue
+            if trained_module_feeding(index, model, node, project_packages) is not None:
+                break
             optimizer = next(
                 (
                     c.call

@@ -308,3 +308,162 @@ def test_a_deepspeed_engine_for_inference_is_not_late(lint):
     assert lint("CKP001", source) == []
     with_optimizer = source.replace("config=ds_config)", "optimizer=optimizer, config=ds_config)")
     assert len(lint("CKP001", with_optimizer)) == 1
+
+
+# A vision-language model in the shape of MiniGPT-4 and LLaVA's LoRA recipes: the vision tower is
+# frozen, the projector is the model's own and trains, LoRA wraps the language model, and the
+# language model is called with image features projected and concatenated with token embeddings
+VLM = """\
+import torch
+import torch.nn as nn
+from peft import LoraConfig, get_peft_model
+from transformers import AutoModelForCausalLM, CLIPVisionModel
+
+
+class VisionLanguageModel(nn.Module):
+    def __init__(self, args):
+        super().__init__()
+        self.vision_tower = CLIPVisionModel.from_pretrained(args.vision_tower)
+        for param in self.vision_tower.parameters():
+            param.requires_grad = False
+        self.vision_tower.eval()
+        self.llm = AutoModelForCausalLM.from_pretrained(args.llm, torch_dtype=torch.bfloat16)
+        lora = LoraConfig(r=args.lora_r, lora_alpha=16, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM")
+        self.llm = get_peft_model(self.llm, lora)
+        if args.gradient_checkpointing:
+            self.llm.gradient_checkpointing_enable()
+        hidden = self.llm.config.hidden_size
+        self.projector = nn.Sequential(nn.Linear(1024, hidden), nn.GELU(), nn.Linear(hidden, hidden))
+
+    def encode_images(self, pixel_values):
+        with torch.no_grad():
+            features = self.vision_tower(pixel_values).last_hidden_state[:, 1:]
+        return self.projector(features), features.shape[1]
+
+    def wrap_prompt(self, image_embeds, input_ids):
+        embeds = []
+        for image, ids in zip(image_embeds, input_ids):
+            text = self.llm.get_input_embeddings()(ids)
+            embeds.append(torch.cat([text[:1], image, text[1:]], dim=0))
+        return torch.stack(embeds)
+
+    def forward(self, pixel_values, input_ids, attention_mask, labels):
+        image_embeds, n_image = self.encode_images(pixel_values)
+        inputs_embeds = self.wrap_prompt(image_embeds, input_ids)
+        image_mask = torch.ones(input_ids.shape[0], n_image, dtype=attention_mask.dtype, device=input_ids.device)
+        ignore = torch.full((input_ids.shape[0], n_image), -100, dtype=labels.dtype, device=labels.device)
+        return self.llm(
+            inputs_embeds=inputs_embeds,
+            attention_mask=torch.cat([image_mask, attention_mask], dim=1),
+            labels=torch.cat([ignore, labels], dim=1),
+        )
+"""
+
+
+def test_inputs_embeds_from_a_trained_projector_require_grad(lint):
+    """MiniGPT4-video: the checkpointed layers' inputs come from the projector the model trains,
+    so reentrant checkpointing gives the LoRA weights their gradients however late it is enabled."""
+    assert lint("CKP001", VLM, path="vlm/modeling_vlm.py") == []
+
+
+def test_a_frozen_projector_or_token_embeddings_alone_keep_the_warning(lint):
+    frozen = VLM.replace(
+        "        self.projector = nn.Sequential(nn.Linear(1024, hidden), nn.GELU(), nn.Linear(hidden, hidden))\n",
+        "        self.projector = nn.Sequential(nn.Linear(1024, hidden), nn.GELU(), nn.Linear(hidden, hidden))\n"
+        "        if args.freeze_projector:\n"
+        "            self.projector.requires_grad_(False)\n")
+    detached = VLM.replace("return self.projector(features), features.shape[1]",
+                           "return self.projector(features).detach(), features.shape[1]")
+    text_only = VLM.replace("inputs_embeds = self.wrap_prompt(image_embeds, input_ids)",
+                            "inputs_embeds = self.llm.get_input_embeddings()(input_ids)")
+    # the image embeddings only choose where the text goes: a shape is no gradient
+    shapes_only = VLM.replace("embeds.append(torch.cat([text[:1], image, text[1:]], dim=0))",
+                              "embeds.append(text[: image.shape[0]])")
+    for source in (frozen, detached, text_only, shapes_only):
+        assert [d.range.start.line for d in lint("CKP001", source, path="vlm/modeling_vlm.py")] == [18]
+
+
+# the script builds the LoRA language model and hands it to a model class of the same file that
+# keeps it and trains a projector (a class of its own) in front of it
+VLM_SCRIPT = """\
+import argparse
+
+import torch
+from torch import nn
+from peft import LoraConfig, get_peft_model as add_lora
+from transformers import AutoModelForCausalLM, SiglipVisionModel
+
+
+class MLPProjector(nn.Module):
+    def __init__(self, vision_dim, hidden):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(vision_dim, hidden), nn.Linear(hidden, hidden)
+
+    def forward(self, x):
+        return self.fc2(nn.functional.gelu(self.fc1(x)))
+
+
+class Captioner(nn.Module):
+    def __init__(self, vision, language_model, vision_dim):
+        super().__init__()
+        self.vision, self.language_model = vision.requires_grad_(False), language_model
+        self.connector = MLPProjector(vision_dim, language_model.config.hidden_size)
+
+    def forward(self, pixel_values, input_ids, labels):
+        patches = self.connector(self.vision(pixel_values).last_hidden_state)
+        tokens = self.language_model.get_input_embeddings()(input_ids)
+        return self.language_model(inputs_embeds=torch.cat([patches, tokens], dim=1), labels=labels)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--llm", default="Qwen/Qwen2.5-0.5B")
+    parser.add_argument("--lr", type=float, default=1e-4)
+    args = parser.parse_args()
+    vision = SiglipVisionModel.from_pretrained("google/siglip-base-patch16-224")
+    llm = AutoModelForCausalLM.from_pretrained(args.llm, torch_dtype=torch.bfloat16)
+    llm = add_lora(llm, LoraConfig(r=8, target_modules="all-linear", task_type="CAUSAL_LM"))
+    llm.gradient_checkpointing_enable()
+    model = Captioner(vision, llm, vision.config.hidden_size).cuda()
+    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=args.lr)
+    for batch in loader:
+        loss = model(**batch).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+"""
+
+
+def test_a_model_handed_to_a_class_that_projects_into_it(lint):
+    assert lint("CKP001", VLM_SCRIPT) == []
+    frozen = VLM_SCRIPT.replace("    model = Captioner(vision, llm, vision.config.hidden_size).cuda()\n",
+                                "    model = Captioner(vision, llm, vision.config.hidden_size).cuda()\n"
+                                "    for p in model.connector.parameters():\n"
+                                "        p.requires_grad = False\n")
+    assert [d.range.start.line for d in lint("CKP001", frozen)] == [38]
+
+
+def test_a_learned_prompt_parameter_in_front_of_the_tokens(lint):
+    """A soft prompt (``nn.Parameter``) concatenated before the token embeddings requires grad;
+    one created with ``requires_grad=False`` is a constant."""
+    source = """\
+    import torch
+    from torch import nn
+    from peft import LoraConfig, get_peft_model
+
+
+    class PromptedLM(nn.Module):
+        def __init__(self, lm, n_prompt, use_reentrant=True):
+            super().__init__()
+            self.lm = get_peft_model(lm, LoraConfig(r=8, target_modules=["q_proj", "v_proj"]))
+            self.lm.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": use_reentrant})
+            self.prompt = nn.Parameter(torch.randn(n_prompt, lm.config.hidden_size) * 0.02)
+
+        def forward(self, input_ids, labels=None):
+            tokens = self.lm.get_input_embeddings()(input_ids)
+            prompt = self.prompt.unsqueeze(0).expand(tokens.size(0), -1, -1)
+            return self.lm(inputs_embeds=torch.cat([prompt, tokens], dim=1), labels=labels)
+    """
+    assert lint("CKP001", source) == []
+    constant = source.replace("* 0.02)", "* 0.02, requires_grad=False)")
+    assert [d.range.start.line for d in lint("CKP001", constant)] == [10]
