@@ -24,7 +24,9 @@ _ORDINALS = {
     for number, word in enumerate(
         "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth "
         "fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth twentieth twenty-first twenty-second "
-        "twenty-third twenty-fourth twenty-fifth".split(), start=1
+        "twenty-third twenty-fourth twenty-fifth twenty-sixth twenty-seventh twenty-eighth twenty-ninth "
+        "thirtieth".split(),
+        start=1,
     )
 }
 _MEASUREMENT = re.compile(r"^##\s+(\w+(?:-\w+)?)\s+measurement\b", re.IGNORECASE)
