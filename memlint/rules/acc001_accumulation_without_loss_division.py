@@ -411,6 +411,8 @@ def train_one_epoch(model, data, loss, optimizer, scaler, args):
                     continue
                 if normalised_over_group(index, backward.loss, backward.call, accumulation.divisor):
                     continue
+                if _handed_the_divisor(index, backward.call, accumulation.divisor):
+                    continue
                 yield self._finding(ctx, index, accumulation, event, backward)
 
     def _finding(self, ctx, index, accumulation: Accumulation, event, backward: Backward) -> Finding:
@@ -474,6 +476,17 @@ def _loss_of_the_whole_group(index, accumulation: Accumulation) -> bool:
         elif part.upper is None and _counter_plus_one(part.lower, counter):
             after.add(held)  # cached[j + 1:]
     return bool(before & after)
+
+
+def _handed_the_divisor(index, call: cst.Call, divisor: cst.BaseExpression) -> bool:
+    """A backward the project writes itself that is handed the accumulation count with the loss
+    (FastVideo's ``self.student.backward(loss, ctx, grad_accum_rounds=effective_grad_accum)``,
+    whose model plugins run ``(loss / grad_accum_rounds).backward()``): the division is the
+    callee's, in another module. ``loss.backward()`` takes no such argument."""
+    if not isinstance(call.func, cst.Attribute) or len(call.args) < 2:
+        return False
+    wanted = index.py.code_of(divisor)
+    return any(index.py.code_of(arg.value) == wanted for arg in call.args[1:])
 
 
 def _counter_plus_one(expr, counter: str) -> bool:

@@ -637,3 +637,27 @@ def test_zero_optim_with_ddp(micro_num):
     # the same helper run by a script's entry point is a training loop
     script = source.split("@pytest.mark")[0] + 'if __name__ == "__main__":\n    exam_zero_optim_with_ddp([0, 1, 4])\n'
     assert {d.code for d in lint("ACC001", script, path="train_zero.py")} == {"ACC001"}
+
+
+def test_a_project_backward_handed_the_accumulation_count_divides_itself(lint):
+    # FastVideo's RL method: the model plugin (another module) runs
+    # ``(loss / max(1, int(grad_accum_rounds))).backward()`` inside ``backward``
+    source = """\
+import torch
+
+
+class DiffusionNFTMethod:
+    def train_one_step(self, samples, advantages, grad_accum_steps):
+        current_accum = 0
+        for batch in samples:
+            losses, backward_ctx = self._training_timestep_loss(batch, advantages)
+            self.student.backward(losses["total_loss"], backward_ctx, grad_accum_rounds=grad_accum_steps)
+            current_accum += 1
+            if current_accum % grad_accum_steps == 0:
+                self.optimizer.step()
+                self.optimizer.zero_grad(set_to_none=True)
+"""
+    assert lint("ACC001", source, path="fastvideo/train/methods/rl/diffusion_nft.py") == []
+    # handed something else, the division is not the callee's to make
+    other = source.replace("grad_accum_rounds=grad_accum_steps", "retain_graph=False")
+    assert [d.code for d in lint("ACC001", other, path="fastvideo/train/methods/rl/diffusion_nft.py")] == ["ACC001"]
