@@ -247,13 +247,20 @@ def is_module_object(index: ModuleIndex, expr: cst.BaseExpression | None) -> boo
     return text in index.once("objects used as modules", compute)
 
 
+# what ``torch.Tensor.backward`` takes: any other keyword makes the call some object's own backward
+_TENSOR_BACKWARD_KEYWORDS = frozenset({"gradient", "retain_graph", "create_graph", "inputs"})
+
+
 def _hands_over_the_loss(index: ModuleIndex, call: cst.Call) -> bool:
-    """``x.backward(loss=...)`` or ``x.backward(loss, optimizer)``: the receiver is not the loss
-    (a tensor's ``backward`` takes a gradient, never a ``loss`` or an optimizer) but an object
-    that runs the backward of the loss it is given."""
+    """``x.backward(loss=...)``, ``x.backward(loss, optimizer)`` or ``x.backward(loss, ..., k=v)``
+    with a keyword no tensor's ``backward`` takes: the receiver is not the loss (a tensor's
+    ``backward`` takes a gradient, never a ``loss`` or an optimizer) but an object that runs the
+    backward of the loss it is given."""
     if argument(call, None, "loss") is not None or argument(call, None, "optimizer") is not None:
         return True
     args = positional(call)
+    if args and any(a.keyword is not None and a.keyword.value not in _TENSOR_BACKWARD_KEYWORDS for a in call.args):
+        return True  # FastVideo's ``self.student.backward(loss, ctx, grad_accum_rounds=n)``
     return len(args) >= 2 and is_optimizer_object(index, args[1].value)
 
 

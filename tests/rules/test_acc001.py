@@ -658,6 +658,10 @@ class DiffusionNFTMethod:
                 self.optimizer.zero_grad(set_to_none=True)
 """
     assert lint("ACC001", source, path="fastvideo/train/methods/rl/diffusion_nft.py") == []
+    # the receiver runs the backward of the loss it is handed: it is no loss whose reads sync the GPU
+    timesteps = source.replace("            current_accum += 1\n",
+                               "            current_accum += 1\n            t = batch.float() / float(self.student.num_timesteps)\n")
+    assert lint("TRN003", timesteps, path="fastvideo/train/methods/rl/diffusion_nft.py") == []
     # handed something else, the division is not the callee's to make
     other = source.replace("grad_accum_rounds=grad_accum_steps", "retain_graph=False")
     assert [d.code for d in lint("ACC001", other, path="fastvideo/train/methods/rl/diffusion_nft.py")] == ["ACC001"]
