@@ -90,12 +90,23 @@ def read_document(path: str | os.PathLike, max_bytes: int = MAX_FILE_BYTES) -> D
     return document
 
 
+def _dangling(name: str) -> str | None:
+    """What a symbolic link whose target is gone points at (EVA's ``docs/tutorials/
+    getting_started.md -> ../../GETTING_STARTED.md``, a file the repository no longer has)."""
+    try:
+        if not os.path.islink(name) or os.path.exists(name):
+            return None
+        return f"a symbolic link to `{os.readlink(name)}`, which does not exist"
+    except OSError:
+        return None
+
+
 def _read(name: str, max_bytes: int) -> Document:
     syntax = syntax_of(name)
     try:
         info = os.stat(name)  # follows a symlink once; loops raise OSError (ELOOP)
     except OSError as error:
-        return Document(name, "", syntax, f"cannot read: {error.strerror or error}")
+        return Document(name, "", syntax, f"cannot read: {_dangling(name) or error.strerror or error}")
     if not stat.S_ISREG(info.st_mode):
         return Document(name, "", syntax, "not a regular file (FIFO, device or directory)")
     if info.st_size > max_bytes:
