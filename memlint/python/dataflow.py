@@ -200,7 +200,14 @@ def loss_is_divided(
         if name in ("float", "mean", "sum", "contiguous", "clone") and receiver(expr) is not None:
             return loss_is_divided(index, receiver(expr), at, depth + 1)
         helper = index.helper_for(expr)
-        return helper is not None and returns_divided(index, helper, depth + 1)
+        if helper is None:
+            return False
+        if returns_divided(index, helper, depth + 1):
+            return True
+        # ``self.forward_propagation(batch, model)`` on a base class whose subclasses each return
+        # ``loss / self.accumulation_steps`` (TencentPretrain's trainers; the base only raises)
+        overrides = index.overrides_of(helper) if isinstance(expr.func, cst.Attribute) else []
+        return bool(overrides) and all(returns_divided(index, o, depth + 1) for o in overrides)
     text = dotted(expr)
     if text is None:
         return False

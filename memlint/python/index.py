@@ -345,6 +345,29 @@ class ModuleIndex:
                 return self._methods_of(owner).get(func.attr.value)
         return None
 
+    def overrides_of(self, method: cst.FunctionDef) -> list[cst.FunctionDef]:
+        """The methods of the module's subclasses (at any depth) of ``method``'s class that
+        override it: what ``self.method(...)`` runs on an instance of one of them."""
+        owner = self.class_of(method)
+        if owner is None:
+            return []
+        found: list[cst.FunctionDef] = []
+        below = {owner.name.value}
+        changed = True
+        while changed:
+            changed = False
+            for name, cls in self.classes.items():
+                if name in below:
+                    continue
+                bases = {dotted(arg.value).rsplit(".", 1)[-1] for arg in cls.bases if dotted(arg.value)}
+                if bases & below:
+                    below.add(name)
+                    changed = True
+                    own = self._methods_of(cls).get(method.name.value)
+                    if own is not None and self.class_of(own) is cls:
+                        found.append(own)
+        return found
+
     def _methods_of(self, owner: cst.ClassDef) -> dict[str, cst.FunctionDef]:
         """A class's methods by name (the first of a name), once per class: asked of every
         ``self.x()`` call, of which a trainer class makes hundreds among a hundred methods."""

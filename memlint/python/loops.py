@@ -406,11 +406,30 @@ class Accumulation:
 def clears_step_gradients(index: ModuleIndex, zero: Event, step: Step) -> bool:
     """Does this zero_grad clear the gradients this step uses?"""
     target = zero_grad_target(index, zero.node)
-    if target in ("<grads>", "", step.optimizer):
+    if target == "<grads>":
+        return _over_every_parameter(index, zero.node)
+    if target in ("", step.optimizer):
         return True
     call = zero.call  # a zero_grad() with a receiver: ``optimizer.zero_grad()``, ``model.zero_grad()``
     expr = call.func.value if call is not None and isinstance(call.func, cst.Attribute) else None
     return expr is not None and not is_optimizer_object(index, expr)  # model.zero_grad() clears every optimizer's
+
+
+def _over_every_parameter(index: ModuleIndex, node: cst.CSTNode) -> bool:
+    """Does ``p.grad = None`` (or ``p.grad.zero_()``) run for every parameter: in a loop over
+    ``model.parameters()`` / ``named_parameters()`` or an optimizer group's ``["params"]``? A loop
+    over a list the script selected (RL4LMs' TRPO clears the actor's share, ``for param in
+    actor_params``, so that the critic's step keeps only its own) masks some gradients, and one
+    parameter's ``.grad = None`` clears that one."""
+    for ancestor in index.ancestors(node):
+        if isinstance(ancestor, cst.For):
+            source = ancestor.iter
+            while isinstance(source, cst.Call) and method_name(source) in (None, "list", "tuple") and source.args:
+                source = source.args[0].value  # list(model.parameters())
+            if isinstance(source, cst.Call) and method_name(source) in ("parameters", "named_parameters"):
+                return True
+            return isinstance(source, cst.Subscript) and "params" in index.py.code_of(source.slice[0])
+    return False
 
 
 def zeroed_every_micro_step(index: ModuleIndex, accumulation: Accumulation) -> list[Event]:

@@ -665,3 +665,54 @@ class DiffusionNFTMethod:
     # handed something else, the division is not the callee's to make
     other = source.replace("grad_accum_rounds=grad_accum_steps", "retain_graph=False")
     assert [d.code for d in lint("ACC001", other, path="fastvideo/train/methods/rl/diffusion_nft.py")] == ["ACC001"]
+
+
+def test_a_loss_every_subclass_divides_in_its_own_method(lint):
+    # TencentPretrain's trainer.py: the base loop calls self.forward_propagation, which the base
+    # only declares; each trainer subclass returns loss / self.accumulation_steps
+    source = """\
+import torch
+
+
+class Trainer:
+    def __init__(self, args):
+        self.accumulation_steps = args.accumulation_steps
+        self.current_step = 1
+
+    def forward_propagation(self, batch, model):
+        raise NotImplementedError
+
+    def train(self, args, loader, model, optimizer, scheduler):
+        model.train()
+        for batch in loader:
+            loss = self.forward_propagation(batch, model)
+            loss.backward()
+            if self.current_step % self.accumulation_steps == 0:
+                optimizer.step()
+                scheduler.step()
+                model.zero_grad()
+            self.current_step += 1
+
+
+class LmTrainer(Trainer):
+    def forward_propagation(self, batch, model):
+        src, tgt, seg = batch
+        loss = model(src, tgt, seg)
+        return loss / self.accumulation_steps
+
+
+class ClsTrainer(Trainer):
+    def forward_propagation(self, batch, model):
+        src, tgt = batch
+        loss = model(src, tgt)
+        loss = loss / self.accumulation_steps
+        return loss
+
+
+class VitTrainer(ClsTrainer):
+    pass
+"""
+    assert lint("ACC001", source, path="tencentpretrain/trainer.py") == []
+    # one trainer that forgets the division is enough for the loop to sum its micro-batches
+    forgets = source.replace("        return loss / self.accumulation_steps", "        return loss")
+    assert [d.code for d in lint("ACC001", forgets, path="tencentpretrain/trainer.py")] == ["ACC001"]

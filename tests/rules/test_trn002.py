@@ -111,3 +111,27 @@ def test_a_zero_grad_that_drops_a_bad_batch_is_not_every_micro_batch(lint):
                                 "        for num_steps, (images, input_ids, labels) in enumerate(loader):\n"
                                 "            optimizer.zero_grad()\n")
     assert [d.code for d in lint("TRN002", every_pass)] == ["TRN002"]
+
+
+def test_clearing_a_selected_share_of_the_gradients_masks_them(lint):
+    # RL4LMs' TRPO critic update: the shared optimizer steps the critic alone, so the actor's
+    # gradients are dropped between backward and step on purpose
+    source = """\
+import torch.nn.functional as F
+
+
+def update_critic(policy, rollout_buffer, actor_params, n_critic_updates, batch_size):
+    for _ in range(n_critic_updates):
+        for rollout_data in rollout_buffer.get(batch_size):
+            values_pred = policy.predict_values(rollout_data.observations)
+            value_loss = F.mse_loss(rollout_data.returns, values_pred.flatten())
+            policy.optimizer.zero_grad()
+            value_loss.backward()
+            for param in actor_params:
+                param.grad = None
+            policy.optimizer.step()
+"""
+    assert lint("TRN002", source, path="rl4lms/algorithms/trpo/trpo.py") == []
+    # every parameter of the model cleared: the step has nothing left
+    every = source.replace("for param in actor_params:", "for param in policy.parameters():")
+    assert [d.code for d in lint("TRN002", every, path="rl4lms/algorithms/trpo/trpo.py")] == ["TRN002"]
