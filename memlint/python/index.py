@@ -359,7 +359,7 @@ class ModuleIndex:
             for name, cls in self.classes.items():
                 if name in below:
                     continue
-                bases = {dotted(arg.value).rsplit(".", 1)[-1] for arg in cls.bases if dotted(arg.value)}
+                bases = {text.rsplit(".", 1)[-1] for arg in cls.bases if (text := dotted(arg.value))}
                 if bases & below:
                     below.add(name)
                     changed = True
