@@ -294,6 +294,7 @@ class _Validation:
             yield self._unknown_issue(key_path, key, suggestible, instance, where)
 
     def _unknown_issue(self, key_path: Path_, key: Any, known: set[str], siblings: dict, where: Range) -> Issue:
+        """One unknown key, with the key probably meant, or the DeepSpeed section it belongs in."""
         scope = f" in `{_dotted(key_path[:-1])}`" if len(key_path) > 1 else ""
         message = f"unknown {self.tool} key `{key}`{scope}"
         suggestions, certain = _suggest(str(key), known, siblings)
@@ -307,6 +308,10 @@ class _Validation:
             consequence = "Axolotl does not read it"
         elif self.name == "deepspeed" and len(key_path) == 1:
             consequence = "DeepSpeed ignores unknown top-level keys silently"
+            section = next((s for s in _DEEPSPEED_SECTIONS if not suggestions and key in _section_keys(self.root, s)),
+                           None)
+            if section is not None:  # rllm's offload blocks written beside `zero_optimization`
+                message += f"; it belongs inside `{section}`"
         elif self.name == "deepspeed" and _is_pydantic_section(self.root, key_path[:-1]):
             consequence = "DeepSpeed refuses the config"
         elif self.name == "accelerate" and len(key_path) > 1:
@@ -605,3 +610,13 @@ def _unschematised_plugin_prefixes(name: str, plugins: Any) -> tuple[str, ...]:
         if len(parts) >= 2 and not any(plugin_listed(k, [dotted]) for k in known):
             prefixes.append(parts[-2])
     return tuple(prefixes)
+
+
+# DeepSpeed sections whose own keys are often written one level too high
+_DEEPSPEED_SECTIONS = ("zero_optimization",)
+
+
+def _section_keys(root: dict, section: str) -> set[str]:
+    """The keys the schema knows inside a top-level section (``offload_param`` in ``zero_optimization``)."""
+    properties = root.get("properties", {})
+    return known_keys(root, properties.get(section)) if isinstance(properties, dict) and section in properties else set()

@@ -176,6 +176,18 @@ def test_deepspeed_typos_and_deprecations(lint):
     assert '"wall_clock_breakdown": false' in fixed
 
 
+def test_a_zero_section_key_written_at_the_top_level_names_its_section(lint):
+    # rllm's scripts/sft/config/ds_stage3.json: the offload blocks sit beside `zero_optimization`
+    config = (
+        '{\n  "train_micro_batch_size_per_gpu": 1,\n  "bf16": {"enabled": true},\n'
+        '  "offload_optimizer": {"device": "cpu", "pin_memory": true},\n'
+        '  "zero_optimization": {"stage": 3, "overlap_comm": true}\n}\n'
+    )
+    [unknown] = [d for d in lint({"ds_stage3.json": config}, "ds_stage3.json") if d.code == "CFG001"]
+    assert unknown.message == ("unknown DeepSpeed key `offload_optimizer`; it belongs inside `zero_optimization` "
+                               "(DeepSpeed ignores unknown top-level keys silently)")
+
+
 def test_axolotl_sequence_length_and_deprecated_flash_attention(lint):
     diagnostics = lint({"examples/llama-3/lora-8b.yml": AXOLOTL_LORA}, "examples/llama-3/lora-8b.yml")
     assert spans(diagnostics) == [
