@@ -599,7 +599,8 @@ def untrained_by_every_optimizer(index: ModuleIndex, name: str, at: cst.CSTNode)
     assignment (``model = MultiModal(llm=name)`` trains ``name`` inside it) nor leaves its function
     by ``return``."""
     creations = optimizer_creations(index)
-    if not creations or any(trainer_framework(q) for call in index.calls for q in index.qualified(call)):
+    if not creations or index.once("builds a trainer", lambda: any(
+            trainer_framework(q) for call in index.calls for q in index.qualified(call))):
         return False
     flow = index.flow_of(at)
     if not isinstance(flow, cst.Module) and any(

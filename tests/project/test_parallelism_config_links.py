@@ -16,6 +16,7 @@ from memlint.project.project import Project
 from memlint.project.settings import Settings
 
 from tests.facts.facts_testing import dedent, write
+from tests.project.test_truncation_limits import TRAIN_PY
 
 DPO_YAML = dedent('''
     # general
@@ -157,36 +158,8 @@ def test_the_same_launch_with_its_config_in_place_is_judged_by_it(tmp_path: Path
 
 # LLaVA-pp's LLaMA3-V_full_finetune.sh, run from its scripts/ folder outside the LLaVA clone the
 # README copies it into: the ZeRO-3 config it names is not there, and the length is a truncation limit
-TRUNCATING_PY = dedent('''
-    from dataclasses import dataclass, field
-
-    import torch
-    import transformers
-
-
-    @dataclass
-    class ModelArguments:
-        model_name_or_path: str = field(default="meta-llama/Meta-Llama-3-8B-Instruct")
-
-
-    @dataclass
-    class TrainingArguments(transformers.TrainingArguments):
-        model_max_length: int = field(default=2048, metadata={"help": "Maximum sequence length."})
-
-
-    def train():
-        parser = transformers.HfArgumentParser((ModelArguments, TrainingArguments))
-        model_args, training_args = parser.parse_args_into_dataclasses()
-        model = transformers.AutoModelForCausalLM.from_pretrained(model_args.model_name_or_path,
-                                                                  torch_dtype=torch.bfloat16)
-        tokenizer = transformers.AutoTokenizer.from_pretrained(model_args.model_name_or_path,
-                                                               model_max_length=training_args.model_max_length)
-        transformers.Trainer(model=model, args=training_args, tokenizer=tokenizer).train()
-
-
-    if __name__ == "__main__":
-        train()
-''')
+# (LLaVA's train.py: batches padded to their longest sample, as test_truncation_limits writes it)
+TRUNCATING_PY = TRAIN_PY.replace("{padding}", "")
 
 FULL_FINETUNE_SH = dedent('''
     #!/bin/bash
