@@ -104,7 +104,37 @@ def _words(chunk: str, offset: int) -> list[Word]:
                 start, end, raw = found, found + len(token), token
         words.append(Word(token, raw, offset + start, offset + end))
         position = max(end, consumed)
-    return words
+    return _join_substitutions(words, chunk, offset)
+
+
+def _open_parentheses(raw: str) -> int:
+    return raw.count("(") - raw.count(")")
+
+
+def _join_substitutions(words: list[Word], chunk: str, offset: int) -> list[Word]:
+    """One word for a ``$(...)`` or ``$((...))`` that spans spaces, which ``shlex`` splits:
+    dart-math's ``--num_cpu_threads_per_process $(($(nproc) / 2 / n_gpus))`` is one option value,
+    not five words of which ``/`` would read as the launched script. A substitution left open at
+    the line's end keeps its words as they were."""
+    out: list[Word] = []
+    index = 0
+    while index < len(words):
+        word = words[index]
+        depth = _open_parentheses(word.raw) if "$(" in word.raw else 0
+        last = index
+        while depth > 0 and last + 1 < len(words):
+            last += 1
+            depth += _open_parentheses(words[last].raw)
+        if depth == 0 and last > index:
+            end = words[last].end
+            raw = chunk[word.start - offset:end - offset]
+            text = word.text + chunk[word.end - offset:end - offset]
+            out.append(Word(text, raw, word.start, end))
+        else:
+            out.append(word)
+            last = index
+        index = last + 1
+    return out
 
 
 def _resplit(raw: str) -> list[str] | None:
