@@ -34,6 +34,9 @@ class ParsedDocument:
     reusable: python_source.PythonSource | None = field(default=None, repr=False, compare=False)
     # what ``memlint.facts.extract.extract`` found in it (None: not extracted yet)
     facts: "list[RunFacts] | None" = field(default=None, repr=False, compare=False)
+    # what a script states that trains only through its project's trainer class
+    # (``memlint.facts.script.handed_to_project_trainer``; None: not asked yet)
+    handed_facts: "list[RunFacts] | None" = field(default=None, repr=False, compare=False)
     # memlint's own failures on it while reading it or extracting its facts (memlint.documents.failures)
     failures: list[str] = field(default_factory=list, repr=False, compare=False)
     # Python that ``memlint check``'s prefilter read and set aside (memlint.python.prefilter):

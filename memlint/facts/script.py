@@ -84,6 +84,21 @@ def imports_training_library(text: str) -> bool:
 
 @extractor("python", needs=NEEDS)
 def extract_script(parsed: ParsedDocument) -> list[RunFacts]:
+    return _script_runs(parsed, trains_elsewhere=False)
+
+
+def handed_to_project_trainer(parsed: ParsedDocument) -> list[RunFacts]:
+    """What a script states that trains only through a class of its own project: Qwen2-VL-Finetune's
+    ``train_sft.py`` loads the model and parses its options, then hands both to ``QwenSFTTrainer``
+    (``src/trainer/sft_trainer.py``: ``class QwenSFTTrainer(Trainer)``). Read alone, nothing in the
+    script trains, so ``extract_script`` finds no run; the project, which reads that class, asks
+    for these facts instead (``memlint.project.runs``). Extracted once per version of the module."""
+    if parsed.handed_facts is None:
+        parsed.handed_facts = _script_runs(parsed, trains_elsewhere=True)
+    return list(parsed.handed_facts)
+
+
+def _script_runs(parsed: ParsedDocument, trains_elsewhere: bool) -> list[RunFacts]:
     source = parsed.python
     if source is None or not imports_training_library(parsed.text) or is_test_file(parsed.path):
         return []
@@ -112,12 +127,14 @@ def extract_script(parsed: ParsedDocument) -> list[RunFacts]:
                 _attribute_assignment(ctx, assignment)
         script_loops.finish(ctx)
         script_freezing.recognise(ctx, named, lambda node: not excluded or owner(node) not in excluded)
-        if ctx.training and not _only_in_unused_classes(values, ctx.training_at):
-            _training_mode(ctx, values)
+        trains = ctx.training and not _only_in_unused_classes(values, ctx.training_at)
+        if trains or (trains_elsewhere and not ctx.training):
+            if trains:
+                _training_mode(ctx, values)
             ctx.facts.option_constants = {option: source for option, source in values.options.imported.items()
                                           if option in ctx.facts.cli_bindings}
             runs.append(ctx.facts)
-    if runs:
+    if runs and not trains_elsewhere:
         from memlint.facts.launchers import documented_launches
 
         runs.extend(documented_launches(parsed))

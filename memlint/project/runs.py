@@ -209,8 +209,16 @@ class RunFinder:
                 # a helper that only loads a model (DeepSpeed-Chat's ``create_hf_model`` in
                 # ``prompt_eval.py``) trains nothing: the script is no run of its own
                 if "framework" in found or any(h.framework is not None for h in helpers):
-                    linked.extend(helpers)
-                    overrides = found
+                    # what the script itself states (its model, its parser's options) joins too:
+                    # Qwen2-VL-Finetune loads the model in ``train_sft.py`` and hands it to
+                    # ``QwenSFTTrainer``, a Trainer subclass of its own ``src/trainer``
+                    handed = self._handed_facts(script)
+                    if handed:
+                        overrides, hidden = self._join_launched(handed[0], facts, seen, linked)
+                        script_facts_found = handed
+                    else:
+                        linked.extend(helpers)
+                        overrides = found
                 else:
                     # a class that only shards the run (open-instruct's GRPO learners build OLMo-core's
                     # data-parallel config): its form is the run's, the options still state the rest
@@ -433,6 +441,18 @@ class RunFinder:
         for target in read:
             reads.document(self.documents.key(target), self.documents.digest(target))
         return found, read
+
+    def _handed_facts(self, script: Path) -> list[RunFacts]:
+        """The facts of a script that trains only through a trainer class of its own project
+        (``memlint.facts.script.handed_to_project_trainer``); none for one that is not Python."""
+        from memlint.facts.script import handed_to_project_trainer
+
+        if self.documents.kind(script) != "python":
+            return []
+        try:
+            return handed_to_project_trainer(self.documents.module(script))
+        except (OSError, ValueError):
+            return []
 
     def _join_launched(self, script: RunFacts, launcher: RunFacts, seen: set[str],
                        linked: list[RunFacts]) -> tuple[dict, frozenset[str]]:
