@@ -134,8 +134,12 @@ def _all_but_literals_frozen(loop: cst.For) -> tuple[cst.BaseExpression, list[st
 
 
 def _named_parameters_loop(loop: cst.For) -> tuple[cst.BaseExpression, str, str] | None:
-    """``for name, p in X.named_parameters():``: (X, the name's and the parameter's names)."""
+    """``for name, p in X.named_parameters():``: (X, the name's and the parameter's names). The
+    iterator may be listed first (llm2vec's ``list(model.named_parameters())``)."""
     source = loop.iter
+    if isinstance(source, cst.Call) and isinstance(source.func, cst.Name) and source.func.value in ("list", "tuple") \
+            and len(source.args) == 1:
+        source = source.args[0].value
     if not (isinstance(source, cst.Call) and isinstance(source.func, cst.Attribute)
             and source.func.attr.value == "named_parameters"):
         return None
@@ -148,10 +152,16 @@ def _named_parameters_loop(loop: cst.For) -> tuple[cst.BaseExpression, str, str]
 
 
 def _turns_off(block: cst.BaseSuite, param: str) -> bool:
-    return isinstance(block, cst.IndentedBlock) and any(
-        isinstance(line, cst.SimpleStatementLine) and any(
-            (value := assigned_gradient(small, param)) is not None and is_false(value) for small in line.body)
-        for line in block.body)
+    """Does the block set ``param.requires_grad = False``: an indented body, or one written on the
+    test's own line (xRAG's ``if 'projector' not in n:p.requires_grad = False``)."""
+    if isinstance(block, cst.SimpleStatementSuite):
+        lines: list[cst.SimpleStatementLine | cst.SimpleStatementSuite] = [block]
+    elif isinstance(block, cst.IndentedBlock):
+        lines = [line for line in block.body if isinstance(line, cst.SimpleStatementLine)]
+    else:
+        return False
+    return any((value := assigned_gradient(small, param)) is not None and is_false(value)
+               for line in lines for small in line.body)
 
 
 def _strings(expr: cst.BaseExpression) -> list[cst.SimpleString]:

@@ -119,17 +119,21 @@ class ConfigLaunchers:
         key = self.documents.key(target)
         folder = target.resolve().parent
         beside: list[ConfigLaunch] = []
+        positional_beside: list[ConfigLaunch] = []
         for script, digest in self._argument_file_scripts():
             for facts in self.documents.facts(script):
                 option = facts.arguments_file
-                if option is None or option.value == "1" or facts.launches is not None:
+                if option is None or facts.launches is not None:
                     continue
+                positional = option.value == "1"  # ``parse_json_file(sys.argv[1])``: the launch's first config
                 launches: list[tuple[RunFacts, Path, Sourced[str]]] = []  # (launch, the file it passes, where)
                 for referrer in self.links.referrers(script):
                     for call in self.documents.facts(referrer):
-                        written = call.cli_args.get(str(option.value))
                         launched = self.documents.resolve_reference(str(call.launches.value), referrer) if call.launches else None
-                        if written is None or launched is None or self.documents.key(launched) != self.documents.key(script):
+                        if launched is None or self.documents.key(launched) != self.documents.key(script):
+                            continue
+                        written = self._positional_file(call, referrer) if positional else call.cli_args.get(str(option.value))
+                        if written is None:
                             continue
                         passed = self.documents.resolve_reference(str(written.value), referrer)
                         if passed is not None:
@@ -145,17 +149,37 @@ class ConfigLaunchers:
                     same = self.documents.key(passed) == key
                     if not same and passed.resolve().parent != folder:
                         continue
-                    note = f"{launch.launches.value if launch.launches else script.name} --{option.value} {written.value}"
+                    passed_as = written.value if positional else f"--{option.value} {written.value}"
+                    note = f"{launch.launches.value if launch.launches else script.name} {passed_as}"
                     bound = Sourced(str(target), written.origin, note)
-                    launch = replace(launch, bound_config=bound,
-                                     cli_args={**launch.cli_args, str(option.value): Sourced(str(target), written.origin)})
+                    if positional:  # the file the launch passes is a reference of it: this one in its place
+                        launch = replace(launch, references=[Sourced(str(target), r.origin, r.note) if r is written else r
+                                                             for r in launch.references])
+                    else:
+                        launch = replace(launch, bound_config=bound, cli_args={
+                            **launch.cli_args, str(option.value): Sourced(str(target), written.origin)})
                     found = ConfigLaunch(launch, Sourced(str(script), written.origin, note), same,
                                          None if same else f"{script.name} parses the files of its folder as its "
                                          f"arguments (`{note}`)")
                     if same:
                         return [found]
-                    beside.append(found)
-        return beside[:1]
+                    (positional_beside if positional else beside).append(found)
+        # several commands that pass this folder's files to scripts (SimPO's README, one per config):
+        # the form they agree on decides (``launches_for``), not the first of them
+        return (beside + (positional_beside if len(positional_beside) == 1 else []))[:1]
+
+    def _positional_file(self, call: "RunFacts", referrer: Path) -> Sourced[str] | None:
+        """The arguments file a launch passes to a script that parses its first argument
+        (llm2vec's README: ``python experiments/run_word_task.py train_configs/word-task/x.json``):
+        the first file it names that is a JSON or YAML file of the project and no DeepSpeed or
+        Accelerate config."""
+        for reference in call.references:
+            if not str(reference.value).lower().endswith((".json", ".yaml", ".yml")):
+                continue
+            path = self.documents.resolve_reference(str(reference.value), referrer)
+            if path is not None and self.documents.kind(path) not in (DocumentKind.DEEPSPEED, DocumentKind.ACCELERATE):
+                return reference
+        return None
 
     def _argument_file_scripts(self) -> list[tuple[Path, str]]:
         """The project's Python files that parse a file as their arguments (a text prefilter)."""

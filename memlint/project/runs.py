@@ -870,7 +870,10 @@ class RunFinder:
             # (a model from a variable, a placeholder) is no news there, and the document's own
             # run says so once instead of once per command
             kept = [r for r in runs if r.problem is None or self.documents.kind(r.plan.entry) != DocumentKind.MARKDOWN]
-            if not kept and own and entries is launchers:
+            if not kept and own and entries is launchers and not (
+                    self.documents.kind(path) in _CONFIG_KINDS and any(self._scripts_own_problem(r) for r in runs)):
+                # (a config whose command cannot be estimated for a reason of the script's own, a
+                # model it freezes, is no run alone: the script says why, once)
                 kept = self._runs(own, key, context)
                 passed = next((r for r in runs if self._passes_model(r)), None)
                 if passed is not None:
