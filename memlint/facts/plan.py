@@ -203,6 +203,8 @@ class RunFacts:
     # "1" for ``parse_yaml_file(sys.argv[1])``), located at the parse, and the option's default path
     arguments_file: Sourced[str] | None = None
     arguments_default: Sourced[str] | None = None
+    # the command line wins over that file's keys (xRAG: ``if getattr(args, k) is None: setattr(args, k, v)``)
+    arguments_under_cli: bool = False
     # the caller's positional argument (1 for ``$1``) the launcher passes to its script as a
     # config (``accelerate launch ... finetune.py "$2"``): the config is the caller's to name
     positional_config: Sourced[int] | None = None
@@ -234,7 +236,7 @@ MODEL_PARALLEL_ADVICE = ("memlint sizes data parallelism, ZeRO and FSDP only; si
 
 NOT_FACTS = ("path", "kind", "anchor", "references", "switched_references", "auto_keys", "cli_bindings",
              "option_constants", "cli_args", "cli_unknown", "overrides",
-             "launches", "arguments_file", "arguments_default", "positional_config", "bound_config", "template_launches", "template_config",
+             "launches", "arguments_file", "arguments_default", "arguments_under_cli", "positional_config", "bound_config", "template_launches", "template_config",
              "template_references")
 FACT_NAMES = tuple(f.name for f in fields(RunFacts) if f.name not in NOT_FACTS)
 

@@ -15,7 +15,12 @@ _PARSE_FILE = {"parse_json_file": "json_file", "parse_yaml_file": "yaml_file", "
 
 
 def recognise(ctx: ScriptFacts, call: cst.Call, names: frozenset[str], method: str | None) -> None:
-    if method not in _PARSE_FILE or ctx.facts.arguments_file is not None:
+    if ctx.facts.arguments_file is not None:
+        return
+    if method is None and type(call.func) is cst.Name and call.func.value == "setattr":
+        _keys_set_on_options(ctx, call)
+        return
+    if method not in _PARSE_FILE:
         return
     # the methods of HfArgumentParser (and TrlParser, a project's subclass): argparse has none of
     # them, so the name says the parser even where the receiver was reassigned
@@ -47,3 +52,64 @@ def _reads_first_argument(expr: cst.BaseExpression) -> bool:
         index = index.expression
         return type(index) is cst.Integer and index.value == "1"
     return type(index) is cst.Integer and index.value == "1"
+
+
+def _keys_set_on_options(ctx: ScriptFacts, call: cst.Call) -> None:
+    """``yaml_config = get_yaml_file(args.config)`` then ``for k, v in yaml_config.items():
+    setattr(args, k, v)`` (xRAG's ``train.py``, under "priority: CLI > YAML"): the file the option
+    names is the script's command line, as a ``parse_yaml_file`` one is. Only a loop over the
+    items of a name assigned, in the same function, from a call given the one option."""
+    if len(call.args) != 3 or not all(type(a.value) is cst.Name for a in call.args):
+        return
+    target, key, value = (cst.ensure_type(a.value, cst.Name).value for a in call.args)
+    loop = ctx.python.parent(call)
+    while loop is not None and type(loop) is not cst.For:
+        if type(loop) in (cst.FunctionDef, cst.ClassDef, cst.Module):
+            return
+        loop = ctx.python.parent(loop)
+    if loop is None or not (type(loop.target) is cst.Tuple and [
+            e.value.value if type(e.value) is cst.Name else None for e in loop.target.elements] == [key, value]):
+        return
+    items = loop.iter
+    if not (type(items) is cst.Call and type(items.func) is cst.Attribute and items.func.attr.value == "items"
+            and type(items.func.value) is cst.Name and not items.args):
+        return
+    loaded = _loaded_from(ctx, items.func.value.value, loop)
+    if loaded is None or len(loaded.args) != 1:
+        return
+    found = ctx.values.evaluate(loaded.args[0].value)
+    if found is None or len(found.options) != 1 or target not in ctx.python.code_of(loaded.args[0].value):
+        return
+    option = found.options[0]
+    ctx.facts.arguments_file = Sourced(option, ctx.location(call), f"setattr({target}, ...) for each key of --{option}")
+    ctx.facts.arguments_under_cli = _only_when_unset(ctx, call, loop, target, key)
+
+
+def _only_when_unset(ctx: ScriptFacts, call: cst.Call, loop: cst.For, target: str, key: str) -> bool:
+    """Is the ``setattr`` under ``if getattr(args, k) is None:`` (an option the command line left
+    unset), so that the command line wins over the file?"""
+    node = ctx.python.parent(call)
+    while node is not None and node is not loop:
+        if type(node) is cst.If and ctx.python.code_of(node.test).replace(" ", "") == f"getattr({target},{key})isNone":
+            return True
+        node = ctx.python.parent(node)
+    return False
+
+
+def _loaded_from(ctx: ScriptFacts, name: str, loop: cst.For) -> cst.Call | None:
+    """The call whose result ``name`` is given last before ``loop``, in the loop's function."""
+    function = ctx.python.parent(loop)
+    while function is not None and type(function) not in (cst.FunctionDef, cst.Module):
+        function = ctx.python.parent(function)
+    before = ctx.python.place(loop)
+    latest: cst.Call | None = None
+    for assign in ctx.python.nodes_of(cst.Assign):
+        if not (len(assign.targets) == 1 and type(assign.targets[0].target) is cst.Name
+                and assign.targets[0].target.value == name and type(assign.value) is cst.Call):
+            continue
+        owner = ctx.python.parent(assign)
+        while owner is not None and type(owner) not in (cst.FunctionDef, cst.Module):
+            owner = ctx.python.parent(owner)
+        if owner is function and ctx.python.place(assign) < before:
+            latest = assign.value
+    return latest

@@ -464,7 +464,8 @@ class RunFinder:
             option = str(script.arguments_file.value) if script.arguments_file is not None else ""
             kept = {k: v for k, v in launcher.cli_args.items() if k != option}
             file_args = self.config_as_options(arguments)
-            launcher = replace(launcher, cli_args={**kept, **file_args}, bound_config=None)
+            merged = {**file_args, **kept} if script.arguments_under_cli else {**kept, **file_args}
+            launcher = replace(launcher, cli_args=merged, bound_config=None)
             linked.append(self._arguments_document(arguments, file_args))
             linked.extend(self.linked(linked[-1], seen))
         script = self._with_library_arguments(script)
