@@ -250,7 +250,50 @@ def _config_reads(module: ast.Module) -> frozenset[tuple[str, frozenset[str]]]:
         for name, loader in {**handed.get(id(scope), {}), **loaders}.items():
             if keys.get(name):
                 out.add((loader, frozenset(keys[name])))
+    merged = _merged_into_options(module)
+    if merged:
+        out.add(("yaml/json", merged))
     return frozenset(out)
+
+
+# a project's own config reader, known by its name (xRAG's ``get_yaml_file(args.config)``)
+_READER_NAME = re.compile(r"^(?:get|load|read|parse)_?(?:yaml|json|config|cfg)(?:_?file|_?config)?$", re.IGNORECASE)
+
+
+def _merged_into_options(module: ast.Module) -> frozenset[str]:
+    """The keys a script takes from a config file it merges into its argparse options: xRAG's
+    ``yaml_config = get_yaml_file(args.config)`` then ``for k, v in yaml_config.items():
+    setattr(args, k, v)`` (or ``args = types.SimpleNamespace(**yaml_config)``). Such a file holds
+    the script's options, not a Trainer's: the keys are the options the module defines
+    (``add_argument("--max_seq_length")``) and the attributes it reads of the merged object."""
+    loaded: set[str] = set()
+    for node in ast.walk(module):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and (
+                _is_load(node.value) or _READER_NAME.match(_last_name(node.value.func) or "")):
+            loaded.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    if not loaded:
+        return frozenset()
+    targets: set[str] = set()
+    for node in ast.walk(module):
+        if isinstance(node, ast.For) and isinstance(node.iter, ast.Call) and isinstance(node.iter.func, ast.Attribute) \
+                and node.iter.func.attr == "items" and isinstance(node.iter.func.value, ast.Name) \
+                and node.iter.func.value.id in loaded:
+            targets.update(c.args[0].id for c in ast.walk(node) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+                           and c.func.id == "setattr" and c.args and isinstance(c.args[0], ast.Name))
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) \
+                and _last_name(node.value.func) == "SimpleNamespace" \
+                and any(k.arg is None and isinstance(k.value, ast.Name) and k.value.id in loaded for k in node.value.keywords):
+            targets.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    if not targets:
+        return frozenset()
+    keys: set[str] = set()
+    for node in ast.walk(module):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in targets:
+            keys.add(node.attr)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
+            keys.update(a.value.lstrip("-").replace("-", "_") for a in node.args
+                        if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith("--"))
+    return frozenset(keys)
 
 
 def _loader_names(module: ast.Module) -> dict[str, str]:

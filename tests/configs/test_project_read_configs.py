@@ -302,3 +302,102 @@ def kinds_of(files, path):
     from memlint.documents.structured import load
 
     return kinds.detect(path, "yaml", load(files[path], "yaml").value)
+
+
+# xRAG's src/language_modeling/train.py: argparse options, every one None by default, filled from
+# the YAML --config names by the project's own reader; the command line keeps what it sets
+TRAIN_ARGPARSE_MERGED = '''\
+import argparse
+import types
+
+import torch
+import yaml
+from accelerate import Accelerator
+
+
+def get_yaml_file(path):
+    with open(path) as f:
+        return yaml.safe_load(f)
+
+
+def parse_args():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--config", type=str, help="config file to launch the training")
+    parser.add_argument("--model_name_or_path", type=str)
+    parser.add_argument("--max_seq_length", type=int)
+    parser.add_argument("--max_train_steps", type=int)
+    parser.add_argument("--shuffle_train_set", type=eval)
+    parser.add_argument("--learning_rate", type=float)
+    parser.add_argument("--per_device_train_batch_size", type=int)
+    args = parser.parse_args()
+    yaml_config = get_yaml_file(args.config)
+    ## priority: CLI > YAML (with all default value set to None in argument parser)
+    for k, v in yaml_config.items():
+        assert hasattr(args, k), f"{k} not in parsed arguments"
+        if getattr(args, k) is None:
+            setattr(args, k, v)
+    return args
+
+
+def main():
+    args = parse_args()
+    accelerator = Accelerator()
+    model = build_model(args.model_name_or_path, args.max_seq_length)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=args.learning_rate)
+    loader = make_loader(args.per_device_train_batch_size, shuffle=args.shuffle_train_set)
+    model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+    for step, batch in enumerate(loader):
+        accelerator.backward(model(**batch).loss)
+        optimizer.step()
+        optimizer.zero_grad()
+        if step >= args.max_train_steps:
+            break
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+MERGED_YAML = """\
+model_name_or_path: mistralai/Mistral-7B-Instruct-v0.2
+max_seq_length: 336
+max_train_steps: 20000
+shuffle_train_set: true
+learning_rate: 6.0e-3
+per_device_train_batch_size: 12
+warmup_ratio: 0.03
+"""
+
+
+def test_a_yaml_merged_into_the_scripts_argparse_options_is_the_scripts_own(lint):
+    script = TRAIN_ARGPARSE_MERGED.replace('    parser.add_argument("--per_device_train_batch_size", type=int)\n',
+                                           '    parser.add_argument("--per_device_train_batch_size", type=int)\n'
+                                           '    parser.add_argument("--warmup_ratio", type=float)\n')
+    files = {"src/train.py": script, "config/pretrain.yaml": MERGED_YAML}
+    # before: max_seq_length, max_train_steps, shuffle_train_set were "unknown TrainingArguments
+    # keys" and warmup_ratio "removed in Transformers 5.15", "HfArgumentParser refuses the file"
+    assert codes(lint(files, "config/pretrain.yaml")) == []
+
+
+def test_a_yaml_unpacked_into_a_namespace_is_the_scripts_own(lint):
+    script = TRAIN_ARGPARSE_MERGED.replace(
+        '''    for k, v in yaml_config.items():
+        assert hasattr(args, k), f"{k} not in parsed arguments"
+        if getattr(args, k) is None:
+            setattr(args, k, v)
+''', '''    yaml_config.update({k: v for k, v in vars(args).items() if v is not None})
+    args = types.SimpleNamespace(**yaml_config)
+''').replace("    parser.add_argument(\"--max_train_steps\", type=int)\n", "")
+    files = {"src/train.py": script, "config/pretrain.yaml": MERGED_YAML.replace("warmup_ratio: 0.03\n", "")}
+    assert codes(lint(files, "config/pretrain.yaml")) == []
+
+
+def test_near_miss_a_yaml_the_script_only_opens_stays_a_trainer_config(lint):
+    script = TRAIN_ARGPARSE_MERGED.replace('''    for k, v in yaml_config.items():
+        assert hasattr(args, k), f"{k} not in parsed arguments"
+        if getattr(args, k) is None:
+            setattr(args, k, v)
+''', '''    print(yaml_config)
+''')
+    files = {"src/train.py": script, "config/pretrain.yaml": MERGED_YAML}
+    assert ("CFG001", 2) in codes(lint(files, "config/pretrain.yaml"))  # max_seq_length, as before
