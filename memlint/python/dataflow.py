@@ -151,8 +151,17 @@ def _union(index, values, depth, function) -> set[str]:
 
 
 def _default_values(index, name, at, depth, function) -> set[str]:
-    default = index.parameter_default(name, index.flow_of(at))
-    return function(index, default, depth + 1) if default is not None else {"unknown"}
+    """A parameter's values: its default where a call of the module leaves it out (or none is
+    found), and what the module's calls pass for it."""
+    flow = index.flow_of(at)
+    default = index.parameter_default(name, flow)
+    if default is None:
+        return {"unknown"}
+    passed, omitted = index.passed_arguments(name, flow)
+    found = function(index, default, depth + 1) if omitted else set()
+    for argument in passed:
+        found |= function(index, argument, depth + 1)
+    return found or {"unknown"}
 
 
 # ---------------------------------------------------------------------- division of a loss

@@ -537,6 +537,42 @@ class ModuleIndex:
                 return p.default
         return None
 
+    def passed_arguments(self, name: str, flow: Flow) -> tuple[list[cst.BaseExpression], bool]:
+        """What this module's calls of the function ``flow`` pass for its parameter ``name``, and
+        whether some call leaves it to the default (or none is found). ml-4m's ``train_one_epoch(
+        ..., dtype: torch.dtype = torch.float16)`` is called with ``dtype=dtype``, the
+        ``--dtype`` option's bfloat16: the default runs only where a call omits it. A call that
+        unpacks ``*args``/``**kwargs`` may pass it: its value is then unknown (None in the list)."""
+        if isinstance(flow, cst.Module):
+            return [], True
+        params = flow.params
+        positional = [p.name.value for p in [*params.posonly_params, *params.params]]
+        if positional and positional[0] in ("self", "cls") and self._is_method(flow):
+            positional = positional[1:]
+        passed: list[cst.BaseExpression] = []
+        omitted = False
+        found = False
+        for call in self.calls:
+            if self.helper_for(call) is not flow:
+                continue
+            found = True
+            value: cst.BaseExpression | None = None
+            unpacked = False
+            for index, arg in enumerate(call.args):
+                if arg.star:
+                    unpacked = True
+                elif arg.keyword is not None and arg.keyword.value == name:
+                    value = arg.value
+                elif arg.keyword is None and index < len(positional) and positional[index] == name:
+                    value = arg.value
+            if value is not None:
+                passed.append(value)
+            elif unpacked:
+                passed.append(cst.Name("__unknown__"))
+            else:
+                omitted = True
+        return passed, omitted or not found
+
 
 def _reached(edges: dict[int, set[int]], start: set[int], depth: int) -> set[int]:
     """What ``start`` reaches along ``edges`` in 1 to ``depth`` steps (a start node only through

@@ -147,3 +147,59 @@ def train(model, loader, optimizer):
 def test_an_autocast_the_call_turns_off_is_quiet(lint, where):
     assert lint("AMP001", ENABLED.format(passed="False")) == []
     assert where(lint("AMP001", ENABLED.format(passed="True"))) == [(13, 8, 13, 23)]
+
+
+# ml-4m's run_training_4m_fsdp.py: the epoch function's dtype defaults to float16, but main passes
+# the one `--dtype` chose (bfloat16 unless the launch asks for float16)
+EPOCH_DTYPE = """\
+import argparse
+
+import torch
+
+from mylib import build_loader, build_model
+
+
+def train_one_epoch(model, loader, optimizer, accum_iter, dtype: torch.dtype = torch.float16):
+    model.train()
+    for step, batch in enumerate(loader):
+        with torch.cuda.amp.autocast(dtype=dtype, enabled=dtype != torch.float32):
+            loss = model(**batch)
+        loss = loss / accum_iter
+        loss.backward()
+        if (step + 1) % accum_iter == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--dtype", type=str, default="bfloat16")
+    parser.add_argument("--accum_iter", type=int, default=1)
+    args = parser.parse_args()
+    if args.dtype in ["float16", "fp16"]:
+        dtype = torch.float16
+    elif args.dtype in ["bfloat16", "bf16"]:
+        dtype = torch.bfloat16
+    else:
+        dtype = torch.float32
+    model = build_model().cuda()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    train_one_epoch(model, build_loader(), optimizer, args.accum_iter, {passed})
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_dtype_the_caller_passes_replaces_the_parameters_default(lint):
+    # before: the parameter's float16 default made the autocast certainly float16
+    [finding] = lint("AMP001", EPOCH_DTYPE.format(passed="dtype=dtype"))
+    assert "which can pick float16" in finding.message  # --dtype float16 still runs it unscaled
+    assert lint("AMP001", EPOCH_DTYPE.format(passed="dtype=torch.bfloat16")) == []
+    assert lint("AMP001", EPOCH_DTYPE.format(passed="torch.bfloat16")) == []  # positionally
+
+
+def test_a_call_that_leaves_the_dtype_at_its_default_runs_float16(lint):
+    [finding] = lint("AMP001", EPOCH_DTYPE.replace(", {passed})", ")"))
+    assert "which can pick" not in finding.message
