@@ -254,7 +254,9 @@ def _library_base(module: str, name: str, module_source: ModuleSource, hops: int
             if written is None:
                 continue
             head, _, rest = written.partition(".")
-            if head in classes and not rest:
+            # ``class TrainingArguments(TrainingArguments)`` (NExT-GPT's training_utils.py) names
+            # the imported class it shadows, not itself
+            if head in classes and not rest and head != current:
                 todo.append(head)
                 continue
             if head not in imports:

@@ -442,6 +442,18 @@ class RunFinder:
             reads.document(self.documents.key(target), self.documents.digest(target))
         return found, read
 
+    def _trains_through_project_trainer(self, module: Path) -> list[RunFacts]:
+        """The facts of a module that trains only through a trainer class of its own project (a
+        ``Trainer`` subclass it imports), none for any other."""
+        from memlint.facts.plan import RunFacts
+
+        if self.documents.kind(module) != "python":
+            return []
+        helpers, found = self._imported_facts(RunFacts(str(module), "python"), None, {})
+        if "framework" not in found and not any(h.framework is not None for h in helpers):
+            return []
+        return self._handed_facts(module)
+
     def _handed_facts(self, script: Path) -> list[RunFacts]:
         """The facts of a script that trains only through a trainer class of its own project
         (``memlint.facts.script.handed_to_project_trainer``); none for one that is not Python."""
@@ -758,6 +770,9 @@ class RunFinder:
             found = [f for f in self.documents.facts(target) if f.launches is None and is_entry(f)]
             if found:
                 return found[:1]
+            handed = self._trains_through_project_trainer(target)
+            if handed:  # NExT-GPT's train_mem.py calls train.train(), which hands NextGPTTrainer its model
+                return handed[:1]
             deeper = self._delegated_facts(target, depth + 1)
             if deeper:
                 return deeper

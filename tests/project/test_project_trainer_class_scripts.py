@@ -137,3 +137,85 @@ def test_a_project_class_without_a_trainer_base_trains_nothing(tmp_path):
     settings = _project(tmp_path, _files(trainer=plain))
     runs = _runs(settings, "scripts/finetune.sh")
     assert all(run.plan is None or run.plan.value("model") is None for run in runs)
+
+
+# NExT-GPT's layout: train_mem.py only calls train.train(), whose module parses its options with a
+# project subclass that shadows the class it extends (``class TrainingArguments(TrainingArguments)``)
+# and hands its model to the project's NextGPTTrainer
+TRAIN_MEM = dedent('''
+    from train import train
+
+    if __name__ == "__main__":
+        train(attn_implementation="flash_attention_2")
+''')
+
+TRAIN = dedent('''
+    import torch
+    import transformers
+
+    from training_utils import ModelArguments, TrainingArguments
+    from nextgpt_trainer import NextGPTTrainer
+
+
+    def train(attn_implementation=None):
+        parser = transformers.HfArgumentParser((ModelArguments, TrainingArguments))
+        model_args, training_args = parser.parse_args_into_dataclasses()
+        model = transformers.LlamaForCausalLM.from_pretrained(
+            model_args.model_name_or_path, attn_implementation=attn_implementation, torch_dtype=torch.bfloat16)
+        model.config.use_cache = False
+        trainer = NextGPTTrainer(model=model, args=training_args, train_dataset=build_dataset())
+        trainer.train()
+''')
+
+TRAINING_UTILS = dedent('''
+    from dataclasses import dataclass, field
+    from typing import Optional
+
+    from transformers import TrainingArguments
+
+
+    @dataclass
+    class ModelArguments:
+        model_name_or_path: Optional[str] = field(default="facebook/opt-125m")
+
+
+    @dataclass
+    class TrainingArguments(TrainingArguments):
+        model_max_length: int = field(default=512)
+        lora_enable: bool = False
+''')
+
+NEXTGPT_TRAINER = dedent('''
+    from transformers import Trainer
+
+
+    class NextGPTTrainer(Trainer):
+        def create_optimizer(self):
+            return super().create_optimizer()
+''')
+
+FINETUNE = dedent('''
+    #!/bin/bash
+    deepspeed --include localhost:0 --master_port 28460 train_mem.py \\
+        --deepspeed ./scripts/zero2.json \\
+        --model_name_or_path meta-llama/Llama-2-7b-hf \\
+        --bf16 True \\
+        --per_device_train_batch_size 4 \\
+        --model_max_length 2048 \\
+        --gradient_checkpointing True \\
+        --output_dir ./checkpoints/finetune_1
+''')
+
+
+def test_a_delegated_module_that_trains_through_a_project_trainer_is_the_run(tmp_path):
+    settings = _project(tmp_path, {"train_mem.py": TRAIN_MEM, "train.py": TRAIN, "training_utils.py": TRAINING_UTILS,
+                                   "nextgpt_trainer.py": NEXTGPT_TRAINER, "scripts/finetune.sh": FINETUNE,
+                                   "scripts/zero2.json": ZERO2})
+    [run] = _runs(settings, "scripts/finetune.sh")
+    assert str(settings.root / "train.py") in run.plan.documents
+    assert run.plan.value("framework") == "hf-trainer"
+    assert run.plan.value("model") == "meta-llama/Llama-2-7b-hf"
+    # bound through the subclass that shadows transformers.TrainingArguments
+    assert run.plan.value("micro_batch") == 4
+    assert run.plan.value("seq_len_limit") == "model_max_length"
+    assert run.plan.value("world_size") == 1
