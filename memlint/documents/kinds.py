@@ -97,6 +97,11 @@ NEOX_KEYS = {"pipe_parallel_size", "model_parallel_size", "num_layers", "hidden_
              "tokenizer_type", "vocab_file", "data_path", "train_iters", "partition_activations"}
 NEOX_SIGNATURE = 3
 KNOWN_SHARE = 0.5  # of a TrainingArguments-like file's keys that the schemas must know
+# a file of many keys of which the schemas know fewer than this share is another tool's, whatever
+# Trainer names it shares (the lowest share among the real projects' TrainingArguments-like files
+# of bench/precision_repos.tsv is 0.14, Latte's OmegaConf configs; a kohya_ss preset has 0.06)
+FOREIGN_SHARE = 0.1
+FOREIGN_MIN_KEYS = 40
 
 _DEEPSPEED_NAME = re.compile(r"^(ds|deepspeed)([_-]?config)?([_-].*)?\.json$|^zero[_-]?(\d|stage).*\.json$", re.I)
 _ACCELERATE_NAME = re.compile(r"^(accelerate|default_config)([_-].*)?\.(ya?ml|json)$", re.I)
@@ -203,9 +208,13 @@ def by_name(name: str, posix: str, syntax: str) -> str | None:
 
 def is_trainer_arguments(keys: set[str]) -> bool:
     """Do these keys read as TrainingArguments (a file of them, or a section of a project's own
-    config)?"""
-    return len(keys & HF_ARGS_DISTINCTIVE) >= 2 or (
-        len(keys & HF_ARGS_KEYS) >= 2 and _known_share(keys, "hf-args") >= KNOWN_SHARE)
+    config)? Two of its distinctive keys are enough, unless the Trainer's schemas know almost
+    none of the file's keys: a kohya_ss GUI preset (HunyuanDiT's ``huynyuan_lora.json``: 160
+    keys, of which ``output_dir``, ``gradient_accumulation_steps`` and ``gradient_checkpointing``
+    and six more are Trainer names) is another tool's format."""
+    if len(keys & HF_ARGS_DISTINCTIVE) >= 2:
+        return len(keys) < FOREIGN_MIN_KEYS or _known_share(keys, "hf-args") >= FOREIGN_SHARE
+    return len(keys & HF_ARGS_KEYS) >= 2 and _known_share(keys, "hf-args") >= KNOWN_SHARE
 
 
 def _known_share(keys: set[str], kind: str) -> float:

@@ -209,3 +209,36 @@ def test_accelerate_as_json():
 def test_memlint_settings_by_name():
     assert detect("memlint.toml", "other", None) == "memlint-settings"
     assert detect("sub/.memlint.toml", "other", None) == "memlint-settings"
+
+
+# a kohya_ss GUI LoRA preset (HunyuanDiT's kohya_ss-hydit/huynyuan_lora.json has this shape, 160
+# keys): it shares output_dir, gradient_accumulation_steps and gradient_checkpointing with
+# TrainingArguments, and almost nothing else
+KOHYA_PRESET_KEYS = {
+    "LoRA_type": "Standard", "adaptive_noise_scale": 0, "additional_parameters": "", "block_alphas": "",
+    "block_dims": "", "bucket_no_upscale": True, "bucket_reso_steps": 64, "cache_latents": True,
+    "cache_latents_to_disk": False, "caption_dropout_every_n_epochs": 0.0, "caption_dropout_rate": 0,
+    "caption_extension": ".txt", "clip_skip": 1, "color_aug": False, "conv_alpha": 1, "conv_dim": 1,
+    "enable_bucket": True, "epoch": 10, "flip_aug": False, "full_bf16": False, "full_fp16": False,
+    "gradient_accumulation_steps": 1, "gradient_checkpointing": True, "keep_tokens": "0",
+    "learning_rate": 0.0001, "logging_dir": "./log", "lr_scheduler": "cosine", "lr_scheduler_args": "",
+    "lr_scheduler_num_cycles": "", "lr_scheduler_power": "", "lr_warmup": 0, "max_bucket_reso": 2048,
+    "max_data_loader_n_workers": "0", "max_resolution": "1024,1024", "max_timestep": 1000,
+    "max_token_length": "75", "max_train_epochs": "", "max_train_steps": "", "mem_eff_attn": False,
+    "min_bucket_reso": 256, "min_snr_gamma": 0, "mixed_precision": "fp16", "network_alpha": 1,
+    "network_dim": 8, "noise_offset": 0, "num_cpu_threads_per_process": 2, "optimizer": "AdamW8bit",
+    "optimizer_args": "", "output_dir": "./output", "output_name": "lora", "persistent_data_loader_workers": False,
+    "pretrained_model_name_or_path": "./ckpts/t2i", "prior_loss_weight": 1.0, "random_crop": False,
+    "save_every_n_epochs": 1, "save_model_as": "safetensors", "save_precision": "fp16", "save_state": False,
+    "seed": "", "shuffle_caption": False, "text_encoder_lr": 5e-05, "train_batch_size": 1,
+    "train_data_dir": "./dataset", "unet_lr": 0.0001, "use_cp": False, "v2": False, "xformers": "xformers",
+}
+
+
+def test_a_foreign_preset_that_shares_a_few_trainer_names_is_no_trainer_config():
+    import json
+
+    assert detect("kohya_ss-hydit/huynyuan_lora.json", "json", KOHYA_PRESET_KEYS) == "json"
+    # the same keys in a file of a few dozen TrainingArguments keys stay TrainingArguments
+    trainer = json.loads(TRAINING_ARGS_JSON)
+    assert detect("train_args.json", "json", {**trainer, "lr_scheduler": "cosine", "use_cp": False}) == "hf-args"
