@@ -278,12 +278,26 @@ def step_of(index: ModuleIndex, call: cst.Call) -> Step | None:
     args = positional(call)
     if args and is_scaler_object(index, target):
         return Step(call, "scaled", index.py.code_of(args[0].value))
-    if is_framework_object(index, target):
+    if is_framework_object(index, target) or _engine_with_its_backward(index, target):
         return Step(call, "framework", index.py.code_of(target))
     takes_closure = bool(args) and _is_closure(index, args[0].value)  # LBFGS: optimizer.step(closure)
     if (not args or takes_closure) and is_optimizer_object(index, target):
         return Step(call, "direct", index.py.code_of(target))
     return None
+
+
+def _engine_with_its_backward(index: ModuleIndex, target: cst.BaseExpression) -> bool:
+    """The object whose ``backward(loss)`` the module calls as an engine's (``is_module_object``):
+    its ``step()`` is the engine's too, which steps and zeroes the gradients (HunyuanDiT's
+    ``model.backward(loss)`` then ``model.step(lr_kwargs=...)``, the engine built in a helper)."""
+    text = dotted(target)
+    if not text:
+        return False
+
+    def compute() -> frozenset[str]:
+        return frozenset(dotted(receiver(b.call)) or "" for b in backwards(index) if b.kind == "framework") - {""}
+
+    return text in index.once("engines with a backward", compute)
 
 
 def _is_closure(index: ModuleIndex, expr: cst.BaseExpression) -> bool:
