@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+from tests.project.test_options_set_from_a_file import TRAIN as OPTIONS_FROM_A_FILE
+
 # a diffusion fine-tuning script in the style of x-flux's train_flux_deepspeed.py: the YAML is
 # read by OmegaConf and its keys are taken one by one
 TRAIN_OMEGACONF = '''\
@@ -306,57 +308,8 @@ def kinds_of(files, path):
 
 # xRAG's src/language_modeling/train.py: argparse options, every one None by default, filled from
 # the YAML --config names by the project's own reader; the command line keeps what it sets
-TRAIN_ARGPARSE_MERGED = '''\
-import argparse
-import types
+TRAIN_ARGPARSE_MERGED = OPTIONS_FROM_A_FILE
 
-import torch
-import yaml
-from accelerate import Accelerator
-
-
-def get_yaml_file(path):
-    with open(path) as f:
-        return yaml.safe_load(f)
-
-
-def parse_args():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--config", type=str, help="config file to launch the training")
-    parser.add_argument("--model_name_or_path", type=str)
-    parser.add_argument("--max_seq_length", type=int)
-    parser.add_argument("--max_train_steps", type=int)
-    parser.add_argument("--shuffle_train_set", type=eval)
-    parser.add_argument("--learning_rate", type=float)
-    parser.add_argument("--per_device_train_batch_size", type=int)
-    args = parser.parse_args()
-    yaml_config = get_yaml_file(args.config)
-    ## priority: CLI > YAML (with all default value set to None in argument parser)
-    for k, v in yaml_config.items():
-        assert hasattr(args, k), f"{k} not in parsed arguments"
-        if getattr(args, k) is None:
-            setattr(args, k, v)
-    return args
-
-
-def main():
-    args = parse_args()
-    accelerator = Accelerator()
-    model = build_model(args.model_name_or_path, args.max_seq_length)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=args.learning_rate)
-    loader = make_loader(args.per_device_train_batch_size, shuffle=args.shuffle_train_set)
-    model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
-    for step, batch in enumerate(loader):
-        accelerator.backward(model(**batch).loss)
-        optimizer.step()
-        optimizer.zero_grad()
-        if step >= args.max_train_steps:
-            break
-
-
-if __name__ == "__main__":
-    main()
-'''
 
 MERGED_YAML = """\
 model_name_or_path: mistralai/Mistral-7B-Instruct-v0.2
@@ -370,10 +323,7 @@ warmup_ratio: 0.03
 
 
 def test_a_yaml_merged_into_the_scripts_argparse_options_is_the_scripts_own(lint):
-    script = TRAIN_ARGPARSE_MERGED.replace('    parser.add_argument("--per_device_train_batch_size", type=int)\n',
-                                           '    parser.add_argument("--per_device_train_batch_size", type=int)\n'
-                                           '    parser.add_argument("--warmup_ratio", type=float)\n')
-    files = {"src/train.py": script, "config/pretrain.yaml": MERGED_YAML}
+    files = {"src/train.py": TRAIN_ARGPARSE_MERGED, "config/pretrain.yaml": MERGED_YAML}
     # before: max_seq_length, max_train_steps, shuffle_train_set were "unknown TrainingArguments
     # keys" and warmup_ratio "removed in Transformers 5.15", "HfArgumentParser refuses the file"
     assert codes(lint(files, "config/pretrain.yaml")) == []
@@ -387,8 +337,8 @@ def test_a_yaml_unpacked_into_a_namespace_is_the_scripts_own(lint):
             setattr(args, k, v)
 ''', '''    yaml_config.update({k: v for k, v in vars(args).items() if v is not None})
     args = types.SimpleNamespace(**yaml_config)
-''').replace("    parser.add_argument(\"--max_train_steps\", type=int)\n", "")
-    files = {"src/train.py": script, "config/pretrain.yaml": MERGED_YAML.replace("warmup_ratio: 0.03\n", "")}
+''').replace("import argparse\n", "import argparse\nimport types\n")
+    files = {"src/train.py": script, "config/pretrain.yaml": MERGED_YAML}
     assert codes(lint(files, "config/pretrain.yaml")) == []
 
 
