@@ -60,13 +60,32 @@ def dtype_values(
             return values(index, expr.body if taken else expr.orelse, depth + 1)
         return values(index, expr.body, depth + 1) | values(index, expr.orelse, depth + 1)
     if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Dict):
-        return _union(
-            index, [e.value for e in expr.value.elements if isinstance(e, cst.DictElement)], depth, values
-        ) or {"unknown"}
+        entries = [e for e in expr.value.elements if isinstance(e, cst.DictElement)]
+        keys = _looked_up(index, expr, depth)
+        if keys is not None:  # nanoGPT's ``{...}[dtype]`` with ``dtype = 'bfloat16'``: that entry only
+            entries = [e for e in entries if string_value(e.key) in keys] or entries
+        return _union(index, [e.value for e in entries], depth, values) or {"unknown"}
     if isinstance(expr, cst.Call) and method_name(expr) == "getattr" and len(expr.args) >= 2:
         named = dtype_name(string_value(expr.args[1].value) or "")
         return {named} if named else {"unknown"}
     return {"unknown"}
+
+
+def _looked_up(index: ModuleIndex, lookup: cst.Subscript, depth: int) -> set[str] | None:
+    """The keys a ``{...}[name]`` lookup can take when ``name`` is a variable of the module whose
+    every assignment is a string (Sophia's ``dtype = 'bfloat16'``); None when it is anything else:
+    an option (``args.mixed_precision``, which a launch may set to any of its choices), a
+    parameter, or a value computed at run time."""
+    if len(lookup.slice) != 1 or not isinstance(lookup.slice[0].slice, cst.Index):
+        return None
+    key = lookup.slice[0].slice.value
+    if not isinstance(key, cst.Name):
+        return None
+    definitions = index.all_definitions(key.value, lookup)
+    if not definitions:
+        return None
+    found = string_values(index, key, depth + 1)
+    return None if "unknown" in found else found
 
 
 _DEVICE_NAMES = ("type", "device", "device_type")  # device.type, args.device, device_type

@@ -53,6 +53,19 @@ def test_a_dtype_the_user_picks_is_reported_whatever_the_target(lint, where):
     assert where(lint("AMP001", source, settings={"gpu": "h100"})) == [(20, 8, 20, 23)]
 
 
+def test_a_lookup_of_a_dtype_the_script_sets_to_bfloat16_never_runs_float16(lint, where):
+    """Sophia's train_sophiag.py: `dtype = 'bfloat16' # 'float32', 'bfloat16'`, then the nanoGPT
+    table `{...}[dtype]`: only the bfloat16 entry is looked up, whatever else the table holds."""
+    fixed = NANOGPT_NO_SCALER.replace(
+        'dtype = "bfloat16" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "float16"',
+        'dtype = "bfloat16"  # "float32", "bfloat16"')
+    assert lint("AMP001", fixed) == []
+    assert where(lint("AMP001", fixed.replace('dtype = "bfloat16"  #', 'dtype = "float16"  #'))) == [(20, 8, 20, 23)]
+    # a table looked up by an option keeps every entry: a launch may pick any of them
+    chosen = fixed.replace("[dtype]", "[args.dtype]")
+    assert where(lint("AMP001", chosen)) == [(20, 8, 20, 23)]
+
+
 def test_nanogpt_with_its_scaler_is_quiet(lint):
     source = NANOGPT_NO_SCALER.replace(
         "optimizer = model.configure",
