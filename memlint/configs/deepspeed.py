@@ -116,6 +116,9 @@ def read_deepspeed(reader: ConfigReader) -> None:
         flag = enabled(reader.value(block))
         if flag is not None:
             reader.set(fact, flag, reader.location(block, "enabled"), f"{block}.enabled")
+    legacy = reader.value("bfloat16")
+    if isinstance(legacy, dict) and legacy.get("enabled") == "auto":
+        reader.set("ds_bf16_unfilled", True, reader.location("bfloat16", "enabled"), 'bfloat16.enabled "auto"')
 
     stage, stage_path = zero_stage(data, base)
     if isinstance(stage, int):

@@ -136,3 +136,17 @@ def patches_attention(texts: Iterable[str | None]) -> bool:
     return any(text is not None and _PATCHED.search(text) is not None for text in texts)
 
 
+
+
+def pinned_auto_bf16(root: Path, near: str | Path) -> str | None:
+    """Why a legacy ``"bfloat16": {"enabled": "auto"}`` trains in bf16, or None when it does not:
+    the HF Trainer and Accelerate fill ``bf16.enabled`` only, and a DeepSpeed before 0.17.1 reads
+    the section by hand and takes the string as true (the engine then calls ``module.bfloat16()``;
+    ``memlint.configs.deepspeed_releases._auto_read_as_true``). From 0.17.1 the "auto" is dropped."""
+    from memlint.configs.deepspeed_releases import VALIDATED_SINCE, unvalidated
+
+    pin = pins(root, near).get("deepspeed")
+    if pin is None or not unvalidated(pin):
+        return None
+    return (f"the DeepSpeed you pin (`deepspeed{pin.specifier}`, {pin.where}) reads the unfilled \"auto\" as true "
+            f"(DeepSpeed {VALIDATED_SINCE} and later drop it)")

@@ -68,6 +68,9 @@ class RunFacts:
     load_dtype_written: Sourced[bool] | None = None
     lightning_precision: Sourced[str] | None = None  # "bf16-mixed", "bf16-true", "16-mixed", "32"
     ds_bf16: Sourced[bool] | None = None  # DeepSpeed "bf16": {"enabled": ...}
+    # the legacy "bfloat16": {"enabled": "auto"}, which no Trainer fills in: whether it trains in
+    # bf16 is the pinned DeepSpeed's to say (``memlint.facts.pinned_defaults.pinned_auto_bf16``)
+    ds_bf16_unfilled: Sourced[bool] | None = None
     ds_fp16: Sourced[bool] | None = None
 
     # ---- optimizer and memory savers

@@ -283,13 +283,21 @@ class RunFinder:
         framework chooses the dtype itself (TRL, Axolotl, LLaMA-Factory)."""
         from memlint.facts.pinned_defaults import (
             patches_attention,
+            pinned_auto_bf16,
             pinned_eager_attention,
             pinned_fp32_load,
             pinned_trl_predates,
             pinned_without_fsdp_upcast,
         )
 
-        if not plan.entry or not _transformers_model(plan):
+        if not plan.entry:
+            return
+        unfilled = plan.get("ds_bf16_unfilled")
+        if unfilled is not None and plan.get("ds_bf16") is None:
+            why = pinned_auto_bf16(self.documents.root, plan.entry)
+            if why is not None:  # LLM-Blender's zero_2_bf16.json under deepspeed==0.9.2
+                plan.facts["ds_bf16"] = Sourced(True, unfilled.origin, f"{unfilled.note}: {why}")
+        if not _transformers_model(plan):
             return
         if plan.get("attention") is None:
             pinned = pinned_eager_attention(self.documents.root, plan.entry)

@@ -935,3 +935,27 @@ def test_a_tool_whose_setup_py_names_it_through_a_constant_is_its_own_source(tmp
     write_files(tmp_path, {"setup.py": setup, "llmfoundry/_version.py": "__version__ = '0.22.0.dev0'\n"})
     pin = pins(tmp_path)["llm-foundry"]
     assert (pin.exact, pin.source_tree) == ("0.22.0.dev0", True)
+
+
+def test_the_run_trains_in_bf16_where_the_pinned_deepspeed_reads_the_auto_as_true(tmp_path: Path):
+    """LLM-Blender's gen_fuser (this launcher and config, flan-t5-large at 16 x 1,024 tokens, no
+    `--bf16`): under its pinned DeepSpeed the legacy section's "auto" turns bf16 on, so the run is
+    estimated in bf16, not fp32 (a 121.8 GiB MEM001 error before)."""
+    from memlint.facts.resolve import Precision
+    from tests.project.test_config_launchers import _project, _runs
+
+    def run_of(requirement: str):
+        root = tmp_path / str(abs(hash(requirement)))
+        settings = _project(root, _fast_agent({"fast_agent/deepspeed_reqs.txt": requirement,
+                                               "requirements.txt": "transformers==4.28.1\n"}))
+        [run] = _runs(settings, "fast_agent/ds_train.sh")
+        return run
+
+    read = run_of("deepspeed==0.5.10\n")
+    assert read.plan.value("ds_bf16") is True
+    assert "deepspeed==0.5.10" in read.plan.get("ds_bf16").note
+    assert read.setup.precision == Precision.MIXED_BF16
+    for requirement in ("deepspeed>=0.17.1\n", ""):
+        dropped = run_of(requirement)
+        assert dropped.plan.get("ds_bf16") is None, requirement
+        assert dropped.setup.precision != Precision.MIXED_BF16
