@@ -212,8 +212,16 @@ class RunFinder:
                     # what the script itself states (its model, its parser's options) joins too:
                     # Qwen2-VL-Finetune loads the model in ``train_sft.py`` and hands it to
                     # ``QwenSFTTrainer``, a Trainer subclass of its own ``src/trainer``
-                    handed = self._handed_facts(script)
+                    handed = self._handed_facts(script) if _trainer_subclass(helpers) else []
                     if handed:
+                        # the launch's options first, read as a training config: the script's parser
+                        # may be a project subclass whose options no binding names (SPPO's
+                        # H4ArgumentParser reads `--beta`, `--optim` over its YAML)
+                        from memlint.configs.command_line import options_as_config
+
+                        options = options_as_config(facts)
+                        if options is not None:
+                            linked.append(options)
                         overrides, hidden = self._join_launched(handed[0], facts, seen, linked)
                         script_facts_found = handed
                     else:
@@ -457,10 +465,8 @@ class RunFinder:
 
         if self.documents.kind(module) != "python":
             return []
-        helpers, found = self._imported_facts(RunFacts(str(module), "python"), None, {})
-        if "framework" not in found and not any(h.framework is not None for h in helpers):
-            return []
-        return self._handed_facts(module)
+        helpers, _ = self._imported_facts(RunFacts(str(module), "python"), None, {})
+        return self._handed_facts(module) if _trainer_subclass(helpers) else []
 
     def _handed_facts(self, script: Path) -> list[RunFacts]:
         """The facts of a script that trains only through a trainer class of its own project
@@ -1160,6 +1166,13 @@ class RunFinder:
                 reads.document(self.documents.key(infra.origin.path), digest)
                 return infra
         return None
+
+
+def _trainer_subclass(helpers: list[RunFacts]) -> bool:
+    """Does one of the project classes a script imports extend a library ``Trainer`` (the
+    framework its base names)? A class that builds its own engine (LOMO's ``LOMOTrainer`` calls
+    ``deepspeed.initialize``) runs what it builds, not the script's Trainer-style facts."""
+    return any(h.framework is not None and h.framework.value in ("hf-trainer", "trl") for h in helpers)
 
 
 def _transformers_model(plan: TrainingPlan) -> bool:

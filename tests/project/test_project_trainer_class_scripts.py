@@ -219,3 +219,94 @@ def test_a_delegated_module_that_trains_through_a_project_trainer_is_the_run(tmp
     assert run.plan.value("micro_batch") == 4
     assert run.plan.value("seq_len_limit") == "model_max_length"
     assert run.plan.value("world_size") == 1
+
+
+# SPPO's layout: the script parses a positional YAML and the options after it with the project's
+# own parser subclass (H4ArgumentParser), then hands its model to the project's SPPOTrainer; the
+# launch's options win over the YAML's values, as the parser applies them
+RUN_PAIRS = dedent('''
+    import sys
+
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from alignment import H4ArgumentParser, ModelArguments, PairsConfig
+    from trainer import PairsTrainer
+
+
+    def main():
+        parser = H4ArgumentParser((ModelArguments, PairsConfig))
+        model_args, training_args = parser.parse()
+        model = AutoModelForCausalLM.from_pretrained(model_args.model_name_or_path, torch_dtype=torch.bfloat16)
+        trainer = PairsTrainer(model=model, args=training_args, train_dataset=load_pairs())
+        trainer.train()
+
+
+    if __name__ == "__main__":
+        main()
+''')
+
+ALIGNMENT = dedent('''
+    import sys
+    from dataclasses import dataclass, field
+
+    from transformers import HfArgumentParser, TrainingArguments
+
+
+    class H4ArgumentParser(HfArgumentParser):
+        def parse(self):
+            if len(sys.argv) > 1 and sys.argv[1].endswith(".yaml"):
+                return self.parse_yaml_and_args(sys.argv[1], sys.argv[2:])
+            return self.parse_args_into_dataclasses()
+
+
+    @dataclass
+    class ModelArguments:
+        model_name_or_path: str = field(default=None)
+
+
+    @dataclass
+    class PairsConfig(TrainingArguments):
+        beta: float = field(default=0.1)
+        max_length: int = field(default=2048)
+''')
+
+PAIRS_TRAINER = dedent('''
+    from transformers import Trainer
+
+
+    class PairsTrainer(Trainer):
+        def compute_loss(self, model, inputs, return_outputs=False):
+            return super().compute_loss(model, inputs, return_outputs)
+''')
+
+CONFIG_FULL = dedent('''
+    model_name_or_path: mistralai/Mistral-7B-Instruct-v0.2
+    bf16: true
+    beta: 0.01
+    per_device_train_batch_size: 8
+    gradient_checkpointing: true
+    max_length: 1024
+    optim: adamw_torch
+    output_dir: outputs
+''')
+
+PIPELINE = dedent('''
+    #!/bin/bash
+    BATCH_SIZE=2
+    OPTIM="rmsprop"
+    accelerate launch --num_processes 8 \\
+        scripts/run_pairs.py recipes/config_full.yaml \\
+        --optim="$OPTIM" \\
+        --per_device_train_batch_size=$BATCH_SIZE
+''')
+
+
+def test_the_launchs_options_win_over_the_positional_yaml_of_a_project_parser(tmp_path):
+    settings = _project(tmp_path, {"scripts/run_pairs.py": RUN_PAIRS, "scripts/alignment.py": ALIGNMENT,
+                                   "scripts/trainer.py": PAIRS_TRAINER, "recipes/config_full.yaml": CONFIG_FULL,
+                                   "scripts/pipeline.sh": PIPELINE})
+    [run] = _runs(settings, "scripts/pipeline.sh")
+    assert run.plan.value("micro_batch") == 2  # the launch's, not the YAML's 8
+    assert run.plan.value("optimizer") != "adamw"  # --optim rmsprop, not the YAML's adamw_torch
+    assert run.plan.value("model") == "mistralai/Mistral-7B-Instruct-v0.2"  # the YAML's, the launch sets none
