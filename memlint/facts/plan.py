@@ -71,6 +71,9 @@ class RunFacts:
     # the legacy "bfloat16": {"enabled": "auto"}, which no Trainer fills in: whether it trains in
     # bf16 is the pinned DeepSpeed's to say (``memlint.facts.pinned_defaults.pinned_auto_bf16``)
     ds_bf16_unfilled: Sourced[bool] | None = None
+    # the completion limit of the script's own generation (vLLM ``SamplingParams(max_tokens=...)``,
+    # ``generate(max_new_tokens=...)``): a lower bound of what an RL loop of its own trains on
+    generation_len: Sourced[int] | None = None
     ds_fp16: Sourced[bool] | None = None
 
     # ---- optimizer and memory savers

@@ -624,13 +624,25 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
     positions = arch.max_position_embeddings
     seq_default = min(context.seq_len, positions) if positions and positions > 0 else context.seq_len
     capped = f", the model's {positions} positions" if seq_default < context.seq_len else ""
-    seq_len = number("seq_len", seq_default, f"sequence length not found: {seq_default}{capped} "
-                     "(set `seq-len` in [tool.memlint])")
-    length = prov.get("seq_len")
-    if length is None:
-        run.assumed.append(Assumed("seq_len", f"sequence length {seq_len}", "`seq-len` in [tool.memlint]"))
+    generated = plan.get("generation_len")
+    # a loop of the script's own that trains on what it generates (simple_GRPO's vLLM rollouts):
+    # the completion limit is the one length it states, a lower bound of every sequence
+    rollouts = generated if plan.get("seq_len") is None and not hf_like and isinstance(generated.value if generated
+                                                                                      else None, int) else None
+    if rollouts is not None:
+        seq_len = number("seq_len", rollouts.value, f"sequence length not found: at least {rollouts.value} tokens, "
+                         f"the completion limit of the script's own generation ({rollouts.note})")
+        if run.lower_bound is None:
+            run.lower_bound = (f"the sequence length is the completions' limit alone ({rollouts.note}), "
+                               "without their prompts")
     else:
+        seq_len = number("seq_len", seq_default, f"sequence length not found: {seq_default}{capped} "
+                         "(set `seq-len` in [tool.memlint])")
+    length = prov.get("seq_len")
+    if length is not None:
         _padded_to_limit(plan, length, seq_len, context.seq_len, run)
+    elif rollouts is None:
+        run.assumed.append(Assumed("seq_len", f"sequence length {seq_len}", "`seq-len` in [tool.memlint]"))
     seq_len, decoder_len = _encoder_decoder_lengths(plan, arch, seq_len, prov)
     world = plan.get("world_size")
     single = plan.get("single_process")

@@ -25,6 +25,7 @@ from memlint.facts import (
     script_argument_files,
     script_distributed,
     script_freezing,
+    script_generation,
     script_gradient_cache,
     script_loops,
     script_models,
@@ -74,7 +75,7 @@ NEEDS: list[Pattern] = [
 ]
 
 RECOGNISERS = (script_trainers, script_models, script_loops, script_distributed, script_argument_files,
-               script_gradient_cache)
+               script_gradient_cache, script_generation)
 
 
 def imports_training_library(text: str) -> bool:
