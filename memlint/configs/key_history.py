@@ -165,6 +165,9 @@ def _versioned_issues(ctx: RuleContext) -> list[Issue]:
     own = project_fields(ctx) if ctx.kind == "hf-args" or (
         vendored is not None and _contains_tool(root, ctx.path, vendored)) else frozenset()
     judges: dict[str, tuple[_Judge | None, dict]] = {}  # key -> the judge of the history it belongs to
+    # the schema's own tool, when the project pins a release older than every one its history
+    # records: tool -> (the tool, its pin, the oldest release recorded)
+    before_history: dict[str, tuple[str, Pin, str]] = {}
     axolotl_release: str | None = None  # the Axolotl release the project runs (None: the newest)
     for tool, keyed in histories:
         kept = history(tool)
@@ -182,6 +185,8 @@ def _versioned_issues(ctx: RuleContext) -> list[Issue]:
         # at the schema's own release the schema has the last word on the keys it knows (TRL's
         # configs override some TrainingArguments fields); a commit's release is not known
         newest = release in (None, releases[-1]) and not (pin is not None and pin.url)
+        if keyed == name and release == "unreached" and pin is not None and releases and pin.only_before(releases[0]):
+            before_history[tool] = (tool, pin, releases[0])  # the schema's own tool, pinned before its history
         for key in data.value:
             if key in keys:
                 skip = release == "unreached" or key in own or (newest and key in schema.top_level_keys(name))
@@ -198,6 +203,8 @@ def _versioned_issues(ctx: RuleContext) -> list[Issue]:
             judged_issues = key_judge.key(key, entry, value, [i for i in found if i.path == (key,)])
             out.extend(key_judge.undated(judged_issues) if key_judge.source is not None and key_judge.source.url
                        else judged_issues)
+    out = [issue if issue.path and issue.path[0] in judged else _deprecated_after_the_pin(issue, before_history)
+           for issue in out]
     for section, (tool, keyed, consequence) in SECTIONS.get(name, {}).items():
         out = _section(ctx, name, section, tool, keyed, consequence, pinned.get(tool), out)
     if name == "axolotl":
@@ -211,6 +218,20 @@ def _versioned_issues(ctx: RuleContext) -> list[Issue]:
         rejudge = deepspeed_releases.neox_judged if ctx.kind == "neox" else deepspeed_releases.judged
         out = rejudge(out, pins(root, ctx.path).get("deepspeed"), data)
     return sorted(out, key=lambda issue: (issue.range.start, issue.range.end))
+
+
+def _deprecated_after_the_pin(issue: Issue, before_history: dict[str, tuple[str, Pin, str]]) -> Issue:
+    """A deprecation of the newest release, for a key of a tool the project pins to a release
+    older than any its history records (Step-DPO's ``trl==0.8.5``; TRL's history starts at 0.9.2):
+    the pinned release reads the key, as far as memlint knows, so the finding is an info that
+    names both releases instead of a warning about one the project does not run."""
+    if issue.category != "deprecated" or len(issue.path) != 1 or not before_history:
+        return issue
+    tool, pin, oldest = next(iter(before_history.values()))
+    message = (f"{issue.message}; you pin `{pin.package}{pin.specifier}` ({pin.where}), older than {tool} "
+               f"{oldest}, the first release whose keys memlint knows: it matters when you upgrade")
+    return deepspeed_releases.Rejudged(issue.category, issue.path, message, issue.range, issue.fix,
+                                       severity=Severity.INFO)
 
 
 def _section(ctx: RuleContext, name: str, section: str, tool: str, keyed: str, consequence: str,

@@ -959,3 +959,52 @@ def test_the_run_trains_in_bf16_where_the_pinned_deepspeed_reads_the_auto_as_tru
         dropped = run_of(requirement)
         assert dropped.plan.get("ds_bf16") is None, requirement
         assert dropped.setup.precision != Precision.MIXED_BF16
+
+
+# Step-DPO's configs/config_full.yaml, parsed as a TRL DPOConfig, with `trl==0.8.5` pinned: TRL's
+# key history starts at 0.9.2, so memlint cannot say what 0.8.5 reads; the newest TRL's deprecation
+# of gradient_checkpointing_kwargs is then a note for the upgrade, not a warning about the pinned run
+STEP_DPO_CONFIG = """\
+model_name_or_path: Qwen/Qwen2-7B-Instruct
+torch_dtype: bfloat16
+beta: 0.05
+do_eval: false
+gradient_accumulation_steps: 8
+gradient_checkpointing: true
+gradient_checkpointing_kwargs:
+  use_reentrant: False
+learning_rate: 5.0e-7
+max_length: 1024
+max_prompt_length: 512
+num_train_epochs: 4
+output_dir: outputs/qwen2-7b-step-dpo
+per_device_train_batch_size: 2
+"""
+STEP_DPO_TRAIN = """\
+from transformers import AutoModelForCausalLM
+from trl import DPOConfig, DPOTrainer
+from alignment import H4ArgumentParser, ModelArguments
+
+
+def main():
+    parser = H4ArgumentParser((ModelArguments, DPOConfig))
+    model_args, training_args = parser.parse()
+    model = AutoModelForCausalLM.from_pretrained(model_args.model_name_or_path)
+    DPOTrainer(model, args=training_args).train()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_deprecation_of_the_newest_release_under_a_pin_older_than_the_history_is_an_info(lint):
+    files = {"configs/config_full.yaml": STEP_DPO_CONFIG, "train.py": STEP_DPO_TRAIN,
+             "requirements.txt": "jsonlines\nnumpy==1.26.4\ntrl==0.8.5\n"}
+    [finding] = [d for d in lint(files, "configs/config_full.yaml") if d.code == "CFG003"]
+    assert finding.severity.name == "INFO"
+    assert "you pin `trl==0.8.5` (requirements.txt:3), older than trl 0.9.2" in finding.message
+    # without the pin the newest TRL is what pip installs: the warning stands
+    unpinned = {**files, "requirements.txt": "jsonlines\ntrl\n"}
+    [finding] = [d for d in lint(unpinned, "configs/config_full.yaml") if d.code == "CFG003"]
+    assert finding.severity.name == "WARNING"
