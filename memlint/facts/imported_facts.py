@@ -102,8 +102,32 @@ def imported_facts(caller: ParsedDocument, module_parser: ModuleParser) -> list[
             values = Values(source)
         if isinstance(definition, cst.ClassDef):
             found = _class_facts(parsed, definition)
+            out.extend(_builder_facts(caller, values, parsed, definition, alias, _project_bases(module_parser)))
         else:
             found = _function_facts(caller, values, parsed, definition, alias, _project_bases(module_parser))
+        if found is not None:
+            out.append(found)
+    return out
+
+
+def _builder_facts(caller: ParsedDocument, values: Values, parsed: ParsedDocument, cls: cst.ClassDef, alias: str,
+                   project_bases: Callable[[frozenset[str]], set[str]]) -> list[Imported]:
+    """The facts of a class method the script calls on a project class to build its model
+    (tevatron's ``RepLLaMA.build(model_args, training_args)``: ``LlamaModel.from_pretrained``, then
+    ``get_peft_model`` with a LoRA of r=32), read as a helper function's are; one per method."""
+    if f"{alias}." not in caller.text:
+        return []
+    out: list[Imported] = []
+    for statement in cls.body.body:
+        if not isinstance(statement, cst.FunctionDef) or f"{alias}.{statement.name.value}(" not in caller.text:
+            continue
+        bound = any(isinstance(d.decorator, cst.Name) and d.decorator.value in ("classmethod", "staticmethod")
+                    for d in statement.decorators)
+        if not bound:
+            continue
+        found = _function_facts(caller, values, parsed, statement, alias, project_bases, owner=cls.name.value,
+                                bound_self=not any(isinstance(d.decorator, cst.Name) and
+                                                   d.decorator.value == "staticmethod" for d in statement.decorators))
         if found is not None:
             out.append(found)
     return out
@@ -135,7 +159,7 @@ def _used(text: str, alias: str) -> bool:
     (``trainer_cls = VLMGRPOTrainer`` then ``trainer_cls(...)``, as open-r1's descendants choose
     their trainer class): a cheap text check before any parsing."""
     escaped = re.escape(alias)
-    if f"{alias}(" in text or f"{alias} (" in text or re.search(
+    if f"{alias}(" in text or f"{alias} (" in text or re.search(rf"(?<![\w.]){escaped}\.\w+\(", text) or re.search(
             rf"^[ \t]*class[ \t]+\w+[ \t]*\([^)]*\b{escaped}\b", text, re.MULTILINE) is not None:
         return True
     return any(f"{match.group(1)}(" in text for match in
@@ -170,21 +194,33 @@ def _project_bases(module_parser: ModuleParser) -> Callable[[frozenset[str]], se
 
 
 def _function_facts(caller: ParsedDocument, values: Values, parsed: ParsedDocument, function: cst.FunctionDef,
-                    alias: str, project_bases: Callable[[frozenset[str]], set[str]] | None = None) -> Imported | None:
-    """The facts ``function`` states when the caller's first call of ``alias`` runs it."""
+                    alias: str, project_bases: Callable[[frozenset[str]], set[str]] | None = None,
+                    owner: str | None = None, bound_self: bool = False) -> Imported | None:
+    """The facts ``function`` states when the caller's first call of ``alias`` runs it (or of
+    ``alias.<function>``, a class method of the class ``owner``, whose ``cls`` the call does not
+    pass when ``bound_self``)."""
     source = caller.python
     assert source is not None
-    call = next((c for c in source.nodes_in_order(cst.Call) if type(c.func) is cst.Name and c.func.value == alias),
-                None)
+    name = function.name.value
+
+    def calls_it(c: cst.Call) -> bool:
+        if owner is None:
+            return type(c.func) is cst.Name and c.func.value == alias
+        return type(c.func) is cst.Attribute and type(c.func.value) is cst.Name and c.func.value.value == alias \
+            and c.func.attr.value == name
+
+    call = next((c for c in source.nodes_in_order(cst.Call) if calls_it(c)), None)
     if call is None:
         return None
-    name = function.name.value
     passed: dict[tuple[str, str], Found] = {}
     objects: list[Found] = []  # options objects passed through
     direct: dict[str, Found] = {}  # an option passed as it is -> the caller's value of it
     params = function.params
+    skipped = [*params.posonly_params, *params.params][:1] if bound_self else []
     for param in [*params.posonly_params, *params.params, *params.kwonly_params]:
-        argument = values.argument_for(function, param, call)
+        if param in skipped:
+            continue
+        argument = values.argument_for(function, param, call, bound_self=bound_self)
         if argument is NOT_PASSED or argument is None or isinstance(argument, Unpacked):
             continue
         found = values.evaluate(argument)
@@ -212,7 +248,7 @@ def _function_facts(caller: ParsedDocument, values: Values, parsed: ParsedDocume
             return replace(found, note=f"{found.note} in {Path(caller.path).name}")
         return found
 
-    facts = definition_facts(parsed, name, passed, caller_option, project_bases)
+    facts = definition_facts(parsed, f"{owner}.{name}" if owner else name, passed, caller_option, project_bases)
     if facts is None:
         return None
     defaults: dict[str, Sourced[str]] = {}

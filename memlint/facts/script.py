@@ -218,16 +218,32 @@ def definition_facts(parsed: ParsedDocument, name: str, passed: dict[tuple[str, 
     values = Values(source)
     values.bind_callers(passed, caller_option)
     functions = {d.name.value: d for d in source.module.body if isinstance(d, cst.FunctionDef)}
-    helper = functions.get(name)
+    owner, _, wanted = name.rpartition(".")
+    if owner:  # a class method (``RepLLaMA.build``) of a class of the module
+        cls = next((d for d in source.module.body if isinstance(d, cst.ClassDef) and d.name.value == owner), None)
+        helper = next((d for d in cls.body.body if isinstance(d, cst.FunctionDef) and d.name.value == wanted),
+                      None) if cls is not None else None
+    else:
+        helper = functions.get(name)
     if helper is None:
         return None
     called = {helper}
+
+    def runs_in(node: cst.CSTNode) -> cst.CSTNode | None:
+        """The function of ``called`` that holds ``node``: its top-level one, or the method itself."""
+        if not owner:
+            return _owner(values, node)
+        current = values.source.parents.get(node)
+        while current is not None and current is not helper and type(current) is not cst.Module:
+            current = values.source.parents.get(current)
+        return helper if current is helper else None
+
     for call in source.nodes_in_order(cst.Call):
-        if _owner(values, call) is helper and isinstance(call.func, cst.Name) and call.func.value in functions:
+        if runs_in(call) is helper and isinstance(call.func, cst.Name) and call.func.value in functions:
             called.add(functions[call.func.value])
     ctx = ScriptFacts(parsed, values)
     for call in source.nodes_in_order(cst.Call):
-        if _owner(values, call) not in called:
+        if runs_in(call) not in called and _owner(values, call) not in called:
             continue
         names = values.callee_names(call)
         if project_bases is not None:
@@ -236,7 +252,7 @@ def definition_facts(parsed: ParsedDocument, name: str, passed: dict[tuple[str, 
         for recogniser in RECOGNISERS:
             recogniser.recognise(ctx, call, names, method)
     for assignment in source.nodes_of(cst.Assign):
-        if _owner(values, assignment) in called:
+        if runs_in(assignment) in called or _owner(values, assignment) in called:
             _attribute_assignment(ctx, assignment)
     script_loops.finish(ctx)
     facts = ctx.facts

@@ -164,3 +164,74 @@ def test_a_project_model_class_behind_a_lazy_package_init_is_followed(tmp_path):
                                                 "pretrain/embedding/modeling_embedding.py": MODELING, "README.md": README})
     [run] = _runs(settings, "pretrain/run.py")
     assert run.plan.value("load_dtype") is None
+
+
+# tevatron's examples/repllama: the script builds its model with a class method of a project class,
+# `RepLLaMA.build(model_args, training_args)`, which loads LLaMA and applies a LoRA of its own
+REPLLAMA = dedent('''
+    from peft import LoraConfig, TaskType, get_peft_model
+    from torch import nn
+    from transformers import LlamaModel
+
+
+    class RepLLaMA(nn.Module):
+        def __init__(self, lm_q, lm_p):
+            super().__init__()
+            self.lm_q, self.lm_p = lm_q, lm_p
+
+        @classmethod
+        def build(cls, model_args, train_args, **hf_kwargs):
+            base_model = LlamaModel.from_pretrained(model_args.model_name_or_path, **hf_kwargs)
+            if train_args.gradient_checkpointing:
+                base_model.enable_input_require_grads()
+            peft_config = LoraConfig(task_type=TaskType.FEATURE_EXTRACTION, r=32, lora_alpha=64, lora_dropout=0.1,
+                                     target_modules=["q_proj", "v_proj", "o_proj", "down_proj", "up_proj", "gate_proj"])
+            hf_model = get_peft_model(base_model, peft_config)
+            return cls(lm_q=hf_model, lm_p=hf_model)
+
+        @classmethod
+        def load(cls, model_name_or_path, **hf_kwargs):
+            base_model = LlamaModel.from_pretrained(model_name_or_path, **hf_kwargs)
+            return cls(lm_q=base_model, lm_p=base_model)
+''')
+
+REPLLAMA_TRAIN = dedent('''
+    import torch
+    from transformers import HfArgumentParser, Trainer, TrainingArguments
+
+    from arguments import ModelArguments
+    from repllama import RepLLaMA
+
+
+    def main():
+        parser = HfArgumentParser((ModelArguments, TrainingArguments))
+        model_args, training_args = parser.parse_args_into_dataclasses()
+        model = RepLLaMA.build(model_args, training_args, torch_dtype=torch.bfloat16)
+        trainer = Trainer(model=model, args=training_args, train_dataset=load_msmarco())
+        trainer.train()
+
+
+    if __name__ == "__main__":
+        main()
+''')
+
+REPLLAMA_README = dedent('''
+    ```
+    deepspeed --include localhost:0,1,2,3 train.py \\
+      --model_name_or_path meta-llama/Llama-2-7b-hf \\
+      --bf16 \\
+      --per_device_train_batch_size 8 \\
+      --gradient_checkpointing \\
+      --output_dir model_repllama
+    ```
+''')
+
+
+def test_a_class_method_that_builds_the_model_is_read_as_a_helper(tmp_path):
+    arguments = ARGUMENTS.replace("    use_lora: bool = field(default=False)\n", "")
+    settings = _project(tmp_path, {"repllama/train.py": REPLLAMA_TRAIN, "repllama/repllama.py": REPLLAMA,
+                                   "repllama/arguments.py": arguments, "repllama/README.md": REPLLAMA_README})
+    [run] = _runs(settings, "repllama/train.py")
+    assert run.plan.value("model") == "meta-llama/Llama-2-7b-hf"
+    assert run.plan.value("lora_r") == 32  # RepLLaMA.build's own LoRA, not the `load` method's plain model
+    assert "down_proj" in run.plan.value("lora_targets")
