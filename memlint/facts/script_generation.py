@@ -29,7 +29,7 @@ def recognise(ctx: ScriptFacts, call: cst.Call, names: frozenset[str], method: s
     if value is None or not value.known or not isinstance(value.value, int) or isinstance(value.value, bool) \
             or value.value <= 0 or value.node is None:
         return
-    owner = method if method == "generate" else sorted(names)[0].rsplit(".", 1)[-1]
+    owner = method if method == "generate" else min(names).rsplit(".", 1)[-1]
     # the first generation the script writes (a later one at the same rank keeps it)
     ctx.state("generation_len", value.value, value.node, f"{owner}({keyword}={value.value})", at=call, rank=RANK_MODEL)
 

@@ -81,6 +81,11 @@ class RuleContext:
         """Another document of the project, parsed (an open editor buffer, not the file, when there is one)."""
         return self._project().parsed(path)
 
+    def imported_module(self, path: str | Path) -> ParsedDocument:
+        """A Python module of the project that this one imports, parsed with libcst even where
+        ``check``'s prefilter set it aside (a loss class in ``utils/loss.py`` trains nothing)."""
+        return self._project().documents.module(path)
+
     def project_files(self) -> list[Path]:
         """The lintable files of the project (listed once per project)."""
         return self._project().links.candidates()

@@ -14,6 +14,7 @@ from memlint.python.index import index_for
 from memlint.python.loops import Accumulation, accumulation_of, step_loops, zeroed_every_micro_step
 from memlint.python.syntax import argument, as_operand, dotted, iter_nodes, method_name, receiver
 from memlint.python.training import RUNS_BACKWARD, Backward
+from memlint.rules._summed_losses import sum_over_samples
 from memlint.rules.base import Example, Finding, Rule
 
 _LOOP = """\
@@ -413,6 +414,8 @@ def train_one_epoch(model, data, loss, optimizer, scaler, args):
                     continue
                 if _handed_the_divisor(index, backward.call, accumulation.divisor):
                     continue
+                if sum_over_samples(ctx, index, backward.loss, backward.call):
+                    continue  # a sum over the samples (YOLO's `loss * bs`): accumulating it is the design
                 yield self._finding(ctx, index, accumulation, event, backward)
 
     def _finding(self, ctx, index, accumulation: Accumulation, event, backward: Backward) -> Finding:

@@ -716,3 +716,79 @@ class VitTrainer(ClsTrainer):
     # one trainer that forgets the division is enough for the loop to sum its micro-batches
     forgets = source.replace("        return loss / self.accumulation_steps", "        return loss")
     assert [d.code for d in lint("ACC001", forgets, path="tencentpretrain/trainer.py")] == ["ACC001"]
+
+
+# YOLOv7's train.py and utils/loss.py, trimmed: the loss class scales its loss by the batch size
+# ("loss scaled by batch_size") and the loop accumulates to a nominal batch of 64 on purpose
+YOLO_TRAIN = """\
+import argparse
+
+import torch
+from torch.cuda import amp
+
+from models.yolo import Model
+from utils.datasets import create_dataloader
+from utils.loss import ComputeLoss
+
+
+def train(hyp, opt, device):
+    nbs = 64  # nominal batch size
+    total_batch_size = opt.total_batch_size
+    accumulate = max(round(nbs / total_batch_size), 1)  # accumulate loss before optimizing
+    hyp["weight_decay"] *= total_batch_size * accumulate / nbs  # scale weight_decay
+    model = Model(opt.cfg).to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=hyp["lr0"], momentum=hyp["momentum"], nesterov=True)
+    scaler = amp.GradScaler(enabled=True)
+    compute_loss = ComputeLoss(model)  # init loss class
+    dataloader = create_dataloader(opt.train_path, opt.img_size, opt.batch_size)
+    for epoch in range(opt.epochs):
+        optimizer.zero_grad()
+        for i, (imgs, targets) in enumerate(dataloader):
+            ni = i + len(dataloader) * epoch
+            with amp.autocast(enabled=True):
+                pred = model(imgs.to(device))
+                loss, loss_items = compute_loss(pred, targets.to(device))  # loss scaled by batch_size
+            scaler.scale(loss).backward()
+            if ni % accumulate == 0:
+                scaler.step(optimizer)
+                scaler.update()
+                optimizer.zero_grad()
+"""
+
+YOLO_LOSS = """\
+import torch
+import torch.nn as nn
+
+
+class ComputeLoss:
+    def __init__(self, model):
+        self.BCEcls = nn.BCEWithLogitsLoss()
+        self.BCEobj = nn.BCEWithLogitsLoss()
+
+    def __call__(self, p, targets):
+        lcls, lbox, lobj = torch.zeros(1), torch.zeros(1), torch.zeros(1)
+        for pi in p:
+            lobj += self.BCEobj(pi[..., 4], torch.zeros_like(pi[..., 4]))
+        bs = p[0].shape[0]  # batch size
+        loss = lbox + lobj + lcls
+        return loss * bs, torch.cat((lbox, lobj, lcls, loss)).detach()
+"""
+
+
+def test_a_loss_scaled_by_the_batch_size_accumulates_a_sum_on_purpose(lint):
+    assert lint("ACC001", YOLO_TRAIN, files={"utils/loss.py": YOLO_LOSS}) == []
+
+
+def test_near_miss_a_mean_loss_from_the_same_class_is_reported(lint, where):
+    mean = YOLO_LOSS.replace("return loss * bs,", "return loss,")
+    [finding] = lint("ACC001", YOLO_TRAIN, files={"utils/loss.py": mean})
+    assert "divide the loss by `accumulate`" in finding.message
+
+
+def test_a_criterion_that_sums_accumulates_a_sum(lint):
+    summed = YOLO_TRAIN.replace("compute_loss = ComputeLoss(model)  # init loss class",
+                                "compute_loss = torch.nn.CrossEntropyLoss(reduction=\"sum\")").replace(
+        "loss, loss_items = compute_loss(pred, targets.to(device))  # loss scaled by batch_size",
+        "loss = compute_loss(pred, targets.to(device))")
+    assert lint("ACC001", summed) == []
+    assert len(lint("ACC001", summed.replace('reduction="sum"', 'reduction="mean"'))) == 1
