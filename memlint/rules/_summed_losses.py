@@ -18,7 +18,8 @@ import libcst as cst
 
 from memlint.lint.context import RuleContext
 from memlint.python.index import ModuleIndex
-from memlint.python.syntax import dotted, string_value
+from memlint.python.syntax import string_value
+from memlint.rules._project_code import method, project_definition
 
 # names a loss is multiplied by when it is turned into a sum over the batch's samples
 _BATCH_SIZES = frozenset({"bs", "batch_size", "batchsize", "nb", "n_samples", "num_samples"})
@@ -46,47 +47,16 @@ def _summing_call(ctx: RuleContext, index: ModuleIndex, call: cst.Call, position
         if isinstance(built, cst.Call):
             if _sum_reduction(built):
                 return True
-            body = _project_definition(ctx, index, built.func)
+            body = project_definition(ctx, index, built.func)
             if isinstance(body, cst.ClassDef):
-                return _returns_a_sum(_method(body, "__call__") or _method(body, "forward"), position)
-    body = _project_definition(ctx, index, call.func)
+                return _returns_a_sum(method(body, "__call__") or method(body, "forward"), position)
+    body = project_definition(ctx, index, call.func)
     return isinstance(body, cst.FunctionDef) and _returns_a_sum(body, position)
 
 
 def _sum_reduction(call: cst.Call) -> bool:
     return any(arg.keyword is not None and arg.keyword.value == "reduction" and string_value(arg.value) == "sum"
                for arg in call.args)
-
-
-def _project_definition(ctx: RuleContext, index: ModuleIndex, func: cst.BaseExpression) -> cst.CSTNode | None:
-    """The function or class ``func`` names in the project module the script imports it from
-    (``from utils.loss import ComputeLoss``: ``utils/loss.py`` beside the script or under the
-    project root)."""
-    name = dotted(func)
-    if not name or "." in name:
-        return None
-    for qualified in index.qualified(func):
-        module, _, defined = qualified.rpartition(".")
-        if not module or defined != name:
-            continue
-        written = module.replace(".", "/") + ".py"
-        path = ctx.resolve_reference(written, ctx.path) or ctx.resolve_reference(written, None)
-        if path is None:
-            continue
-        try:
-            python = ctx.imported_module(path).python
-        except (OSError, ValueError):
-            continue
-        if python is None:
-            continue
-        for statement in python.module.body:
-            if isinstance(statement, (cst.ClassDef, cst.FunctionDef)) and statement.name.value == name:
-                return statement
-    return None
-
-
-def _method(cls: cst.ClassDef, name: str) -> cst.FunctionDef | None:
-    return next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == name), None)
 
 
 def _returns_a_sum(function: cst.FunctionDef | None, position: int | None) -> bool:

@@ -11,8 +11,9 @@ from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Related, Severity
 from memlint.python.index import ModuleIndex, index_for
 from memlint.python.loops import Event, step_loops, training_loops, updating_backwards
-from memlint.python.syntax import argument, dotted, is_false, method_name, receiver, root_name
+from memlint.python.syntax import argument, dotted, is_false, iter_nodes, method_name, receiver, root_name
 from memlint.python.training import RUNS_BACKWARD, model_holder, trained_models
+from memlint.rules._project_code import method, project_definition
 from memlint.rules.base import Example, Finding, Rule
 
 _SCRIPT = """\
@@ -155,6 +156,8 @@ for batch in loader:
                 continue
             if any(q.startswith("peft.") for q in index.qualified(node)):
                 continue
+            if _own_loader_keeps_train_mode(ctx, index, node):
+                continue
             holder = model_holder(index, node)
             if holder is None or (holder not in trained and holder.split(".")[0] not in trained):
                 continue
@@ -168,6 +171,25 @@ for batch in loader:
                 related=(Related(ctx.path, py.range_of(loops[0].backwards[0][1].call), "training happens here"),),
             )
             return
+
+
+def _own_loader_keeps_train_mode(ctx, index: ModuleIndex, call: cst.Call) -> bool:
+    """``Cls.from_pretrained(...)`` of a project class that defines its own ``from_pretrained``,
+    which builds the model without transformers' loader and never calls ``.eval()`` (FlagScale's
+    ``PI0Policy.from_pretrained`` returns ``PI0Policy(...)``): the module stays in train mode, as
+    every new ``nn.Module`` does."""
+    if not isinstance(call.func, cst.Attribute):
+        return False
+    cls = project_definition(ctx, index, call.func.value)
+    if not isinstance(cls, cst.ClassDef):
+        return False
+    loader = method(cls, "from_pretrained")
+    if loader is None:
+        return False
+    for node in iter_nodes(loader):
+        if isinstance(node, cst.Call) and method_name(node) in ("eval", "from_pretrained"):
+            return False  # it switches to eval, or hands over to the library's loader
+    return True
 
 
 def _models_run_with_grad(index: ModuleIndex, loop) -> set[str]:

@@ -279,3 +279,65 @@ def test_the_loop_that_runs_its_own_backward_after_eval_still_fires(lint):
     source = _INHERITED_STEP.format(own="").replace(
         "loss = self.training_step(model, inputs)", "loss = model(**inputs).loss\n                loss.backward()")
     assert [d.code for d in lint("TRN005", source)] == ["TRN005", "TRN005"]  # initialize_c, zo_forward
+
+
+# FlagScale's flagscale/train/train_pi0.py and the policy class it imports: `PI0Policy` extends
+# transformers' PreTrainedModel but defines its own `from_pretrained`, which builds `PI0Policy(...)`
+# directly; a new module is in train mode, so the loop trains with dropout on
+PI0_TRAIN = """\
+import argparse
+
+import torch
+
+from flagscale.models.pi0.modeling_pi0 import PI0Policy, PI0PolicyConfig
+
+
+def main(config):
+    model_config = PI0PolicyConfig.from_pretrained(config.checkpoint_dir)
+    policy = PI0Policy.from_pretrained(config.checkpoint_dir, config.tokenizer_dir, config.stat_path, model_config)
+    policy = policy.to("cuda")
+    optimizer = torch.optim.AdamW(policy.parameters(), lr=2.5e-5)
+    for batch in build_loader(config):
+        loss = policy.forward(batch)["loss"]
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+"""
+
+PI0_MODEL = """\
+import json
+
+from transformers import PretrainedConfig, PreTrainedModel
+
+
+class PI0PolicyConfig(PretrainedConfig):
+    model_type = "pi0"
+
+
+class PI0Policy(PreTrainedModel):
+    config_class = PI0PolicyConfig
+
+    def __init__(self, model_path, tokenizer_path, stat, config):
+        super().__init__(config)
+        self.stat = stat
+
+    @classmethod
+    def from_pretrained(cls, model_path, tokenizer_path, stat_path, config):
+        with open(stat_path) as f:
+            stat = json.load(f)
+        policy = PI0Policy(model_path, tokenizer_path, stat, config)
+        return policy
+"""
+
+
+def test_a_project_class_whose_own_loader_builds_the_module_stays_in_train_mode(lint):
+    files = {"flagscale/models/pi0/modeling_pi0.py": PI0_MODEL}
+    assert lint("TRN005", PI0_TRAIN, path="flagscale/train/train_pi0.py", files=files) == []
+
+
+def test_near_miss_an_own_loader_that_hands_over_to_transformers_is_in_eval_mode(lint):
+    handed = PI0_MODEL.replace("        policy = PI0Policy(model_path, tokenizer_path, stat, config)\n",
+                               "        policy = super().from_pretrained(model_path, config=config)\n")
+    files = {"flagscale/models/pi0/modeling_pi0.py": handed}
+    [finding] = lint("TRN005", PI0_TRAIN, path="flagscale/train/train_pi0.py", files=files)
+    assert "returns the model in eval mode" in finding.message
