@@ -166,8 +166,8 @@ def _versioned_issues(ctx: RuleContext) -> list[Issue]:
         vendored is not None and _contains_tool(root, ctx.path, vendored)) else frozenset()
     judges: dict[str, tuple[_Judge | None, dict]] = {}  # key -> the judge of the history it belongs to
     # the schema's own tool, when the project pins a release older than every one its history
-    # records: tool -> (the tool, its pin, the oldest release recorded)
-    before_history: dict[str, tuple[str, Pin, str]] = {}
+    # records: (the tool, its pin, the oldest release recorded)
+    before_history: tuple[str, Pin, str] | None = None
     axolotl_release: str | None = None  # the Axolotl release the project runs (None: the newest)
     for tool, keyed in histories:
         kept = history(tool)
@@ -186,7 +186,7 @@ def _versioned_issues(ctx: RuleContext) -> list[Issue]:
         # configs override some TrainingArguments fields); a commit's release is not known
         newest = release in (None, releases[-1]) and not (pin is not None and pin.url)
         if keyed == name and release == "unreached" and pin is not None and releases and pin.only_before(releases[0]):
-            before_history[tool] = (tool, pin, releases[0])  # the schema's own tool, pinned before its history
+            before_history = (tool, pin, releases[0])
         for key in data.value:
             if key in keys:
                 skip = release == "unreached" or key in own or (newest and key in schema.top_level_keys(name))
@@ -220,14 +220,14 @@ def _versioned_issues(ctx: RuleContext) -> list[Issue]:
     return sorted(out, key=lambda issue: (issue.range.start, issue.range.end))
 
 
-def _deprecated_after_the_pin(issue: Issue, before_history: dict[str, tuple[str, Pin, str]]) -> Issue:
+def _deprecated_after_the_pin(issue: Issue, before_history: tuple[str, Pin, str] | None) -> Issue:
     """A deprecation of the newest release, for a key of a tool the project pins to a release
     older than any its history records (Step-DPO's ``trl==0.8.5``; TRL's history starts at 0.9.2):
     the pinned release reads the key, as far as memlint knows, so the finding is an info that
     names both releases instead of a warning about one the project does not run."""
-    if issue.category != "deprecated" or len(issue.path) != 1 or not before_history:
+    if issue.category != "deprecated" or len(issue.path) != 1 or before_history is None:
         return issue
-    tool, pin, oldest = next(iter(before_history.values()))
+    tool, pin, oldest = before_history
     message = (f"{issue.message}; you pin `{pin.package}{pin.specifier}` ({pin.where}), older than {tool} "
                f"{oldest}, the first release whose keys memlint knows: it matters when you upgrade")
     return deepspeed_releases.Rejudged(issue.category, issue.path, message, issue.range, issue.fix,

@@ -121,13 +121,11 @@ def _builder_facts(caller: ParsedDocument, values: Values, parsed: ParsedDocumen
     for statement in cls.body.body:
         if not isinstance(statement, cst.FunctionDef) or f"{alias}.{statement.name.value}(" not in caller.text:
             continue
-        bound = any(isinstance(d.decorator, cst.Name) and d.decorator.value in ("classmethod", "staticmethod")
-                    for d in statement.decorators)
-        if not bound:
+        decorators = {d.decorator.value for d in statement.decorators if isinstance(d.decorator, cst.Name)}
+        if not decorators & {"classmethod", "staticmethod"}:
             continue
         found = _function_facts(caller, values, parsed, statement, alias, project_bases, owner=cls.name.value,
-                                bound_self=not any(isinstance(d.decorator, cst.Name) and
-                                                   d.decorator.value == "staticmethod" for d in statement.decorators))
+                                bound_self="classmethod" in decorators)
         if found is not None:
             out.append(found)
     return out

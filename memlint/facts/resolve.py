@@ -627,8 +627,8 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
     generated = plan.get("generation_len")
     # a loop of the script's own that trains on what it generates (simple_GRPO's vLLM rollouts):
     # the completion limit is the one length it states, a lower bound of every sequence
-    rollouts = generated if plan.get("seq_len") is None and not hf_like and isinstance(generated.value if generated
-                                                                                      else None, int) else None
+    rollouts = generated if (generated is not None and isinstance(generated.value, int)
+                             and plan.get("seq_len") is None and not hf_like) else None
     if rollouts is not None:
         seq_len = number("seq_len", rollouts.value, f"sequence length not found: at least {rollouts.value} tokens, "
                          f"the completion limit of the script's own generation ({rollouts.note})")

@@ -230,20 +230,22 @@ def definition_facts(parsed: ParsedDocument, name: str, passed: dict[tuple[str, 
     called = {helper}
 
     def runs_in(node: cst.CSTNode) -> cst.CSTNode | None:
-        """The function of ``called`` that holds ``node``: its top-level one, or the method itself."""
-        if not owner:
-            return _owner(values, node)
-        current = values.source.parents.get(node)
-        while current is not None and current is not helper and type(current) is not cst.Module:
-            current = values.source.parents.get(current)
-        return helper if current is helper else None
+        """The definition that runs ``node``: the class method itself for its body, else the
+        top-level function or class that holds it."""
+        if owner:
+            current = values.source.parents.get(node)
+            while current is not None and type(current) is not cst.Module:
+                if current is helper:
+                    return helper
+                current = values.source.parents.get(current)
+        return _owner(values, node)
 
     for call in source.nodes_in_order(cst.Call):
         if runs_in(call) is helper and isinstance(call.func, cst.Name) and call.func.value in functions:
             called.add(functions[call.func.value])
     ctx = ScriptFacts(parsed, values)
     for call in source.nodes_in_order(cst.Call):
-        if runs_in(call) not in called and _owner(values, call) not in called:
+        if runs_in(call) not in called:
             continue
         names = values.callee_names(call)
         if project_bases is not None:
@@ -252,7 +254,7 @@ def definition_facts(parsed: ParsedDocument, name: str, passed: dict[tuple[str, 
         for recogniser in RECOGNISERS:
             recogniser.recognise(ctx, call, names, method)
     for assignment in source.nodes_of(cst.Assign):
-        if runs_in(assignment) in called or _owner(values, assignment) in called:
+        if runs_in(assignment) in called:
             _attribute_assignment(ctx, assignment)
     script_loops.finish(ctx)
     facts = ctx.facts

@@ -151,12 +151,11 @@ class ConfigLaunchers:
                         continue
                     passed_as = written.value if positional else f"--{option.value} {written.value}"
                     note = f"{launch.launches.value if launch.launches else script.name} {passed_as}"
-                    bound = Sourced(str(target), written.origin, note)
                     if positional:  # the file the launch passes is a reference of it: this one in its place
                         launch = replace(launch, references=[Sourced(str(target), r.origin, r.note) if r is written else r
                                                              for r in launch.references])
                     else:
-                        launch = replace(launch, bound_config=bound, cli_args={
+                        launch = replace(launch, bound_config=Sourced(str(target), written.origin, note), cli_args={
                             **launch.cli_args, str(option.value): Sourced(str(target), written.origin)})
                     found = ConfigLaunch(launch, Sourced(str(script), written.origin, note), same,
                                          None if same else f"{script.name} parses the files of its folder as its "

@@ -463,8 +463,6 @@ class RunFinder:
         ``Trainer`` subclass it imports), none for any other."""
         from memlint.facts.plan import RunFacts
 
-        if self.documents.kind(module) != "python":
-            return []
         helpers, _ = self._imported_facts(RunFacts(str(module), "python"), None, {})
         return self._handed_facts(module) if _trainer_subclass(helpers) else []
 

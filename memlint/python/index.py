@@ -542,7 +542,8 @@ class ModuleIndex:
         whether some call leaves it to the default (or none is found). ml-4m's ``train_one_epoch(
         ..., dtype: torch.dtype = torch.float16)`` is called with ``dtype=dtype``, the
         ``--dtype`` option's bfloat16: the default runs only where a call omits it. A call that
-        unpacks ``*args``/``**kwargs`` may pass it: its value is then unknown (None in the list)."""
+        unpacks ``*args``/``**kwargs`` may pass it: its value is then unknown (a name bound to
+        nothing stands for it in the list)."""
         if isinstance(flow, cst.Module):
             return [], True
         params = flow.params
@@ -551,11 +552,8 @@ class ModuleIndex:
             positional = positional[1:]
         passed: list[cst.BaseExpression] = []
         omitted = False
-        found = False
-        for call in self.calls:
-            if self.helper_for(call) is not flow:
-                continue
-            found = True
+        calls = self.once("calls of each function", self._calls_of_functions).get(id(flow), [])
+        for call in calls:
             value: cst.BaseExpression | None = None
             unpacked = False
             for index, arg in enumerate(call.args):
@@ -571,7 +569,16 @@ class ModuleIndex:
                 passed.append(cst.Name("__unknown__"))
             else:
                 omitted = True
-        return passed, omitted or not found
+        return passed, omitted or not calls
+
+    def _calls_of_functions(self) -> dict[int, list[cst.Call]]:
+        """id of each function of the module -> the module's calls that run it, in source order."""
+        out: dict[int, list[cst.Call]] = {}
+        for call in self.calls:
+            helper = self.helper_for(call)
+            if helper is not None:
+                out.setdefault(id(helper), []).append(call)
+        return out
 
 
 def _reached(edges: dict[int, set[int]], start: set[int], depth: int) -> set[int]:

@@ -18,7 +18,7 @@ import libcst as cst
 
 from memlint.lint.context import RuleContext
 from memlint.python.index import ModuleIndex
-from memlint.python.syntax import string_value
+from memlint.python.syntax import iter_nodes, string_value
 from memlint.rules._project_code import method, project_definition
 
 # names a loss is multiplied by when it is turned into a sum over the batch's samples
@@ -63,16 +63,7 @@ def _returns_a_sum(function: cst.FunctionDef | None, position: int | None) -> bo
     """Does every ``return`` give (at ``position`` of a tuple) a value multiplied by the batch size?"""
     if function is None:
         return False
-    returns: list[cst.Return] = []
-
-    class _Returns(cst.CSTVisitor):
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return node is function  # not the returns of nested functions
-
-        def visit_Return(self, node: cst.Return) -> None:
-            returns.append(node)
-
-    function.visit(_Returns())
+    returns = [node for node in iter_nodes(function.body) if isinstance(node, cst.Return)]  # not nested functions
     if not returns:
         return False
     for statement in returns:

@@ -11,20 +11,8 @@ from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Applicability, Edit, Fix, Related, Severity
 from memlint.python.dataflow import loss_is_divided, normalised_over_group
 from memlint.python.index import index_for
-from memlint.python.loops import (
-    Accumulation,
-    accumulation_of,
-    step_loops,
-    zeroed_every_micro_step,
-)
-from memlint.python.syntax import (
-    argument,
-    as_operand,
-    dotted,
-    iter_nodes,
-    method_name,
-    receiver,
-)
+from memlint.python.loops import Accumulation, accumulation_of, step_loops, zeroed_every_micro_step
+from memlint.python.syntax import argument, as_operand, dotted, iter_nodes, method_name, receiver
 from memlint.python.training import RUNS_BACKWARD, Backward
 from memlint.rules._summed_losses import sum_over_samples
 from memlint.rules.base import Example, Finding, Rule

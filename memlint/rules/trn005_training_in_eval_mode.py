@@ -11,15 +11,7 @@ from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Related, Severity
 from memlint.python.index import ModuleIndex, index_for
 from memlint.python.loops import Event, step_loops, training_loops, updating_backwards
-from memlint.python.syntax import (
-    argument,
-    dotted,
-    is_false,
-    iter_nodes,
-    method_name,
-    receiver,
-    root_name,
-)
+from memlint.python.syntax import argument, dotted, is_false, iter_nodes, method_name, receiver, root_name
 from memlint.python.training import RUNS_BACKWARD, model_holder, trained_models
 from memlint.rules._project_code import method, project_definition
 from memlint.rules.base import Example, Finding, Rule
