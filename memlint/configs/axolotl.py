@@ -18,7 +18,7 @@ from memlint.configs.deepspeed import positive_int, read_deepspeed
 from memlint.configs.reading import ConfigReader, loaded_mapping, new_facts
 from memlint.configs.schema import plugin_listed
 from memlint.facts.extract import extractor
-from memlint.facts.hf_args import _bool, _targets
+from memlint.facts.hf_args import _bool, lora_target_names
 from memlint.facts.plan import RunFacts
 from memlint.model.provenance import Sourced
 from memlint.model.vocabulary import ATTENTION, optimizer_from_hf
@@ -145,7 +145,7 @@ def _adapter(reader: ConfigReader) -> None:
     if _bool(reader.value("lora_target_linear")):
         reader.set("lora_targets", ("all-linear",), reader.location("lora_target_linear"), "lora_target_linear")
     else:
-        reader.set("lora_targets", _targets(reader.value("lora_target_modules")),
+        reader.set("lora_targets", lora_target_names(reader.value("lora_target_modules")),
                    reader.location("lora_target_modules"), "lora_target_modules")
     if adapter == "qlora" or _bool(reader.value("load_in_4bit")):
         at = reader.location("load_in_4bit") if reader.has("load_in_4bit") else where

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from memlint.configs.deepspeed import positive_int, read_deepspeed
 from memlint.configs.reading import ConfigReader, loaded_mapping, new_facts
 from memlint.facts.extract import extractor
-from memlint.facts.hf_args import _bool, _fsdp, _targets
+from memlint.facts.hf_args import _bool, _fsdp, lora_target_names
 from memlint.facts.plan import RunFacts
 from memlint.model.provenance import Sourced
 from memlint.model.vocabulary import optimizer_from_hf
@@ -127,14 +127,14 @@ def _finetuning(reader: ConfigReader) -> None:
         # oft_block_size; a rank instead sets the block size to in_features / rank per layer
         reader.set("adapter_method", "oft", method_at, "finetuning_type: oft (PEFT OFT)")
         reader.read("oft_block_size", ("oft_block_size",), positive_int, TOOL)
-        reader.read("lora_targets", ("oft_target",), _targets, TOOL)
+        reader.read("lora_targets", ("oft_target",), lora_target_names, TOOL)
         rank, rank_at = reader.setting("oft_rank")
         if isinstance(rank, int) and not isinstance(rank, bool) and rank > 0:
             reader.set("unmodelled", f"OFT with a rank instead of a block size (`oft_rank: {rank}`)", rank_at,
                        "oft_rank")
     else:
         reader.read("lora_r", ("lora_rank",), positive_int, TOOL)
-        reader.read("lora_targets", ("lora_target",), _targets, TOOL)
+        reader.read("lora_targets", ("lora_target",), lora_target_names, TOOL)
         reader.read("lora_dropout", ("lora_dropout",), lambda v: float(v) if isinstance(v, (int, float)) else None,
                     TOOL)
     bits = reader.value("quantization_bit")
@@ -276,7 +276,7 @@ def _projection(reader: ConfigReader, prefix: str, name: str) -> None:
     layerwise, _ = reader.setting(f"{prefix}_layerwise")
     if not isinstance(rank, int) or isinstance(rank, bool) or rank <= 0:
         return
-    written = _targets(targets if targets is not None else "all") or ("all-linear",)
+    written = lora_target_names(targets if targets is not None else "all") or ("all-linear",)
     reader.set("projection", (name, rank, bool(_bool(layerwise)), tuple(written)), reader.location(f"use_{prefix}"),
                f"use_{prefix}: {name} rank {rank}")
 

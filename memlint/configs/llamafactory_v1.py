@@ -17,7 +17,7 @@ from memlint.configs.deepspeed import positive_int
 from memlint.configs.llamafactory import freeze_layout
 from memlint.configs.reading import ConfigReader, loaded_mapping, new_facts
 from memlint.facts.extract import extractor
-from memlint.facts.hf_args import _targets
+from memlint.facts.hf_args import lora_target_names
 from memlint.facts.plan import RunFacts
 from memlint.model.provenance import Sourced
 
@@ -66,7 +66,7 @@ def extract_llamafactory_v1(parsed: ParsedDocument) -> list[RunFacts]:
         if positive_int(peft.value("r")):
             peft.set("lora_r", positive_int(peft.value("r")), peft.location("r"), "peft_config.r")
         if peft.has("target_modules"):
-            peft.set("lora_targets", _targets(peft.value("target_modules")), peft.location("target_modules"),
+            peft.set("lora_targets", lora_target_names(peft.value("target_modules")), peft.location("target_modules"),
                      "peft_config.target_modules")
     elif str(peft.value("name") or "").lower() == "freeze":
         trained, why = freeze_layout(peft.value("freeze_trainable_layers"), peft.value("freeze_trainable_modules"),

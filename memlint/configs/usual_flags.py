@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from memlint.facts.hf_args import _targets
+from memlint.facts.hf_args import lora_target_names
 from memlint.facts.plan import RunFacts
 from memlint.model.provenance import Sourced
 from memlint.model.vocabulary import ATTENTION
@@ -55,8 +55,8 @@ FLAGS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "ds.adam_offload": ("offload_optimizer", flag),
     "lora_rank": ("lora_r", count),
     "ds.lora.rank": ("lora_r", count),
-    "target_modules": ("lora_targets", _targets),
-    "ds.lora.target_modules": ("lora_targets", _targets),
+    "target_modules": ("lora_targets", lora_target_names),
+    "ds.lora.target_modules": ("lora_targets", lora_target_names),
     "load_in_4bit": ("quantization", lambda t: "nf4" if flag(t) else None),
     "ds.load_in_4bit": ("quantization", lambda t: "nf4" if flag(t) else None),
     "bf16": ("ds_bf16", flag),

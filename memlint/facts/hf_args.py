@@ -50,13 +50,17 @@ def _float(value: Any) -> float | None:
     return float(value) if _is_number(value) else None
 
 
-def _targets(value: Any) -> tuple[str, ...] | None:
+def lora_target_names(value: Any) -> tuple[str, ...] | None:
     """LoRA target modules: a list, a string separated by commas or spaces (a command line's
-    ``--target_modules q_proj v_proj``), or "all"/"all-linear"."""
+    ``--target_modules q_proj v_proj``), a list written as one argument (``fire``'s
+    ``--target_modules '["q_proj", "v_proj"]'``), or "all"/"all-linear"."""
     if isinstance(value, (list, tuple)):
         names = [str(v).strip() for v in value if str(v).strip()]
     elif isinstance(value, str):
-        names = [v for v in value.replace(",", " ").split() if v]
+        text = value.strip()
+        if text.startswith("[") and text.endswith("]"):
+            text = text[1:-1]
+        names = [n for v in text.replace(",", " ").split() if (n := v.strip("'\""))]
     else:
         return None
     if any(n.lower() in ("all", "all-linear", "all_linear") for n in names):
@@ -119,11 +123,11 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "lora_r": ("lora_r", _int),
     "lora_rank": ("lora_r", _int),
     "lora_dropout": ("lora_dropout", lambda v: float(v) if _is_number(v) else None),
-    "lora_target_modules": ("lora_targets", _targets),  # TRL ModelConfig / PEFT
-    "lora_target": ("lora_targets", _targets),  # LLaMA-Factory: "all" or "q_proj,v_proj"
+    "lora_target_modules": ("lora_targets", lora_target_names),  # TRL ModelConfig / PEFT
+    "lora_target": ("lora_targets", lora_target_names),  # LLaMA-Factory: "all" or "q_proj,v_proj"
     # PEFT's LoraConfig fields, for scripts that parse it: HfArgumentParser((..., LoraConfig))
     "r": ("lora_r", _int),
-    "target_modules": ("lora_targets", _targets),
+    "target_modules": ("lora_targets", lora_target_names),
     # TRL ModelConfig / Axolotl: 4-bit loading means NF4 there (their bnb_4bit_quant_type default)
     "load_in_4bit": ("quantization", lambda v: _flag(v, "nf4")),
     "load_in_8bit": ("quantization", lambda v: _flag(v, "int8")),

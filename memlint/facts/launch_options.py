@@ -20,6 +20,10 @@ one of:
 - ``"unless:<fact>=<value>"`` / ``"unlessnot:..."``: an option on (off) by default made the script
   state ``fact = value``; a launch turning it off (on) takes that statement back
   (``--use_lora False`` over ``use_lora: bool = True``);
+- ``"unlessis=<text>:<fact>=<value>"`` / ``"unlessisnot=<text>:..."``: the option's default equal
+  (not equal) to ``<text>`` made the script state ``fact = value``; a launch passing another value
+  (that value) takes the statement back (``if adapter_name == "lora": LoraConfig(r=lora_r)`` with
+  ``adapter_name="lora"``, launched with ``--adapter_name dora``);
 - ``"calc:<binding>@<formula>"``: the script works the value of ``<binding>`` (either form above)
   out from this and other options (``gradient_accumulation_steps = batch_size //
   micro_batch_size``); the launch redoes it with its own options, the script's defaults for
@@ -48,11 +52,6 @@ def _float(value: Any) -> float | None:
     except ValueError:
         return None
     return number if number >= 0 else None
-
-
-def _targets(value: Any) -> tuple[str, ...] | None:
-    parts = [p.strip() for p in str(value).replace(",", " ").split() if p.strip()]
-    return tuple(parts) or None
 
 
 def _lower_in(*allowed: str) -> Callable[[Any], str | None]:
@@ -91,7 +90,7 @@ _CONVERT: dict[str, Callable[[Any], Any]] = {
     "zero_stage": hf_args._int,
     "lora_r": hf_args._int,
     "lora_dropout": _float,
-    "lora_targets": _targets,
+    "lora_targets": hf_args.lora_target_names,
     "grad_ckpt": lambda v: None if hf_args._bool(v) is None else int(bool(hf_args._bool(v))),
     "model": lambda v: str(v) or None,
     "reference_model": lambda v: str(v) or None,
@@ -181,6 +180,8 @@ def cleared_by_cli(script: RunFacts, launcher: RunFacts) -> frozenset[str]:
             name, value = "", None
             if binding.removeprefix("not:").startswith(("unless:", "unlessnot:")):
                 name, value = _taken_back(binding, str(raw.value))
+            elif binding.startswith(("unlessis=", "unlessisnot=")):
+                name, value = _taken_back_by_value(binding, str(raw.value))
             elif binding.startswith(("when:", "whennot:")):
                 name, value, _, holds = _test(binding, launcher)
                 if holds is not False or _test(binding, RunFacts(launcher.path, "shell"))[3] is not True:
@@ -200,6 +201,17 @@ def _taken_back(binding: str, raw: str) -> tuple[str, Any]:
     prefix, _, rest = binding.partition(":")
     name, _, literal = rest.partition("=")
     if on is None or on != (prefix == "unlessnot"):
+        return "", None
+    return name, _literal(literal)
+
+
+def _taken_back_by_value(binding: str, raw: str) -> tuple[str, Any]:
+    """(fact, value) an ``unlessis=`` binding takes back for an option passed as ``raw``: a value
+    other than the default's (``unlessisnot=``: the value the default avoided), else ("", None)."""
+    head, _, rest = binding.partition(":")
+    prefix, _, text = head.partition("=")
+    name, _, literal = rest.partition("=")
+    if (raw == text) == (prefix == "unlessis"):
         return "", None
     return name, _literal(literal)
 
@@ -310,7 +322,8 @@ def hidden_by_cli(script: RunFacts, launcher: RunFacts) -> frozenset[str]:
                 target = hf_args.FIELDS.get(name[3:])
                 if target is not None:
                     out.add(target[0])
-            elif name.startswith(("if:", "ifnot:", "is=", "isnot=", "when:", "whennot:", "unless:", "unlessnot:")):
+            elif name.startswith(("if:", "ifnot:", "is=", "isnot=", "when:", "whennot:", "unless:", "unlessnot:",
+                                  "unlessis=", "unlessisnot=")):
                 out.add(name.partition(":")[2].partition("=")[0])
             else:
                 out.add(name)

@@ -106,6 +106,9 @@ class RunFacts:
     lora_targets: Sourced[tuple[str, ...]] | None = None
     lora_dropout: Sourced[float] | None = None
     adapter_method: Sourced[str] | None = None  # "oft" (PEFT's orthogonal fine-tuning); None: LoRA
+    # the config of a PEFT method the estimate does not model, given to the wrap ("HiraConfig"): a
+    # name, so that ``if args.adapter == "dora": DoraConfig(...)`` binds to the option choosing it
+    peft_method: Sourced[str] | None = None
     oft_block_size: Sourced[int] | None = None
 
     # ---- blocks that train when they are not the last ones: LLaMA Pro's expanded blocks
@@ -234,6 +237,10 @@ class RunFacts:
         return out
 
 
+# what to do with a run that trains a PEFT method other than LoRA (``peft_method``)
+PEFT_METHOD_ADVICE = ("memlint sizes LoRA adapters only; other PEFT methods train their own parameter sets (and "
+                      "some, like OSF, train every weight), so measure one step with `torch.cuda.max_memory_allocated()`")
+
 # what to do with a run memlint cannot size because it splits the model over GPUs (``unmodelled``)
 MODEL_PARALLEL_ADVICE = ("memlint sizes data parallelism, ZeRO and FSDP only; size this run with Megatron's own "
                          "report (megatron/training/theoretical_memory_usage.py) and silence this note with "
@@ -288,6 +295,10 @@ _DEEPSPEED_OWNED = {
 # or nothing does), a DeepSpeed or Accelerate config
 _LINKED_ONLY = ("shell", "deepspeed", "accelerate", "missing")
 
+# facts whose presence says what the run is, beside their value: a launch that passes an unknown
+# value hides the value only (the LoRA the script builds stays a LoRA, of a rank the launch chooses)
+_KEPT_WHEN_HIDDEN = {"lora_r": "the launch passes the LoRA rank a value memlint cannot read"}
+
 
 def merge(entry: RunFacts, linked: list[RunFacts], overrides: dict[str, Sourced[Any]] | None = None,
           hidden: frozenset[str] = frozenset()) -> TrainingPlan:
@@ -306,6 +317,11 @@ def merge(entry: RunFacts, linked: list[RunFacts], overrides: dict[str, Sourced[
     ordered = [entry] + linked
     for doc in ordered:
         for name, fact in doc.stated().items():
+            if name in hidden and doc is not entry and name in _KEPT_WHEN_HIDDEN and name not in facts:
+                # ``--lora_r $1``: the rank is unknown, the adapter the script builds is not
+                facts[name] = Sourced(fact.value, None, f"{_KEPT_WHEN_HIDDEN[name]}, assumed "
+                                                        f"{fact.value} as the script's default ({fact.note})")
+                continue
             if name in overridden or fact.value == "auto" or (name in hidden and doc is not entry):
                 continue
             current = facts.get(name)

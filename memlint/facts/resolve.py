@@ -33,7 +33,7 @@ from memlint.estimate import (
 )
 from memlint.estimate.setup import projector_only_fields, projector_params
 from memlint.facts.companion_models import companions
-from memlint.facts.plan import TrainingPlan
+from memlint.facts.plan import PEFT_METHOD_ADVICE, TrainingPlan
 from memlint.model.provenance import Sourced
 from memlint.model.vocabulary import LIGHTNING_PRECISION
 
@@ -471,6 +471,9 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
         return run
     run.assumptions.extend(default_notes)
     unmodelled = plan.get("unmodelled")
+    method = plan.get("peft_method")
+    if unmodelled is None and method is not None:
+        unmodelled = method.with_value((f"the PEFT method `{method.value}`", PEFT_METHOD_ADVICE))
     if unmodelled is not None:
         # a fact may carry what to do about it: (what the run uses, advice)
         what, advice = unmodelled.value if isinstance(unmodelled.value, tuple) else (unmodelled.value, "")

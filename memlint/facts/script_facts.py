@@ -183,6 +183,11 @@ class ScriptFacts:
         # the same condition met twice (``cfg = LoraConfig(...)`` and its one use,
         # ``get_peft_model(model, cfg)``, both under ``if args.lora_enable:``) is one guard
         blocking = list({id(g.node): g for g in found if g.blocks}.values())
+        # ``elif adapter_name == "dora":`` after ``if adapter_name == "lora":``: the option equal to
+        # "dora" implies it is not "lora", so the one choice decides
+        chosen = {(g.options, g.equals) for g in blocking if g.equals is not None and not g.negated}
+        blocking = [g for g in blocking if not (g.equals is not None and g.negated and any(
+            options == g.options and value != g.equals for options, value in chosen))]
         if not blocking:
             return True, None
         if len(blocking) == 1 and blocking[0].options:
@@ -219,9 +224,12 @@ class ScriptFacts:
         ``if model_args.use_lora:`` with ``use_lora: bool = True``): a launch that turns one
         off takes the fact back (``when:``/``unless:``, ``memlint.facts.launch_options``)."""
         for passing in conditions:
-            if passing.active is not True or not passing.options or passing.equals is not None:
+            if passing.active is not True or not passing.options:
                 continue
-            if passing.formula is not None:
+            if passing.equals is not None:  # ``if adapter_name == "lora":`` with ``adapter_name="lora"``
+                prefix = "unlessisnot" if passing.negated else "unlessis"
+                self.bind(passing.options, f"{prefix}={passing.equals}:{name}={encode(value)}")
+            elif passing.formula is not None:
                 self.bind_test(passing.formula, passing.negated, name, value)
             else:
                 self._bind_taken_back(passing.options, passing.negated, name, value)

@@ -101,8 +101,8 @@ def recognise(ctx: ScriptFacts, call: cst.Call, names: frozenset[str], method: s
         lora(ctx, call)
     elif other_peft is not None and _wrap_config(ctx, call):
         method = other_peft.rsplit(".", 1)[-1]
-        ctx.state("unmodelled", (f"the PEFT method `{method}`", PEFT_METHOD_ADVICE), call.func,
-                  f"{method}(...) given to get_peft_model", at=call, extra_guards=ctx.value_guards(call))
+        ctx.state("peft_method", method, call.func, f"{method}(...) given to get_peft_model", at=call,
+                  extra_guards=ctx.value_guards(call))
     if kbit == "prepare_model_for_int8_training":
         int8_preparation(ctx, call)
     elif kbit:
@@ -141,9 +141,6 @@ def int8_preparation(ctx: ScriptFacts, call: cst.Call) -> None:
 # device maps with which accelerate spreads the layers over every visible GPU (a dict or "cuda:0"
 # places the whole model on one device)
 SPREAD_DEVICE_MAPS = frozenset({"auto", "balanced", "balanced_low_0", "sequential"})
-
-PEFT_METHOD_ADVICE = ("memlint sizes LoRA adapters only; other PEFT methods train their own parameter sets (and "
-                      "some, like OSF, train every weight), so measure one step with `torch.cuda.max_memory_allocated()`")
 
 
 def _other_peft_config(name: str) -> bool:

@@ -54,8 +54,7 @@ EVA = dedent('''
 
 def test_a_peft_method_other_than_lora_is_named_not_estimated_as_a_full_fine_tune(tmp_path: Path):
     [script] = facts_of(HIRA, "hira_finetuning.py")
-    what, advice = script.unmodelled.value
-    assert what == "the PEFT method `HiraConfig`" and "LoRA adapters only" in advice
+    assert script.peft_method.value == "HiraConfig"
     write(tmp_path, {"hira_finetuning.py": HIRA})
     (tmp_path / ".git").mkdir()
     settings = Settings(root=tmp_path).with_overrides(gpu="h100", gpus=8, cache=False)
@@ -66,7 +65,7 @@ def test_a_peft_method_other_than_lora_is_named_not_estimated_as_a_full_fine_tun
 
 def test_a_lora_sub_config_leaves_the_run_a_lora_run():
     [script] = facts_of(EVA, "eva_finetuning.py")
-    assert script.unmodelled is None
+    assert script.peft_method is None
     assert script.lora_r.value == 16
 
 
