@@ -21,6 +21,7 @@ from memlint.python.library import (
     is_model_loader,
     is_unsloth_model,
     liger,
+    other_framework_model,
 )
 from memlint.python.conditions import guard
 from memlint.python.index import index_for
@@ -62,6 +63,10 @@ def _positive_int(value: Any) -> int | None:
     return value if value > 0 else None
 
 
+# what to do with a model another framework trains (transformers' TF and Flax classes)
+OTHER_FRAMEWORK_ADVICE = ("memlint sizes PyTorch training only; TensorFlow and JAX allocate GPU memory their own "
+                          "way, so measure one step and silence this note with `# memlint: ignore[MEM003]`")
+
 # what to do with a model memlint has no recipe for
 IMAGE_MODEL_ADVICE = ("memlint sizes Transformers language and vision-language models only; measure one step "
                       "with `torch.cuda.max_memory_allocated()` and silence this note with `# memlint: ignore[MEM003]`")
@@ -89,12 +94,14 @@ def recognise(ctx: ScriptFacts, call: cst.Call, names: frozenset[str], method: s
         loading_arguments(ctx, {k: v for k, v in named.items() if k in ("torch_dtype", "dtype")}, call, RANK_MODEL)
     if unsloth_lora:
         unsloth_peft_model(ctx, call)
-    if library is not None:
+    framework = next((f for n in names if (f := other_framework_model(n))), None)
+    if library is not None or framework is not None:
         code = " ".join(ctx.python.code_of(call).split())  # one line, as a message shows it
         code = code.replace("( ", "(").replace(" )", ")")
         shown = code if len(code) <= 60 else code[:57] + "..."
-        ctx.state("unmodelled", (f"a {library} image model (`{shown}`)", IMAGE_MODEL_ADVICE), call,
-                  f"{library} model", at=call)
+        what, advice = (f"a {library} image model (`{shown}`)", IMAGE_MODEL_ADVICE) if library is not None else \
+            (f"a {framework} model (`{shown}`)", OTHER_FRAMEWORK_ADVICE)
+        ctx.state("unmodelled", (what, advice), call, f"{library or framework} model", at=call)
     if quantization:
         bits_and_bytes(ctx, call)
     if lora_config:

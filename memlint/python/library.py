@@ -67,7 +67,23 @@ def is_model_loader(qualname: str) -> bool:
         return False
     if cls.startswith("Auto") and not cls.startswith(("AutoModel", "AutoLigerKernel")):
         return False
+    if other_framework_model(qualname) is not None:
+        return False
     return not cls.endswith(_NOT_MODELS) and ("Model" in cls or "For" in cls or "LigerKernel" in cls)
+
+
+def other_framework_model(qualname: str) -> str | None:
+    """The framework of a transformers model class that is not PyTorch's (``TFAutoModelForSeq2SeqLM``,
+    ``FlaxBertForMaskedLM``): its training runs in TensorFlow/Keras or JAX, which memlint does not size."""
+    parts = qualname.split(".")
+    root, last = parts[0], parts[-2] if parts[-1] in ("from_pretrained", "from_config") and len(parts) > 2 else parts[-1]
+    if root != "transformers" or last.endswith(_NOT_MODELS):
+        return None
+    if last.startswith("TF") and last[2:3].isupper() and ("Model" in last or "For" in last):
+        return "TensorFlow"
+    if last.startswith("Flax") and ("Model" in last or "For" in last):
+        return "Flax"
+    return None
 
 
 def is_unsloth_model(qualname: str, method: str) -> bool:
@@ -93,7 +109,8 @@ def image_model_library(qualname: str) -> str | None:
 def is_model_class(qualname: str) -> bool:
     """A transformers model class called directly (``LlamaForCausalLM(config)``)."""
     root, last = _root_last(qualname)
-    return root == "transformers" and not last.startswith("Auto") and "For" in last and not last.endswith(_NOT_MODELS)
+    return root == "transformers" and not last.startswith("Auto") and "For" in last and not last.endswith(_NOT_MODELS) \
+        and other_framework_model(qualname) is None
 
 
 def is_config_loader(qualname: str) -> bool:
