@@ -52,6 +52,15 @@ def enabled(block: Any) -> bool | None:
     return None
 
 
+def enabled_as_read(block: Any) -> bool | None:
+    """``enabled`` as DeepSpeed's pydantic sections read it: also the strings "true"/"false"
+    (CFG002 says what older releases, which test a string's truth, make of "false")."""
+    flag = enabled(block)
+    if flag is None and isinstance(block, dict) and isinstance(block.get("enabled"), str):
+        flag = {"true": True, "false": False}.get(block["enabled"].strip().lower())
+    return flag
+
+
 def zero_stage(data: Structured, base: Path_ = ()) -> tuple[int | str | None, Path_]:
     """The ZeRO stage (an int, "auto", or None when the config has no ZeRO section) and the
     path that sets it. A ZeRO section without ``stage`` runs DeepSpeed's default stage."""
@@ -113,7 +122,7 @@ def read_deepspeed(reader: ConfigReader) -> None:
     take("global_batch", ("train_batch_size",), positive_int)
     take("grad_clip", ("gradient_clipping",), number)
     for fact, block in (("ds_bf16", "bf16"), ("ds_bf16", "bfloat16"), ("ds_fp16", "fp16")):
-        flag = enabled(reader.value(block))
+        flag = enabled_as_read(reader.value(block))
         if flag is not None:
             reader.set(fact, flag, reader.location(block, "enabled"), f"{block}.enabled")
     legacy = reader.value("bfloat16")

@@ -157,12 +157,15 @@ def judged(found: list[Issue], pin: Pin | None, data: Structured | None = None) 
     for ``pin`` (``data``, the config, gives the values the issues are about)."""
     found = [_removed(issue, pin) if issue.category == "removed" else issue for issue in found]
     found = [_before_the_replacement(issue, pin) if issue.category == "deprecated" else issue for issue in found]
+    found = [_boolean_text(issue, pin, data) or issue for issue in found]
     if not unvalidated(pin):
         return found
     assert pin is not None
     out: list[Issue] = []
     for issue in found:
-        if _enabled_auto(issue, data):
+        if isinstance(issue, _BooleanText):
+            pass
+        elif _enabled_auto(issue, data):
             issue = _auto_read_as_true(issue, pin)
         elif len(issue.path) >= 2 and issue.path[0] in PRECISION_SECTIONS and issue.category in ("unknown", "invalid"):
             issue = Rejudged(
@@ -175,6 +178,53 @@ def judged(found: list[Issue], pin: Pin | None, data: Structured | None = None) 
                 severity=Severity.WARNING if issue.category == "unknown" else Severity.INFO)
         out.append(issue)
     return out
+
+
+# the strings pydantic's lax mode reads as a boolean (DeepSpeed validates its sections in that mode)
+_TRUE_TEXTS = frozenset({"true", "yes", "on", "1", "t", "y"})
+_FALSE_TEXTS = frozenset({"false", "no", "off", "0", "f", "n"})
+
+# keys the HF Trainer compares with its own arguments when the config is not "auto"
+# (transformers/integrations/deepspeed.py, ``fill_match``), raising on a mismatch
+_TRAINER_MATCHED = {("fp16", "enabled"): "fp16", ("bf16", "enabled"): "bf16"}
+
+
+class _BooleanText(Rejudged):
+    """A boolean written as a string, re-judged by what each reader makes of it."""
+
+
+def _boolean_text(issue: Issue, pin: Pin | None, data: Structured | None) -> Issue | None:
+    """``"enabled": "true"``: DeepSpeed's pydantic sections read the string as the boolean it
+    spells (0.17.1 and later for ``fp16``/``bf16``); before 0.17.1 those two sections were read
+    as written and tested for truth, so ``"false"`` turned the mode on. The HF Trainer compares
+    ``fp16.enabled``/``bf16.enabled`` with its own flag and stops on ``"true" != True``."""
+    if issue.category != "invalid" or " must be true" not in issue.message or data is None \
+            or not data.has(issue.path):
+        return None
+    value = data.get(*issue.path)
+    if not isinstance(value, str) or value.lower() not in _TRUE_TEXTS | _FALSE_TEXTS:
+        return None
+    on = value.lower() in _TRUE_TEXTS
+    key = ".".join(map(str, issue.path))
+    literal = "true" if on else "false"
+    unchecked = issue.path[0] in PRECISION_SECTIONS
+    if unchecked and unvalidated(pin):
+        assert pin is not None
+        reading = (f"the DeepSpeed you pin (`deepspeed{pin.specifier}`, {pin.where}) reads `{issue.path[0]}` as "
+                   f"written and tests the string, which is true{'' if on else f': `{key}` is on'}")
+    elif unchecked:
+        reading = (f"DeepSpeed {VALIDATED_SINCE} and later read it as {literal}; earlier releases test the string, "
+                   f"which is true{'' if on else f', so `{key}` is on there'}")
+    else:
+        reading = f"DeepSpeed reads it as {literal}"
+    trainer = _TRAINER_MATCHED.get(tuple(issue.path))
+    if trainer is not None:
+        reading += (f"; an HF Trainer given this config compares it with its own `--{trainer}` and stops on "
+                    f"the mismatch (\"{value}\" is not {literal})")
+    message = f"`{key}` is the string \"{value}\", not a boolean: {reading}; write {literal}"
+    warns = unchecked and not on and unvalidated(pin)
+    return _BooleanText(issue.category, issue.path, message, issue.range, issue.fix,
+                        severity=Severity.WARNING if warns else Severity.INFO)
 
 
 def _enabled_auto(issue: Issue, data: Structured | None) -> bool:

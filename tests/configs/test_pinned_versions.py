@@ -611,6 +611,57 @@ def test_near_miss_a_deepspeed_pin_that_admits_a_validating_release(lint):
     assert [d.severity.name for d in diagnostics] == ["INFO", "WARNING", "WARNING"]
 
 
+# SafeAILab/EAGLE's eagle/train/ds_config.json, trimmed: booleans written as strings
+DS_STRING_BOOLEANS = """\
+{
+    "fp16": {
+        "enabled": "true",
+        "auto_cast": "true",
+        "loss_scale": 0,
+        "initial_scale_power": 16
+    },
+    "zero_optimization": {
+        "stage": 2,
+        "overlap_comm": "true"
+    },
+    "gradient_accumulation_steps": 1,
+    "train_micro_batch_size_per_gpu": 4
+}
+"""
+
+
+def test_a_boolean_written_as_a_string_is_read_as_the_boolean_it_spells(lint):
+    diagnostics = lint({"eagle/train/ds_config.json": DS_STRING_BOOLEANS}, "eagle/train/ds_config.json")
+    assert [(d.code, d.range.start.line, d.severity.name) for d in diagnostics] == [
+        ("CFG002", 3, "INFO"), ("CFG002", 4, "INFO"), ("CFG002", 10, "INFO")]  # before: three errors
+    enabled, auto_cast, overlap = (d.message for d in diagnostics)
+    assert enabled.startswith('`fp16.enabled` is the string "true", not a boolean: DeepSpeed 0.17.1 and later read '
+                              "it as true; earlier releases test the string, which is true")
+    assert "an HF Trainer given this config compares it with its own `--fp16`" in enabled
+    assert "HF Trainer" not in auto_cast
+    assert overlap == ('`zero_optimization.overlap_comm` is the string "true", not a boolean: DeepSpeed reads it '
+                       "as true; write true")
+
+
+def test_a_false_written_as_a_string_is_on_in_a_deepspeed_that_tests_its_truth(lint):
+    config = DS_STRING_BOOLEANS.replace('"enabled": "true"', '"enabled": "false"')
+    diagnostics = lint({"requirements.txt": "deepspeed==0.14.4\n", "ds_config.json": config}, "ds_config.json")
+    first = diagnostics[0]
+    assert (first.code, first.range.start.line, first.severity.name) == ("CFG002", 3, "WARNING")
+    assert "the DeepSpeed you pin (`deepspeed==0.14.4`, requirements.txt:1) reads `fp16` as written and tests " \
+           "the string, which is true: `fp16.enabled` is on" in first.message
+    # a release that validates the section reads "false" as false
+    diagnostics = lint({"requirements.txt": "deepspeed==0.17.1\n", "ds_config.json": config}, "ds_config.json")
+    assert diagnostics[0].severity.name == "INFO" and "0.17.1 and later read it as false" in diagnostics[0].message
+
+
+def test_near_miss_a_string_that_spells_no_boolean_is_still_refused(lint):
+    config = DS_STRING_BOOLEANS.replace('"overlap_comm": "true"', '"overlap_comm": "sometimes"')
+    diagnostics = lint({"ds_config.json": config}, "ds_config.json")
+    overlap = [d for d in diagnostics if d.range.start.line == 10]
+    assert [(d.code, d.severity.name) for d in overlap] == [("CFG002", "ERROR")]
+    assert "must be true, false or null" in overlap[0].message
+
 # LMFlow's src/lmflow/args.py, trimmed: the project's own DPO arguments declare `loss_type`
 LMFLOW_ARGS = '''\
 from dataclasses import dataclass, field
