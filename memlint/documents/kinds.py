@@ -141,7 +141,10 @@ def _detect(path: str, syntax: str, value: Any) -> str:
         return "axolotl"
     if "model_name_or_path" in keys and keys & LLAMAFACTORY_KEYS and _known_share(keys, "llamafactory") >= KNOWN_SHARE:
         return "llamafactory"
-    if syntax == "json" and len(keys & DEEPSPEED_KEYS) >= 2 and "output_dir" not in keys:
+    if syntax == "json" and len(keys & DEEPSPEED_KEYS) >= 2 and "output_dir" not in keys \
+            and _known_share(keys, "deepspeed") >= KNOWN_SHARE:
+        # not a kohya_ss GUI preset: 92 keys, `train_batch_size` and `gradient_accumulation_steps`
+        # among them, 3 % of them DeepSpeed's (the real configs this branch takes: 67 % and more)
         return "deepspeed"
     if syntax == "yaml" and _is_hydra_composition(value):
         return by_name(name, posix, syntax) or syntax  # its keys are the project's own dataclass's

@@ -242,3 +242,13 @@ def test_a_foreign_preset_that_shares_a_few_trainer_names_is_no_trainer_config()
     # the same keys in a file of a few dozen TrainingArguments keys stay TrainingArguments
     trainer = json.loads(TRAINING_ARGS_JSON)
     assert detect("train_args.json", "json", {**trainer, "lr_scheduler": "cosine", "use_cp": False}) == "hf-args"
+
+
+def test_a_gui_preset_without_output_dir_is_no_deepspeed_config():
+    # bmaltais/kohya_ss's presets/finetune/*.json: no output_dir, and `train_batch_size` with
+    # `gradient_accumulation_steps`, two DeepSpeed top-level names among some ninety of kohya's own
+    preset = {k: v for k, v in KOHYA_PRESET_KEYS.items() if k not in ("output_dir", "gradient_checkpointing")}
+    assert detect("presets/finetune/SDXL - AdamW8bit.json", "json", preset) == "json"  # before: deepspeed
+    # a DeepSpeed config written without its signature sections is still one
+    assert detect("configs/adam_fp16.json", "json", {"train_batch_size": 32, "gradient_accumulation_steps": 1,
+                                                     "steps_per_print": 10, "fp16": {"enabled": True}}) == "deepspeed"
