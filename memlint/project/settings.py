@@ -28,6 +28,9 @@ DEFAULT_EXCLUDE = (
     ".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "__pycache__", "node_modules",
     ".mypy_cache", ".pytest_cache", ".ruff_cache", "build", "dist", "site-packages", "wandb",
     ".memlint_cache",
+    # a cookiecutter/copier template's folders and files (``{{cookiecutter.modelname}}``): Jinja
+    # that renders to Python, not Python (transformers' ``templates/``)
+    "*{{*}}*",
 )
 
 

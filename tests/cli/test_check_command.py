@@ -117,6 +117,16 @@ def test_gitignored_and_excluded_files_are_not_linted(project):
     assert {path for path, _ in codes(named)} == {"loop.py"}
 
 
+def test_a_project_template_is_not_linted_as_python(project):
+    """A cookiecutter template (transformers' ``templates/adding_a_new_example_script/
+    {{cookiecutter.directory_name}}/run_{{cookiecutter.example_shortcut}}.py``) holds Jinja that
+    renders to Python; before, each such file was a SYN001 error."""
+    template = "{% if cookiecutter.with_trainer == \"True\" %}\nimport torch\n{% endif %}\n" + LOOP
+    write(project, {"templates/new_example/{{cookiecutter.directory_name}}/run_{{cookiecutter.example_shortcut}}.py":
+                    template, "templates/new_model/modeling_{{cookiecutter.lowercase_modelname}}.py": template})
+    found = {path for path, _ in codes(memlint(project, "check", "--output-format", "json"))}
+    assert found == {"loop.py"}
+
 def test_a_config_edited_alone_rechecks_the_run_that_uses_it(project):
     """Pre-commit passes only the changed file: ZeRO-0 in ds_config.json makes the launched run
     of train.py (8 GPUs, micro-batch 4) run out of memory, and the finding names the JSON."""
