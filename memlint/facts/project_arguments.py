@@ -225,15 +225,27 @@ def _config_reads(module: ast.Module) -> frozenset[tuple[str, frozenset[str]]]:
         loaders: dict[str, str] = {}
         keys: dict[str, set[str]] = {}
         calls: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, ast.Call]] = []
+        assignments: list[ast.Assign] = []
         for node in _own_nodes(scope):
             loader = _loader(node.value, owners) if isinstance(node, ast.Assign) and _is_load(node.value) else None
             if loader is not None:
                 loaders.update((t.id, loader) for t in node.targets if isinstance(t, ast.Name))
+            elif isinstance(node, ast.Assign):
+                assignments.append(node)
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in functions:
                 calls.append((functions[node.func.id], node))
             key = _key_read(node)
             if key is not None:
                 keys.setdefault(key[0], set()).add(key[1])
+        grown = True
+        while grown:  # ``cfg = om.merge(yaml_cfg, cli_cfg)`` (the walk is not in source order)
+            grown = False
+            for assignment in assignments:
+                loader = _carried(assignment.value, loaders, owners)
+                targets = [t.id for t in assignment.targets if isinstance(t, ast.Name) and t.id not in loaders]
+                if loader is not None and targets:
+                    loaders.update((target, loader) for target in targets)
+                    grown = True
         read_in.append((scope, loaders, keys, calls))
     # a mapping handed on (``evaluate(model, tokenizer, eval_cfg)``) is the parameter it lands in,
     # through as many calls as hand it on
@@ -348,6 +360,27 @@ def _loader(call: ast.AST, owners: dict[str, str]) -> str | None:
     if not isinstance(owner, ast.Name) or owner.id not in owners:
         return None
     return "OmegaConf" if owners[owner.id] == "OmegaConf" else "yaml/json"
+
+
+# OmegaConf's calls that give back the mapping they are handed, merged or converted
+_CARRYING = frozenset({"merge", "unsafe_merge", "create", "to_container", "to_object"})
+
+
+def _carried(value: ast.AST, loaders: dict[str, str], owners: dict[str, str]) -> str | None:
+    """The loader of a mapping that ``value`` hands on: ``om.merge(yaml_cfg, cli_cfg)`` (the file
+    merged with the command line's overrides, mosaicml/examples' ``main.py``) or
+    ``cast(DictConfig, cfg)``; None for anything else."""
+    if not isinstance(value, ast.Call) or not value.args:
+        return None
+    func = value.func
+    if _last_name(func) == "cast" and len(value.args) == 2:
+        handed = value.args[1]
+    elif isinstance(func, ast.Attribute) and func.attr in _CARRYING and isinstance(func.value, ast.Name) \
+            and owners.get(func.value.id) == "OmegaConf":
+        handed = value.args[0]
+    else:
+        return None
+    return loaders.get(handed.id) if isinstance(handed, ast.Name) else None
 
 
 def _key_read(node: ast.AST) -> tuple[str, str] | None:

@@ -278,6 +278,83 @@ def test_the_reading_follows_an_aliased_loader_through_the_calls_it_is_handed_on
                     "precision", "load_path"}
 
 
+# mosaicml/examples' benchmarks/bert/main.py, trimmed: the YAML merged with the command line's
+# overrides (``om.merge``), cast for the type checker, then handed to ``main``
+BERT_MAIN = """\
+import os
+import sys
+from typing import Optional, cast
+
+from composer import Trainer
+from composer.utils import dist, reproducibility
+from omegaconf import DictConfig
+from omegaconf import OmegaConf as om
+
+import src.hf_bert as hf_bert_module
+
+
+def build_model(cfg: DictConfig):
+    return hf_bert_module.create_hf_bert_mlm(pretrained_model_name=cfg.pretrained_model_name,
+                                             tokenizer_name=cfg.get('tokenizer_name', None))
+
+
+def main(cfg: DictConfig, return_trainer: bool = False) -> Optional[Trainer]:
+    reproducibility.seed_all(cfg.seed)
+    model = build_model(cfg.model)
+    train_loader = build_dataloader(cfg.train_loader, cfg.tokenizer_name,
+                                    cfg.global_train_batch_size // dist.get_world_size(),
+                                    mlm_probability=cfg.mlm_probability, local=cfg.data_local,
+                                    remote=cfg.get('data_remote'), max_seq_len=cfg.max_seq_len)
+    trainer = Trainer(run_name=cfg.run_name, model=model, train_dataloader=train_loader,
+                      optimizers=build_optimizer(cfg.optimizer, model), max_duration=cfg.max_duration,
+                      precision=cfg.precision, device_train_microbatch_size=cfg.device_train_microbatch_size)
+    trainer.fit()
+
+
+if __name__ == '__main__':
+    yaml_path, args_list = sys.argv[1], sys.argv[2:]
+    with open(yaml_path) as f:
+        yaml_cfg = om.load(f)
+    cli_cfg = om.from_cli(args_list)
+    cfg = om.merge(yaml_cfg, cli_cfg)
+    cfg = cast(DictConfig, cfg)  # for type checking
+    main(cfg)
+"""
+
+BERT_YAML = """\
+data_local: ./my-copy-c4
+data_remote: null
+max_seq_len: 128
+tokenizer_name: bert-base-uncased
+mlm_probability: 0.15
+run_name: hf-bert-base-uncased
+model:
+  name: hf_bert
+  use_pretrained: false
+  pretrained_model_name: ${tokenizer_name}
+  tokenizer_name: ${tokenizer_name}
+train_loader:
+  name: text
+  dataset:
+    local: ${data_local}
+    split: train
+optimizer:
+  name: decoupled_adamw
+  lr: 5.0e-4
+max_duration: 286720000sp
+global_train_batch_size: 4096
+device_train_microbatch_size: 128
+precision: amp_bf16
+"""
+
+
+def test_a_yaml_merged_with_the_command_line_and_handed_on_is_the_scripts_own(lint):
+    files = {"examples/benchmarks/bert/main.py": BERT_MAIN,
+             "examples/benchmarks/bert/yamls/main/hf-bert-base-uncased.yaml": BERT_YAML}
+    assert kinds_of(files, "examples/benchmarks/bert/yamls/main/hf-bert-base-uncased.yaml") == "composer"
+    # before: CFG001 "unknown llm-foundry key" on data_local, tokenizer_name and mlm_probability
+    assert codes(lint(files, "examples/benchmarks/bert/yamls/main/hf-bert-base-uncased.yaml")) == []
+
 def test_near_miss_a_script_that_reads_few_of_the_yamls_keys_leaves_it_to_llm_foundry(lint):
     # the script takes two of the file's twelve keys: nothing shows the file is not llm-foundry's
     few = EVAL_OM_ALIAS.replace("    evaluators, logger_keys", "    return cfg.seed\n    evaluators, logger_keys")
