@@ -123,6 +123,8 @@ def _detect(path: str, syntax: str, value: Any) -> str:
     if not isinstance(value, dict):
         return by_name(name, posix, syntax) or syntax
     keys = {k for k in value if isinstance(k, str)}
+    if _is_model_config(keys):
+        return syntax  # Qwen-Audio's config.json has "bf16": false and "fp16": false beside its sizes
     if syntax == "yaml" and _is_torchtune(value):
         return "torchtune"
     if _is_llamafactory_v1(value):
@@ -148,8 +150,6 @@ def _detect(path: str, syntax: str, value: Any) -> str:
         return "deepspeed"
     if syntax == "yaml" and _is_hydra_composition(value):
         return by_name(name, posix, syntax) or syntax  # its keys are the project's own dataclass's
-    if _is_model_config(keys):
-        return syntax
     if is_trainer_arguments(keys):
         return "hf-args"
     named = by_name(name, posix, syntax)

@@ -151,6 +151,26 @@ REMOTE_CODE_MODEL_CONFIG = """\
 """
 
 
+# QwenLM/Qwen-Audio's config.json (remote-code QWen): its sizes share four names with GPT-NeoX's
+# arguments, and its precision switches are the model's own
+QWEN_REMOTE_CODE_CONFIG = """\
+{
+  "architectures": ["QWenLMHeadModel"],
+  "auto_map": {"AutoConfig": "configuration_qwen.QWenConfig", "AutoModelForCausalLM": "modeling_qwen.QWenLMHeadModel"},
+  "attn_dropout_prob": 0.0,
+  "bf16": false,
+  "fp16": false,
+  "fp32": false,
+  "hidden_size": 4096,
+  "max_position_embeddings": 8192,
+  "model_type": "qwen",
+  "num_attention_heads": 32,
+  "num_hidden_layers": 32,
+  "seq_length": 2048
+}
+"""
+
+
 @pytest.mark.parametrize(
     "path,text,kind",
     [
@@ -169,6 +189,7 @@ REMOTE_CODE_MODEL_CONFIG = """\
         (".github/workflows/tests.yml", GITHUB_WORKFLOW, "yaml"),
         ("package.json", '{"name": "web", "version": "1.0.0", "scripts": {}}', "json"),
         ("src/model/internvideo2/config.json", REMOTE_CODE_MODEL_CONFIG, "json"),
+        ("config.json", QWEN_REMOTE_CODE_CONFIG, "json"),  # before: a GPT-NeoX file, bf16 "must be a mapping"
     ],
 )
 def test_kind_by_content(path, text, kind):
