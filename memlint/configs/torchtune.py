@@ -19,6 +19,7 @@ memory, as torchtune's recipes run it:
 from __future__ import annotations
 
 import re
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from memlint.configs.deepspeed import positive_int
@@ -40,6 +41,8 @@ LORA_MODULES = {"q_proj": "q_proj", "k_proj": "k_proj", "v_proj": "v_proj", "out
 MLP_MODULES = ("gate_proj", "down_proj", "up_proj")  # torchtune's w1, w2, w3
 # the loss that computes the output projection and cross-entropy chunk by chunk (modules/loss)
 LINEAR_LOSS = ".LinearCrossEntropyLoss"
+# the loss that upcasts the logits to fp32 one chunk of tokens at a time
+CHUNKED_LOSS = ".CEWithChunkedOutputLoss"
 MODEL_KEYS = ("model", "policy_model")  # the trained model (PPO's is its policy)
 _TUNE_RUN = re.compile(r"\btune\s+run\s+(?P<args>[^\n#]*)")
 _TUNE_DOWNLOAD = re.compile(r"\btune\s+download\s+(?P<repo>[\w.\-]+/[\w.\-]+)")
@@ -85,6 +88,12 @@ def extract_torchtune(parsed: ParsedDocument) -> list[RunFacts]:
     if str(reader.value("loss", COMPONENT)).endswith(LINEAR_LOSS):
         reader.set("fused_loss", True, reader.location("loss", COMPONENT),
                    "LinearCrossEntropyLoss: chunked output projection, no full logits")
+    elif str(reader.value("loss", COMPONENT)).endswith(CHUNKED_LOSS):
+        chunks = positive_int(reader.value("loss", "num_output_chunks")) or 8  # its default
+        reader.set("loss_chunks", chunks, reader.location("loss", COMPONENT),
+                   f"CEWithChunkedOutputLoss: logits upcast in {chunks} chunks")
+        if reader.value("compile") is True:  # the recipes compile the loss with the model
+            reader.set("loss_compiled", True, reader.location("compile"), "compile: the chunked loss compiled")
     if builder is not None and builder.startswith("qlora_"):
         reader.set("quantization", "nf4", reader.location(_builder(reader)[0], COMPONENT),
                    f"{builder}: NF4 base weights")
@@ -230,12 +239,40 @@ class _Header:
             if word.startswith("-"):
                 index += 1 if "=" in word else 2
                 continue
+            named = _config_named(words[index + 1:])
+            if named is not None and not _names_this_file(named, path):
+                # the header of the config this file was copied from (SWE-Gym's 32B configs keep
+                # qwen2_5/7B_full's "tune run --nproc_per_node 2 ... --config qwen2_5/7B_full"):
+                # its recipe is this file's kind, its GPU count that other run's
+                self.processes = self.processes_at = None
             self.recipe = word
             self.recipe_at = _at(path, comments, base + words[index].start(), base + words[index].end())
             if self.processes is None and not word.endswith("distributed"):
                 self.processes = 1
                 self.processes_at = self.recipe_at
             return
+
+
+def _config_named(words: list[re.Match]) -> str | None:
+    """The ``--config NAME`` of a ``tune run`` line's words after the recipe."""
+    for index, match in enumerate(words):
+        word = match.group()
+        if word.startswith("--config="):
+            return word.split("=", 1)[1]
+        if word == "--config" and index + 1 < len(words):
+            return words[index + 1].group()
+    return None
+
+
+def _names_this_file(named: str, path: str) -> bool:
+    """Does a ``--config`` value name the file at ``path``: torchtune's built-in name
+    (``qwen2_5/7B_full`` for ``recipes/configs/qwen2_5/7B_full.yaml``), the file's own path, or a
+    placeholder (``<config>``, ``$CONFIG``) that stands for any file?"""
+    if not re.fullmatch(r"[\w./\-]+", named):
+        return True
+    stem = named.removesuffix(".yaml").removesuffix(".yml").strip("./")
+    own = PurePosixPath(Path(path).as_posix()).with_suffix("").as_posix()
+    return own == stem or own.endswith("/" + stem) or PurePosixPath(stem).name == PurePosixPath(own).name
 
 
 def _at(path: str, text: str, start: int, end: int) -> Location:

@@ -151,6 +151,18 @@ def logits_bytes_per_token(arch: Architecture, setup: TrainingSetup) -> tuple[fl
         # logits-sized result, backward two gradients
         return 2 * c * v, 2 * c * v, (3 * c + (c if setup.keep_logits else 0)) * v
     upcast = 4 if c != 4 else 0
+    n = setup.loss_chunks
+    if n > 1:
+        # torchtune's CEWithChunkedOutputLoss (modules/loss), as its recipes run it: the output
+        # projection gives n chunks of logits, each upcast and put through cross_entropy on its
+        # own; the recipe deletes the logits after the loss. Eager, log_softmax saves its fp32
+        # output (not the upcast input): forward peak every chunk's logits, the saved log-probs
+        # and the last chunk's upcast; backward the log-probs and one chunk's gradients at a time.
+        # Compiled (``compile: True``), the graph saves its bf16 input chunk and the row-wise
+        # log-sum-exp and recomputes the rest in backward. Derived from the code, not yet measured.
+        if setup.loss_compiled:
+            return (c + (upcast + 4) / n) * v, c * v, (c + (upcast + 4 + c) / n) * v
+        return (c + 4 + upcast / n) * v, 4.0 * v, (4 + (8 + (c if upcast else 0)) / n) * v
     softcap = final_softcap(arch)
     extra = 2 * c if softcap else 0  # logits/cap, tanh (saved), *cap
     forward = (c + upcast + 4 + extra) * v

@@ -231,6 +231,12 @@ class TrainingSetup:
     grad_accum: int = 1
     # Fused / chunked cross-entropy (Liger FLCE, Apple CCE): no full B*T*V logits.
     fused_loss: bool = False
+    # torchtune's CEWithChunkedOutputLoss: the output projection in this many chunks, each upcast
+    # to fp32 on its own (0: the loss takes the whole logits)
+    loss_chunks: int = 0
+    # the chunked loss compiled (torchtune's ``compile: True`` compiles it): the partitioner keeps
+    # each chunk's logits and recomputes the upcast log-probs in backward
+    loss_compiled: bool = False
     # A custom loop doing ``out = model(...); out.loss.backward()`` keeps logits alive.
     keep_logits: bool = False
     # DeepSpeed ZeRO buckets, in elements (None: framework defaults / not applicable).

@@ -81,6 +81,8 @@ class RunFacts:
     grad_clip: Sourced[float] | None = None  # max_grad_norm / DeepSpeed gradient_clipping
     grad_ckpt: Sourced[int] | None = None  # 0 off, 1 every layer, k every k-th
     fused_loss: Sourced[bool] | None = None
+    loss_chunks: Sourced[int] | None = None  # torchtune's CEWithChunkedOutputLoss(num_output_chunks)
+    loss_compiled: Sourced[bool] | None = None  # that loss compiled (torchtune's ``compile: True``)
     # a decoder loaded as *ForSequenceClassification (a reward or value model): its label count
     score_head: Sourced[int] | None = None
     keep_logits: Sourced[bool] | None = None

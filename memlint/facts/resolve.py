@@ -696,6 +696,13 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
                      "stage is unknown, estimated as plain data parallelism")
         run.assumed.append(Assumed("unread_parallelism", f"plain data parallelism (DDP) in place of the ZeRO stage "
                                    f"of `{unread.value}`", f"`{unread.value}` does not exist: correct the path"))
+    elif prov.get("sharding") is None and world_size > 1 and plan.value("framework") == "torchtune":
+        # a torchtune config whose recipe no header names: torchtune has no data-parallel recipe,
+        # and every distributed one shards with FSDP (training.shard_model)
+        sharding = Sharding.FSDP_FULL
+        prov["sharding"] = Sourced("full", None, "torchtune runs several GPUs only through its distributed "
+                                                 "recipes, which shard with FSDP")
+        notes.append(prov["sharding"].note)
     elif prov.get("sharding") is None and world_size > 1 and (split is None or not split.megatron):
         notes.append("parallelism not found: plain data parallelism (every GPU holds the whole model and its "
                      "optimizer states)")
@@ -762,6 +769,8 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
             offload_params=bool(plan.value("offload_params", False)),
             grad_accum=max(int(accum.value), 1) if accum is not None else 1,
             fused_loss=bool(plan.value("fused_loss", False)),
+            loss_chunks=int(plan.value("loss_chunks", 0) or 0),
+            loss_compiled=bool(plan.value("loss_compiled", False)),
             keep_logits=bool(plan.value("keep_logits", False)),
             reduce_bucket_elements=plan.value("reduce_bucket"),
             allgather_bucket_elements=plan.value("allgather_bucket"),

@@ -233,3 +233,114 @@ def test_torchtune_bad_dtype_is_reported(lint):
 def test_torchtune_run_is_estimated(lint):
     diagnostics = lint({"8B_lora.yaml": LORA_8B}, "8B_lora.yaml", select=("MEM",), gpu="h100")
     assert [d.code for d in diagnostics if d.code == "MEM003"] == []
+
+
+# SWE-Gym's scripts/training/openhands/configs/policy/*.yaml, trimmed: torchtune's qwen2_5/7B_full
+# copied for Qwen2.5-Coder-32B, its header (the template's 2-GPU launch of the 7B) kept, and the
+# run launched on 8 GPUs by the project's own Modal script (`N_GPUS=8 modal run ...`)
+FULL_32B_COPIED = """\
+# Config for multi-device full finetuning in full_finetune_distributed.py
+# using a Qwen2.5 7B model
+#
+# This config assumes that you've run the following command before launching
+# this run:
+#   tune download Qwen/Qwen2.5-7B-Instruct --output-dir /tmp/Qwen2_5-7B-Instruct
+#
+# To launch on 2 devices, run the following command from root:
+#   tune run --nnodes 1 --nproc_per_node 2 full_finetune_distributed --config qwen2_5/7B_full
+
+exp_name: sonnet-4o-491i-32k-qwen2p5-coder-32b-full-lr1e-4
+output_dir: /llm-weights/outputs/${exp_name}
+model:
+  _component_: torchtune.models.qwen2_5.qwen2_5_32b_instruct
+
+tokenizer:
+  _component_: torchtune.models.qwen2_5.qwen2_5_tokenizer
+  path: /llm-weights/Qwen/Qwen2.5-Coder-32B-Instruct/vocab.json
+  merges_file: /llm-weights/Qwen/Qwen2.5-Coder-32B-Instruct/merges.txt
+  max_seq_len: 32768
+
+checkpointer:
+  _component_: torchtune.training.FullModelHFCheckpointer
+  checkpoint_dir: /llm-weights/Qwen/Qwen2.5-Coder-32B-Instruct
+  checkpoint_files: [model-00001-of-00014.safetensors, model-00002-of-00014.safetensors]
+  output_dir: ${output_dir}
+  model_type: QWEN2
+
+dataset:
+  _component_: torchtune.datasets.chat_dataset
+  source: json
+  data_files: /dataset/openhands-sft-trajectories.jsonl
+  conversation_column: messages
+  conversation_style: openai
+  packed: True
+seed: 42
+shuffle: True
+batch_size: 1
+
+optimizer:
+  _component_: torch.optim.AdamW
+  fused: True
+  weight_decay: 0.01
+  lr: 1e-4
+optimizer_in_bwd: True
+loss:
+  _component_: torchtune.modules.loss.CEWithChunkedOutputLoss
+
+epochs: 5
+gradient_accumulation_steps: 1
+compile: True
+
+device: cuda
+dtype: bf16
+enable_activation_checkpointing: True
+"""
+
+
+def test_a_header_that_launches_another_config_gives_its_recipe_not_its_gpu_count():
+    facts = facts_of("configs/policy/qwen25_coder_32b_full-lr1e-4.yaml", FULL_32B_COPIED)
+    assert facts.world_size is None  # before: 2, the template's launch of qwen2_5/7B_full
+    assert at(facts, "fsdp") == ("full", None)  # the recipe the header names is still this file's kind
+    # the header that launches this very file (torchtune's own recipes/configs/qwen2_5/7B_full.yaml)
+    assert facts_of("recipes/configs/qwen2_5/7B_full.yaml", FULL_32B_COPIED).world_size.value == 2
+
+
+def test_the_chunked_loss_is_read_with_its_chunks_and_compilation():
+    facts = facts_of("full-lr1e-4.yaml", FULL_32B_COPIED)
+    assert at(facts, "loss_chunks")[:2] == (8, line_of(FULL_32B_COPIED, "CEWithChunkedOutputLoss"))
+    assert facts.loss_compiled.value is True
+    eager = facts_of("full-lr1e-4.yaml", FULL_32B_COPIED.replace("compile: True", "compile: False"))
+    assert eager.loss_compiled is None and eager.loss_chunks.value == 8
+    assert facts.fused_loss is None  # the logits exist, chunk by chunk
+
+
+def test_the_copied_32b_config_fits_the_8_h100s_it_ran_on(lint):
+    diagnostics = lint({"configs/policy/full-lr1e-4.yaml": FULL_32B_COPIED}, "configs/policy/full-lr1e-4.yaml",
+                       select=("MEM",), gpu="h100", gpus=8)
+    # before: MEM001 errors, 172.3 GiB on the header's 2 GPUs, then 103.6 GiB on 8 with the
+    # logits of a whole-vocabulary cross-entropy (55.7 GiB)
+    assert [d.code for d in diagnostics] == []
+
+
+def test_chunked_logits_cost_less_than_whole_ones_and_compiled_less_than_eager():
+    from memlint.catalog.models import resolve_model
+    from memlint.estimate.activations import logits_bytes_per_token
+    from memlint.estimate import Precision, TrainingSetup
+
+    arch = resolve_model("Qwen/Qwen2.5-0.5B")
+    whole = TrainingSetup(micro_batch=1, seq_len=4096, precision=Precision.BF16)
+    eager = whole.but(loss_chunks=8)
+    compiled = whole.but(loss_chunks=8, loss_compiled=True)
+    v = arch.vocab_size
+    assert logits_bytes_per_token(arch, whole) == (10 * v, 6 * v, 12 * v)
+    # bf16 logits of every chunk, the fp32 log-probs log_softmax saves, one chunk's upcast
+    assert logits_bytes_per_token(arch, eager) == (6.5 * v, 4 * v, (4 + 10 / 8) * v)
+    # compiled: the bf16 chunks saved, one chunk's fp32 work at a time
+    assert logits_bytes_per_token(arch, compiled) == ((2 + 8 / 8) * v, 2 * v, (2 + 10 / 8) * v)
+
+
+def test_a_config_with_no_recipe_named_shards_with_fsdp_on_several_gpus(lint):
+    headless = "\n".join(line for line in FULL_32B_COPIED.splitlines() if not line.startswith("#"))
+    diagnostics = lint({"configs/verifiers/rm-full.yaml": headless}, "configs/verifiers/rm-full.yaml",
+                       select=("MEM",), gpu="h100", gpus=8)
+    assert [d.code for d in diagnostics] == []  # before: MEM001, 318.5 GiB as plain data parallelism
