@@ -700,9 +700,10 @@ def resolve(plan: TrainingPlan, context: RunContext, base_dir: Path | None = Non
         # a torchtune config whose recipe no header names: torchtune has no data-parallel recipe,
         # and every distributed one shards with FSDP (training.shard_model)
         sharding = Sharding.FSDP_FULL
-        prov["sharding"] = Sourced("full", None, "torchtune runs several GPUs only through its distributed "
-                                                 "recipes, which shard with FSDP")
-        notes.append(prov["sharding"].note)
+        recipes = Sourced("full", None, "torchtune runs several GPUs only through its distributed recipes, which "
+                                        "shard with FSDP")
+        prov["sharding"] = recipes
+        notes.append(recipes.note)
     elif prov.get("sharding") is None and world_size > 1 and (split is None or not split.megatron):
         notes.append("parallelism not found: plain data parallelism (every GPU holds the whole model and its "
                      "optimizer states)")
