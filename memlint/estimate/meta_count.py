@@ -13,6 +13,7 @@ measures the real model.
 from __future__ import annotations
 
 import contextlib
+import copy
 import io
 import logging
 import warnings
@@ -50,7 +51,9 @@ def _build(config: Mapping[str, Any]):
     import transformers
 
     model_type = str(config.get("model_type") or "")
-    kwargs = {k: v for k, v in config.items() if k not in ("model_type", "auto_map", "_name_or_path")}
+    # a copy: transformers completes nested settings in place (``rope_scaling`` gains ``rope_theta``), which
+    # would change the caller's config.json mapping, a catalogue entry's included, and so its stored fingerprint
+    kwargs = copy.deepcopy({k: v for k, v in config.items() if k not in ("model_type", "auto_map", "_name_or_path")})
     try:
         hf_config = transformers.AutoConfig.for_model(model_type, **kwargs)
     except (ValueError, KeyError, TypeError):

@@ -82,3 +82,17 @@ def test_a_model_whose_layers_differ_is_counted_live():
     assert arch.num_kv_heads == text["num_key_value_heads"]
     assert arch.hidden_size == text["hidden_size"] and arch.num_layers == text["num_hidden_layers"]
     assert arch.n_params == 25_805_933_872
+
+
+@pytest.mark.skipif(not meta_count.available(), reason="counting on the meta device needs the trace extra")
+def test_counting_leaves_the_config_unchanged():
+    # transformers completes a nested rope_scaling in place (it adds rope_theta); counting a config
+    # must not change the caller's mapping (a catalogue entry's), or the table stores the fingerprint
+    # of the changed one, which the entry never matches
+    entry = find_entry("Qwen/Qwen2-VL-7B-Instruct")
+    assert entry is not None
+    config = json.loads(json.dumps(entry.config))
+    config["rope_scaling"].pop("rope_theta", None)
+    before = json.dumps(config, sort_keys=True)
+    meta_count.from_meta(config, entry.id)
+    assert json.dumps(config, sort_keys=True) == before
