@@ -260,19 +260,20 @@ def test_best_branch_of_an_any_of(lint):
     """`zero_optimization` is a mapping or the deprecated boolean: errors come from the
     mapping branch only, one per real problem, not a wall of alternatives."""
     text = ('{\n  "train_micro_batch_size_per_gpu": "four",\n  "zero_optimization": {\n'
-            '    "stage": 5,\n    "reduce_bucket_size": -1,\n    "contiguous_gradients": "yes"\n  }\n}\n')
+            '    "stage": 5,\n    "reduce_bucket_size": -1,\n    "contiguous_gradients": "maybe"\n  }\n}\n')
     diagnostics = lint({"ds_config.json": text}, "ds_config.json")
     assert spans(diagnostics) == [
         ("CFG002", 2, 36, 2, 42),
         ("CFG002", 4, 13, 4, 14),
         ("CFG002", 5, 26, 5, 28),
-        ("CFG002", 6, 28, 6, 33),
+        ("CFG002", 6, 28, 6, 35),
     ]
     assert [d.message for d in diagnostics] == [
         '`train_micro_batch_size_per_gpu` must be an integer, null or "auto" (got "four")',
         '`zero_optimization.stage` must be 0, 1, 2, 3 or "auto" (got 5)',
         '`zero_optimization.reduce_bucket_size` must be more than 0 (got -1)',
-        '`zero_optimization.contiguous_gradients` must be true or false (got "yes")',
+        # "yes" would be a boolean: DeepSpeed's pydantic sections read it as true
+        '`zero_optimization.contiguous_gradients` must be true or false (got "maybe")',
     ]
 
 
