@@ -122,7 +122,7 @@ for batch in loader:
         for loop in training_loops(index):
             if not any(id(b.call) in training for _, b in loop.backwards):
                 continue  # gradients computed to inspect them, not to train
-            if any(_is_train_call(e.node) for e in loop.events):
+            if any(_is_train_call(e.node) or _own_train_mode_method(index, e.node) for e in loop.events):
                 continue
             if any(_runs_abstract_method(index, e) or _runs_inherited_step(index, e) for e in loop.events):
                 continue  # a class memlint does not read here writes that step: it may switch the mode itself
@@ -214,6 +214,23 @@ def _is_train_call(node: cst.CSTNode) -> bool:
     if not (isinstance(node, cst.Call) and method_name(node) == "train" and receiver(node) is not None):
         return False
     return not is_false(argument(node, 0, "mode"))
+
+
+def _own_train_mode_method(index: ModuleIndex, node: cst.CSTNode) -> bool:
+    """``discriminator.train_custom()``: a method a class of this module defines that switches the
+    model, or the part of it that trains, back to train mode (``self.classifier_head.train()``;
+    transformers' PPLM discriminator, whose encoder stays frozen)."""
+    if not isinstance(node, cst.Call) or receiver(node) is None:
+        return False
+    name = method_name(node)
+    if not name or name == "train":
+        return False
+    for statement in index.py.module.body:
+        body = method(statement, name) if isinstance(statement, cst.ClassDef) else None
+        if body is not None and any(_is_train_call(n) and root_name(receiver(n)) == "self"
+                                    for n in iter_nodes(body.body)):
+            return True
+    return False
 
 
 def _is_eval_of_trained(index: ModuleIndex, event: Event, trained: set[str]) -> bool:

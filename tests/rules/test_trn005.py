@@ -341,3 +341,75 @@ def test_near_miss_an_own_loader_that_hands_over_to_transformers_is_in_eval_mode
     files = {"flagscale/models/pi0/modeling_pi0.py": handed}
     [finding] = lint("TRN005", PI0_TRAIN, path="flagscale/train/train_pi0.py", files=files)
     assert "returns the model in eval mode" in finding.message
+
+
+# transformers' examples/research_projects/pplm/run_pplm_discrim_train.py, trimmed: a classifier
+# head over a frozen GPT-2, whose own train_custom() puts the head back in train mode each epoch
+PPLM_DISCRIMINATOR = """\
+import argparse
+
+import torch
+import torch.nn.functional as F
+from torch import nn, optim
+from transformers import GPT2LMHeadModel
+
+
+class ClassificationHead(nn.Module):
+    def __init__(self, class_size, embed_size):
+        super().__init__()
+        self.mlp = nn.Linear(embed_size, class_size)
+
+    def forward(self, hidden_state):
+        return self.mlp(hidden_state)
+
+
+class Discriminator(nn.Module):
+    def __init__(self, class_size, pretrained_model="gpt2-medium", device="cpu"):
+        super().__init__()
+        self.encoder = GPT2LMHeadModel.from_pretrained(pretrained_model)
+        self.embed_size = self.encoder.transformer.config.hidden_size
+        self.classifier_head = ClassificationHead(class_size=class_size, embed_size=self.embed_size)
+        self.device = device
+
+    def train_custom(self):
+        for param in self.encoder.parameters():
+            param.requires_grad = False
+        self.classifier_head.train()
+
+    def forward(self, x):
+        hidden = self.encoder.transformer(x)["last_hidden_state"]
+        return F.log_softmax(self.classifier_head(hidden.mean(dim=1)), dim=-1)
+
+
+def train_epoch(data_loader, discriminator, optimizer, device="cpu"):
+    discriminator.train_custom()
+    for input_t, target_t in data_loader:
+        optimizer.zero_grad()
+        loss = F.nll_loss(discriminator(input_t.to(device)), target_t.to(device))
+        loss.backward(retain_graph=True)
+        optimizer.step()
+
+
+def evaluate_performance(data_loader, discriminator, device="cpu"):
+    discriminator.eval()
+    with torch.no_grad():
+        return sum(F.nll_loss(discriminator(x.to(device)), y.to(device)).item() for x, y in data_loader)
+
+
+def train_discriminator(train_loader, test_loader, epochs=10, device="cuda"):
+    discriminator = Discriminator(class_size=5, device=device).to(device)
+    optimizer = optim.Adam(discriminator.parameters(), lr=0.0001)
+    for epoch in range(epochs):
+        train_epoch(data_loader=train_loader, discriminator=discriminator, optimizer=optimizer, device=device)
+        evaluate_performance(data_loader=test_loader, discriminator=discriminator, device=device)
+"""
+
+
+def test_the_models_own_method_that_switches_back_to_train_mode_counts(lint):
+    assert lint("TRN005", PPLM_DISCRIMINATOR) == []  # before: `discriminator.eval()` ... nothing calls train()
+
+
+def test_near_miss_an_own_method_that_does_not_switch_the_mode_is_no_train_call(lint):
+    frozen_only = PPLM_DISCRIMINATOR.replace("        self.classifier_head.train()\n", "        pass\n")
+    [finding] = lint("TRN005", frozen_only)
+    assert "`discriminator.eval()` (through `evaluate_performance(" in finding.message
