@@ -227,7 +227,7 @@ def _own_train_mode_method(index: ModuleIndex, node: cst.CSTNode) -> bool:
         return False
     for statement in index.py.module.body:
         body = method(statement, name) if isinstance(statement, cst.ClassDef) else None
-        if body is not None and any(_is_train_call(n) and root_name(receiver(n)) == "self"
+        if body is not None and any(isinstance(n, cst.Call) and _is_train_call(n) and root_name(receiver(n)) == "self"
                                     for n in iter_nodes(body.body)):
             return True
     return False
