@@ -67,14 +67,16 @@ FLAGS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "max_norm": ("grad_clip", lambda t: float(t) if t.replace(".", "", 1).isdigit() else None),
     "use_liger_kernel": ("fused_loss", flag),
     "ds.use_liger_kernel": ("fused_loss", flag),
-    # the other models of DPO and PPO runs (train_dpo.py ``--ref_pretrain``, train_ppo_ray.py
-    # ``--reward_pretrain`` / ``--critic_pretrain`` and their placement on the actor's GPUs)
+    # the other models of DPO, PPO and distillation runs (train_dpo.py ``--ref_pretrain``, train_ppo_ray.py
+    # ``--reward_pretrain`` / ``--critic_pretrain`` and their placement on the actor's GPUs, train_kd.py
+    # ``--teacher_model``)
     "ref_pretrain": ("reference_model", str),
     "ref.model_name_or_path": ("reference_model", str),
     "reward_pretrain": ("reward_model", str),
     "reward.model_name_or_path": ("reward_model", str),
     "critic_pretrain": ("value_model", str),
     "critic.model_name_or_path": ("value_model", str),
+    "teacher_model": ("teacher_model", str),  # train_kd.py: the distillation teacher, sharded like the student
     "init_kl_coef": ("kl_coef", lambda t: float(t) if t.replace(".", "", 1).isdigit() else None),
     "algo.kl.init_coef": ("kl_coef", lambda t: float(t) if t.replace(".", "", 1).isdigit() else None),
     "colocate_all_models": ("colocated", lambda t: "all" if flag(t) else None),

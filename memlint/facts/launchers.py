@@ -593,7 +593,8 @@ class _Shell:
             if key in _MODEL_PARALLEL and value.text.isdigit() and int(value.text) > 1 and facts.unmodelled is None:
                 facts.unmodelled = Sourced((f"model parallelism (`--{key} {value.text}`)", MODEL_PARALLEL_ADVICE),
                                            self.location(value.start, value.end), f"--{key}")
-            elif _splits_sequence(key, value.text) and facts.unmodelled is None:
+            elif (_splits_sequence(key, value.text) or (key in _SEQUENCE_GROUP_SIZES and value.text.isdigit()
+                                                         and int(value.text) > 1)) and facts.unmodelled is None:
                 facts.unmodelled = Sourced((f"sequence parallelism (`--{key} {value.text}`)", SEQUENCE_SPLIT_ADVICE),
                                            self.location(value.start, value.end), f"--{key}")
             if key in _HYDRA_NAME:
@@ -662,6 +663,10 @@ _MODEL_PARALLEL = frozenset({
     "pipeline_parallel_degree", "pipeline_parallel_size", "pipeline_model_parallel_size", "pp_size",
     "context_parallel_degree", "context_parallel_size", "sequence_parallel_size", "ulysses_degree",
 })
+# the size of the group of ranks a ring/Ulysses attention splits each sequence over (OpenRLHF's
+# ``--ring_attn_size 4``, with ``--ring_head_stride``)
+_SEQUENCE_GROUP_SIZES = frozenset({"ring_attn_size", "ring_attention_size", "ulysses_size", "ulysses_sp_size",
+                                   "sp_size", "ring_size"})
 # a script's own switch between data parallelism and an attention that splits each sequence
 # over the ranks (EasyContext's ``--parallel_mode zigzag_ring_attn``, ``ulysses_attn``,
 # ``usp_attn``, ``dist_flash_attn``): each GPU then holds a slice of the sequence, which the

@@ -102,3 +102,58 @@ def test_a_model_flag_alone_is_no_training_command(tmp_path: Path):
     text = "python -m openrlhf.cli.serve_rm --reward_pretrain OpenRLHF/Llama-3-8b-rm-700k --port 5000\n"
     runs = _runs(tmp_path, text)
     assert all(r.plan.value("model") is None for r in runs)
+
+
+# OpenRLHF's examples/scripts/train_knowledge_distillation.sh (copied into ZetangForward/MyRLHF):
+# the teacher is held beside the student, sharded by the same --zero_stage
+DISTILLATION = dedent('''
+    set -x
+
+    read -r -d '' training_commands <<EOF
+    openrlhf.cli.train_kd \\
+       --max_len 2048 \\
+       --dataset Open-Orca/OpenOrca \\
+       --train_batch_size 256 \\
+       --micro_train_batch_size 2 \\
+       --pretrain meta-llama/Meta-Llama-3-8B-Instruct \\
+       --teacher_model meta-llama/Meta-Llama-3-70B-Instruct \\
+       --zero_stage 3 \\
+       --bf16 \\
+       --flash_attn \\
+       --kd_coef 0.4 \\
+       --teacher_offload \\
+       --gradient_checkpointing
+    EOF
+
+    if [[ ${1} != "slurm" ]]; then
+        deepspeed --module $training_commands
+    fi
+''')
+
+
+def test_the_distillation_teacher_is_held_and_zero_3_is_no_needless_stage(tmp_path: Path):
+    from memlint.lint.engine import Linter
+
+    [run] = _runs(tmp_path, DISTILLATION)
+    assert run.plan.value("teacher_model") == "meta-llama/Meta-Llama-3-70B-Instruct"
+    assert [c.role for c in run.setup.companions] == ["teacher"]
+    settings = Settings(root=tmp_path).with_overrides(gpu="h100", gpus=8, cache=False)
+    found = [d.code for d in Linter(settings).lint_path(tmp_path / "examples" / "scripts" / "train.sh")]
+    assert "ZRO001" not in found  # before: "fits with ZeRO-1", which would hold the whole 70B teacher
+
+
+# ZetangForward/MyRLHF's long-context SFT: OpenRLHF's ring attention splits each 96k sequence
+def _ring(size: int) -> str:
+    return FLAT.replace("--max_len 8192", "--max_len 96000").replace(
+        "--gradient_checkpointing", f"--gradient_checkpointing \\\n   --ring_attn_size {size} \\\n   --ring_head_stride 2")
+
+
+def test_a_ring_attention_group_is_sequence_parallelism_memlint_does_not_size(tmp_path: Path):
+    [run] = _runs(tmp_path, _ring(4))
+    assert run.problem is not None and run.problem.startswith(
+        "the run uses sequence parallelism (`--ring_attn_size 4`)")  # before: MEM001 for 96k tokens on one GPU
+
+
+def test_near_miss_a_ring_of_one_rank_splits_nothing(tmp_path: Path):
+    [run] = _runs(tmp_path, _ring(1))
+    assert run.problem is None and run.setup is not None
