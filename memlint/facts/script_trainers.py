@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 import libcst as cst
+from libcst.metadata import GlobalScope
 
 from memlint.facts import hf_args, project_trainers
 from memlint.facts.script_distributed import deepspeed_config, lightning_strategy_name
@@ -81,7 +82,7 @@ def config(ctx: ScriptFacts, call: cst.Call, framework: str, names: frozenset[st
     # ``Seq2SeqTrainingArguments(output_dir="dummy_dir")``, which a library's data loader asks
     # for in an inference script, states nothing about training: alone it trains nothing
     placeholder = set(arguments.named) <= {"output_dir"} and arguments.complete
-    ctx.framework(framework, call.func, f"{owner}(...)", trains=not placeholder)
+    ctx.framework(framework, call.func, f"{owner}(...)", trains=not placeholder and not _never_used(ctx, call))
     ctx.anchor(call.func, ANCHOR_CONFIG)
     trainer_kind(ctx, call, names)
     every_n = None
@@ -105,6 +106,27 @@ def config(ctx: ScriptFacts, call: cst.Call, framework: str, names: frozenset[st
     ):
         ctx.state("grad_ckpt", every_n.value, every_n.node, f"{owner}(activation_checkpointing_kwargs=...)",
                   at=call, rank=RANK_CONFIG + 1)
+
+
+def _never_used(ctx: ScriptFacts, call: cst.Call) -> bool:
+    """``training_args = TrainingArguments(...)`` that nothing reads (a notebook turned script, its
+    ``Trainer`` left in a string): arguments no trainer gets train nothing."""
+    parent = ctx.values.parent(call)
+    if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name)):
+        return False
+    target = parent.targets[0].target
+    scope = ctx.python.scopes.get(parent)
+    if scope is None:
+        return False
+    mine = [a for a in scope.assignments[target.value] if getattr(a, "node", None) is target]
+    if not mine or any(a.references for a in mine):
+        return False
+    # a module-level name another module may import, unless the module is a script: one that runs
+    # calls of its own at the top level (importing it would run them)
+    return not isinstance(scope, GlobalScope) or any(
+        isinstance(statement, cst.SimpleStatementLine) and any(
+            isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) for small in statement.body)
+        for statement in ctx.python.module.body)
 
 
 def _adapter_skipped(fields: dict[str, Any]) -> frozenset[str]:

@@ -150,6 +150,44 @@ def test_near_miss_training_arguments_that_state_training_are_a_run():
     assert len(facts_of(src, "scripts/vllm_infer.py")) == 1
 
 
+# NJUxlj/Travel-Agent-based-on-Qwen2-RLHF's legacy/fine_tune_gemma_2b.py, trimmed: a notebook
+# turned script that loads the model, generates, builds TrainingArguments and never uses them (its
+# SFTTrainer sits in a string)
+NOTEBOOK_LEFTOVER = dedent('''
+    import torch
+    from peft import LoraConfig
+    from transformers import AutoModelForCausalLM, AutoTokenizer, BitsAndBytesConfig, TrainingArguments
+
+    DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+    print("Is GPU available? ", torch.cuda.is_available())
+
+    lora_config = LoraConfig(r=8, target_modules=["q_proj", "o_proj", "k_proj", "v_proj"], task_type="CAUSAL_LM")
+    bnb_config = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.bfloat16)
+    tokenizer = AutoTokenizer.from_pretrained("model_weights/gemma-2b")
+    model = AutoModelForCausalLM.from_pretrained("model_weights/gemma-2b", quantization_config=bnb_config,
+                                                 device_map={"": 0})
+    inputs = tokenizer("Quote: Imagination is more", return_tensors="pt").to(DEVICE)
+    outputs = model.generate(**inputs, max_new_tokens=20)
+    print(tokenizer.decode(outputs[0], skip_special_tokens=True))
+
+    training_args = TrainingArguments(output_dir="training_args_output", eval_strategy="epoch")
+
+    \'\'\'
+    trainer = SFTTrainer(model=model, args=training_args, peft_config=lora_config)
+    trainer.train()
+    \'\'\'
+''')
+
+
+def test_training_arguments_nothing_reads_train_nothing():
+    assert facts_of(NOTEBOOK_LEFTOVER, "legacy/fine_tune_gemma_2b.py") == []  # before: a QLoRA run, MEM001
+
+
+def test_near_miss_training_arguments_a_trainer_gets_make_a_run():
+    src = NOTEBOOK_LEFTOVER.replace("\'\'\'\n", "")
+    [facts] = facts_of(src, "legacy/fine_tune_gemma_2b.py")
+    assert facts.framework.value in ("hf-trainer", "trl") and (facts.trains is None or facts.trains.value)
+
 def test_near_miss_a_class_handed_to_ray_is_used_by_the_module():
     """open-instruct's grpo_fast.py: the learner is a Ray actor class whose methods build the
     optimizer and step it; ``ray.remote(PolicyTrainerRayProcess)`` builds it."""
