@@ -150,9 +150,26 @@ def _later_wrap(index: ModuleIndex, creation: OptimizerCreation) -> cst.Call | N
             and (is_peft_wrap(index, node) or is_fsdp_wrap(index, node))
         ):
             model = argument(node, 0, "model") or argument(node, 0, "module")
-            if model is not None and ((dotted(model) or "") in models or root_name(model) in models):
+            if model is not None and ((dotted(model) or "") in models or root_name(model) in models) \
+                    and not _rebound_between(index, model, creation.call, node):
                 return node
     return None
+
+
+def _rebound_between(index: ModuleIndex, model: cst.BaseExpression, created: cst.Call, wrap: cst.Call) -> bool:
+    """Is the name the wrap gets bound again, after the optimizer and on the way to the wrap
+    (``model = AutoModelForSequenceClassification.from_pretrained(...)`` then
+    ``get_peft_model(model, ...)``: another model than the one whose parameters it holds)?"""
+    name = dotted(model)
+    if name is None:
+        return False
+    around = {id(a) for a in index.ancestors(wrap)}  # ``model = get_peft_model(model, ...)`` binds after it
+    reaching = [d for d in index.reaching(name, wrap) if id(d.statement) not in around]
+    if not reaching:
+        return False
+    nearest = reaching[-1].statement
+    block = next((a for a in index.ancestors(nearest) if isinstance(a, (cst.IndentedBlock, cst.Module))), None)
+    return index.before(created, nearest) and id(block) in around
 
 
 def _recreated_after(index: ModuleIndex, creation: OptimizerCreation, wrap: cst.Call, creations) -> bool:

@@ -88,3 +88,44 @@ def test_near_misses(lint):
     """
     for source in (recreated, ddp_and_compile, other_model, trained_then_reloaded, exclusive_branches):
         assert lint("TRN006", source) == []
+
+
+# PrasannS/rlhf-length-biases' rlhfutils/rl_utils.py, trimmed: one loader for several stages; the
+# PPO policy's optimizer, then (when the reward model trains too) another model under the same name
+# wrapped with LoRA
+STAGE_LOADER = """\
+import torch
+from peft import LoraConfig, TaskType, get_peft_model
+from transformers import Adafactor, AutoModelForSequenceClassification
+from trl import AutoModelForCausalLMWithValueHead
+
+
+def load_models(script_args, loadms="ppo", dev=0):
+    model = optimizer = None
+    if "ppo" in loadms:
+        lora_config = LoraConfig(r=16, lora_alpha=32, lora_dropout=0.05, task_type="CAUSAL_LM")
+        model = AutoModelForCausalLMWithValueHead.from_pretrained(
+            script_args.model_name, device_map={"": dev}, peft_config=lora_config, torch_dtype=torch.bfloat16)
+        if script_args.adafactor:
+            optimizer = Adafactor(filter(lambda p: p.requires_grad, model.parameters()),
+                                  scale_parameter=False, relative_step=False, lr=script_args.learning_rate)
+    if "train" in loadms:
+        peft_config = LoraConfig(task_type=TaskType.SEQ_CLS, inference_mode=False, r=8, lora_alpha=32)
+        model = AutoModelForSequenceClassification.from_pretrained(
+            script_args.reward_model_name, num_labels=1, torch_dtype=torch.bfloat16, device_map=dev)
+        model = get_peft_model(model, peft_config)
+        return model
+    return model, optimizer
+"""
+
+
+def test_a_wrap_of_another_model_under_the_same_name_is_not_the_optimizers(lint):
+    assert lint("TRN006", STAGE_LOADER) == []  # before: "nothing trains", an error
+
+
+def test_near_miss_the_same_loader_wrapping_the_policy_it_built_the_optimizer_for(lint, where):
+    same_model = STAGE_LOADER.replace(
+        "        model = AutoModelForSequenceClassification.from_pretrained(\n"
+        "            script_args.reward_model_name, num_labels=1, torch_dtype=torch.bfloat16, device_map=dev)\n", "")
+    [finding] = lint("TRN006", same_model)
+    assert "get_peft_model" in finding.message
