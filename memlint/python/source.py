@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import functools
 import re
+import sys
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
@@ -199,8 +200,8 @@ def _python_error(text: str) -> tuple[PythonSyntaxError | None, "ast.AST | None"
             warnings.simplefilter("ignore")
             tree = ast.parse(text)
     except SyntaxError as error:
-        if "nest" not in (error.msg or "") and _newer_syntax(text):
-            return None, None  # Python 3.12's ``type X = ...`` / ``class C[T]:`` under an older interpreter
+        if "nest" not in (error.msg or "") and _newer_syntax(text, error.msg or ""):
+            return None, None  # Python 3.12's ``type X = ...`` or f-strings under an older interpreter
         line = max(error.lineno or 1, 1)
         column = max((error.offset or 1) - 1, 0)
         end_line = max(error.end_lineno or line, line)
@@ -219,12 +220,13 @@ _PEP_695 = re.compile(r"^[ \t]*(?:type[ \t]+\w+[ \t]*(?:\[[^\]\n]*\])?[ \t]*=|(?
                       re.MULTILINE)
 
 
-def _newer_syntax(text: str) -> bool:
+def _newer_syntax(text: str, message: str) -> bool:
     """Is a file CPython refused written in the syntax of a newer Python release, which libcst
-    parses? (lerobot requires Python 3.12 and writes PEP 695 generics; memlint may run on 3.11.)
-    libcst is asked only where such syntax appears: its native parser does not survive the
-    pathological nesting CPython refuses cleanly."""
-    if not _PEP_695.search(text):
+    parses? (lerobot requires Python 3.12 and writes PEP 695 generics; a Python 3.12 f-string may
+    hold a backslash or its own quotes, PEP 701: ``f"{text.count('\\n')} lines"``; memlint may run
+    on 3.11.) libcst is asked only where such syntax appears: its native parser does not survive
+    the pathological nesting CPython refuses cleanly."""
+    if not (_PEP_695.search(text) or (sys.version_info < (3, 12) and "f-string" in message)):
         return False
     try:
         cst.parse_module(text)

@@ -136,9 +136,17 @@ def test_syntax_newer_than_the_interpreter_is_no_syntax_error(project: Path):
         "    loss = model(**batch).loss\n    loss.backward()\n    optimizer.step()\n    optimizer.zero_grad()\n"
         "    return loss.item()\n")
     (project / "broken.py").write_text("import torch\n\ndef f():\n    return torch.randint(,3)\n")
+    # a Python 3.12 f-string (PEP 701) may hold a backslash: NJUxlj/Travel-Agent's src/ui/mindmap.py
+    (project / "mindmap.py").write_text(
+        "import logging\n\nimport torch\n\nlogger = logging.getLogger(__name__)\n\n\n"
+        "def finish(content: str) -> str:\n    content = content.strip()\n"
+        "    logger.info(f\"mind map done, {content.count('\\n') + 1} lines\")\n    return content\n")
+    (project / "unclosed.py").write_text("import torch\n\nprint(f\"{torch.__version__\")\n")
     found = codes_by_file(run(project))
     assert "pipeline.py" not in found
+    assert "mindmap.py" not in found
     assert found["broken.py"] == {"SYN001"}
+    assert found["unclosed.py"] == {"SYN001"}  # an f-string no release parses
 
 
 def test_referenced_config_outside_the_project_is_read_but_nothing_else(tmp_path: Path):
