@@ -43,6 +43,9 @@ MLP_MODULES = ("gate_proj", "down_proj", "up_proj")  # torchtune's w1, w2, w3
 LINEAR_LOSS = ".LinearCrossEntropyLoss"
 # the loss that upcasts the logits to fp32 one chunk of tokens at a time
 CHUNKED_LOSS = ".CEWithChunkedOutputLoss"
+# what to do with a run whose device mesh splits the model or the sequence (``tensor_parallel_dim``)
+PARALLEL_ADVICE = ("memlint sizes data parallelism and FSDP only; measure the first steps (`log_peak_memory_stats: "
+                   "True`) and silence this note with `# memlint: ignore[MEM003]`")
 MODEL_KEYS = ("model", "policy_model")  # the trained model (PPO's is its policy)
 _TUNE_RUN = re.compile(r"\btune\s+run\s+(?P<args>[^\n#]*)")
 _TUNE_DOWNLOAD = re.compile(r"\btune\s+download\s+(?P<repo>[\w.\-]+/[\w.\-]+)")
@@ -196,6 +199,12 @@ def _distribution(reader: ConfigReader, header: "_Header") -> None:
         # the recipe shards with FSDP whatever the config says: a fact no key of the file sets
         # (so no rule asks the user to choose a lighter sharding the recipe does not offer)
         reader.set("fsdp", "full", None, f"torchtune's {header.recipe} recipe shards with FSDP")
+    for key, form in (("tensor_parallel_dim", "tensor"), ("context_parallel_dim", "context")):
+        degree = positive_int(reader.value(key))
+        if degree is not None and degree > 1:  # the distributed recipes' device mesh: FSDP x TP (x CP)
+            reader.set("unmodelled", (f"{form} parallelism (`{key}: {degree}`)", PARALLEL_ADVICE), reader.location(key),
+                       key)
+            break
     offload = reader.value("fsdp_cpu_offload")
     if offload is True:
         where = reader.location("fsdp_cpu_offload")

@@ -344,3 +344,17 @@ def test_a_config_with_no_recipe_named_shards_with_fsdp_on_several_gpus(lint):
     diagnostics = lint({"configs/verifiers/rm-full.yaml": headless}, "configs/verifiers/rm-full.yaml",
                        select=("MEM",), gpu="h100", gpus=8)
     assert [d.code for d in diagnostics] == []  # before: MEM001, 318.5 GiB as plain data parallelism
+
+
+def test_a_device_mesh_with_tensor_parallelism_is_named_not_estimated(lint):
+    # torchtune's llama3_3/70B_full_multinode.yaml and llama4/*_full.yaml: FSDP x TP over the nodes
+    text = FULL_32B_COPIED.replace("enable_activation_checkpointing: True",
+                                   "enable_activation_checkpointing: True\ntensor_parallel_dim: 8\n"
+                                   "tensor_parallel_plan:\n  _component_: torchtune.models.llama3.base_llama_tp_plan")
+    facts = facts_of("70B_full_multinode.yaml", text)
+    what, advice = facts.unmodelled.value
+    assert what == "tensor parallelism (`tensor_parallel_dim: 8`)" and "FSDP only" in advice
+    diagnostics = lint({"70B_full_multinode.yaml": text}, "70B_full_multinode.yaml", select=("MEM",), gpu="h100",
+                       gpus=8)
+    assert [d.code for d in diagnostics] == ["MEM003"]  # before: an estimate of FSDP alone
+    assert facts_of("full.yaml", text.replace("tensor_parallel_dim: 8", "tensor_parallel_dim: 1")).unmodelled is None
