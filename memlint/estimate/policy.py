@@ -40,6 +40,7 @@ class Optimizer(str, enum.Enum):
     PAGED_ADAMW = "paged-adamw"  # bitsandbytes PagedAdamW / PagedAdamW32bit (32-bit states)
     PAGED_LION = "paged-lion"  # bitsandbytes PagedLion / PagedLion32bit (32-bit states)
     LION = "lion"
+    ADAM_MINI = "adam-mini"  # zyushun/Adam-mini's Adam_mini
 
     @classmethod
     def parse(cls, text: str) -> "Optimizer":
@@ -116,6 +117,11 @@ OPTIMIZERS: dict[Optimizer, OptimizerSpec] = {
     Optimizer.SGD: OptimizerSpec("SGD", 0),
     Optimizer.SGD_MOMENTUM: OptimizerSpec("SGD with momentum", 1),
     Optimizer.LION: OptimizerSpec("Lion", 1, step_temp="largest"),
+    # adam_mini.Adam_mini (zyushun/Adam-mini, adam_mini/adam_mini.py): a first moment ``m`` like the
+    # parameter and one second moment per block (a query/key head, a neuron's row of the other
+    # matrices, a whole bias or norm vector); the step goes parameter by parameter and allocates
+    # ``grad * grad`` and ``m * stepsize`` for the one it updates
+    Optimizer.ADAM_MINI: OptimizerSpec("Adam-mini", 1, step_temp="largest", step_temp_count=2),
     # transformers' Adafactor: factored second moment, no first moment (beta1=None); each
     # parameter is updated in fp32 with four parameter-sized temporaries alive at once (an fp32
     # copy of the gradient and of the parameter, grad**2 + eps, the row x column estimate).

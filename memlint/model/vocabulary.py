@@ -57,6 +57,7 @@ OPTIMIZER_CLASSES: dict[str, str] = {
     "apex.optimizers.FusedAdam": "adamw-fused",
     "deepspeed.ops.adam.FusedAdam": "adamw-fused",
     "deepspeed.ops.adam.DeepSpeedCPUAdam": "adamw-fused",
+    "adam_mini.Adam_mini": "adam-mini",
 }
 
 # DeepSpeed "optimizer": {"type": ...} -> memlint optimizer (DeepSpeed steps with its fused kernels)
