@@ -101,6 +101,7 @@ KNOWN_SHARE = 0.5  # of a TrainingArguments-like file's keys that the schemas mu
 # Trainer names it shares (the lowest share among the real projects' TrainingArguments-like files
 # of bench/precision_repos.tsv is 0.14, Latte's OmegaConf configs; a kohya_ss preset has 0.06)
 FOREIGN_SHARE = 0.1
+AXOLOTL_MIN_KNOWN = 2  # an Axolotl config without its signature keys still writes more of its keys than `base_model`
 FOREIGN_MIN_KEYS = 40
 
 _DEEPSPEED_NAME = re.compile(r"^(ds|deepspeed)([_-]?config)?([_-].*)?\.json$|^zero[_-]?(\d|stage).*\.json$", re.I)
@@ -139,7 +140,7 @@ def _detect(path: str, syntax: str, value: Any) -> str:
         return "deepspeed"
     if keys & ACCELERATE_SIGNATURE and len(keys & ACCELERATE_KEYS) >= 2:
         return "accelerate"
-    if "base_model" in keys and (keys & AXOLOTL_KEYS or _known_share(keys, "axolotl") >= KNOWN_SHARE):
+    if _is_axolotl(value, keys):
         return "axolotl"
     if "model_name_or_path" in keys and keys & LLAMAFACTORY_KEYS and _known_share(keys, "llamafactory") >= KNOWN_SHARE:
         return "llamafactory"
@@ -156,6 +157,23 @@ def _detect(path: str, syntax: str, value: Any) -> str:
     if named is not None and (not keys or _known_share(keys, named) >= KNOWN_SHARE):
         return named
     return syntax
+
+
+def _is_axolotl(value: dict, keys: set[str]) -> bool:
+    """An Axolotl config: ``base_model`` a model's name or path, beside Axolotl's own keys. A
+    report or registry that records its ``base_model`` as a mapping (tw-med-llm-qlora's
+    ``reports/*.json``), or beside keys of its own alone (an adapter list), is the project's."""
+    if "base_model" not in keys or isinstance(value["base_model"], (dict, list)):
+        return False  # (None: a broken file's first keys, whose values are not read)
+    if keys & AXOLOTL_KEYS:
+        return True
+    from memlint.configs.schema import SchemaUnavailable, top_level_keys
+
+    try:
+        known = len(keys & top_level_keys("axolotl"))
+    except SchemaUnavailable:
+        return True
+    return known >= AXOLOTL_MIN_KNOWN and known >= KNOWN_SHARE * len(keys)
 
 
 def _is_model_config(keys: set[str]) -> bool:

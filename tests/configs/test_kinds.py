@@ -273,3 +273,21 @@ def test_a_gui_preset_without_output_dir_is_no_deepspeed_config():
     # a DeepSpeed config written without its signature sections is still one
     assert detect("configs/adam_fp16.json", "json", {"train_batch_size": 32, "gradient_accumulation_steps": 1,
                                                      "steps_per_print": 10, "fp16": {"enabled": True}}) == "deepspeed"
+
+
+def test_a_base_model_key_alone_makes_no_axolotl_config():
+    # tw-med-llm-qlora's reports/phase5/*-acceptance.json: a run report that records its base model
+    report = {"schema_version": 1, "created_at_utc": "2026-07-22T13:17:36Z", "phase": 5,
+              "base_model": {"model_id": "taide/Gemma-3-TAIDE-12b-Chat-2602", "revision": "main"},
+              "adapter": {"source_type": "local", "repo_id": None}, "metrics": {"accuracy": 0.71}}
+    assert detect("reports/phase5/acceptance.json", "json", report) == "json"  # before: axolotl, 17 findings
+    # Qlora-Fine-Tuning-Pipeline's config/adapters.json: a registry of trained adapters
+    registry = {"base_model": "Qwen/Qwen2.5-0.5B-Instruct", "adapters": [{"name": "physics-qa", "path": "output/x"}]}
+    assert detect("config/adapters.json", "json", registry) == "json"
+    # json-extraction-qlora-dpo's configs/model.yaml: the project's own model section
+    model = {"base_model": {"model_name_or_path": "Qwen/Qwen2.5-1.5B-Instruct"}, "notes": "bf16 on an A10G"}
+    assert detect("configs/model.yaml", "yaml", model) == "yaml"
+    # an Axolotl config without its signature keys still is one
+    assert detect("configs/tiny.yml", "yaml", {"base_model": "Qwen/Qwen2.5-0.5B", "learning_rate": 2e-5,
+                                               "gradient_accumulation_steps": 4, "optimizer": "adamw_torch",
+                                               "output_dir": "./out"}) == "axolotl"
