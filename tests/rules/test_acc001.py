@@ -792,3 +792,127 @@ def test_a_criterion_that_sums_accumulates_a_sum(lint):
         "loss = compute_loss(pred, targets.to(device))")
     assert lint("ACC001", summed) == []
     assert len(lint("ACC001", summed.replace('reduction="sum"', 'reduction="mean"'))) == 1
+
+
+# jasonppy/VoiceCraft's steps/trainer.py and models/voicecraft.py, trimmed: the model's forward
+# returns a loss summed over its tokens (per-codebook means times their token counts), which the
+# trainer accumulates as a sum for ScaledAdam
+VOICECRAFT_TRAINER = """\
+import torch
+
+from models import voicecraft
+
+
+class Trainer:
+    def __init__(self, args, rank):
+        self.args = args
+        self.model = voicecraft.VoiceCraft(args).to(rank)
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=args.lr)
+        self.scaler = torch.cuda.amp.GradScaler()
+
+    def train(self, loader):
+        for batch in loader:
+            for j in range(self.args.gradient_accumulation_steps):
+                cur_batch = {key: value[j::self.args.gradient_accumulation_steps] for key, value in batch.items()}
+                with torch.cuda.amp.autocast(dtype=torch.float16):
+                    out = self.model(cur_batch)
+                self.scaler.scale(out["loss"]).backward()
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+            self.optimizer.zero_grad()
+"""
+
+VOICECRAFT_MODEL = """\
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class VoiceCraft(nn.Module):
+    def __init__(self, args):
+        super().__init__()
+        self.decoder = nn.TransformerEncoder(nn.TransformerEncoderLayer(args.d_model, args.nhead), args.num_layers)
+        self.predict_layer = nn.ModuleList([nn.Linear(args.d_model, args.audio_vocab_size)
+                                            for _ in range(args.n_codebooks)])
+
+    def forward(self, batch):
+        hidden = self.decoder(batch["x"])
+        loss = []
+        ntokens = []
+        for k, layer in enumerate(self.predict_layer):
+            logit = layer(hidden)
+            loss.append(F.cross_entropy(logit.flatten(0, 1), batch["y"][k].flatten(), reduction="mean"))
+            ntokens.append(logit.shape[0] * logit.shape[1])
+        loss = sum([l * nt for l, nt in zip(loss, ntokens)])
+        return {"loss": loss, "effective_ntoken": torch.tensor(sum(ntokens))}
+"""
+
+
+def test_a_loss_the_models_forward_sums_over_its_tokens_accumulates_a_sum(lint):
+    assert lint("ACC001", VOICECRAFT_TRAINER, path="steps/trainer.py",
+                files={"models/voicecraft.py": VOICECRAFT_MODEL}) == []  # before: "divide the loss by ..."
+
+
+def test_near_miss_a_forward_that_returns_the_mean_is_reported(lint):
+    mean = VOICECRAFT_MODEL.replace("loss = sum([l * nt for l, nt in zip(loss, ntokens)])",
+                                    "loss = sum(loss) / len(loss)")
+    [finding] = lint("ACC001", VOICECRAFT_TRAINER, path="steps/trainer.py", files={"models/voicecraft.py": mean})
+    assert "gradient_accumulation_steps" in finding.message
+
+
+# microsoft/LMOps' learning_law/src/base_trainer.py and transformer_model.py, trimmed: full-batch
+# training whose per-sample weights gamma (by default 1/N over the whole set) are sliced by the
+# micro-step and handed to the model's own compute_loss, which sums the weighted losses
+LEARNING_LAW_TRAINER = """\
+import torch
+import torch.distributed as dist
+from torch.optim import SGD
+
+
+class BaseTrainer:
+    def __init__(self, args, model):
+        self.args = args
+        self.model = model
+        self.optimizer = SGD(self.model.parameters(), lr=args.lr)
+
+    def train(self, gamma=None):
+        gl_bs = self.args.batch_size * dist.get_world_size()
+        flat_gamma = torch.ones(self.train_data[0].size(0)) / self.train_data[0].size(0)
+        grad_acc_steps = self.train_data[0].size(0) // gl_bs
+        for e in range(self.args.epochs):
+            self.optimizer.zero_grad()
+            gamma_e = gamma[e] if gamma is not None else flat_gamma
+            for i in range(grad_acc_steps):
+                inputs = self.train_data[0][i * gl_bs:(i + 1) * gl_bs]
+                labels = self.train_data[1][i * gl_bs:(i + 1) * gl_bs]
+                loss, losses = self.model.compute_loss(inputs, labels, gamma=gamma_e[i * gl_bs:(i + 1) * gl_bs])
+                loss.backward()
+            self.optimizer.step()
+"""
+
+LEARNING_LAW_MODEL = """\
+import torch
+from torch import nn
+
+
+class TransformerModel(nn.Module):
+    def compute_loss(self, input_ids, labels, gamma=None):
+        losses = nn.functional.cross_entropy(self(input_ids), labels, reduction="none")
+        if gamma is None:
+            loss = torch.mean(losses)
+        else:
+            loss = torch.sum(gamma * losses)
+        return loss, losses
+"""
+
+
+def test_a_loss_weighted_by_the_callers_weights_is_normalised_by_them(lint):
+    assert lint("ACC001", LEARNING_LAW_TRAINER, path="src/base_trainer.py",
+                files={"src/transformer_model.py": LEARNING_LAW_MODEL}) == []  # before: "divide the loss by ..."
+
+
+def test_near_miss_the_same_method_called_without_weights_is_reported(lint):
+    unweighted = LEARNING_LAW_TRAINER.replace(", gamma=gamma_e[i * gl_bs:(i + 1) * gl_bs])", ")")
+    [finding] = lint("ACC001", unweighted, path="src/base_trainer.py",
+                     files={"src/transformer_model.py": LEARNING_LAW_MODEL})
+    assert "grad_acc_steps" in finding.message
