@@ -257,7 +257,8 @@ def unsloth_loader(ctx: ScriptFacts, call: cst.Call) -> None:
     """``FastLanguageModel.from_pretrained(model_name=..., load_in_4bit=...)``: Unsloth loads in
     4 bits (NF4, double quantization) unless ``load_in_4bit=False``, ``load_in_8bit`` or
     ``full_finetuning`` says otherwise, and patches the model's loss into a fused, chunked
-    cross-entropy (Unsloth's ``models/loader.py`` and ``models/llama.py``)."""
+    cross-entropy and its attention into memory-efficient kernels (Unsloth's ``models/loader.py``,
+    ``models/llama.py`` and, for gpt-oss, its flex attention)."""
     if not ctx.runs(call)[0]:
         return  # an optional Unsloth branch (peft's ``if args.use_unsloth:``): its defaults are not the run's
     values = ctx.values
@@ -274,6 +275,8 @@ def unsloth_loader(ctx: ScriptFacts, call: cst.Call) -> None:
                "Unsloth's 4-bit loading uses double quantization", at=call)
     ctx.state("fused_loss", True, call.func, "Unsloth's models compute the loss with a fused, chunked "
               "cross-entropy (unsloth_fused_ce_loss: no full logits)", at=call)
+    ctx.state("attention", "flash", call.func, "Unsloth's models run its own attention kernels (Flash Attention 2, "
+              "xformers, or flex attention for gpt-oss): no sequence-by-sequence scores held", at=call)
 
 
 def unsloth_peft_model(ctx: ScriptFacts, call: cst.Call) -> None:

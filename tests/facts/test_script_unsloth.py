@@ -70,6 +70,22 @@ def test_unsloths_defaults_are_read_from_the_loader_and_the_peft_wrap():
     assert facts.grad_ckpt.value == 1  # use_gradient_checkpointing="unsloth" by default
     assert where(facts.grad_ckpt) == span(STARTER, "«Fast.get_peft_model»(")
     assert facts.micro_batch.value == 2 and facts.seq_len.value == 2048
+    assert facts.attention.value == "flash"  # Unsloth's own attention kernels
+
+
+def test_gpt_oss_under_unsloth_is_not_estimated_with_eager_attention(tmp_path):
+    # rmarnold/llm-training-pipeline: gpt-oss-20b under Unsloth at 32,768 tokens; transformers runs
+    # gpt-oss eagerly (attention sinks), Unsloth with its flex attention
+    from memlint.lint.engine import Linter
+    from memlint.project.settings import Settings
+
+    script = STARTER.replace('"unsloth/llama-3-8b"', '"openai/gpt-oss-20b"').replace(
+        "default=2048", "default=32768").replace("default=2)", "default=1)")
+    (tmp_path / "train.py").write_text(script)
+    (tmp_path / ".git").mkdir()
+    settings = Settings(root=tmp_path).with_overrides(gpu="h100", gpus=1, cache=False)
+    found = [d for d in Linter(settings).lint_path(tmp_path / "train.py") if d.code in ("MEM001", "MEM002")]
+    assert found == []  # before: MEM001, thousands of GiB of eager attention scores
 
 
 def test_switches_written_in_the_call_decide():
