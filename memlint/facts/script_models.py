@@ -158,8 +158,9 @@ def _other_peft_config(name: str) -> bool:
 
 
 def _wrap_config(ctx: ScriptFacts, call: cst.Call) -> bool:
-    """Is the config built by ``call`` the one a PEFT wrap gets (``get_peft_model(model, cfg)``
-    or the call written inside it)? Sub-configs (``EvaConfig`` inside a ``LoraConfig``) are not."""
+    """Is the config built by ``call`` the one a PEFT wrap gets (``get_peft_model(model, cfg)``,
+    a trainer's ``peft_config=cfg``, or the call written inside either), or the one a helper returns
+    to its caller for that? Sub-configs (``EvaConfig`` inside a ``LoraConfig``) are not."""
     values = ctx.values
     parent = values.parent(call)
     uses: list[cst.CSTNode] = [call]
@@ -175,6 +176,13 @@ def _wrap_config(ctx: ScriptFacts, call: cst.Call) -> bool:
         wrap = values.parent(arg) if isinstance(arg, cst.Arg) else None
         if isinstance(wrap, cst.Call) and values.callee_names(wrap) & PEFT_WRAPPERS:
             return True
+        if isinstance(arg, cst.Arg) and arg.keyword is not None and arg.keyword.value == "peft_config":
+            return True  # ``SFTTrainer(model, peft_config=cfg)``: the trainer wraps the model
+        holder = values.parent(arg) if isinstance(arg, cst.Element) else arg  # the returned tuple
+        if isinstance(holder, cst.Tuple):
+            holder = values.parent(holder)
+        if isinstance(holder, cst.Return):
+            return True  # ``return model, peft_config, tokenizer``: built for whoever wraps the model
     return False
 
 

@@ -167,3 +167,65 @@ def test_a_rank_the_launch_leaves_unknown_keeps_the_adapter(tmp_path: Path):
     findings = [d for d in Linter(_project(tmp_path, " --adapter_name lora --lora_r $1 --lora_alpha $2")).lint_path(
         tmp_path / "llama_7B.sh") if d.code in ("MEM001", "MEM002")]
     assert findings == []  # a 7B LoRA at 16 x 256 tokens fits an H100
+
+
+# sagerpascal/deepspeed-llm's finetune_conversation/finetune_llama.py, trimmed: an HfArgumentParser
+# dataclass picks the method, a helper returns the config and SFTTrainer gets it as peft_config
+TRL_HELPER_PY = dedent('''
+    from dataclasses import dataclass, field
+    from typing import Optional
+
+    import torch
+    from peft import AdaLoraConfig, LoHaConfig, LoraConfig
+    from transformers import AutoModelForCausalLM, HfArgumentParser, TrainingArguments
+    from trl import SFTTrainer
+
+
+    @dataclass
+    class ScriptArguments:
+        model_name: Optional[str] = field(default="meta-llama/Llama-2-7b-hf")
+        lora_method: Optional[str] = field(default="lora", metadata={"help": "lora, adalora or loha"})
+        lora_r: Optional[int] = field(default=64)
+        lora_alpha: Optional[int] = field(default=16)
+        max_seq_length: Optional[int] = field(default=512)
+        per_device_train_batch_size: Optional[int] = field(default=4)
+
+
+    parser = HfArgumentParser(ScriptArguments)
+    script_args = parser.parse_args_into_dataclasses()[0]
+
+
+    def create_and_prepare_model(args):
+        model = AutoModelForCausalLM.from_pretrained(args.model_name, torch_dtype=torch.bfloat16)
+        if script_args.lora_method == "lora":
+            peft_config = LoraConfig(target_modules=["q_proj", "k_proj", "v_proj", "o_proj"], r=script_args.lora_r,
+                                     lora_alpha=script_args.lora_alpha, task_type="CAUSAL_LM")
+        elif script_args.lora_method == "adalora":
+            peft_config = AdaLoraConfig(target_modules=["q_proj", "k_proj", "v_proj", "o_proj"],
+                                        target_r=script_args.lora_r, lora_alpha=script_args.lora_alpha,
+                                        task_type="CAUSAL_LM")
+        elif script_args.lora_method == "loha":
+            peft_config = LoHaConfig(target_modules=["q_proj", "k_proj", "v_proj", "o_proj"], r=script_args.lora_r,
+                                     alpha=script_args.lora_alpha, task_type="CAUSAL_LM")
+        else:
+            raise ValueError("unknown lora config")
+        return model, peft_config
+
+
+    model, peft_config = create_and_prepare_model(script_args)
+    training_arguments = TrainingArguments(output_dir="./results", bf16=True, optim="paged_adamw_32bit",
+                                           per_device_train_batch_size=script_args.per_device_train_batch_size)
+    trainer = SFTTrainer(model=model, train_dataset=dataset, peft_config=peft_config, args=training_arguments)
+    trainer.train()
+''')
+
+
+def test_a_method_config_a_helper_returns_for_the_trainer_is_the_runs(tmp_path: Path):
+    [script] = facts_of(TRL_HELPER_PY, "finetune_llama.py")
+    assert "is=adalora:peft_method=AdaLoraConfig" in script.cli_bindings["lora_method"]
+    write(tmp_path, {"finetune_llama.py": TRL_HELPER_PY,
+                     "run_finetune.sh": "python finetune_llama.py --lora_method adalora --max_seq_length 400\n"})
+    (tmp_path / ".git").mkdir()
+    settings = Settings(root=tmp_path).with_overrides(gpu="h100", gpus=1, cache=False)
+    [run] = Project(settings).runs_for(tmp_path / "run_finetune.sh", run_context(settings))
+    assert run.problem is not None and "`AdaLoraConfig`" in run.problem  # before: a full fine-tune, paged states
