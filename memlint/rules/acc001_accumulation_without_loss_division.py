@@ -174,6 +174,14 @@ class AccumulationWithoutLossDivision(Rule):
     A loop that zeroes the gradients on every pass accumulates nothing (TRN002 reports it), so
     no division is asked of it.
 
+    A loss that is a sum on purpose is not reported either: one scaled by the batch size
+    (YOLO's ``loss * bs``) or built with ``reduction="sum"``, one the project's own model returns
+    summed over its tokens (VoiceCraft's ``forward``: per-codebook means times their token counts,
+    read through ``out["loss"]``), and one the project's own ``compute_loss`` weights by weights
+    the caller hands in (``torch.sum(gamma * losses)``, the weights normalised over the whole
+    accumulation). Every method of that name in the script's folder and the project modules it
+    imports must agree.
+
     ## Why it matters
     ``backward()`` adds to ``.grad``. Over *k* micro-batches the gradient that reaches
     ``optimizer.step()`` is the **sum** of *k* mean-reduced micro-batch gradients, *k* times

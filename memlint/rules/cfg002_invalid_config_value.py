@@ -14,6 +14,11 @@ class InvalidConfigValue(SchemaRule):
     where neither the HF Trainer nor Accelerate fills it in. For values that may take several
     forms, the message names the forms allowed instead of listing every failed alternative.
 
+    A DeepSpeed boolean written as a string (``"enabled": "true"``) is read as DeepSpeed reads it:
+    its pydantic sections take ``"true"``/``"false"`` for the booleans they spell, and before
+    0.17.1 ``fp16``/``bf16`` were used as written and tested for truth, so ``"false"`` turned the
+    mode on. Such a value is an info, or a warning where the pinned DeepSpeed turns the mode on.
+
     A TrainingArguments / TRL ``optim`` (and any other enum-typed key) is judged against the
     Transformers release the project pins: ``optim: adamw_hf`` is right on 4.34 and an error,
     "removed in Transformers 4.50", on a later pin.

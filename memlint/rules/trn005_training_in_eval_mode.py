@@ -58,6 +58,10 @@ class TrainingInEvalMode(Rule):
     * a model from ``from_pretrained`` trained in a hand-written loop that never calls
       ``.train()``: ``from_pretrained`` returns the model in eval mode.
 
+    A method of the module's own class that switches the model, or the part of it that trains,
+    back to train mode (``discriminator.train_custom()`` calling ``self.classifier_head.train()``)
+    counts as the loop's ``train()``.
+
     ## Why it matters
     In eval mode dropout is off (including LoRA's ``lora_dropout``) and batch norm uses its
     running statistics instead of the batch's and stops updating them. Everything after the

@@ -64,7 +64,10 @@ class OptimizerBeforeModelWrap(Rule):
     the model in a way that replaces its parameters — ``get_peft_model(model, ...)`` /
     ``PeftModel.from_pretrained(model, ...)``, ``FullyShardedDataParallel(model)``,
     ``fully_shard(model)`` — with no optimizer created again afterwards. Wrappers that keep
-    the parameters (``DistributedDataParallel``, ``torch.compile``, ``.to(device)``) are fine.
+    the parameters (``DistributedDataParallel``, ``torch.compile``, ``.to(device)``) are fine,
+    and so is a wrap of another model bound to the same name after the optimizer was built
+    (``model = AutoModelForSequenceClassification.from_pretrained(...)`` then
+    ``get_peft_model(model, ...)``).
 
     ## Why it matters
     The optimizer holds the parameter objects it was given. ``get_peft_model`` freezes them
