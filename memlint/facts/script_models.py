@@ -23,7 +23,7 @@ from memlint.python.library import (
     liger,
     other_framework_model,
 )
-from memlint.python.conditions import guard
+from memlint.python.conditions import guard, guards
 from memlint.python.index import index_for
 from memlint.python.training import untrained_by_every_optimizer
 from memlint.python.value_types import CallValue
@@ -108,8 +108,11 @@ def recognise(ctx: ScriptFacts, call: cst.Call, names: frozenset[str], method: s
         lora(ctx, call)
     elif other_peft is not None and _wrap_config(ctx, call):
         method = other_peft.rsplit(".", 1)[-1]
+        extra = ctx.value_guards(call)
+        if any(g.active is None and not g.options for g in guards(ctx.values, call) + extra):
+            return  # one of several methods a condition memlint cannot read picks (a subcommand)
         ctx.state("peft_method", method, call.func, f"{method}(...) given to get_peft_model", at=call,
-                  extra_guards=ctx.value_guards(call))
+                  extra_guards=extra)
     if kbit == "prepare_model_for_int8_training":
         int8_preparation(ctx, call)
     elif kbit:

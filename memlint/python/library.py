@@ -79,9 +79,13 @@ def other_framework_model(qualname: str) -> str | None:
     root, last = parts[0], parts[-2] if parts[-1] in ("from_pretrained", "from_config") and len(parts) > 2 else parts[-1]
     if root != "transformers" or last.endswith(_NOT_MODELS):
         return None
-    if last.startswith("TF") and last[2:3].isupper() and ("Model" in last or "For" in last):
+    # a model class (``TFBertModel``, ``FlaxT5ForConditionalGeneration``, ``TFAutoModelForCausalLM``),
+    # not one of the output records its forward returns (``FlaxBaseModelOutput``)
+    if "Output" in last or not (last.endswith("Model") or "For" in last):
+        return None
+    if last.startswith("TF") and last[2:3].isupper():
         return "TensorFlow"
-    if last.startswith("Flax") and ("Model" in last or "For" in last):
+    if last.startswith("Flax"):
         return "Flax"
     return None
 

@@ -160,8 +160,8 @@ def _later_wrap(index: ModuleIndex, creation: OptimizerCreation) -> cst.Call | N
 
 
 def _rebound_between(index: ModuleIndex, model: cst.BaseExpression, created: cst.Call, wrap: cst.Call) -> bool:
-    """Is the name the wrap gets bound again, after the optimizer and on the way to the wrap
-    (``model = AutoModelForSequenceClassification.from_pretrained(...)`` then
+    """Is the name the wrap gets bound again to a model built anew, after the optimizer and on the
+    way to the wrap (``model = AutoModelForSequenceClassification.from_pretrained(...)`` then
     ``get_peft_model(model, ...)``: another model than the one whose parameters it holds)?"""
     name = dotted(model)
     if name is None:
@@ -170,9 +170,12 @@ def _rebound_between(index: ModuleIndex, model: cst.BaseExpression, created: cst
     reaching = [d for d in index.reaching(name, wrap) if id(d.statement) not in around]
     if not reaching:
         return False
-    nearest = reaching[-1].statement
-    block = next((a for a in index.ancestors(nearest) if isinstance(a, (cst.IndentedBlock, cst.Module))), None)
-    return index.before(created, nearest) and id(block) in around
+    nearest = reaching[-1]
+    if not isinstance(nearest.value, cst.Call):
+        return False  # ``args, model, ... = fixture``: the same object may come back
+    block = next((a for a in index.ancestors(nearest.statement) if isinstance(a, (cst.IndentedBlock, cst.Module))),
+                 None)
+    return index.before(created, nearest.statement) and id(block) in around
 
 
 def _recreated_after(index: ModuleIndex, creation: OptimizerCreation, wrap: cst.Call, creations) -> bool:

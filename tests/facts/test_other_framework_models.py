@@ -91,3 +91,12 @@ def test_near_miss_a_pytorch_class_of_the_same_name_family_is_a_model():
     script = RUN_TRANSLATION.replace("TFAutoModelForSeq2SeqLM", "AutoModelForSeq2SeqLM")
     [facts] = facts_of(script, "run_translation.py")
     assert facts.unmodelled is None
+
+
+def test_near_miss_an_output_record_of_another_framework_is_no_model():
+    from memlint.python.library import is_model_loader, other_framework_model
+
+    # distil-whisper's Flax distillation builds `FlaxBaseModelOutput(last_hidden_state=...)`
+    assert other_framework_model("transformers.modeling_flax_outputs.FlaxBaseModelOutput") is None
+    assert other_framework_model("transformers.FlaxWhisperForConditionalGeneration.from_pretrained") == "Flax"
+    assert not is_model_loader("transformers.FlaxWhisperForConditionalGeneration.from_pretrained")

@@ -229,3 +229,41 @@ def test_a_method_config_a_helper_returns_for_the_trainer_is_the_runs(tmp_path: 
     settings = Settings(root=tmp_path).with_overrides(gpu="h100", gpus=1, cache=False)
     [run] = Project(settings).runs_for(tmp_path / "run_finetune.sh", run_context(settings))
     assert run.problem is not None and "`AdaLoraConfig`" in run.problem  # before: a full fine-tune, paged states
+
+
+def test_methods_a_condition_memlint_cannot_read_picks_name_none_of_them():
+    # peft's examples/stable_diffusion/train_dreambooth.py, trimmed: `lora`, `loha` and `lokr` are
+    # argparse subcommands (add_subparsers(dest="adapter")), whose choice memlint does not read
+    script = dedent('''
+        import argparse
+
+        from peft import LoHaConfig, LoKrConfig, LoraConfig, get_peft_model
+        from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+
+        def create_unet_adapter_config(args: argparse.Namespace):
+            if args.adapter == "lora":
+                config = LoraConfig(r=args.rank, lora_alpha=args.alpha, target_modules=["q_proj", "v_proj"])
+            elif args.adapter == "loha":
+                config = LoHaConfig(r=args.rank, alpha=args.alpha, target_modules=["q_proj", "v_proj"])
+            elif args.adapter == "lokr":
+                config = LoKrConfig(r=args.rank, alpha=args.alpha, target_modules=["q_proj", "v_proj"])
+            return config
+
+
+        def main(args):
+            model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-2-7b-hf")
+            model = get_peft_model(model, create_unet_adapter_config(args))
+            Trainer(model=model, args=TrainingArguments(output_dir="out", bf16=True), train_dataset=data).train()
+
+
+        if __name__ == "__main__":
+            parser = argparse.ArgumentParser()
+            subparsers = parser.add_subparsers(dest="adapter")
+            subparsers.add_parser("lora")
+            subparsers.add_parser("loha")
+            subparsers.add_parser("lokr")
+            main(parser.parse_args())
+    ''')
+    [script] = facts_of(script, "train_dreambooth.py")
+    assert script.peft_method is None  # before: LoKrConfig, one of three branches memlint cannot tell apart

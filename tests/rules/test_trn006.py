@@ -129,3 +129,26 @@ def test_near_miss_the_same_loader_wrapping_the_policy_it_built_the_optimizer_fo
         "            script_args.reward_model_name, num_labels=1, torch_dtype=torch.bfloat16, device_map=dev)\n", "")
     [finding] = lint("TRN006", same_model)
     assert "get_peft_model" in finding.message
+
+
+def test_near_miss_a_model_unpacked_again_from_its_fixture_is_the_same_model(lint):
+    # mlfoundations/open_lm's tests/test_grad_accum.py: the optimizer is built from the fixture's
+    # model, and the model comes back from the same fixture before FSDP wraps it
+    source = """\
+    import torch
+    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+
+    def helper(accs):
+        fixtures = []
+        for _ in accs:
+            args, model, data = create_train_fixtures()
+            optimizer = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=args.lr)
+            fixtures.append((args, model, data, optimizer))
+        for fixture in fixtures:
+            args, model, data, optimizer = fixture
+            model = FSDP(model)
+            train_one_epoch(model=model, data=data, optimizer=optimizer)
+    """
+    [finding] = lint("TRN006", source)
+    assert "FSDP" in finding.message
