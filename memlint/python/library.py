@@ -259,6 +259,7 @@ OPTIMIZER_MODULES = (
     "torch_optimizer.",
     "schedulefree.",
     "galore_torch.",
+    "adam_mini.",
     "transformers.optimization.Adafactor",
     "transformers.Adafactor",
     "transformers.AdamW",
