@@ -109,8 +109,8 @@ def recognise(ctx: ScriptFacts, call: cst.Call, names: frozenset[str], method: s
     elif other_peft is not None and _wrap_config(ctx, call):
         method = other_peft.rsplit(".", 1)[-1]
         extra = ctx.value_guards(call)
-        if any(g.active is None and not g.options for g in guards(ctx.values, call) + extra):
-            return  # one of several methods a condition memlint cannot read picks (a subcommand)
+        if any(g.active is None and not g.options and _picks_by_name(g.node) for g in guards(ctx.values, call) + extra):
+            return  # one of several methods a value memlint cannot read picks by name (a subcommand)
         ctx.state("peft_method", method, call.func, f"{method}(...) given to get_peft_model", at=call,
                   extra_guards=extra)
     if kbit == "prepare_model_for_int8_training":
@@ -123,6 +123,14 @@ def recognise(ctx: ScriptFacts, call: cst.Call, names: frozenset[str], method: s
         arguments = ctx.values.arguments(call)
         ctx.switch("fused_loss", True, arguments.get("fused_linear_cross_entropy"), True, call.func,
                    "Liger fused linear cross-entropy", at=call)
+
+
+def _picks_by_name(test: cst.CSTNode | None) -> bool:
+    """``args.adapter == "loha"``: a test that picks one of several branches by a name."""
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    target = test.comparisons[0]
+    return isinstance(target.operator, (cst.Equal, cst.NotEqual)) and isinstance(target.comparator, cst.SimpleString)
 
 
 def int8_preparation(ctx: ScriptFacts, call: cst.Call) -> None:
