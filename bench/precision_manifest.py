@@ -26,7 +26,8 @@ _ORDINALS = {
         "fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth twentieth twenty-first twenty-second "
         "twenty-third twenty-fourth twenty-fifth twenty-sixth twenty-seventh twenty-eighth twenty-ninth "
         "thirtieth thirty-first thirty-second thirty-third thirty-fourth thirty-fifth thirty-sixth thirty-seventh "
-        "thirty-eighth thirty-ninth fortieth".split(),
+        "thirty-eighth thirty-ninth fortieth forty-first forty-second forty-third forty-fourth forty-fifth "
+        "forty-sixth forty-seventh forty-eighth forty-ninth fiftieth".split(),
         start=1,
     )
 }
