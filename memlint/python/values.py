@@ -647,7 +647,8 @@ class Values(Names):
                 # ``int(a // b)`` over options: the launch redoes the conversion too
                 formula = (name[9:], inner.formula) if inner is not None and inner.formula is not None and \
                     name in ("builtins.int", "builtins.float") else None
-                if inner is None or not inner.known:
+                if inner is None or not inner.known or not isinstance(inner.value, _SCALAR):
+                    # (``str(paths.ckpt(args.init_model))``: a call's value is no text to convert)
                     return Found(MISSING, None, inner.options, formula=formula) \
                         if inner is not None and (inner.options or formula) else None
                 return Found(_CONVERSIONS[name](inner.value), inner.node, inner.options, inner.note, formula=formula)

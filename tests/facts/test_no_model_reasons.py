@@ -108,3 +108,40 @@ def test_a_timm_model_is_named_as_what_the_estimate_does_not_model():
     what, advice = script.unmodelled.value
     assert what == 'a timm image model (`build("resnet50d", pretrained=True, num_classes=37)`)'
     assert "torch.cuda.max_memory_allocated()" in advice and "ignore[MEM003]" in advice
+
+
+# jiaqianjing/cpt-sft-grpo-med-zh's med_pipeline/train/run_grpo.py, trimmed: the model is the
+# config's base id or a checkpoint path a project helper builds, handed to TRL as a string
+GRPO_FROM_A_CHECKPOINT = dedent('''
+    import argparse
+
+    from trl import GRPOConfig, GRPOTrainer
+
+    from med_pipeline.common import Paths, load_config
+
+
+    def main():
+        ap = argparse.ArgumentParser()
+        ap.add_argument("--config", default="configs/grpo.yaml")
+        ap.add_argument("--init-model", required=True, help="checkpoints/ subdir to start from")
+        args = ap.parse_args()
+        cfg = load_config(args.config)
+        paths = Paths(cfg.root)
+        init = cfg.model.base_model_id if args.init_model == "base" else str(paths.ckpt(args.init_model))
+        trainer = GRPOTrainer(model=init, reward_funcs=[exact_match],
+                              args=GRPOConfig(output_dir="out", per_device_train_batch_size=4, bf16=True))
+        trainer.train()
+
+
+    if __name__ == "__main__":
+        main()
+''')
+
+
+def test_a_call_converted_to_text_is_no_model_name(tmp_path: Path):
+    write(tmp_path, {"med_pipeline/train/run_grpo.py": GRPO_FROM_A_CHECKPOINT, "med_pipeline/__init__.py": ""})
+    (tmp_path / ".git").mkdir()
+    settings = Settings(root=tmp_path).with_overrides(gpu="h100", gpus=8, cache=False)
+    notes = [d.message for d in Linter(settings).lint_path(tmp_path / "med_pipeline/train/run_grpo.py")
+             if d.code == "MEM003"]
+    assert notes and not any("CallValue" in n for n in notes)  # before: memlint's own record of the call, as text
