@@ -185,6 +185,10 @@ class RunFacts:
     # arguments classes a launched script parses that memlint cannot read (their names): the
     # TrainingArguments defaults the run falls back to are assumptions
     unread_arguments: Sourced[str] | None = None
+    # the micro-batch passed as a value memlint cannot evaluate (a script's
+    # ``per_device_train_batch_size=config["training"]["batch_size"]``, a launch's ``$BS``), as
+    # written: the run's micro-batch is unknown, neither the script's nor the library's default
+    micro_batch_unknown: Sourced[str] | None = None
 
     # ---- links to other documents and DeepSpeed "auto" placeholders
     references: list[Sourced[str]] = field(default_factory=list)  # paths as written

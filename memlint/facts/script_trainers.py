@@ -97,6 +97,8 @@ def config(ctx: ScriptFacts, call: cst.Call, framework: str, names: frozenset[st
                 every_n = values.evaluate(found.value.get("every_n_layers"))
         else:
             hf_field(ctx, key, found, owner, call)
+            if key == "per_device_train_batch_size" and _unread_number(key, found):
+                _unread_micro_batch(ctx, expression, owner, call)
     _own_defaults(ctx, call, names, arguments.named, owner)
     if framework == "trl":
         _completion_length(ctx, call, arguments.named, owner)
@@ -106,6 +108,20 @@ def config(ctx: ScriptFacts, call: cst.Call, framework: str, names: frozenset[st
     ):
         ctx.state("grad_ckpt", every_n.value, every_n.node, f"{owner}(activation_checkpointing_kwargs=...)",
                   at=call, rank=RANK_CONFIG + 1)
+
+
+def _unread_number(key: str, found: Found | None) -> bool:
+    """A field written with a value memlint cannot read as its number (``cfg.batch_size`` of a
+    YAML file, a ``.get`` on a dict it cannot see, an option without a known default)."""
+    return found is None or not found.known or not hf_args.facts_for(key, found.value)
+
+
+def _unread_micro_batch(ctx: ScriptFacts, expression: cst.BaseExpression, owner: str, call: cst.Call) -> None:
+    """The micro-batch is written but unknown: not the TrainingArguments default of 8, which a
+    run only trains with where nothing sets the field (``memlint.facts.resolve``)."""
+    text = " ".join(ctx.python.code_of(expression).split())
+    text = text if len(text) <= 60 else text[:59] + "…"
+    ctx.state("micro_batch_unknown", text, expression, text, at=call, rank=RANK_CONFIG)
 
 
 def _never_used(ctx: ScriptFacts, call: cst.Call) -> bool:

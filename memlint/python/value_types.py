@@ -70,11 +70,21 @@ class Parsed:
 
 
 @dataclass(frozen=True)
+class OptionEntries:
+    """Entries a script copies from its parsed command line, each under its option's name
+    (``memlint.python.option_dicts``)."""
+
+    keys: tuple[str, ...] | None  # None: every option (``vars(args).items()``)
+    passed_only: bool  # only the options that are set (``if value is not None:``)
+
+
+@dataclass(frozen=True)
 class Mapping:
     """A dict with constant string keys: the expression of each value, as written."""
 
     entries: tuple[tuple[str, cst.BaseExpression], ...]
     complete: bool = True  # False when part of it is unknown (``**other`` that did not evaluate)
+    copied: OptionEntries | None = None  # the command-line options copied into it
 
     def get(self, key: str) -> cst.BaseExpression | None:
         for name, value in self.entries:

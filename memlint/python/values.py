@@ -19,7 +19,7 @@ import libcst as cst
 
 from memlint.python.conditions import deciding_options, guards
 from memlint.python.limits import EVALUATION_DEPTH
-from memlint.python import option_formulas
+from memlint.python import option_dicts, option_formulas
 from memlint.python.options import Options
 from memlint.python.references import NOT_PASSED, Assigned, Names, Parameter, Unpacked, own_nodes
 from memlint.python.unit_scopes import ANYTHING, uses_of
@@ -34,6 +34,7 @@ from memlint.python.value_types import (
     Mapping,
     Merged,
     Namespace,
+    OptionEntries,
     Parsed,
     Ref,
 )
@@ -107,6 +108,28 @@ def _vars_argument(values: "Values", expr: cst.BaseExpression) -> cst.BaseExpres
             and "builtins.vars" in values.qualified(expr.func):
         return expr.args[0].value
     return expr
+
+
+def _truth(value: Any) -> bool | None:
+    """A value's truth where it is known: a scalar's, a mapping's with entries (or without any,
+    known whole); None otherwise."""
+    if value is MISSING:
+        return None
+    if isinstance(value, _SCALAR):
+        return bool(value)
+    if isinstance(value, Mapping):
+        if value.entries or value.copied is not None:
+            return True
+        return False if value.complete else None
+    return None
+
+
+def _joined(first: OptionEntries | None, second: OptionEntries) -> OptionEntries:
+    """Options copied into one dict by two loops."""
+    if first is None:
+        return second
+    keys = None if first.keys is None or second.keys is None else tuple(dict.fromkeys(first.keys + second.keys))
+    return OptionEntries(keys, first.passed_only and second.passed_only)
 
 
 def _is_number(value: Any) -> bool:
@@ -366,7 +389,8 @@ class Values(Names):
             names = sorted(self.qualified(expr))
             return Found(Ref(names[0]), expr) if names else None
         if len(definitions) != 1:
-            return self._reassigned_if(definitions, depth) or self._same_everywhere(definitions, depth)
+            return self._reassigned_if(definitions, depth) or self._filled_parameter(definitions, depth) \
+                or self._same_everywhere(definitions, depth)
         return self._definition_value(definitions[0], expr, depth)
 
     def _reassigned_if(self, definitions: list[Any], depth: int) -> Found | None:
@@ -396,6 +420,23 @@ class Values(Names):
             return Found(MISSING, None, formula=formula)
         # no options of its own: a launch passing one of them redoes the formula, condition and all
         return Found(chosen.value, chosen.node, (), chosen.note, formula=formula)
+
+    def _filled_parameter(self, definitions: list[Any], depth: int) -> Found | None:
+        """``overrides = overrides or {}`` over a parameter: what the callers pass, unless it is
+        empty (llm-training-pipeline's ``cli_overrides``); None when its truth is unknown."""
+        params = [d for d in definitions if type(d) is Parameter]
+        assigned = [d for d in definitions if type(d) is Assigned]
+        if len(params) != 1 or len(assigned) != 1 or len(definitions) != 2:
+            return None
+        expr, name = assigned[0].expr, params[0].param.name.value
+        if type(expr) is not cst.BooleanOperation or type(expr.operator) is not cst.Or or \
+                type(expr.left) is not cst.Name or expr.left.value != name:
+            return None
+        passed = self._parameter(params[0], depth)
+        truth = _truth(passed.value) if passed is not None else None
+        if truth is None:
+            return None
+        return passed if truth else self.evaluate(expr.right, depth + 1)
 
     def _statement(self, expr: cst.BaseExpression) -> cst.CSTNode | None:
         """The statement line of a plain ``name = expr`` (None for any other assignment)."""
@@ -446,8 +487,13 @@ class Values(Names):
         if not extra:
             return found
         entries = list(found.value.entries)
+        copied = found.value.copied
         for target, key_expr, value in extra:
             if self.definitions(target) != self.definitions(use):
+                continue
+            loop_copied = option_dicts.copied_by_loop(self, key_expr, value)
+            if loop_copied is not None:  # ``for key in [...]: overrides[key] = getattr(args, key)``
+                copied = _joined(copied, loop_copied)
                 continue
             if any(g.blocks for g in guards(self, value)):
                 continue  # ``if args.bf16: cfg["bf16"] = {...}`` with the option off
@@ -455,7 +501,7 @@ class Values(Names):
             if key is None or not isinstance(key.value, str):
                 continue
             entries = [(k, v) for k, v in entries if k != key.value] + [(key.value, value)]
-        return Found(Mapping(tuple(entries), found.value.complete), found.node, found.options, found.note)
+        return Found(Mapping(tuple(entries), found.value.complete, copied), found.node, found.options, found.note)
 
     def _subscript_assignments(self) -> dict[str, list[tuple[cst.Name, cst.BaseExpression, cst.BaseExpression]]]:
         if self._subscript_sets is None:
@@ -632,8 +678,7 @@ class Values(Names):
         if base.value == Ref("os.environ") and key.value in option_formulas.ENVIRONMENT:
             return Found(MISSING, None, formula=("env", key.value, None))  # ``os.environ["WORLD_SIZE"]``
         if isinstance(base.value, Mapping) and isinstance(key.value, str):
-            entry = base.value.get(key.value)
-            return self.evaluate(entry, depth + 1) if entry is not None else None
+            return self._entry(base.value, key.value, None, depth)
         if isinstance(base.value, (tuple, str)) and isinstance(key.value, int) and -len(base.value) <= key.value < len(base.value):
             return Found(base.value[key.value], base.node)
         return None
@@ -688,6 +733,14 @@ class Values(Names):
                     if classes is not None:
                         return Found(Parsed(classes), expr)
                 return None
+            if method == "get" and 1 <= len(positional) == len(expr.args) <= 2:
+                receiver = self.evaluate(func.value, depth + 1)
+                key = self.evaluate(positional[0].value, depth + 1)
+                if receiver is not None and isinstance(receiver.value, Mapping) and key is not None \
+                        and isinstance(key.value, str):
+                    fallback = self.evaluate(positional[1].value, depth + 1) if len(positional) == 2 \
+                        else Found(None, expr)
+                    return self._entry(receiver.value, key.value, fallback, depth)
         target = self.evaluate(func, depth + 1) if isinstance(func, (cst.Name, cst.Attribute)) else None
         if target is not None:
             if isinstance(target.value, FunctionValue):
@@ -697,6 +750,19 @@ class Values(Names):
             elif isinstance(target.value, ClassValue) and self.options.is_dataclass(target.value.node):
                 return Found(Instance(cls=target.value.node, call=expr), expr)
         return Found(CallValue(expr), expr)
+
+    def _entry(self, mapping: Mapping, key: str, fallback: Found | None, depth: int) -> Found | None:
+        """``mapping[key]`` (``fallback`` None) or ``mapping.get(key, fallback)``: the entry as
+        written, else the option copied under that name, else the fallback where the mapping
+        is known whole; None where the entry is unknown."""
+        entry = mapping.get(key)
+        if entry is not None:
+            return self.evaluate(entry, depth + 1)
+        if mapping.copied is not None:
+            found = option_dicts.copied_entry(self, mapping.copied, key, fallback)
+            if found is not None:
+                return found
+        return fallback if mapping.complete and fallback is not None else None
 
     def _choice(self, pick: str, items: list[Found | None]) -> Found | None:
         """``min(...)``/``max(...)`` of numbers, redone by a launch when options take part."""
@@ -746,6 +812,10 @@ class Values(Names):
                 continue
             entries = [(k, v) for k, v in entries if k != key.value] + [(key.value, element.value)]
         return Found(Mapping(tuple(entries), complete), expr)
+
+    def _dict_comprehension(self, expr: cst.DictComp, depth: int) -> Found | None:
+        copied = option_dicts.copied_by_comprehension(self, expr)
+        return Found(Mapping((), True, copied), expr) if copied is not None else None
 
     def _dict_call(self, expr: cst.Call, depth: int) -> Found | None:
         entries: list[tuple[str, cst.BaseExpression]] = []
@@ -896,6 +966,7 @@ _EVALUATORS = {
     cst.Subscript: Values._subscript,
     cst.Call: Values._call,
     cst.Dict: Values._dict,
+    cst.DictComp: Values._dict_comprehension,
     cst.List: Values._sequence,
     cst.Tuple: Values._sequence,
     cst.Set: Values._sequence,
