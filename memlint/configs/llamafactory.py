@@ -86,13 +86,21 @@ _NOT_TRAINING = ("infer_backend", "export_dir", "do_predict")
 
 
 def _not_training(reader: ConfigReader) -> None:
-    """An inference, export or prediction config names a model but trains nothing."""
+    """An inference, export, prediction or evaluation config names a model but trains nothing,
+    and so does a file of model defaults (llm-finetune-rag's ``configs/models/*.yaml``): every
+    workflow of LLaMA-Factory trains only under ``do_train`` (``train/sft/workflow.py``:
+    ``if training_args.do_train: trainer.train(...)``), which TrainingArguments leaves false."""
     if reader.has("do_train"):
+        if _bool(reader.value("do_train")) is False:
+            reader.set("trains", False, reader.location("do_train"), "`do_train: false`: LLaMA-Factory trains nothing")
         return
     key = next((k for k in _NOT_TRAINING if reader.has(k) and reader.value(k) not in (None, False)), None)
     if key is not None:
         reader.set("trains", False, reader.location(key), f"`{key}` without `do_train`: LLaMA-Factory "
                    "runs inference, export or prediction, not training")
+        return
+    reader.set("trains", False, reader.location("model_name_or_path"), "no `do_train`: LLaMA-Factory trains "
+               "only with `do_train: true` (TrainingArguments' default is false)")
 
 
 def _other_models(reader: ConfigReader) -> None:

@@ -1,5 +1,6 @@
-"""LLaMA-Factory's inference (`llamafactory-cli chat`), export and prediction configs name a model
-but train nothing: no memory finding, and no "memory not checked" for a model path that a training
+"""LLaMA-Factory's inference (`llamafactory-cli chat`), export, prediction and evaluation configs,
+and files of model defaults, name a model but train nothing (LLaMA-Factory trains only under
+``do_train``): no memory finding, and no "memory not checked" for a model path that a training
 run of the project writes (``saves/qwen3-4b/full/sft``)."""
 
 from __future__ import annotations
@@ -83,6 +84,30 @@ TRAIN = dedent('''
 ''')
 
 
+# ShellyLeee/llm-finetune-rag's configs/models/qwen2.5-7b-instruct.yaml: a model's defaults that the
+# training configs of configs/train/ repeat; alone, a full-parameter 7B run that would not fit
+MODEL_DEFAULTS = dedent('''
+    # Reusable model-level defaults.
+    model_name_or_path: Qwen/Qwen2.5-7B-Instruct
+    template: qwen
+    trust_remote_code: true
+    cutoff_len: 4096  # Suggestion for SFT; increase only after checking VRAM and RoPE settings.
+    max_length: 4096
+''')
+
+# examples/train_lora/llama3_lora_eval.yaml (MMLU few-shot evaluation)
+EVALUATION = dedent('''
+    model_name_or_path: meta-llama/Meta-Llama-3-8B-Instruct
+    adapter_name_or_path: saves/llama3-8b/lora/sft
+    finetuning_type: lora
+    task: mmlu_test
+    template: fewshot
+    n_shot: 5
+    save_dir: saves/llama3-8b/lora/eval
+    batch_size: 4
+''')
+
+
 def test_inference_export_and_predict_configs_train_nothing():
     for text, key in ((INFERENCE, "infer_backend"), (EXPORT, "export_dir"), (PREDICT, "do_predict")):
         facts = one(text, "examples/x/qwen3.yaml")
@@ -91,6 +116,24 @@ def test_inference_export_and_predict_configs_train_nothing():
     assert one(TRAIN, "examples/train_full/qwen3_full_sft.yaml").trains is None
     # `do_train` written out decides, whatever else the file has
     assert one(INFERENCE + "do_train: true\n", "examples/x/qwen3.yaml").trains is None
+    assert one(TRAIN.replace("do_train: true", "do_train: false"), "examples/x/qwen3.yaml").trains.value is False
+
+
+def test_model_defaults_and_evaluation_configs_train_nothing(tmp_path: Path):
+    for text in (MODEL_DEFAULTS, EVALUATION):
+        facts = one(text, "configs/models/qwen2.5-7b-instruct.yaml")
+        assert facts.trains.value is False and "do_train" in facts.trains.note
+    write(tmp_path, {"configs/models/qwen2.5-7b-instruct.yaml": MODEL_DEFAULTS,
+                     "configs/train/sft_full_qwen2.5_7b.yaml": TRAIN.replace(
+                         "Qwen/Qwen3-4B-Instruct-2507", "Qwen/Qwen2.5-7B-Instruct").replace("cutoff_len: 2048",
+                                                                                           "cutoff_len: 4096")})
+    (tmp_path / ".git").mkdir()
+    settings = Settings(root=tmp_path).with_overrides(gpu="h100", gpus=8, cache=False, offline=True)
+    assert not [d for d in Linter(settings).lint_path(tmp_path / "configs/models/qwen2.5-7b-instruct.yaml")
+                if d.code.startswith("MEM")]
+    # the training config of the same model and length is judged (a full 7B run in DDP does not fit)
+    assert [d.code for d in Linter(settings).lint_path(tmp_path / "configs/train/sft_full_qwen2.5_7b.yaml")
+            if d.code.startswith("MEM")] == ["MEM001"]
 
 
 def test_no_memory_note_for_a_model_a_training_run_writes(tmp_path: Path):
