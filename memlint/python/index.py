@@ -552,7 +552,7 @@ class ModuleIndex:
             positional = positional[1:]
         passed: list[cst.BaseExpression] = []
         omitted = False
-        calls = self.once("calls of each function", self._calls_of_functions).get(id(flow), [])
+        calls = self.calls_of(flow)
         for call in calls:
             value: cst.BaseExpression | None = None
             unpacked = False
@@ -570,6 +570,10 @@ class ModuleIndex:
             else:
                 omitted = True
         return passed, omitted or not calls
+
+    def calls_of(self, function: cst.FunctionDef) -> list[cst.Call]:
+        """This module's calls that run ``function``, in source order."""
+        return self.once("calls of each function", self._calls_of_functions).get(id(function), [])
 
     def _calls_of_functions(self) -> dict[int, list[cst.Call]]:
         """id of each function of the module -> the module's calls that run it, in source order."""

@@ -611,23 +611,31 @@ def untrained_by_every_optimizer(index: ModuleIndex, name: str, at: cst.CSTNode)
     models it takes (no function parameter, no ``self.`` attribute whose origin lies elsewhere),
     no trainer builds one of its own, and ``name`` reaches none of those models through any
     assignment (``model = MultiModal(llm=name)`` trains ``name`` inside it) nor leaves its function
-    by ``return``."""
+    by ``return`` to a caller that hands it on (llm-finetune-study's ``load_hf_reference_model``
+    returns ``tokenizer, model`` to ``tokenizer, reference_model = ...``, and the optimizer trains
+    a ``torch.nn.Linear`` of another function)."""
     creations = optimizer_creations(index)
     if not creations or index.once("builds a trainer", lambda: any(
             trainer_framework(q) for call in index.calls for q in index.qualified(call))):
         return False
     flow = index.flow_of(at)
+    holders = {id(d.statement) for d in index.all_definitions(name, at)}  # every value of ``name`` there
     if not isinstance(flow, cst.Module) and any(
             isinstance(node, cst.Return) and node.value is not None
             and any(isinstance(n, cst.Name) and n.value == name for n in iter_nodes(node.value))
             for node in iter_nodes(flow)):
-        return False
-    reached: set[str] = set()
+        bound = _assignments_of_callers(index, flow)
+        if bound is None:
+            return False
+        holders |= {id(statement) for statement in bound}
+    seen: set[tuple[str, int]] = set()
+    reached: set[int] = set()  # the assignments the optimizers' models come from
     pending: list[tuple[str, cst.CSTNode]] = []
     for creation in creations:
-        if not creation.models:
+        models = creation.models or _tensors_optimized(creation.call)
+        if not models:
             return False
-        for model in creation.models:
+        for model in models:
             root = model.split(".")[0]
             owner = index.flow_of(creation.call)
             if root == "self" or (not isinstance(owner, cst.Module) and index.is_parameter(root, owner)):
@@ -635,21 +643,56 @@ def untrained_by_every_optimizer(index: ModuleIndex, name: str, at: cst.CSTNode)
             pending.append((root, creation.call))
     while pending:
         model, where = pending.pop()
-        if model in reached:
+        if (model, id(index.flow_of(where))) in seen:
             continue
-        reached.add(model)
+        seen.add((model, id(index.flow_of(where))))
         for definition in index.all_definitions(model, where):
+            reached.add(id(definition.statement))
             value = definition.value if definition.value is not None else definition.whole_value
             described = {id(node.value) for node in iter_nodes(value) if isinstance(node, cst.Attribute)
-                         and node.attr.value in _DESCRIPTIONS} if value is not None else set()
+                         and (node.attr.value in _DESCRIPTIONS or node.attr.value == "detach")} \
+                if value is not None else set()
             for node in iter_nodes(value) if value is not None else ():
-                if isinstance(node, cst.Name) and node.value not in reached and id(node) not in described:
+                if isinstance(node, cst.Name) and id(node) not in described:
                     pending.append((node.value, definition.statement))
-    return name not in reached
+    return not reached & holders
+
+
+def _tensors_optimized(call: cst.Call) -> frozenset[str]:
+    """``AdamW([policy_logits], lr=lr)``: the names of the tensors an optimizer is given in a
+    list (empty for anything else), followed like a model's name to what they hold."""
+    params = argument(call, 0, "params")
+    if not isinstance(params, (cst.List, cst.Tuple)) or not params.elements:
+        return frozenset()
+    names = [e.value for e in params.elements]
+    if not all(isinstance(n, cst.Name) for n in names):
+        return frozenset()
+    return frozenset(n.value for n in names if isinstance(n, cst.Name))
+
+
+def _assignments_of_callers(index: ModuleIndex, function: cst.FunctionDef) -> list[cst.Assign] | None:
+    """The assignments that take this module's calls of ``function`` (``tokenizer, model =
+    load(...)``); None when a call hands the result on otherwise (an argument, a ``return``, an
+    attribute) or the module never calls it (another module may)."""
+    calls = index.calls_of(function)
+    if not calls:
+        return None
+    assignments: list[cst.Assign] = []
+    for call in calls:
+        parent = index.parent(call)
+        if not isinstance(parent, cst.Assign) or parent.value is not call or len(parent.targets) != 1:
+            return None
+        target = parent.targets[0].target
+        elements = [e.value for e in target.elements] if isinstance(target, (cst.Tuple, cst.List)) else [target]
+        if not all(isinstance(e, cst.Name) for e in elements):
+            return None
+        assignments.append(parent)
+    return assignments
 
 
 # what a model's attribute says about it without handing the model over: the DiT built with
-# ``cap_feat_dim=model_lm.config.hidden_size`` does not hold ``model_lm``
+# ``cap_feat_dim=model_lm.config.hidden_size`` does not hold ``model_lm`` (nor does a tensor's
+# ``.detach()``: ``nn.Parameter(ref_log_probs.detach().clone())`` trains a copy, not the model)
 _DESCRIPTIONS = frozenset({"config", "dtype", "device", "name_or_path", "generation_config"})
 
 

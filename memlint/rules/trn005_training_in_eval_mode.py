@@ -12,7 +12,7 @@ from memlint.model.diagnostics import Related, Severity
 from memlint.python.index import ModuleIndex, index_for
 from memlint.python.loops import Event, step_loops, training_loops, updating_backwards
 from memlint.python.syntax import argument, dotted, is_false, iter_nodes, method_name, receiver, root_name
-from memlint.python.training import RUNS_BACKWARD, model_holder, trained_models
+from memlint.python.training import RUNS_BACKWARD, model_holder, trained_models, untrained_by_every_optimizer
 from memlint.rules._project_code import method, project_definition
 from memlint.rules.base import Example, Finding, Rule
 
@@ -165,6 +165,8 @@ for batch in loader:
             holder = model_holder(index, node)
             if holder is None or (holder not in trained and holder.split(".")[0] not in trained):
                 continue
+            if "." not in holder and untrained_by_every_optimizer(index, holder, node):
+                continue  # the same name, another object: a frozen reference model beside the trained one
             py = index.py
             yield Finding(
                 range=py.range_of(node),

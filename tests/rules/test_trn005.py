@@ -413,3 +413,75 @@ def test_near_miss_an_own_method_that_does_not_switch_the_mode_is_no_train_call(
     frozen_only = PPLM_DISCRIMINATOR.replace("        self.classifier_head.train()\n", "        pass\n")
     [finding] = lint("TRN005", frozen_only)
     assert "`discriminator.eval()` (through `evaluate_performance(" in finding.message
+
+
+# harrisliangsu/llm-finetune-study's lessons/09-rlhf-reward/run.py, trimmed: a reference LM loaded
+# (and set to eval on purpose) to score responses; the optimizers train a linear reward head and
+# a tensor of logits, both bound to names of other functions
+REWARD_LESSON = """\
+import argparse
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+
+def load_reference_model(model_name):
+    tokenizer = AutoTokenizer.from_pretrained(model_name)
+    model = AutoModelForCausalLM.from_pretrained(model_name, low_cpu_mem_usage=True)
+    model.eval()
+    return tokenizer, model
+
+
+def train_reward_head(features, labels, epochs, lr):
+    model = torch.nn.Linear(features.shape[1], 1)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
+    for _ in range(epochs):
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(model(features).squeeze(-1), labels)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return model
+
+
+def run_ppo(ref_log_probs, rewards, steps, lr):
+    policy_logits = torch.nn.Parameter(ref_log_probs.detach().clone())
+    optimizer = torch.optim.AdamW([policy_logits], lr=lr)
+    for _ in range(steps):
+        loss = -(torch.log_softmax(policy_logits, dim=-1) * rewards).sum()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return policy_logits.detach()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model-name", default="sshleifer/tiny-gpt2")
+    args = parser.parse_args()
+    tokenizer, reference_model = load_reference_model(args.model_name)
+    with torch.no_grad():
+        ref_log_probs = torch.log_softmax(reference_model(**tokenizer("hi", return_tensors="pt")).logits, dim=-1)
+    head = train_reward_head(torch.randn(8, 4), torch.rand(8), epochs=10, lr=1e-2)
+    run_ppo(ref_log_probs[0], torch.randn_like(ref_log_probs[0]), steps=20, lr=0.1)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_frozen_reference_model_of_the_same_name_as_the_trained_head_is_not_trained(lint):
+    # `model` in load_reference_model is not the `model` train_reward_head optimizes, and the
+    # logits run_ppo trains are a detached copy of the reference's outputs
+    assert lint("TRN005", REWARD_LESSON) == []
+
+
+def test_near_miss_the_returned_model_that_the_caller_trains_is_in_eval_mode(lint, where):
+    trained = REWARD_LESSON.replace(
+        "    head = train_reward_head(", "    optimizer = torch.optim.AdamW(reference_model.parameters(), lr=1e-5)\n"
+        "    for batch in [tokenizer('hi', return_tensors='pt')]:\n"
+        "        reference_model(**batch, labels=batch['input_ids']).loss.backward()\n"
+        "        optimizer.step()\n"
+        "    head = train_reward_head(")
+    diagnostics = lint("TRN005", trained)
+    assert [d.message.split(" returns")[0] for d in diagnostics] == ["`AutoModelForCausalLM.from_pretrained`"]
