@@ -193,6 +193,7 @@ def _scan(text: str) -> _Scan | None:
             bases = tuple(n for n in (_last_name(b) for b in node.bases) if n)
             own = [s.target.id for s in node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
             classes[node.name] = (bases, tuple(own))
+            unpacking.extend((node.name, mapping) for mapping in _built_by_its_classmethods(node))
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             _helper(node, helpers)
         stack.extend(reversed(list(ast.iter_child_nodes(node))))
@@ -441,6 +442,22 @@ def _unpacked_into_a_class(node: ast.Call) -> list[tuple[str, ast.AST]]:
     if cls is None or not cls[:1].isupper():
         return []
     return [(cls, k.value) for k in node.keywords if k.arg is None]
+
+
+def _built_by_its_classmethods(node: ast.ClassDef) -> list[ast.AST]:
+    """``return cls(**data)`` in a ``@classmethod`` of the class (llm-finetune-lab's
+    ``FineTuningConfig.from_yaml``, after ``data = yaml.safe_load(f)``): the mappings the class
+    is built from, as ``Cls(**mapping)`` would be."""
+    mappings: list[ast.AST] = []
+    for method in node.body:
+        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) or not method.args.args or \
+                not any(_last_name(d) == "classmethod" for d in method.decorator_list):
+            continue
+        first = method.args.args[0].arg
+        for inner in ast.walk(method):
+            if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) and inner.func.id == first:
+                mappings.extend(k.value for k in inner.keywords if k.arg is None)
+    return mappings
 
 
 def _last_name(expr: ast.AST) -> str | None:

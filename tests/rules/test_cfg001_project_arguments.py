@@ -379,3 +379,57 @@ def test_a_dataclass_built_from_a_loaded_config_defines_its_keys(lint):
     from_the_command_line = TRAIN.replace("TrainArgs(**train_config)", "TrainArgs(**vars(parsed))")
     files = {"finetune/arguments.py": TRAIN_ARGS, "finetune/train.py": from_the_command_line}
     assert {d.range.start.line for d in lint("CFG001", TRAIN_CONFIG, path=path, files=files)} >= {5, 10}
+
+
+# llm-finetune-lab's src/llm_ft/config.py, trimmed: the dataclass reads its YAML itself, in a
+# classmethod, and the presets under configs/ are its files, not TRL's
+FINETUNING_CONFIG = """\
+from dataclasses import dataclass
+from typing import Optional
+
+import yaml
+
+
+@dataclass
+class FineTuningConfig:
+    model_name: str = "Qwen/Qwen2.5-0.5B-Instruct"
+    method: str = "qlora"
+    rank: int = 16
+    alpha: int = 32
+    batch_size: int = 1
+    gradient_accumulation_steps: int = 8
+    max_length: int = 256
+    learning_rate: float = 2e-4
+    num_epochs: int = 2
+    load_in_4bit: bool = True
+    bf16: Optional[bool] = None
+
+    @classmethod
+    def from_yaml(cls, path: str) -> "FineTuningConfig":
+        with open(path, "r") as f:
+            data = yaml.safe_load(f)
+        return cls(**data)
+"""
+
+LORA_PRESET = """\
+# LoRA Fine-Tuning - 12GB VRAM
+model_name: "mistralai/Mistral-7B-Instruct-v0.3"
+method: "lora"
+rank: 16
+alpha: 32
+batch_size: 2
+gradient_accumulation_steps: 4
+max_length: 512
+num_epochs: 3
+learning_rate: 2.0e-4
+load_in_4bit: false
+"""
+
+
+def test_a_dataclass_that_reads_its_file_in_a_classmethod_defines_its_keys(lint):
+    path = "configs/lora_12gb.yaml"
+    assert lint("CFG001", LORA_PRESET, path=path, files={"src/llm_ft/config.py": FINETUNING_CONFIG}) == []
+    # a classmethod that builds the class from the command line's namespace reads no file
+    from_options = FINETUNING_CONFIG.replace("data = yaml.safe_load(f)", "data = vars(parse_options(path))")
+    found = lint("CFG001", LORA_PRESET, path=path, files={"src/llm_ft/config.py": from_options})
+    assert [d.range.start.line for d in found] == [9]  # num_epochs (0-based line 9): did you mean num_train_epochs?
