@@ -21,7 +21,7 @@ import libcst as cst
 from memlint.catalog.models import looks_like_placeholder
 from memlint.documents.parsed import ParsedDocument
 from memlint.facts.extract import extractor
-from memlint.facts.plan import MODEL_PARALLEL_ADVICE, RunFacts
+from memlint.facts.plan import MODEL_PARALLEL_ADVICE, SEQUENCE_SPLIT_ADVICE, RunFacts
 from memlint.facts.shell_paths import anchored_assignments
 from memlint.facts.shell_words import (
     Command,
@@ -666,7 +666,7 @@ _MODEL_PARALLEL = frozenset({
 # the size of the group of ranks a ring/Ulysses attention splits each sequence over (OpenRLHF's
 # ``--ring_attn_size 4``, with ``--ring_head_stride``)
 _SEQUENCE_GROUP_SIZES = frozenset({"ring_attn_size", "ring_attention_size", "ulysses_size", "ulysses_sp_size",
-                                   "sp_size", "ring_size"})
+                                   "sp_size", "ring_size", "cp_size"})
 # a script's own switch between data parallelism and an attention that splits each sequence
 # over the ranks (EasyContext's ``--parallel_mode zigzag_ring_attn``, ``ulysses_attn``,
 # ``usp_attn``, ``dist_flash_attn``): each GPU then holds a slice of the sequence, which the
@@ -674,9 +674,6 @@ _SEQUENCE_GROUP_SIZES = frozenset({"ring_attn_size", "ring_attention_size", "uly
 _SEQUENCE_SPLIT_OPTION = re.compile(r"parallel|attn|attention")
 _SEQUENCE_SPLIT_VALUE = re.compile(r"(?:^|[_-])(?:ring|zigzag|ulysses|usp|striped)(?:[_-]|$)|dist_flash_attn|"
                                    r"context_parallel|sequence_parallel", re.IGNORECASE)
-SEQUENCE_SPLIT_ADVICE = ("memlint's estimate holds each GPU's whole sequence; split over N ranks, each holds about "
-                         "1/N of the activations and logits: measure the first steps with "
-                         "`torch.cuda.max_memory_allocated()` and silence this note with `# memlint: ignore[MEM003]`")
 
 
 def _splits_sequence(key: str, value: str) -> bool:

@@ -247,6 +247,12 @@ class RunFacts:
 PEFT_METHOD_ADVICE = ("memlint sizes LoRA adapters only; other PEFT methods train their own parameter sets (and "
                       "some, like OSF, train every weight), so measure one step with `torch.cuda.max_memory_allocated()`")
 
+# what to do with a run that splits each sequence over several GPUs (``unmodelled``): ring or
+# Ulysses attention, context parallelism
+SEQUENCE_SPLIT_ADVICE = ("memlint's estimate holds each GPU's whole sequence; split over N ranks, each holds about "
+                         "1/N of the activations and logits: measure the first steps with "
+                         "`torch.cuda.max_memory_allocated()` and silence this note with `# memlint: ignore[MEM003]`")
+
 # what to do with a run memlint cannot size because it splits the model over GPUs (``unmodelled``)
 MODEL_PARALLEL_ADVICE = ("memlint sizes data parallelism, ZeRO and FSDP only; size this run with Megatron's own "
                          "report (megatron/training/theoretical_memory_usage.py) and silence this note with "

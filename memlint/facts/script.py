@@ -35,7 +35,7 @@ from memlint.facts.extract import extractor
 from memlint.facts.plan import RunFacts
 from memlint.facts.script_facts import RANK_CONFIG, ScriptFacts
 from memlint.model.vocabulary import OPTIMIZER_CLASSES
-from memlint.python.conditions import Guard, guards
+from memlint.python.conditions import Guard, early_exits, guards
 from memlint.python.library import DEEPSPEED_INITIALIZE, trainer_framework
 from memlint.python.prefilter import Called, Pattern
 from memlint.python.values import Found, Mapping, Values
@@ -146,10 +146,11 @@ def _training_mode(ctx: ScriptFacts, values: Values) -> None:
     """A script whose training sits under one option's test (``if args.mode == "train":``,
     ``if not args.eval_only:``) trains only when the command line keeps that test true: the
     option is bound so that a launch choosing another mode (``--mode eval``) states that the
-    run does not train. Every place that trains must be under the same test."""
+    run does not train. Every place that trains must be under the same test, or after the same
+    early exit (``if args.debug_tokenization: ...; return``)."""
     common: dict[tuple, Guard] | None = None
     for node in ctx.training_at:
-        found = {(g.options, g.equals, g.negated): g for g in guards(values, node)
+        found = {(g.options, g.equals, g.negated): g for g in guards(values, node) + early_exits(values, node)
                  if len(g.options) == 1 and g.active is not False and g.formula is None}
         common = found if common is None else {k: g for k, g in common.items() if k in found}
         if not common:

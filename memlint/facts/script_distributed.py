@@ -10,6 +10,7 @@ import libcst as cst
 
 from memlint.facts.deepspeed_keys import auto_paths, deepspeed_facts
 from memlint.facts.hf_args import _fsdp, _int
+from memlint.facts.plan import MODEL_PARALLEL_ADVICE, SEQUENCE_SPLIT_ADVICE
 from memlint.facts.script_facts import ANCHOR_ENGINE, RANK_CONFIG, RANK_EXPLICIT, ScriptFacts, encode
 from memlint.model.vocabulary import LIGHTNING_DEEPSPEED, dtype_name
 from memlint.python.library import (
@@ -17,6 +18,7 @@ from memlint.python.library import (
     DEEPSPEED_INITIALIZE,
     DEEPSPEED_PLUGINS,
     FSDP_PLUGINS,
+    PARALLELISM_CONFIGS,
     TORCH_FSDP_CPU_OFFLOAD,
     TORCH_FSDP_PRECISION,
     TORCH_FSDP_WRAPPERS,
@@ -48,10 +50,9 @@ def recognise(ctx: ScriptFacts, call: cst.Call, names: frozenset[str], method: s
     if names & DEEPSPEED_PLUGINS:
         deepspeed_plugin(ctx, call)
     if names & FSDP_PLUGINS:
-        arguments = ctx.values.arguments(call, ("sharding_strategy",))
-        if "sharding_strategy" in arguments:
-            ctx.state_found("fsdp", ctx.values.evaluate(arguments.get("sharding_strategy")), _strategy,
-                            "FullyShardedDataParallelPlugin(sharding_strategy=...)", at=call, rank=RANK_CONFIG)
+        fsdp_plugin(ctx, call)
+    if names & PARALLELISM_CONFIGS:
+        parallelism_config(ctx, call)
     strategies = {s for n in names if (s := lightning_strategy(n)) is not None}
     if strategies:
         lightning_strategy_object(ctx, call, strategies.pop())
@@ -66,7 +67,45 @@ def recognise(ctx: ScriptFacts, call: cst.Call, names: frozenset[str], method: s
 
 
 _ENGINE_NAMES = frozenset(DEEPSPEED_INITIALIZE | ACCELERATORS | DEEPSPEED_PLUGINS | FSDP_PLUGINS | TORCH_FSDP_WRAPPERS
-                 | TORCH_FULLY_SHARD | TORCH_FSDP_PRECISION | TORCH_FSDP_CPU_OFFLOAD)
+                 | TORCH_FULLY_SHARD | TORCH_FSDP_PRECISION | TORCH_FSDP_CPU_OFFLOAD | PARALLELISM_CONFIGS)
+
+
+def fsdp_plugin(ctx: ScriptFacts, call: cst.Call) -> None:
+    """``FullyShardedDataParallelPlugin(...)``: its ``sharding_strategy``, else what the plugin
+    falls back to, full sharding (accelerate's ``FSDP_SHARDING_STRATEGY`` default ``FULL_SHARD``;
+    for ``fsdp_version=2``, ``reshard_after_forward`` is true unless written false). Ranked below a
+    written strategy: ``accelerate launch`` hands its config's strategy to the default."""
+    arguments = ctx.values.arguments(call, ("sharding_strategy",))
+    if "sharding_strategy" in arguments:
+        ctx.state_found("fsdp", ctx.values.evaluate(arguments.get("sharding_strategy")), _strategy,
+                        "FullyShardedDataParallelPlugin(sharding_strategy=...)", at=call, rank=RANK_CONFIG)
+        return
+    if not arguments.complete:
+        return  # ``**kwargs`` may hold the strategy
+    if "reshard_after_forward" in arguments:
+        reshard = ctx.values.evaluate(arguments.get("reshard_after_forward"))
+        if reshard is None or not reshard.known or not isinstance(reshard.value, bool):
+            return
+        ctx.state("fsdp", "full" if reshard.value else "grad-op", reshard.node, 
+                  "FullyShardedDataParallelPlugin(reshard_after_forward=...)", at=call, rank=RANK_CONFIG)
+        return
+    ctx.state("fsdp", "full", call.func, "FullyShardedDataParallelPlugin(...) (full sharding, accelerate's default)",
+              at=call, rank=RANK_CONFIG - 1)
+
+
+def parallelism_config(ctx: ScriptFacts, call: cst.Call) -> None:
+    """accelerate's ``ParallelismConfig(cp_size=2, tp_size=...)``: context parallelism splits each
+    sequence over ``cp_size`` ranks and tensor parallelism each layer over ``tp_size``, which the
+    estimate (a whole model and a whole sequence per GPU, or ZeRO/FSDP shards) does not model."""
+    arguments = ctx.values.arguments(call)
+    for key, what, advice in (("tp_size", "tensor parallelism", MODEL_PARALLEL_ADVICE),
+                              ("cp_size", "context parallelism", SEQUENCE_SPLIT_ADVICE)):
+        found = ctx.values.evaluate(arguments.get(key)) if key in arguments else None
+        if found is None or not found.known or not isinstance(found.value, int) or found.value <= 1:
+            continue
+        ctx.state("unmodelled", (f"{what} (`ParallelismConfig({key}={found.value})`)", advice), found.node or call,
+                  f"ParallelismConfig({key}=...)", at=call, rank=RANK_CONFIG)
+        return
 
 
 def torch_fsdp(ctx: ScriptFacts, call: cst.Call) -> None:

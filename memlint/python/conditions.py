@@ -66,6 +66,49 @@ def guards(values: "Values", node: cst.CSTNode, depth: int = 0) -> list[Guard]:
     return out
 
 
+def early_exits(values: "Values", node: cst.CSTNode, depth: int = 0) -> list[Guard]:
+    """The tests of the early exits before ``node`` (``if args.debug_tokenization:
+    debug_tokenization(args); return`` at the top of ``main``), negated: ``node`` runs only when
+    each is false. Through the one call of its enclosing function, as ``guards`` goes."""
+    out: list[Guard] = []
+    child, current = node, values.parent(node)
+    while current is not None:
+        if isinstance(current, (cst.IndentedBlock, cst.Module)):
+            for statement in current.body:
+                if statement is child:
+                    break
+                if isinstance(statement, cst.If) and statement.orelse is None and _exits(statement.body):
+                    out.append(guard(values, statement.test, negated=True))
+        if isinstance(current, cst.FunctionDef):
+            if depth < 4 and not values.is_method(current):
+                calls = values.call_sites(current)
+                if len(calls) == 1:
+                    out.extend(early_exits(values, calls[0], depth + 1))
+            break
+        if isinstance(current, (cst.Module, cst.ClassDef, cst.Lambda)):
+            break
+        child, current = current, values.parent(current)
+    return out
+
+
+def _exits(body: cst.BaseSuite) -> bool:
+    """Does the block end by leaving its function or the program (``return``, ``raise``,
+    ``sys.exit()``)?"""
+    if type(body) is not cst.IndentedBlock or not body.body:
+        return False
+    last = body.body[-1]
+    if type(last) is not cst.SimpleStatementLine or not last.body:
+        return False
+    small = last.body[-1]
+    if type(small) is cst.Return or type(small) is cst.Raise:
+        return True
+    if type(small) is cst.Expr and type(small.value) is cst.Call:
+        func = small.value.func
+        name = func.attr.value if type(func) is cst.Attribute else func.value if type(func) is cst.Name else ""
+        return name in ("exit", "quit", "_exit")
+    return False
+
+
 def guard(values: "Values", test: cst.BaseExpression, negated: bool) -> Guard:
     """A condition's static truth and the option that decides it (``args.use_lora``,
     ``not args.no_ckpt``, ``args.lora_dim > 0``, ``args.x is not None``)."""

@@ -183,6 +183,9 @@ TORCH_FSDP_CPU_OFFLOAD = {"torch.distributed.fsdp.CPUOffload",
                           "torch.distributed._composable.fsdp.CPUOffloadPolicy"}
 FSDP_PLUGINS = {"accelerate.FullyShardedDataParallelPlugin", "accelerate.utils.FullyShardedDataParallelPlugin",
                 "accelerate.utils.dataclasses.FullyShardedDataParallelPlugin"}
+# accelerate's N-D parallelism (>= 1.10): data-parallel replicas and shards, tensor and context parallel sizes
+PARALLELISM_CONFIGS = {"accelerate.ParallelismConfig", "accelerate.parallelism_config.ParallelismConfig",
+                       "accelerate.utils.ParallelismConfig"}
 
 
 def lightning_strategy(qualname: str) -> str | None:
