@@ -31,6 +31,11 @@ DEFAULT_EXCLUDE = (
     # a cookiecutter/copier template's folders and files (``{{cookiecutter.modelname}}``): Jinja
     # that renders to Python, not Python (transformers' ``templates/``)
     "*{{*}}*",
+    # what a run writes, not what anyone launches: a Trainer's checkpoints (``checkpoint-500``:
+    # the model's config.json, trainer_state.json) and ms-swift's run folders
+    # (``v0-20260425-024237``: the ``args.json`` dump of every argument, ``logging.jsonl``)
+    "checkpoint-[0-9]*",
+    "v[0-9]*-[0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]-[0-9][0-9][0-9][0-9][0-9][0-9]",
 )
 
 

@@ -3,6 +3,7 @@ how findings are silenced, and what it exits with."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
@@ -126,6 +127,24 @@ def test_a_project_template_is_not_linted_as_python(project):
                     template, "templates/new_model/modeling_{{cookiecutter.lowercase_modelname}}.py": template})
     found = {path for path, _ in codes(memlint(project, "check", "--output-format", "json"))}
     assert found == {"loop.py"}
+
+def test_what_a_run_wrote_is_not_linted_as_a_config(project):
+    """ms-swift dumps every argument of a run into ``<output>/v0-20260425-024237/args.json`` and a
+    Trainer writes ``checkpoint-500/`` (fyh2001/megatron-sft-recipes commits its experiments'
+    outputs): records of what ran, with whatever keys that release wrote. Before, each dump gave
+    eight CFG findings on keys no one chose."""
+    dump = json.dumps({"output_dir": "out", "per_device_train_batch_size": 1, "router_aux_loss_coef": 0.001,
+                       "model_kwargs": {}, "evaluation_strategy": "no", "logging_dir": "runs", "debug": None})
+    write(project, {"experiments/p0/v0-20260425-024237/args.json": dump,
+                    "experiments/p0/v0-20260425-024237/logging.jsonl": "{}\n",
+                    "out/checkpoint-500/config.json": json.dumps({"model_type": "llama", "hidden_size": 4096})})
+    found = {path for path, _ in codes(memlint(project, "check", "--output-format", "json"))}
+    assert found == {"loop.py"}
+    # the same file where someone keeps their launch arguments is a config memlint judges
+    write(project, {"configs/args.json": dump})
+    found = {path for path, _ in codes(memlint(project, "check", "--output-format", "json"))}
+    assert found == {"loop.py", "configs/args.json"}
+
 
 def test_a_config_edited_alone_rechecks_the_run_that_uses_it(project):
     """Pre-commit passes only the changed file: ZeRO-0 in ds_config.json makes the launched run
