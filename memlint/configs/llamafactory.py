@@ -99,8 +99,15 @@ def _not_training(reader: ConfigReader) -> None:
         reader.set("trains", False, reader.location(key), f"`{key}` without `do_train`: LLaMA-Factory "
                    "runs inference, export or prediction, not training")
         return
-    reader.set("trains", False, reader.location("model_name_or_path"), "no `do_train`: LLaMA-Factory trains "
-               "only with `do_train: true` (TrainingArguments' default is false)")
+    if any(reader.has(k) for k in _OWN_KEYS):
+        # a file only LLaMA-Factory reads; a Trainer file of another project that LLaMA-Factory could
+        # also read (Firefly's train_args: its own train.py trains without `do_train`) is left be
+        reader.set("trains", False, reader.location("model_name_or_path"), "no `do_train`: LLaMA-Factory trains "
+                   "only with `do_train: true` (TrainingArguments' default is false)")
+
+
+# keys of LLaMA-Factory's own arguments (hparams/*.py), which no TrainingArguments has
+_OWN_KEYS = ("stage", "finetuning_type", "template", "cutoff_len", "lora_target", "dataset", "dataset_dir")
 
 
 def _other_models(reader: ConfigReader) -> None:

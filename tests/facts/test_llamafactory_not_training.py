@@ -143,3 +143,25 @@ def test_no_memory_note_for_a_model_a_training_run_writes(tmp_path: Path):
     settings = Settings(root=tmp_path).with_overrides(gpu="h100", cache=False)
     for name in ("examples/inference/qwen3_full_sft.yaml", "examples/merge_lora/qwen3_full_sft.yaml"):
         assert not [d for d in Linter(settings).lint_path(tmp_path / name) if d.code.startswith("MEM")]
+
+
+def test_near_miss_a_trainer_file_of_another_project_is_not_taken_for_a_model_defaults_file():
+    # Firefly's train_args/dpo/full/minicpm3-4b-dpo-full.json, trimmed: read by its own train.py,
+    # which trains without `do_train`; nothing in it is LLaMA-Factory's own
+    firefly = dedent('''
+        {
+            "output_dir": "output/firefly-minicpm-2b-dpo-full",
+            "model_name_or_path": "openbmb/MiniCPM3-4B",
+            "train_file": "./data/dummy_dpo.jsonl",
+            "template_name": "minicpm3",
+            "train_mode": "full",
+            "per_device_train_batch_size": 1,
+            "gradient_accumulation_steps": 16,
+            "max_seq_length": 1024,
+            "lora_rank": 64,
+            "gradient_checkpointing": true,
+            "fp16": true
+        }
+    ''')
+    facts = one(firefly, "train_args/dpo/full/minicpm3-4b-dpo-full.json")
+    assert facts.kind == "llamafactory" and facts.trains is None
