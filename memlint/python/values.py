@@ -21,6 +21,7 @@ from memlint.python.conditions import deciding_options, guards
 from memlint.python.limits import EVALUATION_DEPTH
 from memlint.python import option_dicts, option_formulas
 from memlint.python.options import Options
+from memlint.python.parallelism_flags import parallelism_flag
 from memlint.python.references import NOT_PASSED, Assigned, Names, Parameter, Unpacked, own_nodes
 from memlint.python.unit_scopes import ANYTHING, uses_of
 from memlint.python.value_types import (
@@ -618,6 +619,10 @@ class Values(Names):
                 return self.options.class_attribute(value.node, attr, depth + 1)
             if isinstance(value, Ref):
                 return Found(Ref(f"{value.qualname}.{attr}"), expr)
+            if isinstance(value, CallValue):
+                flag = parallelism_flag(self, value.call, attr, depth)
+                if flag is not None:  # ``parallelism_config.dp_shard_enabled``
+                    return flag
         elif type(expr.value) is cst.Name and self._unresolved(expr.value):
             # ``args.batch_size`` where ``args`` comes from nowhere this module can see (a
             # parameter of a function no one here calls): an argparse option of this module

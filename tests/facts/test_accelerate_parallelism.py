@@ -164,3 +164,25 @@ def test_a_launch_that_picks_the_early_exit_trains_nothing(tmp_path: Path):
     assert "--debug_tokenization" not in (tmp_path / "README.md").read_text()
     findings = Linter(settings).lint_path(tmp_path / "scripts/fsdp/train.py")
     assert [d.code for d in findings if d.code in ("MEM001", "MEM002")] == ["MEM001"]
+
+
+def test_a_plugin_built_only_when_a_size_above_one_is_asked_for():
+    # accelerate's examples/torch_native_parallelism/nd_parallel.py: every size defaults to 1, so
+    # no FSDP plugin is built unless the launch asks for shards (before: "fsdp-full" and a ZRO001)
+    defaults = FSDP2_CP.replace('"--dp-shard-size", type=int, default=4', '"--dp-shard-size", type=int, default=1') \
+        .replace('"--cp-size", type=int, default=2', '"--cp-size", type=int, default=1')
+    facts = one(defaults)
+    assert facts.fsdp is None and facts.unmodelled is None
+    assert one(FSDP2_CP.replace("default=2)", "default=1)")).fsdp.value == "full"  # four shards by default
+
+
+def test_the_launch_that_asks_for_shards_builds_the_plugin(tmp_path: Path):
+    from memlint.lint.engine import run_context
+    from memlint.project.project import Project
+
+    defaults = FSDP2_CP.replace('"--dp-shard-size", type=int, default=4', '"--dp-shard-size", type=int, default=1') \
+        .replace('"--cp-size", type=int, default=2', '"--cp-size", type=int, default=1')
+    launch = "accelerate launch --num-processes 8 train.py --dp-shard-size 8\n"
+    settings = checked_project(tmp_path, {"train.py": defaults, "run.sh": launch})
+    [run] = Project(settings).runs_for(tmp_path / "run.sh", run_context(settings))
+    assert run.plan.value("fsdp") == "full"
