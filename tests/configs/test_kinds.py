@@ -287,6 +287,20 @@ def test_a_base_model_key_alone_makes_no_axolotl_config():
     # json-extraction-qlora-dpo's configs/model.yaml: the project's own model section
     model = {"base_model": {"model_name_or_path": "Qwen/Qwen2.5-1.5B-Instruct"}, "notes": "bf16 on an A10G"}
     assert detect("configs/model.yaml", "yaml", model) == "yaml"
+    # l20-edu-135m-pretrain's docs/sft_6k_quality_summary.json: a run summary that records the
+    # recipe (`micro_batch_size`, `learning_rate`) beside its results, most of its keys its own
+    summary = {"run_name": "l20-edu-135m-sft-6k-quality", "base_model": "runs/l20-edu-135m-deepthin/step-018928",
+               "train_examples": 6000, "eval_examples": 512, "max_steps": 120, "micro_batch_size": 8,
+               "gradient_accumulation_steps": 8, "global_batch_sequences": 64, "sequence_length": 2048,
+               "learning_rate": 5e-06, "scheduler": "linear warmup + cosine decay", "dtype": "bfloat16",
+               "final_checkpoint": "runs/l20-edu-135m-sft-6k-quality/step-000120",
+               "train": {"final_logged_loss": 2.12}, "eval": {"final_loss": 2.15}, "sanity": {"verdict": "ok"}}
+    assert detect("docs/sft_6k_quality_summary.json", "json", summary) == "json"  # before: axolotl, 13 CFG001
+    # an Axolotl config with a few keys of a newer or older release than the schema's still is one
+    axolotl = {"base_model": "NousResearch/Llama-3.2-1B", "load_in_8bit": True, "adapter": "lora",
+               "sequence_len": 2048, "micro_batch_size": 2, "num_epochs": 1, "lora_r": 16,
+               "some_future_key": 1, "another_future_key": 2}
+    assert detect("examples/lora.yml", "yaml", axolotl) == "axolotl"
     # an Axolotl config without its signature keys still is one
     assert detect("configs/tiny.yml", "yaml", {"base_model": "Qwen/Qwen2.5-0.5B", "learning_rate": 2e-5,
                                                "gradient_accumulation_steps": 4, "optimizer": "adamw_torch",
