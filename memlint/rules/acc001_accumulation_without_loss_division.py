@@ -71,6 +71,34 @@ def train(model, optimizer, get_batch, config: TrainConfig):
 """
 
 
+_FABRIC = """\
+import lightning as L
+import torch
+from transformers import AutoModelForCausalLM
+
+
+class Trainer:
+    def __init__(self, config):
+        self.fabric = L.Fabric(accelerator="cuda", devices=config.num_gpus, precision="bf16-mixed")
+        self.fabric.launch()
+        model = AutoModelForCausalLM.from_pretrained(config.model_name)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr)
+        self.model, self.opt = self.fabric.setup(model, optimizer)
+        self.dataloader = self.fabric.setup_dataloaders(config.dataloader)
+        self.grad_accum = config.grad_accum
+
+    def train(self):
+        for i, batch in enumerate(self.dataloader):
+            is_accumulating = (i + 1) % self.grad_accum != 0
+            with self.fabric.no_backward_sync(self.model, enabled=is_accumulating):
+                loss = self.model(batch["input_ids"], labels=batch["input_ids"]).loss
+{backward}
+            if not is_accumulating:
+                self.opt.step()
+                self.opt.zero_grad()
+"""
+
+
 _ACCELERATE = """\
 import torch
 from accelerate import Accelerator
@@ -361,6 +389,11 @@ def train_one_epoch(model, data, loss, optimizer, scaler, args):
             path="scripts/train_diffusion.py",
             title="ColossalAI: the divided loss handed to the booster by keyword",
         ),
+        Example(
+            _FABRIC.format(backward="                self.fabric.backward(loss / self.grad_accum)"),
+            path="src/pretrain/lightning/trainer.py",
+            title="Lightning Fabric: the loss divided by the accumulation count before `fabric.backward`",
+        ),
     )
     INVALID = (
         Example(
@@ -399,6 +432,14 @@ def train_one_epoch(model, data, loss, optimizer, scaler, args):
             ),
             title="ColossalAI: the booster is handed the undivided loss",
         ),
+        Example(
+            _FABRIC.format(backward="                self.fabric.backward(loss)"),
+            path="src/pretrain/lightning/trainer.py",
+            lines=(21,),
+            message="divides by nothing",
+            fixed=_FABRIC.format(backward="                self.fabric.backward(loss / self.grad_accum)"),
+            title="Lightning Fabric: `fabric.backward` scales for mixed precision but divides by nothing",
+        ),
     )
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
@@ -414,7 +455,8 @@ def train_one_epoch(model, data, loss, optimizer, scaler, args):
             for event, backward in loop.backwards:
                 if not accumulation.outside_step_guard(event):
                     continue
-                if backward.kind == "framework" and not _accelerator_without_accumulation(index, backward):
+                if backward.kind == "framework" and not (
+                        _accelerator_without_accumulation(index, backward) or _fabric(index, backward)):
                     continue
                 if backward.loss is None or loss_is_divided(index, backward.loss, backward.call, chain=event.chain):
                     continue
@@ -436,7 +478,12 @@ def train_one_epoch(model, data, loss, optimizer, scaler, args):
             f"`{divisor}` micro-batches (line {step_line}): the accumulated gradient is the sum of the "
             f"micro-batch gradients, not their mean; divide the loss by `{divisor}`"
         )
-        if backward.kind == "framework":
+        if backward.kind == "framework" and _fabric(index, backward):
+            message += (
+                " (Lightning Fabric's `backward` divides by nothing: accumulation works with Fabric as in "
+                "plain PyTorch)"
+            )
+        elif backward.kind == "framework":
             message += (
                 " (the Accelerator is built without `gradient_accumulation_steps`, so `accelerator.backward` "
                 f"divides by 1; or pass `gradient_accumulation_steps={divisor}` to it)"
@@ -539,6 +586,29 @@ def _accelerator_without_accumulation(index, backward: Backward) -> bool:
         or argument(c, None, "gradient_accumulation_plugin") is not None
         or any(a.star == "**" for a in c.args)
         for c in built
+    )
+
+
+_FABRIC_CLASSES = ("lightning.Fabric", "lightning.fabric.Fabric", "lightning.fabric.fabric.Fabric",
+                   "lightning_fabric.Fabric", "lightning_fabric.fabric.Fabric")
+
+
+def _fabric(index, backward: Backward) -> bool:
+    """``fabric.backward(loss)`` on a Lightning Fabric: it runs the precision plugin's scaling
+    and the strategy's backward, and leaves the division to the loop, as its own gradient
+    accumulation guide writes it ("works the same way with Fabric as in PyTorch"). The object
+    is known by its name (``self.fabric``) or by the ``Fabric(...)`` it was built from."""
+    target = receiver(backward.call)
+    if target is None or backward.loss is None:
+        return False
+    text = dotted(target)
+    if text is None:
+        return False
+    if "fabric" in text.rsplit(".", 1)[-1].lower():
+        return True
+    return any(
+        isinstance(d.whole_value, cst.Call) and index.qualified(d.whole_value) & set(_FABRIC_CLASSES)
+        for d in index.all_definitions(text, target)
     )
 
 
