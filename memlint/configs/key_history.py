@@ -152,7 +152,7 @@ def _versioned_issues(ctx: RuleContext) -> list[Issue]:
     name = schema.schema_name_for(ctx.kind, data.value)
     if name is None:
         return found
-    if ctx.kind in ("hf-args", "composer"):
+    if ctx.kind in ("hf-args", "composer", "llamafactory"):
         reading = _read_by_the_project(ctx, found)
         if reading is not None:
             return _the_projects_own(found, *reading)

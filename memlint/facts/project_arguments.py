@@ -149,7 +149,7 @@ def _read(path: str) -> _Scan | None:
 
 def _scanned_text(path: str, text: str) -> _Scan | None:
     if not (_PARSERS.search(text) or _DATACLASS.search(text) or ("(**" in text and "load" in text)
-            or _CONFIG_LOAD.search(text)):
+            or _CONFIG_LOAD.search(text) or _READER_CALL.search(text)):
         return None
     reads.document(path, reads.digest(text, None))
     return _scan(text)
@@ -218,6 +218,7 @@ def _config_reads(module: ast.Module) -> frozenset[tuple[str, frozenset[str]]]:
     out: set[tuple[str, frozenset[str]]] = set()
     functions = {n.name: n for n in module.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     owners = _loader_names(module)
+    readers = _reader_functions(module, functions, owners)
     scopes: list[ast.AST] = [module, *(n for n in ast.walk(module) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))]
     # per scope: the names bound to a loaded mapping, the keys taken from each name, the calls of
     # the module's functions
@@ -228,7 +229,9 @@ def _config_reads(module: ast.Module) -> frozenset[tuple[str, frozenset[str]]]:
         calls: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, ast.Call]] = []
         assignments: list[ast.Assign] = []
         for node in _own_nodes(scope):
-            loader = _loader(node.value, owners) if isinstance(node, ast.Assign) and _is_load(node.value) else None
+            loader = None
+            if isinstance(node, ast.Assign):
+                loader = _loader(node.value, owners) if _is_load(node.value) else _read_through(node.value, readers)
             if loader is not None:
                 loaders.update((t.id, loader) for t in node.targets if isinstance(t, ast.Name))
             elif isinstance(node, ast.Assign):
@@ -251,18 +254,36 @@ def _config_reads(module: ast.Module) -> frozenset[tuple[str, frozenset[str]]]:
     # a mapping handed on (``evaluate(model, tokenizer, eval_cfg)``) is the parameter it lands in,
     # through as many calls as hand it on
     handed: dict[int, dict[str, str]] = {}  # id(function) -> {parameter: loader}
+    # (id(scope), name) -> the (id(function), parameter) it is handed to: the keys the callee
+    # takes are the caller's mapping's keys too (a script's ``main`` reads the data keys, its
+    # ``build_model(cfg)`` the LoRA ones)
+    onward: dict[tuple[int, str], set[tuple[int, str]]] = {}
     for _ in range(len(scopes)):
         grown = False
         for scope, loaders, _keys, calls in read_in:
             bound = {**handed.get(id(scope), {}), **loaders}
             for function, call in calls:
-                grown |= _hand_over(function, call, bound, owners, handed)
+                grown |= _hand_over(function, call, bound, owners, handed, onward.setdefault, id(scope))
         if not grown:
             break
+    keys_of = {(id(scope), name): names for scope, _loaders, keys, _calls in read_in for name, names in keys.items()}
+
+    def reached(start: tuple[int, str]) -> set[str]:
+        seen, stack, found = {start}, [start], set()
+        while stack:
+            site = stack.pop()
+            found |= keys_of.get(site, set())
+            for nxt in onward.get(site, ()):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    stack.append(nxt)
+        return found
+
     for scope, loaders, keys, _calls in read_in:
         for name, loader in {**handed.get(id(scope), {}), **loaders}.items():
-            if keys.get(name):
-                out.add((loader, frozenset(keys[name])))
+            taken = reached((id(scope), name))
+            if taken:
+                out.add((loader, frozenset(taken)))
     merged = _merged_into_options(module)
     if merged:
         out.add(("yaml/json", merged))
@@ -271,6 +292,44 @@ def _config_reads(module: ast.Module) -> frozenset[tuple[str, frozenset[str]]]:
 
 # a project's own config reader, known by its name (xRAG's ``get_yaml_file(args.config)``)
 _READER_NAME = re.compile(r"^(?:get|load|read|parse)_?(?:yaml|json|config|cfg)(?:_?file|_?config)?$", re.IGNORECASE)
+_READER_CALL = re.compile(r"\b(?:get|load|read|parse)_?(?:yaml|json|config|cfg)(?:_?file|_?config)?\(", re.IGNORECASE)
+
+
+def _reader_functions(module: ast.Module, functions: dict, owners: dict[str, str]) -> dict[str, str]:
+    """The module's own functions that return a config file read into a mapping, each with its
+    loader: qwen-lora-finetuning's ``def load_config(path): with path.open() as f: return
+    yaml.safe_load(f)``, called as ``cfg = load_config(args.config)``. A reader imported from
+    another module is known by its name alone (``from utils import load_yaml_config``), read as
+    PyYAML or JSON would read it."""
+    readers: dict[str, str] = {}
+    for name, function in functions.items():
+        bound: dict[str, str] = {}
+        for node in _own_nodes(function):
+            if isinstance(node, ast.Assign) and _is_load(node.value):
+                loader = _loader(node.value, owners)
+                if loader is not None:
+                    bound.update((t.id, loader) for t in node.targets if isinstance(t, ast.Name))
+        for node in _own_nodes(function):
+            if isinstance(node, ast.Return) and node.value is not None:
+                value = node.value
+                loader = _loader(value, owners) if _is_load(value) else (
+                    bound.get(value.id) if isinstance(value, ast.Name) else None)
+                if loader is not None:
+                    readers[name] = loader
+    for node in module.body:
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                local = alias.asname or alias.name
+                if _READER_NAME.match(alias.name) and local not in readers:
+                    readers[local] = "yaml/json"
+    return readers
+
+
+def _read_through(value: ast.AST, readers: dict[str, str]) -> str | None:
+    """The loader of ``load_config(path)`` when ``load_config`` is one of ``readers``."""
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+        return readers.get(value.func.id)
+    return None
 
 
 def _merged_into_options(module: ast.Module) -> frozenset[str]:
@@ -322,9 +381,10 @@ def _loader_names(module: ast.Module) -> dict[str, str]:
 
 
 def _hand_over(function: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call, bound: dict[str, str],
-               owners: dict[str, str], handed: dict[int, dict[str, str]]) -> bool:
+               owners: dict[str, str], handed: dict[int, dict[str, str]], link, caller: int) -> bool:
     """The parameters of ``function`` that ``call`` passes a config loader's result to, directly
-    or as a name ``bound`` to one; whether any is new."""
+    or as a name ``bound`` to one (each such name ``link``-ed to the parameter it lands in);
+    whether any is new."""
     def loader_of(argument: ast.AST) -> str | None:
         if isinstance(argument, ast.Name):
             return bound.get(argument.id)
@@ -336,6 +396,8 @@ def _hand_over(function: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call,
     grown = False
     for parameter, argument in passed:
         loader = loader_of(argument)
+        if loader is not None and isinstance(argument, ast.Name):
+            link((caller, argument.id), set()).add((id(function), parameter))
         if loader is not None and handed.setdefault(id(function), {}).get(parameter) != loader:
             handed[id(function)][parameter] = loader
             grown = True

@@ -428,3 +428,117 @@ def test_near_miss_a_yaml_the_script_only_opens_stays_a_trainer_config(lint):
 ''')
     files = {"src/train.py": script, "config/pretrain.yaml": MERGED_YAML}
     assert ("CFG001", 2) in codes(lint(files, "config/pretrain.yaml"))  # max_seq_length, as before
+
+
+# a QLoRA script in the style of qwen-lora-finetuning's src/train/train.py: the YAML is read by
+# the script's own `load_config` helper, `main` takes the data and Trainer keys and hands the
+# mapping to `build_model_and_tokenizer`, which takes the model and LoRA keys
+TRAIN_THROUGH_A_HELPER = '''\
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import torch
+import yaml
+from datasets import load_dataset
+from peft import LoraConfig, get_peft_model
+from transformers import AutoModelForCausalLM, AutoTokenizer, BitsAndBytesConfig
+from trl import SFTConfig, SFTTrainer
+
+
+def load_config(path: Path) -> dict:
+    with path.open() as f:
+        return yaml.safe_load(f)
+
+
+def build_model_and_tokenizer(cfg: dict):
+    tokenizer = AutoTokenizer.from_pretrained(cfg["model_name_or_path"])
+    tokenizer.model_max_length = cfg["cutoff_len"]
+    kwargs = {}
+    if cfg.get("load_in_4bit", True):
+        kwargs["quantization_config"] = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_compute_dtype=torch.bfloat16)
+    model = AutoModelForCausalLM.from_pretrained(cfg["model_name_or_path"], **kwargs)
+    lora = LoraConfig(r=cfg["lora_rank"], lora_alpha=cfg["lora_alpha"], lora_dropout=cfg["lora_dropout"],
+                      target_modules=cfg["lora_target_modules"], task_type="CAUSAL_LM")
+    return get_peft_model(model, lora), tokenizer
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--config", type=Path, default=Path("configs/qwen_lora_sft.yaml"))
+    args = parser.parse_args()
+    cfg = load_config(args.config)
+    dataset = load_dataset("json", data_files={"train": cfg["train_file"], "validation": cfg["valid_file"]})
+    model, tokenizer = build_model_and_tokenizer(cfg)
+    sft_config = SFTConfig(
+        output_dir=cfg["output_dir"],
+        per_device_train_batch_size=cfg["per_device_train_batch_size"],
+        gradient_accumulation_steps=cfg["gradient_accumulation_steps"],
+        learning_rate=cfg["learning_rate"],
+        num_train_epochs=cfg["num_train_epochs"],
+        lr_scheduler_type=cfg["lr_scheduler_type"],
+        bf16=cfg.get("bf16", False),
+        gradient_checkpointing=True,
+    )
+    trainer = SFTTrainer(model=model, processing_class=tokenizer, args=sft_config,
+                         train_dataset=dataset["train"], eval_dataset=dataset["validation"])
+    trainer.train()
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+HELPER_YAML = """\
+model_name_or_path: Qwen/Qwen2.5-1.5B-Instruct
+train_file: data/processed/train.jsonl
+valid_file: data/processed/valid.jsonl
+cutoff_len: 1024
+output_dir: outputs/qwen-lora
+per_device_train_batch_size: 1
+gradient_accumulation_steps: 8
+learning_rate: 2.0e-4
+num_train_epochs: 3
+lr_scheduler_type: cosine
+bf16: true
+lora_rank: 8
+lora_alpha: 16
+lora_dropout: 0.05
+lora_target_modules:
+  - q_proj
+  - v_proj
+load_in_4bit: true
+"""
+
+
+def test_a_yaml_read_through_the_scripts_own_loader_and_handed_on_is_the_scripts_own(lint):
+    files = {"src/train/train.py": TRAIN_THROUGH_A_HELPER, "configs/qwen_lora_sft.yaml": HELPER_YAML}
+    # before: read as a LLaMA-Factory file (model_name_or_path, cutoff_len), with train_file,
+    # valid_file, lora_target_modules and load_in_4bit "unknown LLaMA-Factory keys"
+    assert codes(lint(files, "configs/qwen_lora_sft.yaml")) == []
+
+
+def test_a_config_reader_imported_from_the_projects_utils_reads_the_file_too(lint):
+    script = TRAIN_THROUGH_A_HELPER.replace('''def load_config(path: Path) -> dict:
+    with path.open() as f:
+        return yaml.safe_load(f)
+
+
+''', "").replace("import yaml\n", "").replace(
+        "from trl import SFTConfig, SFTTrainer\n", "from trl import SFTConfig, SFTTrainer\n\nfrom utils.io import load_config\n")
+    files = {"src/train/train.py": script, "configs/qwen_lora_sft.yaml": HELPER_YAML}
+    assert codes(lint(files, "configs/qwen_lora_sft.yaml")) == []
+
+
+def test_near_miss_a_llamafactory_yaml_whose_typo_no_script_reads_keeps_it(lint):
+    # the script reads its own file; LLaMA-Factory's file beside it, with a misspelt key no code
+    # reads, is still LLaMA-Factory's to refuse
+    llamafactory = ("model_name_or_path: Qwen/Qwen2.5-1.5B-Instruct\nstage: sft\ndo_train: true\n"
+                    "finetuning_type: lora\nlora_target: all\ndataset: alpaca_en_demo\ntemplate: qwen\n"
+                    "cutoff_len: 1024\noutput_dir: saves/qwen\nper_device_train_batch_size: 1\n"
+                    "gradient_accumulation_steps: 8\nlearning_rate: 1.0e-4\nnum_train_epochs: 3.0\n"
+                    "lora_rnak: 8\n")
+    files = {"src/train/train.py": TRAIN_THROUGH_A_HELPER, "configs/qwen_lora_sft.yaml": HELPER_YAML,
+             "configs/llamafactory_sft.yaml": llamafactory}
+    assert ("CFG001", 14) in codes(lint(files, "configs/llamafactory_sft.yaml"))
