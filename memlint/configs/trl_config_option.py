@@ -46,7 +46,7 @@ def without_converted_strings(ctx: RuleContext, found: list[Issue]) -> list[Issu
         return found
     converted = {issue.path[0]: value for issue in found
                  if (value := _converted(name, data.value, issue)) is not None}
-    if not converted or not _taken_with_config_option(ctx):
+    if not converted or not (_taken_with_config_option(ctx) or _the_projects_options(ctx, data.value, name)):
         return found
     return [issue for issue in found if not (issue.category == "invalid" and len(issue.path) == 1
                                              and issue.path[0] in converted)]
@@ -85,6 +85,23 @@ def _taken_with_config_option(ctx: RuleContext) -> bool:
         if script is not None and _PARSES_CONFIG_OPTION.search(ctx.text_of(script)):
             return True
     return False
+
+
+def _the_projects_options(ctx: RuleContext, document: dict, name: str) -> bool:
+    """Is this file one the project's own parser reads, in a project that writes a config's
+    items as command-line options first (``project_writes_configs_as_options``: ms-swift)? The
+    file's keys say so: one of them is a field of the project's own argument classes that the
+    Trainer's schema does not know (ms-swift's ``tuner_type``, ``model``, ``dataset``)."""
+    from memlint.configs.key_history import project_fields
+    from memlint.facts.project_arguments import project_writes_configs_as_options
+
+    own = {key for key in document if isinstance(key, str)} & project_fields(ctx)
+    if not own - schema.top_level_keys(name):
+        return False
+    kept = ctx.shared.get("configs_as_options")
+    if kept is None:
+        kept = ctx.shared["configs_as_options"] = project_writes_configs_as_options(ctx.settings.root)
+    return bool(kept)
 
 
 def _passes_with_config_option(ctx: RuleContext, launch: RunFacts, here: Path) -> bool:

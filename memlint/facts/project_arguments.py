@@ -51,7 +51,7 @@ _SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".
 # fields), its helpers (function name -> the position of its parameter handed to a parser), and
 # its readings of a config file into a plain mapping ({(loader, keys read)})
 _Scan = tuple[frozenset[tuple[str, frozenset[str]]], dict[str, tuple[tuple[str, ...], tuple[str, ...]]], dict[str, int],
-              frozenset[tuple[str, frozenset[str]]]]
+              frozenset[tuple[str, frozenset[str]]], bool]
 # path -> ((mtime_ns, size), its scan)
 _FILES: dict[str, tuple[tuple[int, int], _Scan | None]] = {}
 
@@ -73,6 +73,19 @@ def project_config_reads(root: Path) -> frozenset[tuple[str, frozenset[str]]]:
         if scan is not None:
             found.update(scan[3])
     return frozenset(found)
+
+
+def project_writes_configs_as_options(root: Path) -> bool:
+    """Does the project's code turn a config file into command-line text before its parser
+    sees it? ms-swift's ``parse_yaml_args``: ``config = yaml.safe_load(f)``, then for each
+    ``k, v`` of it ``--k`` and ``str(v)`` go into ``argv``. argparse then converts each value
+    through its option's type, so ``learning_rate: 1e-4`` (a string to YAML 1.1) arrives as a
+    float, as under TrlParser's ``--config``."""
+    for path in _python_files(root):
+        scan = _read(path)
+        if scan is not None and scan[4]:
+            return True
+    return False
 
 
 def script_argument_fields(root: Path, script: Path) -> frozenset[str]:
@@ -101,7 +114,7 @@ def _project_scan(root: Path) -> tuple[set[tuple[str, frozenset[str]]], _Classes
         found = _read(path)
         if found is None:
             continue
-        names, defined, helping, _ = found
+        names, defined, helping, _, _ = found
         calls.update(names)
         helpers.update(helping)
         for name, shape in defined.items():
@@ -205,9 +218,35 @@ def _scan(text: str) -> _Scan | None:
     if renamed:
         names = {(callee, frozenset(renamed.get(name, name) for name in passed)) for callee, passed in names}
     config_reads = _config_reads(module)
-    if not names and not classes and not config_reads:
+    as_options = _config_items_as_options(module)
+    if not names and not classes and not config_reads and not as_options:
         return None
-    return frozenset(names), classes, helpers, config_reads
+    return frozenset(names), classes, helpers, config_reads, as_options
+
+
+def _config_items_as_options(module: ast.Module) -> bool:
+    """A function that reads a config file and writes each of its items as an option: a loop
+    ``for k, v in config.items():`` over a mapping the function loaded, whose body builds the
+    text ``f"--{k}"`` (ms-swift's ``parse_yaml_args``)."""
+    for function in ast.walk(module):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        loaded = {t.id for node in ast.walk(function) if isinstance(node, ast.Assign) and _is_load(node.value)
+                  for t in node.targets if isinstance(t, ast.Name)}
+        for loop in ast.walk(function):
+            if not (isinstance(loop, ast.For) and isinstance(loop.target, ast.Tuple) and loop.target.elts
+                    and isinstance(loop.target.elts[0], ast.Name) and isinstance(loop.iter, ast.Call)
+                    and isinstance(loop.iter.func, ast.Attribute) and loop.iter.func.attr == "items"
+                    and isinstance(loop.iter.func.value, ast.Name) and loop.iter.func.value.id in loaded):
+                continue
+            key = loop.target.elts[0].id
+            for text in ast.walk(loop):
+                if isinstance(text, ast.JoinedStr) and len(text.values) >= 2 \
+                        and isinstance(text.values[0], ast.Constant) and text.values[0].value == "--" \
+                        and isinstance(text.values[1], ast.FormattedValue) \
+                        and isinstance(text.values[1].value, ast.Name) and text.values[1].value.id == key:
+                    return True
+    return False
 
 
 def _config_reads(module: ast.Module) -> frozenset[tuple[str, frozenset[str]]]:
