@@ -112,6 +112,7 @@ def walk(
             except OSError:
                 continue
             subdirs = []
+            saved_model = is_saved_model_folder({entry.name for entry in entries})
             for entry in entries:
                 try:
                     is_file = not entry.is_dir()
@@ -119,6 +120,8 @@ def walk(
                     continue
                 if is_file and not is_linted(entry.name):
                     continue  # never linted: no need to ask the ignore files (most of a walk's matching)
+                if is_file and saved_model and entry.name.endswith(_STRUCTURED_SUFFIXES):
+                    continue  # what save_pretrained wrote, and the records saved beside it
                 path = Path(entry.path)
                 if settings.is_excluded(path) or _ignored(path, specs, entry):
                     continue
@@ -136,6 +139,21 @@ def walk(
                         return
                     yield path, entry
             stack.extend((d, specs) for d in reversed(subdirs))
+
+
+# the files ``save_pretrained`` writes: a folder that holds them is a saved model, adapter or
+# tokenizer, and its JSON/YAML files are records of a run (the training script's
+# ``lora_config.json`` saved beside the adapter: veen-systems/llm-distillery), never configs
+_SAVED_BY_PEFT = "adapter_config.json"
+_SAVED_TOKENIZER = frozenset({"tokenizer_config.json", "special_tokens_map.json"})
+_SAVED_MODEL = frozenset({"config.json", "generation_config.json"})
+_STRUCTURED_SUFFIXES = (".json", ".yaml", ".yml")
+
+
+def is_saved_model_folder(names: set[str]) -> bool:
+    """Do these file names make a folder that ``save_pretrained`` wrote (an adapter, a tokenizer,
+    a model with its generation config)?"""
+    return _SAVED_BY_PEFT in names or _SAVED_TOKENIZER <= names or _SAVED_MODEL <= names
 
 
 def _ignored(path: Path, specs: list[tuple[Path, pathspec.PathSpec]], entry: os.DirEntry) -> bool:

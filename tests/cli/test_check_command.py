@@ -146,6 +146,23 @@ def test_what_a_run_wrote_is_not_linted_as_a_config(project):
     assert found == {"loop.py", "configs/args.json"}
 
 
+def test_what_save_pretrained_wrote_and_the_records_beside_it_are_not_configs(project):
+    """veen-systems/llm-distillery commits its trained adapter folder (``adapter_config.json``,
+    the tokenizer's files) with the ``lora_config.json`` its training script saves beside them:
+    read as an Axolotl config, that record had three findings on keys nobody chose."""
+    record = json.dumps({"base_model": "Qwen/Qwen2.5-0.5B", "lora_rank": 16, "lora_alpha": 32, "max_length": 512})
+    adapter = json.dumps({"peft_type": "LORA", "r": 16, "lora_alpha": 32, "target_modules": ["q_proj", "v_proj"]})
+    write(project, {"models/qwen-lora/lora_config.json": record, "models/qwen-lora/adapter_config.json": adapter,
+                    "tokenizer/tokenizer_config.json": "{}", "tokenizer/special_tokens_map.json": "{}",
+                    "tokenizer/axolotl.yml": "base_model: Qwen/Qwen2.5-0.5B\nlora_alpha: 32\n"})
+    found = {path for path, _ in codes(memlint(project, "check", "--output-format", "json"))}
+    assert found == {"loop.py"}
+    # the same record in a folder of the project's configs is judged
+    write(project, {"configs/lora_config.json": record})
+    found = {path for path, _ in codes(memlint(project, "check", "--output-format", "json"))}
+    assert found == {"loop.py", "configs/lora_config.json"}
+
+
 def test_a_config_edited_alone_rechecks_the_run_that_uses_it(project):
     """Pre-commit passes only the changed file: ZeRO-0 in ds_config.json makes the launched run
     of train.py (8 GPUs, micro-batch 4) run out of memory, and the finding names the JSON."""
