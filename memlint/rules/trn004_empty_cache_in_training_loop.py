@@ -12,6 +12,7 @@ from memlint.model.diagnostics import Severity
 from memlint.python.index import index_for
 from memlint.python.loops import Event, TrainingLoop, step_loops
 from memlint.python.prefilter import Called
+from memlint.python.syntax import dotted, iter_nodes
 from memlint.python.training import RUNS_BACKWARD
 from memlint.rules.base import Example, Finding, Rule
 
@@ -45,13 +46,49 @@ def train(model, loader, optimizer, epochs, eval_every=1000):
 """
 
 
+# in the style of LLM-Distillery's student model: validation when the step count passes a mark
+_DISTILLER = """\
+import torch
+
+
+class Student:
+    def __init__(self, model, optimizer, validation_every_steps: int, grad_accum: int):
+        self.model, self.optimizer = model, optimizer
+        self.validation_every_steps = validation_every_steps
+        self.next_val_step = validation_every_steps
+        self.grad_accum = grad_accum
+        self.num_trained_steps = 0
+
+    def train_chunk(self, batches, validation_batches):
+        for batch in batches:
+            loss = self.model(**batch).loss / self.grad_accum
+            loss.backward()
+            self.num_trained_steps += 1
+            if self.num_trained_steps % self.grad_accum == 0:
+                self.optimizer.step()
+                self.optimizer.zero_grad()
+            if self.num_trained_steps >= self.next_val_step:
+                self._validate(validation_batches)
+
+    def _validate(self, validation_batches):
+        self.model.eval()
+        with torch.no_grad():
+            for batch in validation_batches:
+                self.model(**batch)
+        self.model.train()
+        self.next_val_step += self.validation_every_steps
+        torch.cuda.empty_cache()
+"""
+
+
 class EmptyCacheInTrainingLoop(Rule):
     """## What it does
     Finds ``torch.cuda.empty_cache()`` (and the ``xpu`` / ``mps`` ones) that runs on every
     pass of a training loop. Calls in an ``except`` handler (recovering from an
-    out-of-memory error), calls under an interval condition (``if step % 1000 == 0:``) and
-    calls that run on one pass only (``if step == 1:``, a loop counter compared for equality)
-    are not reported.
+    out-of-memory error), calls under an interval condition (``if step % 1000 == 0:``, or a
+    step count compared with a mark the code moves on: ``if step >= self.next_val_step:``
+    beside ``self.next_val_step += every``) and calls that run on one pass only (``if step ==
+    1:``, a loop counter compared for equality) are not reported.
 
     ## Why it matters
     ``empty_cache`` returns the caching allocator's free blocks to the driver. It frees no
@@ -83,6 +120,11 @@ class EmptyCacheInTrainingLoop(Rule):
             ),
             title="Only after an out-of-memory error, or every eval_every steps",
         ),
+        Example(
+            _DISTILLER,
+            path="classes/student/model.py",
+            title="At the end of a validation that runs when the step count passes a mark the loop moves on",
+        ),
     )
     INVALID = (
         Example(
@@ -104,9 +146,9 @@ class EmptyCacheInTrainingLoop(Rule):
                 call = event.call
                 if call is None or id(call) in reported or event.in_except or event.modulo_guards:
                     continue
-                if _runs_on_one_pass(loop, event):
-                    continue
                 if not (index.qualified(call) & _EMPTY_CACHE):
+                    continue
+                if _runs_on_one_pass(loop, event) or _runs_past_an_advancing_mark(index, event):
                     continue
                 reported.add(id(call))
                 yield Finding(
@@ -134,6 +176,38 @@ def _runs_on_one_pass(loop: TrainingLoop, event: Event) -> bool:
                 if any(isinstance(side, cst.Name) and side.value in counters for side in sides):
                     return True
     return False
+
+
+_ORDERINGS = (cst.GreaterThan, cst.GreaterThanEqual, cst.LessThan, cst.LessThanEqual)
+
+
+def _runs_past_an_advancing_mark(index, event: Event) -> bool:
+    """Under ``if self.num_trained_steps >= self.next_val_step:`` where the module moves the mark
+    on (``self.next_val_step += self.validation_every_steps``: LLM-Distillery's validation, which
+    frees the cache when it ends): a step counter compared with a mark the code advances holds
+    once per period, as ``step % period == 0`` does."""
+    advanced = _advanced_marks(index)
+    if not advanced:
+        return False
+    for guard in event.guards:
+        if guard.branch != "body":
+            continue
+        for test in _conjuncts(guard.node.test):
+            if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 \
+                    and isinstance(test.comparisons[0].operator, _ORDERINGS):
+                sides = (test.left, test.comparisons[0].comparator)
+                if any(dotted(side) in advanced for side in sides):
+                    return True
+    return False
+
+
+def _advanced_marks(index) -> frozenset[str]:
+    """The names the module moves on by an amount: ``self.next_val_step += period``."""
+    return frozenset(
+        name for node in iter_nodes(index.py.module, enter_defs=True)
+        if isinstance(node, cst.AugAssign) and isinstance(node.operator, cst.AddAssign)
+        and (name := dotted(node.target)) is not None
+    )
 
 
 def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
