@@ -61,6 +61,12 @@ _HYDRA_NAME = frozenset({"config_name", "cn"})  # Hydra's --config-name / -cn
 _HYDRA_PATH = ("config_path", "cp")
 # the note of the reference ``--config-path P --config-name X`` makes (the run reads that config's values)
 CONFIG_OPTIONS_NOTE = "Hydra --config-path/--config-name"
+# a config an option hands to another model of the run than the trained policy: a reward model's
+# own DeepSpeed plugin (Reward-Model-Overoptimization's ``--rm_deepspeed_plugin rm_zero3.json``
+# beside the policy's ``--per_device_train_batch_size``), a teacher's or a critic's. The option
+# uses the file (it is no unused config), but its settings are not the trained model's.
+OTHER_MODEL_CONFIG = " (another model's config)"
+_OTHER_MODELS = re.compile(r"^(?:rm|reward|reward_model|ref|reference|critic|value|teacher|judge|draft)[_-]")
 
 
 @dataclass
@@ -300,7 +306,7 @@ class _Shell:
         the project (GritLM's ``cd /home/niklas/gritlm/gritlm`` before ``-m training.run``), and the
         store maps a path under it to the project's file. ``cd ..``, a home-relative or unknown
         folder, or a ``cd`` in a block leaves where relative paths are read from unknown (looked
-        up as before)."""
+        up as before); a launcher script's ``cd ../src`` is read from the script's own folder."""
         operands = [w for w in arguments if not w.text.startswith("-")]
         target = expand(operands[0], self.variables) if len(operands) == 1 and depth == 0 else None
         if target is None or target.text.startswith("~") or not target.text:
@@ -316,8 +322,13 @@ class _Shell:
         elif self.cwd is not None:
             self.cwd = Value(posixpath.normpath(posixpath.join(self.cwd.text, target.text)), target.start,
                              target.end, self.cwd.anchored)
+        elif target.text.split("/", 1)[0] == ".." and self.blocks:
+            self.cwd = None  # a README's block: where its reader stands is not known
         elif target.text.split("/", 1)[0] == "..":
-            self.cwd = None
+            # a launcher script's ``cd ../reward_models`` (Reward-Model-Overoptimization's
+            # ``scripts/train_grm_lora.sh``): run from its own folder, the only place from which a
+            # folder above leads back into the project
+            self.cwd = Value(posixpath.normpath(target.text), target.start, target.end)
         else:
             self.cwd = Value(posixpath.normpath(target.text), target.start, target.end)
 
@@ -600,7 +611,8 @@ class _Shell:
             if key in _HYDRA_NAME:
                 self._hydra_config(launch, value, facts)
             elif value.text.lower().endswith(_CONFIG_SUFFIXES) and ("config" in key or "deepspeed" in key):
-                facts.references.append(self.sourced(self._here(value), f"--{key}"))
+                note = f"--{key}" + (OTHER_MODEL_CONFIG if _OTHER_MODELS.match(key) else "")
+                facts.references.append(self.sourced(self._here(value), note))
 
     def _hydra_config(self, launch: _Launch, name: Value, facts: RunFacts) -> None:
         """Hydra's ``--config-name X`` names a file of the config folder, not of the working

@@ -100,6 +100,34 @@ def script_argument_fields(root: Path, script: Path) -> frozenset[str]:
     return _fields({cls for callee, passed in own[0] if callee in parsers for cls in passed}, classes)
 
 
+def script_own_options(root: Path, script: Path) -> frozenset[str]:
+    """The options a script parses into argument classes of its own alone: the fields of the
+    classes it passes to its parser when each of them, and each base the project defines for
+    them, derives from nothing outside the project (Reward-Model-Overoptimization's
+    ``eval_grm.py``: ``HfArgumentParser(ScriptArguments)``, a plain dataclass of
+    ``--per_device_eval_batch_size``, ``--max_length``, ``--log_dir``). Such options reach no
+    ``TrainingArguments``; empty when a class extends one (or anything else not in the project)."""
+    own = _read(str(script))
+    if own is None:
+        return frozenset()
+    _, classes, parsers = _project_scan(root)
+    parsed = {cls for callee, passed in own[0] if callee in parsers for cls in passed}
+    if not parsed:
+        return frozenset()
+    todo, seen = list(parsed), set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        shapes = classes.get(name)
+        if not shapes:
+            return frozenset()  # a class the project does not define (TrainingArguments itself)
+        for bases, _fields_of in shapes:
+            todo.extend(b for b in bases if b not in ("object", "ABC"))
+    return _fields(parsed, classes)
+
+
 _Classes = dict[str, list[tuple[tuple[str, ...], tuple[str, ...]]]]
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Callable
 
 from memlint.documents import reads
 from memlint.documents.kinds import ENTRY_KINDS, STANDALONE_KINDS, DocumentKind
+from memlint.facts.launchers import OTHER_MODEL_CONFIG
 from memlint.project.config_launchers import ConfigLaunchers
 from memlint.model.provenance import Location, Sourced
 from memlint.model.vocabulary import names_parallelism_config
@@ -39,6 +40,8 @@ _ANY_FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+(\.*[A-Za-z_][\w.]*)[ \t]+impor
 # how far the modules that may test a quantization switch are followed from the script
 MAX_SWITCH_HOPS = 4
 MAX_SWITCH_MODULES = 200
+# what a module that trains writes: a backward pass, an optimizer, a Trainer or a train module
+_TRAINS = re.compile(r"\.backward\(|\boptim\b|Optimizer|AdamW|\bTrainer\b|TrainModule|\.train\(\)")
 _ENTRY_NAMES = re.compile(r"^(?:train\w*|main|run\w*|finetune\w*|fine_tune\w*|\w*_main|\w*Arguments|\w*Config)$")
 
 
@@ -85,6 +88,8 @@ class RunFinder:
         if depth >= MAX_LINK_DEPTH:
             return out
         for reference in facts.references:
+            if (reference.note or "").endswith(OTHER_MODEL_CONFIG):
+                continue  # a reward model's own DeepSpeed plugin: not the trained model's settings
             target = self.documents.resolve_reference(str(reference.value), facts.path)
             if target is None:
                 if names_parallelism_config(reference.note or ""):
@@ -231,7 +236,8 @@ class RunFinder:
                     # a class that only shards the run (open-instruct's GRPO learners build OLMo-core's
                     # data-parallel config): its form is the run's, the options still state the rest
                     linked.extend(h for h in helpers if h.parallel_library is not None)
-            if not script_facts_found and (script is None or self._delegates_to_project_module(script)):
+            if not script_facts_found and (script is None or (
+                    self._delegates_to_project_module(script) and not self._parses_its_own_options(script, facts))):
                 # a framework's entry point outside the project (installed with the framework, run
                 # as a module), or a script in the project that trains through an import of the
                 # project's own code (FastChat's train_mem.py calls fastchat.train.train.train()):
@@ -823,6 +829,42 @@ class RunFinder:
                 if exists:
                     return candidate
         return None
+
+    def _parses_its_own_options(self, script: Path, launcher: RunFacts) -> bool:
+        """Does ``script`` parse every option the launch passes into argument classes of its own
+        that extend no ``TrainingArguments`` (``memlint.facts.project_arguments.script_own_options``)?
+        Then the options are its settings, whatever their names: Reward-Model-Overoptimization's
+        ``eval_grm.py`` takes ``--per_device_eval_batch_size`` and ``--max_length`` into a plain
+        dataclass and only evaluates, through helpers of its own folder."""
+        from memlint.facts.project_arguments import script_own_options
+
+        passed = set(launcher.cli_args) | set(launcher.cli_unknown)
+        if not passed or not passed <= script_own_options(self.documents.root, Path(script)):
+            return False
+        return not self._hands_on_to_training(script)
+
+    def _hands_on_to_training(self, script: Path) -> bool:
+        """Does a project module that ``script`` imports and uses train (a ``backward()``, an
+        optimizer, a Trainer or a train module: open-instruct's learners handed the script's
+        config)? A model loader and a forward helper (``load_model_withhead``) do not."""
+        try:
+            text = self.documents.document(script).text
+        except (OSError, ValueError):
+            return False
+        folders = [self.documents.root, self.documents.root / "src", *self._folders_between(script)]
+        body = _IMPORTED.sub("", text)
+        for match in _IMPORTED.finditer(text):
+            if not any(_uses(body, local) for _, local in _imported_names(match.group(2))):
+                continue
+            parts = match.group(1).split(".")
+            for folder in folders:
+                for candidate in (folder.joinpath(*parts).with_suffix(".py"), folder.joinpath(*parts, "__init__.py")):
+                    try:
+                        if candidate.is_file() and _TRAINS.search(self.documents.document(candidate).text):
+                            return True
+                    except (OSError, ValueError):
+                        continue
+        return False
 
     def _delegates_to_project_module(self, script: Path) -> bool:
         """Whether ``script`` imports from a package or module of this project (``from pkg.mod

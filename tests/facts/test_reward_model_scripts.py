@@ -1,0 +1,157 @@
+"""A reward-modelling project laid out as Reward-Model-Overoptimization is: launchers in
+``scripts/`` that ``cd ../reward_models`` (or ``../rm_eval``) before ``accelerate launch``, training
+scripts whose own ``ScriptArguments`` dataclass sets the micro-batch and checkpointing, an
+evaluation script whose options are its own dataclass's, and a GRPO launch that hands the reward
+model its own DeepSpeed plugin."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from facts_testing import dedent, one
+
+from memlint.lint.engine import run_context
+from memlint.project.project import Project
+from memlint.project.settings import Settings
+
+from tests.facts.facts_testing import write
+
+TRAIN_RM = dedent('''
+    from dataclasses import dataclass, field
+    from typing import Optional
+
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForSequenceClassification, HfArgumentParser, Trainer, TrainingArguments
+
+
+    @dataclass
+    class ScriptArguments:
+        per_device_train_batch_size: Optional[int] = field(default=1)
+        gradient_accumulation_steps: Optional[int] = field(default=16)
+        learning_rate: Optional[float] = field(default=1e-5)
+        max_length: Optional[int] = field(default=1024)
+        gradient_checkpointing: Optional[bool] = field(default=True)
+        bf16: Optional[bool] = field(default=True)
+        base_model: Optional[str] = field(default="google/gemma-2b-it")
+        use_lora: Optional[bool] = field(default=True)
+        lora_r: Optional[int] = field(default=32)
+        log_dir: Optional[str] = field(default="./reward_models_train")
+
+
+    parser = HfArgumentParser(ScriptArguments)
+    script_args = parser.parse_args_into_dataclasses()[0]
+    training_args = TrainingArguments(
+        output_dir=script_args.log_dir,
+        per_device_train_batch_size=script_args.per_device_train_batch_size,
+        gradient_accumulation_steps=script_args.gradient_accumulation_steps,
+        learning_rate=script_args.learning_rate,
+        gradient_checkpointing=script_args.gradient_checkpointing,
+        bf16=script_args.bf16,
+    )
+    model = AutoModelForSequenceClassification.from_pretrained(script_args.base_model, num_labels=1)
+    if script_args.use_lora:
+        model = get_peft_model(model, LoraConfig(r=script_args.lora_r, task_type="SEQ_CLS"))
+    trainer = Trainer(model=model, args=training_args, train_dataset=None)
+    trainer.train()
+''')
+
+TRAIN_SH = dedent('''
+    devices=0,1,2,3,4,5
+    n_gpu=6
+    base_model='google/gemma-2b-it'
+    max_length=1024
+
+    cd ../reward_models
+    CUDA_VISIBLE_DEVICES=${devices} accelerate launch --num_processes ${n_gpu} run_rm_train.py \\
+        --base_model ${base_model} --max_length ${max_length} --use_lora True --gradient_accumulation_steps 4
+''')
+
+EVAL_RM = dedent('''
+    from dataclasses import dataclass, field
+    from typing import Optional
+
+    import torch
+    from transformers import HfArgumentParser
+
+    from rm_utils import load_model_withhead
+
+
+    @dataclass
+    class ScriptArguments:
+        per_device_eval_batch_size: Optional[int] = field(default=8)
+        max_length: Optional[int] = field(default=1024)
+        base_model: Optional[str] = field(default="google/gemma-2b-it")
+        log_dir: Optional[str] = field(default="./eval_reward")
+
+
+    script_args = HfArgumentParser(ScriptArguments).parse_args_into_dataclasses()[0]
+    model = load_model_withhead(script_args.base_model)
+    with torch.no_grad():
+        print(model)
+''')
+
+EVAL_SH = dedent('''
+    per_device_eval_batch_size=1
+    max_length=1024
+    cd ../rm_eval
+    for task in 'unified' 'hhh'
+    do
+        accelerate launch eval_rm.py --base_model google/gemma-2b-it \\
+            --per_device_eval_batch_size ${per_device_eval_batch_size} --max_length ${max_length} --log_dir ./eval
+    done
+''')
+
+
+def test_a_launcher_scripts_cd_up_and_over_is_read_from_its_own_folder():
+    facts = one(TRAIN_SH, "scripts/train_rm_lora.sh")
+    assert facts.launches.value == "../reward_models/run_rm_train.py"
+
+
+def test_the_launched_scripts_own_defaults_hold_micro_batch_and_checkpointing(tmp_path: Path):
+    write(tmp_path, {"scripts/train_rm_lora.sh": TRAIN_SH, "reward_models/run_rm_train.py": TRAIN_RM})
+    (tmp_path / ".git").mkdir()
+    settings = Settings(root=tmp_path).with_overrides(gpu="h100", gpus=8, cache=False)
+    [run] = Project(settings).runs_for(tmp_path / "scripts/train_rm_lora.sh", run_context(settings))
+    # before: the script was not found from scripts/, and the options were read as bare
+    # TrainingArguments: micro-batch 8, no checkpointing, no LoRA (112.7 GiB on the real project)
+    assert run.setup is not None and run.setup.micro_batch == 1
+    assert run.plan.value("grad_ckpt") and run.plan.value("lora_r") == 32
+
+
+def test_an_evaluation_script_whose_options_are_its_own_dataclass_trains_nothing(tmp_path: Path):
+    write(tmp_path, {"scripts/eval_rm.sh": EVAL_SH, "rm_eval/eval_rm.py": EVAL_RM,
+                     "rm_eval/rm_utils.py": "def load_model_withhead(name):\n    return name\n"})
+    (tmp_path / ".git").mkdir()
+    settings = Settings(root=tmp_path).with_overrides(gpu="h100", gpus=8, cache=False)
+    runs = Project(settings).runs_for(tmp_path / "scripts/eval_rm.sh", run_context(settings))
+    # before: --per_device_eval_batch_size and --max_length read as TrainingArguments: a full
+    # fine-tune of gemma-2b at micro-batch 8 (MEM001 on an evaluation)
+    assert all(not run.plan.trains for run in runs)
+
+
+def test_a_reward_models_own_deepspeed_plugin_is_not_the_policys_config(tmp_path: Path):
+    grpo = dedent('''
+        accelerate launch --num_processes 8 train_grpo.py --model_name_or_path Qwen/Qwen3-0.6B \\
+            --per_device_train_batch_size 1 --gradient_accumulation_steps 4 \\
+            --rm_deepspeed_plugin configs/rm_zero2.json
+    ''')
+    facts = one(grpo, "scripts/grpo.sh")
+    assert [r.note for r in facts.references] == ["--rm_deepspeed_plugin (another model's config)"]
+    rm_config = '{"zero_optimization": {"stage": 2}, "train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 32}'
+    train = dedent('''
+        from transformers import AutoModelForCausalLM
+        from trl import GRPOConfig, GRPOTrainer, TrlParser
+
+        parser = TrlParser((GRPOConfig,))
+        (args,) = parser.parse_args_and_config()
+        trainer = GRPOTrainer(model=AutoModelForCausalLM.from_pretrained("Qwen/Qwen3-0.6B"), args=args)
+        trainer.train()
+    ''')
+    write(tmp_path, {"scripts/grpo.sh": grpo, "train_grpo.py": train, "configs/rm_zero2.json": rm_config})
+    (tmp_path / ".git").mkdir()
+    settings = Settings(root=tmp_path).with_overrides(gpu="h100", gpus=8, cache=False, select=("CFG",))
+    project = Project(settings)
+    [run] = project.runs_for(tmp_path / "scripts/grpo.sh", run_context(settings))
+    assert run.plan.get("zero_stage") is None  # the policy runs plain data parallelism
+    # and the plugin is no unused config either
+    assert project.runs_for(tmp_path / "configs/rm_zero2.json", run_context(settings)) == []
