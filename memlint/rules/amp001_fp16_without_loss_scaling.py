@@ -22,6 +22,7 @@ from memlint.python.training import (
     backwards,
     bf16_support_choice,
     dtype_choices,
+    is_peft_wrap,
     is_scaler_constructor,
     scaler_disabled,
     trained_models,
@@ -380,6 +381,12 @@ for batch in loader:
                 f"a GradScaler is created on line {scaler_line} but `{py.code_of(backward.call)}` bypasses it; "
                 "use `scaler.scale(loss).backward()` and `scaler.step(optimizer)`"
             )
+        elif any(s.description.startswith("float16 weights") for s in sources) and _peft_wrapped(ctx):
+            # PEFT casts the adapters it adds to float32 (``autocast_adapter_dtype=True``): their
+            # updates keep their small steps, and GradScaler unscales their float32 gradients
+            tail = ('the LoRA adapters PEFT trains stay float32 (autocast_adapter_dtype), but the gradients that '
+                    'reach them flow back through the float16 base model, where those below 6e-8 flush to zero; '
+                    'scale the loss with torch.amp.GradScaler("cuda"), or train in bfloat16')
         elif any(s.description.startswith("float16 weights") for s in sources):
             # GradScaler refuses float16 gradients ("Attempting to unscale FP16 gradients")
             tail = ('float16 gradients below 6e-8 flush to zero and float16 weights lose small updates; keep '
@@ -414,6 +421,12 @@ for batch in loader:
                     ),
                     related=(Related(ctx.path, py.range_of(scaled[0].call), "the loss is scaled here"),),
                 )
+
+
+def _peft_wrapped(ctx: RuleContext) -> bool:
+    """Does the module wrap a model with PEFT (``get_peft_model``, ``PeftModel.from_pretrained``)?"""
+    index = index_for(ctx.python)
+    return index is not None and any(is_peft_wrap(index, call) for call in index.calls)
 
 
 def _target_has_bf16(ctx: RuleContext) -> bool:

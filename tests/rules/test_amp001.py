@@ -129,6 +129,11 @@ def test_lora_on_a_float16_checkpoint(lint, where):
     diagnostics = lint("AMP001", source)
     assert where(diagnostics) == [(14, 4, 14, 19)]
     assert "from_pretrained(torch_dtype=...)" in diagnostics[0].message
+    # PEFT keeps the adapters it trains in float32: the message says what is at stake (the
+    # gradients through the float16 base), not that float16 weights lose their updates
+    # (rlhf-and-reward-modelling-alt's ppo_grpo_v2_pilot.py had been told so)
+    assert "adapters PEFT trains stay float32" in diagnostics[0].message
+    assert "weights lose small updates" not in diagnostics[0].message
 
 
 def test_autocast_decorating_forward_and_in_a_helper(lint, where):
