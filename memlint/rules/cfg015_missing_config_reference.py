@@ -7,6 +7,7 @@ from typing import Iterator
 
 from memlint.catalog.models import looks_like_placeholder
 from memlint.documents.kinds import DocumentKind
+from memlint.facts.launchers import CONFIG_OPTIONS_NOTE
 from memlint.facts.shell_writes import writes
 from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Severity
@@ -124,6 +125,8 @@ class MissingConfigReference(Rule):
                         continue  # git ignores it (a run makes it first) or a submodule brings it
                     if _preset_name(ctx, written):
                         continue  # a name the project's code maps to a config it ships
+                    if _installed_modules_config(ctx, facts, reference):
+                        continue  # the config folder of a module the project does not hold
                     if ctx.kind is DocumentKind.SHELL and writes(ctx.parsed.text, reference.origin.range.start.line,
                                                                  written):
                         continue  # the launcher writes it itself before the launch (a here-document)
@@ -151,6 +154,16 @@ class MissingConfigReference(Rule):
             first = next(p for p in parsed.structured.problems if p.kind != "duplicate-key")
             return f"{first.message} (line {first.range.start.line})"
         return None
+
+
+def _installed_modules_config(ctx: RuleContext, facts, reference) -> bool:
+    """Hydra's ``--config-path=./config --config-name=ppo_megatron_trainer`` beside ``python3 -m
+    verl.trainer.main_ppo`` names a file of the module's own folder; when the project does not
+    hold that module (verl installed with pip: reward-modeling-develop's ``rmood/rl/ppo/*.sh``),
+    the file is the installed package's, which memlint cannot see."""
+    if reference.note != CONFIG_OPTIONS_NOTE or facts.launches is None:
+        return False
+    return ctx.resolve_reference(str(facts.launches.value)) is None
 
 
 def _generated(ctx: RuleContext, written: str) -> bool:
