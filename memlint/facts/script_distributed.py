@@ -25,6 +25,8 @@ from memlint.python.library import (
     TORCH_FULLY_SHARD,
     lightning_strategy,
 )
+from memlint.python.index import index_for
+from memlint.python.syntax import method_name, receiver
 from memlint.python.values import Found, Mapping, Ref
 
 _DEEPSPEED_INITIALIZE_ARGS = (
@@ -224,11 +226,42 @@ def _config_argument(ctx: ScriptFacts, expression: cst.BaseExpression | None, at
 
 
 def deepspeed_initialize(ctx: ScriptFacts, call: cst.Call) -> None:
-    ctx.framework("deepspeed", call.func, "deepspeed.initialize(...)")
+    ctx.framework("deepspeed", call.func, "deepspeed.initialize(...)", trains=not _inference_engine(ctx, call))
     ctx.anchor(call.func, ANCHOR_ENGINE)
     arguments = ctx.values.arguments(call, _DEEPSPEED_INITIALIZE_ARGS)
     for key in ("config", "config_params"):
         _config_argument(ctx, arguments.get(key), call, f"deepspeed.initialize({key}=...)")
+
+
+def _inference_engine(ctx: ScriptFacts, call: cst.Call) -> bool:
+    """An engine built to run a frozen model: no optimizer and no parameters to optimize are
+    handed in, and the engine is put in eval mode (TRL's ``prepare_deepspeed`` for a reference or
+    reward model: ``model, *_ = deepspeed.initialize(model=model, config=config_kwargs)`` then
+    ``model.eval()``, copied into reward-modeling-develop's ``datacollator.py``). It trains nothing."""
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    if len(positional) > 2 or any(a.star for a in call.args) or any(
+            a.keyword is not None and a.keyword.value in ("optimizer", "model_parameters") for a in call.args):
+        return False
+    python = ctx.parsed.python
+    index = index_for(python) if python is not None else None
+    if index is None:
+        return False
+    statement = next((n for n in index.ancestors(call) if isinstance(n, cst.Assign)), None)
+    if statement is None:
+        return False
+    names = set()
+    for target in statement.targets:
+        held = target.target
+        elements = [e.value for e in held.elements] if isinstance(held, (cst.Tuple, cst.List)) else [held]
+        if elements and isinstance(elements[0], cst.Name):
+            names.add(elements[0].value)
+    flow = index.flow_of(call)
+    for later in index.calls:
+        target = receiver(later)
+        if method_name(later) == "eval" and isinstance(target, cst.Name) and target.value in names \
+                and index.flow_of(later) is flow and index.start(later) > index.start(call):
+            return True
+    return False
 
 
 def accelerator(ctx: ScriptFacts, call: cst.Call) -> None:

@@ -145,3 +145,38 @@ def test_a_call_converted_to_text_is_no_model_name(tmp_path: Path):
     notes = [d.message for d in Linter(settings).lint_path(tmp_path / "med_pipeline/train/run_grpo.py")
              if d.code == "MEM003"]
     assert notes and not any("CallValue" in n for n in notes)  # before: memlint's own record of the call, as text
+
+
+# TRL's prepare_deepspeed, as reward-modeling-develop copies it into rmood/rm/rrm/rrm/datacollator.py:
+# the reference and reward models run under DeepSpeed frozen, in eval mode
+PREPARE_DEEPSPEED = dedent('''
+    from copy import deepcopy
+
+    import deepspeed
+    from accelerate import Accelerator
+
+
+    def prepare_deepspeed(model, per_device_train_batch_size: int, fp16: bool = False, bf16: bool = False):
+        deepspeed_plugin = Accelerator().state.deepspeed_plugin
+        config_kwargs = deepcopy(deepspeed_plugin.deepspeed_config)
+        if config_kwargs["zero_optimization"]["stage"] != 3:
+            config_kwargs["train_micro_batch_size_per_gpu"] = per_device_train_batch_size
+            config_kwargs = {"train_micro_batch_size_per_gpu": config_kwargs["train_micro_batch_size_per_gpu"],
+                             "prescale_gradients": False, "wall_clock_breakdown": False}
+            if bf16:
+                config_kwargs["bf16"] = {"enabled": True}
+        model, *_ = deepspeed.initialize(model=model, config=config_kwargs)
+        model.eval()
+        return model
+''')
+
+
+def test_an_engine_built_for_a_frozen_model_trains_nothing():
+    # before: a MEM003 "no model found" note on a helper that trains nothing
+    assert facts_of(PREPARE_DEEPSPEED, "rmood/rm/utils.py") == []
+    # handed an optimizer's parameters, the same engine trains
+    trained = PREPARE_DEEPSPEED.replace("deepspeed.initialize(model=model, config=config_kwargs)",
+                                        "deepspeed.initialize(model=model, model_parameters=model.parameters(), "
+                                        "config=config_kwargs)").replace("        model.eval()\n", "")
+    [script] = facts_of(trained, "rmood/rm/utils.py")
+    assert script.framework.value == "deepspeed"
