@@ -250,15 +250,15 @@ def _inference_engine(ctx: ScriptFacts, call: cst.Call) -> bool:
     if statement is None:
         return False
     names = set()
-    for target in statement.targets:
-        held = target.target
+    for assigned in statement.targets:
+        held = assigned.target
         elements = [e.value for e in held.elements] if isinstance(held, (cst.Tuple, cst.List)) else [held]
         if elements and isinstance(elements[0], cst.Name):
             names.add(elements[0].value)
     flow = index.flow_of(call)
     for later in index.calls:
-        target = receiver(later)
-        if method_name(later) == "eval" and isinstance(target, cst.Name) and target.value in names \
+        engine = receiver(later)
+        if method_name(later) == "eval" and isinstance(engine, cst.Name) and engine.value in names \
                 and index.flow_of(later) is flow and index.start(later) > index.start(call):
             return True
     return False
