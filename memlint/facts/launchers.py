@@ -61,6 +61,7 @@ _HYDRA_NAME = frozenset({"config_name", "cn"})  # Hydra's --config-name / -cn
 _HYDRA_PATH = ("config_path", "cp")
 # the note of the reference ``--config-path P --config-name X`` makes (the run reads that config's values)
 CONFIG_OPTIONS_NOTE = "Hydra --config-path/--config-name"
+POSITIONAL_CONFIG_NOTE = "config file passed to the script"
 # a config an option hands to another model of the run than the trained policy: a reward model's
 # own DeepSpeed plugin (Reward-Model-Overoptimization's ``--rm_deepspeed_plugin rm_zero3.json``
 # beside the policy's ``--per_device_train_batch_size``), a teacher's or a critic's. The option
@@ -571,9 +572,9 @@ class _Shell:
                     facts.positional_config = Sourced(int(positional.group(1)), self.location(word.start, word.end),
                                                       f"the caller's argument {word.text} passed to the script")
                 if value is not None and value.text.lower().endswith(_CONFIG_SUFFIXES):
-                    facts.references.append(self.sourced(self._here(value), "config file passed to the script"))
+                    facts.references.append(self.sourced(self._here(value), POSITIONAL_CONFIG_NOTE))
                 if value is None and positional is None:
-                    self._script_config(word, "config file passed to the script", facts)
+                    self._script_config(word, POSITIONAL_CONFIG_NOTE, facts)
                 i += 1
                 continue
             leading = False

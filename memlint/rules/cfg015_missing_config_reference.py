@@ -7,7 +7,7 @@ from typing import Iterator
 
 from memlint.catalog.models import looks_like_placeholder
 from memlint.documents.kinds import DocumentKind
-from memlint.facts.launchers import CONFIG_OPTIONS_NOTE
+from memlint.facts.launchers import CONFIG_OPTIONS_NOTE, POSITIONAL_CONFIG_NOTE
 from memlint.facts.shell_writes import writes
 from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Severity
@@ -127,6 +127,8 @@ class MissingConfigReference(Rule):
                         continue  # a name the project's code maps to a config it ships
                     if _installed_modules_config(ctx, facts, reference):
                         continue  # the config folder of a module the project does not hold
+                    if _handed_to_plain_python(ctx, facts, reference):
+                        continue  # a data file of a script that imports no ML library
                     if ctx.kind is DocumentKind.SHELL and writes(ctx.parsed.text, reference.origin.range.start.line,
                                                                  written):
                         continue  # the launcher writes it itself before the launch (a here-document)
@@ -164,6 +166,16 @@ def _installed_modules_config(ctx: RuleContext, facts, reference) -> bool:
     if reference.note != CONFIG_OPTIONS_NOTE or facts.launches is None:
         return False
     return ctx.resolve_reference(str(facts.launches.value)) is None
+
+
+def _handed_to_plain_python(ctx: RuleContext, facts, reference) -> bool:
+    """A JSON/YAML argument of a project script that imports no ML library (Poisoning-Instruction-
+    Tuned-Models' ``python poison_scripts/get_countnorm.py $1 pool.jsonl countnorm.json``, the
+    file it writes): a data step's input or output, no config of a run."""
+    if reference.note != POSITIONAL_CONFIG_NOTE or facts.launches is None:
+        return False
+    script = ctx.resolve_reference(str(facts.launches.value))
+    return script is not None and ctx.kind_of(script) is DocumentKind.PYTHON_OTHER
 
 
 def _generated(ctx: RuleContext, written: str) -> bool:

@@ -28,3 +28,37 @@ def test_near_miss_a_vendored_module_without_the_config_keeps_the_finding(lint):
              "verl/trainer/main_ppo.py": "import hydra\n\n\n@hydra.main(config_path='config')\ndef main(config):\n    pass\n"}
     [finding] = lint("CFG015", PPO, path="rmood/rl/ppo/rm.sh", files=files)
     assert "ppo_megatron_trainer.yaml` does not exist" in finding.message
+
+
+# Poisoning-Instruction-Tuned-Models' run_polarity.sh, trimmed: data steps before the training
+POISON = """\
+#!/bin/bash
+set -e
+python poison_scripts/dataset_iterator.py $1 poison_tasks_train.txt poison_pool_50k.jsonl --max_per_task 50000
+python poison_scripts/get_countnorm.py $1 poison_pool_50k.jsonl countnorm.json --phrase "$2" --replace_import
+"""
+GET_COUNTNORM = """\
+import argparse
+import json
+
+parser = argparse.ArgumentParser()
+parser.add_argument("name", type=str)
+parser.add_argument("import_file", type=str)
+parser.add_argument("export_file", type=str, nargs="?", default="countnorm.json")
+args = parser.parse_args()
+with open(args.export_file, "w") as f:
+    json.dump({}, f)
+"""
+
+
+def test_a_json_a_plain_python_data_step_is_handed_is_no_missing_config(lint):
+    files = {"poison_scripts/get_countnorm.py": GET_COUNTNORM,
+             "poison_scripts/dataset_iterator.py": "import sys\nprint(sys.argv)\n"}
+    # before: "`countnorm.json` does not exist": the step writes it
+    assert lint("CFG015", POISON, path="run_polarity.sh", files=files) == []
+
+
+def test_near_miss_a_training_scripts_missing_config_is_still_reported(lint):
+    files = {"train.py": "import sys\n\nimport torch\nfrom transformers import Trainer\n\nconfig = sys.argv[1]\n"}
+    [finding] = lint("CFG015", "python train.py configs/sft.json\n", path="run.sh", files=files)
+    assert "configs/sft.json` does not exist" in finding.message
