@@ -467,13 +467,35 @@ def bits_and_bytes(ctx: ScriptFacts, call: cst.Call) -> None:
                   extra_guards=guards, rank=RANK_CONFIG)
 
 
+def _or_fallback(values, expr: cst.BaseExpression | None) -> tuple[Found, Found] | None:
+    """``option or 64``: the option's (unknown) value and the known positive number that
+    replaces it when it is unset or zero."""
+    if not isinstance(expr, cst.BooleanOperation) or not isinstance(expr.operator, cst.Or):
+        return None
+    option, written = values.evaluate(expr.left), values.evaluate(expr.right)
+    if option is None or option.known or not option.options or written is None or not written.known \
+            or _positive_int(written.value) is None or written.node is None:
+        return None
+    return option, written
+
+
 def lora(ctx: ScriptFacts, call: cst.Call, default_r: int = 8, source: str = "LoraConfig", owner: str = "PEFT") -> None:
     values = ctx.values
     arguments = values.arguments(call)
     guards = ctx.value_guards(call)
     r = values.evaluate(arguments.get("r")) if "r" in arguments else None
+    written_r = arguments.get("r")
+    fallback = _or_fallback(values, written_r) if r is None and written_r is not None else None
     if r is None and "r" not in arguments:
         ctx.state("lora_r", default_r, call.func, f"{source}: {owner}'s default r={default_r}", at=call, extra_guards=guards)
+    elif fallback is not None and written_r is not None:
+        # ``r=training_args.lora_r or 64`` over a field of an arguments class another module
+        # defines (s1ckrain/Qwen3-VL-finetune): the adapter is there whatever its rank; the rank
+        # a launch passes wins, else the fallback written beside it stands for it
+        option, written = fallback
+        ctx.bind_found(option, "lora_r")
+        ctx.state("lora_r", written.value, written.node, f"{source}(r=...): the fallback of `{values.source.code_of(written_r)}`",
+                  at=call, extra_guards=guards)
     else:
         ctx.state_found("lora_r", r, _positive_int, f"{source}(r=...)", at=call, binding="lora_r",
                         extra_guards=guards)
