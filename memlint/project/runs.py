@@ -41,7 +41,7 @@ _ANY_FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+(\.*[A-Za-z_][\w.]*)[ \t]+impor
 MAX_SWITCH_HOPS = 4
 MAX_SWITCH_MODULES = 200
 # what a module that trains writes: a backward pass, an optimizer, a Trainer or a train module
-_TRAINS = re.compile(r"\.backward\(|\boptim\b|Optimizer|AdamW|\bTrainer\b|TrainModule|\.train\(\)")
+_TRAINS = re.compile(r"\.backward\(|\boptim\b|Optimizer|AdamW|\bTrainer\b|TrainModule|\.train\(")
 _ENTRY_NAMES = re.compile(r"^(?:train\w*|main|run\w*|finetune\w*|fine_tune\w*|\w*_main|\w*Arguments|\w*Config)$")
 
 
@@ -844,21 +844,26 @@ class RunFinder:
         return not self._hands_on_to_training(script)
 
     def _hands_on_to_training(self, script: Path) -> bool:
-        """Does a project module that ``script`` imports and uses train (a ``backward()``, an
-        optimizer, a Trainer or a train module: open-instruct's learners handed the script's
-        config)? A model loader and a forward helper (``load_model_withhead``) do not."""
+        """Does ``script``, or a project module it imports and uses (``from pkg.mod import f``, or
+        ``from pkg import mod``), train: a ``backward()``, an optimizer, a Trainer or a train module
+        (open-instruct's ``dpo.py`` and the learners its scripts hand their config to)? A model
+        loader and a forward helper (``load_model_withhead``) do not."""
         try:
             text = self.documents.document(script).text
         except (OSError, ValueError):
             return False
+        if _TRAINS.search(text):
+            return True  # the script trains itself (open-instruct's dpo.py builds OLMo-core's train module)
         folders = [self.documents.root, self.documents.root / "src", *self._folders_between(script)]
         body = _IMPORTED.sub("", text)
         for match in _IMPORTED.finditer(text):
-            if not any(_uses(body, local) for _, local in _imported_names(match.group(2))):
+            used = [name for name, local in _imported_names(match.group(2)) if _uses(body, local)]
+            if not used:
                 continue
             parts = match.group(1).split(".")
-            for folder in folders:
-                for candidate in (folder.joinpath(*parts).with_suffix(".py"), folder.joinpath(*parts, "__init__.py")):
+            modules = [parts] + [parts + [name] for name in used if name != "*"]  # ``from pkg import mod``
+            for folder, module in ((f, m) for f in folders for m in modules):
+                for candidate in (folder.joinpath(*module).with_suffix(".py"), folder.joinpath(*module, "__init__.py")):
                     try:
                         if candidate.is_file() and _TRAINS.search(self.documents.document(candidate).text):
                             return True

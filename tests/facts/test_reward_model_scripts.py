@@ -155,3 +155,37 @@ def test_a_reward_models_own_deepspeed_plugin_is_not_the_policys_config(tmp_path
     assert run.plan.get("zero_stage") is None  # the policy runs plain data parallelism
     # and the plugin is no unused config either
     assert project.runs_for(tmp_path / "configs/rm_zero2.json", run_context(settings)) == []
+
+
+def test_near_miss_a_script_with_its_own_options_that_trains_through_a_submodule_is_a_run(tmp_path: Path):
+    # open-instruct's dpo.py shape: a plain dataclass of its own options, handed to the project's
+    # `dpo_utils` module (imported as `from pkg import module`) that builds the optimizer
+    script = dedent('''
+        from dataclasses import dataclass
+
+        from transformers import HfArgumentParser
+
+        from open_instruct import dpo_utils
+
+
+        @dataclass
+        class DPOExperimentConfig:
+            model_name_or_path: str = "allenai/Olmo-3-1025-7B"
+            per_device_train_batch_size: int = 1
+            max_seq_length: int = 2048
+            output_dir: str = "output"
+
+
+        if __name__ == "__main__":
+            (args,) = HfArgumentParser((DPOExperimentConfig,)).parse_args_into_dataclasses()
+            dpo_utils.run(args)
+    ''')
+    utils = "import torch\n\n\ndef run(args):\n    optimizer = torch.optim.AdamW([])\n    optimizer.step()\n"
+    launch = ("accelerate launch open_instruct/dpo.py --model_name_or_path Qwen/Qwen2.5-0.5B "
+              "--per_device_train_batch_size 1 --max_seq_length 1024 --output_dir out\n")
+    write(tmp_path, {"open_instruct/__init__.py": "", "open_instruct/dpo.py": script,
+                     "open_instruct/dpo_utils.py": utils, "scripts/dpo.sh": launch})
+    (tmp_path / ".git").mkdir()
+    settings = Settings(root=tmp_path).with_overrides(gpu="h100", gpus=8, cache=False)
+    runs = Project(settings).runs_for(tmp_path / "scripts/dpo.sh", run_context(settings))
+    assert runs and runs[0].plan.trains and runs[0].plan.value("model") == "Qwen/Qwen2.5-0.5B"
