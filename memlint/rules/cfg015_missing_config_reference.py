@@ -172,10 +172,22 @@ def _handed_to_plain_python(ctx: RuleContext, facts, reference) -> bool:
     """A JSON/YAML argument of a project script that imports no ML library (Poisoning-Instruction-
     Tuned-Models' ``python poison_scripts/get_countnorm.py $1 pool.jsonl countnorm.json``, the
     file it writes): a data step's input or output, no config of a run."""
-    if reference.note != POSITIONAL_CONFIG_NOTE or facts.launches is None:
+    if reference.note != POSITIONAL_CONFIG_NOTE or facts.launches is None or _an_override(ctx, reference):
         return False
     script = ctx.resolve_reference(str(facts.launches.value))
     return script is not None and ctx.kind_of(script) is DocumentKind.PYTHON_OTHER
+
+
+def _an_override(ctx: RuleContext, reference) -> bool:
+    """``++dataset_config.stats=path.json`` (or ``stats=path.json``, a variable the launch passes
+    on): a value written under a name, which a wrapper that imports its project's pipeline
+    (SLAM-LLM's ``inference_mir_batch.py``) hands to its config system; not a bare argument."""
+    start = reference.origin.range.start
+    lines = ctx.parsed.text.splitlines()
+    if not 0 < start.line <= len(lines):
+        return False
+    before = lines[start.line - 1][:start.column]
+    return before.endswith("=")
 
 
 def _generated(ctx: RuleContext, written: str) -> bool:

@@ -62,3 +62,13 @@ def test_near_miss_a_training_scripts_missing_config_is_still_reported(lint):
     files = {"train.py": "import sys\n\nimport torch\nfrom transformers import Trainer\n\nconfig = sys.argv[1]\n"}
     [finding] = lint("CFG015", "python train.py configs/sft.json\n", path="run.sh", files=files)
     assert "configs/sft.json` does not exist" in finding.message
+
+
+def test_near_miss_a_value_written_under_a_name_is_still_checked(lint):
+    # SLAM-LLM's decode scripts: a wrapper that imports only its project's pipeline takes Hydra
+    # overrides; a path given under a name stays a reference to check
+    wrapper = "from slam_llm.pipeline.inference_batch import main as inference\n\ninference()\n"
+    script = ("stats=path/to/pretrained/musicfm/msd_stats.json\n"
+              "python inference_mir_batch.py ++dataset_config.music_encoder_stat_path=$stats\n")
+    [finding] = lint("CFG015", script, path="decode.sh", files={"inference_mir_batch.py": wrapper})
+    assert "placeholder" in finding.message
