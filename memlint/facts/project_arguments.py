@@ -93,11 +93,8 @@ def script_argument_fields(root: Path, script: Path) -> frozenset[str]:
     ``finetune.py``: ``ArgumentParserPlus((FlatArguments, TokenizerConfig))``), the classes and
     their bases found anywhere in the project: the keys a config that script parses may hold.
     Empty when the script parses no dataclasses."""
-    own = _read(str(script))
-    if own is None:
-        return frozenset()
-    _, classes, parsers = _project_scan(root)
-    return _fields({cls for callee, passed in own[0] if callee in parsers for cls in passed}, classes)
+    parsed, classes = _script_classes(root, script)
+    return _fields(parsed, classes)
 
 
 def script_own_options(root: Path, script: Path) -> frozenset[str]:
@@ -107,25 +104,20 @@ def script_own_options(root: Path, script: Path) -> frozenset[str]:
     ``eval_grm.py``: ``HfArgumentParser(ScriptArguments)``, a plain dataclass of
     ``--per_device_eval_batch_size``, ``--max_length``, ``--log_dir``). Such options reach no
     ``TrainingArguments``; empty when a class extends one (or anything else not in the project)."""
+    parsed, classes = _script_classes(root, script)
+    lineage = _with_bases(parsed, classes) - {"object", "ABC"}
+    if not parsed or any(name not in classes for name in lineage):
+        return frozenset()  # a class the project does not define (TrainingArguments itself)
+    return _fields(parsed, classes)
+
+
+def _script_classes(root: Path, script: Path) -> tuple[set[str], _Classes]:
+    """The classes ``script`` passes to an argument parser, and every class the project defines."""
     own = _read(str(script))
     if own is None:
-        return frozenset()
+        return set(), {}
     _, classes, parsers = _project_scan(root)
-    parsed = {cls for callee, passed in own[0] if callee in parsers for cls in passed}
-    if not parsed:
-        return frozenset()
-    todo, seen = list(parsed), set()
-    while todo:
-        name = todo.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        shapes = classes.get(name)
-        if not shapes:
-            return frozenset()  # a class the project does not define (TrainingArguments itself)
-        for bases, _fields_of in shapes:
-            todo.extend(b for b in bases if b not in ("object", "ABC"))
-    return _fields(parsed, classes)
+    return {cls for callee, passed in own[0] if callee in parsers for cls in passed}, classes
 
 
 _Classes = dict[str, list[tuple[tuple[str, ...], tuple[str, ...]]]]
@@ -163,17 +155,21 @@ def _project_scan(root: Path) -> tuple[set[tuple[str, frozenset[str]]], _Classes
 
 def _fields(parsed: set[str], classes: _Classes) -> frozenset[str]:
     """The annotated fields of ``parsed`` classes and of their bases defined in the project."""
-    fields: set[str] = set()
+    return frozenset(field for name in _with_bases(parsed, classes)
+                     for _bases, own in classes.get(name, ()) for field in own)
+
+
+def _with_bases(parsed: set[str], classes: _Classes) -> set[str]:
+    """``parsed`` and every base of theirs, the bases the project defines followed to theirs."""
     todo, seen = list(parsed), set()
     while todo:
         name = todo.pop()
         if name in seen:
             continue
         seen.add(name)
-        for bases, own in classes.get(name, ()):
-            fields.update(own)
+        for bases, _own in classes.get(name, ()):
             todo.extend(bases)
-    return frozenset(fields)
+    return seen
 
 
 def _python_files(root: Path):
