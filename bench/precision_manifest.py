@@ -27,7 +27,8 @@ _ORDINALS = {
         "twenty-third twenty-fourth twenty-fifth twenty-sixth twenty-seventh twenty-eighth twenty-ninth "
         "thirtieth thirty-first thirty-second thirty-third thirty-fourth thirty-fifth thirty-sixth thirty-seventh "
         "thirty-eighth thirty-ninth fortieth forty-first forty-second forty-third forty-fourth forty-fifth "
-        "forty-sixth forty-seventh forty-eighth forty-ninth fiftieth".split(),
+        "forty-sixth forty-seventh forty-eighth forty-ninth fiftieth fifty-first fifty-second fifty-third "
+        "fifty-fourth fifty-fifth fifty-sixth fifty-seventh fifty-eighth fifty-ninth sixtieth".split(),
         start=1,
     )
 }
