@@ -128,7 +128,8 @@ def _script_runs(parsed: ParsedDocument, trains_elsewhere: bool) -> list[RunFact
                 _attribute_assignment(ctx, assignment)
         script_loops.finish(ctx)
         script_freezing.recognise(ctx, named, lambda node: not excluded or owner(node) not in excluded)
-        trains = ctx.training and not _only_in_unused_classes(values, ctx.training_at)
+        trains = ctx.training and not _only_in_unused_classes(values, ctx.training_at) \
+            and not only_evaluates(parsed.text)
         if trains or (trains_elsewhere and not ctx.training):
             if trains:
                 _training_mode(ctx, values)
@@ -160,6 +161,19 @@ def _training_mode(ctx: ScriptFacts, values: Values) -> None:
             ctx.bind(options, f"{'is' if negated else 'isnot'}={equals}:trains=false")
         else:  # trains when the option is on (or off)
             ctx.bind(options, f"{'if' if negated else 'ifnot'}:trains=false")
+
+
+# a trainer asked only for its metrics: ``trainer.evaluate()`` / ``trainer.predict(...)``, and
+# nothing in the module that updates weights (a ``train()``/``fit()`` call, a backward pass, a step)
+_EVALUATES = re.compile(r"\.(?:evaluate|predict)\(")
+_UPDATES = re.compile(r"\.(?:train|fit|backward|step)\(|\btrain\(|\bTrainer\.train\b|training_step")
+
+
+def only_evaluates(text: str) -> bool:
+    """Does the module build a trainer only to evaluate it (pbressollette/mistral-finetuning's
+    ``scripts/evaluate.py``: ``trainer = Trainer(model=..., args=training_args, eval_dataset=...)``
+    then ``trainer.evaluate()``)? Then it trains nothing, however its arguments are named."""
+    return _EVALUATES.search(text) is not None and _UPDATES.search(text) is None
 
 
 _TEST_NAME = re.compile(r"(^test_.*|.*_test|^conftest)\.py$")

@@ -180,3 +180,31 @@ def test_an_engine_built_for_a_frozen_model_trains_nothing():
                                         "config=config_kwargs)").replace("        model.eval()\n", "")
     [script] = facts_of(trained, "rmood/rm/utils.py")
     assert script.framework.value == "deepspeed"
+
+
+# pbressollette/mistral-finetuning's scripts/evaluate.py, trimmed: a Trainer built to evaluate
+EVALUATE_ONLY = dedent('''
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer, Trainer, TrainingArguments
+
+
+    def evaluate_model(model_path: str, test_dataset):
+        tokenizer = AutoTokenizer.from_pretrained(model_path)
+        model = AutoModelForCausalLM.from_pretrained(model_path, torch_dtype=torch.float16, device_map="auto")
+        args = TrainingArguments(output_dir="./eval", per_device_eval_batch_size=4, fp16=True, report_to="none")
+        trainer = Trainer(model=model, args=args, eval_dataset=test_dataset, tokenizer=tokenizer)
+        return trainer.evaluate()
+
+
+    if __name__ == "__main__":
+        print(evaluate_model("outputs/mistral-lora", None))
+''')
+
+
+def test_a_trainer_built_only_to_evaluate_trains_nothing():
+    # before: "memory not checked: the run loads its model with device_map='auto'" on an evaluation
+    assert facts_of(EVALUATE_ONLY, "scripts/evaluate.py") == []
+    # the same trainer trained first is a run
+    trained = EVALUATE_ONLY.replace("    return trainer.evaluate()", "    trainer.train()\n    return trainer.evaluate()")
+    [script] = facts_of(trained, "scripts/evaluate.py")
+    assert script.framework.value == "hf-trainer"
