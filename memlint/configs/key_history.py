@@ -85,7 +85,7 @@ def versioned_issues(ctx: RuleContext) -> list[Issue]:
     if kept is None:
         found = _versioned_issues(ctx)
         if ctx.kind == "hf-args":
-            found = trl_config_option.without_converted_strings(ctx, found)
+            found = trl_config_option.without_converted_strings(ctx, found, project_fields(ctx))
         kept = ctx.shared["versioned_issues"] = found
     return kept
 

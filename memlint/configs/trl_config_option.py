@@ -35,9 +35,10 @@ _STRICT = jsonschema.validators.extend(
 )
 
 
-def without_converted_strings(ctx: RuleContext, found: list[Issue]) -> list[Issue]:
+def without_converted_strings(ctx: RuleContext, found: list[Issue], project_fields: frozenset[str]) -> list[Issue]:
     """``found`` less the invalid top-level string values argparse converts into valid ones,
-    when a launch hands this file to a TrlParser script with ``--config``."""
+    when a launch hands this file to a TrlParser script with ``--config``, or the project writes
+    its items as options (``project_fields``: the fields of the project's own argument classes)."""
     data = ctx.structured
     if data is None or not isinstance(data.value, dict):
         return found
@@ -46,7 +47,8 @@ def without_converted_strings(ctx: RuleContext, found: list[Issue]) -> list[Issu
         return found
     converted = {issue.path[0]: value for issue in found
                  if (value := _converted(name, data.value, issue)) is not None}
-    if not converted or not (_taken_with_config_option(ctx) or _the_projects_options(ctx, data.value, name)):
+    if not converted or not (_taken_with_config_option(ctx) or _the_projects_options(ctx, data.value, name,
+                                                                                      project_fields)):
         return found
     return [issue for issue in found if not (issue.category == "invalid" and len(issue.path) == 1
                                              and issue.path[0] in converted)]
@@ -87,15 +89,14 @@ def _taken_with_config_option(ctx: RuleContext) -> bool:
     return False
 
 
-def _the_projects_options(ctx: RuleContext, document: dict, name: str) -> bool:
+def _the_projects_options(ctx: RuleContext, document: dict, name: str, project_fields: frozenset[str]) -> bool:
     """Is this file one the project's own parser reads, in a project that writes a config's
     items as command-line options first (``project_writes_configs_as_options``: ms-swift)? The
     file's keys say so: one of them is a field of the project's own argument classes that the
     Trainer's schema does not know (ms-swift's ``tuner_type``, ``model``, ``dataset``)."""
-    from memlint.configs.key_history import project_fields
     from memlint.facts.project_arguments import project_writes_configs_as_options
 
-    own = {key for key in document if isinstance(key, str)} & project_fields(ctx)
+    own = {key for key in document if isinstance(key, str)} & project_fields
     if not own - schema.top_level_keys(name):
         return False
     kept = ctx.shared.get("configs_as_options")
