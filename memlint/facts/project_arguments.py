@@ -242,7 +242,8 @@ def _scan(text: str) -> _Scan | None:
     if renamed:
         names = {(callee, frozenset(renamed.get(name, name) for name in passed)) for callee, passed in names}
     config_reads = _config_reads(module)
-    as_options = _config_items_as_options(module)
+    # only a module that writes ``f"--{key}"`` can turn a config's items into options
+    as_options = ('"--{' in text or "'--{" in text) and _config_items_as_options(module)
     if not names and not classes and not config_reads and not as_options:
         return None
     return frozenset(names), classes, helpers, config_reads, as_options

@@ -848,19 +848,13 @@ class RunFinder:
         ``from pkg import mod``), train: a ``backward()``, an optimizer, a Trainer or a train module
         (open-instruct's ``dpo.py`` and the learners its scripts hand their config to)? A model
         loader and a forward helper (``load_model_withhead``) do not."""
-        try:
-            text = self.documents.document(script).text
-        except (OSError, ValueError):
+        found = self._used_imports(script)
+        if found is None:
             return False
+        text, folders, imports = found
         if _TRAINS.search(text):
             return True  # the script trains itself (open-instruct's dpo.py builds OLMo-core's train module)
-        folders = [self.documents.root, self.documents.root / "src", *self._folders_between(script)]
-        body = _IMPORTED.sub("", text)
-        for match in _IMPORTED.finditer(text):
-            used = [name for name, local in _imported_names(match.group(2)) if _uses(body, local)]
-            if not used:
-                continue
-            parts = match.group(1).split(".")
+        for parts, used in imports:
             modules = [parts] + [parts + [name] for name in used if name != "*"]  # ``from pkg import mod``
             for folder, module in ((f, m) for f in folders for m in modules):
                 for candidate in (folder.joinpath(*module).with_suffix(".py"), folder.joinpath(*module, "__init__.py")):
@@ -879,18 +873,30 @@ class RunFinder:
         An import the script never uses hands nothing on: DeepSpeedExamples' ``analyze_data.py``
         imports ``AnnealingLR`` from the project's ``learning_rates.py``, never calls it, and only
         runs DeepSpeed's data analyzer, whatever its ``--per_device_train_batch_size`` is named."""
+        found = self._used_imports(script)
+        if found is None:
+            return False
+        _text, folders, imports = found
+        return any(parts[0] and any((folder / parts[0]).is_dir() or (folder / f"{parts[0]}.py").is_file()
+                                    for folder in folders)
+                   for parts, _used in imports)
+
+    def _used_imports(self, script: Path) -> tuple[str, list[Path], list[tuple[list[str], list[str]]]] | None:
+        """The script's text, the folders its imports are looked up in (the project root, its
+        ``src/``, the folders between the script and the root), and each ``from m import ...`` whose
+        names it uses: (``m``'s dotted parts, the names used); None when it cannot be read."""
         try:
             text = self.documents.document(script).text
         except (OSError, ValueError):
-            return False
+            return None
         folders = [self.documents.root, self.documents.root / "src", *self._folders_between(script)]
         body = _IMPORTED.sub("", text)
+        imports = []
         for match in _IMPORTED.finditer(text):
-            top = match.group(1).split(".")[0]
-            if top and any((folder / top).is_dir() or (folder / f"{top}.py").is_file() for folder in folders):
-                if any(_uses(body, local) for _, local in _imported_names(match.group(2))):
-                    return True
-        return False
+            used = [name for name, local in _imported_names(match.group(2)) if _uses(body, local)]
+            if used:
+                imports.append((match.group(1).split("."), used))
+        return text, folders, imports
 
     def _folders_between(self, script: Path) -> list[Path]:
         """The script's folder and those above it, up to (not including) the project root."""

@@ -55,10 +55,7 @@ def guards(values: "Values", node: cst.CSTNode, depth: int = 0) -> list[Guard]:
             elif child is current.orelse:
                 out.append(guard(values, current.test, negated=True))
         elif isinstance(current, cst.FunctionDef):
-            if depth < 4 and not values.is_method(current):
-                calls = values.call_sites(current)
-                if len(calls) == 1:
-                    out.extend(guards(values, calls[0], depth + 1))
+            out.extend(_at_its_one_call(values, current, depth, guards))
             break
         elif isinstance(current, (cst.Lambda, cst.ClassDef)):
             break
@@ -80,15 +77,22 @@ def early_exits(values: "Values", node: cst.CSTNode, depth: int = 0) -> list[Gua
                 if isinstance(statement, cst.If) and statement.orelse is None and _exits(statement.body):
                     out.append(guard(values, statement.test, negated=True))
         if isinstance(current, cst.FunctionDef):
-            if depth < 4 and not values.is_method(current):
-                calls = values.call_sites(current)
-                if len(calls) == 1:
-                    out.extend(early_exits(values, calls[0], depth + 1))
+            out.extend(_at_its_one_call(values, current, depth, early_exits))
             break
         if isinstance(current, (cst.Module, cst.ClassDef, cst.Lambda)):
             break
         child, current = current, values.parent(current)
     return out
+
+
+def _at_its_one_call(values: "Values", function: cst.FunctionDef, depth: int, walk) -> list[Guard]:
+    """What ``walk`` (``guards``, ``early_exits``) finds at the one call of a plain function,
+    followed four calls deep at most; nothing for a method or a function called elsewhere too."""
+    if depth < 4 and not values.is_method(function):
+        calls = values.call_sites(function)
+        if len(calls) == 1:
+            return walk(values, calls[0], depth + 1)
+    return []
 
 
 def _exits(body: cst.BaseSuite) -> bool:

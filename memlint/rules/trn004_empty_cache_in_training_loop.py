@@ -12,7 +12,7 @@ from memlint.model.diagnostics import Severity
 from memlint.python.index import index_for
 from memlint.python.loops import Event, TrainingLoop, step_loops
 from memlint.python.prefilter import Called
-from memlint.python.syntax import dotted, iter_nodes
+from memlint.python.syntax import dotted
 from memlint.python.training import RUNS_BACKWARD
 from memlint.rules.base import Example, Finding, Rule
 
@@ -202,11 +202,11 @@ def _runs_past_an_advancing_mark(index, event: Event) -> bool:
 
 
 def _advanced_marks(index) -> frozenset[str]:
-    """The names the module moves on by an amount: ``self.next_val_step += period``."""
+    """The names the module moves on by an amount: ``self.next_val_step += period`` (the index's
+    list of the module's augmented assignments, kept once per module)."""
     return frozenset(
-        name for node in iter_nodes(index.py.module, enter_defs=True)
-        if isinstance(node, cst.AugAssign) and isinstance(node.operator, cst.AddAssign)
-        and (name := dotted(node.target)) is not None
+        name for node in index.nodes_of(cst.AugAssign)
+        if isinstance(node.operator, cst.AddAssign) and (name := dotted(node.target)) is not None
     )
 
 
