@@ -126,7 +126,12 @@ def _synced_tensor(call: cst.Call) -> cst.BaseExpression | None:
 
 
 def _feeds_another_sync(index, call: cst.Call) -> bool:
-    """``loss.detach().cpu()`` in ``loss.detach().cpu().item()``: report the outer call only."""
+    """``loss.detach().cpu()`` in ``loss.detach().cpu().item()``, ``loss.item()`` in
+    ``float(loss.item())``: one copy to the host, reported once, at the outer call."""
     parent = index.parent(call)
-    outer = index.parent(parent) if isinstance(parent, cst.Attribute) else None
-    return isinstance(outer, cst.Call) and outer.func is parent and _synced_tensor(outer) is not None
+    outer = index.parent(parent) if isinstance(parent, (cst.Attribute, cst.Arg)) else None
+    if not isinstance(outer, cst.Call):
+        return False
+    if isinstance(parent, cst.Attribute):
+        return outer.func is parent and _synced_tensor(outer) is not None
+    return _synced_tensor(outer) is call

@@ -61,3 +61,25 @@ def test_no_accumulation_is_not_reported(lint):
         bar.set_postfix(loss=loss.item())
     """
     assert lint("TRN003", source) == []
+
+
+def test_a_builtin_around_a_method_sync_is_one_copy(lint, where):
+    # `float(loss.detach().item())`: the `.item()` copies, `float` converts the Python number;
+    # one wait for the GPU, one finding at the outer call (an accelerate loop of a VLM project)
+    source = """\
+    from accelerate import Accelerator
+
+    accelerator = Accelerator()
+    for step, batch in enumerate(loader):
+        with accelerator.autocast():
+            outputs = model(**batch)
+        loss = outputs.loss / float(args.grad_accum)
+        accelerator.backward(loss)
+        update_loss += float(loss.detach().item())
+        if (step + 1) % args.grad_accum == 0:
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+    """
+    diagnostics = lint("TRN003", source)
+    assert where(diagnostics) == [(9, 19, 9, 46)]
+    assert "`float(loss.detach().item())`" in diagnostics[0].message
