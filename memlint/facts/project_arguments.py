@@ -26,6 +26,7 @@ and each file's answer is kept while its size and modification time stay the sam
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import re
 from pathlib import Path
@@ -109,6 +110,25 @@ def script_own_options(root: Path, script: Path) -> frozenset[str]:
     if not parsed or any(name not in classes for name in lineage):
         return frozenset()  # a class the project does not define (TrainingArguments itself)
     return _fields(parsed, classes)
+
+
+@functools.lru_cache(maxsize=256)
+def script_argparse_options(text: str) -> frozenset[str]:
+    """The options a script's text declares on an argparse parser it builds itself
+    (``parser.add_argument("--model_dir")``, each spelling of an option with aliases), as a
+    launcher's keys are written (``--max-length`` -> ``max_length``). sapbert's ``eval.py`` takes
+    ``--model_dir``, ``--max_length`` and ``--use_cuda`` so and only encodes a dictionary."""
+    if "add_argument" not in text or "ArgumentParser" not in text:
+        return frozenset()
+    module = python_module(text)
+    if module is None:
+        return frozenset()
+    found: set[str] = set()
+    for node in ast.walk(module):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
+            found.update(a.value.lstrip("-").replace("-", "_") for a in node.args
+                         if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith("-"))
+    return frozenset(found)
 
 
 def _script_classes(root: Path, script: Path) -> tuple[set[str], _Classes]:

@@ -832,14 +832,22 @@ class RunFinder:
 
     def _parses_its_own_options(self, script: Path, launcher: RunFacts) -> bool:
         """Does ``script`` parse every option the launch passes into argument classes of its own
-        that extend no ``TrainingArguments`` (``memlint.facts.project_arguments.script_own_options``)?
-        Then the options are its settings, whatever their names: Reward-Model-Overoptimization's
-        ``eval_grm.py`` takes ``--per_device_eval_batch_size`` and ``--max_length`` into a plain
-        dataclass and only evaluates, through helpers of its own folder."""
-        from memlint.facts.project_arguments import script_own_options
+        that extend no ``TrainingArguments`` (``memlint.facts.project_arguments.script_own_options``),
+        or declare each on an argparse parser of its own, and train nothing? Then the options are
+        its settings, whatever their names: Reward-Model-Overoptimization's ``eval_grm.py`` takes
+        ``--per_device_eval_batch_size`` and ``--max_length`` into a plain dataclass and only
+        evaluates, through helpers of its own folder; sapbert's ``eval.py`` declares
+        ``--model_dir`` and ``--max_length`` with ``add_argument`` and encodes a dictionary."""
+        from memlint.facts.project_arguments import script_argparse_options, script_own_options
 
-        passed = set(launcher.cli_args) | set(launcher.cli_unknown)
-        if not passed or not passed <= script_own_options(self.documents.root, Path(script)):
+        passed = {key.replace("-", "_") for key in (*launcher.cli_args, *launcher.cli_unknown)}
+        if not passed:
+            return False
+        try:
+            text = self.documents.document(script).text
+        except (OSError, ValueError):
+            return False
+        if not passed <= script_own_options(self.documents.root, Path(script)) | script_argparse_options(text):
             return False
         return not self._hands_on_to_training(script)
 

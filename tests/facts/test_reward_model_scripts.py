@@ -189,3 +189,98 @@ def test_near_miss_a_script_with_its_own_options_that_trains_through_a_submodule
     settings = Settings(root=tmp_path).with_overrides(gpu="h100", gpus=8, cache=False)
     runs = Project(settings).runs_for(tmp_path / "scripts/dpo.sh", run_context(settings))
     assert runs and runs[0].plan.trains and runs[0].plan.value("model") == "Qwen/Qwen2.5-0.5B"
+
+
+EVAL_ENCODER = dedent('''
+    import argparse
+    import sys
+
+    sys.path.append("../")
+
+    from src.model_wrapper import ModelWrapper
+
+
+    def parse_args():
+        parser = argparse.ArgumentParser(description="entity linking evaluation")
+        parser.add_argument("--model_dir", required=True)
+        parser.add_argument("--dictionary_path", type=str, required=True)
+        parser.add_argument("--data_dir", type=str, required=True)
+        parser.add_argument("--use_cuda", action="store_true")
+        parser.add_argument("--max_length", default=25, type=int)
+        parser.add_argument("--batch-size", default=1024, type=int)
+        parser.add_argument("--output_dir", type=str, default="tmp/")
+        parser.add_argument("--save_predictions", action="store_true")
+        return parser.parse_args()
+
+
+    def main(args):
+        wrapper = ModelWrapper().load_model(path=args.model_dir, use_cuda=args.use_cuda)
+        print(wrapper.embed(args.dictionary_path, batch_size=args.batch_size, max_length=args.max_length))
+
+
+    if __name__ == "__main__":
+        main(parse_args())
+''')
+
+MODEL_WRAPPER = dedent('''
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+
+    class ModelWrapper:
+        def load_model(self, path, use_cuda=True):
+            self.tokenizer = AutoTokenizer.from_pretrained(path)
+            self.encoder = AutoModel.from_pretrained(path)
+            if use_cuda:
+                self.encoder = self.encoder.cuda()
+            return self
+
+        @torch.no_grad()
+        def embed(self, names, batch_size, max_length):
+            return self.encoder(**self.tokenizer(names, max_length=max_length, truncation=True))
+''')
+
+EVAL_ENCODER_SH = dedent('''
+    MODEL_DIR="cambridgeltl/SapBERT-from-PubMedBERT-fulltext"
+    CUDA_VISIBLE_DEVICES=$1 python3 eval.py \\
+        --model_dir $MODEL_DIR \\
+        --dictionary_path data/dictionary.txt \\
+        --data_dir data/test.csv \\
+        --use_cuda \\
+        --output_dir tmp/ \\
+        --max_length 25 \\
+        --save_predictions \\
+        --batch-size 512
+''')
+
+
+def test_an_evaluation_script_whose_options_are_its_own_argparse_options_trains_nothing(tmp_path: Path):
+    write(tmp_path, {"evaluation/eval.sh": EVAL_ENCODER_SH, "evaluation/eval.py": EVAL_ENCODER,
+                     "src/__init__.py": "", "src/model_wrapper.py": MODEL_WRAPPER})
+    (tmp_path / ".git").mkdir()
+    settings = Settings(root=tmp_path).with_overrides(gpu="h100", gpus=8, cache=False)
+    runs = Project(settings).runs_for(tmp_path / "evaluation/eval.sh", run_context(settings))
+    # before: --output_dir and --max_length read as a training config over the project's own
+    # model wrapper, a run with no model found (a MEM003 note on each evaluation launch)
+    assert all(not run.plan.trains for run in runs)
+
+
+def test_an_argparse_script_that_hands_its_options_to_a_training_module_is_a_run(tmp_path: Path):
+    trainer = MODEL_WRAPPER + dedent('''
+
+        def fit(wrapper, loader, lr):
+            optimizer = torch.optim.AdamW(wrapper.encoder.parameters(), lr=lr)
+            for batch in loader:
+                wrapper.encoder(**batch).loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+    ''')
+    script = EVAL_ENCODER.replace("from src.model_wrapper import ModelWrapper",
+                                  "from src.model_wrapper import ModelWrapper, fit")
+    script = script.replace("    print(wrapper.embed(", "    fit(wrapper, [], 1e-5)\n    print(wrapper.embed(")
+    write(tmp_path, {"train/train.sh": EVAL_ENCODER_SH, "train/eval.py": script,
+                     "src/__init__.py": "", "src/model_wrapper.py": trainer})
+    (tmp_path / ".git").mkdir()
+    settings = Settings(root=tmp_path).with_overrides(gpu="h100", gpus=8, cache=False)
+    runs = Project(settings).runs_for(tmp_path / "train/train.sh", run_context(settings))
+    assert runs and any(run.plan.trains for run in runs)
