@@ -406,6 +406,10 @@ class _Shell:
             if depth > 0:
                 self.branches.setdefault(name, []).append(expand(value_word, self.variables))
             value = expand(value_word, self.variables) if depth == 0 else None
+            if value is None and depth == 0 and _CURRENT_FOLDER.fullmatch(value_word.text):
+                # ``WORK_DIR=`pwd``` then ``--deepspeed_config ${WORK_DIR}/configs/ds.json``: where the
+                # caller stands, as a relative path is read
+                value = Value(".", value_word.start, value_word.end)
             quoted = len(value_word.raw) > 1 and value_word.raw[0] == value_word.raw[-1] == '"'
             # split before the variable changes: ``ARGS="$ARGS --bf16"`` reads the words it had
             value_words = self._spliced(body_words(self.text, value_word.start + 1, value_word.end - 1)) \
@@ -602,6 +606,11 @@ class _Shell:
                     self._script_config(following[0], f"--{key}", facts, own=key in _CONFIG_OPTIONS)
                 continue
             facts.cli_args[key] = self.sourced(value, f"--{key}")
+            if key in _SPLITS_LAYERS and value.text.isdigit() and int(value.text) >= 1:
+                before = facts.model_parallel
+                degree = int(value.text) * (before.value if before else 1)
+                written = f"{before.note} --{key} {value.text}" if before else f"--{key} {value.text}"
+                facts.model_parallel = Sourced(degree, self.location(value.start, value.end), written)
             if key in _MODEL_PARALLEL and value.text.isdigit() and int(value.text) > 1 and facts.unmodelled is None:
                 facts.unmodelled = Sourced((f"model parallelism (`--{key} {value.text}`)", MODEL_PARALLEL_ADVICE),
                                            self.location(value.start, value.end), f"--{key}")
@@ -671,11 +680,16 @@ class _Shell:
 # a script's options that split the model over GPUs (tensor, pipeline, context, sequence
 # parallelism), which the estimate (data parallel, ZeRO/FSDP) does not model; vLLM's own
 # ``--vllm_tensor_parallel_size`` for generation is not among them
-_MODEL_PARALLEL = frozenset({
+# (GPT-NeoX and DeepSpeed's pipeline examples write ``--pipe_parallel_size`` and, for the tensor
+# degree, ``--model_parallel_size``)
+_SPLITS_LAYERS = frozenset({
     "tensor_parallel_degree", "tensor_parallel_size", "tensor_model_parallel_size", "tp_size",
     "pipeline_parallel_degree", "pipeline_parallel_size", "pipeline_model_parallel_size", "pp_size",
-    "context_parallel_degree", "context_parallel_size", "sequence_parallel_size", "ulysses_degree",
+    "pipe_parallel_size", "model_parallel_size",
 })
+_MODEL_PARALLEL = _SPLITS_LAYERS | {
+    "context_parallel_degree", "context_parallel_size", "sequence_parallel_size", "ulysses_degree",
+}
 # the size of the group of ranks a ring/Ulysses attention splits each sequence over (OpenRLHF's
 # ``--ring_attn_size 4``, with ``--ring_head_stride``)
 _SEQUENCE_GROUP_SIZES = frozenset({"ring_attn_size", "ring_attention_size", "ulysses_size", "ulysses_sp_size",
@@ -694,6 +708,8 @@ def _splits_sequence(key: str, value: str) -> bool:
     return bool(_SEQUENCE_SPLIT_OPTION.search(key)) and bool(_SEQUENCE_SPLIT_VALUE.search(value))
 
 
+# the caller's working directory as a command prints it: ``$(pwd)``, `` `pwd` ``, ``$PWD``
+_CURRENT_FOLDER = re.compile(r"\$\(\s*pwd\s*\)|`\s*pwd\s*`|\$\{?PWD\}?")
 _POSITIONAL = re.compile(r"\$\{?([1-9])\}?")
 # An OmegaConf/Hydra override passed to the script (`config=examples/config.yaml`,
 # `+data.train_files=...`): its value is the word that names a file.

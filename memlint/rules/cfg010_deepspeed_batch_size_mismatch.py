@@ -19,7 +19,8 @@ class DeepSpeedBatchSizeMismatch(Rule):
     ``train_micro_batch_size_per_gpu × gradient_accumulation_steps × world size``, and when
     only two of the three are given, the third must come out whole. The world size is the
     run's GPU count (from its launcher or Accelerate config, else ``gpus`` in the memlint
-    settings); without it, only mismatches that no GPU count could fix are reported. Values
+    settings) divided by the GPUs that share one copy of the model (a launch's tensor and
+    pipeline parallel degrees, ``--pipe_parallel_size 4``); without it, only mismatches that no GPU count could fix are reported. Values
     set to ``"auto"`` are skipped (the HF Trainer computes them consistently).
 
     ## Why it matters
@@ -94,12 +95,19 @@ class DeepSpeedBatchSizeMismatch(Rule):
         for run in ds_runs:
             world, where_from = world_size(ctx, run)
             sequence_parallel = positive_int(data.value.get("sequence_parallel_size")) or 1
-            finding = self._judge(ctx, total, micro, accum, world, where_from, sequence_parallel)
+            split = run.plan.get("model_parallel") if run is not None else None
+            model_parallel = split.value if split is not None and isinstance(split.value, int) else 1
+            if world is not None and world % (sequence_parallel * model_parallel):
+                continue  # a world the model-parallel groups do not divide: the launch is not this one
+            if model_parallel > 1:
+                where_from += f", {model_parallel} of them to each copy of the model (`{split.note}`)"
+            finding = self._judge(ctx, total, micro, accum, world, where_from, sequence_parallel, model_parallel)
             if finding is not None and finding.message not in reported:
                 reported.add(finding.message)
                 yield finding
 
-    def _judge(self, ctx, total, micro, accum, world, where_from, sequence_parallel) -> Finding | None:
+    def _judge(self, ctx, total, micro, accum, world, where_from, sequence_parallel,
+               model_parallel=1) -> Finding | None:
         where = ctx.structured.range_of(("train_batch_size",))
         per_rank = (micro or 1) * (accum or 1)
         if world is None:
@@ -108,18 +116,19 @@ class DeepSpeedBatchSizeMismatch(Rule):
             parts = " × ".join(str(v) for v in (micro, accum) if v is not None)
             return Finding(where, f"train_batch_size {total} is not a multiple of {parts}: no GPU count makes "
                            "DeepSpeed's batch sizes agree, and deepspeed.initialize stops at start-up")
-        ranks = max(world // sequence_parallel, 1)
+        ranks = max(world // sequence_parallel // model_parallel, 1)
+        unit = "data-parallel ranks" if model_parallel > 1 else "GPUs"
         if micro is not None and accum is not None:
             expected = micro * accum * ranks
             if total == expected:
                 return None
-            detail = f"{micro} (micro-batch) × {accum} (accumulation) × {ranks} GPUs = {expected}"
+            detail = f"{micro} (micro-batch) × {accum} (accumulation) × {ranks} {unit} = {expected}"
         else:
             known, what = (micro, "micro-batch") if micro is not None else (accum, "accumulation")
             if total % (known * ranks) == 0:
                 return None
             expected = None
-            detail = f"a multiple of {known} ({what}) × {ranks} GPUs"
+            detail = f"a multiple of {known} ({what}) × {ranks} {unit}"
         message = (f"train_batch_size {total} ≠ {detail}: deepspeed.initialize stops at start-up "
                    f"(GPU count from {where_from})")
         fix = None

@@ -66,6 +66,60 @@ def test_two_of_three_batch_values(lint):
     assert diagnostic.message.startswith("train_batch_size 96 ≠ a multiple of 8 (micro-batch) × 8 GPUs")
 
 
+PIPELINE_LAUNCH = """\
+#!/bin/bash
+# train a 7B model with DeepSpeed's pipeline engine: $1 names the run
+set -eux
+export MASTER_PORT=23857
+export WORK_DIR=`pwd`
+OUTPUT=${WORK_DIR}/output/$1
+deepspeed --num_gpus 8 --master_port ${MASTER_PORT} ${WORK_DIR}/train.py \\
+    --output_dir ${OUTPUT} \\
+    --max_seq_len 1024 \\
+    --pipe_parallel_size 4 \\
+    --model_parallel_size 1 \\
+    --deepspeed_config ${WORK_DIR}/configs/ds_config_zero1.json
+"""
+
+PIPELINE_TRAIN = """\
+import argparse
+
+import deepspeed
+from deepspeed.pipe import PipelineModule
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--output_dir")
+parser.add_argument("--max_seq_len", type=int, default=2048)
+parser.add_argument("--pipe_parallel_size", type=int, default=1)
+parser.add_argument("--model_parallel_size", type=int, default=1)
+parser = deepspeed.add_config_arguments(parser)
+args = parser.parse_args()
+
+model = PipelineModule(layers=build_layers(), num_stages=args.pipe_parallel_size)
+engine, _, _, _ = deepspeed.initialize(args=args, model=model, model_parameters=model.parameters())
+for step in range(1000):
+    loss = engine.train_batch()
+"""
+
+
+def test_pipeline_stages_share_the_gpus_deepspeeds_batch_counts(lint):
+    # DeepSpeed's pipeline engine counts its batch over the data-parallel ranks: 8 GPUs in
+    # pipelines of 4 are 2 ranks, and 1 x 4 x 2 = 8 (before: "≠ 1 × 4 × 8 GPUs = 32", an error on a
+    # config that starts)
+    config = ('{\n  "train_micro_batch_size_per_gpu": 1,\n  "train_batch_size": 8,\n'
+              '  "gradient_accumulation_steps": 4,\n  "fp16": {"enabled": true},\n'
+              '  "zero_optimization": {"stage": 1}\n}\n')
+    files = {"train_llama_deepspeed.sh": PIPELINE_LAUNCH, "train.py": PIPELINE_TRAIN,
+             "configs/ds_config_zero1.json": config}
+    assert lint(files, "configs/ds_config_zero1.json", select=("CFG010",), gpus=8) == []
+    files["configs/ds_config_zero1.json"] = config.replace('"train_batch_size": 8', '"train_batch_size": 32')
+    [diagnostic] = lint(files, "configs/ds_config_zero1.json", select=("CFG010",), gpus=8)
+    assert diagnostic.message.startswith(
+        "train_batch_size 32 ≠ 1 (micro-batch) × 4 (accumulation) × 2 data-parallel ranks = 8")
+    assert "4 of them to each copy of the model (`--pipe_parallel_size 4 --model_parallel_size 1`)" \
+        in diagnostic.message
+
+
 def test_auto_batch_values_are_left_to_the_trainer(lint):
     text = ZERO2.replace('"train_batch_size": 128', '"train_batch_size": "auto"')
     assert lint({"ds_config.json": text}, "ds_config.json", select=("CFG010",), gpus=3) == []

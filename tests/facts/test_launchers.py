@@ -216,6 +216,31 @@ def test_tensor_parallelism_of_one_or_of_vllm_is_not_model_parallel_training():
     assert facts.unmodelled is None
 
 
+PIPELINE = dedent('''
+    #!/bin/bash
+    set -eux
+    name=$1
+    export WORK_DIR=`pwd`
+    OUTPUT=${WORK_DIR}/output/${name}
+    deepspeed --include localhost:$2 --master_port 23857 ${WORK_DIR}/train.py \\
+        --output_dir ${OUTPUT} \\
+        --pipe_parallel_size 4 \\
+        --model_parallel_size 2 \\
+        --deepspeed_config ${WORK_DIR}/configs/ds_config_zero1.json
+''')
+
+
+def test_paths_built_on_the_callers_folder_and_the_gpus_each_model_copy_spans():
+    [facts] = facts_of(PIPELINE, "finetune/train_llama_deepspeed.sh")
+    # `pwd` is where the caller stands: the paths read as relative ones (before: unknown)
+    assert facts.launches.value == "./train.py"
+    assert [r.value for r in facts.references] == ["./configs/ds_config_zero1.json"]
+    # 4 pipeline stages of 2 tensor-parallel GPUs: 8 GPUs hold one copy of the model
+    assert facts.model_parallel.value == 8
+    assert facts.model_parallel.note == "--pipe_parallel_size 4 --model_parallel_size 2"
+    assert facts.unmodelled.value[0] == "model parallelism (`--pipe_parallel_size 4`)"
+
+
 # simpleRL-reason's tests/e2e/run_deepseek_megatron.sh, trimmed: Hydra's config folder and name
 HYDRA = dedent('''
     set -x
