@@ -237,20 +237,24 @@ def _deprecated_after_the_pin(issue: Issue, before_history: tuple[str, Pin, str]
 def _section(ctx: RuleContext, name: str, section: str, tool: str, keyed: str, consequence: str,
              pin: Pin | None, found: list[Issue]) -> list[Issue]:
     """The issues of one section's keys (Accelerate's ``fsdp_config``) judged against the pinned
-    release: only with a pin the history reaches; otherwise the schema's verdict stands."""
+    release, where the history reaches it. Without a pin the newest release decides, as for the
+    top-level keys: a key it no longer reads but an earlier one did is a removed key with the
+    release that removed it (``fsdp_backward_prefetch_policy``, last read by Accelerate 0.34),
+    not an unknown one; the schema's verdict stands for the rest."""
     data = ctx.structured
     assert data is not None
     value = data.value.get(section)
     kept = history(tool)
-    if pin is None or pin.url or not isinstance(value, dict) or kept is None:
+    if (pin is not None and pin.url) or not isinstance(value, dict) or kept is None:
         return found
     keys = kept["schemas"].get(keyed, {}).get("keys", {})
     releases = [r["version"] for r in kept["x-memlint-generated-from"]["releases"]]
-    release = _pinned_release(pin, releases)
-    if release is None or release == releases[-1]:
+    release = _pinned_release(pin, releases) if pin is not None else None
+    if pin is not None and (release is None or release == releases[-1]):
         return found
     judge = _Judge(name, tool, releases, release, pin, data, keys, prefix=(section,), consequence=consequence)
-    judged = {key for key in value if key in keys}
+    judged = {key for key in value if key in keys and (pin is not None or any(
+        issue.path == (section, key) and issue.category == "unknown" for issue in found))}
     out = [issue for issue in found if not (len(issue.path) == 2 and issue.path[0] == section
                                             and issue.path[1] in judged
                                             and issue.category in ("unknown", "removed", "deprecated", "invalid"))]

@@ -788,11 +788,21 @@ def test_accelerate_keys_of_the_pinned_release(lint):
                                              "(`accelerate<=0.20.0,>=0.18.0`, requirements.txt:1): use `dynamo_config`")
 
 
-def test_near_miss_without_an_accelerate_pin_the_old_fsdp_key_is_reported(lint):
+def test_without_an_accelerate_pin_the_old_fsdp_key_is_removed_in_the_newest_release(lint):
+    # as for a top-level key: the newest release decides, and the history says when it stopped
+    # reading the key (before: "unknown key", as if it had never been Accelerate's)
     diagnostics = lint({"examples/accelerate_configs/fsdp_8gpu.yaml": ALPACA_FARM_FSDP},
                        "examples/accelerate_configs/fsdp_8gpu.yaml")
     [prefetch] = [d for d in diagnostics if d.range.start.line == 8]
-    assert prefetch.code == "CFG001" and "did you mean `fsdp_backward_prefetch`?" in prefetch.message
+    assert (prefetch.code, prefetch.severity.name) == ("CFG004", "ERROR")
+    assert prefetch.message == ("`fsdp_backward_prefetch_policy` was removed in Accelerate 1.0 (last read by 0.34) "
+                                "(`accelerate launch` ignores it silently)")
+    assert prefetch.fix is not None and prefetch.fix.edits[0].new_text == "fsdp_backward_prefetch"
+    # a key no release of the history read stays unknown
+    typo = ALPACA_FARM_FSDP.replace("fsdp_offload_params", "fsdp_offload_param")
+    [unknown] = [d for d in lint({"examples/accelerate_configs/fsdp_8gpu.yaml": typo},
+                                 "examples/accelerate_configs/fsdp_8gpu.yaml") if d.range.start.line == 9]
+    assert unknown.code == "CFG001" and "did you mean `fsdp_offload_params`?" in unknown.message
 
 
 # VILA's scripts/zero3_mics_mini_fixed.json, trimmed, and its pyproject.toml, whose `train` extra
