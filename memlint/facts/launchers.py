@@ -24,6 +24,7 @@ from memlint.facts.extract import extractor
 from memlint.facts.plan import MODEL_PARALLEL_ADVICE, SEQUENCE_SPLIT_ADVICE, RunFacts
 from memlint.facts.shell_paths import anchored_assignments
 from memlint.facts.shell_words import (
+    _SEPARATORS,
     Command,
     Value,
     Variables,
@@ -364,11 +365,20 @@ class _Shell:
     def _spliced(self, words: list[Word]) -> list[Word]:
         """An unquoted ``$VAR`` that a here-document or a quoted assignment set stands for its
         words, and so does each variable of a command string made of variables alone
-        (``srun bash -c "$LAUNCHER $CMD"``, open-r1's ``slurm/train.slurm``)."""
+        (``srun bash -c "$LAUNCHER $CMD"``, open-r1's ``slurm/train.slurm``). A command string
+        with more in it is read as the commands it runs, each such variable spliced in, and the
+        one that launches stands for it: the BigScience slurm template's ``bash -c "$LAUNCHER
+        --node_rank $SLURM_PROCID $CMD"``, ``srun bash -c "unset ROCR_VISIBLE_DEVICES;
+        ${ACCEL_CMD}"``."""
         out: list[Word] = []
         for i, word in enumerate(words):
             names = _ONLY_VARIABLES.fullmatch(word.raw)
             command_string = i > 0 and words[i - 1].text == "-c" and word.raw.startswith('"')
+            if command_string and names is None:
+                launching = self._launching_command(word)
+                if launching is not None:
+                    out.extend(launching)
+                    continue
             if names is not None and (command_string or not word.raw.startswith('"')):
                 found = [n.group(1) for n in re.finditer(r"\$\{?([A-Za-z_]\w*)\}?", word.raw)]
                 bodies = [self._words_of(n) for n in found]
@@ -379,6 +389,23 @@ class _Shell:
                     continue
             out.append(word)
         return out
+
+    def _launching_command(self, string: Word) -> list[Word] | None:
+        """The words of the command in a ``bash -c "..."`` string that launches a script, its
+        string variables spliced in; None when none does."""
+        commands: list[list[Word]] = [[]]
+        for word in body_words(self.text, string.start + 1, string.end - 1):
+            if word.raw in _SEPARATORS:
+                commands.append([])
+                continue
+            name = _ONE_VARIABLE.fullmatch(word.raw)
+            body = self._words_of(word.raw.strip('"${}')) if name is not None else None
+            commands[-1].extend(body if body is not None else [word])
+        for command in commands:
+            launch = _first_launch(command)
+            if launch is not None and launch.script is not None:
+                return command
+        return None
 
     def _words_of(self, name: str) -> list[Word] | None:
         """The words an unquoted ``$name`` splits into: its here-document's or its quoted value's."""
@@ -685,7 +712,7 @@ class _Shell:
 _SPLITS_LAYERS = frozenset({
     "tensor_parallel_degree", "tensor_parallel_size", "tensor_model_parallel_size", "tp_size",
     "pipeline_parallel_degree", "pipeline_parallel_size", "pipeline_model_parallel_size", "pp_size",
-    "pipe_parallel_size", "model_parallel_size",
+    "pipe_parallel_size", "model_parallel_size", "tp_degree", "pp_degree",
 })
 _MODEL_PARALLEL = _SPLITS_LAYERS | {
     "context_parallel_degree", "context_parallel_size", "sequence_parallel_size", "ulysses_degree",

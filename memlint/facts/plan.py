@@ -348,6 +348,12 @@ def merge(entry: RunFacts, linked: list[RunFacts], overrides: dict[str, Sourced[
                 continue
             if fact.assumed:
                 continue
+            if name == "grad_ckpt" and doc.kind == "accelerate" and fact.value and not current.value:
+                # FSDP's ``activation_checkpointing`` wraps the layers when Accelerate prepares the
+                # model, whatever the Trainer's own ``gradient_checkpointing`` (False, as
+                # Transformers asks when FSDP checkpoints): both stated, the layers recompute
+                facts[name] = fact
+                continue
             if current.value != fact.value:
                 conflicts.append((name, current, fact))
                 if name in _DEEPSPEED_OWNED and doc.kind == "deepspeed":

@@ -264,3 +264,11 @@ def test_a_hydra_config_name_is_a_file_of_its_config_path_beside_the_module():
         "--config-name='ppo_megatron_trainer.yaml'", "-cn ppo")
     [script] = facts_of(short, "tests/e2e/run_deepseek_megatron.sh")
     assert [r.value for r in script.references] == ["conf/ppo.yaml"]
+
+
+def test_a_tensor_parallel_degree_by_its_short_name():
+    # llm-training-experiments' torchtune trainer: `--tp-degree 4` over 16 GPUs (FSDP2 x TP)
+    text = PIPELINE.replace("--pipe_parallel_size 4 \\\n    --model_parallel_size 2", "--tp-degree 4")
+    [facts] = facts_of(text, "scripts/s1/run_sft_s1k.sh")
+    assert facts.model_parallel.value == 4 and facts.model_parallel.note == "--tp_degree 4"
+    assert facts.unmodelled.value[0] == "model parallelism (`--tp_degree 4`)"
