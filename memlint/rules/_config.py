@@ -59,6 +59,12 @@ def world_size(ctx: RuleContext, run: ResolvedRun | None) -> tuple[int | None, s
         if fact is not None and isinstance(fact.value, int) and fact.value >= 1:
             return fact.value, f"{fact.note or 'GPU count'} at {shown_location(ctx, fact.origin)}" if fact.origin else (
                 fact.note or "the launcher")
+        alone = run.plan.get("single_process")
+        if alone is not None and alone.value is True:
+            # ``python train.py --deepspeed_config ds.json``: no launcher starts other ranks, and
+            # DeepSpeed initialises a world of one
+            where = f" at {shown_location(ctx, alone.origin)}" if alone.origin else ""
+            return 1, f"{alone.note or 'a bare `python` command runs one process'}{where}"
     if ctx.settings.gpus:
         return ctx.settings.gpus, "`gpus` in the memlint settings"
     return None, ""

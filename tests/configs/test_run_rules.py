@@ -120,6 +120,24 @@ def test_pipeline_stages_share_the_gpus_deepspeeds_batch_counts(lint):
         in diagnostic.message
 
 
+def test_a_bare_python_launch_is_a_world_of_one(lint):
+    # the troubleshooting guide runs the DeepSpeed engine without a launcher: one process, so
+    # 8 = micro-batch 2 x 4 x 1 (before: the 8 GPUs of the settings, "≠ a multiple of 4 × 8")
+    config = ('{\n  "train_batch_size": 8,\n  "gradient_accumulation_steps": 4,\n'
+              '  "fp16": {"enabled": true},\n  "zero_optimization": {"stage": 2}\n}\n')
+    guide = ("# Troubleshooting\n\nOut of memory on one GPU? Try ZeRO-2:\n\n```bash\n"
+             "python train_ultrathink.py --deepspeed deepspeed_config_zero2.json --batch_size 2\n```\n")
+    script = PIPELINE_TRAIN.replace("model = PipelineModule(layers=build_layers(), num_stages=args.pipe_parallel_size)",
+                                    "model = build_model(args)").replace(
+        'parser.add_argument("--output_dir")', 'parser.add_argument("--deepspeed")\nparser.add_argument("--batch_size")')
+    files = {"docs/TROUBLESHOOTING.md": guide, "train_ultrathink.py": script, "deepspeed_config_zero2.json": config}
+    assert lint(files, "deepspeed_config_zero2.json", select=("CFG010",), gpus=8) == []
+    files["deepspeed_config_zero2.json"] = config.replace('"train_batch_size": 8', '"train_batch_size": 6')
+    [diagnostic] = lint(files, "deepspeed_config_zero2.json", select=("CFG010",), gpus=8)
+    assert "train_batch_size 6 ≠ a multiple of 4 (accumulation) × 1 GPUs" in diagnostic.message
+    assert "a bare `python` command runs one process at docs/TROUBLESHOOTING.md:6:1" in diagnostic.message
+
+
 def test_auto_batch_values_are_left_to_the_trainer(lint):
     text = ZERO2.replace('"train_batch_size": 128', '"train_batch_size": "auto"')
     assert lint({"ds_config.json": text}, "ds_config.json", select=("CFG010",), gpus=3) == []
