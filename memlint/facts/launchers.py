@@ -634,10 +634,10 @@ class _Shell:
                 continue
             facts.cli_args[key] = self.sourced(value, f"--{key}")
             if key in _SPLITS_LAYERS and value.text.isdigit() and int(value.text) >= 1:
-                before = facts.model_parallel
+                before = facts.model_split_degree
                 degree = int(value.text) * (before.value if before else 1)
                 written = f"{before.note} --{key} {value.text}" if before else f"--{key} {value.text}"
-                facts.model_parallel = Sourced(degree, self.location(value.start, value.end), written)
+                facts.model_split_degree = Sourced(degree, self.location(value.start, value.end), written)
             if key in _MODEL_PARALLEL and value.text.isdigit() and int(value.text) > 1 and facts.unmodelled is None:
                 facts.unmodelled = Sourced((f"model parallelism (`--{key} {value.text}`)", MODEL_PARALLEL_ADVICE),
                                            self.location(value.start, value.end), f"--{key}")

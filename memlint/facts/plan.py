@@ -171,7 +171,7 @@ class RunFacts:
     # the GPUs that hold one copy of the model between them, tensor x pipeline parallel as a launch
     # writes them (``--pipe_parallel_size 4 --model_parallel_size 1``): the data-parallel world that
     # DeepSpeed's batch sizes count is the world divided by it
-    model_parallel: Sourced[int] | None = None
+    model_split_degree: Sourced[int] | None = None
     # what the trainer computes that memlint cannot read (a project Trainer overriding
     # ``compute_loss``): the estimate is then a lower bound -- "exceeds" holds, "fits" does not
     lower_bound: Sourced[str] | None = None

@@ -95,7 +95,7 @@ class DeepSpeedBatchSizeMismatch(Rule):
         for run in ds_runs:
             world, where_from = world_size(ctx, run)
             sequence_parallel = positive_int(data.value.get("sequence_parallel_size")) or 1
-            split = run.plan.get("model_parallel") if run is not None else None
+            split = run.plan.get("model_split_degree") if run is not None else None
             model_parallel = split.value if split is not None and isinstance(split.value, int) else 1
             if world is not None and world % (sequence_parallel * model_parallel):
                 continue  # a world the model-parallel groups do not divide: the launch is not this one

@@ -120,6 +120,23 @@ def test_pipeline_stages_share_the_gpus_deepspeeds_batch_counts(lint):
         in diagnostic.message
 
 
+def test_a_model_parallel_degree_of_one_is_estimated_as_data_parallelism(lint):
+    # `--model_parallel_size 1` splits nothing: the run is estimated (and the degree, a launch's
+    # own fact, is not Megatron's layout the estimate reads)
+    launch = PIPELINE_LAUNCH.replace("--pipe_parallel_size 4", "--pipe_parallel_size 1").replace(
+        "${WORK_DIR}/train.py", "${WORK_DIR}/train.py --model_name_or_path Qwen/Qwen2.5-0.5B")
+    script = PIPELINE_TRAIN.replace(
+        "model = PipelineModule(layers=build_layers(), num_stages=args.pipe_parallel_size)",
+        'parser.add_argument("--model_name_or_path")\nfrom transformers import AutoModelForCausalLM\n'
+        "model = AutoModelForCausalLM.from_pretrained(args.model_name_or_path)").replace(
+        "    loss = engine.train_batch()", "    loss = engine(**batch).loss\n    engine.backward(loss)\n    engine.step()")
+    config = ('{\n  "train_micro_batch_size_per_gpu": 1,\n  "gradient_accumulation_steps": 4,\n'
+              '  "bf16": {"enabled": true},\n  "zero_optimization": {"stage": 1}\n}\n')
+    files = {"train_llama_deepspeed.sh": launch, "train.py": script, "configs/ds_config_zero1.json": config}
+    # the fixture fails on any internal error of a rule
+    assert lint(files, "train_llama_deepspeed.sh", select=("MEM",), gpus=8, gpu="h100") == []
+
+
 def test_a_bare_python_launch_is_a_world_of_one(lint):
     # the troubleshooting guide runs the DeepSpeed engine without a launcher: one process, so
     # 8 = micro-batch 2 x 4 x 1 (before: the 8 GPUs of the settings, "≠ a multiple of 4 × 8")

@@ -236,8 +236,8 @@ def test_paths_built_on_the_callers_folder_and_the_gpus_each_model_copy_spans():
     assert facts.launches.value == "./train.py"
     assert [r.value for r in facts.references] == ["./configs/ds_config_zero1.json"]
     # 4 pipeline stages of 2 tensor-parallel GPUs: 8 GPUs hold one copy of the model
-    assert facts.model_parallel.value == 8
-    assert facts.model_parallel.note == "--pipe_parallel_size 4 --model_parallel_size 2"
+    assert facts.model_split_degree.value == 8
+    assert facts.model_split_degree.note == "--pipe_parallel_size 4 --model_parallel_size 2"
     assert facts.unmodelled.value[0] == "model parallelism (`--pipe_parallel_size 4`)"
 
 
@@ -270,5 +270,5 @@ def test_a_tensor_parallel_degree_by_its_short_name():
     # llm-training-experiments' torchtune trainer: `--tp-degree 4` over 16 GPUs (FSDP2 x TP)
     text = PIPELINE.replace("--pipe_parallel_size 4 \\\n    --model_parallel_size 2", "--tp-degree 4")
     [facts] = facts_of(text, "scripts/s1/run_sft_s1k.sh")
-    assert facts.model_parallel.value == 4 and facts.model_parallel.note == "--tp_degree 4"
+    assert facts.model_split_degree.value == 4 and facts.model_split_degree.note == "--tp_degree 4"
     assert facts.unmodelled.value[0] == "model parallelism (`--tp_degree 4`)"
