@@ -123,8 +123,9 @@ _KEPT: dict[tuple, tuple[dict[str, Pin], dict[str, str]]] = {}  # stamp -> (pins
 def pins(root: Path, near: str | Path | None = None) -> dict[str, Pin]:
     """Canonical package name -> the pin that decides its release for a file at ``near`` (or
     for the project as a whole): the nearest folder from ``near`` up to ``root`` that pins a
-    package decides it; within a folder lock files first, then requirements files, then the
-    packaging metadata, then conda environments."""
+    package decides it; within a folder lock files first, then ``requirements.txt``, then the
+    packaging metadata and conda environments, then the requirement files of one purpose
+    (``_files``); a pin that names no release gives way to a later one that does."""
     root = Path(root)
     found: dict[str, Pin] = {}
     for folder in _folders(root, near):
@@ -161,9 +162,14 @@ def _folder_pins(root: Path, folder: Path) -> dict[str, Pin]:
             if document.problem is None:
                 relative = path.relative_to(root).as_posix()
                 for pin in _read(path.name, document.text, relative):
-                    found.setdefault(pin.package, pin)
-                if path.name == "setup.py":
-                    for pin in _own_release(path, document.text, relative):
+                    kept = found.get(pin.package)
+                    if kept is None or (_says_no_release(kept) and not _says_no_release(pin)):
+                        # a bare ``transformers`` in the packaging metadata names no release: a
+                        # file read later that pins one says which the project runs
+                        found[pin.package] = pin
+                if path.name in ("setup.py", "pyproject.toml"):
+                    own = _own_release if path.name == "setup.py" else _own_project_release
+                    for pin in own(path, document.text, relative):
                         found[pin.package] = pin  # the tool's own source: the copy it contains
         kept = _KEPT[stamp] = (found, digests)
     for read_path, digest in kept[1].items():  # the lint result depends on them (the result cache)
@@ -184,19 +190,32 @@ def _stat(path: Path) -> tuple[int, int]:
 _REQUIREMENTS_NAME = re.compile(r"^(?:.*[_-])?(?:requirements?|reqs?)(?:[_.-].*)?\.(?:txt|in)$")
 
 
+def _says_no_release(pin: Pin) -> bool:
+    return not pin.specifier and not pin.url and not pin.source_tree
+
+
 def _files(root: Path) -> list[Path]:
-    """The dependency files of a project, in the order their word counts."""
+    """The dependency files of a project, in the order their word counts: lock files; the
+    ``requirements.txt`` (or ``.in``) the project installs from; its packaging metadata; then
+    the requirement files of one purpose (``requirements-dev.txt``, ``deepspeed_reqs.txt``) and
+    those of ``requirements/``, which LLaMA-Factory keeps one per optional feature
+    (``requirements/sglang.txt`` pins ``transformers==4.51.1`` for that backend alone, while
+    ``pyproject.toml`` installs ``transformers>=4.51.0,<=5.0.0``)."""
     locks = [root / n for n in _LOCKS if (root / n).is_file()]
-    requirements = []
+    main: list[Path] = []
+    purposed: list[Path] = []
     for folder in (root, root / "requirements"):
         try:
             names = sorted(os.listdir(folder))
         except OSError:
             continue
-        requirements += [folder / n for n in names if re.fullmatch(r"requirements.*\.(txt|in)|.*\.txt", n)
-                         and (folder != root or _REQUIREMENTS_NAME.search(n)) and (folder / n).is_file()]
+        for name in names:
+            if re.fullmatch(r"requirements.*\.(txt|in)|.*\.txt", name) and (
+                    folder != root or _REQUIREMENTS_NAME.search(name)) and (folder / name).is_file():
+                is_main = folder == root and name in ("requirements.txt", "requirements.in")
+                (main if is_main else purposed).append(folder / name)
     others = [root / n for n in _OTHERS if (root / n).is_file()]
-    return locks + requirements + others
+    return locks + main + others + purposed
 
 
 def _read(name: str, text: str, relative: str) -> list[Pin]:
@@ -365,6 +384,27 @@ def _own_release(path: Path, text: str, relative: str) -> list[Pin]:
         except InvalidSpecifier:
             return []
     return []
+
+
+def _own_project_release(path: Path, text: str, relative: str) -> list[Pin]:
+    """A ``pyproject.toml`` of the tool itself (LLaMA-Factory since 0.9.4: ``[project] name =
+    "llamafactory"``, ``dynamic = ["version"]``, built with hatchling): the release of the copy,
+    from its literal ``version`` or the package source's ``VERSION``/``__version__`` string."""
+    try:
+        project = tomllib.loads(text).get("project")
+    except (tomllib.TOMLDecodeError, ValueError):
+        return []
+    if not isinstance(project, dict) or not isinstance(project.get("name"), str):
+        return []
+    name = project["name"]
+    version = project.get("version")
+    release = version if isinstance(version, str) else _source_version(path.parent, name)
+    line = next((i for i, row in enumerate(text.splitlines(), 1) if re.match(r"\s*name\s*=", row)), 0)
+    try:
+        return [Pin(canonicalize_name(name), SpecifierSet(f"=={release}"), relative, line,
+                    source_tree=True)] if release else []
+    except InvalidSpecifier:
+        return []
 
 
 def _constant(module: ast.Module, value: ast.expr | None) -> ast.expr | None:

@@ -1069,3 +1069,62 @@ def test_a_deprecation_of_the_newest_release_under_a_pin_older_than_the_history_
     unpinned = {**files, "requirements.txt": "jsonlines\ntrl\n"}
     [finding] = [d for d in lint(unpinned, "configs/config_full.yaml") if d.code == "CFG003"]
     assert finding.severity.name == "WARNING"
+
+
+def test_the_packaging_metadata_beats_a_requirements_file_of_one_feature(tmp_path: Path):
+    # LLaMA-Factory keeps one requirements file per optional feature: the sglang backend's pins
+    # transformers==4.51.1, while `pip install .` takes pyproject.toml's range (before: the feature's
+    # file decided, and 95 findings said "the Transformers 4.51 you pin")
+    write_files(tmp_path, {
+        "pyproject.toml": '[project]\nname = "llamafactory"\ndependencies = [\n    "torch>=2.4.0",\n'
+                          '    "transformers>=4.51.0,<=5.0.0,!=4.52.0,!=4.57.0",\n    "peft>=0.14.0,<=0.17.1",\n]\n',
+        "requirements/sglang.txt": "sglang[srt]>=0.4.5\ntransformers==4.51.1\n",
+        "requirements/deepspeed.txt": "deepspeed>=0.10.0,<=0.16.9\n",
+        "requirements-dev.txt": "transformers==4.50.0\npytest\n",
+    })
+    found_pins = pins(tmp_path)
+    assert (str(found_pins["transformers"].specifier), found_pins["transformers"].where) == (
+        "!=4.52.0,!=4.57.0,<=5.0.0,>=4.51.0", "pyproject.toml:5")
+    # what only a feature's file pins is still read from it
+    assert found_pins["deepspeed"].where == "requirements/deepspeed.txt:1"
+
+
+def test_a_bare_name_in_the_metadata_gives_way_to_a_file_that_pins_a_release(tmp_path: Path):
+    write_files(tmp_path, {
+        "setup.py": 'from setuptools import setup\nsetup(name="x", install_requires=["transformers", "torch"])\n',
+        "requirements-train.txt": "transformers==4.36.2\n",
+    })
+    assert pins(tmp_path)["transformers"].where == "requirements-train.txt:1"
+    # the main requirements.txt still comes first
+    write_files(tmp_path, {"requirements.txt": "transformers==4.40.0\n"})
+    assert pins(tmp_path)["transformers"].exact == "4.40.0"
+
+
+def test_a_pyproject_of_the_tool_itself_is_the_copy_the_project_runs(tmp_path: Path):
+    # LLaMA-Factory builds with hatchling since 0.9.4: no setup.py, a dynamic version read from
+    # its source; a checkout of it (or a fork) runs its own argument classes
+    write_files(tmp_path, {
+        "pyproject.toml": '[build-system]\nrequires = ["hatchling"]\n\n[project]\nname = "llamafactory"\n'
+                          'dynamic = ["version"]\ndependencies = ["transformers>=4.51.0,<=5.0.0"]\n',
+        "src/llamafactory/extras/env.py": 'VERSION = "0.9.5.dev0"\n',
+    })
+    pin = pins(tmp_path)["llamafactory"]
+    assert (pin.exact, pin.where, pin.source_tree) == ("0.9.5.dev0", "pyproject.toml:5", True)
+
+
+def test_a_field_a_hatchling_built_llamafactory_copy_declares_is_its_own(lint):
+    # LLaMA-Factory keeps `overwrite_output_dir` in its own TrainingArguments after Transformers 5
+    # removed it: a fork's examples are not "removed in Transformers 5.0" (48 such findings before)
+    training_args = ('from dataclasses import dataclass, field\n\nfrom transformers import Seq2SeqTrainingArguments\n\n\n'
+                     '@dataclass\nclass TrainingArguments(Seq2SeqTrainingArguments):\n'
+                     '    overwrite_output_dir: bool = field(default=False, metadata={"help": "deprecated"})\n')
+    parser = ('from transformers import HfArgumentParser\n\nfrom .training_args import TrainingArguments\n\n\n'
+              'def get_train_args():\n    return HfArgumentParser((TrainingArguments,))\n')
+    config = LLAMAFACTORY_FULL  # it writes `overwrite_output_dir: true`, as the examples do
+    files = {"pyproject.toml": '[project]\nname = "llamafactory"\ndynamic = ["version"]\n'
+                               'dependencies = ["transformers>=4.51.0,<=5.0.0"]\n',
+             "src/llamafactory/extras/env.py": 'VERSION = "0.9.5.dev0"\n',
+             "src/llamafactory/hparams/training_args.py": training_args,
+             "src/llamafactory/hparams/parser.py": parser,
+             "examples/train_full/sft.yaml": config}
+    assert [d.message for d in lint(files, "examples/train_full/sft.yaml") if "overwrite_output_dir" in d.message] == []
