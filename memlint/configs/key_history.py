@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Any
 from packaging.version import InvalidVersion, Version
 
 from memlint.configs import axolotl_fsdp1, deepspeed_releases, schema, trl_config_option
-from memlint.configs.validation import ON_UNKNOWN, Issue, issues
+from memlint.configs.mcore_adapter import megatron_fields
+from memlint.configs.validation import ON_UNKNOWN, YAML_NUMBER, Issue, issues
 from memlint.facts.pinned_versions import Pin, pins
 from memlint.facts.project_arguments import project_argument_fields, project_config_reads
 from memlint.model.diagnostics import Severity
@@ -164,6 +165,8 @@ def _versioned_issues(ctx: RuleContext) -> list[Issue]:
     vendored = _VENDORED.get(name)
     own = project_fields(ctx) if ctx.kind == "hf-args" or (
         vendored is not None and _contains_tool(root, ctx.path, vendored)) else frozenset()
+    if name == "llamafactory" and isinstance(data.value, dict):
+        own = own | megatron_fields(data.value)  # USE_MCA=1: mcore_adapter's arguments read them
     judges: dict[str, tuple[_Judge | None, dict]] = {}  # key -> the judge of the history it belongs to
     # the schema's own tool, when the project pins a release older than every one its history
     # records: (the tool, its pin, the oldest release recorded)
@@ -207,6 +210,8 @@ def _versioned_issues(ctx: RuleContext) -> list[Issue]:
            for issue in out]
     for section, (tool, keyed, consequence) in SECTIONS.get(name, {}).items():
         out = _section(ctx, name, section, tool, keyed, consequence, pinned.get(tool), out)
+    if name == "llamafactory" and _read_through_omegaconf(pinned.get("llamafactory")):
+        out = [issue for issue in out if not _omegaconf_number(issue, data.value)]
     if name == "axolotl":
         out = axolotl_fsdp1.judged(out, axolotl_release)
         # Axolotl reads its config through a DictDefault, where a key written with no value
@@ -218,6 +223,32 @@ def _versioned_issues(ctx: RuleContext) -> list[Issue]:
         rejudge = deepspeed_releases.neox_judged if ctx.kind == "neox" else deepspeed_releases.judged
         out = rejudge(out, pins(root, ctx.path).get("deepspeed"), data)
     return sorted(out, key=lambda issue: (issue.range.start, issue.range.end))
+
+
+# LLaMA-Factory reads its YAML with ``OmegaConf.load`` since 0.9.4 (``hparams/parser.py``,
+# ``read_args``; hiyouga/LLaMA-Factory a5a93597b, July 2025), with ``yaml.safe_load`` before
+_OMEGACONF_SINCE = Version("0.9.4.dev0")
+
+
+def _read_through_omegaconf(pin: Pin | None) -> bool:
+    """Does the LLaMA-Factory the project runs load its YAML through OmegaConf, whose loader reads
+    ``learning_rate: 3e-6`` as a number where PyYAML's YAML 1.1 reads a string? Without a pin (or
+    with one the history cannot date) the newest release decides; a range decides by the newest
+    release it admits, as pip installs."""
+    if pin is None or pin.url or not pin.specifier:
+        return True
+    exact = _version(pin.exact) if pin.exact else None
+    if exact is not None:
+        return exact >= _OMEGACONF_SINCE
+    return any(pin.specifier.contains(release, prereleases=True) for release in ("0.9.4", "0.9.5", "0.10.0", "1.0.0"))
+
+
+def _omegaconf_number(issue: Issue, document: dict) -> bool:
+    """An invalid top-level value that OmegaConf's loader reads as the number the schema wants."""
+    if issue.category != "invalid" or len(issue.path) != 1:
+        return False
+    value = document.get(issue.path[0])
+    return isinstance(value, str) and YAML_NUMBER.match(value.strip()) is not None
 
 
 def _deprecated_after_the_pin(issue: Issue, before_history: tuple[str, Pin, str] | None) -> Issue:

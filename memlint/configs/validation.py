@@ -158,7 +158,7 @@ def _type_words(types: list[str]) -> list[str]:
     return [w for t in types for w in (("true", "false") if t == "boolean" else (_TYPE_WORDS.get(t, t),))]
 
 
-_YAML_NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+$")
+YAML_NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+$")
 
 
 class _Validation:
@@ -349,7 +349,7 @@ class _Validation:
         subject = f"`{_dotted(path)}`" if path else f"a {self.tool} config"
         message = f"{subject} must be {expected} (got {_shown(instance)})"
         hint = ""
-        if isinstance(instance, str) and _YAML_NUMBER.match(instance) and "number" in expected:
+        if isinstance(instance, str) and YAML_NUMBER.match(instance) and "number" in expected:
             mantissa, _, exponent = instance.lower().partition("e")
             fixed = f"{mantissa}.0e{exponent}" if "." not in mantissa else instance
             hint = f"; YAML 1.1 reads `{instance}` as a string: write `{fixed}`"

@@ -216,7 +216,9 @@ def test_accelerate_unknown_keys_with_exact_suggestions(lint):
 
 
 def test_llamafactory_values(lint):
-    diagnostics = lint({"examples/train_qlora/llama3.yaml": LLAMAFACTORY_QLORA}, "examples/train_qlora/llama3.yaml")
+    # LLaMA-Factory 0.9.3 read its YAML with yaml.safe_load: `1e-4` arrives as a string
+    files = {"examples/train_qlora/llama3.yaml": LLAMAFACTORY_QLORA, "requirements.txt": "llamafactory==0.9.3\n"}
+    diagnostics = lint(files, "examples/train_qlora/llama3.yaml")
     assert spans(diagnostics) == [
         ("CFG002", 4, 21, 4, 33),
         ("CFG002", 21, 15, 21, 19),
@@ -225,6 +227,18 @@ def test_llamafactory_values(lint):
     assert method.message.startswith('`quantization_method` must be one of 9 values ("bnb", "gptq", "awq"')
     assert rate.message == ('`learning_rate` must be a number (got "1e-4"); YAML 1.1 reads `1e-4` as a string: '
                             "write `1.0e-4`")
+
+
+def test_llamafactory_reads_its_yaml_through_omegaconf_since_0_9_4(lint):
+    # OmegaConf's loader resolves `1e-4` as a float (read_args: OmegaConf.load): no finding on the
+    # learning rate without a pin (the newest release) or under a pin that admits 0.9.4+; the
+    # invalid enum value is still one
+    for requirements in (None, "llamafactory>=0.9.3\n", "llamafactory==0.9.4\n"):
+        files = {"examples/train_qlora/llama3.yaml": LLAMAFACTORY_QLORA}
+        if requirements:
+            files["requirements.txt"] = requirements
+        diagnostics = lint(files, "examples/train_qlora/llama3.yaml")
+        assert spans(diagnostics) == [("CFG002", 4, 21, 4, 33)], requirements
 
 
 def test_trl_recipe_is_checked_against_sft_config(lint):
@@ -565,3 +579,52 @@ def test_deepspeed_batch_sizes_left_null_are_derived_not_invalid(lint):
     # a string there is still no batch size DeepSpeed can use
     wrong = DS_NULL_ACCUMULATION.replace('"gradient_accumulation_steps": null', '"gradient_accumulation_steps": "8"')
     assert [d.code for d in lint({"ds_config.json": wrong}, "ds_config.json")] == ["CFG002"]
+
+
+# LLaMA-Factory 0.9.4's examples/megatron/qwen3_moe_full.yaml, run with USE_MCA=1
+LLAMAFACTORY_MEGATRON = """\
+model_name_or_path: Qwen/Qwen3-30B-A3B-Instruct-2507
+
+# GPU memory: 8 * 78GB
+do_train: true
+stage: sft
+finetuning_type: full # only support full for now
+dataset: alpaca_en_demo
+cutoff_len: 4096
+template: qwen3_nothink
+
+# global batchsize = (8 // 2 // 4) * 8 = 8
+output_dir: saves/mca/qwen3_moe_full
+per_device_train_batch_size: 1
+gradient_accumulation_steps: 8
+learning_rate: 3.0e-6
+bf16: true
+
+# mcore speed up
+tensor_model_parallel_size: 1
+sequence_parallel: false
+pipeline_model_parallel_size: 4
+bias_activation_fusion: true
+apply_rope_fusion: true
+use_distributed_optimizer: true
+overlap_param_gather: true
+overlap_grad_reduce: true
+moe_grouped_gemm: true
+moe_token_dispatcher_type: alltoall
+expert_model_parallel_size: 2
+recompute_granularity: full
+"""
+
+
+def test_llamafactory_megatron_keys_are_mcore_adapters(lint):
+    # before: 14 "unknown LLaMA-Factory key" errors on mcore_adapter's own arguments
+    assert lint({"examples/megatron/qwen3_moe_full.yaml": LLAMAFACTORY_MEGATRON},
+                "examples/megatron/qwen3_moe_full.yaml", select=("CFG001",)) == []
+    # a misspelt one is still unknown, and so are Megatron keys in a config without a parallel size
+    typo = LLAMAFACTORY_MEGATRON.replace("overlap_grad_reduce", "overlap_grad_reduction")
+    [unknown] = lint({"examples/megatron/qwen3_moe_full.yaml": typo}, "examples/megatron/qwen3_moe_full.yaml",
+                     select=("CFG001",))
+    assert "`overlap_grad_reduction`" in unknown.message
+    plain = "\n".join(line for line in LLAMAFACTORY_MEGATRON.splitlines() if "model_parallel_size" not in line)
+    found = lint({"examples/train_full/qwen3.yaml": plain + "\n"}, "examples/train_full/qwen3.yaml", select=("CFG001",))
+    assert "`use_distributed_optimizer`" in " ".join(d.message for d in found)

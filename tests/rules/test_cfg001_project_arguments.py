@@ -152,9 +152,11 @@ learning_rate: 1.0e-5
 def test_classes_handed_to_a_parser_in_a_list_of_the_module_are_the_projects(lint):
     files = {"src/llamafactory/hparams/__init__.py": HPARAMS, "src/llamafactory/hparams/parser.py": PARSER}
     assert lint("CFG001", MEGATRON, path="examples/megatron_bridge/qwen3_moe_full.yaml", files=files) == []
-    # without the project's code, those keys are unknown to LLaMA-Factory's schema
+    # without the project's code, the Megatron keys are still read (mcore_adapter's arguments, under
+    # USE_MCA=1: memlint.configs.mcore_adapter); the KTransformers rule file the schema's release
+    # predates is unknown to it
     unknown = lint("CFG001", MEGATRON, path="examples/megatron_bridge/qwen3_moe_full.yaml")
-    assert {d.range.start.line for d in unknown} >= {8, 9, 10}
+    assert {d.range.start.line for d in unknown} == {12}
 
 
 # A fine-tuning framework that builds its parser in one helper (ms-swift's shape, abridged):
