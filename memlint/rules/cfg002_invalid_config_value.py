@@ -28,7 +28,9 @@ class InvalidConfigValue(SchemaRule):
     or never: YAML 1.1 reads ``learning_rate: 2e-5`` as the *string* ``"2e-5"`` (there is no
     dot), and DeepSpeed silently replaces an ``"auto"`` it does not expect with its default.
     (A recipe a launch hands to a TrlParser script with ``--config`` is the exception: TrlParser
-    makes its values argparse defaults, and argparse converts the string ``"2e-5"`` to a float.)
+    makes its values argparse defaults, and argparse converts the string ``"2e-5"`` to a float. So
+    is a LLaMA-Factory config from 0.9.4 on, which it loads with OmegaConf, whose YAML loader reads
+    ``2e-5`` as a number.)
 
     ## Fix
     Write the value the message asks for (``2.0e-5``, an integer, one of the listed names).
@@ -59,14 +61,12 @@ class InvalidConfigValue(SchemaRule):
     )
     INVALID = (
         Example(
-            "model_name_or_path: Qwen/Qwen2.5-7B-Instruct\nstage: sft\ndo_train: true\nfinetuning_type: lora\n"
-            "lora_target: all\ndataset: alpaca_en_demo\ntemplate: qwen\ncutoff_len: 2048\n"
-            "per_device_train_batch_size: 1\ngradient_accumulation_steps: 8\nlearning_rate: 2e-5\n"
-            "bf16: true\noutput_dir: saves/qwen2.5-7b/lora/sft\n",
-            path="examples/train_lora/qwen2.5_lora_sft.yaml",
-            lines=(11,),
+            "output_dir: outputs/qwen2.5-7b-sft\nper_device_train_batch_size: 1\ngradient_accumulation_steps: 8\n"
+            "learning_rate: 2e-5\nlr_scheduler_type: cosine\nbf16: true\n",
+            path="configs/training_args.yaml",
+            lines=(4,),
             message="YAML 1.1 reads `2e-5` as a string",
-            title="`2e-5` is a string in YAML 1.1",
+            title="`2e-5` is a string in YAML 1.1, as HfArgumentParser.parse_yaml_file reads it",
         ),
         Example(
             '{\n  "train_micro_batch_size_per_gpu": 2,\n  "gradient_accumulation_steps": 8,\n'
