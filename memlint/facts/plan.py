@@ -372,5 +372,7 @@ def merge(entry: RunFacts, linked: list[RunFacts], overrides: dict[str, Sourced[
         documents=tuple(dict.fromkeys(d.path for d in ordered)),
         conflicts=conflicts,
         trains=trains,
-        model_options=tuple(sorted(o for o, names in entry.cli_bindings.items() if "model" in names)),
+        # (an imported constant, ``@MODEL_CHECKPOINT``, is no option the user can pass)
+        model_options=tuple(sorted(o for o, names in entry.cli_bindings.items() if "model" in names
+                                   and not o.startswith("@"))),
     )

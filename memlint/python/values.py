@@ -12,6 +12,7 @@ name assigned twice, a call to an unknown function, an environment variable are 
 from __future__ import annotations
 
 import operator
+import re
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -141,6 +142,11 @@ def _formula_of(found: Found) -> tuple | None:
     """``found`` as an operand of arithmetic a launch may redo (``option_formulas.operand``)."""
     return option_formulas.operand(found.value, found.options, found.formula, found.known)
 
+
+# a module-level constant's name as settings modules write them (``MODEL_CHECKPOINT``, ``LR``),
+# and how a value bound to one is keyed among the options (no command line can pass ``@NAME``)
+_CONSTANT = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*")
+CONSTANT_PREFIX = "@"
 
 class Values(Names):
     """Static evaluation over one module; built once per document, results cached per node.
@@ -478,7 +484,30 @@ class Values(Names):
             return Found(FunctionValue(definition), definition)
         if (kind is cst.Import or kind is cst.ImportFrom) and use is not None:
             names = sorted(self.qualified(use))
-            return Found(Ref(names[0]), use) if names else None
+            if not names:
+                return None
+            source = self.import_source(use) if kind is cst.ImportFrom and _CONSTANT.fullmatch(use.value) else None
+            if source is not None:
+                # ``from config import MODEL_CHECKPOINT``: a constant of another module, which the
+                # project reads when that module is one of its own (``memlint.facts.imported_arguments``)
+                key = CONSTANT_PREFIX + use.value
+                self.options.imported.setdefault(key, source)
+                return Found(Ref(names[0]), use, options=(key,))
+            return Found(Ref(names[0]), use)
+        return None
+
+    def _imported_module(self, expr: cst.BaseExpression) -> str | None:
+        """The module a plain ``import config`` / ``import settings as cfg`` binds to ``expr``
+        (a name), as written; None for anything else (a package's submodule, a from-import)."""
+        if type(expr) is not cst.Name:
+            return None
+        definitions = self.definitions(expr)
+        if len(definitions) != 1 or type(definitions[0]) is not cst.Import:
+            return None
+        for alias in definitions[0].names:
+            bound = alias.asname.name if alias.asname is not None else alias.name
+            if type(bound) is cst.Name and bound.value == expr.value and type(alias.name) is cst.Name:
+                return alias.name.value
         return None
 
     def _with_item_assignments(self, found: Found, use: cst.Name) -> Found:
@@ -618,6 +647,13 @@ class Values(Names):
             if isinstance(value, ClassValue):
                 return self.options.class_attribute(value.node, attr, depth + 1)
             if isinstance(value, Ref):
+                module = self._imported_module(expr.value) if _CONSTANT.fullmatch(attr) else None
+                if module is not None:
+                    # ``import config as cfg`` then ``cfg.MODEL_NAME``: a constant of that module,
+                    # read as ``from config import MODEL_NAME`` is
+                    key = f"{CONSTANT_PREFIX}{module}.{attr}"
+                    self.options.imported.setdefault(key, (module, attr))
+                    return Found(Ref(f"{value.qualname}.{attr}"), expr, options=(key,))
                 return Found(Ref(f"{value.qualname}.{attr}"), expr)
             if isinstance(value, CallValue):
                 flag = parallelism_flag(self, value.call, attr, depth)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from memlint.documents.kinds import DocumentKind
 from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Severity
+from memlint.rules._config import shown_location
 from memlint.rules.base import Example, Finding, Rule
 
 _SCRIPT = """\
@@ -68,7 +70,13 @@ class CannotEstimate(Rule):
             if run.problem is None or not run.trains:
                 continue  # estimated, or nothing to estimate: the run trains nothing
             where = run.problem_fact.origin if run.problem_fact and run.problem_fact.origin else run.plan.anchor
-            lines = notes.setdefault((where.path, run.problem), [])
+            problem = run.problem
+            if where is not run.plan.anchor and ctx.kind_of(where.path) == DocumentKind.PYTHON_OTHER:
+                # a settings module (``config.py``: ``MODEL_CHECKPOINT = "..."``) is linted with no
+                # run of its own: the note stands at the run, and says where the value is written
+                problem = f"{problem} (written at {shown_location(ctx, where)})"
+                where = run.plan.anchor
+            lines = notes.setdefault((where.path, problem), [])
             if all(w.range != where.range for w in lines):
                 lines.append(where)
         for (_, problem), places in notes.items():
