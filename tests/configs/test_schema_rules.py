@@ -11,6 +11,7 @@ from memlint.documents.structured import load
 from memlint.lint.apply_fixes import apply_edits
 
 from .helpers import spans
+from .test_model_parallel import MEGATRON_MOE
 
 # Hugging Face's ZeRO-3 example, with three mistakes users make.
 DS_ZERO3_TYPOS = """\
@@ -581,50 +582,16 @@ def test_deepspeed_batch_sizes_left_null_are_derived_not_invalid(lint):
     assert [d.code for d in lint({"ds_config.json": wrong}, "ds_config.json")] == ["CFG002"]
 
 
-# LLaMA-Factory 0.9.4's examples/megatron/qwen3_moe_full.yaml, run with USE_MCA=1
-LLAMAFACTORY_MEGATRON = """\
-model_name_or_path: Qwen/Qwen3-30B-A3B-Instruct-2507
-
-# GPU memory: 8 * 78GB
-do_train: true
-stage: sft
-finetuning_type: full # only support full for now
-dataset: alpaca_en_demo
-cutoff_len: 4096
-template: qwen3_nothink
-
-# global batchsize = (8 // 2 // 4) * 8 = 8
-output_dir: saves/mca/qwen3_moe_full
-per_device_train_batch_size: 1
-gradient_accumulation_steps: 8
-learning_rate: 3.0e-6
-bf16: true
-
-# mcore speed up
-tensor_model_parallel_size: 1
-sequence_parallel: false
-pipeline_model_parallel_size: 4
-bias_activation_fusion: true
-apply_rope_fusion: true
-use_distributed_optimizer: true
-overlap_param_gather: true
-overlap_grad_reduce: true
-moe_grouped_gemm: true
-moe_token_dispatcher_type: alltoall
-expert_model_parallel_size: 2
-recompute_granularity: full
-"""
-
-
 def test_llamafactory_megatron_keys_are_mcore_adapters(lint):
     # before: 14 "unknown LLaMA-Factory key" errors on mcore_adapter's own arguments
-    assert lint({"examples/megatron/qwen3_moe_full.yaml": LLAMAFACTORY_MEGATRON},
+    # (LLaMA-Factory 0.9.4's examples/megatron/qwen3_moe_full.yaml, run with USE_MCA=1)
+    assert lint({"examples/megatron/qwen3_moe_full.yaml": MEGATRON_MOE},
                 "examples/megatron/qwen3_moe_full.yaml", select=("CFG001",)) == []
     # a misspelt one is still unknown, and so are Megatron keys in a config without a parallel size
-    typo = LLAMAFACTORY_MEGATRON.replace("overlap_grad_reduce", "overlap_grad_reduction")
+    typo = MEGATRON_MOE.replace("moe_grouped_gemm", "moe_grouped_gemms")
     [unknown] = lint({"examples/megatron/qwen3_moe_full.yaml": typo}, "examples/megatron/qwen3_moe_full.yaml",
                      select=("CFG001",))
-    assert "`overlap_grad_reduction`" in unknown.message
-    plain = "\n".join(line for line in LLAMAFACTORY_MEGATRON.splitlines() if "model_parallel_size" not in line)
+    assert "`moe_grouped_gemms`" in unknown.message
+    plain = "\n".join(line for line in MEGATRON_MOE.splitlines() if "model_parallel_size" not in line)
     found = lint({"examples/train_full/qwen3.yaml": plain + "\n"}, "examples/train_full/qwen3.yaml", select=("CFG001",))
     assert "`use_distributed_optimizer`" in " ".join(d.message for d in found)
