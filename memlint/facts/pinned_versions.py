@@ -162,8 +162,8 @@ def _folder_pins(root: Path, folder: Path) -> dict[str, Pin]:
             if document.problem is None:
                 relative = path.relative_to(root).as_posix()
                 for pin in _read(path.name, document.text, relative):
-                    kept = found.get(pin.package)
-                    if kept is None or (_says_no_release(kept) and not _says_no_release(pin)):
+                    earlier = found.get(pin.package)
+                    if earlier is None or (_says_no_release(earlier) and not _says_no_release(pin)):
                         # a bare ``transformers`` in the packaging metadata names no release: a
                         # file read later that pins one says which the project runs
                         found[pin.package] = pin

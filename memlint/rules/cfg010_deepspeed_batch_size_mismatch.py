@@ -96,11 +96,12 @@ class DeepSpeedBatchSizeMismatch(Rule):
             world, where_from = world_size(ctx, run)
             sequence_parallel = positive_int(data.value.get("sequence_parallel_size")) or 1
             split = run.plan.get("model_split_degree") if run is not None else None
-            model_parallel = split.value if split is not None and isinstance(split.value, int) else 1
+            model_parallel = 1
+            if split is not None and isinstance(split.value, int) and split.value > 1:
+                model_parallel = split.value
+                where_from += f", {model_parallel} of them to each copy of the model (`{split.note}`)"
             if world is not None and world % (sequence_parallel * model_parallel):
                 continue  # a world the model-parallel groups do not divide: the launch is not this one
-            if model_parallel > 1:
-                where_from += f", {model_parallel} of them to each copy of the model (`{split.note}`)"
             finding = self._judge(ctx, total, micro, accum, world, where_from, sequence_parallel, model_parallel)
             if finding is not None and finding.message not in reported:
                 reported.add(finding.message)
