@@ -276,6 +276,18 @@ def resolve(name: str, base_dir: Path | None = None, *, offline: bool | None = N
             config = hub.fetch_config(name, offline=offline)
             if config is not None:
                 return Resolution(from_config(config, name), f"{name}: config.json read from the Hugging Face Hub")
+    cached_id = _HUB_CACHE_FOLDER.search(name) if path_like else None
+    if cached_id is not None:
+        # a snapshot in another machine's Hugging Face cache (``~/.cache/huggingface/hub/
+        # models--meta-llama--Llama-3.2-1B/snapshots/<commit>``): the folder names the Hub id
+        hub_id = f"{cached_id.group(1)}/{cached_id.group(2)}"
+        try:
+            resolved = resolve(hub_id, offline=offline)
+        except UnknownModel:
+            resolved = None
+        if resolved is not None:
+            return Resolution(resolved.arch, f"{name}: the Hugging Face cache's snapshot of {hub_id}"
+                              + (f"; {resolved.note}" if resolved.note else ""), resolved.quantization)
     folder = name.rstrip("/").rpartition("/")[2]
     local = path_like or (name.count("/") == 1 and not _known_org(name.split("/")[0]))
     if local and folder:
@@ -294,6 +306,8 @@ def resolve(name: str, base_dir: Path | None = None, *, offline: bool | None = N
 
 
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
+# a Hugging Face hub cache folder: ``models--{org}--{name}`` (the Hub id with ``/`` as ``--``)
+_HUB_CACHE_FOLDER = re.compile(r"(?:^|/)models--([A-Za-z0-9][\w.-]*?)--([A-Za-z0-9][\w.-]*)(?:/|$)")
 
 
 def _hub_id_like(name: str) -> bool:

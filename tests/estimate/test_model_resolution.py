@@ -115,6 +115,19 @@ def test_a_placeholder_path_gets_a_note_not_a_guess(name):
         resolve(name)
 
 
+def test_a_snapshot_of_another_machines_hub_cache_names_its_model():
+    # `from_pretrained("/home/zahee/.cache/huggingface/hub/models--meta-llama--Llama-3.2-1B/snapshots/<commit>/")`
+    # (ZaheedaT/Llama3-Finetuning): the cache folder is the Hub id with "/" written "--"
+    name = ("/home/zahee/.cache/huggingface/hub/models--meta-llama--Llama-3.2-1B/snapshots/"
+            "4e20de362430cd3b72f300e6b0f18e50e7166e08/")
+    found = resolve(name, offline=True)
+    assert found.arch.n_params == from_config(find_entry("meta-llama/Llama-3.2-1B").config).n_params
+    assert found.note.endswith("the Hugging Face cache's snapshot of meta-llama/Llama-3.2-1B")
+    # an uncatalogued model's snapshot is still unknown, named as a path
+    with pytest.raises(UnknownModel, match="no such file or directory"):
+        resolve("/root/.cache/huggingface/hub/models--acme-labs--secret-13b/snapshots/abc123/", offline=True)
+
+
 @pytest.mark.parametrize("name", ["model name or path", "path to your model", "your model", "YOUR_MODEL_PATH",
                                   "xxx", "XXX/xxx-7b", "/data/xxx/checkpoints"])
 def test_a_placeholder_written_as_words_gets_a_note_not_a_guess(name):
