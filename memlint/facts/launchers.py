@@ -213,6 +213,8 @@ class _Shell:
         # block that repeats the command before it with more options runs where that one did
         self.ran_in: dict[tuple[str, ...], Value | None] = {}
         self.ran_before: dict[tuple[str, ...], Value | None] = {}
+        # ``export PYTHONPATH=${PROJECT_DIR}/src:$PYTHONPATH``: ``-m s1.sft_hf`` is ``src/s1/sft_hf.py``
+        self.modules_in_src = False
 
     def location(self, start: int, end: int) -> Location:
         return Location(self.parsed.path, Range(self._position(start), self._position(end)))
@@ -430,6 +432,8 @@ class _Shell:
             if parsed is None:
                 continue
             name, value_word = parsed
+            if name == "PYTHONPATH" and _SOURCE_FOLDER.search(value_word.raw):
+                self.modules_in_src = True
             if depth > 0:
                 self.branches.setdefault(name, []).append(expand(value_word, self.variables))
             value = expand(value_word, self.variables) if depth == 0 else None
@@ -472,7 +476,8 @@ class _Shell:
             note = f"{launch.launcher} runs {path}"
             if launch.module:  # found from the folder the launch runs in, like a script
                 note = f"{launch.launcher} runs -m {path}"
-                path = self._here(Value(path.replace(".", "/") + ".py", script.start, script.end)).text
+                module_file = ("src/" if self.modules_in_src else "") + path.replace(".", "/") + ".py"
+                path = self._here(Value(module_file, script.start, script.end)).text
             facts.launches = Sourced(path, self.location(launch.script.start, launch.script.end), note)
         else:
             built = template(launch.script, self.variables)
@@ -735,6 +740,9 @@ def _splits_sequence(key: str, value: str) -> bool:
     return bool(_SEQUENCE_SPLIT_OPTION.search(key)) and bool(_SEQUENCE_SPLIT_VALUE.search(value))
 
 
+# a PYTHONPATH that puts the project's ``src`` folder first in line (``src``, ``./src``,
+# ``${PROJECT_DIR}/src:${PYTHONPATH}``)
+_SOURCE_FOLDER = re.compile(r"(?:^|[\s\"'=:/}])src/?(?=$|[\s\"':])")
 # the caller's working directory as a command prints it: ``$(pwd)``, `` `pwd` ``, ``$PWD``
 _CURRENT_FOLDER = re.compile(r"\$\(\s*pwd\s*\)|`\s*pwd\s*`|\$\{?PWD\}?")
 _POSITIONAL = re.compile(r"\$\{?([1-9])\}?")

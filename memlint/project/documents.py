@@ -317,7 +317,7 @@ class DocumentStore:
         may name the project where the author cloned it (accelerate's slurm example:
         ``${ACCELERATE_DIR:-/accelerate}/examples/slurm/fsdp_config.yaml``): a tail of at least a
         folder and the file that exists under the referencing file's folder, a folder above it or
-        the project root (or, for a Python module, its ``src/`` folder) is that file; failing that, the one
+        the project root is that file; failing that, the one
         file of its name below the deepest folder of the clone the project has (``moved_in_clone``)."""
         written = Path(os.path.expanduser(reference))
         candidates = [written] if written.is_absolute() else [Path(from_path).parent / written, self.root / written]
@@ -327,15 +327,9 @@ class DocumentStore:
             # ``skythought/train/LLaMA-Factory/single_node.sh`` names ``/lustre/.../LLaMA-Factory/
             # examples/deepspeed/ds_z3_config.json``, its own copy's file)
             bases = [Path(from_path).parent, *self._folders_above(Path(from_path)), self.root]
-            if written.suffix == ".py":
-                bases.append(self.root / "src")
             candidates += [base.joinpath(*parts[i:]) for base in bases for i in range(1, len(parts) - 1)]
         if not written.is_absolute():
             candidates[1:1] = [folder / written for folder in self._folders_above(Path(from_path))]
-            if written.suffix == ".py" and not reference.startswith((".", "/")):
-                # a module of a ``src/`` layout, run as ``-m s1.sft_hf`` with ``PYTHONPATH=src``
-                # (or installed from it): ``s1/sft_hf.py`` is ``src/s1/sft_hf.py``
-                candidates.append(self.root / "src" / written)
         for candidate in candidates:
             if self.is_file(candidate):
                 return candidate

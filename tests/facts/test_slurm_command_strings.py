@@ -1,7 +1,7 @@
 """Slurm jobs that build the launch as a string and run it through ``srun ... bash -c "..."``:
 the command string's own commands are read, its string variables spliced in (the BigScience
 template's ``$LAUNCHER ... $CMD``; a job that unsets a variable first). The launched module of a
-``src/`` layout, and an Accelerate FSDP config that checkpoints the layers while the Trainer's
+``src/`` layout the job puts on ``PYTHONPATH``, and an Accelerate FSDP config that checkpoints the layers while the Trainer's
 own flag is off, make the run the job submits."""
 
 from __future__ import annotations
@@ -64,7 +64,8 @@ TEMPLATE = dedent('''
 
 def test_a_launch_in_a_string_run_after_another_command():
     [facts] = [f for f in facts_of(SUBMIT, "scripts/s1/submit_s1_sft_hf.slurm") if f.launches is not None]
-    assert facts.launches.value.endswith("llm-training-experiments/s1/sft_hf.py")
+    # the job puts ${PROJECT_DIR}/src first on PYTHONPATH: the module is src/s1/sft_hf.py
+    assert facts.launches.value.endswith("llm-training-experiments/src/s1/sft_hf.py")
     assert facts.world_size.value == 16
     assert facts.cli_args["model"].value == "Qwen/Qwen2.5-32B-Instruct"
     assert [r.value for r in facts.references] == [
@@ -142,3 +143,11 @@ def test_the_submitted_run_of_a_src_module_checkpoints_through_fsdp(tmp_path: Pa
     assert run.plan.value("fsdp") == "full" and run.plan.value("world_size") == 16
     assert run.plan.value("grad_ckpt")
     assert run.plan.value("seq_len") == 16384
+
+
+def test_a_module_launch_without_src_on_the_path_is_read_from_where_it_runs():
+    # tevatron's README: `deepspeed --module tevatron.retriever.driver.train` after `pip install -e .`;
+    # no PYTHONPATH names src/, so the module is looked up where the launch runs (as before)
+    text = SUBMIT.replace("export PYTHONPATH=${PROJECT_DIR}/src:${PYTHONPATH}\n", "")
+    [facts] = [f for f in facts_of(text, "scripts/s1/submit_s1_sft_hf.slurm") if f.launches is not None]
+    assert facts.launches.value.endswith("llm-training-experiments/s1/sft_hf.py")
