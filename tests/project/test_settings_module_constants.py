@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from memlint.lint.engine import run_context
 from memlint.project.project import Project
 from memlint.project.settings import Settings
@@ -116,11 +118,13 @@ def test_a_settings_module_imported_whole_under_another_name(tmp_path: Path):
     assert (run.plan.value("micro_batch"), run.plan.value("grad_accum")) == (8, 4)
 
 
-def test_an_unknown_model_of_the_settings_module_is_noted_at_the_run(tmp_path: Path):
-    # config.py has no run of its own to carry the note: it stands at the Trainer, and says where
+@pytest.mark.parametrize("header", ["", "import torch\n\nDTYPE = torch.bfloat16\n"])
+def test_an_unknown_model_of_the_settings_module_is_noted_at_the_run(tmp_path: Path, header: str):
+    # config.py has no run of its own to carry the note (whether or not it imports torch, as
+    # HunyuanDiT's hydit/constants.py does): it stands at the Trainer, and says where
     from memlint.lint.engine import Linter
 
-    config = CONFIG.replace("Qwen/Qwen2.5-0.5B-Instruct", "acme-labs/speech-7b")
+    config = header + CONFIG.replace("Qwen/Qwen2.5-0.5B-Instruct", "acme-labs/speech-7b")
     write(tmp_path, {"config.py": config, "model_training.py": TRAIN,
                      "data_preparation.py": "def load_and_prepare_dataset(tokenizer, max_length):\n    return []\n"})
     (tmp_path / ".git").mkdir(exist_ok=True)
@@ -129,5 +133,6 @@ def test_an_unknown_model_of_the_settings_module_is_noted_at_the_run(tmp_path: P
     linter = Linter(settings)
     [note] = linter.lint_path(tmp_path / "model_training.py")
     assert "unknown model 'acme-labs/speech-7b'" in note.message
-    assert note.message.endswith("(written at config.py:2:20)")
+    line = 2 + header.count("\n")
+    assert note.message.endswith(f"(written at config.py:{line}:20)")
     assert linter.lint_path(tmp_path / "config.py") == []
