@@ -71,11 +71,11 @@ class CannotEstimate(Rule):
                 continue  # estimated, or nothing to estimate: the run trains nothing
             where = run.problem_fact.origin if run.problem_fact and run.problem_fact.origin else run.plan.anchor
             problem = run.problem
-            if where is not run.plan.anchor and where.path != run.plan.entry and ctx.kind_of(where.path) in (
-                    DocumentKind.PYTHON, DocumentKind.PYTHON_OTHER):
+            if where is not run.plan.anchor and ctx.kind_of(where.path) in (
+                    DocumentKind.PYTHON, DocumentKind.PYTHON_OTHER) and not ctx.facts_of(where.path):
                 # a module the script imports its value from (``config.py``: ``MODEL_CHECKPOINT =
-                # "..."``) is linted with no run of its own: the note stands at the run, and says
-                # where the value is written
+                # "..."``), which states no run of its own and is linted with none: the note stands
+                # at the run, and says where the value is written
                 problem = f"{problem} (written at {shown_location(ctx, where)})"
                 where = run.plan.anchor
             lines = notes.setdefault((where.path, problem), [])
