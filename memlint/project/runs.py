@@ -41,7 +41,9 @@ _ANY_FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+(\.*[A-Za-z_][\w.]*)[ \t]+impor
 MAX_SWITCH_HOPS = 4
 MAX_SWITCH_MODULES = 200
 # what a module that trains writes: a backward pass, an optimizer, a Trainer or a train module
-_TRAINS = re.compile(r"\.backward\(|\boptim\b|Optimizer|AdamW|\bTrainer\b|TrainModule|\.train\(")
+_TRAINS = re.compile(r"\.backward\(|\boptim\b|Optimizer|AdamW|\bTrainer\b|TrainModule|\.train\(|\.fit\(")
+# a package's ``__init__.py`` that hands its names on from its modules (``from .angle import *``)
+_REEXPORTS = re.compile(r"^[ \t]*from[ \t]+\.(\w+)[ \t]+import[ \t]+", re.MULTILINE)
 _ENTRY_NAMES = re.compile(r"^(?:train\w*|main|run\w*|finetune\w*|fine_tune\w*|\w*_main|\w*Arguments|\w*Config)$")
 
 
@@ -855,7 +857,8 @@ class RunFinder:
         """Does ``script``, or a project module it imports and uses (``from pkg.mod import f``, or
         ``from pkg import mod``), train: a ``backward()``, an optimizer, a Trainer or a train module
         (open-instruct's ``dpo.py`` and the learners its scripts hand their config to)? A model
-        loader and a forward helper (``load_model_withhead``) do not."""
+        loader and a forward helper (``load_model_withhead``) do not; a ``fit()`` does (AnglE's
+        ``angle_trainer.py``: ``model = AnglE(...)`` then ``model.fit(...)``)."""
         found = self._used_imports(script)
         if found is None:
             return False
@@ -866,12 +869,25 @@ class RunFinder:
             modules = [parts] + [parts + [name] for name in used if name != "*"]  # ``from pkg import mod``
             for folder, module in ((f, m) for f in folders for m in modules):
                 for candidate in (folder.joinpath(*module).with_suffix(".py"), folder.joinpath(*module, "__init__.py")):
-                    try:
-                        if candidate.is_file() and _TRAINS.search(self.documents.document(candidate).text):
-                            return True
-                    except (OSError, ValueError):
-                        continue
+                    if self._module_trains(candidate):
+                        return True
         return False
+
+    def _module_trains(self, module: Path) -> bool:
+        """Does a project module train, or, for a package's ``__init__.py``, one of the modules it
+        takes its names from (AnglE's ``angle_emb/__init__.py``: ``from .angle import *``, the
+        class whose ``fit()`` ``angle_trainer.py`` calls)?"""
+        try:
+            if not module.is_file():
+                return False
+            text = self.documents.document(module).text
+        except (OSError, ValueError):
+            return False
+        if _TRAINS.search(text):
+            return True
+        if module.name != "__init__.py":
+            return False
+        return any(self._module_trains(module.parent / f"{name}.py") for name in _REEXPORTS.findall(text))
 
     def _delegates_to_project_module(self, script: Path) -> bool:
         """Whether ``script`` imports from a package or module of this project (``from pkg.mod

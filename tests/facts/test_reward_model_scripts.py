@@ -284,3 +284,54 @@ def test_an_argparse_script_that_hands_its_options_to_a_training_module_is_a_run
     settings = Settings(root=tmp_path).with_overrides(gpu="h100", gpus=8, cache=False)
     runs = Project(settings).runs_for(tmp_path / "train/train.sh", run_context(settings))
     assert runs and any(run.plan.trains for run in runs)
+
+
+ANGLE_TRAINER = dedent('''
+    import argparse
+
+    from angle_emb import AnglE
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model_name_or_path", type=str, default="WhereIsAI/UAE-Large-V1")
+    parser.add_argument("--save_dir", type=str, default=None)
+    parser.add_argument("--learning_rate", type=float, default=1e-5)
+    parser.add_argument("--batch_size", type=int, default=32)
+    parser.add_argument("--epochs", type=int, default=10)
+    parser.add_argument("--gradient_accumulation_steps", type=int, default=1)
+    parser.add_argument("--logging_steps", type=int, default=100)
+    args = parser.parse_args()
+
+    model = AnglE(args.model_name_or_path, max_length=512)
+    model.fit(train_ds=None, output_dir=args.save_dir, batch_size=args.batch_size, epochs=args.epochs,
+              learning_rate=args.learning_rate)
+''')
+
+ANGLE_LAUNCH = dedent('''
+    CUDA_VISIBLE_DEVICES=0,1,2,3 accelerate launch --multi_gpu --num_processes 4 \\
+        -m angle_emb.angle_trainer \\
+        --model_name_or_path WhereIsAI/UAE-Large-V1 \\
+        --save_dir ckpts/use-nli \\
+        --learning_rate 1e-5 \\
+        --batch_size 32 \\
+        --epochs 1 \\
+        --logging_steps 10 \\
+        --gradient_accumulation_steps 2
+''')
+
+
+def test_an_argparse_script_that_fits_a_class_its_package_re_exports_is_a_run(tmp_path: Path):
+    # AnglE's layout: angle_trainer.py calls fit() on AnglE, which angle_emb/__init__.py takes from
+    # angle.py with `from .angle import *` (before: its own argparse options and no training one
+    # level down made the launch no run)
+    write(tmp_path, {"examples/Training/bert.sh": ANGLE_LAUNCH, "angle_emb/angle_trainer.py": ANGLE_TRAINER,
+                     "angle_emb/__init__.py": "from .angle import *  # NOQA\n",
+                     "angle_emb/angle.py": "from transformers import Trainer\n\n\nclass AnglE:\n    pass\n"})
+    (tmp_path / ".git").mkdir()
+    settings = Settings(root=tmp_path).with_overrides(gpu="h100", gpus=8, cache=False)
+    runs = Project(settings).runs_for(tmp_path / "examples/Training/bert.sh", run_context(settings))
+    assert runs and all(run.plan.trains for run in runs)
+    # a package whose modules train nothing still hands on nothing
+    write(tmp_path, {"angle_emb/angle.py": "class AnglE:\n    pass\n",
+                     "angle_emb/angle_trainer.py": ANGLE_TRAINER.replace("model.fit(", "model.encode(")})
+    runs = Project(settings).runs_for(tmp_path / "examples/Training/bert.sh", run_context(settings))
+    assert all(not run.plan.trains for run in runs)
