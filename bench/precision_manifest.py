@@ -28,7 +28,9 @@ _ORDINALS = {
         "thirtieth thirty-first thirty-second thirty-third thirty-fourth thirty-fifth thirty-sixth thirty-seventh "
         "thirty-eighth thirty-ninth fortieth forty-first forty-second forty-third forty-fourth forty-fifth "
         "forty-sixth forty-seventh forty-eighth forty-ninth fiftieth fifty-first fifty-second fifty-third "
-        "fifty-fourth fifty-fifth fifty-sixth fifty-seventh fifty-eighth fifty-ninth sixtieth".split(),
+        "fifty-fourth fifty-fifth fifty-sixth fifty-seventh fifty-eighth fifty-ninth sixtieth sixty-first "
+        "sixty-second sixty-third sixty-fourth sixty-fifth sixty-sixth sixty-seventh sixty-eighth sixty-ninth "
+        "seventieth".split(),
         start=1,
     )
 }
