@@ -24,12 +24,12 @@ from memlint.facts.extract import extractor
 from memlint.facts.plan import MODEL_PARALLEL_ADVICE, SEQUENCE_SPLIT_ADVICE, RunFacts
 from memlint.facts.shell_paths import anchored_assignments
 from memlint.facts.shell_words import (
-    _SEPARATORS,
     Command,
     Value,
     Variables,
     Word,
     assignment,
+    body_commands,
     body_words,
     commands,
     expand,
@@ -395,15 +395,11 @@ class _Shell:
     def _launching_command(self, string: Word) -> list[Word] | None:
         """The words of the command in a ``bash -c "..."`` string that launches a script, its
         string variables spliced in; None when none does."""
-        commands: list[list[Word]] = [[]]
-        for word in body_words(self.text, string.start + 1, string.end - 1):
-            if word.raw in _SEPARATORS:
-                commands.append([])
-                continue
-            name = _ONE_VARIABLE.fullmatch(word.raw)
-            body = self._words_of(word.raw.strip('"${}')) if name is not None else None
-            commands[-1].extend(body if body is not None else [word])
-        for command in commands:
+        for written in body_commands(self.text, string.start + 1, string.end - 1):
+            command: list[Word] = []
+            for word in written:
+                body = self._words_of(word.raw.strip('"${}')) if _ONE_VARIABLE.fullmatch(word.raw) else None
+                command.extend(body if body is not None else [word])
             launch = _first_launch(command)
             if launch is not None and launch.script is not None:
                 return command

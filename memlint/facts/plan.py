@@ -14,6 +14,7 @@ from typing import Any
 
 from memlint.model.diagnostics import Range
 from memlint.model.provenance import Location, Sourced
+from memlint.python.options import CONSTANT_PREFIX
 
 
 @dataclass
@@ -374,5 +375,5 @@ def merge(entry: RunFacts, linked: list[RunFacts], overrides: dict[str, Sourced[
         trains=trains,
         # (an imported constant, ``@MODEL_CHECKPOINT``, is no option the user can pass)
         model_options=tuple(sorted(o for o, names in entry.cli_bindings.items() if "model" in names
-                                   and not o.startswith("@"))),
+                                   and not o.startswith(CONSTANT_PREFIX))),
     )

@@ -123,12 +123,17 @@ def script_argparse_options(text: str) -> frozenset[str]:
     module = python_module(text)
     if module is None:
         return frozenset()
-    found: set[str] = set()
-    for node in ast.walk(module):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
-            found.update(a.value.lstrip("-").replace("-", "_") for a in node.args
-                         if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith("-"))
-    return frozenset(found)
+    return frozenset(key for node in ast.walk(module) for key in _declared_options(node))
+
+
+def _declared_options(node: ast.AST, dashes: str = "-") -> list[str]:
+    """The option keys an ``add_argument("--max-length", "-l", ...)`` call declares, as a launcher
+    writes them (``max_length``, ``l``; only the long ones with ``dashes="--"``); none for any
+    other node."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument"):
+        return []
+    return [a.value.lstrip("-").replace("-", "_") for a in node.args
+            if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith(dashes)]
 
 
 def _script_classes(root: Path, script: Path) -> tuple[set[str], _Classes]:
@@ -446,9 +451,8 @@ def _merged_into_options(module: ast.Module) -> frozenset[str]:
     for node in ast.walk(module):
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in targets:
             keys.add(node.attr)
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
-            keys.update(a.value.lstrip("-").replace("-", "_") for a in node.args
-                        if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith("--"))
+        else:
+            keys.update(_declared_options(node, dashes="--"))
     return frozenset(keys)
 
 

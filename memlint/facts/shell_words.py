@@ -201,6 +201,12 @@ def body_words(text: str, start: int, end: int) -> list[Word]:
         return []
 
 
+def body_commands(text: str, start: int, end: int) -> list[list[Word]]:
+    """The commands of a string's body (``bash -c "unset X; ${CMD}"``), split where ``;``,
+    ``&&`` or ``|`` separate them, redirections left out, each word at its offset."""
+    return [command for command in _split(body_words(text, start, end)) if command]
+
+
 def _split(words: list[Word]) -> list[list[Word]]:
     """At separators; without redirections (``> log 2>&1``, ``&> out.log``)."""
     out: list[list[Word]] = [[]]

@@ -57,6 +57,11 @@ class ArgOption:
     call: cst.Call
 
 
+# how a value bound to a constant another module writes is keyed among a script's options
+# (``@MODEL_CHECKPOINT``): no command line can pass it
+CONSTANT_PREFIX = "@"
+
+
 def option_key(text: str) -> str:
     """``--per-device-train-batch-size`` -> ``per_device_train_batch_size``."""
     return text.lstrip("-").replace("-", "_")

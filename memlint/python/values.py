@@ -21,7 +21,7 @@ import libcst as cst
 from memlint.python.conditions import deciding_options, guards
 from memlint.python.limits import EVALUATION_DEPTH
 from memlint.python import option_dicts, option_formulas
-from memlint.python.options import Options
+from memlint.python.options import CONSTANT_PREFIX, Options
 from memlint.python.parallelism_flags import parallelism_flag
 from memlint.python.references import NOT_PASSED, Assigned, Names, Parameter, Unpacked, own_nodes
 from memlint.python.unit_scopes import ANYTHING, uses_of
@@ -143,10 +143,9 @@ def _formula_of(found: Found) -> tuple | None:
     return option_formulas.operand(found.value, found.options, found.formula, found.known)
 
 
-# a module-level constant's name as settings modules write them (``MODEL_CHECKPOINT``, ``LR``),
-# and how a value bound to one is keyed among the options (no command line can pass ``@NAME``)
+# a module-level constant's name as settings modules write them (``MODEL_CHECKPOINT``, ``LR``)
 _CONSTANT = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*")
-CONSTANT_PREFIX = "@"
+
 
 class Values(Names):
     """Static evaluation over one module; built once per document, results cached per node.
