@@ -62,6 +62,10 @@ NAMES = {"transformers": "Transformers", "axolotl": "Axolotl", "trl": "TRL", "ac
 SECTIONS = {"accelerate": {"fsdp_config": ("accelerate", "accelerate-fsdp", "`accelerate launch` ignores it silently")}}
 # schema name -> the distribution whose own source a project may contain
 _VENDORED = {"llamafactory": "llamafactory", "axolotl": "axolotl"}
+# schema name -> fields that only the tool's own argument classes declare: a project whose argument
+# classes declare them all carries a copy of the tool under its own name (LLaVA-Pool's
+# ``llavapool/hparams``, a fork of LLaMA-Factory's with a ``pret`` stage), which reads its YAMLs
+_OWN_COPY_SIGNATURE = {"llamafactory": frozenset({"stage", "finetuning_type", "cutoff_len", "template"})}
 
 
 @dataclass(frozen=True)
@@ -164,7 +168,7 @@ def _versioned_issues(ctx: RuleContext) -> list[Issue]:
     # that contains the tool's source (LIMO vendors LLaMA-Factory 0.9.2) runs that copy's classes
     vendored = _VENDORED.get(name)
     own = project_fields(ctx) if ctx.kind == "hf-args" or (
-        vendored is not None and _contains_tool(root, ctx.path, vendored)) else frozenset()
+        vendored is not None and _contains_tool(root, ctx.path, vendored)) or _carries_a_copy(ctx, name) else frozenset()
     if name == "llamafactory" and isinstance(data.value, dict):
         own = own | megatron_fields(data.value)  # USE_MCA=1: mcore_adapter's arguments read them
     judges: dict[str, tuple[_Judge | None, dict]] = {}  # key -> the judge of the history it belongs to
@@ -292,6 +296,13 @@ def _section(ctx: RuleContext, name: str, section: str, tool: str, keyed: str, c
     for key in judged:
         out.extend(judge.key(key, keys[key], value[key], [i for i in found if i.path == (section, key)]))
     return out
+
+
+def _carries_a_copy(ctx: RuleContext, name: str) -> bool:
+    """Do the project's own argument classes declare the fields only the tool's own classes have
+    (a copy of the tool under another package name, parsed by the project's HfArgumentParser)?"""
+    signature = _OWN_COPY_SIGNATURE.get(name)
+    return signature is not None and signature <= project_fields(ctx)
 
 
 def _contains_tool(root, path, distribution: str) -> bool:

@@ -49,6 +49,7 @@ def extract_llamafactory(parsed: ParsedDocument) -> list[RunFacts]:
     reader.read("model", ("model_name_or_path",), lambda v: str(v) if v else None, TOOL)
     _not_training(reader)
     reader.read("seq_len", ("cutoff_len",), positive_int, TOOL)
+    _cutoff_is_a_limit(reader)
     reader.read("micro_batch", ("per_device_train_batch_size",), positive_int, TOOL)
     reader.read("grad_accum", ("gradient_accumulation_steps",), positive_int, TOOL)
     reader.read("optimizer", ("optim",), lambda v: optimizer_from_hf(str(v)), TOOL)
@@ -104,6 +105,27 @@ def _not_training(reader: ConfigReader) -> None:
         # also read (Firefly's train_args: its own train.py trains without `do_train`) is left be
         reader.set("trains", False, reader.location("model_name_or_path"), "no `do_train`: LLaMA-Factory trains "
                    "only with `do_train: true` (TrainingArguments' default is false)")
+
+
+# stages whose batches LLaMA-Factory pads only to their longest sample: the collators of
+# ``data/collator.py`` (``SFTDataCollatorWith4DAttentionMask``, ``PairwiseDataCollatorWithPadding``,
+# ``KTODataCollatorWithPadding``) extend ``DataCollatorForSeq2Seq``, whose padding is the longest
+_PADDED_TO_LONGEST = ("sft", "rm", "dpo", "kto")
+
+
+def _cutoff_is_a_limit(reader: ConfigReader) -> None:
+    """``cutoff_len`` is where LLaMA-Factory cuts a sample, not what every batch holds, unless the
+    stage concatenates texts into blocks of that length: ``pt`` does (``hparams/parser.py``:
+    ``data_args.packing = ... finetuning_args.stage == "pt"``), and so does SFT under ``packing``
+    or ``neat_packing`` (which turns ``packing`` on)."""
+    stage, _ = reader.setting("stage")
+    if stage not in _PADDED_TO_LONGEST or not reader.has("cutoff_len"):
+        return
+    for key in ("packing", "neat_packing"):
+        if _bool(reader.value(key)) and stage == "sft":
+            reader.set("full_length", key, reader.location(key), f"{key}: true")
+            return
+    reader.set("seq_len_limit", "cutoff_len", reader.location("cutoff_len"), "cutoff_len")
 
 
 # keys of LLaMA-Factory's own arguments (hparams/*.py), which no TrainingArguments has

@@ -1128,3 +1128,70 @@ def test_a_field_a_hatchling_built_llamafactory_copy_declares_is_its_own(lint):
              "src/llamafactory/hparams/parser.py": parser,
              "examples/train_full/sft.yaml": config}
     assert [d.message for d in lint(files, "examples/train_full/sft.yaml") if "overwrite_output_dir" in d.message] == []
+
+
+# LLaVA-Pool's src/llavapool/hparams, trimmed: LLaMA-Factory's argument classes copied under the
+# project's own package, with a stage of its own ("pret") and no `train_mm_proj_only`
+FORKED_FINETUNING_ARGS = '''\
+from dataclasses import dataclass, field
+from typing import Literal, Optional
+
+
+@dataclass
+class DataArguments:
+    template: Optional[str] = field(default=None)
+    dataset: Optional[str] = field(default=None)
+    cutoff_len: int = field(default=2048)
+
+
+@dataclass
+class FinetuningArguments:
+    stage: Literal["pret", "sft", "rm", "ppo", "dpo", "kto"] = field(default="sft")
+    finetuning_type: Literal["lora", "freeze", "full"] = field(default="lora")
+    freeze_vision_tower: bool = field(default=True)
+'''
+
+FORKED_PARSER = '''\
+from transformers import HfArgumentParser, Seq2SeqTrainingArguments
+
+from llavapool.hparams.args import DataArguments, FinetuningArguments
+
+_TRAIN_ARGS = [DataArguments, Seq2SeqTrainingArguments, FinetuningArguments]
+
+
+def get_train_args(path):
+    parser = HfArgumentParser(_TRAIN_ARGS)
+    return parser.parse_yaml_file(path)
+'''
+
+FORKED_YAML = """\
+model_name_or_path: Qwen/Qwen2-VL-7B-Instruct
+stage: {stage}
+do_train: true
+finetuning_type: full
+freeze_vision_tower: true
+{extra}dataset: docvqa
+template: qwen2_vl
+cutoff_len: 8192
+per_device_train_batch_size: 1
+bf16: true
+output_dir: output/qwen2vl
+"""
+
+
+def test_a_project_carrying_its_own_copy_of_llamafactory_arguments_judges_their_keys(lint):
+    files = {"src/llavapool/hparams/args.py": FORKED_FINETUNING_ARGS,
+             "src/llavapool/hparams/parser.py": FORKED_PARSER,
+             "examples/magma_full_pret.yaml": FORKED_YAML.format(stage="pret", extra="")}
+    diagnostics = lint(files, "examples/magma_full_pret.yaml")
+    assert not [d for d in diagnostics if d.code == "CFG002"]  # its own Literal admits "pret"
+    files["examples/magma_full_pret.yaml"] = FORKED_YAML.format(stage="sft", extra="train_mm_proj_only: false\n")
+    diagnostics = lint(files, "examples/magma_full_pret.yaml")
+    # a key neither its copy nor the Trainer declares is still refused by its HfArgumentParser
+    assert [(d.code, d.range.start.line) for d in diagnostics if d.code == "CFG001"] == [("CFG001", 6)]
+
+
+def test_near_miss_without_the_copy_the_llamafactory_schema_judges_the_stage(lint):
+    diagnostics = lint({"examples/magma_full_pret.yaml": FORKED_YAML.format(stage="pret", extra="")},
+                       "examples/magma_full_pret.yaml")
+    assert [(d.code, d.range.start.line) for d in diagnostics if d.code == "CFG002"] == [("CFG002", 2)]

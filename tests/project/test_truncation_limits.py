@@ -178,3 +178,69 @@ def test_a_block_size_is_no_truncation_limit(tmp_path: Path):
     [run] = Project(settings).runs_for(tmp_path / "clm.yaml", run_context(settings))
     assert run.setup.seq_len == 4096
     assert not [a for a in run.assumed if a.fact == "seq_len_limit"]
+
+
+LLAMAFACTORY_SFT = dedent('''
+    ### model
+    model_name_or_path: Qwen/Qwen2.5-7B-Instruct
+
+    ### method
+    stage: {stage}
+    do_train: true
+    finetuning_type: full
+    deepspeed: examples/deepspeed/ds_z3_config.json
+
+    ### dataset
+    dataset: alpaca_en_demo
+    template: qwen
+    cutoff_len: 16384
+    {packing}
+
+    ### train
+    per_device_train_batch_size: 2
+    gradient_accumulation_steps: 8
+    learning_rate: 1.0e-5
+    num_train_epochs: 3.0
+    bf16: true
+    output_dir: saves/qwen2.5-7b/full/sft
+''')
+
+
+def _llamafactory_run(root: Path, stage: str = "sft", packing: str = ""):
+    write(root, {"examples/train_full/qwen_full_sft.yaml": LLAMAFACTORY_SFT.format(stage=stage, packing=packing),
+                 "examples/deepspeed/ds_z3_config.json": ZERO3,
+                 "run.sh": "FORCE_TORCHRUN=1 NPROC_PER_NODE=8 llamafactory-cli train "
+                           "examples/train_full/qwen_full_sft.yaml\n"})
+    (root / ".git").mkdir(exist_ok=True)
+    settings = Settings(root=root).with_overrides(gpu="h100", gpus=8, cache=False)
+    [run] = Project(settings).runs_for(root / "examples/train_full/qwen_full_sft.yaml", run_context(settings))
+    return settings, run
+
+
+def test_llamafactory_cutoff_len_is_a_truncation_limit_in_sft(tmp_path: Path):
+    # LLaMA-Factory's SFT collator (a DataCollatorForSeq2Seq) pads a batch to its longest sample;
+    # cutoff_len only cuts the longer ones
+    settings, run = _llamafactory_run(tmp_path)
+    assert run.setup.seq_len == 16384
+    [assumed] = [a for a in run.assumed if a.fact == "seq_len_limit"]
+    assert "cutoff_len" in assumed.value
+    findings = [d for d in Linter(settings).lint_path(tmp_path / "examples/train_full/qwen_full_sft.yaml")
+                if d.code == "MEM001"]
+    [finding] = findings
+    assert finding.severity.name == "WARNING" and "if a batch holds a sample of 16384 tokens" in finding.message
+
+
+def test_llamafactory_preference_stages_pad_to_the_longest_too(tmp_path: Path):
+    _, run = _llamafactory_run(tmp_path, stage="dpo")
+    assert [a for a in run.assumed if a.fact == "seq_len_limit"]
+
+
+def test_llamafactory_pretraining_and_packing_fill_every_block(tmp_path: Path):
+    # stage pt concatenates texts into blocks of cutoff_len (packing defaults to true there), and an
+    # SFT run with packing (or neat_packing, which turns it on) fills each row too
+    _, pretraining = _llamafactory_run(tmp_path / "pt", stage="pt")
+    assert not [a for a in pretraining.assumed if a.fact == "seq_len_limit"]
+    for key in ("packing", "neat_packing"):
+        _, packed = _llamafactory_run(tmp_path / key, packing=f"{key}: true")
+        assert packed.plan.get("full_length").value == key
+        assert not [a for a in packed.assumed if a.fact == "seq_len_limit"]
