@@ -134,7 +134,7 @@ def _detect(path: str, syntax: str, value: Any) -> str:
         return "composer"
     if syntax == "yaml" and _is_lightning_cli(value):
         return "lightning-cli"
-    if len({k.replace("-", "_") for k in keys} & NEOX_KEYS) >= NEOX_SIGNATURE:
+    if len({k.replace("-", "_") for k in keys} & NEOX_KEYS) >= NEOX_SIGNATURE and not _is_megatron_yaml(value):
         return "neox"
     if syntax == "json" and keys & DEEPSPEED_SIGNATURE:
         return "deepspeed"
@@ -195,6 +195,15 @@ def _is_hydra_composition(value: dict) -> bool:
     file is read by the project's own code (eric-mitchell/direct-preference-optimization's
     ``config/config.yaml`` with ``@hydra.main(config_path="config")``)."""
     return isinstance(value.get("defaults"), list) or any(v == "???" for v in value.values())
+
+
+def _is_megatron_yaml(value: dict) -> bool:
+    """A Megatron-LM ``--yaml-cfg`` file (``megatron/training/yaml_arguments.py``; its
+    ``examples/gpt3/gpt_config.yaml``): Megatron's flat argument names, as GPT-NeoX writes many of
+    them, but the model's and the parallelism's under ``language_model:`` and ``model_parallel:``
+    sections, and ``optimizer: adam`` a name where NeoX's is a mapping. No schema of memlint's
+    covers it."""
+    return isinstance(value.get("language_model"), dict) and isinstance(value.get("model_parallel"), dict)
 
 
 def _is_torchtune(value: dict) -> bool:

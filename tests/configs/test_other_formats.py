@@ -126,6 +126,42 @@ def test_neox_argument_files_are_neox_not_deepspeed():
     assert kinds.detect("ds.json", "json", {"zero_optimization": {"stage": 2}, "train_batch_size": 8}) == "deepspeed"
 
 
+# Megatron-LM's examples/gpt3/gpt_config.yaml (a --yaml-cfg file), trimmed: Megatron's flat names
+# beside `language_model:` and `model_parallel:` sections, and `optimizer` a name
+MEGATRON_YAML = """\
+# WARNING: Yaml configs is currently an experimental feature
+language_model:
+  num_layers: 24
+  hidden_size: 1024
+  num_attention_heads: 16
+  hidden_dropout: 0.0
+
+model_parallel:
+  tensor_model_parallel_size: 1
+  pipeline_model_parallel_size: 1
+  sequence_parallel: False
+
+micro_batch_size: 2
+global_batch_size: 128
+max_position_embeddings: 4096
+seed: 1234
+
+# Optimizer
+optimizer: adam
+lr: 2.5e-4
+lr_decay_style: cosine
+
+data_path: null
+seq_length: 4096
+train_iters: null
+"""
+
+
+def test_a_megatron_lm_yaml_is_not_a_neox_file(lint):
+    assert kinds.detect("examples/gpt3/gpt_config.yaml", "yaml", load(MEGATRON_YAML, "yaml").value) == "yaml"
+    assert lint({"examples/gpt3/gpt_config.yaml": MEGATRON_YAML}, "examples/gpt3/gpt_config.yaml") == []
+
+
 def test_neox_keys_are_not_unknown_deepspeed_keys(lint):
     assert lint({"configs/125M.yml": NEOX_125M}, "configs/125M.yml") == []
 
