@@ -130,6 +130,26 @@ def test_a_new_memlint_version_invalidates(examples: Path, capsys, monkeypatch) 
     assert cache["memlint"].startswith("999.0.0-")
 
 
+def test_an_edited_rule_or_schema_invalidates(monkeypatch, tmp_path: Path) -> None:
+    # the fingerprint covers every module of the package and the schemas, not only memlint/check
+    import memlint.configs.schema
+    import memlint.rules.mem001_out_of_memory as rule
+
+    covered = result_cache.code_directories()
+    assert any(Path(rule.__file__).resolve().is_relative_to(folder) for folder in covered)
+    assert any(memlint.configs.schema.schemas_dir().resolve().is_relative_to(folder) for folder in covered)
+    copy = tmp_path / "memlint"
+    shutil.copytree(Path(rule.__file__).resolve().parents[1], copy,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(result_cache, "code_directories", lambda: (copy,))
+    monkeypatch.setattr(result_cache, "_code", None)
+    before = result_cache.code_fingerprint()
+    edited = copy / "rules" / "mem001_out_of_memory.py"
+    edited.write_text(edited.read_text() + "\n# a local edit\n")
+    monkeypatch.setattr(result_cache, "_code", None)
+    assert result_cache.code_fingerprint() != before
+
+
 @pytest.mark.parametrize("garbage", [
     b"",
     b"{not json",

@@ -237,6 +237,14 @@ def settings_fingerprint(settings: Settings) -> str:
 _code: str | None = None
 
 
+def code_directories() -> tuple[Path, ...]:
+    """The folders whose files make memlint's behaviour: the whole package (not only this module's
+    ``check/``), and the JSON Schemas beside it in a checkout (a wheel keeps them inside, as
+    ``memlint/_schemas``)."""
+    package = Path(__file__).resolve().parents[1]
+    return (package,) if (package / "_schemas").is_dir() else (package, package.parent / "schemas")
+
+
 def code_fingerprint() -> str:
     """memlint's version and the size and mtime of every file of the package (its rules,
     catalogues and schemas): a changed memlint never reuses an old result."""
@@ -244,9 +252,8 @@ def code_fingerprint() -> str:
     if _code is None:
         import hashlib
 
-        package = Path(__file__).resolve().parent
         stamp = hashlib.blake2b(__version__.encode(), digest_size=16)
-        for directory in (package, package.parent / "schemas"):
+        for directory in code_directories():
             for base, dirs, files in os.walk(directory):
                 dirs[:] = sorted(d for d in dirs if d != "__pycache__")
                 for name in sorted(files):
