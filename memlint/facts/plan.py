@@ -263,6 +263,13 @@ MODEL_PARALLEL_ADVICE = ("memlint sizes data parallelism, ZeRO and FSDP only; si
                          "report (megatron/training/theoretical_memory_usage.py) and silence this note with "
                          "`# memlint: ignore[MEM003]`")
 
+# what to do with a script that splits its layers with PyTorch's tensor parallelism over a device
+# mesh (``parallelize_module``), whose degree is the mesh's, known only when it runs
+TENSOR_PARALLEL_ADVICE = ("memlint sizes data parallelism, ZeRO and FSDP only; each GPU of the tensor-parallel mesh "
+                          "holds a slice of every parallelized layer's weights, gradients, optimizer states and "
+                          "activations: measure the first steps with `torch.cuda.max_memory_allocated()` and silence "
+                          "this note with `# memlint: ignore[MEM003]`")
+
 
 NOT_FACTS = ("path", "kind", "anchor", "references", "switched_references", "auto_keys", "cli_bindings",
              "option_constants", "cli_args", "cli_unknown", "overrides",

@@ -10,7 +10,7 @@ import libcst as cst
 
 from memlint.facts.deepspeed_keys import auto_paths, deepspeed_facts
 from memlint.facts.hf_args import _fsdp, _int
-from memlint.facts.plan import MODEL_PARALLEL_ADVICE, SEQUENCE_SPLIT_ADVICE
+from memlint.facts.plan import MODEL_PARALLEL_ADVICE, SEQUENCE_SPLIT_ADVICE, TENSOR_PARALLEL_ADVICE
 from memlint.facts.script_facts import ANCHOR_ENGINE, RANK_CONFIG, RANK_EXPLICIT, ScriptFacts, encode
 from memlint.model.vocabulary import LIGHTNING_DEEPSPEED, dtype_name
 from memlint.python.library import (
@@ -23,6 +23,7 @@ from memlint.python.library import (
     TORCH_FSDP_PRECISION,
     TORCH_FSDP_WRAPPERS,
     TORCH_FULLY_SHARD,
+    TORCH_TENSOR_PARALLEL,
     lightning_strategy,
 )
 from memlint.python.index import index_for
@@ -62,6 +63,9 @@ def recognise(ctx: ScriptFacts, call: cst.Call, names: frozenset[str], method: s
         torch_fsdp(ctx, call)
     if names & TORCH_FULLY_SHARD:
         torch_fully_shard(ctx, call)
+    if names & TORCH_TENSOR_PARALLEL:
+        ctx.state("unmodelled", ("PyTorch tensor parallelism (`parallelize_module(...)`)", TENSOR_PARALLEL_ADVICE),
+                  call.func, "parallelize_module(...)", at=call, rank=RANK_EXPLICIT)
     if names & TORCH_FSDP_PRECISION:
         torch_fsdp_precision(ctx, call)
     if names & TORCH_FSDP_CPU_OFFLOAD:
@@ -69,7 +73,7 @@ def recognise(ctx: ScriptFacts, call: cst.Call, names: frozenset[str], method: s
 
 
 _ENGINE_NAMES = frozenset(DEEPSPEED_INITIALIZE | ACCELERATORS | DEEPSPEED_PLUGINS | FSDP_PLUGINS | TORCH_FSDP_WRAPPERS
-                 | TORCH_FULLY_SHARD | TORCH_FSDP_PRECISION | TORCH_FSDP_CPU_OFFLOAD | PARALLELISM_CONFIGS)
+                 | TORCH_FULLY_SHARD | TORCH_TENSOR_PARALLEL | TORCH_FSDP_PRECISION | TORCH_FSDP_CPU_OFFLOAD | PARALLELISM_CONFIGS)
 
 
 def fsdp_plugin(ctx: ScriptFacts, call: cst.Call) -> None:

@@ -993,6 +993,10 @@ class RunFinder:
             if not kept and runs and self.documents.kind(path) in _CONFIG_KINDS | STANDALONE_KINDS \
                     and not self._scripts_own_problem(runs[0]):
                 kept = [self._documented_problem(runs[0], path)]
+            if not kept and runs and self._problem_of(runs[0], path):
+                # the documented command cannot be estimated for a reason written in this script
+                # (the tensor parallelism it applies): the script says so, once
+                kept = [self._documented_problem(runs[0], path)]
             runs = kept
         if not runs and not launched_by and self.documents.kind(path) in STANDALONE_KINDS:
             runs = self._standalone_runs(path, context)
@@ -1049,6 +1053,12 @@ class RunFinder:
         fact = run.problem_fact
         return fact is not None and fact.origin is not None and \
             self.documents.kind(fact.origin.path) == DocumentKind.PYTHON
+
+    def _problem_of(self, run: ResolvedRun, path: str | Path) -> bool:
+        """Is the run's problem a fact written in ``path`` (the tensor parallelism a README's
+        command runs is the script's to report)?"""
+        fact = run.problem_fact
+        return fact is not None and fact.origin is not None and Path(fact.origin.path) == Path(path)
 
     def _documented_problem(self, run: ResolvedRun, path: str | Path, script: bool = False) -> ResolvedRun:
         """A config only a README command uses has no other run to carry the note: it says once,

@@ -184,6 +184,9 @@ TORCH_FSDP_CPU_OFFLOAD = {"torch.distributed.fsdp.CPUOffload",
 FSDP_PLUGINS = {"accelerate.FullyShardedDataParallelPlugin", "accelerate.utils.FullyShardedDataParallelPlugin",
                 "accelerate.utils.dataclasses.FullyShardedDataParallelPlugin"}
 # accelerate's N-D parallelism (>= 1.10): data-parallel replicas and shards, tensor and context parallel sizes
+# PyTorch's tensor parallelism (DTensor): splits each named submodule over a device mesh
+TORCH_TENSOR_PARALLEL = {"torch.distributed.tensor.parallel.parallelize_module",
+                         "torch.distributed.tensor.parallel.api.parallelize_module"}
 PARALLELISM_CONFIGS = {"accelerate.ParallelismConfig", "accelerate.parallelism_config.ParallelismConfig",
                        "accelerate.utils.ParallelismConfig"}
 
