@@ -22,10 +22,28 @@ def _gitignore(directory: Path) -> pathspec.PathSpec | None:
     path = directory / ".gitignore"
     try:
         if path.is_file():
-            return pathspec.PathSpec.from_lines("gitwildmatch", path.read_text("utf-8", errors="ignore").splitlines())
+            return gitignore_spec(path.read_text("utf-8", errors="ignore").splitlines())
     except OSError:
         return None
     return None
+
+
+def gitignore_spec(lines: list[str]) -> pathspec.PathSpec:
+    """The patterns of a .gitignore; a line git cannot use either (``tmp\\``, a trailing
+    backslash from a Windows habit) matches nothing there, and is left out here rather than
+    ending the run."""
+    try:
+        return pathspec.PathSpec.from_lines("gitwildmatch", lines)
+    except ValueError:
+        return pathspec.PathSpec.from_lines("gitwildmatch", [line for line in lines if _usable(line)])
+
+
+def _usable(line: str) -> bool:
+    try:
+        pathspec.PathSpec.from_lines("gitwildmatch", [line])
+    except ValueError:
+        return False
+    return True
 
 
 def ignored_by_git(path: Path, root: Path) -> bool:

@@ -107,6 +107,17 @@ def test_symlink_loops_dev_zero_and_fifo(project: Path):
     assert "SYN002" in found.get("pipe.yaml", set())
 
 
+def test_a_gitignore_line_git_cannot_use_is_left_out(project: Path):
+    # a trailing backslash (a Windows habit) is no pattern git can use; pathspec 1.x refuses it
+    (project / ".gitignore").write_text("tmp\\\noutputs/\n")
+    outputs = project / "outputs"
+    outputs.mkdir()
+    (outputs / "args.yaml").write_text(GOOD_ARGS)
+    found = codes_by_file(run(project))
+    assert found["args.yaml"] == {"MEM001"}
+    assert "outputs/args.yaml" not in found  # the usable patterns still apply
+
+
 @pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root reads everything")
 def test_unreadable_file(project: Path):
     secret = project / "ds_config.json"
