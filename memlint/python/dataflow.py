@@ -320,12 +320,25 @@ def normalised_over_group(index: ModuleIndex, expr: cst.BaseExpression | None, a
         return (normalised_over_group(index, expr.left, at, group, depth + 1)
                 or normalised_over_group(index, expr.right, at, group, depth + 1))
     if isinstance(expr, cst.Call):
-        return any(_worked_out_from(index, arg.value, at, names) for arg in expr.args[1:])
+        return (any(_worked_out_from(index, arg.value, at, names) for arg in expr.args[1:])
+                or _built_with_the_group(index, expr.func, at, names))
     text = dotted(expr)
     if text is None:
         return False
     return any(definition.value is not None
                and normalised_over_group(index, definition.value, definition.statement, group, depth + 1)
+               for definition in index.reaching(text, at))
+
+
+def _built_with_the_group(index: ModuleIndex, func: cst.BaseExpression, at: cst.CSTNode, names: set[str]) -> bool:
+    """Is the loss function ``func`` the result of a call that was handed the group's size
+    (torchtitan's ``loss_fn = rescale_accumulated_loss(cross_entropy, accumulation_steps)``, a
+    wrapper whose every loss is divided by the steps)?"""
+    text = dotted(func)
+    if text is None:
+        return False
+    return any(isinstance(definition.value, cst.Call)
+               and any(_worked_out_from(index, arg.value, definition.statement, names) for arg in definition.value.args)
                for definition in index.reaching(text, at))
 
 

@@ -448,8 +448,10 @@ class ModuleIndex:
         return self.definitions.get(id(flow), {}).get(name, [])
 
     def reaching(self, name: str, at: cst.CSTNode) -> list[Definition]:
-        """Definitions of ``name`` in the flow of ``at`` written before it, nearest last; falls
-        back to the module's definitions for a name the function does not bind."""
+        """Definitions of ``name`` in the flow of ``at`` written before it, nearest last; for a
+        name the function does not bind, those of the functions it is nested in (a closure:
+        torchtitan-style ``loss_fn = ...`` in ``main``, read by its inner ``training_step``),
+        else the module's."""
         flow = self.flow_of(at)
         found = []
         written = self.definitions_of(name, flow)
@@ -457,8 +459,22 @@ class ModuleIndex:
             found = [d for d in written if self._starts_before(d.statement, at)
                      and not self._on_another_branch(d.statement, at, flow)]
         if not found and not isinstance(flow, cst.Module) and not self._is_parameter(name, flow):
-            found = list(self.definitions_of(name, self.py.module))
+            found = self._enclosing_definitions(name, flow)
         return found
+
+    def _enclosing_definitions(self, name: str, inner: cst.FunctionDef) -> list[Definition]:
+        """The definitions a nested function sees of a name it reads but does not bind: the
+        nearest enclosing function's that binds it (those written before the nested ``def``,
+        else all: it may be called later), else the module's."""
+        outer = self.flow_of(inner)
+        while not isinstance(outer, cst.Module):
+            written = self.definitions_of(name, outer)
+            if written:
+                return [d for d in written if self._starts_before(d.statement, inner)] or list(written)
+            if self._is_parameter(name, outer):
+                return []
+            outer = self.flow_of(outer)
+        return list(self.definitions_of(name, self.py.module))
 
     def _starts_before(self, statement: cst.CSTNode, at: cst.CSTNode) -> bool:
         """``start(statement) < start(at)``. Where the module was parsed whole (``memlint

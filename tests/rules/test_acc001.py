@@ -263,6 +263,40 @@ def test_a_loss_helper_handed_the_accumulation_group_normalises_over_it(lint, wh
     assert where(found) == [(13, 12, 13, 27)]  # loss.backward()
 
 
+def test_a_loss_function_built_with_the_accumulation_steps_divides_by_them(lint, where):
+    """dzorlu/distributed-training's ``train.py`` (torchtitan's pattern): ``loss_fn =
+    rescale_accumulated_loss(base, steps)`` wraps the loss so that each one comes back divided,
+    and the inner ``training_step`` that runs backward reads ``loss_fn`` from its enclosing
+    ``main`` (a closure). The same step with the plain loss function is reported."""
+    source = """\
+    import torch.nn.functional as F
+    from torchtitan.components.loss import rescale_accumulated_loss
+
+
+    def main(model, optimizer, dataloader, model_args):
+        def _base_loss_fn(logits, y):
+            return F.cross_entropy(logits.view(-1, logits.size(-1)), y.view(-1))
+
+        loss_fn = {loss_fn}
+
+        def training_step(x, y):
+            logits = model(x)
+            _loss = loss_fn(logits, y)
+            _loss.backward()
+            return _loss
+
+        for i, batch in enumerate(dataloader, 1):
+            loss = training_step(batch["input_ids"], batch["labels"])
+            if i % model_args.gradient_accumulation_steps == 0:
+                optimizer.step()
+                optimizer.zero_grad(set_to_none=True)
+    """
+    wrapped = "rescale_accumulated_loss(_base_loss_fn, model_args.gradient_accumulation_steps)"
+    assert lint("ACC001", source.format(loss_fn=wrapped)) == []
+    found = lint("ACC001", source.format(loss_fn="_base_loss_fn"))
+    assert where(found) == [(14, 8, 14, 24)]  # _loss.backward()
+
+
 def test_frameworks_that_divide_themselves(lint):
     accelerate = """\
     from accelerate import Accelerator
