@@ -887,24 +887,39 @@ def command_lines(text: str, start: int = 0, end: int | None = None, assignments
     the variables set above it (DeepSeek-Coder's ``MODEL_PATH="deepseek-ai/..."`` then
     ``--model_name_or_path $MODEL_PATH``)."""
     end = len(text) if end is None else end
-    # every character but the line ends blanked (one C-level pass per line: the per-character
-    # loop took ~8 ms of each edit of transformers' 280,000-character trainer.py)
-    kept = list("\n".join(" " * len(line) for line in text.split("\n")))
+    return blanked(text[:start]) + command_region(text, start, end, assignments) + blanked(text[end:])
+
+
+def command_region(text: str, start: int, end: int, assignments: bool = False) -> str:
+    """What :func:`command_lines` keeps of ``text[start:end]`` (that slice, blanked but for its
+    commands): a README of thousands of code blocks costs the length of its blocks, not the
+    length of the whole document once per block."""
+    kept = list(blanked(text[start:end]))
+
+    def keep(at: int, until: int, value: str) -> None:
+        kept[at - start:until - start] = value
+
     if assignments:
         for match in _ASSIGNMENT_LINE.finditer(text, start, end):
-            kept[match.start():match.end()] = text[match.start():match.end()]
+            keep(match.start(), match.end(), text[match.start():match.end()])
         for match in _CD_LINE.finditer(text, start, end):
-            kept[match.start():match.end()] = text[match.start():match.end()]
+            keep(match.start(), match.end(), text[match.start():match.end()])
     for match in _COMMAND_START.finditer(text, start, end):
         position = match.start()
         while position < end:
             line_end = text.find("\n", position, end)
             line_end = end if line_end < 0 else line_end
-            kept[position:line_end] = _PLACEHOLDER.sub(_protect, text[position:line_end])
+            keep(position, line_end, _PLACEHOLDER.sub(_protect, text[position:line_end]))
             if not text[position:line_end].rstrip().endswith("\\"):
                 break
             position = line_end + 1
     return "".join(kept)
+
+
+def blanked(text: str) -> str:
+    """Every character but the line ends blanked (one C-level pass per line: the per-character
+    loop took ~8 ms of each edit of transformers' 280,000-character trainer.py)."""
+    return "\n".join(" " * len(line) for line in text.split("\n"))
 
 
 # a shell variable set on a line of its own, with no command after it

@@ -22,7 +22,7 @@ import re
 
 from memlint.documents.parsed import ParsedDocument
 from memlint.facts.extract import extractor
-from memlint.facts.launchers import Invocation, command_lines, invocations, launches_in
+from memlint.facts.launchers import Invocation, blanked, command_region, invocations, launches_in
 from memlint.facts.plan import RunFacts
 from memlint.model.provenance import Sourced
 
@@ -71,10 +71,13 @@ def extract_markdown(parsed: ParsedDocument) -> list[RunFacts]:
     text = parsed.text
     if parsed.document.problem is not None or not text or ("```" not in text and "~~~" not in text):
         return []
-    kept = ["\n" if c == "\n" else " " for c in text]
     blocks = shell_blocks(text)
+    kept: list[str] = []
+    done = 0
     for start, end in blocks:
-        kept[start:end] = command_lines(text, start, end, assignments=True)[start:end]
+        kept += [blanked(text[done:start]), command_region(text, start, end, assignments=True)]
+        done = end
+    kept.append(blanked(text[done:]))
     out = []
     stand_ins = _stand_ins(text, blocks)
     for facts in launches_in(parsed, "".join(kept), blocks=[start for start, _ in blocks]):
