@@ -191,7 +191,7 @@ class Backward:
 
 def backward_of(index: ModuleIndex, call: cst.Call) -> Backward | None:
     if index.calls_named(call, "torch.autograd.backward"):
-        return Backward(call, "tensor", argument(call, 0, "tensors"))
+        return Backward(call, "tensor", _sole_tensor(argument(call, 0, "tensors")))
     if method_name(call) != "backward" or not isinstance(call.func, cst.Attribute):
         return None
     target = receiver(call)
@@ -209,6 +209,15 @@ def backward_of(index: ModuleIndex, call: cst.Call) -> Backward | None:
             if isinstance(item, cst.Call) and method_name(item) == "scale_loss" and item.args:
                 return Backward(call, "scaled", item.args[0].value, item)  # apex amp
     return Backward(call, "tensor", target)
+
+
+def _sole_tensor(tensors: cst.BaseExpression | None) -> cst.BaseExpression | None:
+    """The loss of ``torch.autograd.backward([scaled_loss])``: a list or tuple of one tensor is
+    that tensor (Alpamayo-R1-Distillation's stage 2 hands its divided loss so)."""
+    if isinstance(tensors, (cst.List, cst.Tuple)) and len(tensors.elements) == 1 \
+            and isinstance(tensors.elements[0], cst.Element):
+        return tensors.elements[0].value
+    return tensors
 
 
 def backwards(index: ModuleIndex) -> list[Backward]:

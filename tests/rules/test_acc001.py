@@ -297,6 +297,29 @@ def test_a_loss_function_built_with_the_accumulation_steps_divides_by_them(lint,
     assert where(found) == [(14, 8, 14, 24)]  # _loss.backward()
 
 
+def test_autograd_backward_of_a_list_of_one_divided_loss(lint, where):
+    """Alpamayo-R1-Distillation's ``src/train/stage2.py``: ``torch.autograd.backward([scaled_loss])``
+    with ``scaled_loss = loss / accumulation``; the same list of the undivided loss is reported."""
+    source = """\
+    import torch
+
+
+    def run_stage2_training(model, optimizer, loader, config, compute_stage2_loss):
+        optimizer.zero_grad(set_to_none=True)
+        for step_idx, batch in enumerate(loader):
+            outputs = model(**batch)
+            loss: torch.Tensor = compute_stage2_loss(batch, outputs).total
+            scaled_loss: torch.Tensor = {scaled}
+            torch.autograd.backward([scaled_loss])
+            if (step_idx + 1) % config.training.gradient_accumulation_steps == 0:
+                optimizer.step()
+                optimizer.zero_grad(set_to_none=True)
+    """
+    assert lint("ACC001", source.format(scaled="loss / config.training.gradient_accumulation_steps")) == []
+    found = lint("ACC001", source.format(scaled="loss"))
+    assert where(found) == [(10, 8, 10, 46)]  # torch.autograd.backward([scaled_loss])
+
+
 def test_frameworks_that_divide_themselves(lint):
     accelerate = """\
     from accelerate import Accelerator
