@@ -33,7 +33,7 @@ from memlint.configs import axolotl_fsdp1, deepspeed_releases, schema, trl_confi
 from memlint.configs.mcore_adapter import megatron_fields
 from memlint.configs.validation import ON_UNKNOWN, YAML_NUMBER, Issue, issues
 from memlint.facts.pinned_versions import Pin, pins
-from memlint.facts.project_arguments import project_argument_fields, project_config_reads
+from memlint.facts.project_arguments import project_argument_fields, project_class_fields, project_config_reads
 from memlint.model.diagnostics import Severity
 
 if TYPE_CHECKING:
@@ -115,6 +115,12 @@ def _read_by_the_project(ctx: RuleContext, found: list[Issue]) -> tuple[str, fro
     assert ctx.structured is not None
     keys = {k for k in ctx.structured.value if isinstance(k, str)}
     unknown = {i.path[0] for i in found if len(i.path) == 1 and i.category == "unknown"}
+    if ctx.kind == "hf-args" and len(keys) >= _OWN_CLASS_MIN_KEYS:
+        classes = ctx.shared.get("class_fields")
+        if classes is None:
+            classes = ctx.shared["class_fields"] = project_class_fields(ctx.settings.root)
+        if any(keys <= fields for fields in classes.values()):
+            return _OWN_CLASS, frozenset()
     if not unknown:
         return None
     if ctx.kind == "composer" and _contains_tool(ctx.settings.root, ctx.path, "llm-foundry"):
@@ -127,6 +133,14 @@ def _read_by_the_project(ctx: RuleContext, found: list[Issue]) -> tuple[str, fro
                 (unknown & read) and 2 * len(unknown & read) >= len(unknown))):
             return loader, read
     return None
+
+
+# a file every key of which is a field of one class of the project is that class's format:
+# whatever reads it (open-r1-code-verifier's ``load_sft_training_config`` fills its frozen
+# ``SFTTrainingConfig`` field by field, ``min_cuda_memory_gb`` and ``piston_config`` beside
+# ``warmup_ratio``), HfArgumentParser does not, and the class's types are the ones that hold
+_OWN_CLASS = "a class of the project"
+_OWN_CLASS_MIN_KEYS = 3
 
 
 def _the_projects_own(found: list[Issue], loader: str, read: frozenset[str]) -> list[Issue]:

@@ -64,6 +64,14 @@ def project_argument_fields(root: Path) -> frozenset[str]:
     return _fields({cls for callee, passed in calls if callee in parsers for cls in passed}, classes)
 
 
+def project_class_fields(root: Path) -> dict[str, frozenset[str]]:
+    """Each class the project defines -> its annotated fields with those of its bases in the
+    project: the shapes a config of the project's own format may have (open-r1-code-verifier's
+    frozen ``SFTTrainingConfig``, built field by field from its YAML by a loader of its own)."""
+    _, classes, _ = _project_scan(root)
+    return {name: _fields({name}, classes) for name in classes}
+
+
 def project_config_reads(root: Path) -> frozenset[tuple[str, frozenset[str]]]:
     """Each place the project's code reads a config file into a plain mapping and takes keys
     from it: (the loader, ``OmegaConf`` or ``yaml``/``json``; the keys read as attributes,

@@ -542,3 +542,82 @@ def test_near_miss_a_llamafactory_yaml_whose_typo_no_script_reads_keeps_it(lint)
     files = {"src/train/train.py": TRAIN_THROUGH_A_HELPER, "configs/qwen_lora_sft.yaml": HELPER_YAML,
              "configs/llamafactory_sft.yaml": llamafactory}
     assert ("CFG001", 14) in codes(lint(files, "configs/llamafactory_sft.yaml"))
+
+
+# open-r1-code-verifier's src/code_verifier/training/sft.py, trimmed: a frozen dataclass whose
+# fields are exactly its YAML's keys, filled field by field by a loader of its own
+SFT_TRAINING_CONFIG = '''\
+from dataclasses import dataclass
+from pathlib import Path
+
+from code_verifier.config import load_yaml_mapping, require_keys
+
+
+@dataclass(frozen=True)
+class SFTTrainingConfig:
+    """Resolved exact-schema LoRA SFT settings."""
+
+    run_name: str
+    model_id: str
+    dataset_path: Path
+    max_seq_length: int
+    per_device_train_batch_size: int
+    gradient_accumulation_steps: int
+    learning_rate: float
+    warmup_ratio: float
+    bf16: bool
+    gradient_checkpointing: bool
+    lora_r: int
+    min_cuda_memory_gb: float
+
+
+def sft_training_config_from_mapping(mapping: dict) -> SFTTrainingConfig:
+    require_keys(mapping, SFTTrainingConfig)
+    return SFTTrainingConfig(
+        run_name=str(mapping["run_name"]),
+        model_id=str(mapping["model_id"]),
+        dataset_path=Path(mapping["dataset_path"]),
+        max_seq_length=int(mapping["max_seq_length"]),
+        per_device_train_batch_size=int(mapping["per_device_train_batch_size"]),
+        gradient_accumulation_steps=int(mapping["gradient_accumulation_steps"]),
+        learning_rate=float(mapping["learning_rate"]),
+        warmup_ratio=float(mapping["warmup_ratio"]),
+        bf16=bool(mapping["bf16"]),
+        gradient_checkpointing=bool(mapping["gradient_checkpointing"]),
+        lora_r=int(mapping["lora_r"]),
+        min_cuda_memory_gb=float(mapping["min_cuda_memory_gb"]),
+    )
+
+
+def load_sft_training_config(path: Path) -> SFTTrainingConfig:
+    return sft_training_config_from_mapping(load_yaml_mapping(path))
+'''
+
+SFT_MAIN_YAML = """\
+run_name: main
+model_id: Qwen/Qwen2.5-Coder-1.5B-Instruct
+dataset_path: data/processed/training/sft.jsonl
+max_seq_length: 1536
+per_device_train_batch_size: 1
+gradient_accumulation_steps: 16
+learning_rate: 0.0002
+warmup_ratio: 0.05
+bf16: true
+gradient_checkpointing: true
+lora_r: 16
+min_cuda_memory_gb: 20.0
+"""
+
+
+def test_a_yaml_whose_every_key_is_a_field_of_a_project_class_is_that_classs(lint):
+    files = {"src/code_verifier/training/sft.py": SFT_TRAINING_CONFIG, "configs/sft/main.yaml": SFT_MAIN_YAML}
+    # before: `max_seq_length` an unknown TrainingArguments key and `warmup_ratio` "removed in
+    # Transformers 5.15"; the project's SFTTrainingConfig declares both, and HfArgumentParser never reads it
+    assert [d.code for d in lint(files, "configs/sft/main.yaml") if d.code.startswith("CFG")] == []
+
+
+def test_near_miss_a_key_the_class_lacks_leaves_the_file_to_the_trainer(lint):
+    files = {"src/code_verifier/training/sft.py": SFT_TRAINING_CONFIG,
+             "configs/sft/main.yaml": SFT_MAIN_YAML + "num_train_epochs: 2.0\n"}
+    found = [(d.code, d.range.start.line) for d in lint(files, "configs/sft/main.yaml") if d.code == "CFG001"]
+    assert found == [("CFG001", 4)]  # max_seq_length
