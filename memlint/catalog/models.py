@@ -10,6 +10,8 @@ past an exact match says what it assumed.
 
 from __future__ import annotations
 
+import difflib
+
 import functools
 import json
 import os
@@ -355,7 +357,10 @@ def _did_you_mean(name: str, limit: int) -> tuple[str, ...]:
     ids = [e.id for e in catalog_entries()]
     same = [i for i in ids if variants.family_and_size(i) == (family, size)] if size else []
     same.sort(key=lambda i: (len(i), i))
-    close = suggestions(name, ids + [a for e in catalog_entries() for a in e.aliases], limit=limit)
+    # a misspelling keeps the family: `openai/whisper-medium` is no misspelt
+    # `openai-community/gpt2-medium` (the shared org and size made their spellings 0.6 alike)
+    close = [c for c in suggestions(name, ids + [a for e in catalog_entries() for a in e.aliases], limit=limit)
+             if _same_family(family, variants.family_and_size(c)[0])]
     out: list[str] = []
     for candidate in same + close:
         entry = find_entry(candidate)
@@ -363,6 +368,11 @@ def _did_you_mean(name: str, limit: int) -> tuple[str, ...]:
         if shown not in out:
             out.append(shown)
     return tuple(out[:limit])
+
+
+def _same_family(one: str, other: str) -> bool:
+    """Are two families (``llama-3.1``, ``gpt2``, ``whisper``) one, up to a typo?"""
+    return difflib.SequenceMatcher(None, one, other).ratio() >= 0.75
 
 
 def resolve_model(name: str, base_dir: Path | None = None, *, offline: bool | None = None) -> Architecture:

@@ -142,6 +142,14 @@ def test_a_real_folder_with_a_space_is_still_read_from_its_name():
     assert "assumed the architecture of meta-llama/Meta-Llama-3-8B from the folder name" in found.note
 
 
+def test_did_you_mean_keeps_the_family():
+    # whisper-finetune-pipeline's `openai/whisper-medium` (uncatalogued) was offered
+    # openai-community/gpt2-medium and Phi-3-medium: the same org or size, another model
+    assert did_you_mean("openai/whisper-medium") == []
+    assert did_you_mean("gpt2-meduim") == ["openai-community/gpt2-medium"]
+    assert did_you_mean("mistralai/Mistrel-7B-v0.1")[0] == "mistralai/Mistral-7B-v0.1"
+
+
 def test_did_you_mean_ranks_the_same_family_and_size_first():
     assert did_you_mean("Qwen/Qwen2.5-7B-Chatty")[0] == "Qwen/Qwen2.5-7B"
     with pytest.raises(UnknownModel) as error:
