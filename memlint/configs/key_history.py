@@ -228,7 +228,7 @@ def _versioned_issues(ctx: RuleContext) -> list[Issue]:
            for issue in out]
     for section, (tool, keyed, consequence) in SECTIONS.get(name, {}).items():
         out = _section(ctx, name, section, tool, keyed, consequence, pinned.get(tool), out)
-    if name == "llamafactory" and _read_through_omegaconf(pinned.get("llamafactory")):
+    if (name == "llamafactory" and _read_through_omegaconf(pinned.get("llamafactory"))) or _instantiated(data.value):
         out = [issue for issue in out if not _omegaconf_number(issue, data.value)]
     if name == "axolotl":
         out = axolotl_fsdp1.judged(out, axolotl_release)
@@ -259,6 +259,13 @@ def _read_through_omegaconf(pin: Pin | None) -> bool:
     if exact is not None:
         return exact >= _OMEGACONF_SINCE
     return any(pin.specifier.contains(release, prereleases=True) for release in ("0.9.4", "0.9.5", "0.10.0", "1.0.0"))
+
+
+def _instantiated(document: dict) -> bool:
+    """Is the file a Hydra node that ``hydra.utils.instantiate`` builds (``_target_:
+    transformers.Seq2SeqTrainingArguments``)? Hydra composes it through OmegaConf, whose loader
+    reads ``learning_rate: 1e-5`` as the number PyYAML would keep a string."""
+    return isinstance(document.get("_target_"), str)
 
 
 def _omegaconf_number(issue: Issue, document: dict) -> bool:

@@ -621,3 +621,28 @@ def test_near_miss_a_key_the_class_lacks_leaves_the_file_to_the_trainer(lint):
              "configs/sft/main.yaml": SFT_MAIN_YAML + "num_train_epochs: 2.0\n"}
     found = [(d.code, d.range.start.line) for d in lint(files, "configs/sft/main.yaml") if d.code == "CFG001"]
     assert found == [("CFG001", 4)]  # max_seq_length
+
+
+# pseshadri9/whisper-finetune's config/whisper-finetune/trainer/training_args/whisper.yaml, trimmed:
+# a Hydra node that main.py builds with hydra.utils.instantiate(config.trainer.training_args)
+HYDRA_TRAINING_ARGS = """\
+_target_: transformers.Seq2SeqTrainingArguments
+output_dir: ${hydra:runtime.output_dir}
+
+per_device_train_batch_size: 72
+gradient_accumulation_steps: 1
+learning_rate: 1e-5
+warmup_steps: 500
+max_steps: 5000
+fp16: True
+predict_with_generate: True
+"""
+
+
+def test_a_hydra_node_is_read_through_omegaconf(lint):
+    path = "config/whisper-finetune/trainer/training_args/whisper.yaml"
+    # OmegaConf's loader reads 1e-5 as a float: no "YAML 1.1 reads `1e-5` as a string" here
+    assert [d.code for d in lint({path: HYDRA_TRAINING_ARGS}, path) if d.code == "CFG002"] == []
+    plain = HYDRA_TRAINING_ARGS.replace("_target_: transformers.Seq2SeqTrainingArguments\n", "")
+    found = [(d.code, d.range.start.line) for d in lint({path: plain}, path) if d.code == "CFG002"]
+    assert found == [("CFG002", 5)]  # learning_rate, under PyYAML
