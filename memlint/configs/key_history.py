@@ -115,12 +115,6 @@ def _read_by_the_project(ctx: RuleContext, found: list[Issue]) -> tuple[str, fro
     assert ctx.structured is not None
     keys = {k for k in ctx.structured.value if isinstance(k, str)}
     unknown = {i.path[0] for i in found if len(i.path) == 1 and i.category == "unknown"}
-    if ctx.kind == "hf-args" and len(keys) >= _OWN_CLASS_MIN_KEYS:
-        classes = ctx.shared.get("class_fields")
-        if classes is None:
-            classes = ctx.shared["class_fields"] = project_class_fields(ctx.settings.root)
-        if any(keys <= fields for fields in classes.values()):
-            return _OWN_CLASS, frozenset()
     if not unknown:
         return None
     if ctx.kind == "composer" and _contains_tool(ctx.settings.root, ctx.path, "llm-foundry"):
@@ -135,12 +129,27 @@ def _read_by_the_project(ctx: RuleContext, found: list[Issue]) -> tuple[str, fro
     return None
 
 
-# a file every key of which is a field of one class of the project is that class's format:
-# whatever reads it (open-r1-code-verifier's ``load_sft_training_config`` fills its frozen
-# ``SFTTrainingConfig`` field by field, ``min_cuda_memory_gb`` and ``piston_config`` beside
-# ``warmup_ratio``), HfArgumentParser does not, and the class's types are the ones that hold
-_OWN_CLASS = "a class of the project"
+# config kinds told by their keys, whose file may instead be the shape of a class of the project
+# (the tool whose source the project contains, if it does) -- see _a_project_class
+_CLASS_SHAPED = {"hf-args": "transformers", "axolotl": "axolotl"}
 _OWN_CLASS_MIN_KEYS = 3
+
+
+def _a_project_class(ctx: RuleContext, document: dict) -> bool:
+    """Is every key of the file a field of one class the project defines? Then the file is that
+    class's format, whatever reads it (open-r1-code-verifier's ``load_sft_training_config`` fills
+    its frozen ``SFTTrainingConfig`` field by field, ``min_cuda_memory_gb`` beside ``warmup_ratio``;
+    MAIProfile's ``SFTConfig.from_yaml`` keeps the keys its dataclass declares, ``base_model`` and
+    ``train_jsonl`` beside ``per_device_train_batch_size``, which looked like Axolotl's): neither
+    HfArgumentParser nor Axolotl reads it, and its keys, releases and types are the class's. Not in
+    the tool's own source (Axolotl's config models declare every key of its examples)."""
+    keys = {k for k in document if isinstance(k, str)}
+    if len(keys) < _OWN_CLASS_MIN_KEYS or _contains_tool(ctx.settings.root, ctx.path, _CLASS_SHAPED[ctx.kind]):
+        return False
+    classes = ctx.shared.get("class_fields")
+    if classes is None:
+        classes = ctx.shared["class_fields"] = project_class_fields(ctx.settings.root)
+    return any(keys <= fields for fields in classes.values())
 
 
 def _the_projects_own(found: list[Issue], loader: str, read: frozenset[str]) -> list[Issue]:
@@ -171,6 +180,8 @@ def _versioned_issues(ctx: RuleContext) -> list[Issue]:
     name = schema.schema_name_for(ctx.kind, data.value)
     if name is None:
         return found
+    if ctx.kind in _CLASS_SHAPED and _a_project_class(ctx, data.value):
+        return []
     if ctx.kind in ("hf-args", "composer", "llamafactory"):
         reading = _read_by_the_project(ctx, found)
         if reading is not None:

@@ -646,3 +646,96 @@ def test_a_hydra_node_is_read_through_omegaconf(lint):
     plain = HYDRA_TRAINING_ARGS.replace("_target_: transformers.Seq2SeqTrainingArguments\n", "")
     found = [(d.code, d.range.start.line) for d in lint({path: plain}, path) if d.code == "CFG002"]
     assert found == [("CFG002", 5)]  # learning_rate, under PyYAML
+
+
+# overwindows/LLM-Pretrain-FineTune's sft/sft_train.py, trimmed: the YAML is its SFTConfig's,
+# with `base_model` beside Trainer names, which made it look like an Axolotl config
+MAIPROFILE_SFT = '''\
+from dataclasses import dataclass
+
+import yaml
+
+
+@dataclass
+class SFTConfig:
+    step_key: str
+    base_model: str
+    train_jsonl: str
+    val_jsonl: str
+    output_dir: str
+    max_seq_len: int = 5120
+    per_device_train_batch_size: int = 4
+    gradient_accumulation_steps: int = 1
+    num_train_epochs: float = 3.0
+    learning_rate: float = 5e-6
+    warmup_ratio: float = 0.03
+    lr_scheduler_type: str = "cosine"
+    gradient_checkpointing: bool = True
+    weight_decay: float = 0.0
+    seed: int = 42
+    logging_steps: int = 5
+    wandb_project: str | None = None
+    wandb_run_name: str | None = None
+
+    @classmethod
+    def from_yaml(cls, path: str) -> "SFTConfig":
+        with open(path) as f:
+            data = yaml.safe_load(f)
+        known = set(cls.__dataclass_fields__.keys())
+        return cls(**{k: v for k, v in data.items() if k in known})
+'''
+
+MAIPROFILE_YAML = """\
+step_key: layer1_delta
+base_model: /home/aiscuser/Models/Qwen3-4B-Instruct-2507
+train_jsonl: /home/aiscuser/MAIProfileSFT/data/splits/layer1_delta/train.jsonl
+val_jsonl: /home/aiscuser/MAIProfileSFT/data/splits/layer1_delta/val.jsonl
+output_dir: /home/aiscuser/MAIProfileSFT_runs/layer1_delta-qwen3-4b-instruct-v1
+max_seq_len: 8192
+per_device_train_batch_size: 2
+gradient_accumulation_steps: 2
+num_train_epochs: 3
+learning_rate: 5.0e-6
+warmup_ratio: 0.03
+lr_scheduler_type: cosine
+gradient_checkpointing: true
+weight_decay: 0.0
+seed: 42
+logging_steps: 5
+wandb_project: maiprofile-sft
+wandb_run_name: layer1_delta-qwen3-4b-instruct-v1
+"""
+
+
+def test_an_axolotl_looking_yaml_that_is_a_project_classs_shape_is_the_classs(lint):
+    path = "sft/configs/sft/layer1_delta.yaml"
+    # without the class, Axolotl's schema judges it: `step_key`, `train_jsonl`, ... are unknown
+    alone = [d.code for d in lint({path: MAIPROFILE_YAML}, path) if d.code == "CFG001"]
+    assert len(alone) >= 4
+    files = {"sft/sft_train.py": MAIPROFILE_SFT, path: MAIPROFILE_YAML}
+    assert [d.code for d in lint(files, path) if d.code.startswith("CFG")] == []
+
+
+# PipelineRL's conf/finetune/base.yaml (in qed-nano), trimmed: a node of the Hydra tree that
+# launch.py composes (@hydra.main(config_path="../conf/")), reading its parent's values
+PIPELINERL_FINETUNE = """\
+model_class: causal-language-modeling
+config_name: ${..model_path}
+model_revision: ${..model_revision}
+optim: adamw_torch
+train_batch_size: 4
+weight_decay: 0.01
+learning_rate: 1e-6
+lr_scheduler_type: cosine
+gradient_accumulation_passes: 64
+gradient_checkpointing: true
+max_train_steps: 1000
+"""
+
+
+def test_a_hydra_node_that_interpolates_its_parent_is_the_projects(lint):
+    path = "conf/finetune/base.yaml"
+    # before: `gradient_accumulation_passes` and `max_train_steps` unknown TRL keys, 1e-6 a string
+    assert [d.code for d in lint({path: PIPELINERL_FINETUNE}, path) if d.code.startswith("CFG")] == []
+    plain = PIPELINERL_FINETUNE.replace("${..model_path}", "Qwen/Qwen3-4B").replace("${..model_revision}", "main")
+    assert "CFG001" in [d.code for d in lint({path: plain}, path)]
