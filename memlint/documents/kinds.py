@@ -193,8 +193,12 @@ def _is_hydra_composition(value: dict) -> bool:
     OmegaConf reads as mandatory (``exp_name: ???``). HfArgumentParser refuses both, so however
     many Trainer-like names it holds (``gradient_accumulation_steps``, ``max_length``), such a
     file is read by the project's own code (eric-mitchell/direct-preference-optimization's
-    ``config/config.yaml`` with ``@hydra.main(config_path="config")``)."""
-    return isinstance(value.get("defaults"), list) or any(v == "???" for v in value.values())
+    ``config/config.yaml`` with ``@hydra.main(config_path="config")``). So is a node that reads
+    its parent's values through OmegaConf's relative interpolation (PipelineRL's
+    ``conf/finetune/base.yaml``: ``config_name: ${..model_path}``), a part of a composed tree the
+    project's code reads, unless Hydra instantiates it as a class (``_target_``)."""
+    return isinstance(value.get("defaults"), list) or any(v == "???" for v in value.values()) or (
+        "_target_" not in value and any(isinstance(v, str) and "${." in v for v in value.values()))
 
 
 def _is_megatron_yaml(value: dict) -> bool:
