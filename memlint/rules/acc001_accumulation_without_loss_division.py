@@ -186,7 +186,11 @@ class AccumulationWithoutLossDivision(Rule):
     or a value worked out from it (open-instruct's OLMo-core train module:
     ``masked_mean(loss, mask, None, token_counts[(i // accumulation_steps) * accumulation_steps])``,
     a token sum divided by the token count of the whole group), is taken as normalised over the
-    group: the helper's body is out of sight, and it was given what it needs to divide.
+    group: the helper's body is out of sight, and it was given what it needs to divide. So is a
+    loss from a loss function built by a call handed the count (torchtitan's ``loss_fn =
+    rescale_accumulated_loss(cross_entropy, accumulation_steps)``, read by a nested
+    ``training_step`` from the function around it). ``torch.autograd.backward([loss])`` is the
+    backward of that one loss.
     Nor is a gradient cache (open_clip, GradCache): ``for j in range(k)`` recomputes micro-batch
     ``j`` and joins it with the others' cached outputs (``torch.cat(cached[:j] + [out] +
     cached[j + 1:])``) into one loss over the group, whose backward passes add up to the

@@ -40,7 +40,14 @@ class UnknownConfigKey(SchemaRule):
     a mapping it loads itself (``args = OmegaConf.load(path)``, then ``args.max_train_steps``)
     is that script's own format: HfArgumentParser never reads it, so none of its keys is
     judged against the Trainer's (nor, under OmegaConf, which reads ``1e-5`` as a number,
-    their values).
+    their values). So is a file every key of which is a field of one class the project defines
+    (open-r1-code-verifier's frozen ``SFTTrainingConfig``, which a loader of its own fills field by
+    field; a dataclass's ``from_yaml`` whose YAML, with ``base_model`` beside Trainer names,
+    looks like Axolotl's), unless the project is the tool itself; and a node of a Hydra tree that
+    reads its parent's values (``config_name: ${..model_path}``). A project whose own argument
+    classes declare LLaMA-Factory's ``stage``, ``finetuning_type``, ``cutoff_len`` and
+    ``template`` carries a copy of LLaMA-Factory under its own name (LLaVA-Pool's
+    ``llavapool/hparams``): its LLaMA-Factory YAMLs are judged by those classes.
 
     An llm-foundry (Composer) YAML is judged by the llm-foundry the project pins: from 0.10
     ``train.py`` refuses a top-level key its ``TrainConfig`` does not define (put variables under

@@ -79,7 +79,8 @@ class OutOfMemory(Rule):
     or GPU count memlint had to assume — is a warning, not an error, and its message names the
     assumption and where to state the truth. A length that is only a truncation limit above
     2048 tokens (``model_max_length``, ``max_length`` without packing or
-    ``padding="max_length"``: each batch is padded to its longest sample) is such an
+    ``padding="max_length"``, LLaMA-Factory's ``cutoff_len`` outside pretraining and packing:
+    each batch is padded to its longest sample) is such an
     assumption when batches of short samples (512 tokens) would fit: the verdict then holds
     only if the data has samples that long, which memlint cannot read: the message says the
     length at which a batch stops fitting ("a batch whose longest sample is at most ~N tokens

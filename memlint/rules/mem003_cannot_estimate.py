@@ -30,7 +30,12 @@ class CannotEstimate(Rule):
     ``do_train: false``) gets no note: there is nothing to check. Nor is a run estimated whose
     script freezes the model it loads and trains modules of its own on top of it (decoding heads,
     a probe: ``for p in model.base_model.parameters(): p.requires_grad = False``, no adapter, no
-    gradient turned back on): the note names the freeze, once, in the script.
+    gradient turned back on): the note names the freeze, once, in the script. Nor is a run that
+    splits its model or its sequences in a way the estimate does not model: Megatron's tensor and
+    pipeline parallelism, accelerate's ``ParallelismConfig(cp_size=..., tp_size=...)``, PyTorch's
+    ``parallelize_module(model, mesh["tp"], plan)`` (whose degree is the device mesh's, known
+    only when it runs): the note names the split where it is written, in the script when a README
+    command runs it.
 
     ## Why it matters
     A silent linter looks like a passing one. Knowing that the out-of-memory check did not
