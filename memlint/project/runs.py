@@ -993,7 +993,8 @@ class RunFinder:
             if not kept and runs and self.documents.kind(path) in _CONFIG_KINDS | STANDALONE_KINDS \
                     and not self._scripts_own_problem(runs[0]):
                 kept = [self._documented_problem(runs[0], path)]
-            if not kept and runs and self._problem_of(runs[0], path):
+            if not kept and runs and self.documents.kind(path) != DocumentKind.MARKDOWN \
+                    and self._problem_of(runs[0], path):
                 # the documented command cannot be estimated for a reason written in this script
                 # (the tensor parallelism it applies): the script says so, once
                 kept = [self._documented_problem(runs[0], path)]

@@ -102,3 +102,16 @@ def test_near_miss_the_same_script_without_tensor_parallelism_is_estimated(tmp_p
               if d.code.startswith("MEM")]
     # every GPU holds the whole 8B model, its gradients and AdamW states, and 16 x 1,024 tokens
     assert readme == ["MEM001"]
+
+
+def test_near_miss_a_readme_command_memlint_cannot_estimate_is_no_news_in_the_readme(tmp_path: Path):
+    # the problem is the README's own (a model memlint cannot find), not the script's: neither
+    # the README nor the script gets a note, as before
+    unknown = README.replace("meta-llama/Llama-3.1-8B", "acme-labs/secret-model-13b")
+    start = TRAIN_LLM.index("    for layer in model.model.layers:")
+    plain = TRAIN_LLM[:start] + TRAIN_LLM[TRAIN_LLM.index("    optimizer = "):]
+    settings = checked_project(tmp_path, {"06-tensor-parallel/train_llm.py": plain,
+                                          "06-tensor-parallel/README.md": unknown})
+    linter = Linter(settings)
+    for name in ("06-tensor-parallel/README.md", "06-tensor-parallel/train_llm.py"):
+        assert [d.code for d in linter.lint_path(tmp_path / name) if d.code.startswith("MEM")] == [], name
