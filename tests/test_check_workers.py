@@ -45,6 +45,30 @@ def _dies_in_a_worker(monkeypatch, method: str, victim: str) -> None:
     monkeypatch.setattr(workers.Worker, method, dying)
 
 
+def _one_lane_lints_slowly(monkeypatch, marker: Path) -> None:
+    """The first worker process to lint a batch claims ``marker`` and then takes a tenth of a
+    second over each batch, so the other lane runs out of its own work while that one still has
+    batches queued, however busy the machine is (under ``pytest -n auto`` both lanes could
+    otherwise drain together, and nothing would be taken)."""
+    import time
+
+    parent = os.getpid()
+    original = workers.Worker.lint
+
+    def lint(self, tasks):
+        if os.getpid() != parent:
+            try:
+                with open(marker, "x") as claimed:
+                    claimed.write(str(os.getpid()))
+            except FileExistsError:
+                pass
+            if marker.read_text() == str(os.getpid()):
+                time.sleep(0.1)
+        return original(self, tasks)
+
+    monkeypatch.setattr(workers.Worker, "lint", lint)
+
+
 @pytest.mark.parametrize("method", ["analyse", "seed", "lint"])
 def test_a_worker_that_dies_is_replaced_and_nothing_is_lost(monorepo: Path, capsys, monkeypatch, method: str) -> None:
     code, serial, _ = check(capsys, "--jobs", "1")
@@ -55,8 +79,8 @@ def test_a_worker_that_dies_is_replaced_and_nothing_is_lost(monorepo: Path, caps
     assert (parallel_code, parallel) == (code, serial)
 
 
-def test_a_lane_out_of_work_takes_over_the_tail_of_another_and_nothing_changes(monorepo: Path, capsys,
-                                                                               monkeypatch) -> None:
+def test_a_lane_out_of_work_takes_over_the_tail_of_another_and_nothing_changes(monorepo: Path, capsys, monkeypatch,
+                                                                               tmp_path_factory) -> None:
     """A lane whose own files are linted takes the last batches of the other lane, parsing
     them again; what is reported is what one process reports."""
     code, serial, _ = check(capsys, "--jobs", "1")
@@ -73,6 +97,7 @@ def test_a_lane_out_of_work_takes_over_the_tail_of_another_and_nothing_changes(m
         return batch
 
     monkeypatch.setattr(workers.Lanes, "_steal", staticmethod(counted))
+    _one_lane_lints_slowly(monkeypatch, tmp_path_factory.mktemp("lanes") / "slow-pid")
     parallel_code, parallel, err = check(capsys, "--jobs", "2", "--statistics")
     assert taken and (parallel_code, parallel) == (code, serial)
     assert "lint busy " in err and " + " in err.split("lint busy ")[1]
