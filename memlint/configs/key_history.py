@@ -24,7 +24,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from packaging.version import InvalidVersion, Version
@@ -66,6 +66,7 @@ _VENDORED = {"llamafactory": "llamafactory", "axolotl": "axolotl"}
 # classes declare them all carries a copy of the tool under its own name (LLaVA-Pool's
 # ``llavapool/hparams``, a fork of LLaMA-Factory's with a ``pret`` stage), which reads its YAMLs
 _OWN_COPY_SIGNATURE = {"llamafactory": frozenset({"stage", "finetuning_type", "cutoff_len", "template"})}
+_COPY_REFUSES = "the project's own copy of its argument classes does not declare it, and its HfArgumentParser refuses the file"
 
 
 @dataclass(frozen=True)
@@ -248,6 +249,11 @@ def _versioned_issues(ctx: RuleContext) -> list[Issue]:
         # (HfArgumentParser is different: it refuses a removed key whatever its value.)
         out = [issue for issue in out if not (issue.category in ("removed", "deprecated")
                                               and data.has(issue.path) and data.get(*issue.path) is None)]
+    if name in _OWN_COPY_SIGNATURE and _carries_a_copy(ctx, name):
+        # the project's own copy refuses the key, not the tool the file looks like
+        said = ON_UNKNOWN[name]
+        out = [replace(issue, message=issue.message.replace(said, _COPY_REFUSES)) if said in issue.message else issue
+               for issue in out]
     if name == "deepspeed":
         rejudge = deepspeed_releases.neox_judged if ctx.kind == "neox" else deepspeed_releases.judged
         out = rejudge(out, pins(root, ctx.path).get("deepspeed"), data)
