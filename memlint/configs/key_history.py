@@ -33,7 +33,7 @@ from memlint.configs import axolotl_fsdp1, deepspeed_releases, schema, trl_confi
 from memlint.configs.mcore_adapter import megatron_fields
 from memlint.configs.validation import ON_UNKNOWN, YAML_NUMBER, Issue, issues
 from memlint.facts.pinned_versions import Pin, pins
-from memlint.facts.project_arguments import project_argument_fields, project_class_fields, project_config_reads
+from memlint.facts.project_arguments import ProjectClasses, project_config_reads
 from memlint.model.diagnostics import Severity
 
 if TYPE_CHECKING:
@@ -147,10 +147,7 @@ def _a_project_class(ctx: RuleContext, document: dict) -> bool:
     keys = {k for k in document if isinstance(k, str)}
     if len(keys) < _OWN_CLASS_MIN_KEYS or _contains_tool(ctx.settings.root, ctx.path, _CLASS_SHAPED[ctx.kind]):
         return False
-    classes = ctx.shared.get("class_fields")
-    if classes is None:
-        classes = ctx.shared["class_fields"] = project_class_fields(ctx.settings.root)
-    return any(keys <= fields for fields in classes.values())
+    return _project_classes(ctx).shaped_like(keys)
 
 
 def _the_projects_own(found: list[Issue], loader: str, read: frozenset[str]) -> list[Issue]:
@@ -169,7 +166,15 @@ def project_fields(ctx: RuleContext) -> frozenset[str]:
     """The fields of the project's own argument classes (one walk of the project per lint)."""
     kept = ctx.shared.get("project_fields")
     if kept is None:
-        kept = ctx.shared["project_fields"] = project_argument_fields(ctx.settings.root)
+        kept = ctx.shared["project_fields"] = _project_classes(ctx).argument_fields()
+    return kept
+
+
+def _project_classes(ctx: RuleContext) -> ProjectClasses:
+    """The project's classes, walked once per lint of the document for every question asked."""
+    kept = ctx.shared.get("project_classes")
+    if kept is None:
+        kept = ctx.shared["project_classes"] = ProjectClasses(ctx.settings.root)
     return kept
 
 

@@ -57,19 +57,25 @@ _Scan = tuple[frozenset[tuple[str, frozenset[str]]], dict[str, tuple[tuple[str, 
 _FILES: dict[str, tuple[tuple[int, int], _Scan | None]] = {}
 
 
-def project_argument_fields(root: Path) -> frozenset[str]:
-    """Field names of the classes the project's code passes to an argument parser (and of
-    their bases defined in the project); empty when there are none."""
-    calls, classes, parsers = _project_scan(root)
-    return _fields({cls for callee, passed in calls if callee in parsers for cls in passed}, classes)
+class ProjectClasses:
+    """One walk of the project's classes and parser calls, for the questions a config's lint asks
+    of them (the fields its parsers take, the shape of each class)."""
 
+    def __init__(self, root: Path) -> None:
+        self.calls, self.classes, self.parsers = _project_scan(root)
 
-def project_class_fields(root: Path) -> dict[str, frozenset[str]]:
-    """Each class the project defines -> its annotated fields with those of its bases in the
-    project: the shapes a config of the project's own format may have (open-r1-code-verifier's
-    frozen ``SFTTrainingConfig``, built field by field from its YAML by a loader of its own)."""
-    _, classes, _ = _project_scan(root)
-    return {name: _fields({name}, classes) for name in classes}
+    def argument_fields(self) -> frozenset[str]:
+        """Field names of the classes the project's code passes to an argument parser (and of
+        their bases defined in the project); empty when there are none."""
+        return _fields({cls for callee, passed in self.calls if callee in self.parsers for cls in passed},
+                       self.classes)
+
+    def shaped_like(self, keys: set[str]) -> bool:
+        """Is every one of ``keys`` a field of one class the project defines (with those of its
+        bases in the project)? The shape of a config of the project's own format
+        (open-r1-code-verifier's frozen ``SFTTrainingConfig``, filled field by field from its YAML
+        by a loader of its own)."""
+        return any(keys <= _fields({name}, self.classes) for name in self.classes)
 
 
 def project_config_reads(root: Path) -> frozenset[tuple[str, frozenset[str]]]:
