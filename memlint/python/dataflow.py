@@ -21,6 +21,9 @@ from memlint.python.syntax import (
     string_value,
 )
 
+# calls that combine a collection of losses into one: the collected losses decide its division
+_COMBINING_CALLS = ("torch.stack", "torch.cat", "torch.sum", "torch.mean")
+
 _DTYPE_ATTRIBUTES = {
     "torch.float16": "fp16",
     "torch.half": "fp16",
@@ -223,10 +226,17 @@ def loss_is_divided(
         return loss_is_divided(index, expr.left, at, depth + 1, chain) or loss_is_divided(
             index, expr.right, at, depth + 1, chain
         )
+    if isinstance(expr, (cst.List, cst.Tuple)):
+        return any(loss_is_divided(index, element.value, at, depth + 1, chain) for element in expr.elements)
+    if isinstance(expr, (cst.ListComp, cst.GeneratorExp)):
+        return loss_is_divided(index, expr.elt, at, depth + 1, chain)
     if isinstance(expr, cst.Call):
         name = method_name(expr)
         if name in ("float", "mean", "sum", "contiguous", "clone") and receiver(expr) is not None:
             return loss_is_divided(index, receiver(expr), at, depth + 1)
+        if expr.args and (index.calls_named(expr, *_COMBINING_CALLS) or _builtin_sum(index, expr)):
+            # torch.stack(losses).mean(), sum(losses): the collected losses decide
+            return loss_is_divided(index, expr.args[0].value, at, depth + 1, chain)
         helper = index.helper_for(expr)
         if helper is None:
             return False
@@ -281,6 +291,10 @@ def _definition_divides(index: ModuleIndex, definition: Definition, depth: int, 
     if isinstance(definition.statement, cst.Call):  # loss.div_(accum)
         return divides(definition.statement)
     value = definition.value
+    if isinstance(value, cst.List) and not value.elements:
+        # losses = [] ... losses.append(loss / accumulation_steps): what is appended decides
+        return any(loss_is_divided(index, item, call, depth + 1, chain)
+                   for item, call in _collected(index, definition.name, definition.statement))
     if value is None:
         whole = definition.whole_value
         if isinstance(whole, cst.Call):
@@ -288,6 +302,23 @@ def _definition_divides(index: ModuleIndex, definition: Definition, depth: int, 
             return helper is not None and returns_divided(index, helper, depth + 1)
         return False
     return loss_is_divided(index, value, definition.statement, depth + 1, chain)
+
+
+def _builtin_sum(index: ModuleIndex, call: cst.Call) -> bool:
+    """``sum(losses)`` with Python's own ``sum`` (not a name the module rebinds)."""
+    return (isinstance(call.func, cst.Name) and call.func.value == "sum"
+            and "builtins.sum" in index.qualified(call))
+
+
+def _collected(index: ModuleIndex, name: str, start: cst.CSTNode) -> list[tuple[cst.BaseExpression, cst.Call]]:
+    """What the flow holding ``start`` adds to the list ``name``: ``(the item, the call)`` for each
+    ``name.append(item)`` and each element of ``name.extend(items)``."""
+    found: list[tuple[cst.BaseExpression, cst.Call]] = []
+    for node in iter_nodes(index.flow_of(start)):
+        if (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.args
+                and node.func.attr.value in ("append", "extend") and dotted(node.func.value) == name):
+            found.append((node.args[0].value, node))
+    return found
 
 
 def returns_divided(index: ModuleIndex, helper: cst.FunctionDef, depth: int = 0) -> bool:

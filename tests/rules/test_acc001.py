@@ -320,6 +320,42 @@ def test_autograd_backward_of_a_list_of_one_divided_loss(lint, where):
     assert where(found) == [(10, 8, 10, 46)]  # torch.autograd.backward([scaled_loss])
 
 
+def test_losses_collected_per_example_then_combined(lint, where):
+    """fsdp-llm-posttrain's ``train_dpo.py``: each example's DPO loss is divided by the
+    accumulation steps, appended to a list, and the micro-batch's backward gets
+    ``torch.stack(losses).mean()``; the same with ``sum(...)`` and ``torch.cat``. Without the
+    division the combined loss is reported."""
+    source = """\
+    import argparse
+
+    import torch
+    from torch.nn import functional as F
+
+
+    def dpo_loss(pi_chosen, pi_rejected, ref_chosen, ref_rejected, beta):
+        return -F.logsigmoid(beta * ((pi_chosen - ref_chosen) - (pi_rejected - ref_rejected)))
+
+
+    def train(args: argparse.Namespace, policy, loader, optimizer, score):
+        optimizer.zero_grad(set_to_none=True)
+        for step, batch in enumerate(loader):
+            losses = []
+            for example in batch:
+                loss = dpo_loss(*score(policy, example), beta=args.beta).mean()
+                loss = {scaled}
+                losses.append(loss)
+            loss_mb = {combined}
+            loss_mb.backward()
+            if (step + 1) % args.grad_accum_steps == 0:
+                optimizer.step()
+                optimizer.zero_grad(set_to_none=True)
+    """
+    for combined in ("torch.stack(losses).mean()", "sum(losses)", "torch.cat(losses).sum()"):
+        assert lint("ACC001", source.format(scaled="loss / args.grad_accum_steps", combined=combined)) == [], combined
+        found = lint("ACC001", source.format(scaled="loss", combined=combined))
+        assert where(found) == [(20, 8, 20, 26)], combined  # loss_mb.backward()
+
+
 def test_frameworks_that_divide_themselves(lint):
     accelerate = """\
     from accelerate import Accelerator
