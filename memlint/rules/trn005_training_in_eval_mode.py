@@ -244,11 +244,51 @@ def _is_eval_of_trained(index: ModuleIndex, event: Event, trained: set[str]) -> 
     if call is None or method_name(call) != "eval" or call.args or receiver(call) is None:
         return False
     name = root_name(receiver(call))
+    if event.depth > 0 and name is not None and _builds_its_own(index, name, call):
+        return False  # the helper's own model (a checkpoint loaded to evaluate), not the trained one
     if name in trained or (name == "self" and (dotted(receiver(call)) or "") in trained):
         return True
     if event.depth > 0 and isinstance(event.site, cst.Call):  # evaluate(model, ...)
         return any(isinstance(a.value, cst.Name) and a.value.value in trained for a in event.site.args)
     return False
+
+
+def _builds_its_own(index: ModuleIndex, name: str, call: cst.Call) -> bool:
+    """Is ``name``, where a helper calls ``name.eval()``, a model that helper builds itself
+    (``agent = Model(envs).to(device)`` and a ``load_state_dict`` of the saved checkpoint,
+    ``copy.deepcopy(model)``, ``from_pretrained(path)``) rather than one its caller trains? Every
+    assignment that reaches the call must build a new object."""
+    helper = index.flow_of(call)
+    if not isinstance(helper, cst.FunctionDef):
+        return False
+    parameters = {p.name.value for p in (*helper.params.posonly_params, *helper.params.params, *helper.params.kwonly_params)}
+    definitions = index.reaching(name, call)
+    return bool(definitions) and all(_builds_a_new_model(d.value, parameters) for d in definitions)
+
+
+def _builds_a_new_model(value: cst.BaseExpression | None, parameters: set[str]) -> bool:
+    """``Model(...)``, ``Model(...).to(device)``, ``AutoModel.from_pretrained(...)``,
+    ``copy.deepcopy(model)``: a call whose innermost callee makes an object (a class, by the
+    naming convention, or a constructor helper), under any chain of methods on the result. A
+    class handed one of the helper's parameters first (``DDP(model)``) wraps that model: its
+    ``eval()`` switches the wrapped one."""
+    while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and isinstance(value.func.value, cst.Call):
+        value = value.func.value  # Model(...).to(device).eval() -> Model(...)
+    if not isinstance(value, cst.Call):
+        return False
+    callee = dotted(value.func)
+    if callee is None:
+        return False
+    last = callee.rsplit(".", 1)[-1]
+    if last in _MAKES_A_NEW_MODEL:
+        return True
+    first = value.args[0].value if value.args and value.args[0].keyword is None else None
+    wraps_a_parameter = isinstance(first, cst.Name) and first.value in parameters
+    return last[:1].isupper() and not wraps_a_parameter
+
+
+# callees that return a new model rather than the one they are handed
+_MAKES_A_NEW_MODEL = frozenset({"from_pretrained", "from_config", "deepcopy"})
 
 
 def _runs_abstract_method(index: ModuleIndex, event: Event) -> bool:

@@ -485,3 +485,63 @@ def test_near_miss_the_returned_model_that_the_caller_trains_is_in_eval_mode(lin
         "    head = train_reward_head(")
     diagnostics = lint("TRN005", trained)
     assert [d.message.split(" returns")[0] for d in diagnostics] == ["`AutoModelForCausalLM.from_pretrained`"]
+
+
+_CLEANRL_PPO = """\
+import os
+from dataclasses import dataclass
+
+import torch
+import torch.nn as nn
+import tyro
+
+
+@dataclass
+class Args:
+    total_timesteps: int = 1_000_000
+    save_every: int = 100_000
+
+
+class Agent(nn.Module):
+    def __init__(self, envs):
+        super().__init__()
+        self.actor = nn.Sequential(nn.Linear(17, 64), nn.Tanh(), nn.Dropout(0.1), nn.Linear(64, 6))
+
+    def get_action_and_value(self, obs):
+        return self.actor(obs)
+
+
+def evaluate(model_path, make_env, Model, agent_in_training, device="cpu"):
+    envs = make_env()
+    {built}
+    agent.load_state_dict(torch.load(model_path, map_location=device))
+    agent.eval()
+    return [agent.get_action_and_value(torch.zeros(17)) for _ in range(3)]
+
+
+if __name__ == "__main__":
+    args = tyro.cli(Args)
+    envs = make_env()
+    agent = Agent(envs)
+    optimizer = torch.optim.Adam(agent.parameters(), lr=3e-4)
+    for global_step in range(0, args.total_timesteps, 2048):
+        loss = agent.get_action_and_value(torch.zeros(17)).sum()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        if global_step % args.save_every == 0:
+            path = os.path.join("runs", f"agent-{{global_step}}.pt")
+            torch.save(agent.state_dict(), path)
+            evaluate(path, make_env, Agent, agent)
+"""
+
+
+def test_a_helper_that_evaluates_a_model_it_builds_leaves_the_trained_one_alone(lint, where):
+    """CleanRL's ``evaluate(model_path, make_env, ..., Model=Agent)`` (Walker2d-v4-PPO-Training):
+    the helper builds its own ``agent`` from the saved checkpoint and switches that one to eval
+    mode; the trained ``agent`` of the same name keeps training with dropout. A helper that wraps
+    the model it is handed (``DDP(agent_in_training)``) switches the trained one."""
+    for built in ("agent = Model(envs).to(device)", "agent = copy.deepcopy(agent_in_training)"):
+        assert lint("TRN005", _CLEANRL_PPO.format(built=built)) == [], built
+    found = lint("TRN005", _CLEANRL_PPO.format(built="agent = Wrapper(agent_in_training)"))
+    assert where(found) == [(45, 12, 45, 50)]  # evaluate(path, make_env, Agent, agent)
