@@ -1,7 +1,8 @@
 """A script that reads all its arguments from one file: ``HfArgumentParser((CustomizedArguments,
 TrainingArguments)).parse_json_file(json_file=args.train_args_file)`` (Firefly's ``train.py``,
 the file from ``--train_args_file`` with a default path), ``parser.parse_yaml_file(
-os.path.abspath(sys.argv[1]))`` (starcoder's ``chat/train.py``). The file's keys are the
+os.path.abspath(sys.argv[1]))`` (starcoder's ``chat/train.py``), ``TrlParser(...).parse_args_and_config()``
+with ``--config recipe.yaml`` (the file's keys are the options' defaults). The file's keys are the
 script's command line: the project links each such file to the script (``project/runs.py``)."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from memlint.facts.script_facts import ScriptFacts
 from memlint.model.provenance import Sourced
 
 _PARSE_FILE = {"parse_json_file": "json_file", "parse_yaml_file": "yaml_file", "parse_yaml_and_args": "yaml_arg"}
+_TRL_CONFIG_METHOD = "parse_args_and_config"  # TrlParser's: ``--config FILE`` sets the options' defaults
 
 
 def recognise(ctx: ScriptFacts, call: cst.Call, names: frozenset[str], method: str | None) -> None:
@@ -19,6 +21,13 @@ def recognise(ctx: ScriptFacts, call: cst.Call, names: frozenset[str], method: s
         return
     if method is None and type(call.func) is cst.Name and call.func.value == "setattr":
         _keys_set_on_options(ctx, call)
+        return
+    if method == _TRL_CONFIG_METHOD:
+        # TrlParser reads the file ``--config`` names and makes each of its keys the default of
+        # that option (``set_defaults_with_config``): the file is the command line, under the
+        # options the launch writes
+        ctx.facts.arguments_file = Sourced("config", ctx.location(call), f"{method}(--config)")
+        ctx.facts.arguments_under_cli = True
         return
     if method not in _PARSE_FILE:
         return

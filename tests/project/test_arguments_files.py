@@ -269,3 +269,75 @@ def test_a_script_that_names_no_model_says_what_its_documented_command_runs(tmp_
     assert len(notes) == 1
     assert "unknown model 'bigcode/starcoderbase-unreleased'" in notes[0]
     assert "from chat/config.yaml:1" in notes[0]
+
+
+TRL_PARSER_SCRIPT = dedent('''
+    from dataclasses import dataclass, field
+
+    import torch
+    from peft import LoraConfig
+    from transformers import AutoModelForCausalLM, BitsAndBytesConfig, TrainingArguments
+    from trl import SFTTrainer
+    from trl.commands.cli_utils import TrlParser
+
+
+    @dataclass
+    class ScriptArguments:
+        dataset_path: str = field(default=None, metadata={"help": "Path to the dataset"})
+        model_id: str = field(default=None, metadata={"help": "Model ID to use for SFT training"})
+        max_seq_length: int = field(default=512, metadata={"help": "The maximum sequence length for SFT Trainer"})
+
+
+    def training_function(script_args, training_args):
+        quantization_config = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
+                                                 bnb_4bit_compute_dtype=torch.bfloat16,
+                                                 bnb_4bit_quant_storage=torch.bfloat16)
+        model = AutoModelForCausalLM.from_pretrained(script_args.model_id, quantization_config=quantization_config,
+                                                     torch_dtype=torch.bfloat16)
+        peft_config = LoraConfig(r=16, lora_alpha=8, lora_dropout=0.05, target_modules="all-linear",
+                                 task_type="CAUSAL_LM")
+        trainer = SFTTrainer(model=model, args=training_args, peft_config=peft_config,
+                             max_seq_length=script_args.max_seq_length)
+        trainer.train()
+
+
+    if __name__ == "__main__":
+        parser = TrlParser((ScriptArguments, TrainingArguments))
+        script_args, training_args = parser.parse_args_and_config()
+        training_function(script_args, training_args)
+''')
+
+TRL_RECIPE = dedent('''
+    # script parameters
+    model_id: "meta-llama/Meta-Llama-3-70b" # Hugging Face model id
+    dataset_path: "."                      # path to dataset
+    max_seq_len:  3072 # 2048              # max sequence length for model and packing of the dataset
+    # training parameters
+    output_dir: "./llama-3-70b-hf-no-robot"
+    learning_rate: 0.0002
+    per_device_train_batch_size: 1
+    gradient_accumulation_steps: 2
+    bf16: true
+    gradient_checkpointing: true
+    fsdp: "full_shard auto_wrap offload"
+''')
+
+
+def test_a_trlparser_script_takes_its_options_from_the_config_the_launch_names(tmp_path: Path):
+    """fsdp-qlora (philschmid's Llama 3 70B FSDP-QLoRA post): ``TrlParser(...).parse_args_and_config()``
+    makes each key of ``--config llama_3_70b_fsdp_qlora.yaml`` the default of its option, so the
+    ``model_id`` the script's own ``ScriptArguments`` declares is the model the README's command
+    trains; the options the command writes win over the file."""
+    files = {"run_fsdp_qlora.py": TRL_PARSER_SCRIPT, "llama_3_70b_fsdp_qlora.yaml": TRL_RECIPE,
+             "README.md": "```\nACCELERATE_USE_FSDP=1 torchrun --nproc_per_node=8 ./run_fsdp_qlora.py "
+                          "--config llama_3_70b_fsdp_qlora.yaml{extra}\n```\n"}
+    [facts] = facts_of(TRL_PARSER_SCRIPT, "run_fsdp_qlora.py")
+    assert (facts.arguments_file.value, facts.arguments_under_cli) == ("config", True)
+    settings = _project(tmp_path, {**files, "README.md": files["README.md"].format(extra="")})
+    run = _run(settings, "run_fsdp_qlora.py")
+    assert run.problem is None
+    assert run.plan.value("model") == "meta-llama/Meta-Llama-3-70b"
+    assert Path(run.plan.get("model").origin.path).name == "llama_3_70b_fsdp_qlora.yaml"
+    settings = _project(tmp_path, {**files, "README.md": files["README.md"].format(
+        extra=" --model_id meta-llama/Meta-Llama-3-8B")})
+    assert _run(settings, "run_fsdp_qlora.py").plan.value("model") == "meta-llama/Meta-Llama-3-8B"
