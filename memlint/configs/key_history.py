@@ -144,10 +144,16 @@ def _a_project_class(ctx: RuleContext, document: dict) -> bool:
     ``train_jsonl`` beside ``per_device_train_batch_size``, which looked like Axolotl's): neither
     HfArgumentParser nor Axolotl reads it, and its keys, releases and types are the class's. Not in
     the tool's own source (Axolotl's config models declare every key of its examples)."""
+    return project_class_shaped(ctx.settings.root, ctx.path, ctx.kind, document, lambda: _project_classes(ctx))
+
+
+def project_class_shaped(root, path, kind: str, document: dict, classes) -> bool:
+    """:func:`_a_project_class` for any caller: ``classes`` gives the project's
+    :class:`ProjectClasses` when the question needs them (a walk of the project)."""
     keys = {k for k in document if isinstance(k, str)}
-    if len(keys) < _OWN_CLASS_MIN_KEYS or _contains_tool(ctx.settings.root, ctx.path, _CLASS_SHAPED[ctx.kind]):
+    if kind not in _CLASS_SHAPED or len(keys) < _OWN_CLASS_MIN_KEYS or _contains_tool(root, path, _CLASS_SHAPED[kind]):
         return False
-    return _project_classes(ctx).shaped_like(keys)
+    return classes().shaped_like(keys)
 
 
 def _the_projects_own(found: list[Issue], loader: str, read: frozenset[str]) -> list[Issue]:

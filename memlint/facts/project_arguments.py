@@ -72,10 +72,19 @@ class ProjectClasses:
 
     def shaped_like(self, keys: set[str]) -> bool:
         """Is every one of ``keys`` a field of one class the project defines (with those of its
-        bases in the project)? The shape of a config of the project's own format
-        (open-r1-code-verifier's frozen ``SFTTrainingConfig``, filled field by field from its YAML
-        by a loader of its own)."""
+        bases in the project), or an option of one script's argparse parser? The shape of a config
+        of the project's own format (open-r1-code-verifier's frozen ``SFTTrainingConfig``, filled
+        field by field from its YAML by a loader of its own; fsdp-llm-posttrain's
+        ``configs/rm_qwen3_single_gpu.yaml``, the ``--base-model``, ``--seq-len``,
+        ``--grad-accum-steps`` of its ``train_rm.py`` written as a recipe)."""
         return any(keys <= _fields({name}, self.classes) for name in self.classes)
+
+    def options_written_out(self, keys: set[str]) -> bool:
+        """Is every one of ``keys`` an option of one script's argparse parser, and not all of them
+        fields of the classes the project hands an ``HfArgumentParser``? Then the file is that
+        script's command line written as a recipe, which no Trainer reads as its arguments."""
+        return (any(keys <= _fields({name}, self.classes) for name in self.classes if name.startswith(_OPTIONS_OF))
+                and not keys <= self.argument_fields())
 
 
 def project_config_reads(root: Path) -> frozenset[tuple[str, frozenset[str]]]:
@@ -228,10 +237,15 @@ def _scanned_text(path: str, text: str) -> _Scan | None:
             or _CONFIG_LOAD.search(text) or _READER_CALL.search(text)):
         return None
     reads.document(path, reads.digest(text, None))
-    return _scan(text)
+    return _scan(text, path)
 
 
-def _scan(text: str) -> _Scan | None:
+# the name under which a script's argparse options are kept beside the project's classes: a file
+# whose every key is one of them is the script's own options written as a file
+_OPTIONS_OF = "argparse options of "
+
+
+def _scan(text: str, path: str = "") -> _Scan | None:
     """The parser calls' class names and the classes' bases and annotated fields. Read with
     ``ast`` (CPython's parser, in C): this reads every dataclass module of the project, a
     hundred in a training library, and libcst's parser and visitor took a third of a second
@@ -250,12 +264,15 @@ def _scan(text: str) -> _Scan | None:
     loaded: set[str] = set()  # names assigned a mapping read from a file
     unpacking: list[tuple[str, ast.AST]] = []  # ``Cls(**mapping)``: (class name, the mapping)
     renamed: dict[str, str] = {}  # ``from .arguments import FinetuneArgs as TrainArgs``
+    options: list[str] = []  # ``parser.add_argument("--seq-len")`` -> seq_len
     stack: list[ast.AST] = [module]
     while stack:
         node = stack.pop()
         if isinstance(node, ast.Call):
             _parser_call(node, names)
             unpacking.extend(_unpacked_into_a_class(node))
+            options.extend(_declared_options(node, "--"))
+            options.extend(_destination(node))
         elif isinstance(node, ast.Assign) and _is_load(node.value):
             loaded.update(t.id for t in node.targets if isinstance(t, ast.Name))
         elif isinstance(node, ast.ImportFrom):
@@ -280,12 +297,22 @@ def _scan(text: str) -> _Scan | None:
             names.add((_FROM_A_FILE, frozenset({cls})))
     if renamed:
         names = {(callee, frozenset(renamed.get(name, name) for name in passed)) for callee, passed in names}
+    if options and "ArgumentParser" in text:
+        classes[_OPTIONS_OF + path] = ((), tuple(options))
     config_reads = _config_reads(module)
     # only a module that writes ``f"--{key}"`` can turn a config's items into options
     as_options = ('"--{' in text or "'--{" in text) and _config_items_as_options(module)
     if not names and not classes and not config_reads and not as_options:
         return None
     return frozenset(names), classes, helpers, config_reads, as_options
+
+
+def _destination(node: ast.Call) -> list[str]:
+    """``add_argument(..., dest="lr")``: the attribute the option lands in."""
+    if not (isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument"):
+        return []
+    return [k.value.value for k in node.keywords
+            if k.arg == "dest" and isinstance(k.value, ast.Constant) and isinstance(k.value.value, str)]
 
 
 def _config_items_as_options(module: ast.Module) -> bool:

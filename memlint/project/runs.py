@@ -949,6 +949,8 @@ class RunFinder:
         own = [f for f in self.documents.facts(path) if self.documents.kind(path) in ENTRY_KINDS and is_entry(f)]
         if self.documents.kind(path) == DocumentKind.MARKDOWN:
             own = [f for f in own if self._launches_project_script(f)]
+        if own and self._options_written_out(Path(path)):
+            own = []  # a script's options as a recipe: the script the options belong to is the run
         documented = [f for f in own if f.kind == "shell" and f.path == own[0].path]
         if documented and len(documented) < len(own):
             own = documented  # the script runs as its docstring says: those options apply
@@ -1047,6 +1049,27 @@ class RunFinder:
         model = run.plan.get("model")
         return (run.problem is not None and model is not None and run.problem_fact is model
                 and model.origin is not None and self.documents.kind(model.origin.path) == DocumentKind.MARKDOWN)
+
+    def _options_written_out(self, path: Path) -> bool:
+        """Is this Trainer- or Axolotl-looking config the options of one of the project's argparse
+        scripts written as a recipe (``ProjectClasses.options_written_out``)? Then no Trainer or
+        Axolotl reads it and it states no run by itself: fsdp-llm-posttrain's
+        ``configs/dpo_qwen3_single_gpu.yaml`` holds the ``--model``, ``--seq-len``... of its
+        ``train_dpo.py``. (A file of an argument class's fields is still the run its parser reads:
+        open-instruct's recipes of ``FlatArguments``.)"""
+        kind = self.documents.kind(path)
+        if kind not in (DocumentKind.HF_ARGS, DocumentKind.AXOLOTL):
+            return False
+        structured = self.documents.parsed(path).structured
+        if structured is None or not structured.ok or not isinstance(structured.value, dict):
+            return False
+        from memlint.configs.key_history import project_class_shaped
+        from memlint.facts.project_arguments import ProjectClasses
+
+        classes = ProjectClasses(self.documents.root)
+        keys = {k for k in structured.value if isinstance(k, str)}
+        return (project_class_shaped(self.documents.root, path, str(kind), structured.value, lambda: classes)
+                and classes.options_written_out(keys))
 
     def _scripts_own_problem(self, run: ResolvedRun) -> bool:
         """Is the run's problem a fact of the script it runs (it freezes its model, ...)? The

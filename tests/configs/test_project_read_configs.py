@@ -426,8 +426,40 @@ def test_near_miss_a_yaml_the_script_only_opens_stays_a_trainer_config(lint):
             setattr(args, k, v)
 ''', '''    print(yaml_config)
 ''')
-    files = {"src/train.py": script, "config/pretrain.yaml": MERGED_YAML}
+    # a key that is none of the parser's options (``lr_scheduler_type``): the file is not the
+    # script's options written out (a file of only its options would be), nor read by it
+    files = {"src/train.py": script, "config/pretrain.yaml": MERGED_YAML + "lr_scheduler_type: cosine\n"}
     assert ("CFG001", 2) in codes(lint(files, "config/pretrain.yaml"))  # max_seq_length, as before
+
+
+def test_a_yaml_of_only_the_scripts_argparse_options_is_the_scripts_own(lint):
+    """fsdp-llm-posttrain's ``configs/rm_qwen3_single_gpu.yaml``: ``base_model``, ``seq_len``,
+    ``grad_accum_steps``... each an option of ``train_rm.py``'s parser (``--base-model``,
+    ``--seq-len``), written as a recipe that no code here opens. It looked like an Axolotl config
+    (``base_model``) and a TrainingArguments file (``bf16``, ``output_dir``): neither reads it."""
+    script = TRAIN_ARGPARSE_MERGED.replace("""    for k, v in yaml_config.items():
+        assert hasattr(args, k), f"{k} not in parsed arguments"
+        if getattr(args, k) is None:
+            setattr(args, k, v)
+""", "").replace("yaml_config = get_yaml_file(args.config)", "")
+    script = script.replace('parser.add_argument("--max_seq_length", type=int)',
+                            'parser.add_argument("--seq-len", type=int, default=1024)\n'
+                            '    parser.add_argument("--base-model", type=str)\n'
+                            '    parser.add_argument("--grad-accum-steps", type=int, default=8)\n'
+                            '    parser.add_argument("--bf16", action="store_true")\n'
+                            '    parser.add_argument("--output-dir", dest="output_dir", default="runs/rm")')
+    recipe = ("base_model: Qwen/Qwen3-0.6B\nseq_len: 1024\ngrad_accum_steps: 8\nlearning_rate: 2.0e-5\n"
+              "bf16: true\noutput_dir: runs/rm_qwen3\n")
+    files = {"src/train.py": script, "configs/rm.yaml": recipe}
+    assert codes(lint(files, "configs/rm.yaml")) == []
+    # nor does one that looks like a TrainingArguments file state a run of its own: no "memory
+    # not checked: no model found" on it (``model`` is the script's option, no Trainer's key)
+    sft = {"src/train.py": script.replace('parser.add_argument("--base-model", type=str)',
+                                          'parser.add_argument("--model", type=str)'),
+           "configs/sft.yaml": recipe.replace("base_model:", "model:")}
+    assert codes(lint(sft, "configs/sft.yaml", select=("MEM", "CFG"), gpu="h100")) == []
+    # one key of the file no option of the parser declares: it is judged as the tool's again
+    assert codes(lint({**files, "configs/rm.yaml": recipe + "sequence_len: 1024\n"}, "configs/rm.yaml")) != []
 
 
 # a QLoRA script in the style of qwen-lora-finetuning's src/train/train.py: the YAML is read by
