@@ -16,7 +16,10 @@ a config first, then the folders above it up to the root:
 - ``setup.py`` (read with ``ast``, never run: every string that reads as a requirement of a
   known tool, since ``install_requires`` is often a list built in a variable) and
   ``setup.cfg`` (``install_requires``, ``extras_require``);
-- ``environment.yml`` (conda's ``name=1.2`` and the ``pip:`` list).
+- ``environment.yml`` (conda's ``name=1.2`` and the ``pip:`` list);
+- last, the ``pip install`` commands of the folder's README (``pip install --upgrade
+  "transformers==4.40.0" "trl==0.8.6"``: a blog-post repository's only statement of what it runs);
+  only a requirement that names a release counts there.
 
 A requirement is kept as its specifier: which release it selects is the key history's question
 (the newest release it admits, as pip would install). A direct reference to a commit
@@ -60,6 +63,7 @@ import yaml
 MAX_BYTES = 1024 * 1024
 _LOCKS = ("uv.lock", "poetry.lock", "pdm.lock", "Pipfile.lock")
 _OTHERS = ("pyproject.toml", "setup.cfg", "setup.py", "environment.yml", "environment.yaml")
+_READMES = ("README.md", "readme.md", "Readme.md", "README.MD", "README.markdown", "README.rst", "README")
 
 
 @dataclass(frozen=True)
@@ -149,7 +153,7 @@ def _folders(root: Path, near: str | Path | None) -> list[Path]:
 
 def _folder_pins(root: Path, folder: Path) -> dict[str, Pin]:
     files = _files(folder)
-    for name in (*_LOCKS, *_OTHERS, "requirements.txt"):  # a new one there changes the answer (the result cache)
+    for name in (*_LOCKS, *_OTHERS, "requirements.txt", *_READMES):  # a new one there changes the answer (the result cache)
         reads.probe(os.path.abspath(folder / name), (folder / name).is_file())
     stamp = tuple((str(p), *_stat(p)) for p in files)
     kept = _KEPT.get(stamp)
@@ -215,7 +219,8 @@ def _files(root: Path) -> list[Path]:
                 is_main = folder == root and name in ("requirements.txt", "requirements.in")
                 (main if is_main else purposed).append(folder / name)
     others = [root / n for n in _OTHERS if (root / n).is_file()]
-    return locks + main + others + purposed
+    readmes = [root / n for n in dict.fromkeys(_READMES) if (root / n).is_file()][:1]
+    return locks + main + others + purposed + readmes
 
 
 def _read(name: str, text: str, relative: str) -> list[Pin]:
@@ -232,6 +237,8 @@ def _read(name: str, text: str, relative: str) -> list[Pin]:
             return _setup_cfg(text, relative)
         if name.startswith("environment."):
             return _environment(text, relative)
+        if name in _READMES:
+            return _installed_by_readme(text, relative)
         return _requirement_lines(text, relative)
     except (SyntaxError, ValueError, TypeError, AttributeError, RecursionError, MemoryError, yaml.YAMLError,
             configparser.Error):
@@ -261,6 +268,27 @@ def _requirement_lines(text: str, relative: str) -> list[Pin]:
         pin = _pin(line, relative, number)
         if pin is not None:
             out.append(pin)
+    return out
+
+
+# ``pip install ...``, ``pip3 install``, ``python -m pip install``, ``uv pip install``: the rest of
+# the command, up to the end of the line, a backquote or the next command
+_PIP_INSTALL = re.compile(r"\bpip3?\s+install\b(?P<rest>[^`\n;&|]*)")
+
+
+def _installed_by_readme(text: str, relative: str) -> list[Pin]:
+    """The releases a README's ``pip install`` commands name (``"transformers==4.40.0"``); a
+    bare name, an option or a path names none."""
+    out = []
+    for match in _PIP_INSTALL.finditer(text):
+        line = text.count("\n", 0, match.start()) + 1
+        for word in match["rest"].replace("\\", " ").split():
+            word = word.strip("\"'")
+            if word.startswith("-") or "/" in word or not any(op in word for op in "=<>~!"):
+                continue
+            pin = _pin(word, relative, line)
+            if pin is not None and pin.specifier:
+                out.append(pin)
     return out
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from memlint.facts.pinned_versions import pins
+from memlint.model.diagnostics import Severity
 
 from .helpers import write_files
 
@@ -211,6 +212,47 @@ def test_lock_file_beats_requirements(tmp_path: Path):
     })
     pin = pins(tmp_path)["transformers"]
     assert (pin.exact, pin.where) == ("4.46.3", "uv.lock:8")
+
+
+FSDP_QLORA_README = """\
+# fsdp-qlora
+llama3 70b training and inference
+
+```
+# Install Pytorch for FSDP and FA/SDPA
+pip install "torch==2.2.2" tensorboard
+
+# Install Hugging Face libraries
+pip install  --upgrade "transformers==4.40.0" "datasets==2.18.0" "accelerate==0.29.3"
+pip install  --upgrade "evaluate==0.4.1" "bitsandbytes==0.43.1" "trl==0.8.6"
+
+# train command line 8-GPU
+ACCELERATE_USE_FSDP=1 torchrun --nproc_per_node=8 ./run_fsdp_qlora.py --config llama_3_70b_fsdp_qlora.yaml
+```
+"""
+
+
+def test_the_readmes_pip_install_commands_pin_what_they_name(tmp_path: Path):
+    """A blog-post repository (fsdp-qlora, after philschmid's Llama 3 70B FSDP-QLoRA post) says
+    what it runs only in its README: ``pip install --upgrade "transformers==4.40.0"``. A bare
+    ``tensorboard`` names no release; a requirements file, where there is one, decides first."""
+    write_files(tmp_path, {"README.md": FSDP_QLORA_README})
+    found = pins(tmp_path)
+    assert {name: (str(pin.specifier), pin.where) for name, pin in found.items()
+            if name in ("transformers", "trl", "torch", "tensorboard")} == {
+        "transformers": ("==4.40.0", "README.md:9"), "trl": ("==0.8.6", "README.md:10"),
+        "torch": ("==2.2.2", "README.md:6")}
+    write_files(tmp_path, {"requirements.txt": "transformers==4.46.3\n"})
+    assert pins(tmp_path)["transformers"].where == "requirements.txt:1"
+
+
+def test_a_key_the_readmes_transformers_reads_is_no_error(lint):
+    files = {"README.md": FSDP_QLORA_README,
+             "llama_3_70b_fsdp_qlora.yaml": "model_id: meta-llama/Meta-Llama-3-70b\noutput_dir: out\n"
+                                            "evaluation_strategy: epoch\nwarmup_ratio: 0.03\nbf16: true\n"}
+    found = lint(files, "llama_3_70b_fsdp_qlora.yaml")
+    assert [(d.code, d.severity) for d in found if d.code == "CFG004"] == [("CFG004", Severity.INFO)] * 2
+    assert all("README.md:9" in d.message for d in found if d.code == "CFG004")
 
 
 def test_setup_py_read_without_running_it(tmp_path: Path):
