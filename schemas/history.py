@@ -7,8 +7,9 @@ reads the first release of every minor version: from its tag in a clone of the t
 repository when one is given (``--git``), else from its PyPI wheel (``pip download --no-deps``,
 kept in a cache folder outside the repository), reads each one's config class with
 ``ast`` (``schemas/_generators/release_history.py``; nothing is imported or installed) and
-writes, per key, the spans of releases that read it and that mark it deprecated, and per value
-of an enum-typed key the spans that accept it. Each release is recorded with its wheel's
+writes, per key, the spans of releases that read it and that mark it deprecated, per value
+of an enum-typed key the spans that accept it, and for a key whose annotation changed the spans
+that declare each one. Each release is recorded with its wheel's
 sha256 or its tag's commit, so the file says exactly what it was made from.
 
     python schemas/history.py                     # every tool, wheels cached in ~/.cache/memlint-history
@@ -48,7 +49,8 @@ TOOLS: dict[str, tuple[str, tuple[str, ...], tuple[Source, ...]]] = {
         "0.9.0",  # SFTConfig and DPOConfig arrive in 0.9
         ("trl-sft-config",),
         (Source("trl-sft-config", "SFTConfig", (r"^trl/trainer/sft_config\.py$",)),
-         Source("trl-dpo-config", "DPOConfig", (r"^trl/trainer/dpo_config\.py$",))),
+         Source("trl-dpo-config", "DPOConfig", (r"^trl/trainer/dpo_config\.py$",)),
+         Source("trl-grpo-config", "GRPOConfig", (r"^trl/trainer/grpo_config\.py$",))),  # from 0.14
     ),
     "accelerate": (
         "0.12.0",  # projects of 2023 pin 0.18-0.20 (alpaca_farm: accelerate>=0.18.0,<=0.20.0)
@@ -152,6 +154,10 @@ def build(tool: str, cache: Path, git_dir: Path | None = None) -> dict:
             deprecated = _spans(releases, [key in read[v].deprecated for v in releases])
             if deprecated:
                 entry["deprecated"] = deprecated
+            annotations = sorted({read[v].types[key] for v in releases if key in read[v].types})
+            if len(annotations) > 1:  # a type that changed: the releases that declare each
+                entry["types"] = {a: _spans(releases, [read[v].types.get(key) == a for v in releases])
+                                  for a in annotations}
             values = sorted(set().union(*(read[v].values.get(key, set()) for v in releases)))
             if values:
                 entry["values"] = {value: _spans(releases, [value in read[v].values.get(key, ()) for v in releases])

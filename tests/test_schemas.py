@@ -868,7 +868,7 @@ def test_deepspeed_config_auto_is_what_the_plugin_keeps(monkeypatch):
     assert errors("accelerate.schema.json", mutate(document, "deepspeed_config.gradient_clipping", "often"))
 
 
-@pytest.mark.parametrize("name", ["hf-training-arguments", "trl-sft-config", "trl-dpo-config"])
+@pytest.mark.parametrize("name", ["hf-training-arguments", "trl-sft-config", "trl-dpo-config", "trl-grpo-config"])
 def test_resume_from_checkpoint_takes_what_trainer_train_takes(name):
     """Scripts pass `training_args.resume_from_checkpoint` to `trainer.train`, which resumes from
     the last checkpoint on True and not at all on False; a number is still wrong."""

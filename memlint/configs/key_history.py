@@ -45,10 +45,11 @@ if TYPE_CHECKING:
 HISTORY_OF = {
     # a TrainingArguments-like file of a project that pins TRL is often a TRL recipe whose
     # TRL-only keys the newest TRL no longer has (`max_seq_length`)
-    "hf-training-arguments": (("trl", "trl-dpo-config"), ("trl", "trl-sft-config"),
+    "hf-training-arguments": (("trl", "trl-dpo-config"), ("trl", "trl-sft-config"), ("trl", "trl-grpo-config"),
                               ("transformers", "hf-training-arguments")),
     "trl-sft-config": (("trl", "trl-sft-config"), ("transformers", "hf-training-arguments")),
     "trl-dpo-config": (("trl", "trl-dpo-config"), ("transformers", "hf-training-arguments")),
+    "trl-grpo-config": (("trl", "trl-grpo-config"), ("transformers", "hf-training-arguments")),
     "axolotl": (("axolotl", "axolotl"),),
     "accelerate": (("accelerate", "accelerate"),),
     # LLaMA-Factory's configs hold TrainingArguments' keys, read by the Transformers the project
@@ -486,6 +487,15 @@ class _Judge:
             out.append(VersionedIssue("unknown", self.prefix + (key,), message, where))
         return out
 
+    def _declared_type(self, entry: dict) -> str | None:
+        """The annotation the pinned release gives the key, when the history says the key's
+        annotation changed and the pinned release is not the schema's (None otherwise)."""
+        types = entry.get("types")
+        if not types or self.release in (None, "unreached", self.releases[-1]):
+            return None
+        return next((annotation for annotation, spans in types.items() if _in(spans, self.release, self.releases)),
+                    None)
+
     def _admitted_reading(self, read: list[list[str]]) -> str | None:
         """The newest release that reads the key and that a range pin (not ``==``) admits."""
         if self.pin is None or self.pin.exact:
@@ -511,6 +521,11 @@ class _Judge:
     def _value(self, key: str, entry: dict, value: Any, schema_issues: list[Issue]) -> list[Issue]:
         values = entry.get("values") or {}
         invalid = [i for i in schema_issues if i.category == "invalid"]
+        declared = self._declared_type(entry) if not values else None  # an enum's values decide below
+        if invalid and declared is not None and _of_declared_type(value, declared):
+            # the schema's type is the newest release's: the one the project runs declares
+            # another, which the value is (``scale_rewards: false`` under TRL 0.18's ``bool``)
+            return []
         if not isinstance(value, str) or value not in values:
             return invalid
         spans = values[value]
@@ -525,6 +540,31 @@ class _Judge:
         else:
             text = f"`{key}: {value}` is not accepted by {self.the_release}: {self.label} {_short(spans[0][0])} added it"
         return [VersionedIssue("invalid", self.prefix + (key,), text, where)]
+
+
+def _of_declared_type(value: Any, annotation: str) -> bool:
+    """Is ``value`` (as YAML or JSON loaded it) of a type the annotation ``annotation`` names?
+    Only the plain types are told apart (``bool``, ``int``, ``float``, ``str``, ``dict``,
+    ``list``, ``None``); an annotation naming none of them (a class, a ``Literal``) says
+    nothing here."""
+    named = set(re.findall(r"\b(bool|int|float|str|dict|Dict|list|List|None|Optional)\b", annotation))
+    if not named or "Literal" in annotation:
+        return False
+    if value is None:
+        return bool(named & {"None", "Optional"})
+    if isinstance(value, bool):
+        return "bool" in named
+    if isinstance(value, int):
+        return bool(named & {"int", "float"})
+    if isinstance(value, float):
+        return "float" in named
+    if isinstance(value, str):
+        return "str" in named
+    if isinstance(value, dict):
+        return bool(named & {"dict", "Dict"})
+    if isinstance(value, list):
+        return bool(named & {"list", "List"})
+    return False
 
 
 def _short(release: str) -> str:

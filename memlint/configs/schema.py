@@ -29,7 +29,7 @@ SCHEMA_OF_KIND = {
     "lightning-cli": "lightning-cli",  # LightningCLI's parser: Trainer arguments, model, data
     "neox": "deepspeed",  # a GPT-NeoX argument file: its DeepSpeed sections
 }
-HF_VARIANTS = ("hf-training-arguments", "trl-sft-config", "trl-dpo-config")
+HF_VARIANTS = ("hf-training-arguments", "trl-sft-config", "trl-dpo-config", "trl-grpo-config")
 VALIDATED_KINDS = frozenset({*SCHEMA_OF_KIND, "hf-args"})  # the config kinds checked against a schema
 
 TOOL = {
@@ -40,6 +40,7 @@ TOOL = {
     "hf-training-arguments": "TrainingArguments/TRL",
     "trl-sft-config": "TRL SFTConfig",
     "trl-dpo-config": "TRL DPOConfig",
+    "trl-grpo-config": "TRL GRPOConfig",
     "torchtune": "torchtune",
     "composer": "llm-foundry",
     "lightning-cli": "LightningCLI",

@@ -28,7 +28,7 @@ from memlint.model.vocabulary import names_parallelism_config
 if TYPE_CHECKING:
     from memlint.documents.parsed import ParsedDocument
 
-TRL_VARIANTS = ("trl-sft-config", "trl-dpo-config")
+TRL_VARIANTS = ("trl-sft-config", "trl-dpo-config", "trl-grpo-config")
 # Read first so that the newer spelling wins over its deprecated alias.
 ORDER = {"activation_checkpointing": 0, "max_length": 0}
 LORA_FACTS = ("lora_r", "lora_targets", "lora_dropout")

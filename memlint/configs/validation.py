@@ -53,6 +53,7 @@ ON_UNKNOWN = {
     "hf-training-arguments": "HfArgumentParser refuses the file",
     "trl-sft-config": "HfArgumentParser refuses the file",
     "trl-dpo-config": "HfArgumentParser refuses the file",
+    "trl-grpo-config": "HfArgumentParser refuses the file",
     "torchtune": "torchtune's recipes never read it",
     "composer": "llm-foundry's train.py refuses the file (\"Unused parameters\"; put your own values under `variables`)",
     "lightning-cli": "LightningCLI's parser refuses the file",

@@ -37,7 +37,7 @@ TARGETS: tuple[Target, ...] = (
     Target(
         name="trl",
         package="trl",
-        outputs=("trl-sft-config.schema.json", "trl-dpo-config.schema.json"),
+        outputs=("trl-sft-config.schema.json", "trl-dpo-config.schema.json", "trl-grpo-config.schema.json"),
         modules=("trl",),
         build=_lazy("trl_configs"),
     ),

@@ -15,6 +15,8 @@ their fields.
   ``deprecated=`` / ``json_schema_extra={"deprecated": True}``.
 * A field annotated with an enum defined in the same files (``optim: OptimizerNames | str``)
   takes the enum's string values.
+* A field's annotation is kept as written (``scale_rewards: bool`` in TRL 0.18, ``str`` in 1.16):
+  a value of the type the pinned release declares is no error there.
 * A ``Source`` may also read keys that are not fields: the command-line options a section's keys
   become (``options``: Accelerate copies ``fsdp_config``'s keys onto ``accelerate launch``'s
   ``--fsdp_*`` options), and the old keys a loader converts (``legacy``: Accelerate's
@@ -51,6 +53,7 @@ class Release:
     keys: set[str] = field(default_factory=set)
     deprecated: set[str] = field(default_factory=set)
     values: dict[str, set[str]] = field(default_factory=dict)
+    types: dict[str, str] = field(default_factory=dict)  # key -> its annotation, as written
 
 
 _ENUM_BASES = {"Enum", "ExplicitEnum", "StrEnum"}
@@ -155,6 +158,7 @@ def _read_fields(node: ast.ClassDef, enums: dict[str, list[str]], release: Relea
         alias = _constant(keywords.get("alias")) or _constant(keywords.get("validation_alias"))
         key = alias if isinstance(alias, str) else name
         release.keys.add(key)
+        release.types.setdefault(key, annotation)  # a subclass's own annotation first (its bases after)
         if _deprecated(keywords):
             release.deprecated.add(key)
         for enum in re.findall(r"\b\w+\b", annotation):

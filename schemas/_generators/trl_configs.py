@@ -1,6 +1,6 @@
-"""TRL's ``SFTConfig`` and ``DPOConfig`` as schemas, one file each.
+"""TRL's ``SFTConfig``, ``DPOConfig`` and ``GRPOConfig`` as schemas, one file each.
 
-Both are ``TrainingArguments`` subclasses loaded the same way (``TrlParser`` /
+All three are ``TrainingArguments`` subclasses loaded the same way (``TrlParser`` /
 ``HfArgumentParser`` from YAML or JSON), so each file holds every field, inherited ones
 included, and rejects unknown keys.
 """
@@ -13,13 +13,14 @@ from .trainer_train import accept_what_train_takes
 
 SFT_FILE = "trl-sft-config.schema.json"
 DPO_FILE = "trl-dpo-config.schema.json"
+GRPO_FILE = "trl-grpo-config.schema.json"
 
 
 def build() -> dict[str, dict]:
-    from trl import DPOConfig, SFTConfig
+    from trl import DPOConfig, GRPOConfig, SFTConfig
 
     out = {}
-    for file_name, cls in ((SFT_FILE, SFTConfig), (DPO_FILE, DPOConfig)):
+    for file_name, cls in ((SFT_FILE, SFTConfig), (DPO_FILE, DPOConfig), (GRPO_FILE, GRPOConfig)):
         body = dataclass_schema(cls)
         accept_what_train_takes(body["properties"])
         out[file_name] = envelope(

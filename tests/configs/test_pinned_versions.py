@@ -1240,3 +1240,41 @@ def test_near_miss_without_the_copy_the_llamafactory_schema_judges_the_stage(lin
     diagnostics = lint({"examples/magma_full_pret.yaml": FORKED_YAML.format(stage="pret", extra="")},
                        "examples/magma_full_pret.yaml")
     assert [(d.code, d.range.start.line) for d in diagnostics if d.code == "CFG002"] == [("CFG002", 2)]
+
+
+OPEN_R1_CODEFORCES = """\
+# Model arguments
+model_name_or_path: Qwen/Qwen2.5-Coder-7B-Instruct
+torch_dtype: bfloat16
+
+# GRPO trainer config
+beta: 0.0
+loss_type: dr_grpo
+scale_rewards: false
+bf16: true
+use_vllm: true
+vllm_device: auto
+vllm_gpu_memory_utilization: 0.7
+num_generations: 16
+max_prompt_length: 2000
+max_completion_length: 8192
+per_device_train_batch_size: 2
+gradient_accumulation_steps: 32
+output_dir: data/Qwen2.5-Coder-7B-Instruct-GRPO
+"""
+
+
+def test_a_grpo_recipe_against_the_pinned_trls_grpoconfig(lint):
+    """open-r1's ``recipes/Qwen2.5-Coder-7B-Instruct/grpo/config_codeforces.yaml`` under its
+    ``trl==0.18.0``: ``scale_rewards: false`` is the ``bool`` that release declares (TRL 0.22 made
+    it a ``str``, the schema's type), ``vllm_device`` was dropped by 0.18 itself, and
+    ``max_completion_length`` is read by every GRPOConfig."""
+    def found(trl: str) -> list[tuple[str, int]]:
+        files = {"setup.py": f'from setuptools import setup\n\nsetup(name="open-r1", install_requires=["{trl}"])\n',
+                 "recipes/grpo/config_codeforces.yaml": OPEN_R1_CODEFORCES}
+        return [(d.code, d.range.start.line) for d in lint(files, "recipes/grpo/config_codeforces.yaml")
+                if d.code in ("CFG002", "CFG004") and d.severity != Severity.INFO]
+
+    assert found("trl==0.18.0") == [("CFG004", 11)]  # vllm_device alone
+    assert found("trl==0.17.0") == []
+    assert ("CFG002", 8) in found("trl==1.16.0")  # scale_rewards must be a string there

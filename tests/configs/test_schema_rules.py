@@ -459,6 +459,50 @@ def test_hf_variant_follows_the_keys():
     assert schema.schema_name_for("hf-args", {"output_dir": "o", "max_length": 1024}) == "trl-sft-config"
     dpo = {"output_dir": "o", "beta": 0.1, "loss_type": "sigmoid"}
     assert schema.schema_name_for("hf-args", dpo) == "trl-dpo-config"
+    grpo = {"output_dir": "o", "beta": 0.001, "num_generations": 12, "max_completion_length": 1024}
+    assert schema.schema_name_for("hf-args", grpo) == "trl-grpo-config"
+
+
+GRPO_RECIPE = """\
+################################
+# ModelConfig
+################################
+model_name_or_path: Qwen/Qwen2.5-3B-Instruct
+use_peft: true
+lora_r: 16
+lora_alpha: 32
+lora_target_modules: ["q_proj", "k_proj", "v_proj", "o_proj"]
+
+################################
+# GRPOConfig
+################################
+learning_rate: 2.0e-5
+lr_scheduler_type: cosine
+max_steps: 1000
+num_generations: 12
+max_completion_length: 1024
+generation_batch_size: 12
+use_vllm: false
+beta: 0.003
+gradient_accumulation_steps: 4
+per_device_train_batch_size: 1
+bf16: true
+output_dir: output/sudoku_grpo
+report_to: ["tensorboard"]
+"""
+
+
+def test_a_grpo_recipe_is_judged_as_trls_grpo_config(lint):
+    """sudoku-grpo-training's ``configs/grpo_config.yaml`` (a TrlParser recipe): its
+    ``beta`` made it the closest to DPOConfig, whose ``max_completion_length`` TRL 0.29 dropped,
+    so a key GRPOConfig reads in every release since 0.14 was reported removed. A DPO recipe with
+    the key still is (``schemas/history/trl.json``)."""
+    assert not [d for d in lint({"configs/grpo_config.yaml": GRPO_RECIPE}, "configs/grpo_config.yaml")
+                if d.code in ("CFG001", "CFG004")]
+    dpo = "model_name_or_path: Qwen/Qwen2.5-3B-Instruct\nbeta: 0.1\nloss_type: sigmoid\n" \
+          "max_completion_length: 256\nmax_length: 1024\noutput_dir: out\n"
+    found = [d for d in lint({"dpo.yaml": dpo}, "dpo.yaml") if d.code == "CFG004"]
+    assert [d.message.split(" was removed")[0] for d in found] == ["`max_completion_length`"]
 
 
 def test_schemas_are_found_next_to_the_package():

@@ -436,7 +436,7 @@ CONFIG_TOOLS = {  # (names with spaces, percent signs and accents are paths too)
     "accelerate": (("accelerate",), ("accelerate_config.yaml", "default_config.yaml", "accelerate/fsdp.yml")),
     "axolotl": (("axolotl",), ("qlora.yml", "axolotl/config.yaml", "100% run/qlora.yml")),
     "llamafactory": (("llamafactory",), ("llama3_lora_sft.yaml", "examples/train_full.yaml")),
-    "hf-args": (("hf-training-arguments", "trl-sft-config", "trl-dpo-config"),
+    "hf-args": (("hf-training-arguments", "trl-sft-config", "trl-dpo-config", "trl-grpo-config"),
                 ("args.yaml", "sft_config.json", "recipes/config.yaml", "données/args.yaml")),
 }
 SIGNATURES = {  # keys that make memlint detect the tool by content
