@@ -25,7 +25,8 @@ import functools
 import json
 import re
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
 
 from packaging.version import InvalidVersion, Version
 
@@ -148,7 +149,8 @@ def _a_project_class(ctx: RuleContext, document: dict) -> bool:
     return project_class_shaped(ctx.settings.root, ctx.path, ctx.kind, document, lambda: _project_classes(ctx))
 
 
-def project_class_shaped(root, path, kind: str, document: dict, classes) -> bool:
+def project_class_shaped(root: Path, path: str | Path, kind: str, document: dict,
+                         classes: Callable[[], ProjectClasses]) -> bool:
     """:func:`_a_project_class` for any caller: ``classes`` gives the project's
     :class:`ProjectClasses` when the question needs them (a walk of the project)."""
     keys = {k for k in document if isinstance(k, str)}
