@@ -281,8 +281,10 @@ class _Validation:
                 # dataclasses (TRL's ModelConfig, ScriptArguments): only a near-miss of a known
                 # field that starts like it (`per_device_batch_size`) is surely a mistake;
                 # `lora_target_modules` is not a misspelt `optim_target_modules`.
+                # (near-misses among TrainingArguments' and the SFT/DPO configs' keys, and the file's
+                # own schema's: a GRPOConfig field is no spelling a DPO recipe meant)
                 first = str(key).split("_")[0]
-                near = [k for k in _hf_trainer_keys() if k.split("_")[0] == first]
+                near = [k for k in _hf_trainer_keys() | known if k.split("_")[0] == first]
                 if key in _hf_family_keys() or not _suggest(str(key), set(near), instance)[0]:
                     continue
                 suggestible = set(near)
@@ -576,10 +578,15 @@ def _deprecated_form(root: dict, node: dict, value: Any) -> str | None:
     return None
 
 
+# the variants whose keys are offered for a misspelt key of any TrainingArguments/TRL file
+_SUGGESTED_FROM = ("hf-training-arguments", "trl-sft-config", "trl-dpo-config")
+
+
 @functools.lru_cache(maxsize=None)
 def _hf_trainer_keys() -> frozenset[str]:
-    """Top-level keys of TrainingArguments and TRL's configs."""
-    return frozenset().union(*(top_level_keys(n) for n in HF_VARIANTS))
+    """Top-level keys of TrainingArguments and TRL's SFT and DPO configs, the ones a misspelt key
+    of any such file may have meant."""
+    return frozenset().union(*(top_level_keys(n) for n in _SUGGESTED_FROM))
 
 
 @functools.lru_cache(maxsize=None)

@@ -492,6 +492,19 @@ report_to: ["tensorboard"]
 """
 
 
+def test_a_grpo_field_is_no_near_miss_for_another_trainers_recipe(lint):
+    """Step-DPO's DPO recipe (``max_prompt_length``, under its ``trl==0.8.5``) and
+    universal-llm-trainer's SFT recipes (``generation_max_time``, its own loader's key) got
+    "did you mean `max_completion_length`?" / "`generation_batch_size`?" once GRPOConfig's fields
+    joined the keys a misspelling is matched against; a GRPO recipe's own typo still is one."""
+    sft = "model_name_or_path: meta-llama/Llama-3.1-8B\nmax_seq_length: 2048\npacking: true\n" \
+          "generation_max_time: 300\noutput_dir: out\n"
+    assert [d for d in lint({"sft.yaml": sft}, "sft.yaml") if d.code == "CFG001"] == []
+    typo = GRPO_RECIPE.replace("num_generations: 12", "num_generation: 12")
+    [found] = [d for d in lint({"grpo.yaml": typo}, "grpo.yaml") if d.code == "CFG001"]
+    assert "did you mean `num_generations`?" in found.message
+
+
 def test_a_grpo_recipe_is_judged_as_trls_grpo_config(lint):
     """sudoku-grpo-training's ``configs/grpo_config.yaml`` (a TrlParser recipe): its
     ``beta`` made it the closest to DPOConfig, whose ``max_completion_length`` TRL 0.29 dropped,
