@@ -30,7 +30,8 @@ _ORDINALS = {
         "forty-sixth forty-seventh forty-eighth forty-ninth fiftieth fifty-first fifty-second fifty-third "
         "fifty-fourth fifty-fifth fifty-sixth fifty-seventh fifty-eighth fifty-ninth sixtieth sixty-first "
         "sixty-second sixty-third sixty-fourth sixty-fifth sixty-sixth sixty-seventh sixty-eighth sixty-ninth "
-        "seventieth seventy-first seventy-second seventy-third seventy-fourth seventy-fifth".split(),
+        "seventieth seventy-first seventy-second seventy-third seventy-fourth seventy-fifth seventy-sixth "
+        "seventy-seventh seventy-eighth seventy-ninth eightieth".split(),
         start=1,
     )
 }
