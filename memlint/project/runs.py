@@ -40,6 +40,9 @@ _ANY_FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+(\.*[A-Za-z_][\w.]*)[ \t]+impor
 # how far the modules that may test a quantization switch are followed from the script
 MAX_SWITCH_HOPS = 4
 MAX_SWITCH_MODULES = 200
+# documents whose lines are commands: a value from one of them is passed by a launch
+_LAUNCHING_KINDS = frozenset({DocumentKind.SHELL, DocumentKind.MARKDOWN, DocumentKind.MAKEFILE, DocumentKind.PYTHON,
+                              DocumentKind.PYTHON_OTHER})
 # what a module that trains writes: a backward pass, an optimizer, a Trainer or a train module
 _TRAINS = re.compile(r"\.backward\(|\boptim\b|Optimizer|AdamW|\bTrainer\b|TrainModule|\.train\(|\.fit\(")
 # a package's ``__init__.py`` that hands its names on from its modules (``from .angle import *``)
@@ -1095,9 +1098,13 @@ class RunFinder:
             if shown.is_absolute() and root in shown.resolve().parents:
                 shown = shown.resolve().relative_to(root)
             where = f"{shown}:{fact.origin.range.start.line}"
-            run.problem = (f"{run.problem} (the model of the script's documented command, from {where})" if script else
-                           f"{run.problem} (the command at {where} that uses this config passes it as "
-                           f"{fact.note or 'its model'})")
+            if script:
+                said = f"the model of the script's documented command, from {where}"
+            elif self.documents.kind(fact.origin.path) in _LAUNCHING_KINDS:
+                said = f"the command at {where} that uses this config passes it as {fact.note or 'its model'}"
+            else:  # a key of the arguments file the launch hands the script (``--config recipe.yaml``)
+                said = f"the run that uses this config takes it from {where}"
+            run.problem = f"{run.problem} ({said})"
             run.problem_fact = None
         own = self.documents.facts(path)
         anchor = next((f.anchor for f in own if f.anchor is not None), None)

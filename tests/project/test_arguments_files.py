@@ -341,3 +341,21 @@ def test_a_trlparser_script_takes_its_options_from_the_config_the_launch_names(t
     settings = _project(tmp_path, {**files, "README.md": files["README.md"].format(
         extra=" --model_id meta-llama/Meta-Llama-3-8B")})
     assert _run(settings, "run_fsdp_qlora.py").plan.value("model") == "meta-llama/Meta-Llama-3-8B"
+
+
+def test_a_note_on_a_config_names_the_arguments_file_its_model_comes_from(tmp_path: Path):
+    """Aria's ``recipes/accelerate_configs/zero2.yaml``: the README's ``accelerate launch
+    --config_file ... train.py --config recipes/config_lora.yaml`` is the one run that uses it, and
+    its model (unknown offline) is a key of the TrlParser arguments file, not an option the command
+    writes: the note says where the model is written, not that the command passes it."""
+    accelerate = "compute_environment: LOCAL_MACHINE\ndistributed_type: DEEPSPEED\ndeepspeed_config:\n" \
+                 "  zero_stage: 2\nmixed_precision: bf16\nnum_processes: 8\n"
+    files = {"train.py": TRL_PARSER_SCRIPT,
+             "recipes/config_lora.yaml": TRL_RECIPE.replace("meta-llama/Meta-Llama-3-70b", "acme-labs/secret-model-13b"),
+             "recipes/accelerate_configs/zero2.yaml": accelerate,
+             "README.md": "```bash\naccelerate launch --config_file recipes/accelerate_configs/zero2.yaml train.py "
+                          "--config recipes/config_lora.yaml\n```\n"}
+    settings = _project(tmp_path, files).with_overrides(select=("MEM003",))
+    [note] = Linter(settings).lint_path(tmp_path / "recipes/accelerate_configs/zero2.yaml")
+    assert "unknown model 'acme-labs/secret-model-13b'" in note.message
+    assert note.message.endswith("(the run that uses this config takes it from recipes/config_lora.yaml:2)")
