@@ -154,9 +154,14 @@ def project_class_shaped(root: Path, path: str | Path, kind: str, document: dict
     """:func:`_a_project_class` for any caller: ``classes`` gives the project's
     :class:`ProjectClasses` when the question needs them (a walk of the project)."""
     keys = {k for k in document if isinstance(k, str)}
-    if kind not in _CLASS_SHAPED or len(keys) < _OWN_CLASS_MIN_KEYS or _contains_tool(root, path, _CLASS_SHAPED[kind]):
-        return False
-    return classes().shaped_like(keys)
+    return may_be_a_project_format(root, path, kind, keys) and classes().shaped_like(keys)
+
+
+def may_be_a_project_format(root: Path, path: str | Path, kind: str, keys: set[str]) -> bool:
+    """Can a file of ``kind`` with these keys be of the project's own format at all: a kind told
+    by its keys alone, enough keys to tell, and a project that does not contain the tool?"""
+    return (kind in _CLASS_SHAPED and len(keys) >= _OWN_CLASS_MIN_KEYS
+            and not _contains_tool(root, path, _CLASS_SHAPED[kind]))
 
 
 def _the_projects_own(found: list[Issue], loader: str, read: frozenset[str]) -> list[Issue]:

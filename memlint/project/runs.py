@@ -1066,13 +1066,12 @@ class RunFinder:
         structured = self.documents.parsed(path).structured
         if structured is None or not structured.ok or not isinstance(structured.value, dict):
             return False
-        from memlint.configs.key_history import project_class_shaped
+        from memlint.configs.key_history import may_be_a_project_format
         from memlint.facts.project_arguments import ProjectClasses
 
-        classes = ProjectClasses(self.documents.root)
         keys = {k for k in structured.value if isinstance(k, str)}
-        return (project_class_shaped(self.documents.root, path, str(kind), structured.value, lambda: classes)
-                and classes.options_written_out(keys))
+        return (may_be_a_project_format(self.documents.root, path, str(kind), keys)
+                and ProjectClasses(self.documents.root).options_written_out(keys))
 
     def _scripts_own_problem(self, run: ResolvedRun) -> bool:
         """Is the run's problem a fact of the script it runs (it freezes its model, ...)? The
