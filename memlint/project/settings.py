@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+import logging
 import os
+import re
 import sys
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -23,6 +25,12 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 SETTINGS_FILES = ("memlint.toml", ".memlint.toml", "pyproject.toml")
+
+logger = logging.getLogger(__name__)
+
+# A ``[tool.memlint]`` (or ``[tool.memlint.…]``) header, found in a pyproject.toml that does not parse
+_MEMLINT_TABLE = re.compile(r"^\s*\[\s*tool\s*\.\s*[\"']?memlint\b", re.MULTILINE)
+_warned_unreadable: set[Path] = set()
 
 DEFAULT_EXCLUDE = (
     ".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "__pycache__", "node_modules",
@@ -239,10 +247,16 @@ def parse(table: dict[str, Any], source: Path) -> Settings:
 def load_file(path: Path) -> Settings | None:
     """The settings in one file, or None when a pyproject.toml has no [tool.memlint]."""
     try:
-        data = tomllib.loads(path.read_text("utf-8"))
+        text = path.read_text("utf-8")
     except (OSError, UnicodeDecodeError) as error:
+        if path.name == "pyproject.toml":
+            return _not_memlints(path, f"cannot read ({error})")
         raise SettingsError(f"{path}: cannot read ({error})") from None
+    try:
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
+        if path.name == "pyproject.toml" and not _MEMLINT_TABLE.search(text):
+            return _not_memlints(path, f"invalid TOML ({error})")
         raise SettingsError(f"{path}: invalid TOML ({error})") from None
     if path.name == "pyproject.toml":
         table = data.get("tool", {}).get("memlint")
@@ -253,6 +267,18 @@ def load_file(path: Path) -> Settings | None:
     if not isinstance(table, dict):
         raise SettingsError(f"{path}: [tool.memlint] must be a table")
     return parse(table, path)
+
+
+def _not_memlints(path: Path, problem: str) -> None:
+    """A pyproject.toml memlint cannot read and that shows no ``[tool.memlint]`` (a merge conflict left
+    in a course's packaging file) is the project's packaging, not memlint's settings: say so once and
+    go on as if it had no ``[tool.memlint]``. One that shows the table stays an error: those settings
+    would be silently lost."""
+    if path not in _warned_unreadable:
+        _warned_unreadable.add(path)
+        logger.warning("memlint: warning: %s: %s; it has no [tool.memlint] table, so it is read as "
+                       "having none", path, problem)
+    return None
 
 
 def discover(start: Path) -> Settings:

@@ -49,6 +49,29 @@ def test_a_broken_settings_file_is_a_usage_error(project):
     assert result.code == 2 and "memlint.toml" in result.err
 
 
+
+_CONFLICTED_DEPENDENCIES = (
+    '[project]\nname = "course"\ndependencies = [\n    "torch>=2.4",\n<<<<<<< HEAD\n    "numpy>=2.0",\n'
+    '=======\n    "pandas>=2.2",\n>>>>>>> 5164b7f\n]\n'
+)
+
+
+def test_a_packaging_file_memlint_cannot_read_is_not_its_settings(project):
+    """A merge conflict left in a pyproject.toml that has no [tool.memlint] stops nothing: memlint
+    warns, reads it as having no settings, and lints with the defaults."""
+    (project / "memlint.toml").unlink()
+    (project / "pyproject.toml").write_text(_CONFLICTED_DEPENDENCIES)
+    result = memlint(project, "check", "--output-format", "json")
+    assert result.code == 1 and {f["code"] for f in result.json()} >= {"ACC001"}
+    assert "pyproject.toml: invalid TOML" in result.err and "no [tool.memlint]" in result.err
+
+
+def test_a_broken_pyproject_with_memlint_settings_is_a_usage_error(project):
+    (project / "memlint.toml").unlink()
+    (project / "pyproject.toml").write_text(_CONFLICTED_DEPENDENCIES + '\n[tool.memlint]\ngpu = "a100-80gb"\n')
+    result = memlint(project, "check")
+    assert result.code == 2 and "pyproject.toml: invalid TOML" in result.err
+
 # ------------------------------------------------------------------ settings
 
 
