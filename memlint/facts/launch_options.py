@@ -41,8 +41,9 @@ from typing import Any, Callable
 from memlint.facts import hf_args
 from memlint.facts.plan import RunFacts
 from memlint.model.provenance import Sourced
-from memlint.model.vocabulary import ATTENTION, dtype_name
+from memlint.model.vocabulary import ATTENTION, dtype_name, spread_device_map
 from memlint.python import option_formulas
+from memlint.python.file_entries import is_entry as is_file_entry
 from memlint.python.option_formulas import Formula
 
 
@@ -93,6 +94,7 @@ _CONVERT: dict[str, Callable[[Any], Any]] = {
     "lora_targets": hf_args.lora_target_names,
     "grad_ckpt": lambda v: None if hf_args._bool(v) is None else int(bool(hf_args._bool(v))),
     "model": lambda v: str(v) or None,
+    "device_map": spread_device_map,
     "reference_model": lambda v: str(v) or None,
     "reward_model": lambda v: str(v) or None,
     "value_model": lambda v: str(v) or None,
@@ -150,8 +152,8 @@ def facts_from_cli(script: RunFacts, launcher: RunFacts) -> dict[str, Sourced[An
     out: dict[str, Sourced[Any]] = {}
     redone: set[str] = set()
     for option, raw in launcher.cli_args.items():
-        note = f"--{option} on the command line" if not option.startswith("#") else \
-            f"argument {option[1:]} on the command line"
+        note = raw.note if is_file_entry(option) else f"--{option} on the command line" \
+            if not option.startswith("#") else f"argument {option[1:]} on the command line"
         for binding in script.cli_bindings.get(option, ()):
             if binding.startswith("calc:"):
                 redone.add(binding)

@@ -36,6 +36,7 @@ from memlint.facts.companion_models import companions
 from memlint.facts.plan import PEFT_METHOD_ADVICE, TrainingPlan
 from memlint.model.provenance import Sourced
 from memlint.model.vocabulary import LIGHTNING_PRECISION
+from memlint.python import file_entries
 
 # Framework defaults (transformers 5.x TrainingArguments / TRL / Axolotl), used when silent.
 HF_DEFAULT_MICRO_BATCH = 8  # TrainingArguments.per_device_train_batch_size
@@ -385,6 +386,10 @@ def _model_parallel(plan: TrainingPlan) -> ModelParallel | None:
 
 def _no_model(plan: TrainingPlan) -> str:
     """Why no model was found, and what to do about it."""
+    read = [e for e in map(file_entries.entry, plan.model_options) if e is not None]
+    if read:  # ``cfg["model"]["id"]`` of ``cfg = yaml.safe_load(open("config.yaml"))``
+        return (f"no model found: the script reads it as {read[0].where}, a file memlint cannot find or "
+                "that writes no such entry (set `model` in [tool.memlint] or pass --model)")
     if plan.model_options:
         named = [f"`--{o}`" for o in plan.model_options if not o.startswith("#")]
         placed = [f"argument {o[1:]}" for o in plan.model_options if o.startswith("#")]

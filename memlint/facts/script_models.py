@@ -9,7 +9,7 @@ from typing import Any
 import libcst as cst
 
 from memlint.facts.script_facts import ANCHOR_MODEL, RANK_CONFIG, RANK_MODEL, ScriptFacts
-from memlint.model.vocabulary import ATTENTION, dtype_name
+from memlint.model.vocabulary import ATTENTION, SPREAD_DEVICE_MAPS, dtype_name
 from memlint.python.library import (
     INT8_PREPARATION,
     KBIT_PREPARATION,
@@ -156,9 +156,6 @@ def int8_preparation(ctx: ScriptFacts, call: cst.Call) -> None:
         bindings[option] = bound + tuple(b for b in extra if b not in bound)
 
 
-# device maps with which accelerate spreads the layers over every visible GPU (a dict or "cuda:0"
-# places the whole model on one device)
-SPREAD_DEVICE_MAPS = frozenset({"auto", "balanced", "balanced_low_0", "sequential"})
 
 
 def _other_peft_config(name: str) -> bool:
@@ -414,6 +411,8 @@ def loading_arguments(ctx: ScriptFacts, named: dict[str, cst.BaseExpression], at
         ctx.switch("attention", "flash", named["use_flash_attention_2"], False, at,
                    "from_pretrained(use_flash_attention_2=True)", at=at, rank=rank)
     placed = values.evaluate(named["device_map"]) if spread and "device_map" in named else None
+    if placed is not None and placed.options:  # ``device_map=cfg["model"]["device_map"]``, ``args.device_map``
+        ctx.bind(placed.options, "device_map")
     if placed is not None and placed.known and isinstance(placed.value, str) and placed.value in SPREAD_DEVICE_MAPS:
         # the keyword as written: a bare "auto" would read as DeepSpeed's "auto" when runs merge
         ctx.state("device_map", f'device_map="{placed.value}"', placed.node, "from_pretrained(device_map=...)",

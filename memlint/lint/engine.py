@@ -13,7 +13,7 @@ from memlint.documents.kinds import RUN_KINDS
 from memlint.documents import failures
 from memlint.lint import suppress
 from memlint.lint.collector import collector_paused
-from memlint.model.diagnostics import Diagnostic, Range
+from memlint.model.diagnostics import Diagnostic, Range, Related
 from memlint.project.settings import Settings
 from memlint.project.project import Project
 from memlint.project.walk import iter_files
@@ -114,6 +114,8 @@ class Linter:
                     findings.append((rule, finding))
             except Exception as error:  # a rule's bug must not take the run down
                 self._failed(failed, f"running rule {rule.code}", path, error)
+        if runs:
+            findings = self._kept_here(findings, runs, parsed.path)
         if self.editor_view and runs:
             findings = self._with_edits(findings, runs, ctx)
             findings += self._verdicts_here(findings, runs, parsed.path, ctx)
@@ -168,6 +170,38 @@ class Linter:
             out.append((rule, finding))
         return out
 
+    def _kept_here(self, findings, runs, path: str) -> list:
+        """Findings about a run, placed on a fact that a file memlint does not lint for runs states
+        (``model: {id: Qwen/Qwen3-30B-A3B}`` in the YAML a script reads with ``yaml.safe_load``),
+        reported at the run's anchor in this document instead, pointing at that fact: no one would
+        see them where they were placed."""
+        here = self.project.key(path)
+        anchored = [r for r in runs if r.plan.anchor is not None and self.project.key(r.plan.anchor.path) == here]
+        out = []
+        for rule, finding in findings:
+            target = finding.path
+            if target is None or self.project.key(target) == here or self.project.kind(target) in RUN_KINDS:
+                out.append((rule, finding))
+                continue
+            entry = finding.data.get("entry")
+            there = self.project.key(target)
+            if entry is not None:
+                owners = [r for r in anchored if r.plan.entry == entry]
+            else:  # the runs of which a fact stands where the finding does
+                owners = [r for r in anchored if any(
+                    f.origin is not None and f.origin.range == finding.range and self.project.key(f.origin.path) == there
+                    for f in r.plan.facts.values())]
+            run = owners[0] if owners and all(r.plan.anchor == owners[0].plan.anchor for r in owners) else None
+            if run is None:
+                out.append((rule, finding))
+                continue
+            shown = f"{_shown_path(target, self.project.documents.root)}:{finding.range.start.line}"
+            moved = Related(target, finding.range, f"decided by what {Path(target).name} writes here")
+            out.append((rule, replace(finding, path=run.plan.anchor.path, range=run.plan.anchor.range,
+                                      message=f"{finding.message} (written at {shown})",
+                                      related=(moved, *finding.related))))
+        return out
+
     def _verdicts_here(self, findings, runs, path: str, ctx) -> list:
         from memlint.lint.verdicts import mirrored
 
@@ -215,6 +249,14 @@ class Linter:
             seen.add(marker)
             out.append(diagnostic)
         return sorted(out, key=lambda d: d.sort_key)
+
+
+def _shown_path(path: str, root: Path) -> str:
+    """A path as a message shows it: from the project's root when it lies inside."""
+    try:
+        return Path(path).relative_to(root).as_posix()
+    except ValueError:
+        return path
 
 
 def expand(paths: Iterable[Path], settings: Settings, project: Project, force_exclude: bool = False) -> list[Path]:

@@ -94,6 +94,18 @@ DTYPES: dict[str, str] = {
 }
 
 # attn_implementation values -> memlint attention
+# device maps with which accelerate spreads the layers over every visible GPU (a dict or "cuda:0"
+# places the whole model on one device)
+SPREAD_DEVICE_MAPS = frozenset({"auto", "balanced", "balanced_low_0", "sequential"})
+
+
+def spread_device_map(value: object) -> str | None:
+    """A ``device_map`` that spreads the model, as the keyword is written (``device_map="auto"``:
+    a bare "auto" would read as DeepSpeed's "auto" when runs merge); None for any other."""
+    text = str(value).strip()
+    return f'device_map="{text}"' if text in SPREAD_DEVICE_MAPS else None
+
+
 ATTENTION: dict[str, str] = {
     "eager": "eager",
     "sdpa": "sdpa",

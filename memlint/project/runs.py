@@ -19,6 +19,7 @@ from memlint.project.config_launchers import ConfigLaunchers
 from memlint.model.provenance import Location, Sourced
 from memlint.model.vocabulary import names_parallelism_config
 from memlint.project.documents import DocumentStore
+from memlint.project.script_config_files import as_option_text, entries_read
 from memlint.project.links import LinkIndex
 from memlint.project.stage_chains import StageChains
 
@@ -264,17 +265,20 @@ class RunFinder:
                 linked.append(RunFacts(hydra.path, "shell", anchor=hydra.anchor, framework=stated.pop("framework")))
                 overrides = {**overrides, **stated}
         elif facts.kind == "python":
-            # a script run as it is, reading its arguments file from the option's default
+            # a script run as it is, reading its arguments file from the option's default, and
+            # the entries of its own config files (``script_config_files``)
+            from memlint.facts.plan import RunFacts
+
             arguments = self.arguments_file(facts, None)
             passed: frozenset[str] = frozenset()
+            entries = entries_read(self.documents, facts, None)
+            if arguments is not None or entries:
+                file_args = self.config_as_options(arguments) if arguments is not None else {}
+                overrides = apply_cli(facts, RunFacts(facts.path, "shell", cli_args={**file_args, **entries}))
+                passed = frozenset(file_args)
             if arguments is not None:
-                from memlint.facts.plan import RunFacts
-
-                file_args = self.config_as_options(arguments)
-                overrides = apply_cli(facts, RunFacts(facts.path, "shell", cli_args=file_args))
                 linked.append(self._arguments_document(arguments, file_args))
                 linked.extend(self.linked(linked[-1], seen))
-                passed = frozenset(file_args)
             linked.extend(self._imported_defaults(self._with_library_arguments(facts), passed))
             helpers, overrides = self._imported_facts(facts, None, overrides)
             linked.extend(helpers)
@@ -503,6 +507,9 @@ class RunFinder:
             launcher = replace(launcher, cli_args=merged, bound_config=None)
             linked.append(self._arguments_document(arguments, file_args))
             linked.extend(self.linked(linked[-1], seen))
+        entries = entries_read(self.documents, script, launcher)
+        if entries:  # what the script reads from its own config files, as options the launch passes
+            launcher = replace(launcher, cli_args={**launcher.cli_args, **entries})
         script = self._with_library_arguments(script)
         overrides = {**self._bound_config_facts(launcher), **apply_cli(script, launcher)}
         hidden = hidden_cli(script, launcher)
@@ -557,13 +564,8 @@ class RunFinder:
         reads.document(self.documents.key(config), self.documents.digest(config))
         out: dict[str, Sourced[str]] = {}
         for key, value in structured.value.items():
-            if isinstance(value, bool):
-                text = "true" if value else "false"
-            elif isinstance(value, (int, float, str)):
-                text = str(value)
-            elif isinstance(value, list) and all(isinstance(v, (int, float, str)) for v in value):
-                text = " ".join(str(v) for v in value)
-            else:
+            text = as_option_text(value)
+            if text is None:
                 continue
             out[str(key)] = Sourced(text, Location(str(config), structured.range_of((key,))),
                                     f"{key} in {config.name}")

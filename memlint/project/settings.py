@@ -250,13 +250,15 @@ def load_file(path: Path) -> Settings | None:
         text = path.read_text("utf-8")
     except (OSError, UnicodeDecodeError) as error:
         if path.name == "pyproject.toml":
-            return _not_memlints(path, f"cannot read ({error})")
+            _not_memlints(path, f"cannot read ({error})")
+            return None
         raise SettingsError(f"{path}: cannot read ({error})") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         if path.name == "pyproject.toml" and not _MEMLINT_TABLE.search(text):
-            return _not_memlints(path, f"invalid TOML ({error})")
+            _not_memlints(path, f"invalid TOML ({error})")
+            return None
         raise SettingsError(f"{path}: invalid TOML ({error})") from None
     if path.name == "pyproject.toml":
         table = data.get("tool", {}).get("memlint")
@@ -278,7 +280,6 @@ def _not_memlints(path: Path, problem: str) -> None:
         _warned_unreadable.add(path)
         logger.warning("memlint: warning: %s: %s; it has no [tool.memlint] table, so it is read as "
                        "having none", path, problem)
-    return None
 
 
 def discover(start: Path) -> Settings:

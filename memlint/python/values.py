@@ -20,7 +20,7 @@ import libcst as cst
 
 from memlint.python.conditions import deciding_options, guards
 from memlint.python.limits import EVALUATION_DEPTH
-from memlint.python import option_dicts, option_formulas
+from memlint.python import file_entries, option_dicts, option_formulas
 from memlint.python.options import CONSTANT_PREFIX, Options
 from memlint.python.parallelism_flags import parallelism_flag
 from memlint.python.references import NOT_PASSED, Assigned, Names, Parameter, Unpacked, own_nodes
@@ -102,6 +102,13 @@ def _keepable(found: Found | None) -> bool:
     value = found.value
     return (type(value) not in _HOLDS_DEFINITIONS and type(found.node) not in _DEFINITIONS
             and not (type(value) is tuple and any(type(v) in _HOLDS_DEFINITIONS for v in value)))
+
+
+def _file_entry(found: Found | None) -> "file_entries.FileEntry | None":
+    """The config-file entry ``found`` stands for (``cfg``, ``cfg["model"]``), else None."""
+    if found is None or found.known or len(found.options) != 1:
+        return None
+    return file_entries.entry(found.options[0])
 
 
 def _vars_argument(values: "Values", expr: cst.BaseExpression) -> cst.BaseExpression:
@@ -631,6 +638,9 @@ class Values(Names):
         attr = expr.attr.value
         if base is not None:
             value = base.value
+            read = _file_entry(base)
+            if read is not None:  # ``cfg.model.name`` of ``cfg = OmegaConf.load(path)``
+                return Found(MISSING, None, (read.child(attr).name,))
             if isinstance(value, Namespace):
                 return self.options.argparse_value(attr)
             if isinstance(value, CallerOptions):
@@ -715,6 +725,10 @@ class Values(Names):
         base = self.evaluate(expr.value, depth + 1)
         if base is None:
             return None
+        read = _file_entry(base)
+        if read is not None:
+            return Found(MISSING, None, (read.child(str(key.value)).name,)) \
+                if isinstance(key.value, (str, int)) and not isinstance(key.value, bool) else None
         if base.value == Ref("os.environ") and key.value in option_formulas.ENVIRONMENT:
             return Found(MISSING, None, formula=("env", key.value, None))  # ``os.environ["WORLD_SIZE"]``
         if isinstance(base.value, Mapping) and isinstance(key.value, str):
@@ -744,6 +758,8 @@ class Values(Names):
                                          depth)
             if name == "builtins.dict":
                 return self._dict_call(expr, depth)
+            if name in file_entries.LOADERS and positional:
+                return self._file_read(positional[0].value, file_entries.LOADERS[name], depth)
             if name in _DATACLASS_CLIS and positional:
                 # ``cfg = tyro.cli(TrainConfig)``: each field is an option of the command line
                 target = self.evaluate(positional[0].value, depth + 1)
@@ -776,6 +792,13 @@ class Values(Names):
             if method == "get" and 1 <= len(positional) == len(expr.args) <= 2:
                 receiver = self.evaluate(func.value, depth + 1)
                 key = self.evaluate(positional[0].value, depth + 1)
+                read = _file_entry(receiver)
+                if read is not None and key is not None and key.known and isinstance(key.value, str):
+                    # ``cfg.get("lr", 1e-4)``: the file's entry where it writes one, else the fallback
+                    # (which the project applies where it reads the file: ``script_config_files``)
+                    fallback = self.evaluate(positional[1].value, depth + 1) if len(positional) == 2 else None
+                    known = fallback.value if fallback is not None and fallback.known else None
+                    return Found(MISSING, None, (read.child(key.value, known).name,))
                 if receiver is not None and isinstance(receiver.value, Mapping) and key is not None \
                         and isinstance(key.value, str):
                     fallback = self.evaluate(positional[1].value, depth + 1) if len(positional) == 2 \
@@ -790,6 +813,38 @@ class Values(Names):
             elif isinstance(target.value, ClassValue) and self.options.is_dataclass(target.value.node):
                 return Found(Instance(cls=target.value.node, call=expr), expr)
         return Found(CallValue(expr), expr)
+
+    def _file_read(self, argument: cst.BaseExpression, takes_file: bool, depth: int) -> Found | None:
+        """``yaml.safe_load(f)`` over ``with open(path) as f`` (or ``open(path)`` itself, or
+        ``OmegaConf.load(path)``): the whole file as an entry (``memlint.python.file_entries``),
+        when the path is written or is an option's value; None otherwise."""
+        opened = self._opened_path(argument)
+        if opened is None and takes_file:
+            return None
+        found = self.evaluate(opened if opened is not None else argument, depth + 1)
+        if found is None:
+            return None
+        written = found.value if found.known and isinstance(found.value, str) and found.value else None
+        option = found.options[0] if len(found.options) == 1 and not file_entries.is_entry(found.options[0]) else None
+        if written is None and option is None or found.formula is not None:
+            return None
+        return Found(MISSING, None, (file_entries.FileEntry(written, option).name,))
+
+    def _opened_path(self, expr: cst.BaseExpression) -> cst.BaseExpression | None:
+        """The path of ``open(path)``, or of the file ``f`` of ``with open(path) as f``."""
+        if type(expr) is cst.Name:
+            referents = self.referents(expr)
+            if len(referents) != 1 or type(referents[0].node) is not cst.Name:
+                return None
+            alias = self.parent(referents[0].node)
+            item = self.parent(alias) if type(alias) is cst.AsName else None
+            if type(item) is not cst.WithItem:
+                return None
+            expr = item.item
+        if type(expr) is cst.Call and "builtins.open" in self.qualified(expr.func) and expr.args \
+                and expr.args[0].keyword is None and not expr.args[0].star:
+            return expr.args[0].value
+        return None
 
     def _entry(self, mapping: Mapping, key: str, fallback: Found | None, depth: int) -> Found | None:
         """``mapping[key]`` (``fallback`` None) or ``mapping.get(key, fallback)``: the entry as
