@@ -993,6 +993,8 @@ class RunFinder:
                     # LongLoRA's `--model_name_or_path path_to_Llama2_chat_models`): that command is
                     # the run, and the script's own defaults are not what it runs
                     kept = [self._documented_problem(passed, path, script=True)]
+                elif self._model_passed_unread(launchers, kept):
+                    pass  # the note says which command passes the model memlint cannot read
                 elif runs and runs[0].plan.get("model") is not None and all(r.plan.get("model") is None for r in kept):
                     # the script alone names no model, its documented command does (through the
                     # config it passes): say what that command runs, not "no model found"
@@ -1048,6 +1050,29 @@ class RunFinder:
                 # the verdict stays in the config (the model fact now points into the launcher)
                 return replace(plan, facts=facts, documents=plan.documents + (str(launcher),), home=plan.home or plan.entry)
         return plan
+
+    def _model_passed_unread(self, launchers: list[RunFacts], kept: list[ResolvedRun]) -> bool:
+        """A script's own run without a model whose documented command passes the model option
+        with a value memlint cannot read (Mixtral-Train's README: ``--model-path
+        $MIXTRAL_HUGGINGFACE_PATH``): its note says that command passes it, not that none does."""
+        if len(kept) != 1 or kept[0].plan.get("model") is not None or kept[0].problem is None:
+            return False
+        run = kept[0]
+        for launcher in launchers:
+            for option in run.plan.model_options:
+                written = launcher.cli_unknown.get(option)
+                if written is None or written.origin is None:
+                    continue
+                shown = Path(written.origin.path)
+                root = self.documents.root.resolve()
+                if shown.is_absolute() and root in shown.resolve().parents:
+                    shown = shown.resolve().relative_to(root)
+                run.problem = (f"no model found: the command at {shown.as_posix()}:{written.origin.range.start.line} "
+                               f"passes `{written.value}` a value memlint cannot read (a variable or a shell "
+                               "expression; set `model` in [tool.memlint] or pass --model)")
+                run.problem_fact = None
+                return True
+        return False
 
     def _passes_model(self, run: ResolvedRun) -> bool:
         """Is the run's problem the model its README command passes on the command line?"""

@@ -222,3 +222,57 @@ def test_a_launchers_model_written_as_words_gets_the_placeholder_note(tmp_path: 
     assert [d.code for d in notes] == ["MEM003"]
     assert "'model name or path' looks like a placeholder, not a model" in notes[0].message
     assert "unknown model" not in notes[0].message and "Did you mean" not in notes[0].message
+
+
+DEEPSPEED_TRAIN = dedent('''
+    import argparse
+    import json
+
+    import deepspeed
+    from transformers import AutoModelForCausalLM
+
+
+    def parse_args():
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--model-path", type=str)
+        parser.add_argument("--deepspeed-config-path", type=str)
+        parser = deepspeed.add_config_arguments(parser)
+        return parser.parse_args()
+
+
+    def main():
+        args = parse_args()
+        model = AutoModelForCausalLM.from_pretrained(args.model_path)
+        config = json.load(open(args.deepspeed_config_path, "r"))
+        engine, _, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(), config=config)
+        for batch in range(10):
+            loss = engine(batch).loss
+            engine.backward(loss)
+            engine.step()
+
+
+    if __name__ == "__main__":
+        main()
+''')
+
+VARIABLE_README = dedent('''
+    # Fine-tuning
+
+    ```
+    deepspeed train.py \\
+        --model-path $MIXTRAL_HUGGINGFACE_PATH \\
+        --deepspeed-config-path ./deepspeed_config.json
+    ```
+''')
+
+
+def test_a_documented_command_passing_the_model_as_a_variable_is_named_in_the_note(tmp_path: Path):
+    """Mixtral-Train's README passes ``--model-path $MIXTRAL_HUGGINGFACE_PATH``: the script's note
+    says that command passes a value memlint cannot read, not that no command passes it."""
+    write(tmp_path, {"train.py": DEEPSPEED_TRAIN, "README.md": VARIABLE_README,
+                     "deepspeed_config.json": '{"train_micro_batch_size_per_gpu": 4, "zero_optimization": {"stage": 3}}\n'})
+    (tmp_path / ".git").mkdir()
+    settings = Settings(root=tmp_path).with_overrides(gpu="h100", gpus=8, cache=False, offline=True)
+    [note] = [d for d in Linter(settings).lint_path(tmp_path / "train.py") if d.code == "MEM003"]
+    assert "the command at README.md:5 passes `--model-path` a value memlint cannot read" in note.message
+    assert "no launcher" not in note.message
