@@ -19,6 +19,7 @@ import libcst as cst
 
 from memlint.python.library import trainer_framework
 from memlint.python.references import NOT_PASSED
+from memlint.python.unit_scopes import in_class
 from memlint.python.value_types import MISSING, Found, Instance, Namespace
 
 if TYPE_CHECKING:
@@ -42,6 +43,16 @@ def self_attribute(values: "Values", expr: cst.BaseExpression) -> Found | None:
     return None
 
 
+def assigned_attribute(values: "Values", expr: cst.Attribute, depth: int) -> Found | None:
+    """``self.<attr>`` in a method of a class whose ``__init__`` sets it once (Satyabanna's
+    ``self.model_name = model_name``, built as ``MedicalChatbotTrainer()``: the parameter's
+    default); None for anything else. ``values.evaluate`` asks this for every ``self.<attr>``."""
+    if type(expr.value) is not cst.Name:
+        return None
+    cls = _own_class(values, expr.value)
+    return _assigned_once(values, cls, expr.attr.value, depth) if cls is not None else None
+
+
 def _own_class(values: "Values", name: cst.Name) -> cst.ClassDef | None:
     """The class whose method ``name`` is the first parameter of (``self``)."""
     function = values.enclosing_function(name)
@@ -55,9 +66,23 @@ def _own_class(values: "Values", name: cst.Name) -> cst.ClassDef | None:
     return cls if isinstance(cls, cst.ClassDef) else None
 
 
-def _assignments(cls: cst.ClassDef, attr: str) -> list[tuple[cst.FunctionDef, cst.BaseExpression]]:
-    """Every ``self.<attr> = value`` in the class's methods: (method, value)."""
-    out = []
+def _assignments(cls: cst.ClassDef, attr: str, values: "Values | None" = None) -> list[tuple[cst.FunctionDef, cst.BaseExpression]]:
+    """Every ``self.<attr> = value`` in the class's methods: (method, value); with ``values``, read
+    once per class for all its attributes (a method asks for many)."""
+    if values is None:
+        return _every_assignment(cls).get(attr, [])
+    # the answer rests on every method of the class (one of them may set the attribute again)
+    for member in cls.body.body:
+        if type(member) is cst.FunctionDef:
+            values.depends(in_class(member.name.value))
+    kept = values.class_assignments.get(id(cls))
+    if kept is None or kept[0] is not cls:
+        kept = values.class_assignments[id(cls)] = (cls, _every_assignment(cls))
+    return kept[1].get(attr, [])
+
+
+def _every_assignment(cls: cst.ClassDef) -> dict[str, list[tuple[cst.FunctionDef, cst.BaseExpression]]]:
+    out: dict[str, list[tuple[cst.FunctionDef, cst.BaseExpression]]] = {}
     for member in cls.body.body:
         if type(member) is not cst.FunctionDef:
             continue
@@ -70,8 +95,8 @@ def _assignments(cls: cst.ClassDef, attr: str) -> list[tuple[cst.FunctionDef, cs
                 targets, value = [statement.target], statement.value
             for target in targets:
                 if type(target) is cst.Attribute and type(target.value) is cst.Name and \
-                        target.value.value == "self" and target.attr.value == attr and value is not None:
-                    out.append((member, value))
+                        target.value.value == "self" and value is not None:
+                    out.setdefault(target.attr.value, []).append((member, value))
     return out
 
 
@@ -92,16 +117,16 @@ def _statements(function: cst.FunctionDef) -> list[cst.BaseSmallStatement]:
     return out
 
 
-def _assigned_once(values: "Values", cls: cst.ClassDef, attr: str) -> Found | None:
-    assigned = _assignments(cls, attr)
+def _assigned_once(values: "Values", cls: cst.ClassDef, attr: str, depth: int = 0) -> Found | None:
+    assigned = _assignments(cls, attr, values)
     if len(assigned) != 1 or assigned[0][0].name.value != "__init__":
         return None
     init, value = assigned[0]
     if type(value) is cst.Name:
         param = next((p for p in _parameters(init) if p.name.value == value.value), None)
         if param is not None:
-            return _constructor_argument(values, cls, init, param)
-    return values.evaluate(value)
+            return _constructor_argument(values, cls, init, param, depth)
+    return values.evaluate(value, depth + 1)
 
 
 def _parameters(function: cst.FunctionDef) -> list[cst.Param]:
@@ -109,7 +134,8 @@ def _parameters(function: cst.FunctionDef) -> list[cst.Param]:
     return list(params.posonly_params) + list(params.params) + list(params.kwonly_params)
 
 
-def _constructor_argument(values: "Values", cls: cst.ClassDef, init: cst.FunctionDef, param: cst.Param) -> Found | None:
+def _constructor_argument(values: "Values", cls: cst.ClassDef, init: cst.FunctionDef, param: cst.Param,
+                          depth: int = 0) -> Found | None:
     """What the one constructor call of the module passes ``__init__``'s ``param`` (its default
     when that call leaves it); None when no call or several build the class here."""
     calls = values.call_sites(cls)
@@ -117,8 +143,8 @@ def _constructor_argument(values: "Values", cls: cst.ClassDef, init: cst.Functio
         return None
     argument = values.argument_for(init, param, calls[0], bound_self=True)
     if argument is NOT_PASSED:
-        return values.evaluate(param.default) if param.default is not None else None
-    return values.evaluate(argument) if isinstance(argument, cst.BaseExpression) else None
+        return values.evaluate(param.default, depth + 1) if param.default is not None else None
+    return values.evaluate(argument, depth + 1) if isinstance(argument, cst.BaseExpression) else None
 
 
 def _trainer_argument(values: "Values", cls: cst.ClassDef, field: str) -> Found | None:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import libcst as cst
 
 from memlint.python.conditions import deciding_options, guards
+from memlint.python.instance_attributes import assigned_attribute
 from memlint.python.limits import EVALUATION_DEPTH
 from memlint.python import file_entries, option_dicts, option_formulas
 from memlint.python.options import CONSTANT_PREFIX, Options
@@ -175,6 +176,8 @@ class Values(Names):
         # (function, parameter) -> what a caller in another module passes it (``bind_callers``)
         self._passed: dict[tuple[str, str], Found] = {}
         self._caller_option: Callable[[str], Found | None] | None = None
+        # id(class) -> (the class, its ``self.<attr> = value`` assignments) (``instance_attributes``)
+        self.class_assignments: dict[int, tuple[cst.ClassDef, dict]] = {}
 
     def bind_callers(self, passed: dict[tuple[str, str], Found],
                      caller_option: Callable[[str], Found | None] | None = None) -> None:
@@ -668,12 +671,17 @@ class Values(Names):
                 flag = parallelism_flag(self, value.call, attr, depth)
                 if flag is not None:  # ``parallelism_config.dp_shard_enabled``
                     return flag
-        elif type(expr.value) is cst.Name and self._unresolved(expr.value):
-            # ``args.batch_size`` where ``args`` comes from nowhere this module can see (a
-            # parameter of a function no one here calls): an argparse option of this module
-            found = self.options.argparse_value(attr, fallback=True)
-            if found is not None:
-                return found
+        elif type(expr.value) is cst.Name:
+            # ``self.model_name`` that ``__init__`` sets once (``instance_attributes``)
+            assigned = assigned_attribute(self, expr, depth) if expr.value.value == "self" else None
+            if assigned is not None:
+                return assigned
+            if self._unresolved(expr.value):
+                # ``args.batch_size`` where ``args`` comes from nowhere this module can see (a
+                # parameter of a function no one here calls): an argparse option of this module
+                found = self.options.argparse_value(attr, fallback=True)
+                if found is not None:
+                    return found
         names = sorted(self.qualified(expr))
         return Found(Ref(names[0]), expr) if names else None
 

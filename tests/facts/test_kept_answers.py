@@ -69,6 +69,14 @@ BLOCKS = [
     "def reload():\n    global model\n    model = torch.nn.Linear(1, 1)\n",
     "for model in [load()]:\n    model.half()\n",
     "x = model if LR > 0 else None\n",
+    ("class Job:\n    def __init__(self, name=MODEL, bs=4):\n        self.name = name\n        self.bs = bs\n"
+     "    def load(self):\n        return AutoModelForCausalLM.from_pretrained(self.name)\n"
+     "    def args(self):\n        return TrainingArguments(output_dir='o', per_device_train_batch_size=self.bs)\n"),
+    ("class Job:\n    def __init__(self, name='gpt2'):\n        self.name = name\n"
+     "    def rename(self):\n        self.name = 'facebook/opt-125m'\n"
+     "    def load(self):\n        return AutoModelForCausalLM.from_pretrained(self.name)\n"),
+    "job = Job()\n",
+    "job = Job('Qwen/Qwen2.5-0.5B', bs=8)\n",
     "\n",
     "# a comment\n",
 ]
@@ -209,3 +217,31 @@ def test_the_generated_2000_line_scripts_answers_stay_fresh_while_its_numbers_ar
         text = "".join(lines)
         source = source_of(text, source)
         assert _answers(source) == _answers(source_of(text)), lines[index]
+
+
+JOB = (
+    "from transformers import AutoModelForCausalLM\n\n\n"
+    "class Job:\n"
+    "    def __init__(self, name='gpt2'):\n"
+    "        self.name = name\n\n"
+    "    def load(self):\n"
+    "        return AutoModelForCausalLM.from_pretrained(self.name)\n\n\n"
+    "job = Job()\n"
+)
+
+
+@pytest.mark.parametrize("edited", [
+    JOB.replace("name='gpt2'", "name='facebook/opt-125m'"),  # the default __init__ gives the attribute
+    JOB.replace("        self.name = name\n", "        self.name = name\n        self.name = 'x'\n"),  # set twice
+    JOB.replace("    def load(self):\n", "    def rename(self):\n        self.name = 'y'\n\n    def load(self):\n"),
+    JOB.replace("job = Job()", "job = Job('Qwen/Qwen2.5-0.5B')"),  # the one constructor call passes it
+])
+def test_an_attribute_read_in_one_method_follows_an_edit_of_another(edited: str) -> None:
+    """``self.name`` in ``load`` is what ``__init__`` sets (its default, or what the constructor
+    call passes): editing ``__init__``, adding a method that sets it again, or the call changes
+    the answer kept for ``load``."""
+    source = source_of(JOB)
+    before = _answers(source)
+    assert any("'gpt2'" in repr(call[2]) for call in before)  # from_pretrained(self.name) reads the default
+    source = source_of(edited, source)
+    assert _answers(source) == _answers(source_of(edited)), edited
