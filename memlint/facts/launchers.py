@@ -25,6 +25,7 @@ from memlint.facts.plan import MODEL_PARALLEL_ADVICE, SEQUENCE_SPLIT_ADVICE, Run
 from memlint.facts.shell_paths import anchored_assignments
 from memlint.facts.shell_words import (
     Command,
+    is_append,
     Value,
     Variables,
     Word,
@@ -437,11 +438,20 @@ class _Shell:
                 # ``WORK_DIR=`pwd``` then ``--deepspeed_config ${WORK_DIR}/configs/ds.json``: where the
                 # caller stands, as a relative path is read
                 value = Value(".", value_word.start, value_word.end)
-            quoted = len(value_word.raw) > 1 and value_word.raw[0] == value_word.raw[-1] == '"'
+            # (single quotes too: ``TORCHRUN_PARAMS='--nproc_per_node 8 --node_rank=$SLURM_NODEID'``
+            # holds words, expanded where the variable is used)
+            quoted = len(value_word.raw) > 1 and value_word.raw[0] == value_word.raw[-1] and value_word.raw[0] in "\"'"
             # split before the variable changes: ``ARGS="$ARGS --bf16"`` reads the words it had
             value_words = self._spliced(body_words(self.text, value_word.start + 1, value_word.end - 1)) \
                 if quoted and depth == 0 else None
             default = self.variables.known.get(name)
+            if is_append(word):
+                # ``TRAIN_PARAMS+=" --bf16"`` (Chinese-Mixtral's train-pt.sh builds its command line
+                # so): what the variable held, then this
+                before = self.strings.get(name)
+                value = Value(default.text + value.text, value.start, value.end) \
+                    if default is not None and value is not None else None
+                value_words = before + value_words if before is not None and value_words is not None else None
             self.variables.known[name] = value  # inside if/for/case: which value runs is unknown
             self.variables.templates.pop(name, None)
             self.strings.pop(name, None)
@@ -452,7 +462,7 @@ class _Shell:
                         # MODEL="Qwen/Qwen-7B" before the loop: what runs when the caller omits -m
                         self.variables.known[name] = default
                 continue
-            built = template(value_word, self.variables)
+            built = template(value_word, self.variables) if not is_append(word) else None
             if built is not None:
                 self.variables.templates[name] = built
             if value_words is not None:

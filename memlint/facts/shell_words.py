@@ -467,14 +467,20 @@ def option_variables(text: str) -> dict[str, str]:
 
 
 def assignment(word: Word) -> tuple[str, Word] | None:
-    """``NAME=value`` -> (NAME, the value as a word of its own, located after the ``=``)."""
-    match = re.match(r"([A-Za-z_][A-Za-z0-9_]*)=", word.raw)
+    """``NAME=value`` (or ``NAME+=value``, :func:`is_append`) -> (NAME, the value as a word of its
+    own, located after the ``=``)."""
+    match = re.match(r"([A-Za-z_][A-Za-z0-9_]*)\+?=", word.raw)
     if match is None:
         return None
     name = match.group(1)
     raw_value = word.raw[match.end():]
-    text = word.text[len(name) + 1:]
+    text = word.text[match.end() - match.start():]
     return name, Word(text, raw_value, word.start + match.end(), word.end)
+
+
+def is_append(word: Word) -> bool:
+    """``TRAIN_PARAMS+=" --bf16"``: the value is added to the variable's, not put in its place."""
+    return re.match(r"[A-Za-z_][A-Za-z0-9_]*\+=", word.raw) is not None
 
 
 def line_starts(text: str) -> list[int]:

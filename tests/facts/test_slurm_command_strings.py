@@ -79,6 +79,52 @@ def test_the_launcher_and_command_variables_around_a_literal_option():
     assert [r.value for r in facts.references] == ["configs/ds_config_zero1.json"]
 
 
+APPENDED = dedent('''
+    #!/usr/bin/bash
+    #SBATCH -J mixtral
+    #SBATCH -N 4
+    #SBATCH --ntasks-per-node=1
+    #SBATCH --gres=gpu:8
+
+    TRAIN_DATASETS=(
+        1:SkyPile-150B-2022
+        0.1:SkyPile-150B-2023
+    )
+
+    TRAIN_PARAMS=""
+    TRAIN_PARAMS+=" --enable_lora"
+    TRAIN_PARAMS+=" --lora_rank 64"
+    TRAIN_PARAMS+=" --model_name_or_path mistralai/Mixtral-8x7B-v0.1"
+    TRAIN_PARAMS+=" --train_datasets ${TRAIN_DATASETS[*]}"
+    TRAIN_PARAMS+=" --output_dir outputs/$SLURM_JOB_ID"
+    TRAIN_PARAMS+=" --per_device_train_batch_size 16"
+    TRAIN_PARAMS+=" --gradient_checkpointing"
+    TRAIN_PARAMS+=" --bf16"
+    TRAIN_PARAMS+=" --deepspeed ds-config/config.json"
+
+    TORCHRUN_PARAMS='--nproc_per_node 8 --node_rank=$SLURM_NODEID --nnodes=$SLURM_JOB_NUM_NODES --rdzv_endpoint=$MASTER_ADDR:$MASTER_PORT'
+    srun --label --export=ALL bash -c "
+        MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1);
+        MASTER_PORT=55511;
+        torchrun $TORCHRUN_PARAMS train.py $TRAIN_PARAMS
+    "
+''')
+
+
+def test_options_appended_to_a_variable_and_a_single_quoted_launcher_string():
+    """Chinese-Mixtral-8x7B's ``scripts/train-pt.sh``: ``TRAIN_PARAMS+=" --opt value"`` line by line,
+    ``TORCHRUN_PARAMS='...'`` in single quotes, both spliced into the ``bash -c`` string srun runs."""
+    [facts] = [f for f in facts_of(APPENDED, "scripts/train-pt.sh") if f.launches is not None]
+    assert facts.launches.value == "train.py"
+    assert facts.world_size.value == 32  # 8 processes on each of the 4 nodes
+    model = facts.cli_args["model_name_or_path"]
+    assert model.value == "mistralai/Mixtral-8x7B-v0.1" and model.origin.range.start.line == 15
+    assert facts.cli_args["per_device_train_batch_size"].value == "16"
+    assert {"enable_lora", "gradient_checkpointing", "bf16"} <= set(facts.cli_args)
+    assert {"train_datasets", "output_dir"} <= set(facts.cli_unknown)  # an array, a job's variable
+    assert [r.value for r in facts.references] == ["ds-config/config.json"]
+
+
 SFT_HF = dedent('''
     """S1 SFT with the HF Trainer under Accelerate's FSDP (configs/accelerate_fsdp.yaml)."""
     import argparse
