@@ -112,6 +112,30 @@ def _file_entry(found: Found | None) -> "file_entries.FileEntry | None":
     return file_entries.entry(found.options[0])
 
 
+def _key_chain(expr: cst.BaseExpression) -> tuple[cst.Name, tuple[str, ...]] | None:
+    """``cfg["model"]["id"]`` / ``cfg.model.id`` -> (``cfg``, ("model", "id")); None where a key is
+    not written out (``cfg[name]``) or the chain does not start at a name."""
+    keys: list[str] = []
+    while True:
+        kind = type(expr)
+        if kind is cst.Attribute:
+            keys.append(expr.attr.value)  # type: ignore[attr-defined]
+            expr = expr.value  # type: ignore[attr-defined]
+        elif kind is cst.Subscript and len(expr.slice) == 1 and type(expr.slice[0].slice) is cst.Index:  # type: ignore[attr-defined]
+            key = expr.slice[0].slice.value  # type: ignore[attr-defined]
+            if type(key) is cst.SimpleString:
+                keys.append(str(key.evaluated_value))
+            elif type(key) is cst.Integer:
+                keys.append(key.value)
+            else:
+                return None
+            expr = expr.value  # type: ignore[attr-defined]
+        elif kind is cst.Name:
+            return expr, tuple(reversed(keys))  # type: ignore[return-value]
+        else:
+            return None
+
+
 def _vars_argument(values: "Values", expr: cst.BaseExpression) -> cst.BaseExpression:
     """``model_args`` of ``**vars(model_args)`` (its ``__dict__``); any other expression as it is."""
     if type(expr) is cst.Call and len(expr.args) == 1 and not expr.args[0].star \
@@ -176,6 +200,7 @@ class Values(Names):
         # (function, parameter) -> what a caller in another module passes it (``bind_callers``)
         self._passed: dict[tuple[str, str], Found] = {}
         self._caller_option: Callable[[str], Found | None] | None = None
+        self._overridden: tuple[list[file_entries.FileEntry], frozenset[str]] | None = None  # ``_overridden_entries``
         # id(class) -> (the class, its ``self.<attr> = value`` assignments) (``instance_attributes``)
         self.class_assignments: dict[int, tuple[cst.ClassDef, dict]] = {}
 
@@ -643,7 +668,8 @@ class Values(Names):
             value = base.value
             read = _file_entry(base)
             if read is not None:  # ``cfg.model.name`` of ``cfg = OmegaConf.load(path)``
-                return Found(MISSING, None, (read.child(attr).name,))
+                entry = read.child(attr)
+                return None if self._entry_overridden(entry) else Found(MISSING, None, (entry.name,))
             if isinstance(value, Namespace):
                 return self.options.argparse_value(attr)
             if isinstance(value, CallerOptions):
@@ -735,8 +761,10 @@ class Values(Names):
             return None
         read = _file_entry(base)
         if read is not None:
-            return Found(MISSING, None, (read.child(str(key.value)).name,)) \
-                if isinstance(key.value, (str, int)) and not isinstance(key.value, bool) else None
+            if not isinstance(key.value, (str, int)) or isinstance(key.value, bool):
+                return None
+            entry = read.child(str(key.value))
+            return None if self._entry_overridden(entry) else Found(MISSING, None, (entry.name,))
         if base.value == Ref("os.environ") and key.value in option_formulas.ENVIRONMENT:
             return Found(MISSING, None, formula=("env", key.value, None))  # ``os.environ["WORLD_SIZE"]``
         if isinstance(base.value, Mapping) and isinstance(key.value, str):
@@ -802,6 +830,8 @@ class Values(Names):
                 key = self.evaluate(positional[0].value, depth + 1)
                 read = _file_entry(receiver)
                 if read is not None and key is not None and key.known and isinstance(key.value, str):
+                    if self._entry_overridden(read.child(key.value)):
+                        return None
                     # ``cfg.get("lr", 1e-4)``: the file's entry where it writes one, else the fallback
                     # (which the project applies where it reads the file: ``script_config_files``)
                     fallback = self.evaluate(positional[1].value, depth + 1) if len(positional) == 2 else None
@@ -837,6 +867,37 @@ class Values(Names):
         if written is None and option is None or found.formula is not None:
             return None
         return Found(MISSING, None, (file_entries.FileEntry(written, option).name,))
+
+    def _entry_overridden(self, read: "file_entries.FileEntry") -> bool:
+        """Does the script assign the entry ``read`` stands for (``cfg["training"]["batch_size"] =
+        args.batch_size`` after ``cfg = yaml.safe_load(f)``, also through an alias ``train =
+        cfg["training"]``), or a mapping above it? Then the file's value is not (or not always)
+        what runs: the value is unknown."""
+        overridden, roots = self._overridden_entries()
+        for root in roots:
+            self.depends(uses_of(root))
+        return any(o.path == read.path and o.option == read.option and o.keys == read.keys[:len(o.keys)]
+                   for o in overridden)
+
+    def _overridden_entries(self) -> tuple[list["file_entries.FileEntry"], frozenset[str]]:
+        """The config-file entries the module's assignments write (``name[key]...`` or
+        ``name.attr`` targets over a name that holds a file's mapping), and those names."""
+        if self._overridden is None:
+            self._overridden = ([], frozenset())  # an alias evaluated below sees none yet
+            found: list[file_entries.FileEntry] = []
+            roots: set[str] = set()
+            for node in self.source.nodes_of(cst.Assign, cst.AugAssign, cst.AnnAssign):
+                targets = [t.target for t in node.targets] if type(node) is cst.Assign else [node.target]
+                for target in targets:
+                    chain = _key_chain(target) if type(target) in (cst.Subscript, cst.Attribute) else None
+                    if chain is None:
+                        continue
+                    root = _file_entry(self.evaluate(chain[0]))
+                    if root is not None:
+                        roots.add(chain[0].value)
+                        found.append(file_entries.FileEntry(root.path, root.option, root.keys + chain[1]))
+            self._overridden = (found, frozenset(roots))
+        return self._overridden
 
     def _opened_path(self, expr: cst.BaseExpression) -> cst.BaseExpression | None:
         """The path of ``open(path)``, or of the file ``f`` of ``with open(path) as f``."""

@@ -185,3 +185,17 @@ def test_a_key_the_file_lacks_or_a_missing_file_leaves_the_value_unknown(tmp_pat
     (tmp_path / "config/config.yaml").unlink()
     [note] = [d for d in Linter(settings).lint_path(tmp_path / "train_sft.py") if d.code == "MEM003"]
     assert said in note.message
+
+
+def test_an_entry_the_script_assigns_after_reading_the_file_is_not_the_files(tmp_path: Path):
+    """``cfg["training"]["per_device_train_batch_size"] = args.batch_size`` (a command line over the
+    YAML): the file's 16 is not what runs, and the value is unknown; an assignment of the mapping
+    above it (``cfg["model"] = {...}``) takes the file's entries back too."""
+    script = TRAIN.replace('cfg = load_config()\n', 'cfg = load_config()\n'
+                           'cfg["training"]["per_device_train_batch_size"] = int(os.environ.get("BATCH", "4"))\n'
+                           'cfg["model"] = {"id": os.environ["MODEL"], "device_map": None}\n')
+    assert 'cfg["model"] = {' in script
+    settings = _project(tmp_path, {"train_sft.py": script, "config/config.yaml": CONFIG})
+    run = _run(settings, "train_sft.py")
+    assert run.plan.get("model") is None and run.plan.get("micro_batch") is None
+    assert run.plan.value("mixed") == "bf16"  # what the script writes itself still stands
