@@ -198,7 +198,7 @@ class Linter:
             shown = f"{_shown_path(target, self.project.documents.root)}:{finding.range.start.line}"
             moved = Related(target, finding.range, f"decided by what {Path(target).name} writes here")
             out.append((rule, replace(finding, path=run.plan.anchor.path, range=run.plan.anchor.range,
-                                      message=f"{finding.message} (written at {shown})",
+                                      message=f"{finding.message} (the value that decides it is written at {shown})",
                                       related=(moved, *finding.related))))
         return out
 

@@ -102,7 +102,7 @@ def test_a_verdict_the_file_decides_is_reported_at_the_run_saying_where(tmp_path
     settings = _project(tmp_path, {"train_sft.py": TRAIN, "config/config.yaml": CONFIG})
     [verdict] = [d for d in Linter(settings).lint_path(tmp_path / "train_sft.py") if d.code in ("MEM001", "MEM002")]
     assert Path(verdict.path).name == "train_sft.py"
-    assert "(written at config/config.yaml:" in verdict.message
+    assert "(the value that decides it is written at config/config.yaml:" in verdict.message
     assert any(Path(r.path).name == "config.yaml" for r in verdict.related)
     # with a batch that fits, no verdict at all
     small = CONFIG.replace("per_device_train_batch_size: 16", "per_device_train_batch_size: 1")
@@ -115,7 +115,7 @@ def test_a_spread_device_map_in_the_file_is_naive_model_parallelism(tmp_path: Pa
     spread = CONFIG.replace("device_map: null", 'device_map: "auto"')
     settings = _project(tmp_path, {"train_sft.py": TRAIN, "config/config.yaml": spread}, gpus=8)
     [note] = [d for d in Linter(settings).lint_path(tmp_path / "train_sft.py") if d.code == "MEM003"]
-    assert "naive model parallelism" in note.message and "(written at config/config.yaml:3)" in note.message
+    assert "naive model parallelism" in note.message and "(the value that decides it is written at config/config.yaml:3)" in note.message
 
 
 OPTION_TRAIN = dedent('''
