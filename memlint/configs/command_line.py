@@ -39,9 +39,13 @@ OPTION_KINDS = ("llamafactory", "hf-args")
 PLAIN_TRAINING_ARGUMENTS = "hf-training-arguments"
 
 
-def options_as_config(launcher: RunFacts) -> RunFacts | None:
+def options_as_config(launcher: RunFacts, unseen_script: bool = False) -> RunFacts | None:
     """The facts the launcher's script options state when read as a LLaMA-Factory or
-    TrainingArguments config (None when they make up neither)."""
+    TrainingArguments config (None when they make up neither). ``unseen_script``: the script is
+    the author's own code under a path of their machine, so nothing but the options says how it
+    trains; they read as Trainer options only when most of them are (LMOps's ``deepspeed
+    /home/MiniLLM/train.py --batch-size 16 --lr 1e-4 --epochs 5 --gradient-accumulation-steps 2
+    ...``, a trainer of its own with a sixth of its options named like the Trainer's, is not)."""
     if not launcher.cli_args:
         return None
     usual = usual_flags_facts(launcher)  # OpenRLHF's --pretrain, --micro_train_batch_size, ...
@@ -55,6 +59,8 @@ def options_as_config(launcher: RunFacts) -> RunFacts | None:
             ranges[(key,)] = raw.origin.range
     kind = kinds.detect(launcher.path, "yaml", value)
     if kind not in OPTION_KINDS:
+        return None
+    if unseen_script and kind == "hf-args" and kinds.known_share(set(value), "hf-args") < kinds.KNOWN_SHARE:
         return None
     data = Structured(value=value, value_ranges=dict(ranges), key_ranges=dict(ranges), syntax="yaml")
     parsed = ParsedDocument(Document(launcher.path, "", "yaml"), kind, structured=data)

@@ -142,10 +142,10 @@ def _detect(path: str, syntax: str, value: Any) -> str:
         return "accelerate"
     if _is_axolotl(value, keys):
         return "axolotl"
-    if "model_name_or_path" in keys and keys & LLAMAFACTORY_KEYS and _known_share(keys, "llamafactory") >= KNOWN_SHARE:
+    if "model_name_or_path" in keys and keys & LLAMAFACTORY_KEYS and known_share(keys, "llamafactory") >= KNOWN_SHARE:
         return "llamafactory"
     if syntax == "json" and len(keys & DEEPSPEED_KEYS) >= 2 and "output_dir" not in keys \
-            and _known_share(keys, "deepspeed") >= KNOWN_SHARE:
+            and known_share(keys, "deepspeed") >= KNOWN_SHARE:
         # not a kohya_ss GUI preset: 92 keys, `train_batch_size` and `gradient_accumulation_steps`
         # among them, 3 % of them DeepSpeed's (the real configs this branch takes: 67 % and more)
         return "deepspeed"
@@ -154,7 +154,7 @@ def _detect(path: str, syntax: str, value: Any) -> str:
     if is_trainer_arguments(keys):
         return "hf-args"
     named = by_name(name, posix, syntax)
-    if named is not None and (not keys or _known_share(keys, named) >= KNOWN_SHARE):
+    if named is not None and (not keys or known_share(keys, named) >= KNOWN_SHARE):
         return named
     return syntax
 
@@ -250,11 +250,11 @@ def is_trainer_arguments(keys: set[str]) -> bool:
     keys, of which ``output_dir``, ``gradient_accumulation_steps`` and ``gradient_checkpointing``
     and six more are Trainer names) is another tool's format."""
     if len(keys & HF_ARGS_DISTINCTIVE) >= 2:
-        return len(keys) < FOREIGN_MIN_KEYS or _known_share(keys, "hf-args") >= FOREIGN_SHARE
-    return len(keys & HF_ARGS_KEYS) >= 2 and _known_share(keys, "hf-args") >= KNOWN_SHARE
+        return len(keys) < FOREIGN_MIN_KEYS or known_share(keys, "hf-args") >= FOREIGN_SHARE
+    return len(keys & HF_ARGS_KEYS) >= 2 and known_share(keys, "hf-args") >= KNOWN_SHARE
 
 
-def _known_share(keys: set[str], kind: str) -> float:
+def known_share(keys: set[str], kind: str) -> float:
     """The share of ``keys`` that the tool's schema(s) know."""
     if not keys:
         return 0.0

@@ -252,7 +252,10 @@ class RunFinder:
                 # states no run, whatever its options are named.
                 from memlint.configs.command_line import options_as_config
 
-                options = options_as_config(facts)
+                # (a script under an absolute path of the author's machine, ``${BASE_PATH}/train.py``
+                # with BASE_PATH=/home/MiniLLM, is the author's own code: its options are its own)
+                authors = script is None and facts.launches is not None and str(facts.launches.value).startswith("/")
+                options = options_as_config(facts, unseen_script=authors)
                 if options is not None:
                     linked.append(options)
                     if script is not None:
