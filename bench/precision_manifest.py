@@ -31,7 +31,8 @@ _ORDINALS = {
         "fifty-fourth fifty-fifth fifty-sixth fifty-seventh fifty-eighth fifty-ninth sixtieth sixty-first "
         "sixty-second sixty-third sixty-fourth sixty-fifth sixty-sixth sixty-seventh sixty-eighth sixty-ninth "
         "seventieth seventy-first seventy-second seventy-third seventy-fourth seventy-fifth seventy-sixth "
-        "seventy-seventh seventy-eighth seventy-ninth eightieth".split(),
+        "seventy-seventh seventy-eighth seventy-ninth eightieth eighty-first eighty-second eighty-third "
+        "eighty-fourth eighty-fifth eighty-sixth eighty-seventh eighty-eighth eighty-ninth ninetieth".split(),
         start=1,
     )
 }
