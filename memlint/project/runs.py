@@ -752,6 +752,9 @@ class RunFinder:
             linked.append(without_cleared(imported.facts, launcher) if launcher is not None else imported.facts)
             if launcher is not None:
                 combined = {**apply_cli(imported.facts, launcher), **combined}
+            entries = entries_read(self.documents, imported.facts, launcher)
+            if entries:  # what the script hands the helper from its own config file (``load_in_4bit=cfg[...]``)
+                combined = {**apply_cli(imported.facts, RunFacts(script.path, "shell", cli_args=entries)), **combined}
             combined = {**imported.overrides, **combined}
         return linked, combined
 

@@ -199,3 +199,47 @@ def test_an_entry_the_script_assigns_after_reading_the_file_is_not_the_files(tmp
     run = _run(settings, "train_sft.py")
     assert run.plan.get("model") is None and run.plan.get("micro_batch") is None
     assert run.plan.value("mixed") == "bf16"  # what the script writes itself still stands
+
+
+HELPER = dedent('''
+    from transformers import AutoModelForCausalLM, BitsAndBytesConfig
+
+
+    def load_model(model_name, load_in_4bit=False):
+        quantization = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4") if load_in_4bit else None
+        return AutoModelForCausalLM.from_pretrained(model_name, quantization_config=quantization)
+''')
+
+HELPER_TRAIN = dedent('''
+    import yaml
+    from peft import LoraConfig, get_peft_model
+    from transformers import Trainer, TrainingArguments
+
+    from lib.models import load_model
+
+
+    def main(config_path="configs/sft.yaml"):
+        with open(config_path) as f:
+            config = yaml.safe_load(f)
+        model = load_model(config["model"]["checkpoint"], load_in_4bit=config["model"].get("load_in_4bit", True))
+        model = get_peft_model(model, LoraConfig(r=16, task_type="CAUSAL_LM"))
+        args = TrainingArguments(output_dir="out", per_device_train_batch_size=config["training"]["batch_size"])
+        Trainer(model=model, args=args).train()
+
+
+    if __name__ == "__main__":
+        main()
+''')
+
+
+def test_an_entry_the_script_hands_a_helper_of_the_project_reaches_it(tmp_path: Path):
+    """llm-training-pipeline's ``load_unsloth_model(model_name=checkpoint, load_in_4bit=config["model"].get(
+    "load_in_4bit", True))``: the helper in another module of the project loads in 4 bits because the
+    file says so; without it, the run was sized as a full-precision load (four wrong MEM001 errors)."""
+    files = {"scripts/train.py": HELPER_TRAIN, "lib/__init__.py": "", "lib/models.py": HELPER,
+             "configs/sft.yaml": "model:\n  checkpoint: Qwen/Qwen2.5-7B\n  load_in_4bit: true\ntraining:\n  batch_size: 2\n"}
+    settings = _project(tmp_path, files)
+    run = _run(settings, "scripts/train.py")
+    assert run.plan.value("model") == "Qwen/Qwen2.5-7B"
+    assert run.plan.value("quantization") == "nf4"
+    assert run.plan.value("micro_batch") == 2
