@@ -195,7 +195,7 @@ class Linter:
             if run is None:
                 out.append((rule, finding))
                 continue
-            shown = f"{_shown_path(target, self.project.documents.root)}:{finding.range.start.line}"
+            shown = f"{self.project.documents.shown(target)}:{finding.range.start.line}"
             moved = Related(target, finding.range, f"decided by what {Path(target).name} writes here")
             out.append((rule, replace(finding, path=run.plan.anchor.path, range=run.plan.anchor.range,
                                       message=f"{finding.message} (the value that decides it is written at {shown})",
@@ -249,14 +249,6 @@ class Linter:
             seen.add(marker)
             out.append(diagnostic)
         return sorted(out, key=lambda d: d.sort_key)
-
-
-def _shown_path(path: str, root: Path) -> str:
-    """A path as a message shows it: from the project's root when it lies inside."""
-    try:
-        return Path(path).relative_to(root).as_posix()
-    except ValueError:
-        return path
 
 
 def expand(paths: Iterable[Path], settings: Settings, project: Project, force_exclude: bool = False) -> list[Path]:

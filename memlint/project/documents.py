@@ -305,6 +305,16 @@ class DocumentStore:
         reads.probe(os.path.abspath(candidate), exists)
         return exists
 
+    def shown(self, path: str | Path) -> str:
+        """A path as messages show it: from the project's root when it lies inside, else as given."""
+        written = Path(path)
+        if written.is_absolute():
+            try:
+                return written.resolve().relative_to(self.root).as_posix()
+            except (ValueError, OSError):
+                pass
+        return written.as_posix()
+
     def resolve_reference(self, reference: str, from_path: str | Path) -> Path | None:
         """A path as written in ``from_path`` -> the file, relative to the referencing file
         first, then to each folder between it and the root, then to the project root. The tools

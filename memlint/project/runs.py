@@ -1069,11 +1069,8 @@ class RunFinder:
                 written = launcher.cli_unknown.get(option)
                 if written is None or written.origin is None:
                     continue
-                shown = Path(written.origin.path)
-                root = self.documents.root.resolve()
-                if shown.is_absolute() and root in shown.resolve().parents:
-                    shown = shown.resolve().relative_to(root)
-                run.problem = (f"no model found: the command at {shown.as_posix()}:{written.origin.range.start.line} "
+                shown = self.documents.shown(written.origin.path)
+                run.problem = (f"no model found: the command at {shown}:{written.origin.range.start.line} "
                                f"passes `{written.value}` a value memlint cannot read (a variable or a shell "
                                "expression; set `model` in [tool.memlint] or pass --model)")
                 run.problem_fact = None
@@ -1125,11 +1122,7 @@ class RunFinder:
         which line of the README the value comes from."""
         fact = run.problem_fact
         if fact is not None and fact.origin is not None and fact.origin.path != str(path):
-            shown = Path(fact.origin.path)
-            root = self.documents.root.resolve()
-            if shown.is_absolute() and root in shown.resolve().parents:
-                shown = shown.resolve().relative_to(root)
-            where = f"{shown}:{fact.origin.range.start.line}"
+            where = f"{self.documents.shown(fact.origin.path)}:{fact.origin.range.start.line}"
             if script:
                 said = f"the model of the script's documented command, from {where}"
             elif self.documents.kind(fact.origin.path) in _LAUNCHING_KINDS:
@@ -1159,10 +1152,7 @@ class RunFinder:
             origin = launch.call.origin
             where = "the project"
             if origin is not None:
-                shown = Path(origin.path)
-                if shown.is_absolute() and self.documents.root.resolve() in shown.resolve().parents:
-                    shown = shown.resolve().relative_to(self.documents.root.resolve())
-                where = f"{shown.as_posix()}:{origin.range.start.line}"
+                where = f"{self.documents.shown(origin.path)}:{origin.range.start.line}"
             if launch.how is not None:  # a launcher's path template names it, or a form its peers agree on
                 run.assumptions.append(f"launch assumed: {launch.how} ({where}), since no command names this config")
                 value = (f"{launch.assumed}, as its peers are launched ({where})" if launch.assumed is not None

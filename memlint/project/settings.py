@@ -278,8 +278,8 @@ def _not_memlints(path: Path, problem: str) -> None:
     would be silently lost."""
     if path not in _warned_unreadable:
         _warned_unreadable.add(path)
-        logger.warning("memlint: warning: %s: %s; it has no [tool.memlint] table, so it is read as "
-                       "having none", path, problem)
+        logger.warning("memlint: warning: %s: %s; memlint reads no [tool.memlint] table from it and "
+                       "lints with the settings it would use without one", path, problem)
 
 
 def discover(start: Path) -> Settings:

@@ -37,7 +37,7 @@ def self_attribute(values: "Values", expr: cst.BaseExpression) -> Found | None:
     inner = expr.value
     if type(inner) is cst.Attribute and inner.attr.value == "args" and type(inner.value) is cst.Name:
         cls = _own_class(values, inner.value)
-        if cls is not None and _assignments(cls, "args") == [] and any(
+        if cls is not None and _assignments(cls, "args", values) == [] and any(
                 trainer_framework(name) in ("hf-trainer", "trl") for name in values.class_names(cls)):
             return _trainer_argument(values, cls, expr.attr.value)
     return None
@@ -66,11 +66,9 @@ def _own_class(values: "Values", name: cst.Name) -> cst.ClassDef | None:
     return cls if isinstance(cls, cst.ClassDef) else None
 
 
-def _assignments(cls: cst.ClassDef, attr: str, values: "Values | None" = None) -> list[tuple[cst.FunctionDef, cst.BaseExpression]]:
-    """Every ``self.<attr> = value`` in the class's methods: (method, value); with ``values``, read
-    once per class for all its attributes (a method asks for many)."""
-    if values is None:
-        return _every_assignment(cls).get(attr, [])
+def _assignments(cls: cst.ClassDef, attr: str, values: "Values") -> list[tuple[cst.FunctionDef, cst.BaseExpression]]:
+    """Every ``self.<attr> = value`` in the class's methods: (method, value), read once per class
+    for all its attributes (a method asks for many)."""
     # the answer rests on every method of the class (one of them may set the attribute again)
     for member in cls.body.body:
         if type(member) is cst.FunctionDef:

@@ -200,7 +200,7 @@ class Values(Names):
         # (function, parameter) -> what a caller in another module passes it (``bind_callers``)
         self._passed: dict[tuple[str, str], Found] = {}
         self._caller_option: Callable[[str], Found | None] | None = None
-        self._overridden: tuple[list[file_entries.FileEntry], frozenset[str]] | None = None  # ``_overridden_entries``
+        self._overridden: list[file_entries.FileEntry] | None = None  # ``_overridden_entries``
         # id(class) -> (the class, its ``self.<attr> = value`` assignments) (``instance_attributes``)
         self.class_assignments: dict[int, tuple[cst.ClassDef, dict]] = {}
 
@@ -864,7 +864,7 @@ class Values(Names):
             return None
         written = found.value if found.known and isinstance(found.value, str) and found.value else None
         option = found.options[0] if len(found.options) == 1 and not file_entries.is_entry(found.options[0]) else None
-        if written is None and option is None or found.formula is not None:
+        if (written is None and option is None) or found.formula is not None:
             return None
         return Found(MISSING, None, (file_entries.FileEntry(written, option).name,))
 
@@ -873,30 +873,26 @@ class Values(Names):
         args.batch_size`` after ``cfg = yaml.safe_load(f)``, also through an alias ``train =
         cfg["training"]``), or a mapping above it? Then the file's value is not (or not always)
         what runs: the value is unknown."""
-        overridden, roots = self._overridden_entries()
-        for root in roots:
-            self.depends(uses_of(root))
+        # any statement of the module may add such an assignment, through any alias: a whole-module
+        # scan, never kept across an edit (only answers that read a file's entries pay for it)
+        self.depends(ANYTHING)
         return any(o.path == read.path and o.option == read.option and o.keys == read.keys[:len(o.keys)]
-                   for o in overridden)
+                   for o in self._overridden_entries())
 
-    def _overridden_entries(self) -> tuple[list["file_entries.FileEntry"], frozenset[str]]:
+    def _overridden_entries(self) -> list["file_entries.FileEntry"]:
         """The config-file entries the module's assignments write (``name[key]...`` or
-        ``name.attr`` targets over a name that holds a file's mapping), and those names."""
+        ``name.attr`` targets over a name that holds a file's mapping)."""
         if self._overridden is None:
-            self._overridden = ([], frozenset())  # an alias evaluated below sees none yet
+            self._overridden = []  # an alias evaluated below sees none yet
             found: list[file_entries.FileEntry] = []
-            roots: set[str] = set()
             for node in self.source.nodes_of(cst.Assign, cst.AugAssign, cst.AnnAssign):
                 targets = [t.target for t in node.targets] if type(node) is cst.Assign else [node.target]
                 for target in targets:
                     chain = _key_chain(target) if type(target) in (cst.Subscript, cst.Attribute) else None
-                    if chain is None:
-                        continue
-                    root = _file_entry(self.evaluate(chain[0]))
-                    if root is not None:
-                        roots.add(chain[0].value)
+                    root = _file_entry(self.evaluate(chain[0])) if chain is not None else None
+                    if chain is not None and root is not None:
                         found.append(file_entries.FileEntry(root.path, root.option, root.keys + chain[1]))
-            self._overridden = (found, frozenset(roots))
+            self._overridden = found
         return self._overridden
 
     def _opened_path(self, expr: cst.BaseExpression) -> cst.BaseExpression | None:
