@@ -486,8 +486,14 @@ class Values(Names):
         return line if type(line) is cst.SimpleStatementLine and len(line.body) == 1 else None
 
     def _same_everywhere(self, definitions: list[Any], depth: int) -> Found | None:
-        """A name assigned in several places is known only if every assignment agrees."""
+        """A name assigned in several places is known only if every assignment agrees: the same
+        scalar, or the same classes parsed from the command line (the examples' ``if
+        len(sys.argv) == 2 and sys.argv[1].endswith(".json"): ... = parser.parse_json_file(...)
+        else: ... = parser.parse_args_into_dataclasses()``, whose fields a launch passes either way)."""
         values = [self._definition_value(d, None, depth) for d in definitions]
+        if values and all(v is not None and isinstance(v.value, Instance) and v.value.cli and v.value == values[0].value
+                          for v in values):
+            return values[0]
         if any(v is None or not v.known or not isinstance(v.value, _SCALAR) for v in values):
             return None
         first = values[0]
