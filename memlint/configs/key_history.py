@@ -214,6 +214,10 @@ def _versioned_issues(ctx: RuleContext) -> list[Issue]:
     vendored = _VENDORED.get(name)
     own = project_fields(ctx) if ctx.kind == "hf-args" or (
         vendored is not None and _contains_tool(root, ctx.path, vendored)) or _carries_a_copy(ctx, name) else frozenset()
+    if ctx.kind == "hf-args" and _project_classes(ctx).unread_argument_classes():
+        # the project parses its argument files with a library's classes memlint cannot read: any
+        # key may be theirs (and so any value of an enumerated one)
+        own = own | {key for key in data.value if isinstance(key, str)}
     if name == "llamafactory" and isinstance(data.value, dict):
         own = own | megatron_fields(data.value)  # USE_MCA=1: mcore_adapter's arguments read them
     judges: dict[str, tuple[_Judge | None, dict]] = {}  # key -> the judge of the history it belongs to

@@ -34,6 +34,7 @@ from pathlib import Path
 from memlint.documents import reads
 from memlint.facts.parser_helpers import caller_position, passed_classes
 from memlint.facts.stamped_files import python_module, stamped
+from memlint.python.library import is_library_dataclass
 
 _PARSERS = re.compile(r"\b(?:HfArgumentParser|TrlParser)\b|\b\w*Parser\w*\(")  # or a project's subclass
 _UPSTREAM = ("HfArgumentParser", "TrlParser")
@@ -49,10 +50,14 @@ _CONFIG_LOAD = re.compile(r"\b(?:OmegaConf|yaml|json)\.(?:safe_|full_|unsafe_)?l
 _SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".memlint_cache", "site-packages"}
 
 # a module's parser calls ({(parser name, class names passed)}), each class's (bases, annotated
-# fields), its helpers (function name -> the position of its parameter handed to a parser), and
-# its readings of a config file into a plain mapping ({(loader, keys read)})
+# fields), its helpers (function name -> the position of its parameter handed to a parser), its
+# readings of a config file into a plain mapping ({(loader, keys read)}), whether it writes a
+# config's items as options, and the classes it passes a parser that it imports ({(class name,
+# the module it is imported from)})
 _Scan = tuple[frozenset[tuple[str, frozenset[str]]], dict[str, tuple[tuple[str, ...], tuple[str, ...]]], dict[str, int],
-              frozenset[tuple[str, frozenset[str]]], bool]
+              frozenset[tuple[str, frozenset[str]]], bool, frozenset[tuple[str, str]]]
+# the libraries whose argument dataclasses memlint has schemas for (``memlint.python.library``)
+_READ_LIBRARIES = frozenset({"transformers", "trl", "peft"})
 # path -> ((mtime_ns, size), its scan)
 _FILES: dict[str, tuple[tuple[int, int], _Scan | None]] = {}
 
@@ -62,13 +67,24 @@ class ProjectClasses:
     of them (the fields its parsers take, the shape of each class)."""
 
     def __init__(self, root: Path) -> None:
-        self.calls, self.classes, self.parsers = _project_scan(root)
+        self.calls, self.classes, self.parsers, self.imported = _project_scan(root)
 
     def argument_fields(self) -> frozenset[str]:
         """Field names of the classes the project's code passes to an argument parser (and of
         their bases defined in the project); empty when there are none."""
         return _fields({cls for callee, passed in self.calls if callee in self.parsers for cls in passed},
                        self.classes)
+
+    def unread_argument_classes(self) -> frozenset[str]:
+        """The classes the project's code passes to an argument parser that memlint cannot read:
+        defined nowhere in the project, imported from a library (a module not of the project)
+        other than those whose argument classes memlint knows (ssbuild's chatglm_finetuning parses its YAMLs with
+        ``deep_training``'s ``TrainingArgumentsHF``, ``DataArguments`` and the like). Such a class
+        may declare any key, so no key of the project's argument files is known to be unknown."""
+        parsed = {cls for callee, passed in self.calls if callee in self.parsers for cls in passed}
+        return frozenset(name for name, module in self.imported
+                         if name in parsed and name not in self.classes
+                         and module.split(".")[0] not in _READ_LIBRARIES and not is_library_dataclass(f"{module}.{name}"))
 
     def shaped_like(self, keys: set[str]) -> bool:
         """Is every one of ``keys`` a field of one class the project defines (with those of its
@@ -164,26 +180,31 @@ def _script_classes(root: Path, script: Path) -> tuple[set[str], _Classes]:
     own = _read(str(script))
     if own is None:
         return set(), {}
-    _, classes, parsers = _project_scan(root)
+    _, classes, parsers, _ = _project_scan(root)
     return {cls for callee, passed in own[0] if callee in parsers for cls in passed}, classes
 
 
 _Classes = dict[str, list[tuple[tuple[str, ...], tuple[str, ...]]]]
 
 
-def _project_scan(root: Path) -> tuple[set[tuple[str, frozenset[str]]], _Classes, set[str]]:
-    """Every parser call of the project, its classes (name -> their shapes), and the names that
-    are parsers (the upstream ones and the project's subclasses of them)."""
+def _project_scan(root: Path) -> tuple[set[tuple[str, frozenset[str]]], _Classes, set[str], set[tuple[str, str]]]:
+    """Every parser call of the project, its classes (name -> their shapes), the names that
+    are parsers (the upstream ones and the project's subclasses of them), and the parsed classes
+    the project imports from outside it, each with the module it comes from."""
     calls: set[tuple[str, frozenset[str]]] = set()
     classes: _Classes = {}
     helpers: dict[str, int] = {}
+    imported: set[tuple[str, str]] = set()
     files = list(_python_files(root))
+    # the names a module of the project may be imported by: its files' and folders' names
+    local = {part.removesuffix(".py") for path in files for part in Path(os.path.relpath(path, root)).parts}
     for path in files:
         found = _read(path)
         if found is None:
             continue
-        names, defined, helping, _, _ = found
+        names, defined, helping, _, _, imports = found
         calls.update(names)
+        imported.update((name, module) for name, module in imports if module.split(".")[0] not in local)
         helpers.update(helping)
         for name, shape in defined.items():
             classes.setdefault(name, []).append(shape)
@@ -198,7 +219,7 @@ def _project_scan(root: Path) -> tuple[set[tuple[str, frozenset[str]]], _Classes
             if name not in parsers and any(set(bases) & parsers for bases, _ in shapes):
                 parsers.add(name)
                 grown = True
-    return calls, classes, parsers
+    return calls, classes, parsers, imported
 
 
 def _fields(parsed: set[str], classes: _Classes) -> frozenset[str]:
@@ -264,6 +285,7 @@ def _scan(text: str, path: str = "") -> _Scan | None:
     loaded: set[str] = set()  # names assigned a mapping read from a file
     unpacking: list[tuple[str, ast.AST]] = []  # ``Cls(**mapping)``: (class name, the mapping)
     renamed: dict[str, str] = {}  # ``from .arguments import FinetuneArgs as TrainArgs``
+    imports: dict[str, str] = {}  # a name a from-import binds (as the module names it) -> the module
     options: list[str] = []  # ``parser.add_argument("--seq-len")`` -> seq_len
     stack: list[ast.AST] = [module]
     while stack:
@@ -277,6 +299,8 @@ def _scan(text: str, path: str = "") -> _Scan | None:
             loaded.update(t.id for t in node.targets if isinstance(t, ast.Name))
         elif isinstance(node, ast.ImportFrom):
             renamed.update((a.asname, a.name) for a in node.names if a.asname is not None)
+            if node.level == 0 and node.module:  # a relative import is of the project
+                imports.update((a.name, node.module) for a in node.names)
         elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
                 and isinstance(node.value, (ast.List, ast.Tuple)):
             held = {n for n in (_last_name(e) for e in node.value.elts) if n}
@@ -304,7 +328,8 @@ def _scan(text: str, path: str = "") -> _Scan | None:
     as_options = ('"--{' in text or "'--{" in text) and _config_items_as_options(module)
     if not names and not classes and not config_reads and not as_options:
         return None
-    return frozenset(names), classes, helpers, config_reads, as_options
+    parsed_imports = frozenset((cls, imports[cls]) for _, passed in names for cls in passed if cls in imports)
+    return frozenset(names), classes, helpers, config_reads, as_options, parsed_imports
 
 
 def _destination(node: ast.Call) -> list[str]:

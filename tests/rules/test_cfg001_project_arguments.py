@@ -441,3 +441,58 @@ def test_a_dataclass_that_reads_its_file_in_a_classmethod_defines_its_keys(lint)
         "    load_in_4bit: bool = True\n", "")
     found = lint("CFG001", LORA_PRESET, path=path, files={"src/llm_ft/config.py": from_options})
     assert [d.range.start.line for d in found] == [9]  # num_epochs (0-based line 9): did you mean num_train_epochs?
+
+
+# ssbuild's chatglm_finetuning (abridged): its YAMLs are parsed by HfArgumentParser with the argument
+# classes of a training library of its own (deep_training), which is installed, not part of the
+# project. Those classes may declare any key (`max_seq_length`, an `optim` of their own), so memlint,
+# which cannot read them, does not call a key unknown or a value invalid.
+LIBRARY_CLASSES_TRAIN = """\
+from transformers import HfArgumentParser
+from deep_training.data_helper import ModelArguments, DataArguments, TrainingArgumentsHF
+from aigc_zoo.model_zoo.chatglm.llm_model import PetlArguments as LoraArguments
+
+from config import train_info_args
+
+
+def main():
+    parser = HfArgumentParser((ModelArguments, TrainingArgumentsHF, DataArguments, LoraArguments))
+    model_args, training_args, data_args, lora_args = parser.parse_dict(train_info_args, allow_extra_keys=True)
+    return training_args
+"""
+
+LIBRARY_CLASSES_RECIPE = """\
+output_dir: ./outputs_hf
+num_train_epochs: 20
+per_device_train_batch_size: 2
+gradient_accumulation_steps: 1
+learning_rate: 2.0e-05
+optim: adam_hybrid_cl
+max_seq_length: 512
+max_target_length: 100
+use_fast_tokenizer: false
+"""
+
+
+def test_keys_of_argument_classes_from_an_unread_library_are_not_unknown(lint):
+    files = {"training/train_hf.py": LIBRARY_CLASSES_TRAIN}
+    for code in ("CFG001", "CFG002"):
+        assert lint(code, LIBRARY_CLASSES_RECIPE, path="scripts/config/train_hf.yaml", files=files) == [], code
+
+
+def test_the_libraries_memlint_reads_still_judge_their_keys(lint):
+    # the same parser over transformers' own TrainingArguments: an unknown key stays one
+    train = LIBRARY_CLASSES_TRAIN.replace(
+        "from deep_training.data_helper import ModelArguments, DataArguments, TrainingArgumentsHF",
+        "from transformers import TrainingArguments as TrainingArgumentsHF\n"
+        "from .arguments import ModelArguments, DataArguments").replace(
+        "from aigc_zoo.model_zoo.chatglm.llm_model import PetlArguments as LoraArguments",
+        "from peft import LoraConfig as LoraArguments")
+    arguments = ("from dataclasses import dataclass\n\n\n@dataclass\nclass ModelArguments:\n"
+                 "    model_name_or_path: str = 'THUDM/chatglm-6b'\n\n\n@dataclass\nclass DataArguments:\n"
+                 "    max_target_length: int = 128\n    use_fast_tokenizer: bool = False\n")
+    files = {"training/train_hf.py": train, "training/arguments.py": arguments}
+    found = lint("CFG001", LIBRARY_CLASSES_RECIPE, path="scripts/config/train_hf.yaml", files=files)
+    assert [d.range.start.line for d in found] == [7]  # max_seq_length
+    assert [d.range.start.line for d in lint("CFG002", LIBRARY_CLASSES_RECIPE, path="scripts/config/train_hf.yaml",
+                                             files=files)] == [6]  # optim: adam_hybrid_cl
