@@ -36,6 +36,9 @@ DEFAULT_EXCLUDE = (
     ".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "__pycache__", "node_modules",
     ".mypy_cache", ".pytest_cache", ".ruff_cache", "build", "dist", "site-packages", "wandb",
     ".memlint_cache",
+    # Jupyter's autosaved copies of notebooks and of every file its editor opened
+    # (``.ipynb_checkpoints/train-checkpoint.sh``): stale duplicates, which ruff excludes too
+    ".ipynb_checkpoints",
     # a cookiecutter/copier template's folders and files (``{{cookiecutter.modelname}}``): Jinja
     # that renders to Python, not Python (transformers' ``templates/``)
     "*{{*}}*",

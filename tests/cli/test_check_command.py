@@ -151,6 +151,16 @@ def test_a_project_template_is_not_linted_as_python(project):
     found = {path for path, _ in codes(memlint(project, "check", "--output-format", "json"))}
     assert found == {"loop.py"}
 
+
+def test_jupyters_autosaved_copies_are_not_linted(project):
+    """Jupyter keeps a copy of each file its editor opened in ``.ipynb_checkpoints/``
+    (liangwq/Chatglm_lora_multi-gpu commits ``results/.ipynb_checkpoints/train-checkpoint.sh``):
+    a stale duplicate that gave the same findings a second time, as ruff's defaults know."""
+    write(project, {"scripts/.ipynb_checkpoints/loop-checkpoint.py": LOOP})
+    found = {path for path, _ in codes(memlint(project, "check", "--output-format", "json"))}
+    assert found == {"loop.py"}
+
+
 def test_what_a_run_wrote_is_not_linted_as_a_config(project):
     """ms-swift dumps every argument of a run into ``<output>/v0-20260425-024237/args.json`` and a
     Trainer writes ``checkpoint-500/`` (fyh2001/megatron-sft-recipes commits its experiments'
