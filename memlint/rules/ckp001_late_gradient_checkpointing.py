@@ -64,6 +64,9 @@ class _Late:
     wrap_statement: cst.CSTNode
     base: str | None  # the name get_peft_model wrapped
     optimizer: cst.Call | None  # an optimizer created before the enable
+    # the call that hands the wrapped model to the function that enables checkpointing on its
+    # parameter (``GRPOTrainerOnline(model=model, ...)``), when the wrap is in the caller
+    handover: cst.Call | None = None
 
 
 class LateGradientCheckpointing(Rule):
@@ -76,7 +79,9 @@ class LateGradientCheckpointing(Rule):
 
     The severity says what is at stake:
 
-    * **warning** — after a PEFT wrap, with reentrant checkpointing (no
+    * **warning** — after a PEFT wrap (in the same function, or in the caller that hands the
+      wrapped model to a function or class whose code enables checkpointing on it: an online
+      RL trainer's ``__init__``), with reentrant checkpointing (no
       ``{"use_reentrant": False}``) and no ``enable_input_require_grads()`` anywhere (nor
       PEFT's ``prepare_model_for_gradient_checkpointing``, which calls it): the checkpointed
       layers get no gradient (below). A model class that feeds the language model
@@ -250,14 +255,19 @@ if args.gradient_checkpointing:
     def _finding(self, ctx, index: ModuleIndex, late: _Late) -> Finding:
         py = index.py
         wrap_line = py.range_of(late.wrap).start.line
-        optimizer = ""
         related = [Related(ctx.path, py.range_of(late.wrap), "PEFT wraps the model here")]
+        handed = ""
+        if late.handover is not None:
+            handed = f"; the wrapped model reaches it through `{py.code_of(late.handover.func)}(...)` at line " \
+                     f"{py.range_of(late.handover).start.line}"
+            related.append(Related(ctx.path, py.range_of(late.handover), "the wrapped model is handed over here"))
+        optimizer = ""
         if late.optimizer is not None:
             optimizer = f" and after the optimizer (line {py.range_of(late.optimizer).start.line})"
             related.append(Related(ctx.path, py.range_of(late.optimizer), "the optimizer is created here"))
         wrapper = py.code_of(late.wrap.func)
         message = (
-            f"`{py.code_of(late.enable)}` comes after `{wrapper}` (line {wrap_line}){optimizer}: PEFT prepared no "
+            f"`{py.code_of(late.enable)}` comes after `{wrapper}` (line {wrap_line}{handed}){optimizer}: PEFT prepared no "
             "input gradients, so with reentrant checkpointing (transformers 4.x's default) the checkpointed layers and "
             f"their LoRA weights get no gradient; enable checkpointing before `{wrapper}`"
         )
@@ -356,9 +366,11 @@ def _late_enables(index: ModuleIndex, project_packages: frozenset[str]) -> Itera
         if model is None:
             continue
         flow = index.flow_of(node)
-        for wrap, statement, wrapped, base in _wraps_before(index, flow, node):
-            if model not in (wrapped, base) or index.exclusive(wrap, node):
-                continue
+        wraps = [(wrap, statement, wrapped, base, None) for wrap, statement, wrapped, base in _wraps_before(index, flow, node)
+                 if model in (wrapped, base) and not index.exclusive(wrap, node)]
+        if not wraps and not _wraps_before(index, flow, node):
+            wraps = _handed_in_wraps(index, flow, node, model)
+        for wrap, statement, wrapped, base, handover in wraps:
             if trained_module_feeding(index, model, node, project_packages) is not None:
                 break
             optimizer = next(
@@ -371,8 +383,53 @@ def _late_enables(index: ModuleIndex, project_packages: frozenset[str]) -> Itera
                 ),
                 None,
             )
-            yield _Late(node, wrap, statement, base, optimizer)
+            yield _Late(node, wrap, statement, base, optimizer, handover)
             break
+
+
+def _handed_in_wraps(index: ModuleIndex, flow, enable: cst.Call, model: str):
+    """A function (or a class's ``__init__``) that enables checkpointing on a model it is handed
+    as a parameter, called with a model its caller wrapped with PEFT before the call (an online
+    RL trainer class built around ``get_peft_model``'s result): ``[(wrap, its statement, the
+    name it assigns, the name it wraps, the handing call)]``, the first such call's."""
+    if not isinstance(flow, cst.FunctionDef) or not index.is_parameter(model, flow) \
+            or index.reaching(model, enable):
+        return []  # not a parameter, or one the function rebinds before the enable
+    for call in _calls_running(index, flow):
+        passed = _passed_for(index, flow, call, model)
+        name = dotted(passed) if passed is not None else None
+        if name is None:
+            continue
+        for wrap, statement, wrapped, base in _wraps_before(index, index.flow_of(call), call):
+            if wrapped == name and not index.exclusive(wrap, call):
+                return [(wrap, statement, wrapped, base, call)]
+    return []
+
+
+def _calls_running(index: ModuleIndex, function: cst.FunctionDef) -> list[cst.Call]:
+    """The module's calls of ``function``; for a class's ``__init__``, the calls of the class."""
+    if function.name.value != "__init__":
+        return index.calls_of(function)
+    owner = index.class_of(function)
+    if owner is None:
+        return []
+    return [call for call in index.calls if type(call.func) is cst.Name and call.func.value == owner.name.value]
+
+
+def _passed_for(index: ModuleIndex, function: cst.FunctionDef, call: cst.Call, name: str) -> cst.BaseExpression | None:
+    """What ``call`` passes for ``function``'s parameter ``name`` (by keyword or position)."""
+    params = function.params
+    positional = [p.name.value for p in [*params.posonly_params, *params.params]]
+    if positional and positional[0] in ("self", "cls") and index.class_of(function) is not None:
+        positional = positional[1:]
+    for place, arg in enumerate(call.args):
+        if arg.star:
+            return None
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg.value
+        if arg.keyword is None and place < len(positional) and positional[place] == name:
+            return arg.value
+    return None
 
 
 def _ordering_only(index: ModuleIndex) -> Iterator[tuple[cst.Call, cst.Call, str]]:

@@ -467,3 +467,65 @@ def test_a_learned_prompt_parameter_in_front_of_the_tokens(lint):
     assert lint("CKP001", source) == []
     constant = source.replace("* 0.02)", "* 0.02, requires_grad=False)")
     assert [d.range.start.line for d in lint("CKP001", constant)] == [10]
+
+
+# FineTune-LLM-OnlineRL's archived online GRPO agent (abridged): the script wraps the model with
+# PEFT at module level and hands it to a trainer class whose __init__ builds the optimizer and
+# then enables checkpointing. Judged as an ordering alone, it was an info that said nothing is lost;
+# under the transformers 4.57 its lock file pins, the LoRA layers get no gradient (the project's
+# later version adds `enable_input_require_grads()`).
+HANDED_TO_A_TRAINER = """\
+import torch
+from peft import LoraConfig, get_peft_model
+from transformers import AutoModelForCausalLM
+
+
+class OnlineTrainer:
+    def __init__(self, model, tokenizer, lr=1e-5, beta=0.1):
+        self.model = model
+        self.tokenizer = tokenizer
+        self.optimizer = torch.optim.AdamW((p for p in model.parameters() if p.requires_grad), lr=lr)
+        if hasattr(model, "gradient_checkpointing_enable"):
+            model.gradient_checkpointing_enable()
+
+    def train_step(self, batch):
+        loss = self.model(**batch).loss
+        loss.backward()
+        self.optimizer.step()
+        self.optimizer.zero_grad()
+
+
+def load(name):
+    return AutoModelForCausalLM.from_pretrained(name, torch_dtype=torch.float16)
+
+
+model = load("Qwen/Qwen2.5-0.5B-Instruct")
+model = get_peft_model(model, LoraConfig(r=16, task_type="CAUSAL_LM"))
+trainer = OnlineTrainer(model=model, tokenizer=None)
+"""
+
+
+def test_a_wrapped_model_handed_to_a_class_that_enables_checkpointing(lint, where):
+    [diagnostic] = lint("CKP001", HANDED_TO_A_TRAINER)
+    assert diagnostic.severity == Severity.WARNING
+    assert where([diagnostic]) == [(12, 12, 12, 49)]
+    assert ("comes after `get_peft_model` (line 26; the wrapped model reaches it through `OnlineTrainer(...)` "
+            "at line 27) and after the optimizer (line 10)") in diagnostic.message
+    assert [r.range.start.line for r in diagnostic.related] == [26, 27, 10]
+    assert diagnostic.fix is None  # the enable and the wrap are in different functions
+
+
+def test_a_handed_model_that_is_not_wrapped_first_is_only_an_ordering(lint):
+    # the wrap after the hand-over, or a function that wraps the model itself
+    for source in (
+        HANDED_TO_A_TRAINER.replace(
+            'model = get_peft_model(model, LoraConfig(r=16, task_type="CAUSAL_LM"))\n'
+            'trainer = OnlineTrainer(model=model, tokenizer=None)\n',
+            'trainer = OnlineTrainer(model=model, tokenizer=None)\n'
+            'model = get_peft_model(model, LoraConfig(r=16, task_type="CAUSAL_LM"))\n'),
+        HANDED_TO_A_TRAINER.replace("model.gradient_checkpointing_enable()",
+                                    'model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})'),
+        HANDED_TO_A_TRAINER.replace("        self.model = model\n",
+                                    "        model.enable_input_require_grads()\n        self.model = model\n"),
+    ):
+        assert [d.severity for d in lint("CKP001", source)] == [Severity.INFO]
