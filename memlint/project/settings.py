@@ -39,6 +39,9 @@ DEFAULT_EXCLUDE = (
     # Jupyter's autosaved copies of notebooks and of every file its editor opened
     # (``.ipynb_checkpoints/train-checkpoint.sh``): stale duplicates, which ruff excludes too
     ".ipynb_checkpoints",
+    # the TRL trainers Unsloth rewrites into the working folder when it is imported
+    # (``unsloth_compiled_cache/UnslothGRPOTrainer.py``), committed by accident: generated code
+    "unsloth_compiled_cache",
     # a cookiecutter/copier template's folders and files (``{{cookiecutter.modelname}}``): Jinja
     # that renders to Python, not Python (transformers' ``templates/``)
     "*{{*}}*",

@@ -152,11 +152,14 @@ def test_a_project_template_is_not_linted_as_python(project):
     assert found == {"loop.py"}
 
 
-def test_jupyters_autosaved_copies_are_not_linted(project):
+def test_jupyters_and_unsloths_generated_copies_are_not_linted(project):
     """Jupyter keeps a copy of each file its editor opened in ``.ipynb_checkpoints/``
     (liangwq/Chatglm_lora_multi-gpu commits ``results/.ipynb_checkpoints/train-checkpoint.sh``):
-    a stale duplicate that gave the same findings a second time, as ruff's defaults know."""
-    write(project, {"scripts/.ipynb_checkpoints/loop-checkpoint.py": LOOP})
+    a stale duplicate that gave the same findings a second time, as ruff's defaults know. Unsloth
+    writes its rewritten TRL trainers to ``unsloth_compiled_cache/`` (FineTune-LLM-OnlineRL
+    commits it): three "memory not checked" notes on code nobody wrote."""
+    write(project, {"scripts/.ipynb_checkpoints/loop-checkpoint.py": LOOP,
+                    "unsloth_compiled_cache/UnslothSFTTrainer.py": LOOP})
     found = {path for path, _ in codes(memlint(project, "check", "--output-format", "json"))}
     assert found == {"loop.py"}
 
