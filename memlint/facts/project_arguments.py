@@ -43,6 +43,9 @@ _UPSTREAM = ("HfArgumentParser", "TrlParser")
 _FROM_A_FILE = "**loaded"
 _LOADERS = frozenset({"load", "loads", "safe_load", "full_load", "unsafe_load"})  # json, yaml, toml, OmegaConf
 _DATACLASS = re.compile(r"@(?:dataclasses\.)?dataclass\b")  # HfArgumentParser takes dataclasses only
+# a pydantic model's fields are a config's keys as surely (avnlp/llm-finetuning's
+# ``MedQATrainConfig(BaseModel)``, built as ``MedQATrainConfig(**yaml.safe_load(open(path)))``)
+_MODEL_CLASS = re.compile(r"^[ \t]*class[ \t]+\w+[ \t]*\([^)]*\b(?:BaseModel|BaseSettings)\b", re.M)
 _CONFIG_OWNERS = frozenset({"OmegaConf", "yaml", "json", "toml", "tomllib"})
 # a loader's call, or a loader imported under another name (open_lm's ``from omegaconf import
 # OmegaConf as om`` then ``om.load(f)``)
@@ -254,7 +257,8 @@ def _read(path: str) -> _Scan | None:
 
 
 def _scanned_text(path: str, text: str) -> _Scan | None:
-    if not (_PARSERS.search(text) or _DATACLASS.search(text) or ("(**" in text and "load" in text)
+    if not (_PARSERS.search(text) or _DATACLASS.search(text) or _MODEL_CLASS.search(text)
+            or ("(**" in text and "load" in text)
             or _CONFIG_LOAD.search(text) or _READER_CALL.search(text)):
         return None
     reads.document(path, reads.digest(text, None))

@@ -496,3 +496,61 @@ def test_the_libraries_memlint_reads_still_judge_their_keys(lint):
     assert [d.range.start.line for d in found] == [7]  # max_seq_length
     assert [d.range.start.line for d in lint("CFG002", LIBRARY_CLASSES_RECIPE, path="scripts/config/train_hf.yaml",
                                              files=files)] == [6]  # optim: adam_hybrid_cl
+
+
+# avnlp/llm-finetuning's med_question_answering/medqa (abridged): a pydantic model of the
+# project's own, built from the YAML (`MedQATrainConfig(**yaml.safe_load(open(config_path)))`),
+# whose values the script hands to GRPOConfig one by one. The file looked like a GRPOConfig file:
+# CFG001 on `max_seq_length`, a CFG002 on `5e-6` (pydantic reads it as the float it declares).
+PYDANTIC_CONFIG = """\
+from pydantic import BaseModel
+
+
+class MedQATrainConfig(BaseModel):
+    model_name: str = "unsloth/Qwen3-4B-unsloth-bnb-4bit"
+    max_seq_length: int = 10240
+    lora_rank: int = 32
+    learning_rate: float = 5e-6
+    warmup_ratio: float = 0.1
+    per_device_train_batch_size: int = 1
+    gradient_accumulation_steps: int = 1
+    num_generations: int = 4
+    output_dir: str = "outputs"
+"""
+
+PYDANTIC_TRAIN = """\
+import yaml
+from trl import GRPOConfig, GRPOTrainer
+
+from .train_config import MedQATrainConfig
+
+
+def main(config_path: str):
+    config = MedQATrainConfig(**yaml.safe_load(open(config_path)))
+    args = GRPOConfig(learning_rate=config.learning_rate, num_generations=config.num_generations,
+                      per_device_train_batch_size=config.per_device_train_batch_size, output_dir=config.output_dir)
+    return args
+"""
+
+PYDANTIC_YAML = """\
+model_name: "unsloth/Qwen3-4B-unsloth-bnb-4bit"
+max_seq_length: 10240
+lora_rank: 32
+learning_rate: 5e-6
+warmup_ratio: 0.1
+per_device_train_batch_size: 1
+gradient_accumulation_steps: 1
+num_generations: 4
+output_dir: "outputs"
+"""
+
+
+def test_a_pydantic_model_built_from_the_file_defines_its_keys(lint):
+    files = {"medqa/train_config.py": PYDANTIC_CONFIG, "medqa/train.py": PYDANTIC_TRAIN}
+    for code in ("CFG001", "CFG002", "CFG004"):
+        assert lint(code, PYDANTIC_YAML, path="medqa/train_config.yaml", files=files) == [], code
+    # a plain class (no dataclass, no model) declares nothing a config is read into
+    plain = PYDANTIC_CONFIG.replace("(BaseModel)", "").replace("from pydantic import BaseModel\n", "")
+    found = lint("CFG001", PYDANTIC_YAML, path="medqa/train_config.yaml",
+                 files={"medqa/train_config.py": plain, "medqa/train.py": PYDANTIC_TRAIN.replace("(**", "(*")})
+    assert [d.range.start.line for d in found] == [2]
