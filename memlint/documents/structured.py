@@ -67,6 +67,7 @@ class Problem:
     kind: str
     message: str
     range: Range
+    tag: str | None = None  # an "unsupported-tag" problem's tag
 
 
 @dataclass(eq=False)  # compared by identity: rules cache per-document results on it
@@ -437,6 +438,7 @@ class _Composer:
             f"tag {tag!r} is not plain YAML: yaml.safe_load, which the training tools use, refuses "
             "it (and memlint never constructs objects from tags); write the value without the tag",
             where,
+            tag,
         ))
 
     def _count(self, size: int, event: yaml.Event) -> None:

@@ -55,10 +55,15 @@ _SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".
 # a module's parser calls ({(parser name, class names passed)}), each class's (bases, annotated
 # fields), its helpers (function name -> the position of its parameter handed to a parser), its
 # readings of a config file into a plain mapping ({(loader, keys read)}), whether it writes a
-# config's items as options, and the classes it passes a parser that it imports ({(class name,
-# the module it is imported from)})
+# config's items as options, the classes it passes a parser that it imports ({(class name,
+# the module it is imported from)}), and how it loads YAML ({"safe", "constructing"})
 _Scan = tuple[frozenset[tuple[str, frozenset[str]]], dict[str, tuple[tuple[str, ...], tuple[str, ...]]], dict[str, int],
-              frozenset[tuple[str, frozenset[str]]], bool, frozenset[tuple[str, str]]]
+              frozenset[tuple[str, frozenset[str]]], bool, frozenset[tuple[str, str]], frozenset[str]]
+# a call that reads YAML: PyYAML's loaders (``yaml.load`` with the Loader it is given), and the
+# tools' readers built on yaml.safe_load or a loader like it (HfArgumentParser, OmegaConf)
+_YAML_READ = re.compile(r"\byaml\.(safe_load|full_load|unsafe_load|load)(?:_all)?\(([^()]*)|"
+                        r"\b(parse_yaml_file|OmegaConf\.load)\(")
+_CONSTRUCTING_LOADERS = re.compile(r"Loader\s*=\s*(?:yaml\.)?(?:C?FullLoader|C?UnsafeLoader|C?Loader)\b")
 # the libraries whose argument dataclasses memlint has schemas for (``memlint.python.library``)
 _READ_LIBRARIES = frozenset({"transformers", "trl", "peft"})
 # path -> ((mtime_ns, size), its scan)
@@ -205,7 +210,7 @@ def _project_scan(root: Path) -> tuple[set[tuple[str, frozenset[str]]], _Classes
         found = _read(path)
         if found is None:
             continue
-        names, defined, helping, _, _, imports = found
+        names, defined, helping, _, _, imports, _ = found
         calls.update(names)
         imported.update((name, module) for name, module in imports if module.split(".")[0] not in local)
         helpers.update(helping)
@@ -330,10 +335,36 @@ def _scan(text: str, path: str = "") -> _Scan | None:
     config_reads = _config_reads(module)
     # only a module that writes ``f"--{key}"`` can turn a config's items into options
     as_options = ('"--{' in text or "'--{" in text) and _config_items_as_options(module)
-    if not names and not classes and not config_reads and not as_options:
+    yaml_loads = _yaml_loads(text)
+    if not names and not classes and not config_reads and not as_options and not yaml_loads:
         return None
     parsed_imports = frozenset((cls, imports[cls]) for _, passed in names for cls in passed if cls in imports)
-    return frozenset(names), classes, helpers, config_reads, as_options, parsed_imports
+    return frozenset(names), classes, helpers, config_reads, as_options, parsed_imports, yaml_loads
+
+
+def _yaml_loads(text: str) -> frozenset[str]:
+    """How a module reads YAML: "safe" (``yaml.safe_load``, a ``SafeLoader``, a tool's reader),
+    "constructing" (``yaml.full_load``, ``yaml.load(f, Loader=yaml.FullLoader)``: Python tags such
+    as ``!!python/tuple`` are read)."""
+    found = set()
+    for match in _YAML_READ.finditer(text):
+        function, arguments = match.group(1), match.group(2) or ""
+        constructing = function in ("full_load", "unsafe_load") or (
+            function == "load" and _CONSTRUCTING_LOADERS.search(arguments) is not None)
+        found.add("constructing" if constructing else "safe")
+    return frozenset(found)
+
+
+def project_reads_python_tags(root: Path) -> bool:
+    """Does the project's code read its YAML only with loaders that construct Python tags
+    (ssbuild's chatglm_finetuning: ``yaml.full_load`` of the train config, whose
+    ``!!python/tuple`` is a tuple there), and never with a safe one or a tool's reader?"""
+    loads: set[str] = set()
+    for path in _python_files(root):
+        scan = _read(path)
+        if scan is not None:
+            loads.update(scan[6])
+    return loads == {"constructing"}
 
 
 def _destination(node: ast.Call) -> list[str]:

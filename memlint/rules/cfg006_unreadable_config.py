@@ -8,6 +8,7 @@ from memlint.documents import kinds
 from memlint.documents.conflicts import conflict_message
 from memlint.documents.kinds import DocumentKind
 from memlint.documents.structured import FATAL_KINDS
+from memlint.facts.project_arguments import project_reads_python_tags
 from memlint.lint.context import RuleContext
 from memlint.model.diagnostics import Range, Severity
 from memlint.rules._config import VALIDATED_KINDS
@@ -24,13 +25,29 @@ def looks_like_config(ctx: RuleContext) -> bool:
     return kinds.detect(ctx.path, syntax, dict.fromkeys(keys) if keys else None) in VALIDATED_KINDS
 
 
+# the Python tags PyYAML's FullLoader (``yaml.full_load``) constructs: plain values, no objects
+_FULL_LOADER_TAGS = frozenset(f"tag:yaml.org,2002:python/{name}" for name in (
+    "none", "bool", "str", "unicode", "bytes", "int", "long", "float", "complex", "list", "tuple", "dict"))
+
+
+def _read_by_the_projects_loader(ctx: RuleContext, tag: str | None) -> bool:
+    """A Python value tag (``!!python/tuple``) in a file no tool reads for the project (plain YAML,
+    or arguments the project's own code loads), in a project whose code reads YAML only with
+    ``yaml.full_load`` or a loader like it: the tag is read there (ssbuild's chatglm_finetuning)."""
+    return (tag in _FULL_LOADER_TAGS and ctx.kind in (DocumentKind.HF_ARGS, DocumentKind.YAML)
+            and project_reads_python_tags(ctx.settings.root))
+
+
 class UnreadableConfig(Rule):
     """## What it does
     Reports a DeepSpeed, Accelerate, Axolotl, LLaMA-Factory or TrainingArguments config that
     its tool cannot read, at the place the reading fails: invalid JSON (with the exact line and
     column, trailing commas and comments named as such), invalid YAML, a tab used to indent
     YAML, a YAML file holding several documents, a tag ``yaml.safe_load`` refuses, a file that
-    expands beyond any real config (an alias bomb), or a file that is not text at all.
+    expands beyond any real config (an alias bomb), or a file that is not text at all. A Python
+    value tag (``!!python/tuple``) in plain YAML or a TrainingArguments-style file is not reported
+    when the project's own code reads its YAML only with ``yaml.full_load`` (or
+    ``yaml.load(..., Loader=yaml.FullLoader)``), which constructs it.
 
     ## Why it matters
     The job fails at start-up, after it waited for its GPUs. The HF Trainer and Accelerate read
@@ -98,6 +115,8 @@ class UnreadableConfig(Rule):
         if ctx.structured is None or not looks_like_config(ctx):
             return
         for problem in ctx.structured.problems:
+            if problem.kind == "unsupported-tag" and _read_by_the_projects_loader(ctx, problem.tag):
+                continue
             if problem.kind in FATAL_KINDS:
                 conflict = conflict_message(document.text) if problem.kind == "syntax" else None
                 if conflict is not None:

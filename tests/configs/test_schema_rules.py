@@ -652,3 +652,43 @@ def test_llamafactory_megatron_keys_are_mcore_adapters(lint):
     plain = "\n".join(line for line in MEGATRON_MOE.splitlines() if "model_parallel_size" not in line)
     found = lint({"examples/train_full/qwen3.yaml": plain + "\n"}, "examples/train_full/qwen3.yaml", select=("CFG001",))
     assert "`use_distributed_optimizer`" in " ".join(d.message for d in found)
+
+
+# ssbuild's chatglm_finetuning (abridged): the train config is read by the project's own
+# `yaml.full_load`, which builds `!!python/tuple` into a tuple; HfArgumentParser gets the mapping
+TRAIN_CONFIG_WITH_A_TUPLE = (
+    "output_dir: ./outputs_pl\nnum_train_epochs: 20\nper_device_train_batch_size: 2\nlearning_rate: 2.0e-05\n"
+    "optimizer_betas: !!python/tuple\n- 0.9\n- 0.999\n")
+FULL_LOADING_MAIN = '''\
+import os
+
+import yaml
+
+
+def load_config():
+    with open(os.environ["train_config"], mode="r", encoding="utf-8") as f:
+        return yaml.full_load(f)
+'''
+
+
+def test_a_python_value_tag_the_projects_own_full_loader_reads(lint):
+    files = {"scripts/config/train_pl.yaml": TRAIN_CONFIG_WITH_A_TUPLE, "config/main.py": FULL_LOADING_MAIN}
+    assert lint(files, "scripts/config/train_pl.yaml") == []
+    for loader in ("yaml.load(f, Loader=yaml.FullLoader)", "yaml.unsafe_load(f)"):
+        files["config/main.py"] = FULL_LOADING_MAIN.replace("yaml.full_load(f)", loader)
+        assert lint(files, "scripts/config/train_pl.yaml") == [], loader
+
+
+def test_a_python_tag_is_still_reported_where_a_safe_loader_or_a_tool_reads_it(lint):
+    for loader in ("yaml.safe_load(f)", "yaml.load(f, Loader=yaml.SafeLoader)"):
+        files = {"scripts/config/train_pl.yaml": TRAIN_CONFIG_WITH_A_TUPLE,
+                 "config/main.py": FULL_LOADING_MAIN.replace("yaml.full_load(f)", loader)}
+        assert [d.code for d in lint(files, "scripts/config/train_pl.yaml")] == ["CFG006"], loader
+    # an object tag, which FullLoader refuses too
+    files = {"scripts/config/train_pl.yaml": TRAIN_CONFIG_WITH_A_TUPLE.replace("python/tuple", "python/object/apply:os.system"),
+             "config/main.py": FULL_LOADING_MAIN}
+    assert [d.code for d in lint(files, "scripts/config/train_pl.yaml")] == ["CFG006"]
+    # an Accelerate config is read by `accelerate launch`, whatever the project's code does
+    accelerate = "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\nnum_processes: !!python/tuple [8]\n"
+    files = {"accelerate.yaml": accelerate, "config/main.py": FULL_LOADING_MAIN}
+    assert "CFG006" in [d.code for d in lint(files, "accelerate.yaml")]
