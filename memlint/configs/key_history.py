@@ -202,7 +202,7 @@ def _versioned_issues(ctx: RuleContext) -> list[Issue]:
         return found
     if ctx.kind in _CLASS_SHAPED and _a_project_class(ctx, data.value):
         return []
-    if ctx.kind in ("hf-args", "composer", "llamafactory"):
+    if ctx.kind in ("hf-args", "composer", "llamafactory", "axolotl"):
         reading = _read_by_the_project(ctx, found)
         if reading is not None:
             return _the_projects_own(found, *reading)

@@ -29,6 +29,7 @@ import ast
 import functools
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from memlint.documents import reads
@@ -58,7 +59,7 @@ _SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".
 # config's items as options, the classes it passes a parser that it imports ({(class name,
 # the module it is imported from)}), and how it loads YAML ({"safe", "constructing"})
 _Scan = tuple[frozenset[tuple[str, frozenset[str]]], dict[str, tuple[tuple[str, ...], tuple[str, ...]]], dict[str, int],
-              frozenset[tuple[str, frozenset[str]]], bool, frozenset[tuple[str, str]], frozenset[str]]
+              "_Reads", bool, frozenset[tuple[str, str]], frozenset[str]]
 # a call that reads YAML: PyYAML's loaders (``yaml.load`` with the Loader it is given), and the
 # tools' readers built on yaml.safe_load or a loader like it (HfArgumentParser, OmegaConf)
 _YAML_READ = re.compile(r"\byaml\.(safe_load|full_load|unsafe_load|load)(?:_all)?\(([^()]*)|"
@@ -68,6 +69,24 @@ _CONSTRUCTING_LOADERS = re.compile(r"Loader\s*=\s*(?:yaml\.)?(?:C?FullLoader|C?U
 _READ_LIBRARIES = frozenset({"transformers", "trl", "peft"})
 # path -> ((mtime_ns, size), its scan)
 _FILES: dict[str, tuple[tuple[int, int], _Scan | None]] = {}
+
+
+_HandedTo = tuple[str, "int | str", tuple[str, ...]]
+
+
+@dataclass(frozen=True)
+class _Reads:
+    """A module's readings of config files into plain mappings (:func:`_config_reads`)."""
+
+    # (the loader, the keys taken) for each place a mapping is loaded
+    sites: frozenset[tuple[str, frozenset[str]]] = frozenset()
+    # a loaded mapping handed to a function the module imports (from another module of the
+    # project, perhaps): (the loader, the keys taken here, {(function, argument position or
+    # keyword, the modules it may come from as the import names them)})
+    handed_out: frozenset[tuple[str, frozenset[str], frozenset["_HandedTo"]]] = frozenset()
+    # the keys each module-level function takes from each of its parameters: (function, the
+    # parameter's position, its name, the keys)
+    parameters: frozenset[tuple[str, int, str, frozenset[str]]] = frozenset()
 
 
 class ProjectClasses:
@@ -118,9 +137,59 @@ def project_config_reads(root: Path) -> frozenset[tuple[str, frozenset[str]]]:
     found: set[tuple[str, frozenset[str]]] = set()
     for path in _python_files(root):
         scan = _read(path)
-        if scan is not None:
-            found.update(scan[3])
+        if scan is None:
+            continue
+        found.update(scan[3].sites)
+        # a mapping handed to another module's function (NguyenAnh2003/llama-finetuning's
+        # ``params = load_params(path)`` then ``setup_training_params(params)``, imported from
+        # ``setup/setup.py``): the keys that function takes from its parameter are read too
+        for loader, keys, calls in scan[3].handed_out:
+            taken = set(keys)
+            for function, slot, modules in calls:
+                for module in modules:
+                    target = _module_path(root, Path(path), module)
+                    reads_there = _parameter_reads(str(target)) if target is not None else None
+                    for name, position, parameter, read in reads_there or ():
+                        if name == function and slot in (position, parameter):
+                            taken |= read
+            if taken:
+                found.add((loader, frozenset(taken)))
     return frozenset(found)
+
+
+def _module_path(root: Path, importer: Path, module: str) -> Path | None:
+    """The project file a module name as ``importer`` writes it stands for: ``pkg.mod`` under
+    the root, a ``src/`` folder or the importer's folder; ``.mod`` beside the importer."""
+    dots = len(module) - len(module.lstrip("."))
+    parts = [p for p in module.lstrip(".").split(".") if p]
+    if not parts:
+        return None
+    bases = [importer.parents[dots - 1]] if dots and dots <= len(importer.parents) else \
+        [] if dots else [root, root / "src", importer.parent]
+    for base in bases:
+        for candidate in (base.joinpath(*parts).with_suffix(".py"), base.joinpath(*parts, "__init__.py")):
+            exists = candidate.is_file()
+            reads.probe(os.path.abspath(candidate), exists)  # a module added later changes the answer
+            if exists:
+                return candidate
+    return None
+
+
+# path -> ((mtime_ns, size), the keys its functions take from their parameters)
+_PARAMETER_FILES: dict[str, tuple[tuple[int, int], frozenset[tuple[str, int, str, frozenset[str]]] | None]] = {}
+
+
+def _parameter_reads(path: str) -> frozenset[tuple[str, int, str, frozenset[str]]] | None:
+    """(function, parameter position, parameter, keys taken) for the module-level functions of a
+    project module that a loaded mapping is handed to (any module: it need name no loader)."""
+    def derive(text: str) -> frozenset[tuple[str, int, str, frozenset[str]]] | None:
+        module = python_module(text)
+        if module is None:
+            return None
+        reads.document(path, reads.digest(text, None))
+        return _config_reads(module).parameters
+
+    return stamped(_PARAMETER_FILES, path, derive)
 
 
 def project_writes_configs_as_options(root: Path) -> bool:
@@ -336,7 +405,7 @@ def _scan(text: str, path: str = "") -> _Scan | None:
     # only a module that writes ``f"--{key}"`` can turn a config's items into options
     as_options = ('"--{' in text or "'--{" in text) and _config_items_as_options(module)
     yaml_loads = _yaml_loads(text)
-    if not names and not classes and not config_reads and not as_options and not yaml_loads:
+    if not names and not classes and config_reads == _Reads() and not as_options and not yaml_loads:
         return None
     parsed_imports = frozenset((cls, imports[cls]) for _, passed in names for cls in passed if cls in imports)
     return frozenset(names), classes, helpers, config_reads, as_options, parsed_imports, yaml_loads
@@ -400,11 +469,12 @@ def _config_items_as_options(module: ast.Module) -> bool:
     return False
 
 
-def _config_reads(module: ast.Module) -> frozenset[tuple[str, frozenset[str]]]:
+def _config_reads(module: ast.Module) -> _Reads:
     """In each function (and the module's own body), the names bound to a config file read into
     a mapping and the keys taken from them: ``cfg.lr``, ``cfg["lr"]``, ``cfg.get("lr")``. A
     mapping handed straight to a function of the module (Latte's ``main(OmegaConf.load(path))``)
-    is that function's parameter."""
+    is that function's parameter; one handed to a function the module imports is recorded with
+    the call, for :func:`project_config_reads` to add the keys that function takes."""
     out: set[tuple[str, frozenset[str]]] = set()
     functions = {n.name: n for n in module.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     owners = _loader_names(module)
@@ -413,6 +483,8 @@ def _config_reads(module: ast.Module) -> frozenset[tuple[str, frozenset[str]]]:
     # per scope: the names bound to a loaded mapping, the keys taken from each name, the calls of
     # the module's functions
     read_in: list[tuple[ast.AST, dict[str, str], dict[str, set[str]], list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, ast.Call]]]] = []
+    foreign: dict[int, list[ast.Call]] = {}  # id(scope) -> its calls of functions the module does not define
+    origins = _import_origins(module)
     for scope in scopes:
         loaders: dict[str, str] = {}
         keys: dict[str, set[str]] = {}
@@ -428,6 +500,8 @@ def _config_reads(module: ast.Module) -> frozenset[tuple[str, frozenset[str]]]:
                 assignments.append(node)
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in functions:
                 calls.append((functions[node.func.id], node))
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.args + node.keywords:
+                foreign.setdefault(id(scope), []).append(node)
             key = _key_read(node)
             if key is not None:
                 keys.setdefault(key[0], set()).add(key[1])
@@ -458,31 +532,73 @@ def _config_reads(module: ast.Module) -> frozenset[tuple[str, frozenset[str]]]:
             break
     keys_of = {(id(scope), name): names for scope, _loaders, keys, _calls in read_in for name, names in keys.items()}
 
-    def reached(start: tuple[int, str]) -> set[str]:
-        seen, stack, found = {start}, [start], set()
+    # (id(scope), name) -> the calls of imported functions the mapping is handed to
+    handed_away: dict[tuple[int, str], set[_HandedTo]] = {}
+    for scope, loaders, _keys, _calls in read_in:
+        bound = {**handed.get(id(scope), {}), **loaders}
+        for call in foreign.get(id(scope), ()):
+            assert isinstance(call.func, ast.Name)
+            modules = origins.get(call.func.id, origins.get("*", ()))
+            passed: list[tuple[int | str, ast.AST]] = [*enumerate(call.args)]
+            passed += [(k.arg, k.value) for k in call.keywords if k.arg]
+            for slot, argument in passed:
+                if modules and isinstance(argument, ast.Name) and argument.id in bound:
+                    handed_away.setdefault((id(scope), argument.id), set()).add((call.func.id, slot, modules))
+
+    def reached(start: tuple[int, str]) -> tuple[set[str], set[_HandedTo]]:
+        seen, stack, found, away = {start}, [start], set(), set()
         while stack:
             site = stack.pop()
             found |= keys_of.get(site, set())
+            away |= handed_away.get(site, set())
             for nxt in onward.get(site, ()):
                 if nxt not in seen:
                     seen.add(nxt)
                     stack.append(nxt)
-        return found
+        return found, away
 
+    handed_out: set[tuple[str, frozenset[str], frozenset[_HandedTo]]] = set()
     for scope, loaders, keys, _calls in read_in:
         for name, loader in {**handed.get(id(scope), {}), **loaders}.items():
-            taken = reached((id(scope), name))
+            taken, away = reached((id(scope), name))
             if taken:
                 out.add((loader, frozenset(taken)))
+            if away:
+                handed_out.add((loader, frozenset(taken), frozenset(away)))
     merged = _merged_into_options(module)
     if merged:
         out.add(("yaml/json", merged))
-    return frozenset(out)
+    parameters = frozenset(
+        (name, position, parameter.arg, frozenset(keys_of[(id(function), parameter.arg)]))
+        for name, function in functions.items()
+        for position, parameter in enumerate(function.args.posonlyargs + function.args.args)
+        if (id(function), parameter.arg) in keys_of)
+    return _Reads(frozenset(out), frozenset(handed_out), parameters)
 
 
 # a project's own config reader, known by its name (xRAG's ``get_yaml_file(args.config)``)
-_READER_NAME = re.compile(r"^(?:get|load|read|parse)_?(?:yaml|json|config|cfg)(?:_?file|_?config)?$", re.IGNORECASE)
-_READER_CALL = re.compile(r"\b(?:get|load|read|parse)_?(?:yaml|json|config|cfg)(?:_?file|_?config)?\(", re.IGNORECASE)
+_READER_NAME = re.compile(r"^(?:get|load|read|parse)_?(?:yaml|json|config|cfg|h?params|settings)(?:_?file|_?config)?$",
+                          re.IGNORECASE)
+_READER_CALL = re.compile(r"\b(?:get|load|read|parse)_?(?:yaml|json|config|cfg|h?params|settings)(?:_?file|_?config)?\(",
+                          re.IGNORECASE)
+
+
+def _import_origins(module: ast.Module) -> dict[str, tuple[str, ...]]:
+    """Each name the module's from-imports bind -> the module it comes from, as written
+    (``.utils`` for a relative one); ``*`` -> the modules it star-imports."""
+    origins: dict[str, tuple[str, ...]] = {}
+    stars: list[str] = []
+    for node in module.body:
+        if isinstance(node, ast.ImportFrom):
+            written = "." * node.level + (node.module or "")
+            for alias in node.names:
+                if alias.name == "*":
+                    stars.append(written)
+                else:
+                    origins[alias.asname or alias.name] = (written,)
+    if stars:
+        origins["*"] = tuple(stars)
+    return origins
 
 
 def _reader_functions(module: ast.Module, functions: dict, owners: dict[str, str]) -> dict[str, str]:

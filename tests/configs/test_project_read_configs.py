@@ -771,3 +771,101 @@ def test_a_hydra_node_that_interpolates_its_parent_is_the_projects(lint):
     assert [d.code for d in lint({path: PIPELINERL_FINETUNE}, path) if d.code.startswith("CFG")] == []
     plain = PIPELINERL_FINETUNE.replace("${..model_path}", "Qwen/Qwen3-4B").replace("${..model_revision}", "main")
     assert "CFG001" in [d.code for d in lint({path: plain}, path)]
+
+
+# NguyenAnh2003/llama-finetuning (abridged): `load_params` in helpers/utils.py reads the YAML, the
+# script takes `base_model` itself and hands the mapping to setup functions of another module
+# (`from setup.setup import *`), which take the Trainer's, the quantization's and LoRA's keys. The
+# file looked like Axolotl's: 14 unknown keys, each an error, in a project that never runs Axolotl.
+LOAD_PARAMS = '''\
+import yaml
+
+
+def load_params(path: str):
+    params = yaml.safe_load(open(path, "r", encoding="utf8"))
+    return params
+'''
+
+SETUP_FUNCTIONS = '''\
+import torch
+from peft import LoraConfig
+from transformers import BitsAndBytesConfig, TrainingArguments
+
+
+def setup_4_bit_quant_config(params):
+    return BitsAndBytesConfig(load_in_4bit=params["load_in_4bit"], bnb_4bit_quant_type=params["bnb_4bit_quant_type"],
+                              bnb_4bit_compute_dtype=torch.float16)
+
+
+def setup_peft_config(params):
+    return LoraConfig(lora_alpha=params["alpha"], lora_dropout=params["lora_dropout"], r=params["peft_r"],
+                      bias=params["peft_bias"], task_type=params["task_type"])
+
+
+def setup_training_params(params):
+    return TrainingArguments(output_dir=params["output_dir"], num_train_epochs=params["epochs"],
+                             per_device_train_batch_size=params["per_device_train_batch_size"],
+                             gradient_accumulation_steps=params["gradient_accumulation_steps"],
+                             optim=params["optim"], learning_rate=float(params["learning_rate"]),
+                             max_grad_norm=params["max_grad_norm"], warmup_ratio=params["warmup_ratio"],
+                             lr_scheduler_type=params["lr_scheduler_type"], fp16=params["fp16"], bf16=params["bf16"],
+                             save_steps=params["save_steps"], logging_steps=params["logging_steps"],
+                             max_steps=params["max_steps"], group_by_length=params["group_by_length"])
+'''
+
+FINETUNING = '''\
+from setup.setup import *
+from helpers.utils import load_params
+
+
+def index():
+    params = load_params("../config/config.yml")
+    quant_config = setup_4_bit_quant_config(params)
+    model = load_model(params["base_model"], quant_config)
+    peft_config = setup_peft_config(params)
+    return model, peft_config, setup_training_params(params=params)
+'''
+
+PARAMS_YAML = """\
+output_dir: '../saved_models'
+epochs: 100
+per_device_train_batch_size: 1
+gradient_accumulation_steps: 4
+optim: "adamw_bnb_8bit"
+learning_rate: 2.0e-4
+max_grad_norm: 0.3
+warmup_ratio: 0.03
+lr_scheduler_type: "constant"
+fp16: True
+bf16: False
+save_steps: 10
+logging_steps: 10
+max_steps: 100
+group_by_length: True
+base_model: "NousResearch/Llama-2-7b-chat-hf"
+load_in_4bit: True
+bnb_4bit_quant_type: 'nf4'
+alpha: 16
+lora_dropout: 0.1
+peft_r: 64
+peft_bias: 'none'
+task_type: 'CAUSAL_LM'
+"""
+
+
+def test_a_mapping_handed_to_another_modules_functions_is_read_there(lint):
+    files = {"helpers/utils.py": LOAD_PARAMS, "setup/setup.py": SETUP_FUNCTIONS,
+             "finetuning_qlora/finetuning.py": FINETUNING, "config/config.yml": PARAMS_YAML}
+    assert [d.code for d in lint(files, "config/config.yml") if d.code.startswith("CFG")] == []
+    # without the setup functions only `base_model` is read, and the file stays Axolotl's
+    files["setup/setup.py"] = "# moved to the notebooks\n"
+    assert "CFG001" in [d.code for d in lint(files, "config/config.yml")]
+
+
+def test_a_mapping_handed_to_a_relatively_imported_function(lint):
+    # `from .setup import setup_training_params` beside the script: one module, one function
+    script = FINETUNING.replace("from setup.setup import *\n", "from .setup import setup_training_params, "
+                                "setup_4_bit_quant_config, setup_peft_config\n")
+    files = {"helpers/utils.py": LOAD_PARAMS, "finetuning_qlora/setup.py": SETUP_FUNCTIONS,
+             "finetuning_qlora/finetuning.py": script, "config/config.yml": PARAMS_YAML}
+    assert [d.code for d in lint(files, "config/config.yml") if d.code.startswith("CFG")] == []
