@@ -69,6 +69,11 @@ class RuleContext:
         """A path as this document (or ``from_path``) writes it -> the file, the way the tools look it up."""
         return self._project().resolve_reference(written, self.path if from_path is None else from_path)
 
+    def names_the_clone(self, written: str) -> bool:
+        """Does an absolute path this document writes name a folder of the author's clone of the
+        project (``DocumentStore.names_the_clone``)?"""
+        return self._project().names_the_clone(written, self.path)
+
     def facts_of(self, path: str | Path) -> "list[RunFacts]":
         """What another document of the project states about runs."""
         return self._project().facts(path)

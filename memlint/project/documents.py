@@ -345,6 +345,23 @@ class DocumentStore:
                 return candidate
         return self.moved_in_clone(written) if written.is_absolute() else None
 
+    def names_the_clone(self, reference: str, from_path: str | Path) -> bool:
+        """Does an absolute path name a place in the author's clone of this project: does it pass
+        through a folder named as the referencing file's folder, one above it or the project root
+        (SkyThought's ``skythought/train/LLaMA-Factory/single_node.sh`` naming ``/lustre/.../
+        LLaMA-Factory/examples/deepspeed/ds_z3_config.json``), or is a tail of at least two of its
+        folders a folder of the project? Then a file the project lacks there is missing from the
+        project, not a file of another machine."""
+        written = Path(os.path.expanduser(reference))
+        if not written.is_absolute():
+            return False
+        folders = written.parts[1:-1]
+        bases = [Path(from_path).parent, *self._folders_above(Path(from_path)), self.root]
+        if {base.resolve().name for base in bases} & set(folders):
+            return True
+        return any((base.joinpath(*folders[start:])).is_dir()
+                   for base in bases for start in range(0, max(len(folders) - 1, 0)))
+
     def moved_in_clone(self, written: Path) -> Path | None:
         """An absolute path into the author's clone whose file the author kept in a subfolder of
         their own (GritLM's launches name ``/home/niklas/gritlm/scripts/configs/confnew/

@@ -78,6 +78,9 @@ class Project:
     def resolve_reference(self, reference: str, from_path: str | Path) -> Path | None:
         return self.documents.resolve_reference(reference, from_path)
 
+    def names_the_clone(self, reference: str, from_path: str | Path) -> bool:
+        return self.documents.names_the_clone(reference, from_path)
+
     # ----------------------------------------------------------------- links and runs
 
     def referrers(self, path: str | Path) -> list[Path]:

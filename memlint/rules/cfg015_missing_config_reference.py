@@ -49,7 +49,12 @@ class MissingConfigReference(Rule):
     ignores (a run makes it), one inside a git submodule the checkout has not fetched, and a
     bare name the project's own code maps to a config it ships (ms-swift's ``deepspeed: zero2``)
     are not missing files. A path written as documentation's fill-in (``/path/to/zero3.json``,
-    ``<your_ds_config>``) is an info that says so: the user knows it is not there yet.
+    ``<your_ds_config>``) is an info that says so: the user knows it is not there yet. So is an
+    absolute path the project does not hold (``/home/train/ds_config.json``, the
+    ``~/.cache/huggingface/accelerate/default_config.yaml`` that ``accelerate config`` saves):
+    a file of the machine that runs the job, which no checkout shows missing or present, unless
+    its folders are the project's own (``/lustre/.../LLaMA-Factory/examples/deepspeed/x.json``
+    in a project holding ``LLaMA-Factory/examples/deepspeed/``: the author's clone).
 
     ## Why it matters
     The run fails when the Trainer opens the file — after the model was downloaded and loaded.
@@ -111,6 +116,16 @@ class MissingConfigReference(Rule):
             message="is a placeholder to fill in",
             title="A documentation fill-in is an info, not a missing file",
         ),
+        Example(
+            "#!/bin/bash\naccelerate launch --config_file /home/train/.cache/huggingface/accelerate/default_config.yaml \\\n"
+            "    train.py --model_name_or_path Qwen/Qwen2.5-7B --output_dir out\n",
+            path="scripts/launch.sh",
+            files={"train.py": "import transformers\nparser = transformers.HfArgumentParser(transformers.TrainingArguments)\n"
+                               "args, = parser.parse_args_into_dataclasses()\n"},
+            lines=(2,),
+            message="`accelerate config` saves on the machine that runs the job",
+            title="A file of the machine that runs the job is an info: no checkout holds it",
+        ),
     )
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
@@ -132,6 +147,10 @@ class MissingConfigReference(Rule):
                     if ctx.kind is DocumentKind.SHELL and writes(ctx.parsed.text, reference.origin.range.start.line,
                                                                  written):
                         continue  # the launcher writes it itself before the launch (a here-document)
+                    outside = _outside_the_project(written) if not ctx.names_the_clone(written) else None
+                    if outside is not None:
+                        yield Finding(reference.origin.range, outside, severity=Severity.INFO)
+                        continue
                     if looks_like_placeholder(written):
                         yield Finding(reference.origin.range,
                                       f"`{written}` is a placeholder to fill in with the path of your config; until "
@@ -156,6 +175,23 @@ class MissingConfigReference(Rule):
             first = next(p for p in parsed.structured.problems if p.kind != "duplicate-key")
             return f"{first.message} (line {first.range.start.line})"
         return None
+
+
+def _outside_the_project(written: str) -> str | None:
+    """What to say of an absolute path (``/home/train/...``, ``~/...``) the project does not hold:
+    a file of the machine that runs the job, which no checkout can show missing or present
+    (cywjava/chatglm-6b-fine-tuning's ``accelerate launch --config_file
+    /home/train/.cache/huggingface/accelerate/default_config.yaml``, the file ``accelerate
+    config`` saves there). None for a path relative to the project, or a placeholder's; the
+    caller leaves out a path into the author's clone of the project (its file is missing here)."""
+    if not written.startswith(("/", "~")) or looks_like_placeholder(written):
+        return None
+    if "/.cache/huggingface/accelerate/" in written:
+        return (f"`{written}` is the config `accelerate config` saves on the machine that runs the job, not a file "
+                "of the project; memlint cannot read it and estimates without its settings")
+    return (f"`{written}` is an absolute path on the machine that runs the job, outside the project; memlint "
+            "cannot read it and estimates without its settings (commit the config and name it relative to the "
+            "project to have it checked)")
 
 
 def _installed_modules_config(ctx: RuleContext, facts, reference) -> bool:

@@ -143,11 +143,16 @@ def test_an_absolute_path_under_the_authors_clone_names_the_projects_file(lint):
     files = {"examples/slurm/fsdp_config.yaml": "distributed_type: FSDP\nnum_processes: 16\n",
              "examples/complete_nlp_example.py": "from accelerate import Accelerator\n"}
     assert lint("CFG015", SUBMIT, path="examples/slurm/submit_multinode_fsdp.sh", files=files) == []
-    # only a tail of a folder and the file counts: a bare file name elsewhere is no match
+    # only a tail of a folder and the file counts: a bare file name elsewhere is no match, and a
+    # path none of whose folders the project has is a file of the machine that runs the job
     elsewhere = SUBMIT.replace("${ACCELERATE_DIR}/examples/slurm/fsdp_config.yaml", "/home/train/fsdp_config.yaml")
     [finding] = lint("CFG015", elsewhere, path="examples/slurm/submit_multinode_fsdp.sh",
                      files={**files, "fsdp_config.yaml": "distributed_type: FSDP\n"})
-    assert finding.message.startswith("`/home/train/fsdp_config.yaml` does not exist")
+    assert finding.message.startswith("`/home/train/fsdp_config.yaml` is an absolute path on the machine that runs")
+    # under the clone's own folders, a file the project lacks is missing
+    moved = SUBMIT.replace("${ACCELERATE_DIR}/examples/slurm/fsdp_config.yaml", "/accelerate/examples/slurm/fsdp2.yaml")
+    [finding] = lint("CFG015", moved, path="examples/slurm/submit_multinode_fsdp.sh", files=files)
+    assert finding.message.startswith("`/accelerate/examples/slurm/fsdp2.yaml` does not exist")
 
 
 # SkyThought keeps a copy of LLaMA-Factory under skythought/train/ and launches it from the author's
