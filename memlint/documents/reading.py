@@ -62,7 +62,18 @@ def decode(data: bytes, path: str) -> tuple[str, str | None]:
     """Text of a file's bytes, or the reason it is not a text file memlint can lint.
 
     Configs and scripts are UTF-8, except Python that declares another encoding in a PEP 263
-    ``# -*- coding: latin-1 -*-`` line, which Python reads in that encoding (and so does memlint)."""
+    ``# -*- coding: latin-1 -*-`` line, which Python reads in that encoding (and so does memlint).
+    A file that opens with a UTF-16 byte-order mark (what Windows PowerShell's ``>`` and
+    ``Out-File`` write) is text: a README's commands are read; any other file is named as UTF-16,
+    which Python, bash and the training tools do not read, rather than as binary."""
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        if syntax_of(path) == "markdown":
+            try:
+                return data.decode("utf-16"), None
+            except UnicodeDecodeError as error:
+                return "", f"not valid UTF-16 (byte {error.start})"
+        return "", "UTF-16 text (it opens with a UTF-16 byte-order mark, as Windows PowerShell writes files): " \
+                   "Python, bash and the training tools read UTF-8; save it as UTF-8"
     if b"\x00" in data[:8192]:
         return "", "binary file (contains NUL bytes)"
     encoding = "utf-8-sig"
