@@ -31,6 +31,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from memlint.documents import reads
 from memlint.facts.parser_helpers import caller_position, passed_classes
@@ -53,13 +54,6 @@ _CONFIG_OWNERS = frozenset({"OmegaConf", "yaml", "json", "toml", "tomllib"})
 _CONFIG_LOAD = re.compile(r"\b(?:OmegaConf|yaml|json)\.(?:safe_|full_|unsafe_)?load\(|\b(?:OmegaConf|yaml|json)\s+as\s+\w")
 _SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".memlint_cache", "site-packages"}
 
-# a module's parser calls ({(parser name, class names passed)}), each class's (bases, annotated
-# fields), its helpers (function name -> the position of its parameter handed to a parser), its
-# readings of a config file into a plain mapping ({(loader, keys read)}), whether it writes a
-# config's items as options, the classes it passes a parser that it imports ({(class name,
-# the module it is imported from)}), and how it loads YAML ({"safe", "constructing"})
-_Scan = tuple[frozenset[tuple[str, frozenset[str]]], dict[str, tuple[tuple[str, ...], tuple[str, ...]]], dict[str, int],
-              "_Reads", bool, frozenset[tuple[str, str]], frozenset[str]]
 # a call that reads YAML: PyYAML's loaders (``yaml.load`` with the Loader it is given), and the
 # tools' readers built on yaml.safe_load or a loader like it (HfArgumentParser, OmegaConf)
 _YAML_READ = re.compile(r"\byaml\.(safe_load|full_load|unsafe_load|load)(?:_all)?\(([^()]*)|"
@@ -67,10 +61,6 @@ _YAML_READ = re.compile(r"\byaml\.(safe_load|full_load|unsafe_load|load)(?:_all)
 _CONSTRUCTING_LOADERS = re.compile(r"Loader\s*=\s*(?:yaml\.)?(?:C?FullLoader|C?UnsafeLoader|C?Loader)\b")
 # the libraries whose argument dataclasses memlint has schemas for (``memlint.python.library``)
 _READ_LIBRARIES = frozenset({"transformers", "trl", "peft"})
-# path -> ((mtime_ns, size), its scan)
-_FILES: dict[str, tuple[tuple[int, int], _Scan | None]] = {}
-
-
 _HandedTo = tuple[str, "int | str", tuple[str, ...]]
 
 
@@ -87,6 +77,22 @@ class _Reads:
     # the keys each module-level function takes from each of its parameters: (function, the
     # parameter's position, its name, the keys)
     parameters: frozenset[tuple[str, int, str, frozenset[str]]] = frozenset()
+
+
+class _Scan(NamedTuple):
+    """What one module tells about the project's configs (:func:`_scan`)."""
+
+    calls: frozenset[tuple[str, frozenset[str]]]  # its parser calls: (parser name, class names passed)
+    classes: dict[str, tuple[tuple[str, ...], tuple[str, ...]]]  # each class's (bases, annotated fields)
+    helpers: dict[str, int]  # function name -> the position of its parameter handed to a parser
+    reads: _Reads  # its readings of config files into plain mappings
+    writes_options: bool  # does it write a config's items as command-line options
+    imported_classes: frozenset[tuple[str, str]]  # the classes it passes a parser that it imports: (name, module)
+    yaml_loads: frozenset[str]  # how it loads YAML: "safe", "constructing"
+
+
+# path -> ((mtime_ns, size), its scan)
+_FILES: dict[str, tuple[tuple[int, int], _Scan | None]] = {}
 
 
 class ProjectClasses:
@@ -139,11 +145,11 @@ def project_config_reads(root: Path) -> frozenset[tuple[str, frozenset[str]]]:
         scan = _read(path)
         if scan is None:
             continue
-        found.update(scan[3].sites)
+        found.update(scan.reads.sites)
         # a mapping handed to another module's function (NguyenAnh2003/llama-finetuning's
         # ``params = load_params(path)`` then ``setup_training_params(params)``, imported from
         # ``setup/setup.py``): the keys that function takes from its parameter are read too
-        for loader, keys, calls in scan[3].handed_out:
+        for loader, keys, calls in scan.reads.handed_out:
             taken = set(keys)
             for function, slot, modules in calls:
                 for module in modules:
@@ -200,7 +206,7 @@ def project_writes_configs_as_options(root: Path) -> bool:
     float, as under TrlParser's ``--config``."""
     for path in _python_files(root):
         scan = _read(path)
-        if scan is not None and scan[4]:
+        if scan is not None and scan.writes_options:
             return True
     return False
 
@@ -258,7 +264,7 @@ def _script_classes(root: Path, script: Path) -> tuple[set[str], _Classes]:
     if own is None:
         return set(), {}
     _, classes, parsers, _ = _project_scan(root)
-    return {cls for callee, passed in own[0] if callee in parsers for cls in passed}, classes
+    return {cls for callee, passed in own.calls if callee in parsers for cls in passed}, classes
 
 
 _Classes = dict[str, list[tuple[tuple[str, ...], tuple[str, ...]]]]
@@ -279,11 +285,10 @@ def _project_scan(root: Path) -> tuple[set[tuple[str, frozenset[str]]], _Classes
         found = _read(path)
         if found is None:
             continue
-        names, defined, helping, _, _, imports, _ = found
-        calls.update(names)
-        imported.update((name, module) for name, module in imports if module.split(".")[0] not in local)
-        helpers.update(helping)
-        for name, shape in defined.items():
+        calls.update(found.calls)
+        imported.update((name, module) for name, module in found.imported_classes if module.split(".")[0] not in local)
+        helpers.update(found.helpers)
+        for name, shape in found.classes.items():
             classes.setdefault(name, []).append(shape)
     if helpers:  # ms-swift's parse_args(class_type, argv): the classes its callers pass
         calls.add((_UPSTREAM[0], frozenset(passed_classes(files, helpers))))
@@ -408,7 +413,7 @@ def _scan(text: str, path: str = "") -> _Scan | None:
     if not names and not classes and config_reads == _Reads() and not as_options and not yaml_loads:
         return None
     parsed_imports = frozenset((cls, imports[cls]) for _, passed in names for cls in passed if cls in imports)
-    return frozenset(names), classes, helpers, config_reads, as_options, parsed_imports, yaml_loads
+    return _Scan(frozenset(names), classes, helpers, config_reads, as_options, parsed_imports, yaml_loads)
 
 
 def _yaml_loads(text: str) -> frozenset[str]:
@@ -432,7 +437,7 @@ def project_reads_python_tags(root: Path) -> bool:
     for path in _python_files(root):
         scan = _read(path)
         if scan is not None:
-            loads.update(scan[6])
+            loads.update(scan.yaml_loads)
     return loads == {"constructing"}
 
 
