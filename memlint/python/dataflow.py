@@ -59,6 +59,8 @@ def dtype_values(
         return {named} if named else {"unknown"}
     if isinstance(expr, cst.IfExp):
         taken = on_a_cuda_device(expr.test) if on_cuda else None
+        if taken is None:
+            taken = decided_by_the_module(index, expr.test)
         if taken is not None:
             return values(index, expr.body if taken else expr.orelse, depth + 1)
         return values(index, expr.body, depth + 1) | values(index, expr.orelse, depth + 1)
@@ -72,6 +74,19 @@ def dtype_values(
         named = dtype_name(string_value(expr.args[1].value) or "")
         return {named} if named else {"unknown"}
     return {"unknown"}
+
+
+def decided_by_the_module(index: ModuleIndex, test: cst.BaseExpression) -> bool | None:
+    """The truth of a test the module decides by itself, whatever a launch passes: constants and
+    the defaults of a settings object it builds with no argument (GZbridge's ``cfg =
+    CLISettings()`` then ``torch.bfloat16 if cfg.precision == "bf16-mixed" else torch.float16``);
+    None when an option, the environment or the machine decides it, or it is not known."""
+    from memlint.python.values import Values  # the evaluator reads this module's helpers
+
+    found = index.once("values", lambda: Values(index.py)).evaluate(test)
+    if found is None or not found.known or found.options or found.formula is not None:
+        return None
+    return found.value if isinstance(found.value, bool) else None
 
 
 def _looked_up(index: ModuleIndex, lookup: cst.Subscript, depth: int) -> set[str] | None:

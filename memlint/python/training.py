@@ -36,6 +36,7 @@ from memlint.python.syntax import (
     positional,
     receiver,
     root_name,
+    string_value,
 )
 
 # ---------------------------------------------------------------------- constructors
@@ -162,6 +163,10 @@ def is_scaler_object(index: ModuleIndex, expr: cst.BaseExpression | None) -> boo
     if _assigned_from(index, expr, lambda call: is_scaler_constructor(index, call)):
         return True
     text = dotted(expr) or ""
+    if not text and type(expr) is cst.Subscript and len(expr.slice) == 1 and type(expr.slice[0].slice) is cst.Index:
+        # a scaler kept in a mapping of the run's state (GZbridge's ``state["scaler"].step(optimizer)``)
+        key = string_value(expr.slice[0].slice.value)
+        return key is not None and "scaler" in key.lower()
     return "scaler" in _last(text) if text else False
 
 

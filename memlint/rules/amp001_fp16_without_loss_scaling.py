@@ -158,7 +158,11 @@ class Fp16WithoutLossScaling(Rule):
     implementations under float16 autocast trains nothing). An autocast in a helper behind one of
     its parameters (``if use_amp: with autocast():``, ``autocast(enabled=use_amp)``) counts
     for the loops whose call turns it on: by what the call passes, the parameter's default, or
-    a parameter of the caller that its one caller sets.
+    a parameter of the caller that its one caller sets. A dtype chosen by a test the script
+    decides by itself (``torch.bfloat16 if cfg.precision == "bf16-mixed" else torch.float16``
+    over ``cfg = Settings()``, whose default no option or variable reaches) is that one dtype, and
+    a plain ``optimizer.step()`` on the other branch of the test that scales the backward
+    (``if scaler.is_enabled(): ... else: optimizer.step()``) is not reported.
 
     ## Why it matters
     Float16 has 5 exponent bits: values below 2⁻²⁴ (about 6e-8) are zero and values below
@@ -411,6 +415,8 @@ for batch in loader:
             for _, step in loop.steps:
                 if step.kind != "direct" or id(step.call) in seen:
                     continue
+                if all(index.exclusive(step.call, backward.call) for backward in scaled):
+                    continue  # ``if scaler.is_enabled(): scaler.step(...) else: optimizer.step()``
                 seen.add(id(step.call))
                 yield Finding(
                     range=py.range_of(step.call),
