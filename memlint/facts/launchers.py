@@ -183,6 +183,8 @@ def _parse(launch: _Launch, words: list[Word]) -> _Launch | None:
                 launch.options[key] = (word, None)
                 i += 1
             continue
+        if launch.launcher == "python" and text == "-":
+            return None  # python - <<'PY' ...: the program comes from stdin, its arguments are its own
         launch.script = word
         launch.arguments = words[i + 1:]
         return launch
