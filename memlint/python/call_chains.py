@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import libcst as cst
 
 from memlint.python.references import NOT_PASSED, Parameter
-from memlint.python.values import Values
+from memlint.python.values import Values, module_values
 
 if TYPE_CHECKING:
     from memlint.python.index import ModuleIndex
@@ -72,7 +72,7 @@ class HelperBranches:
             key = (id(test), *map(id, event.chain))
             if key not in self._truths:
                 if self._values is None:
-                    self._values = Values(self.index.py)
+                    self._values = module_values(self.index)
                 self._truths[key] = truth_at(self._values, self.index, test, event.chain)
             truth = self._truths[key]
             if truth is not None and truth != wanted:

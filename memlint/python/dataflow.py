@@ -81,9 +81,9 @@ def decided_by_the_module(index: ModuleIndex, test: cst.BaseExpression) -> bool 
     the defaults of a settings object it builds with no argument (GZbridge's ``cfg =
     CLISettings()`` then ``torch.bfloat16 if cfg.precision == "bf16-mixed" else torch.float16``);
     None when an option, the environment or the machine decides it, or it is not known."""
-    from memlint.python.values import Values  # the evaluator reads this module's helpers
+    from memlint.python.values import module_values  # the evaluator reads this module's helpers
 
-    found = index.once("values", lambda: Values(index.py)).evaluate(test)
+    found = module_values(index).evaluate(test)
     if found is None or not found.known or found.options or found.formula is not None:
         return None
     return found.value if isinstance(found.value, bool) else None

@@ -562,23 +562,11 @@ class ModuleIndex:
         nothing stands for it in the list)."""
         if isinstance(flow, cst.Module):
             return [], True
-        params = flow.params
-        positional = [p.name.value for p in [*params.posonly_params, *params.params]]
-        if positional and positional[0] in ("self", "cls") and self._is_method(flow):
-            positional = positional[1:]
         passed: list[cst.BaseExpression] = []
         omitted = False
         calls = self.calls_of(flow)
         for call in calls:
-            value: cst.BaseExpression | None = None
-            unpacked = False
-            for index, arg in enumerate(call.args):
-                if arg.star:
-                    unpacked = True
-                elif arg.keyword is not None and arg.keyword.value == name:
-                    value = arg.value
-                elif arg.keyword is None and index < len(positional) and positional[index] == name:
-                    value = arg.value
+            value, unpacked = self.passed_at(flow, call, name)
             if value is not None:
                 passed.append(value)
             elif unpacked:
@@ -586,6 +574,26 @@ class ModuleIndex:
             else:
                 omitted = True
         return passed, omitted or not calls
+
+    def passed_at(self, function: cst.FunctionDef, call: cst.Call,
+                  name: str) -> tuple[cst.BaseExpression | None, bool]:
+        """What ``call`` passes for ``function``'s parameter ``name`` (by keyword or position; a
+        method's ``self`` is not counted), and whether the call unpacks ``*args``/``**kwargs``,
+        which may pass it too."""
+        params = function.params
+        positional = [p.name.value for p in [*params.posonly_params, *params.params]]
+        if positional and positional[0] in ("self", "cls") and self._is_method(function):
+            positional = positional[1:]
+        value: cst.BaseExpression | None = None
+        unpacked = False
+        for place, arg in enumerate(call.args):
+            if arg.star:
+                unpacked = True
+            elif arg.keyword is not None and arg.keyword.value == name:
+                value = arg.value
+            elif arg.keyword is None and place < len(positional) and positional[place] == name:
+                value = arg.value
+        return value, unpacked
 
     def calls_of(self, function: cst.FunctionDef) -> list[cst.Call]:
         """This module's calls that run ``function``, in source order."""

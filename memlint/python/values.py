@@ -43,6 +43,7 @@ from memlint.python.value_types import (
 )
 
 if TYPE_CHECKING:
+    from memlint.python.index import ModuleIndex
     from memlint.python.source import PythonSource
 
 
@@ -1104,6 +1105,11 @@ _DATACLASS_PARSES = (
     "parse_json_file",
     "parse_yaml_file",
 )
+
+
+def module_values(index: "ModuleIndex") -> "Values":
+    """The one evaluator the rules share for a module (its answers are cached per node)."""
+    return index.once("values", lambda: Values(index.py))
 
 
 @dataclass

@@ -34,8 +34,11 @@ def _read_by_the_projects_loader(ctx: RuleContext, tag: str | None) -> bool:
     """A Python value tag (``!!python/tuple``) in a file no tool reads for the project (plain YAML,
     or arguments the project's own code loads), in a project whose code reads YAML only with
     ``yaml.full_load`` or a loader like it: the tag is read there (ssbuild's chatglm_finetuning)."""
-    return (tag in _FULL_LOADER_TAGS and ctx.kind in (DocumentKind.HF_ARGS, DocumentKind.YAML)
-            and project_reads_python_tags(ctx.settings.root))
+    if tag not in _FULL_LOADER_TAGS or ctx.kind not in (DocumentKind.HF_ARGS, DocumentKind.YAML):
+        return False
+    if "python_tags_read" not in ctx.shared:  # one walk of the project per lint, however many tags
+        ctx.shared["python_tags_read"] = project_reads_python_tags(ctx.settings.root)
+    return bool(ctx.shared["python_tags_read"])
 
 
 class UnreadableConfig(Rule):

@@ -37,6 +37,10 @@ _ZERO3 = """\
 }
 """
 
+# a script that parses TrainingArguments from its command line, for the launches of the examples
+_TRAINER_SCRIPT = {"train.py": "import transformers\nparser = transformers.HfArgumentParser(transformers.TrainingArguments)\n"
+                               "args, = parser.parse_args_into_dataclasses()\n"}
+
 
 class MissingConfigReference(Rule):
     """## What it does
@@ -110,8 +114,7 @@ class MissingConfigReference(Rule):
             "#!/bin/bash\ntorchrun --nproc_per_node 8 train.py \\\n    --model_name_or_path Qwen/Qwen2.5-7B \\\n"
             "    --deepspeed /path/to/zero3.json \\\n    --output_dir out\n",
             path="scripts/finetune.sh",
-            files={"train.py": "import transformers\nparser = transformers.HfArgumentParser(transformers.TrainingArguments)\n"
-                               "args, = parser.parse_args_into_dataclasses()\n"},
+            files=_TRAINER_SCRIPT,
             lines=(4,),
             message="is a placeholder to fill in",
             title="A documentation fill-in is an info, not a missing file",
@@ -120,8 +123,7 @@ class MissingConfigReference(Rule):
             "#!/bin/bash\naccelerate launch --config_file /home/train/.cache/huggingface/accelerate/default_config.yaml \\\n"
             "    train.py --model_name_or_path Qwen/Qwen2.5-7B --output_dir out\n",
             path="scripts/launch.sh",
-            files={"train.py": "import transformers\nparser = transformers.HfArgumentParser(transformers.TrainingArguments)\n"
-                               "args, = parser.parse_args_into_dataclasses()\n"},
+            files=_TRAINER_SCRIPT,
             lines=(2,),
             message="`accelerate config` saves on the machine that runs the job",
             title="A file of the machine that runs the job is an info: no checkout holds it",

@@ -366,9 +366,10 @@ def _late_enables(index: ModuleIndex, project_packages: frozenset[str]) -> Itera
         if model is None:
             continue
         flow = index.flow_of(node)
-        wraps = [(wrap, statement, wrapped, base, None) for wrap, statement, wrapped, base in _wraps_before(index, flow, node)
+        before = _wraps_before(index, flow, node)
+        wraps = [(wrap, statement, wrapped, base, None) for wrap, statement, wrapped, base in before
                  if model in (wrapped, base) and not index.exclusive(wrap, node)]
-        if not wraps and not _wraps_before(index, flow, node):
+        if not before:
             wraps = _handed_in_wraps(index, flow, node, model)
         for wrap, statement, wrapped, base, handover in wraps:
             if trained_module_feeding(index, model, node, project_packages) is not None:
@@ -396,7 +397,7 @@ def _handed_in_wraps(index: ModuleIndex, flow, enable: cst.Call, model: str):
             or index.reaching(model, enable):
         return []  # not a parameter, or one the function rebinds before the enable
     for call in _calls_running(index, flow):
-        passed = _passed_for(index, flow, call, model)
+        passed, _ = index.passed_at(flow, call, model)
         name = dotted(passed) if passed is not None else None
         if name is None:
             continue
@@ -414,22 +415,6 @@ def _calls_running(index: ModuleIndex, function: cst.FunctionDef) -> list[cst.Ca
     if owner is None:
         return []
     return [call for call in index.calls if type(call.func) is cst.Name and call.func.value == owner.name.value]
-
-
-def _passed_for(index: ModuleIndex, function: cst.FunctionDef, call: cst.Call, name: str) -> cst.BaseExpression | None:
-    """What ``call`` passes for ``function``'s parameter ``name`` (by keyword or position)."""
-    params = function.params
-    positional = [p.name.value for p in [*params.posonly_params, *params.params]]
-    if positional and positional[0] in ("self", "cls") and index.class_of(function) is not None:
-        positional = positional[1:]
-    for place, arg in enumerate(call.args):
-        if arg.star:
-            return None
-        if arg.keyword is not None and arg.keyword.value == name:
-            return arg.value
-        if arg.keyword is None and place < len(positional) and positional[place] == name:
-            return arg.value
-    return None
 
 
 def _ordering_only(index: ModuleIndex) -> Iterator[tuple[cst.Call, cst.Call, str]]:
