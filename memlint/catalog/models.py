@@ -290,7 +290,8 @@ def resolve(name: str, base_dir: Path | None = None, *, offline: bool | None = N
         if resolved is not None:
             return Resolution(resolved.arch, f"{name}: the Hugging Face cache's snapshot of {hub_id}"
                               + (f"; {resolved.note}" if resolved.note else ""), resolved.quantization)
-    folder = name.rstrip("/").rpartition("/")[2]
+    # a Windows path (``G:\models\Qwen3-1.7B``, a script written on Windows) ends in its folder name
+    folder = name.replace("\\", "/").rstrip("/").rpartition("/")[2]
     local = path_like or (name.count("/") == 1 and not _known_org(name.split("/")[0]))
     if local and folder:
         found = find_entry(folder) or (find_variant(folder) or (None,))[0]

@@ -142,6 +142,14 @@ def test_a_real_folder_with_a_space_is_still_read_from_its_name():
     assert "assumed the architecture of meta-llama/Meta-Llama-3-8B from the folder name" in found.note
 
 
+def test_a_windows_path_is_read_from_its_last_folder():
+    # xu-0306/qwen3-finetune's `model_name_or_path = r"G:\_python\Qwen3 1.7B finetune\_Models\Qwen3-1.7B"`:
+    # on Windows the backslash separates the folders, so the last one names the model
+    found = resolve(r"G:\_python\Qwen3 1.7B finetune\_Models\Qwen3-1.7B", offline=True)
+    assert "assumed the architecture of Qwen/Qwen3-1.7B from the folder name" in found.note
+    assert found.arch.n_params == from_config(find_entry("Qwen/Qwen3-1.7B").config).n_params
+
+
 def test_did_you_mean_keeps_the_family():
     # whisper-finetune-pipeline's `openai/whisper-medium` (uncatalogued) was offered
     # openai-community/gpt2-medium and Phi-3-medium: the same org or size, another model
