@@ -152,8 +152,9 @@ def facts_from_cli(script: RunFacts, launcher: RunFacts) -> dict[str, Sourced[An
     out: dict[str, Sourced[Any]] = {}
     redone: set[str] = set()
     for option, raw in launcher.cli_args.items():
-        note = raw.note if is_file_entry(option) else f"--{option} on the command line" \
-            if not option.startswith("#") else f"argument {option[1:]} on the command line"
+        note = raw.note if is_file_entry(option) else f"argument {option[1:]} on the command line" \
+            if option.startswith("#") else f"{option[1:]} in the launch's environment" \
+            if option.startswith("$") else f"--{option} on the command line"
         for binding in script.cli_bindings.get(option, ()):
             if binding.startswith("calc:"):
                 redone.add(binding)

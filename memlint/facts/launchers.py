@@ -41,6 +41,7 @@ from memlint.facts.shell_words import (
 from memlint.facts.shell_writes import copied_from
 from memlint.model.diagnostics import Position, Range
 from memlint.model.provenance import Location, Sourced
+from memlint.python import option_formulas
 from memlint.python.options import option_key
 
 # value-less options of each launcher (everything else takes a value unless written --x=y)
@@ -204,6 +205,8 @@ class _Shell:
         # as they stood then (``ARGS="$ARGS --bf16"`` appends to the words ARGS had)
         self.strings: dict[str, list[Word]] = {}
         self.options = option_variables(self.text)  # variable -> the caller's option that sets it
+        # ``export NAME=...``: the variables the launched script sees -> where the export is written
+        self.exported: dict[str, tuple[int, int]] = {}
         # what each branch of the open if/case block assigns (variable -> each assignment's value)
         self.branches: dict[str, list[Value | None]] = {}
         # ``ROOT="$(cd "$(dirname "$0")/.." && pwd)"``: offset of the name -> its anchored value
@@ -261,6 +264,9 @@ class _Shell:
             self._change_directory(words[1:], command.depth)
             return None
         if words and words[0].text in ("export", "local", "declare", "readonly", "typeset"):
+            if words[0].text == "export" or any(w.text == "-x" for w in words[1:]):
+                self.exported.update((parsed[0] if (parsed := assignment(w)) is not None else w.text, (w.start, w.end))
+                                     for w in words[1:] if not w.text.startswith("-"))
             words = [w for w in words[1:] if not w.text.startswith("-")]
             self._assign_all(words, command.depth)
             return None
@@ -291,7 +297,7 @@ class _Shell:
             if self.cwd is None and self.ran_before.get(runs) is not None:
                 self.cwd = self.ran_before[runs]
             self.ran_in[runs] = self.cwd
-        return self._facts(launch)
+        return self._facts(launch, words[:prefix])
 
     def _anchored_assignment(self, words: list[Word], depth: int) -> bool:
         """``ROOT="$(cd "$(dirname "$0")/.." && pwd)"`` (or ``export ROOT=...``): the variable holds
@@ -472,7 +478,7 @@ class _Shell:
 
     # ------------------------------------------------------------- facts
 
-    def _facts(self, launch: _Launch) -> RunFacts:
+    def _facts(self, launch: _Launch, environment: list[Word] | None = None) -> RunFacts:
         facts = RunFacts(self.parsed.path, "shell")
         facts.anchor = self.location(launch.word.start, launch.word.end)
         assert launch.script is not None  # only a launch that names its script gets here
@@ -494,6 +500,7 @@ class _Shell:
                                                   f"{launch.launcher} runs {built}")
         self._launcher_options(launch, facts)
         self._script_arguments(launch, facts)
+        self._environment(environment or [], facts)
         if launch.launcher == "python" and launch.alone:
             facts.single_process = Sourced(True, facts.anchor, "a bare `python` command runs one process")
         return facts
@@ -582,6 +589,29 @@ class _Shell:
             value = self._option(launch, key)
             if value is not None and value.text in ("cpu", "nvme", "none"):
                 setattr(facts, name, Sourced(value.text != "none", self.location(value.start, value.end), f"--{key}"))
+
+    def _environment(self, prefix: list[Word], facts: RunFacts) -> None:
+        """The variables the launched script reads from its environment (``os.getenv("MODEL",
+        ...)``): what the script exports and what the command sets before itself
+        (``MODEL=x python train.py``), as the options ``$MODEL``; one whose value this script
+        cannot know (``export MODEL=$1``) is passed, value unknown, so no fallback stands for it."""
+        written: dict[str, tuple[Value | None, int, int, str]] = {}
+        for name, (start, end) in sorted(self.exported.items()):
+            value = self.variables.known.get(name)
+            written[name] = (value, value.start, value.end, f"export {name}") if value is not None \
+                else (None, start, end, f"export {name}")
+        for word in prefix:
+            parsed = assignment(word)
+            if parsed is not None:
+                name, value_word = parsed
+                written[name] = (expand(value_word, self.variables), word.start, word.end, f"{name}=")
+        for name, (value, start, end, how) in written.items():
+            if option_formulas.launcher_sets(name):
+                continue
+            if value is not None:
+                facts.cli_args[f"${name}"] = self.sourced(value, how)
+            else:
+                facts.cli_unknown[f"${name}"] = Sourced(name, self.location(start, end), how)
 
     def _script_arguments(self, launch: _Launch, facts: RunFacts) -> None:
         words = launch.arguments

@@ -26,6 +26,17 @@ Formula = tuple
 # the launcher-set environment variables a formula may read, and the launch fact each one is
 ENVIRONMENT = {"WORLD_SIZE": "world_size", "LOCAL_WORLD_SIZE": "gpus_per_node"}
 
+
+def launcher_sets(name: str) -> bool:
+    """A variable each process of a distributed launch gets from its launcher (torchrun, SLURM,
+    MPI, Accelerate): what a script falls back to without it is not what a launched run reads."""
+    return name in ENVIRONMENT or name in _LAUNCHER_SET or name.startswith(_LAUNCHER_PREFIXES)
+
+
+_LAUNCHER_SET = frozenset({"RANK", "LOCAL_RANK", "NODE_RANK", "GROUP_RANK", "ROLE_RANK", "MASTER_ADDR",
+                           "MASTER_PORT", "CUDA_VISIBLE_DEVICES"})
+_LAUNCHER_PREFIXES = ("SLURM_", "OMPI_", "PMI_", "PMIX_", "ACCELERATE_", "TORCHELASTIC_", "MV2_")
+
 _BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "+": operator.add,
     "-": operator.sub,

@@ -489,7 +489,10 @@ class Options:
             found = self.values.evaluate(default, depth + 1)
             if found is None or not found.known:
                 return Found(MISSING, None, keys, note)
-            return Found(found.value, found.node, keys, note)
+            # ``model_id: str = os.getenv("MODEL_ID", "...")``: a launch's environment still replaces it
+            environment = tuple(option for option in found.options if option.startswith("$"))
+            return Found(found.value, found.node, keys + environment,
+                         f"{note}, {found.note}" if environment and found.note else note)
         own, _ = self.bases(node)
         for base in own:
             found = self._class_field(base, attr, keys, depth + 1)

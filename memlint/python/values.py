@@ -946,13 +946,21 @@ class Values(Names):
                      depth: int) -> Found | None:
         """An environment variable that a launcher sets (``WORLD_SIZE``): unknown here, but a
         formula the launch's own process count fills (``batch_size // world_size``); the
-        fallback (``os.environ.get("WORLD_SIZE", 1)``) is what a bare ``python`` run reads."""
+        fallback (``os.environ.get("WORLD_SIZE", 1)``) is what a bare ``python`` run reads.
+        Any other variable (``os.getenv("QWEN_MODEL", "Qwen/Qwen3-1.7B")``) is its fallback
+        unless a launch exports it: the launch's value comes as the option ``$QWEN_MODEL``."""
         name = self.evaluate(name_expr, depth + 1)
-        if name is None or not isinstance(name.value, str) or name.value not in option_formulas.ENVIRONMENT:
+        if name is None or not isinstance(name.value, str):
             return None
         default = self.evaluate(fallback, depth + 1) if fallback is not None else None
-        number = option_formulas.number_in(default.value) if default is not None and default.known else None
-        return Found(MISSING, None, formula=("env", name.value, number))
+        if name.value in option_formulas.ENVIRONMENT:
+            number = option_formulas.number_in(default.value) if default is not None and default.known else None
+            return Found(MISSING, None, formula=("env", name.value, number))
+        if default is None or not default.known or not isinstance(default.value, _SCALAR) \
+                or default.value in ("", None) or option_formulas.launcher_sets(name.value):
+            return None
+        return Found(default.value, default.node, (*default.options, f"${name.value}"),
+                     default.note or f"the fallback of ${name.value}")
 
     def _returned(self, function: cst.FunctionDef, depth: int) -> Found | None:
         """A function's value when it has exactly one ``return`` (``def parse_args(): ...``)."""

@@ -74,8 +74,10 @@ def test_values_known_only_at_run_time_are_no_facts():
         Trainer(model=model, args=args).train()
     ''')
     facts = one(src)
-    for name in ("micro_batch", "seq_len", "load_dtype", "grad_accum", "model"):
+    for name in ("seq_len", "load_dtype", "grad_accum", "model"):
         assert getattr(facts, name) is None, name
+    # an environment variable's fallback is what a plain run reads; a launch's environment replaces it
+    assert facts.micro_batch.value == 8 and "$BATCH_SIZE" in facts.cli_bindings
     assert facts.framework.value == "hf-trainer"
 
 
