@@ -405,10 +405,22 @@ def _no_model(plan: TrainingPlan) -> str:
 def _encoder_decoder_lengths(plan: TrainingPlan, arch: Any, seq_len: int, prov: dict) -> tuple[int, int]:
     """(encoder positions, decoder positions; 0: as many): an encoder-decoder whose script
     tokenizes its inputs and labels to lengths of their own (``max_source_length`` 1024,
-    ``max_target_length`` 16) runs its decoder over the labels only. Other models, and scripts
-    that state one length, keep ``seq_len`` for both."""
+    ``max_target_length`` 16) runs its decoder over the labels only. A decoder-only model
+    trains on the prompt and the response concatenated (its labels are as long as its inputs,
+    the prompt's masked with -100): the two lengths add up. Scripts that state one length keep
+    ``seq_len`` for both."""
     source, target = plan.get("source_len"), plan.get("target_len")
-    if not arch.is_encoder_decoder or target is None:
+    if not arch.is_encoder_decoder:
+        stated = prov.get("seq_len")
+        if source is None or target is None or stated is None or stated.origin not in (source.origin, target.origin):
+            return seq_len, 0  # the length comes from elsewhere (an option, a config): it is the whole
+        total = int(source.value) + int(target.value)
+        if not 0 < total <= 2_000_000:
+            return seq_len, 0
+        prov["seq_len"] = Sourced(total, stated.origin, f"{source.value} + {target.value} tokens: the prompt's and "
+                                  "the response's tokenizer(max_length=...), concatenated")
+        return total, 0
+    if target is None:
         return seq_len, 0
     labels = int(target.value)
     inputs = int(source.value) if source is not None else seq_len

@@ -131,6 +131,8 @@ def recognise(ctx: ScriptFacts, call: cst.Call, names: frozenset[str], method: s
         forward(ctx, call)
     elif method in _TOKENIZER_METHODS and _is_tokenizer(ctx.values, receiver):
         tokenizer_call(ctx, call)
+    elif _is_tokenizer(ctx.values, call.func):  # a dataset's ``self.tokenizer(text, max_length=...)``
+        tokenizer_call(ctx, call)
 
 
 # ----------------------------------------------------------------- optimizers

@@ -134,12 +134,24 @@ def _parameters(function: cst.FunctionDef) -> list[cst.Param]:
 
 def _constructor_argument(values: "Values", cls: cst.ClassDef, init: cst.FunctionDef, param: cst.Param,
                           depth: int = 0) -> Found | None:
-    """What the one constructor call of the module passes ``__init__``'s ``param`` (its default
-    when that call leaves it); None when no call or several build the class here."""
+    """What the constructor calls of the module pass ``__init__``'s ``param`` (its default when a
+    call leaves it); None when no call builds the class here, or several pass different values."""
     calls = values.call_sites(cls)
-    if len(calls) != 1:
+    if not calls:
         return None
-    argument = values.argument_for(init, param, calls[0], bound_self=True)
+    # several calls (a training and a validation ``Dataset(path, tokenizer, max_len)``) that pass
+    # the same value agree on it
+    found = [_passed(values, init, param, call, depth) for call in calls]
+    first = found[0]
+    if first is None or not first.known or any(
+            other is None or not other.known or other.value != first.value or type(other.value) is not type(first.value)
+            for other in found[1:]):
+        return first if len(calls) == 1 else None
+    return first
+
+
+def _passed(values: "Values", init: cst.FunctionDef, param: cst.Param, call: cst.Call, depth: int) -> Found | None:
+    argument = values.argument_for(init, param, call, bound_self=True)
     if argument is NOT_PASSED:
         return values.evaluate(param.default, depth + 1) if param.default is not None else None
     return values.evaluate(argument, depth + 1) if isinstance(argument, cst.BaseExpression) else None
