@@ -331,13 +331,55 @@ def imported_constants(constants: dict[str, tuple[str, str]], module_source: Mod
         tree = python_module(found[1]) if found is not None else None
         if found is None or tree is None:
             continue
-        for statement in tree.body:
-            if isinstance(statement, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name
-                                                         for t in statement.targets):
-                value = _literal(statement.value)
-                if value is not None:  # the last assignment wins, as it does when imported
-                    out[option] = Sourced(str(value.value), _location(found[0], value), f"{name} from {module}")
+        assigned = _module_constants(tree)
+        if name in assigned:
+            value, node = assigned[name]
+            out[option] = Sourced(str(value), _location(found[0], node), f"{name} from {module}")
     return out
+
+
+def _module_constants(tree: ast.Module) -> dict[str, tuple[object, ast.expr]]:
+    """Name -> (value, where) of each module-level constant whose last assignment is a literal,
+    or text built from the module's earlier constants (``MODEL_NAME = f"Qwen/{MODEL_BASE_NAME}"``,
+    ``BASE + "-Instruct"``)."""
+    out: dict[str, tuple[object, ast.expr]] = {}
+    for statement in tree.body:
+        if not isinstance(statement, ast.Assign):
+            continue
+        value = _constant_text(statement.value, out)
+        for target in statement.targets:
+            if isinstance(target, ast.Name):
+                if value is None:
+                    out.pop(target.id, None)  # the last assignment wins, as it does when imported
+                else:
+                    out[target.id] = (value, statement.value)
+    return out
+
+
+def _constant_text(node: ast.expr, known: dict[str, tuple[object, ast.expr]]) -> object | None:
+    literal = _literal(node)
+    if literal is not None:
+        return literal.value
+    if isinstance(node, ast.Name) and node.id in known:
+        return known[node.id][0]
+    if isinstance(node, ast.JoinedStr):
+        parts: list[str] = []
+        for part in node.values:
+            if isinstance(part, ast.Constant) and isinstance(part.value, str):
+                parts.append(part.value)
+            elif isinstance(part, ast.FormattedValue) and part.conversion == -1 and part.format_spec is None:
+                inner = _constant_text(part.value, known)
+                if not isinstance(inner, (str, int)) or isinstance(inner, bool):
+                    return None
+                parts.append(str(inner))
+            else:
+                return None
+        return "".join(parts)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _constant_text(node.left, known), _constant_text(node.right, known)
+        if isinstance(left, str) and isinstance(right, str):
+            return left + right
+    return None
 
 
 def _location(path: str, value: ast.expr) -> Location:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable
 
 import libcst as cst
+from libcst.helpers import get_full_name_for_node
 
 from memlint.python.conditions import deciding_options, guards
 from memlint.python.instance_attributes import assigned_attribute
@@ -429,6 +430,8 @@ class Values(Names):
         definitions = self.definitions(expr)
         if not definitions:
             names = sorted(self.qualified(expr))
+            if not names and _CONSTANT.fullmatch(expr.value):
+                return self._star_imported(expr)
             return Found(Ref(names[0]), expr) if names else None
         if len(definitions) != 1:
             return self._reassigned_if(definitions, depth) or self._filled_parameter(definitions, depth) \
@@ -536,6 +539,23 @@ class Values(Names):
                 return Found(Ref(names[0]), use, options=(key,))
             return Found(Ref(names[0]), use)
         return None
+
+    def _star_imported(self, use: cst.Name) -> Found | None:
+        """``from config import *`` then ``MODEL_NAME``: a constant of that module, read as
+        ``from config import MODEL_NAME`` is, when the module has one star import."""
+        self.depends(ANYTHING)  # any statement of the module may add or remove a star import
+        starred = [small for line in self.source.module.body if type(line) is cst.SimpleStatementLine
+                   for small in line.body if type(small) is cst.ImportFrom and type(small.names) is cst.ImportStar]
+        if len(starred) != 1:
+            return None
+        statement = starred[0]
+        dotted = get_full_name_for_node(statement.module) if statement.module is not None else ""
+        module = "." * len(statement.relative) + (dotted or "")
+        if not module.strip("."):
+            return None
+        key = CONSTANT_PREFIX + use.value
+        self.options.imported.setdefault(key, (module, use.value))
+        return Found(Ref(f"{module}.{use.value}"), use, options=(key,))
 
     def _imported_module(self, expr: cst.BaseExpression) -> str | None:
         """The module a plain ``import config`` / ``import settings as cfg`` binds to ``expr``

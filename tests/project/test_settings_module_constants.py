@@ -136,3 +136,52 @@ def test_an_unknown_model_of_the_settings_module_is_noted_at_the_run(tmp_path: P
     line = 2 + header.count("\n")
     assert note.message.endswith(f"(written at config.py:{line}:20)")
     assert linter.lint_path(tmp_path / "config.py") == []
+
+
+# sh-kim's Qwen3 QLoRA pipeline: ``from config import *`` and a model name built from another constant
+STARRED_CONFIG = dedent('''
+    """QLoRA fine-tuning settings."""
+    from pathlib import Path
+
+    MODEL_BASE_NAME = "Qwen3-4B"
+    MODEL_NAME = f"Qwen/{MODEL_BASE_NAME}"
+    TOKENIZER_NAME = MODEL_NAME + "-Base"
+    PER_DEVICE_TRAIN_BATCH_SIZE = 8
+    OUTPUT_DIR = Path("outputs") / MODEL_BASE_NAME
+''')
+
+STARRED_TRAIN = dedent('''
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer, Trainer, TrainingArguments
+
+    from config import *
+
+
+    def main():
+        tokenizer = AutoTokenizer.from_pretrained(TOKENIZER_NAME)
+        model = AutoModelForCausalLM.from_pretrained(MODEL_NAME, torch_dtype=torch.bfloat16)
+        args = TrainingArguments(output_dir=str(OUTPUT_DIR), per_device_train_batch_size=PER_DEVICE_TRAIN_BATCH_SIZE,
+                                 bf16=True, gradient_checkpointing=True)
+        Trainer(model=model, args=args).train()
+
+
+    if __name__ == "__main__":
+        main()
+''')
+
+
+def test_a_star_imported_settings_module_gives_its_constants(tmp_path: Path):
+    write(tmp_path, {"config.py": STARRED_CONFIG, "model_training.py": STARRED_TRAIN})
+    run = _run(tmp_path)
+    # the f-string over the module's own constant is text too
+    assert run.plan.value("model") == "Qwen/Qwen3-4B"
+    assert run.plan.value("micro_batch") == 8
+    assert run.plan.get("model").origin.path.endswith("config.py")
+
+
+def test_two_star_imports_leave_the_name_unknown(tmp_path: Path):
+    write(tmp_path, {"config.py": STARRED_CONFIG, "defaults.py": 'MODEL_NAME = "Qwen/Qwen3-8B"\n',
+                     "model_training.py": STARRED_TRAIN.replace("from config import *",
+                                                                "from config import *\nfrom defaults import *")})
+    run = _run(tmp_path)
+    assert run.plan.value("model") is None
