@@ -24,6 +24,7 @@ LOADERS: dict[str, bool] = {
     "yaml.full_load": True,
     "yaml.unsafe_load": True,
     "json.load": True,
+    "json.loads": True,  # over ``path.read_text()`` only: a file's text
     "toml.load": False,
     "tomllib.load": True,
     "tomli.load": True,

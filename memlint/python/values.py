@@ -22,7 +22,7 @@ from libcst.helpers import get_full_name_for_node
 from memlint.python.conditions import deciding_options, guards
 from memlint.python.instance_attributes import assigned_attribute
 from memlint.python.limits import EVALUATION_DEPTH
-from memlint.python import file_entries, option_dicts, option_formulas
+from memlint.python import file_entries, option_dicts, option_formulas, script_paths
 from memlint.python.options import CONSTANT_PREFIX, Options
 from memlint.python.parallelism_flags import parallelism_flag
 from memlint.python.references import NOT_PASSED, Assigned, Names, Parameter, Unpacked, own_nodes
@@ -416,7 +416,7 @@ class Values(Names):
             if part.format_spec or part.conversion:
                 return None
             found = self.evaluate(part.expression, depth + 1)
-            if found is None or not found.known or not isinstance(found.value, _SCALAR):
+            if found is None or not found.known or not isinstance(found.value, (*_SCALAR, script_paths.PathValue)):
                 return None
             parts.append(str(found.value))
         return Found("".join(parts), expr)
@@ -427,6 +427,8 @@ class Values(Names):
             return Found(constants[expr.value], expr)
         if expr.value == "__name__" and not self.referents(expr):
             return Found("__main__", None)  # a script runs as __main__
+        if expr.value == "__file__" and not self.referents(expr):
+            return Found(script_paths.SCRIPT_FILE, expr)  # paths built from it are the script folder's
         definitions = self.definitions(expr)
         if not definitions:
             names = sorted(self.qualified(expr))
@@ -720,6 +722,9 @@ class Values(Names):
                     self.options.imported.setdefault(key, (module, attr))
                     return Found(Ref(f"{value.qualname}.{attr}"), expr, options=(key,))
                 return Found(Ref(f"{value.qualname}.{attr}"), expr)
+            if isinstance(value, script_paths.PathValue):
+                parent = script_paths.attribute(value, attr)
+                return Found(parent, expr) if parent is not None else None
             if isinstance(value, CallValue):
                 flag = parallelism_flag(self, value.call, attr, depth)
                 if flag is not None:  # ``parallelism_config.dp_shard_enabled``
@@ -804,6 +809,14 @@ class Values(Names):
         names = self.qualified(expr.func)
         positional = [a for a in expr.args if a.keyword is None and not a.star]
         for name in names:
+            if name in script_paths.FUNCTIONS and positional and len(positional) == len(expr.args):
+                built = script_paths.call(name, [v.value if (v := self.evaluate(a.value, depth + 1)) is not None
+                                                 and v.known else None for a in positional])
+                return Found(built, expr) if built is not None else None
+            if name == "builtins.str" and len(positional) == 1 == len(expr.args):
+                inner = self.evaluate(positional[0].value, depth + 1)
+                if inner is not None and isinstance(inner.value, script_paths.PathValue):
+                    return Found(inner.value.text, inner.node)
             if name in _CONVERSIONS and len(positional) == 1 and len(expr.args) == 1:
                 inner = self.evaluate(positional[0].value, depth + 1)
                 # ``int(a // b)`` over options: the launch redoes the conversion too
@@ -841,6 +854,13 @@ class Values(Names):
         func = expr.func
         if isinstance(func, cst.Attribute):
             method = func.attr.value
+            if method in script_paths.METHODS and len(positional) == len(expr.args):
+                receiver = self.evaluate(func.value, depth + 1)
+                if receiver is not None and isinstance(receiver.value, script_paths.PathValue):
+                    built = script_paths.method(receiver.value, method, [
+                        v.value if (v := self.evaluate(a.value, depth + 1)) is not None and v.known else None
+                        for a in positional])
+                    return Found(built, expr) if built is not None else None
             if method in ("parse_args",):
                 return Found(Namespace(), expr)
             if method == "parse_known_args":
@@ -889,7 +909,7 @@ class Values(Names):
         found = self.evaluate(opened if opened is not None else argument, depth + 1)
         if found is None:
             return None
-        written = found.value if found.known and isinstance(found.value, str) and found.value else None
+        written = script_paths.text_of(found.value) if found.known else None
         option = found.options[0] if len(found.options) == 1 and not file_entries.is_entry(found.options[0]) else None
         if (written is None and option is None) or found.formula is not None:
             return None
@@ -923,7 +943,8 @@ class Values(Names):
         return self._overridden
 
     def _opened_path(self, expr: cst.BaseExpression) -> cst.BaseExpression | None:
-        """The path of ``open(path)``, or of the file ``f`` of ``with open(path) as f``."""
+        """The path of ``open(path)`` (or of a ``pathlib.Path``'s ``open()``/``read_text()``), or of
+        the file ``f`` of ``with open(path) as f``."""
         if type(expr) is cst.Name:
             referents = self.referents(expr)
             if len(referents) != 1 or type(referents[0].node) is not cst.Name:
@@ -936,6 +957,11 @@ class Values(Names):
         if type(expr) is cst.Call and "builtins.open" in self.qualified(expr.func) and expr.args \
                 and expr.args[0].keyword is None and not expr.args[0].star:
             return expr.args[0].value
+        if type(expr) is cst.Call and type(expr.func) is cst.Attribute and expr.func.attr.value in ("open", "read_text"):
+            # ``CONFIG.read_text()``, ``with CONFIG.open() as f`` of ``CONFIG = Path(__file__).parent / "x.yaml"``
+            receiver = self.evaluate(expr.func.value)
+            if receiver is not None and isinstance(receiver.value, script_paths.PathValue):
+                return expr.func.value
         return None
 
     def _entry(self, mapping: Mapping, key: str, fallback: Found | None, depth: int) -> Found | None:
@@ -1052,6 +1078,9 @@ class Values(Names):
             # an option without a default (or a launcher's WORLD_SIZE): only a launch knows it
             return Found(MISSING, None, formula=formula) if formula is not None else None
         a, b = left.value, right.value
+        if isinstance(a, script_paths.PathValue) and isinstance(expr.operator, cst.Divide):
+            joined = script_paths.divide(a, b)  # ``Path(__file__).parent / "config.yaml"``
+            return Found(joined, expr) if joined is not None else None
         if _is_number(a) and _is_number(b):
             if function is operator.pow and (abs(b) > 64 or abs(a) > 1 << 32):
                 return None
