@@ -74,7 +74,9 @@ class DeprecatedCudaAmp(Rule):
     alone silently changes what positional arguments mean.
 
     A project that pins a torch release before 2.4 (``torch==2.0.1``), where they neither warn
-    nor have ``torch.amp.GradScaler`` to move to, is not told.
+    nor have ``torch.amp.GradScaler`` to move to, is not told. Nor is an import of them in an
+    ``except ImportError:`` handler (``try: from torch.amp import autocast``): it runs only on a
+    torch without ``torch.amp``, which does not warn.
 
     ## Fix
     ``torch.amp.autocast("cuda", ...)`` and ``torch.amp.GradScaler("cuda", ...)``. The fix
@@ -107,6 +109,16 @@ class DeprecatedCudaAmp(Rule):
             ),
             files={"requirements.txt": "torch==2.0.1\ntransformers==4.31.0\n"},
             title="The project pins torch 2.0.1, which deprecated nothing yet",
+        ),
+        Example(
+            _SCRIPT.format(
+                imports="try:\n    from torch.amp import GradScaler, autocast\n"
+                        "except ImportError:  # torch before 1.10\n"
+                        "    from torch.cuda.amp import GradScaler, autocast",
+                scaler='GradScaler("cuda")',
+                autocast='autocast("cuda", dtype=torch.float16)',
+            ),
+            title="The old import only as the fallback of a failed import of torch.amp",
         ),
     )
     INVALID = (
@@ -160,7 +172,7 @@ class DeprecatedCudaAmp(Rule):
             if node.module is None or isinstance(node.names, cst.ImportStar):
                 continue
             module = py.code_of(node.module)
-            if module not in ("torch.cuda.amp", "torch.cpu.amp"):
+            if module not in ("torch.cuda.amp", "torch.cpu.amp") or _import_fallback(index, node):
                 continue
             aliases = [a for a in node.names if f"{module}.{py.code_of(a.name)}" in _DEPRECATED]
             if not aliases:
@@ -240,6 +252,26 @@ class DeprecatedCudaAmp(Rule):
                 message=f'`{written}` is deprecated and warns on every use; use `torch.amp.{cls}("{device}", ...)`',
                 fix=fix,
             )
+
+
+_IMPORT_FAILURES = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+
+
+def _import_fallback(index: ModuleIndex, node: cst.CSTNode) -> bool:
+    """Is ``node`` in an ``except ImportError:`` handler (``try: from torch.amp import autocast``
+    ``except ImportError: from torch.cuda.amp import autocast``)? Such an import runs only where
+    the first one fails, on a torch without ``torch.amp`` (before 1.10), which never warns."""
+    current = index.parent(node)
+    while current is not None and not isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Module)):
+        if isinstance(current, cst.ExceptHandler):
+            caught = current.type
+            names = [caught] if caught is None or not isinstance(caught, cst.Tuple) else \
+                [element.value for element in caught.elements]
+            return any(name is None or (isinstance(name, (cst.Name, cst.Attribute)) and
+                                        (dotted(name) or "").rsplit(".", 1)[-1] in _IMPORT_FAILURES)
+                       for name in names)
+        current = index.parent(current)
+    return False
 
 
 def _binds_torch(module: cst.Module) -> bool:
