@@ -124,6 +124,23 @@ def rests_on_unread_config(assumed: list) -> bool:
     return any(a.fact == "unread_parallelism" for a in assumed)
 
 
+def unread_config_clause(ctx: RuleContext, run: ResolvedRun, assumed: list) -> str:
+    """A verdict that stands even if the DeepSpeed config the run names, which memlint cannot
+    find, shards with ZeRO-3 (LightSFT's ``deepspeed: .../ds_z3_config.json``): the figure the
+    message leads with is the unsharded one, so say what ZeRO-3 would leave."""
+    from memlint.estimate import Sharding, estimate_training
+
+    unread = next((a for a in run.assumed if a.fact == "unread_parallelism"), None)
+    capacity = ctx.capacity_for(run)
+    if unread is None or unread in assumed or run.arch is None or run.setup is None or capacity is None:
+        return ""
+    sharded = estimate_training(run.arch, run.setup.but(sharding=Sharding.ZERO3), capacity)
+    if sharded.fits is not False:
+        return ""
+    name = str(run.plan.value("unread_parallelism") or "").rsplit("/", 1)[-1]
+    return f"; sharded with ZeRO-3, as `{name}` (which memlint cannot find) may ask, still {gib(sharded.peak_bytes)}"
+
+
 def rests_on_data(assumed: list) -> bool:
     """Does the verdict hold only if a batch holds a sample as long as a truncation limit? Then
     the data decides, which memlint cannot read."""

@@ -19,6 +19,7 @@ from memlint.rules._memory import (
     rests_on_data,
     rests_on_unread_config,
     short_data,
+    unread_config_clause,
 )
 from memlint.rules.base import Example, Finding, Rule
 
@@ -97,7 +98,8 @@ class OutOfMemory(Rule):
     arithmetic over variables the environment fills (``NNODES=${SLURM_JOB_NUM_NODES:-1}``) is not
     evaluated: its fallbacks describe one developer's node, not the job that runs. A run that names a DeepSpeed or Accelerate config
     memlint cannot find shards at a stage no readable file states: it gets no verdict that
-    would change under ZeRO-3 (CFG015 names the missing file). Assumptions are weighed alone and together:
+    would change under ZeRO-3 (CFG015 names the missing file); one that overflows even sharded keeps
+    its verdict, and the message says what ZeRO-3 would leave. Assumptions are weighed alone and together:
     two that each leave the verdict standing may overturn it together (a missing ZeRO-3 config and batches
     at a truncation limit), and then it rests on both. A config the project documents
     with several launches that differ only in their parallelism (a README's ``torchrun ... -m
@@ -197,7 +199,7 @@ class OutOfMemory(Rule):
             message = (
                 f"estimated peak {at_least} exceeds the {gib(cap.usable_bytes)} "
                 f"usable on {cap.gpu_name}{ctx.gpu_origin(run)}{condition}{also} (largest part: {describe_dominant(budget, run)})"
-                f"{shorter}{fix_hint(ctx, run)}{assumption_clause(assumed)}"
+                f"{unread_config_clause(ctx, run, assumed)}{shorter}{fix_hint(ctx, run)}{assumption_clause(assumed)}"
             )
             yield memory_finding(ctx, run, budget, message, assumed, severity)
 

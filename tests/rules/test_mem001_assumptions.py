@@ -62,6 +62,22 @@ def test_a_run_too_large_even_sharded_stays_an_error(lint):
     assert "assumption" not in diagnostic.message
 
 
+def test_a_run_too_large_even_under_the_zero3_config_it_cannot_find_says_so(lint):
+    # LightSFT-Qwen3-Humaneval's LLaMA-Factory recipe names LLaMA-Factory's ds_z3_config.json in a
+    # clone the repository does not hold: the verdict stands either way, and the message leads
+    # with the unsharded figure, so it also says what ZeRO-3 would leave
+    source = GEMMA_SFT.replace("per_device_train_batch_size: 4", "per_device_train_batch_size: 64").replace(
+        "gradient_checkpointing: true", "gradient_checkpointing: false") + "deepspeed: ds_z3_config.json\n"
+    [diagnostic] = lint("MEM001", source, path="recipes/sft/config_full.yaml", settings=SETTINGS)
+    assert diagnostic.severity == Severity.ERROR
+    assert "sharded with ZeRO-3, as `ds_z3_config.json` (which memlint cannot find) may ask, still" in \
+        diagnostic.message
+    # the same run with a config memlint reads says nothing of the kind
+    [read] = lint("MEM001", source, path="recipes/sft/config_full.yaml", settings=SETTINGS,
+                  files={"recipes/sft/ds_z3_config.json": ZERO3})
+    assert "cannot find" not in read.message
+
+
 def test_an_assumed_sequence_length_is_named(lint):
     source = GEMMA_SFT.replace("max_length: 2048\n", "").replace(
         "per_device_train_batch_size: 4", "per_device_train_batch_size: 32")
