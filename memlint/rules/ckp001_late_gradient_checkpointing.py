@@ -90,7 +90,8 @@ class LateGradientCheckpointing(Rule):
       is not reported: those inputs require grad, so the layers get their gradients (a frozen
       projector, or token embeddings alone, still are). Two calls whose guards never hold together
       (``if use_boft:`` around the wrap, ``if not (use_lora or use_boft):`` around the enable)
-      are not an order. When the project pins transformers to
+      are not an order, nor is a wrap undone before the enable (``model = model.merge_and_unload()``
+      folds the adapter into a plain model). When the project pins transformers to
       release 5 or later (``transformers>=5.6.0`` in its requirements, pyproject or lock file)
       and the call does not ask for reentrant checkpointing, this is an **info**: transformers
       5 checkpoints non-reentrantly and makes the embedding output require grad itself;
@@ -164,6 +165,24 @@ trainer = Trainer(model=model, args=args, train_dataset=train_dataset)
 trainer.train()
 """,
             title="A Trainer builds its optimizer lazily in train(): nothing is late",
+        ),
+        Example(
+            """\
+import torch
+from peft import LoraConfig, PeftModel
+from transformers import AutoModelForCausalLM
+from trl import GRPOConfig, GRPOTrainer
+
+base = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-1.5B-Instruct", torch_dtype=torch.bfloat16)
+model = PeftModel.from_pretrained(base, "outputs/sft_adapter")
+model = model.merge_and_unload()
+model.gradient_checkpointing_enable()
+args = GRPOConfig(output_dir="out", per_device_train_batch_size=8, bf16=True)
+trainer = GRPOTrainer(model=model, args=args, reward_funcs=reward, train_dataset=prompts,
+                      peft_config=LoraConfig(r=16, target_modules="all-linear"))
+trainer.train()
+""",
+            title="The SFT adapter merged into the base model first: no PEFT wrap is left",
         ),
     )
     INVALID = (
@@ -366,7 +385,7 @@ def _late_enables(index: ModuleIndex, project_packages: frozenset[str]) -> Itera
         if model is None:
             continue
         flow = index.flow_of(node)
-        before = _wraps_before(index, flow, node)
+        before = _unmerged(index, flow, node, _wraps_before(index, flow, node))
         wraps = [(wrap, statement, wrapped, base, None) for wrap, statement, wrapped, base in before
                  if model in (wrapped, base) and not index.exclusive(wrap, node)]
         if not before:
@@ -475,6 +494,21 @@ def _steps(index: ModuleIndex) -> bool:
 
 def _names(expr: cst.BaseExpression | None, model: str) -> bool:
     return expr is not None and dotted(expr) == model
+
+
+# the calls that give back the base model with the adapter folded in (or dropped): no wrap is left
+_UNWRAPS = frozenset({"merge_and_unload", "unload"})
+
+
+def _unmerged(index: ModuleIndex, flow, enable: cst.Call, wraps: list) -> list:
+    """The wraps not undone before ``enable``: ``model = PeftModel.from_pretrained(base, sft_dir)``
+    then ``model = model.merge_and_unload()`` leaves a plain transformers model (math-sft-qwen's
+    GRPO script merges its SFT adapter, then enables checkpointing and hands TRL a new LoRA)."""
+    body = flow if isinstance(flow, cst.Module) else flow.body
+    unwraps = [(node, dotted(node.targets[0].target)) for node in iter_nodes(body)
+               if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.value, cst.Call)
+               and method_name(node.value) in _UNWRAPS and index.before(node, enable)]
+    return [w for w in wraps if not any(name == w[2] and index.before(w[0], node) for node, name in unwraps)]
 
 
 def _wraps_before(index: ModuleIndex, flow, enable: cst.Call):
