@@ -134,7 +134,7 @@ def _read_by_the_project(ctx: RuleContext, found: list[Issue]) -> tuple[str, fro
 
 # config kinds told by their keys, whose file may instead be the shape of a class of the project
 # (the tool whose source the project contains, if it does) -- see _a_project_class
-_CLASS_SHAPED = {"hf-args": "transformers", "axolotl": "axolotl"}
+_CLASS_SHAPED = {"hf-args": "transformers", "axolotl": "axolotl", "llamafactory": "llamafactory"}
 _OWN_CLASS_MIN_KEYS = 3
 
 

@@ -106,7 +106,7 @@ class RunFinder:
                     out.append(RunFacts(facts.path, "missing", unread_parallelism=reference))
                 continue
             key = self.documents.key(target)
-            if key in seen:
+            if key in seen or self._read_into_a_project_class(target):
                 continue
             seen.add(key)
             for child in self.documents.facts(target):
@@ -1102,6 +1102,23 @@ class RunFinder:
         keys = {k for k in structured.value if isinstance(k, str)}
         return (may_be_a_project_format(self.documents.root, path, str(kind), keys)
                 and ProjectClasses(self.documents.root).options_written_out(keys))
+
+    def _read_into_a_project_class(self, path: Path) -> bool:
+        """Is this LLaMA-Factory-looking config, which a script names, the shape of one class of
+        the project (every key a field of it)? Then the script fills that class from it
+        (finance-sft-qwen's ``SFTConfig(**yaml.safe_load(...))`` with ``dataset_dir`` beside
+        ``lora_rank``) and trains by its own code: no LLaMA-Factory default, nor its ``do_train``,
+        is the run's; the values the script takes from the file are read as its entries."""
+        if self.documents.kind(path) != DocumentKind.LLAMAFACTORY:
+            return False
+        structured = self.documents.parsed(path).structured
+        if structured is None or not structured.ok or not isinstance(structured.value, dict):
+            return False
+        from memlint.configs.key_history import project_class_shaped
+        from memlint.facts.project_arguments import ProjectClasses
+
+        return project_class_shaped(self.documents.root, path, str(DocumentKind.LLAMAFACTORY), structured.value,
+                                    lambda: ProjectClasses(self.documents.root))
 
     def _scripts_own_problem(self, run: ResolvedRun) -> bool:
         """Is the run's problem a fact of the script it runs (it freezes its model, ...)? The

@@ -12,6 +12,7 @@ one can find, or a key it lacks, leaves the value unknown, as before.
 from __future__ import annotations
 
 import json
+from typing import Any
 from dataclasses import dataclass
 
 PREFIX = "&file:"  # no command-line option starts so (``@`` marks an imported constant: ``options.CONSTANT_PREFIX``)
@@ -83,3 +84,11 @@ def _as_text(value: object) -> str | None:
 
 def is_entry(option: str) -> bool:
     return option.startswith(PREFIX)
+
+
+def entry_of(found: Any) -> FileEntry | None:
+    """The config-file entry a value stands for (``cfg``, ``cfg["model"]``: unknown here, named by
+    its one option), else None."""
+    if found is None or found.known or len(found.options) != 1:
+        return None
+    return entry(found.options[0])

@@ -17,6 +17,7 @@ import libcst as cst
 
 from memlint.python.library import is_argument_parser, is_library_dataclass
 from memlint.python.unit_scopes import ARGPARSE
+from memlint.python import file_entries
 from memlint.python.value_types import MISSING, CallValue, ClassValue, Found, Instance, Ref
 
 if TYPE_CHECKING:
@@ -475,7 +476,21 @@ class Options:
                 if arg.keyword is not None and arg.keyword.value == attr:
                     found = self.values.evaluate(arg.value, depth + 1)
                     return True, (found.at(found.node) if found is not None else None)
+            for arg in instance.call.args:
+                if arg.star == "**" and instance.cls is not None:
+                    return True, self._file_field(instance.cls, arg.value, attr, depth)
         return False, None
+
+    def _file_field(self, cls: cst.ClassDef, mapping: cst.BaseExpression, attr: str, depth: int) -> Found | None:
+        """``SFTConfig(**yaml.safe_load(path.read_text()))``: a field is the file's entry where the
+        file writes one, else the class's default (``file_entries``, as ``cfg.get(key, default)``);
+        unknown when the mapping is no file this module reads."""
+        read = file_entries.entry_of(self.values.evaluate(mapping, depth + 1))
+        if read is None:
+            return None
+        default = self._class_field(cls, attr, (), depth)
+        fallback = default.value if default is not None and default.known else None
+        return Found(MISSING, None, (read.child(attr, fallback).name,))
 
     def _class_field(self, node: cst.ClassDef, attr: str, keys: tuple[str, ...], depth: int) -> Found | None:
         if depth > 12:
@@ -513,3 +528,4 @@ def _parsed_class(value: Any) -> Any:
     if isinstance(value, Ref):
         return value.qualname
     return None
+

@@ -107,13 +107,6 @@ def _keepable(found: Found | None) -> bool:
             and not (type(value) is tuple and any(type(v) in _HOLDS_DEFINITIONS for v in value)))
 
 
-def _file_entry(found: Found | None) -> "file_entries.FileEntry | None":
-    """The config-file entry ``found`` stands for (``cfg``, ``cfg["model"]``), else None."""
-    if found is None or found.known or len(found.options) != 1:
-        return None
-    return file_entries.entry(found.options[0])
-
-
 def _key_chain(expr: cst.BaseExpression) -> tuple[cst.Name, tuple[str, ...]] | None:
     """``cfg["model"]["id"]`` / ``cfg.model.id`` -> (``cfg``, ("model", "id")); None where a key is
     not written out (``cfg[name]``) or the chain does not start at a name."""
@@ -695,7 +688,7 @@ class Values(Names):
         attr = expr.attr.value
         if base is not None:
             value = base.value
-            read = _file_entry(base)
+            read = file_entries.entry_of(base)
             if read is not None:  # ``cfg.model.name`` of ``cfg = OmegaConf.load(path)``
                 entry = read.child(attr)
                 return None if self._entry_overridden(entry) else Found(MISSING, None, (entry.name,))
@@ -791,7 +784,7 @@ class Values(Names):
         base = self.evaluate(expr.value, depth + 1)
         if base is None:
             return None
-        read = _file_entry(base)
+        read = file_entries.entry_of(base)
         if read is not None:
             if not isinstance(key.value, (str, int)) or isinstance(key.value, bool):
                 return None
@@ -810,9 +803,11 @@ class Values(Names):
         positional = [a for a in expr.args if a.keyword is None and not a.star]
         for name in names:
             if name in script_paths.FUNCTIONS and positional and len(positional) == len(expr.args):
-                built = script_paths.call(name, [v.value if (v := self.evaluate(a.value, depth + 1)) is not None
-                                                 and v.known else None for a in positional])
-                return Found(built, expr) if built is not None else None
+                parts = [self.evaluate(a.value, depth + 1) for a in positional]
+                built = script_paths.call(name, [p.value if p is not None and p.known else None for p in parts])
+                # ``Path(args.config)``: a launch's ``--config`` still replaces the path
+                options = tuple(dict.fromkeys(o for p in parts if p is not None for o in p.options))
+                return Found(built, expr, options) if built is not None else None
             if name == "builtins.str" and len(positional) == 1 == len(expr.args):
                 inner = self.evaluate(positional[0].value, depth + 1)
                 if inner is not None and isinstance(inner.value, script_paths.PathValue):
@@ -875,7 +870,7 @@ class Values(Names):
             if method == "get" and 1 <= len(positional) == len(expr.args) <= 2:
                 receiver = self.evaluate(func.value, depth + 1)
                 key = self.evaluate(positional[0].value, depth + 1)
-                read = _file_entry(receiver)
+                read = file_entries.entry_of(receiver)
                 if read is not None and key is not None and key.known and isinstance(key.value, str):
                     if self._entry_overridden(read.child(key.value)):
                         return None
@@ -936,7 +931,7 @@ class Values(Names):
                 targets = [t.target for t in node.targets] if type(node) is cst.Assign else [node.target]
                 for target in targets:
                     chain = _key_chain(target) if type(target) in (cst.Subscript, cst.Attribute) else None
-                    root = _file_entry(self.evaluate(chain[0])) if chain is not None else None
+                    root = file_entries.entry_of(self.evaluate(chain[0])) if chain is not None else None
                     if chain is not None and root is not None:
                         found.append(file_entries.FileEntry(root.path, root.option, root.keys + chain[1]))
             self._overridden = found
