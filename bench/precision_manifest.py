@@ -32,7 +32,9 @@ _ORDINALS = {
         "sixty-second sixty-third sixty-fourth sixty-fifth sixty-sixth sixty-seventh sixty-eighth sixty-ninth "
         "seventieth seventy-first seventy-second seventy-third seventy-fourth seventy-fifth seventy-sixth "
         "seventy-seventh seventy-eighth seventy-ninth eightieth eighty-first eighty-second eighty-third "
-        "eighty-fourth eighty-fifth eighty-sixth eighty-seventh eighty-eighth eighty-ninth ninetieth".split(),
+        "eighty-fourth eighty-fifth eighty-sixth eighty-seventh eighty-eighth eighty-ninth ninetieth ninety-first "
+        "ninety-second ninety-third ninety-fourth ninety-fifth ninety-sixth ninety-seventh ninety-eighth "
+        "ninety-ninth hundredth".split(),
         start=1,
     )
 }
