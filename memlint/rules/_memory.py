@@ -138,7 +138,8 @@ def unread_config_clause(ctx: RuleContext, run: ResolvedRun, assumed: list) -> s
     if sharded.fits is not False:
         return ""
     name = str(run.plan.value("unread_parallelism") or "").rsplit("/", 1)[-1]
-    return f"; sharded with ZeRO-3, as `{name}` (which memlint cannot find) may ask, still {gib(sharded.peak_bytes)}"
+    return (f"; whatever ZeRO stage `{name}` (which memlint cannot find) asks for, it needs at least "
+            f"{gib(sharded.peak_bytes)} (ZeRO-3)")
 
 
 def rests_on_data(assumed: list) -> bool:
