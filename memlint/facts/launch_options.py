@@ -151,7 +151,7 @@ def facts_from_cli(script: RunFacts, launcher: RunFacts) -> dict[str, Sourced[An
     """The facts the launcher's options set in ``script`` (located in the launcher)."""
     out: dict[str, Sourced[Any]] = {}
     redone: set[str] = set()
-    for option, raw in launcher.cli_args.items():
+    for option, raw in launcher.passed().items():
         note = raw.note if is_file_entry(option) else f"argument {option[1:]} on the command line" \
             if option.startswith("#") else f"{option[1:]} in the launch's environment" \
             if option.startswith("$") else f"--{option} on the command line"
@@ -178,7 +178,7 @@ def cleared_by_cli(script: RunFacts, launcher: RunFacts) -> frozenset[str]:
     turns off (qlora's ``load_in_4bit=args.bits == 4`` with ``bits: int = 4``, launched with
     ``--bits 16``): the script's statement is not the run's. What the launch itself states wins."""
     out: set[str] = set()
-    for option, raw in launcher.cli_args.items():
+    for option, raw in launcher.passed().items():
         for binding in script.cli_bindings.get(option, ()):
             name, value = "", None
             if binding.removeprefix("not:").startswith(("unless:", "unlessnot:")):
@@ -242,7 +242,7 @@ def switched_references(script: RunFacts, launcher: RunFacts) -> list[Sourced[st
     out = []
     for options, prefix, reference in script.switched_references:
         for option in options:
-            raw = launcher.cli_args.get(option)
+            raw = launcher.passed().get(option)
             on = _switched_on(str(raw.value)) if raw is not None else None
             if on is not None and on == (prefix == "if"):
                 out.append(reference)
@@ -290,9 +290,9 @@ def _passed(launcher: RunFacts) -> Callable[[tuple[str, ...]], Any]:
 
     def passed(names: tuple[str, ...]) -> Any:
         for name in names:
-            if name in launcher.cli_unknown:
+            if name in launcher.passed_unknown():
                 return float("nan")
-            raw = launcher.cli_args.get(name)
+            raw = launcher.passed().get(name)
             if raw is not None:
                 number = option_formulas.number_in(str(raw.value))
                 return float("nan") if number is None else number
@@ -316,7 +316,7 @@ def hidden_by_cli(script: RunFacts, launcher: RunFacts) -> frozenset[str]:
     (``--per_device_train_batch_size $PER_DEVICE_TRAIN_BATCH_SIZE``): the script's default for
     them is not what runs, so it must not be judged as if it were."""
     out: set[str] = set()
-    for option in launcher.cli_unknown:
+    for option in launcher.passed_unknown():
         for binding in script.cli_bindings.get(option, ()):
             name = binding[4:] if binding.startswith("not:") else binding
             if name.startswith("calc:"):  # worked out from this option: unknown too
@@ -343,7 +343,7 @@ def unknown_micro_batch(launcher: RunFacts, hidden: frozenset[str]) -> Sourced[s
     Shell arithmetic over variables the environment fills (``${SLURM_JOB_NUM_NODES:-1}``) is
     not evaluated: its fallbacks are a developer's one node (2048 / 1 / 8 / 1 = 256 sequences a
     GPU), not what the cluster job that runs it computes."""
-    for option, written in launcher.cli_unknown.items():
+    for option, written in launcher.passed_unknown().items():
         field = hf_args.FIELDS.get(option)
         if (field is not None and field[0] == "micro_batch") or ("micro_batch" in hidden and "batch" in option
                                                                   and "eval" not in option):

@@ -609,9 +609,9 @@ class _Shell:
             if option_formulas.launcher_sets(name):
                 continue
             if value is not None:
-                facts.cli_args[f"${name}"] = self.sourced(value, how)
+                facts.environment[f"${name}"] = self.sourced(value, how)
             else:
-                facts.cli_unknown[f"${name}"] = Sourced(name, self.location(start, end), how)
+                facts.environment_unknown[f"${name}"] = Sourced(name, self.location(start, end), how)
 
     def _script_arguments(self, launch: _Launch, facts: RunFacts) -> None:
         words = launch.arguments

@@ -214,6 +214,11 @@ class RunFacts:
     # options it passes with a value it cannot know (``--per_device_train_batch_size $BS``): the
     # script's default for them is not what runs
     cli_unknown: dict[str, Sourced[str]] = field(default_factory=dict)
+    # the environment a launch gives its script (``export MODEL=x``, ``BATCH=2 python train.py``)
+    # as ``$NAME`` -> value, which replaces a script's ``os.getenv`` fallback; those it sets to a
+    # value it cannot know (``export MODEL=$1``). Kept apart from the options: never a command line
+    environment: dict[str, Sourced[str]] = field(default_factory=dict)
+    environment_unknown: dict[str, Sourced[str]] = field(default_factory=dict)
     # Hydra/OmegaConf overrides it passes (``actor_rollout_ref.model.path=Qwen/Qwen2-7B``, ``+data.x=1``):
     # the dotted key (without ``+``/``++``) -> the value as written, None where it cannot know it
     overrides: dict[str, Sourced[str | None]] = field(default_factory=dict)
@@ -237,6 +242,14 @@ class RunFacts:
     template_launches: Sourced[str] | None = None
     template_config: Sourced[str] | None = None
     template_references: list[Sourced[str]] = field(default_factory=list)
+
+    def passed(self) -> dict[str, Sourced[str]]:
+        """What the launch hands its script, options and environment (``$NAME``) together."""
+        return {**self.cli_args, **self.environment}
+
+    def passed_unknown(self) -> dict[str, Sourced[str]]:
+        """The options and environment variables the launch sets to values it cannot know."""
+        return {**self.cli_unknown, **self.environment_unknown}
 
     def stated(self) -> dict[str, Sourced[Any]]:
         """The facts this document states (non-None Sourced fields)."""
@@ -272,7 +285,7 @@ TENSOR_PARALLEL_ADVICE = ("memlint sizes data parallelism, ZeRO and FSDP only; e
 
 
 NOT_FACTS = ("path", "kind", "anchor", "references", "switched_references", "auto_keys", "cli_bindings",
-             "option_constants", "cli_args", "cli_unknown", "overrides",
+             "option_constants", "cli_args", "cli_unknown", "environment", "environment_unknown", "overrides",
              "launches", "arguments_file", "arguments_default", "arguments_under_cli", "positional_config", "bound_config", "template_launches", "template_config",
              "template_references")
 FACT_NAMES = tuple(f.name for f in fields(RunFacts) if f.name not in NOT_FACTS)

@@ -233,7 +233,7 @@ class Session:
                 stated,
                 tuple(repr(r.value) for r in facts.references),
                 repr(facts.launches.value) if facts.launches else None,
-                tuple(sorted((k, repr(v.value)) for k, v in facts.cli_args.items())),
+                tuple(sorted((k, repr(v.value)) for k, v in facts.passed().items())),
                 tuple(sorted((k, repr(v.value)) for k, v in facts.overrides.items())),
                 tuple(sorted(facts.cli_bindings.items())),
             ))

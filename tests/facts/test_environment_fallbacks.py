@@ -123,3 +123,23 @@ def test_the_project_estimates_the_fallback_model_or_the_exported_one(tmp_path: 
     assert run.plan.value("model") == "Qwen/Qwen2.5-0.5B"
     assert [d.code for d in Linter(launched).lint_path(launched.root / "scripts" / "small.sh")
             if d.code.startswith("MEM")] == []
+
+
+def test_the_environment_is_kept_apart_from_the_command_line():
+    # MyRLHF's ``export VLLM_WORKER_MULTIPROC_METHOD=spawn`` before an OpenRLHF batch-inference
+    # command: taken for options, the exported names changed what the command line read as (a
+    # training command of the usual flags, a Trainer's options to an installed module)
+    from memlint.configs.command_line import options_as_config
+
+    launcher = one(dedent('''
+        #!/bin/bash
+        export VLLM_WORKER_MULTIPROC_METHOD=spawn
+        export OUTPUT_DIR=${PWD}/out
+        python finetune.py --model_name_or_path sshleifer/bart-tiny-random --train_batch_size=2 \\
+            --learning_rate=3e-5 --output_dir=$OUTPUT_DIR --num_train_epochs=1
+    '''), "run.sh")
+    assert not any(key.startswith("$") for key in (*launcher.cli_args, *launcher.cli_unknown))
+    assert "$VLLM_WORKER_MULTIPROC_METHOD" in launcher.environment
+    assert "$OUTPUT_DIR" in launcher.passed() or "$OUTPUT_DIR" in launcher.passed_unknown()
+    found = options_as_config(launcher)
+    assert found is not None and found.framework is not None
