@@ -240,9 +240,10 @@ def switched_references(script: RunFacts, launcher: RunFacts) -> list[Sourced[st
     ``deepspeed="sample/zero_config.json" if args.deepspeed else None``, launched with
     ``--deepspeed``): they are the run's, as if the launcher named them."""
     out = []
+    given = launcher.passed()
     for options, prefix, reference in script.switched_references:
         for option in options:
-            raw = launcher.passed().get(option)
+            raw = given.get(option)
             on = _switched_on(str(raw.value)) if raw is not None else None
             if on is not None and on == (prefix == "if"):
                 out.append(reference)
@@ -288,11 +289,13 @@ def _passed(launcher: RunFacts) -> Callable[[tuple[str, ...]], Any]:
     """An option's number as the launch passes it, for a formula (None: not passed, so the
     script's default; NaN: passed with a value memlint cannot know, so is the result)."""
 
+    given, unknown = launcher.passed(), launcher.passed_unknown()
+
     def passed(names: tuple[str, ...]) -> Any:
         for name in names:
-            if name in launcher.passed_unknown():
+            if name in unknown:
                 return float("nan")
-            raw = launcher.passed().get(name)
+            raw = given.get(name)
             if raw is not None:
                 number = option_formulas.number_in(str(raw.value))
                 return float("nan") if number is None else number

@@ -139,15 +139,16 @@ def _constructor_argument(values: "Values", cls: cst.ClassDef, init: cst.Functio
     calls = values.call_sites(cls)
     if not calls:
         return None
-    # several calls (a training and a validation ``Dataset(path, tokenizer, max_len)``) that pass
-    # the same value agree on it
     found = [_passed(values, init, param, call, depth) for call in calls]
     first = found[0]
-    if first is None or not first.known or any(
-            other is None or not other.known or other.value != first.value or type(other.value) is not type(first.value)
-            for other in found[1:]):
-        return first if len(calls) == 1 else None
-    return first
+    if len(found) == 1:
+        return first
+    # several calls (a training and a validation ``Dataset(path, tokenizer, max_len)``) are known
+    # to pass one value only when each passes the same
+    agree = first is not None and first.known and all(
+        other is not None and other.known and other.value == first.value and type(other.value) is type(first.value)
+        for other in found[1:])
+    return first if agree else None
 
 
 def _passed(values: "Values", init: cst.FunctionDef, param: cst.Param, call: cst.Call, depth: int) -> Found | None:
